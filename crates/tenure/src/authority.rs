@@ -1,0 +1,386 @@
+//! The authority: one store plus the rules.
+
+use crate::check;
+use crate::clock::{Clock, SystemClock};
+use crate::edit::Edit;
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::model::{
+    Cancelled, CheckReport, ClockStatus, Event, FactRecord, JobSpec, JobView, LeaseStatus,
+    ListQuery, ProductionView, Submitted,
+};
+use crate::rules;
+use crate::session::Session;
+use crate::store::sqlite::{SqliteBackend, Synchronous};
+use crate::store::{Backend, Txn, SCHEMA_VERSION};
+use crate::ttl::Ttl;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest page for listings and events.
+pub const MAX_PAGE: usize = 10_000;
+/// Page size used when a caller passes 0.
+pub const DEFAULT_PAGE: usize = 100;
+
+/// How to open a store.
+#[derive(Clone)]
+pub struct Options {
+    synchronous: Synchronous,
+    busy_timeout: Duration,
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            synchronous: Synchronous::Full,
+            busy_timeout: Duration::from_secs(5),
+            clock: None,
+        }
+    }
+}
+
+impl Options {
+    /// Defaults: `synchronous = FULL`, busy timeout 5 s.
+    pub fn new() -> Options {
+        Options::default()
+    }
+    /// SQLite `synchronous` (`Full` by default).
+    pub fn synchronous(mut self, s: Synchronous) -> Options {
+        self.synchronous = s;
+        self
+    }
+    /// How long a write waits for the writer lock before [`Error::Busy`]
+    /// (at most 1 hour; 5 s by default).
+    pub fn busy_timeout(mut self, d: Duration) -> Options {
+        self.busy_timeout = d;
+        self
+    }
+    /// Inject a clock (Rust-only `test-clock` feature; never in the C ABI,
+    /// the wheel or the CLI).
+    #[cfg(feature = "test-clock")]
+    pub fn clock(mut self, c: impl Clock) -> Options {
+        self.clock = Some(Arc::new(c));
+        self
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("synchronous", &self.synchronous)
+            .field("busy_timeout", &self.busy_timeout)
+            .field("injected_clock", &self.clock.is_some())
+            .finish()
+    }
+}
+
+pub(crate) struct Inner {
+    backend: Arc<dyn Backend>,
+    clock: Arc<dyn Clock>,
+    path: PathBuf,
+    migrated_from: u32,
+}
+
+impl Inner {
+    pub(crate) fn session(&self) -> Result<Session> {
+        Session::begin(&self.backend, &self.clock)
+    }
+
+    /// A convenience call: one edit of one step. If the step fails, its writes
+    /// roll back and the raised high-water mark still commits.
+    pub(crate) fn one_step<T>(&self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        let mut s = self.session()?;
+        match s.op(f) {
+            Ok(v) => {
+                s.commit()?;
+                Ok(v)
+            }
+            Err(e) => {
+                s.commit_after_failure();
+                Err(e)
+            }
+        }
+    }
+
+    /// A read-only snapshot; `now` is `max(clock, mark)` so an expired lease
+    /// never looks alive again.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut dyn Txn, i64) -> Result<T>) -> Result<T> {
+        let mut t = self.backend.begin_read()?;
+        let mark = t.high_water()?;
+        let now = self.clock.now_us().max(mark);
+        let r = f(t.as_mut(), now);
+        let _ = t.rollback();
+        r
+    }
+}
+
+/// A job lease authority over one store. `Send + Sync`: share it between
+/// threads (each call takes its own pooled connection) or clone it.
+#[derive(Clone)]
+pub struct Authority {
+    pub(crate) inner: Arc<Inner>,
+}
+
+fn page(limit: usize) -> usize {
+    match limit {
+        0 => DEFAULT_PAGE,
+        n => n.min(MAX_PAGE),
+    }
+}
+
+impl Authority {
+    /// Open or create the store at `path` (WAL). A store newer than this
+    /// library is refused untouched ([`Error::SchemaTooNew`]); an older one is
+    /// migrated forward in one transaction; a foreign or corrupt file is a
+    /// [`Error::Store`].
+    pub fn open(path: impl AsRef<Path>, options: &Options) -> Result<Authority> {
+        let path = path.as_ref();
+        if options.busy_timeout > Duration::from_secs(3600) {
+            return Err(Error::invalid("busy_timeout must be at most 1 hour"));
+        }
+        if path.as_os_str().is_empty() {
+            return Err(Error::invalid("the store path must not be empty"));
+        }
+        let clock: Arc<dyn Clock> = options
+            .clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(SystemClock));
+        let c2 = clock.clone();
+        let (backend, opened) = SqliteBackend::open(
+            path,
+            options.synchronous,
+            options.busy_timeout,
+            &move || c2.now_us(),
+        )?;
+        Ok(Authority {
+            inner: Arc::new(Inner {
+                backend: Arc::new(backend),
+                clock,
+                path: path.to_path_buf(),
+                migrated_from: opened.from_version,
+            }),
+        })
+    }
+
+    /// The store's path.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The schema version found when this handle opened the store (0 for a
+    /// new store; equal to [`Authority::schema_version`] if nothing migrated).
+    pub fn migrated_from(&self) -> u32 {
+        self.inner.migrated_from
+    }
+
+    /// The schema version this library writes.
+    pub fn schema_version() -> u32 {
+        SCHEMA_VERSION
+    }
+
+    /// Begin an explicit edit (takes the writer lock).
+    pub fn edit(&self) -> Result<Edit> {
+        Edit::begin(self.inner.clone())
+    }
+
+    /// Create a production; `Ok(false)` if it already existed.
+    pub fn create_production(&self, production: &str) -> Result<bool> {
+        self.inner
+            .one_step(|s| rules::create_production(s, production))
+    }
+
+    /// Cancel every non-terminal job of a production and refuse new
+    /// submissions to it. Returns how many jobs were cancelled.
+    pub fn cancel_production(&self, production: &str) -> Result<u64> {
+        self.inner
+            .one_step(|s| rules::cancel_production(s, production))
+    }
+
+    /// All productions, by name.
+    pub fn productions(&self) -> Result<Vec<ProductionView>> {
+        self.inner.read(|t, _| {
+            Ok(t.productions()?
+                .into_iter()
+                .map(|p| ProductionView {
+                    name: p.name,
+                    created_us: p.created_us,
+                    cancelled_us: p.cancelled_us,
+                })
+                .collect())
+        })
+    }
+
+    /// Submit a job. Same ID and same content (payload, priority,
+    /// max_attempts) is [`Submitted::Existing`]; different content is
+    /// [`Error::Conflict`]. The production must exist.
+    pub fn submit(&self, production: &str, spec: &JobSpec) -> Result<Submitted> {
+        self.inner.one_step(|s| rules::submit(s, production, spec))
+    }
+
+    /// Submit many jobs in one edit: all or nothing.
+    pub fn submit_many(&self, production: &str, specs: &[JobSpec]) -> Result<Vec<Submitted>> {
+        let mut e = self.edit()?;
+        let mut out = Vec::with_capacity(specs.len());
+        for spec in specs {
+            out.push(e.submit(production, spec)?);
+        }
+        e.commit()?;
+        Ok(out)
+    }
+
+    /// Coordinator cancel: any non-terminal job becomes `cancelled` and its
+    /// lease, if any, is dead. Cancelling a cancelled job is a no-op; a
+    /// completed or failed one is [`Error::JobTerminal`].
+    pub fn cancel(&self, production: &str, job: &str) -> Result<Cancelled> {
+        self.inner.one_step(|s| rules::cancel(s, production, job))
+    }
+
+    /// Claim a named job for `ttl`.
+    pub fn claim(&self, production: &str, job: &str, holder: &str, ttl: Ttl) -> Result<Lease> {
+        let m = self
+            .inner
+            .one_step(|s| rules::claim(s, production, job, holder, ttl))?;
+        Ok(Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0))
+    }
+
+    /// Claim the next claimable job of a production (highest priority, then
+    /// oldest submission). [`Error::NoJobAvailable`] when there is none.
+    pub fn claim_next(&self, production: &str, holder: &str, ttl: Ttl) -> Result<Lease> {
+        let m = self
+            .inner
+            .one_step(|s| rules::claim_next(s, production, holder, ttl))?;
+        match m {
+            Some(m) => Ok(Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0)),
+            None => Err(Error::NoJobAvailable(format!(
+                "nothing claimable in production {production:?}"
+            ))),
+        }
+    }
+
+    /// Turn a token from [`Lease::export_token`] back into an active lease,
+    /// after validating production, job and secret against the store's
+    /// current claim, state and expiry.
+    pub fn import_lease(&self, token: &str) -> Result<Lease> {
+        let m = self.inner.read(|t, now| rules::import(t, now, token))?;
+        Ok(Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0))
+    }
+
+    /// Observe one job.
+    pub fn job(&self, production: &str, job: &str) -> Result<JobView> {
+        crate::validate::id("production", production)?;
+        crate::validate::id("job", job)?;
+        self.inner.read(|t, now| {
+            t.job(production, job)?
+                .map(|r| rules::view(&r, now))
+                .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))
+        })
+    }
+
+    /// A job's payload.
+    pub fn payload(&self, production: &str, job: &str) -> Result<Vec<u8>> {
+        crate::validate::id("production", production)?;
+        crate::validate::id("job", job)?;
+        self.inner.read(|t, _| {
+            t.payload(production, job)?
+                .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))
+        })
+    }
+
+    /// List a production's jobs by job ID, optionally in one observed state,
+    /// a page at a time (pass the last job ID as `after` for the next page).
+    pub fn jobs(&self, production: &str, q: &ListQuery) -> Result<Vec<JobView>> {
+        crate::validate::id("production", production)?;
+        if let Some(a) = &q.after {
+            crate::validate::id("after", a)?;
+        }
+        let limit = page(q.limit);
+        self.inner.read(|t, now| {
+            if t.production(production)?.is_none() {
+                return Err(Error::NotFound(format!("production {production:?}")));
+            }
+            let stored = q.state.map(rules::stored_for);
+            let mut out = Vec::new();
+            let mut after = q.after.clone();
+            loop {
+                let rows = t.jobs_page(production, stored, after.as_deref(), limit)?;
+                let done = rows.len() < limit;
+                for r in &rows {
+                    let v = rules::view(r, now);
+                    if q.state.is_none_or(|s| s == v.state) {
+                        out.push(v);
+                        if out.len() == limit {
+                            return Ok(out);
+                        }
+                    }
+                }
+                if done {
+                    return Ok(out);
+                }
+                after = rows.last().map(|r| r.job.clone());
+            }
+        })
+    }
+
+    /// Facts published by a job's completion, provenance included.
+    pub fn facts(&self, production: &str, job: &str) -> Result<Vec<FactRecord>> {
+        crate::validate::id("production", production)?;
+        crate::validate::id("job", job)?;
+        self.inner.read(|t, _| t.facts(production, Some(job)))
+    }
+
+    /// Every fact of a production, by job.
+    pub fn production_facts(&self, production: &str) -> Result<Vec<FactRecord>> {
+        crate::validate::id("production", production)?;
+        self.inner.read(|t, _| t.facts(production, None))
+    }
+
+    /// Events with sequence number greater than `after`, oldest first, at
+    /// most `limit` (0 = 100, capped at 10 000).
+    pub fn events(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
+        self.inner.read(|t, _| t.events(None, after, page(limit)))
+    }
+
+    /// Events of one production (see [`Authority::events`]).
+    pub fn production_events(
+        &self,
+        production: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>> {
+        crate::validate::id("production", production)?;
+        self.inner
+            .read(|t, _| t.events(Some(production), after, page(limit)))
+    }
+
+    /// The clock reading, the durable high-water mark, and whether guarded
+    /// operations are currently refused.
+    pub fn clock(&self) -> Result<ClockStatus> {
+        let mut t = self.inner.backend.begin_read()?;
+        let mark = t.high_water()?;
+        let now = self.inner.clock.now_us();
+        let _ = t.rollback();
+        Ok(ClockStatus {
+            now_us: now,
+            mark_us: mark,
+            blocked: now < mark,
+        })
+    }
+
+    /// The offline invariant checker: replays the transition log against the
+    /// rows (at most one live lease per job at any instant, states consistent
+    /// with events, only digests stored, schema version).
+    pub fn check(&self) -> Result<CheckReport> {
+        self.inner.read(|t, _| check::run(t))
+    }
+}
+
+impl fmt::Debug for Authority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authority")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,159 @@
+//! The offline invariant checker behind `tenure check`.
+
+use crate::error::Result;
+use crate::model::{CheckReport, EventKind, JobState};
+use crate::store::{Stored, Txn, SCHEMA_VERSION};
+use std::collections::HashMap;
+use uuid::Uuid;
+
+#[derive(Default)]
+struct Replay {
+    state: Option<JobState>,
+    live: Option<(Option<Uuid>, i64)>,
+    completions: u32,
+}
+
+/// Replay every event and compare with every row.
+pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
+    let mut report = CheckReport {
+        schema_version: t.schema_version()?,
+        ..CheckReport::default()
+    };
+    let v = &mut report.violations;
+    if report.schema_version != SCHEMA_VERSION {
+        v.push(format!(
+            "schema version {} but this library writes {SCHEMA_VERSION}",
+            report.schema_version
+        ));
+    }
+    let mut replay: HashMap<(String, String), Replay> = HashMap::new();
+    let mut after = 0;
+    loop {
+        let evs = t.events(None, after, 5_000)?;
+        if evs.is_empty() {
+            break;
+        }
+        for ev in evs {
+            after = ev.seq;
+            report.events += 1;
+            let Some(job) = ev.job.clone() else { continue };
+            let name = format!("{}/{job}", ev.production);
+            let r = replay.entry((ev.production.clone(), job)).or_default();
+            match ev.kind {
+                EventKind::Claimed => {
+                    if let Some((claim, exp)) = r.live {
+                        if exp > ev.at_us {
+                            v.push(format!(
+                                "job {name}: claim {} at {} µs while claim {} was live until {exp} µs",
+                                fmt_claim(ev.claim_id),
+                                ev.at_us,
+                                fmt_claim(claim)
+                            ));
+                        }
+                    }
+                    r.live = Some((ev.claim_id, ev.expires_us.unwrap_or(i64::MIN)));
+                }
+                EventKind::Renewed
+                | EventKind::Released
+                | EventKind::Failed
+                | EventKind::Completed => {
+                    match r.live {
+                        Some((claim, exp)) if claim == ev.claim_id => {
+                            if ev.at_us >= exp {
+                                v.push(format!(
+                                    "job {name}: {} by claim {} at {} µs after its expiry {exp} µs",
+                                    ev.kind,
+                                    fmt_claim(claim),
+                                    ev.at_us
+                                ));
+                            }
+                        }
+                        _ => v.push(format!(
+                            "job {name}: {} (event {}) by claim {} which is not the live claim",
+                            ev.kind,
+                            ev.seq,
+                            fmt_claim(ev.claim_id)
+                        )),
+                    }
+                    r.live = if ev.kind == EventKind::Renewed {
+                        Some((ev.claim_id, ev.expires_us.unwrap_or(i64::MIN)))
+                    } else {
+                        None
+                    };
+                    if ev.kind == EventKind::Completed {
+                        r.completions += 1;
+                        if r.completions > 1 {
+                            v.push(format!("job {name}: completed more than once"));
+                        }
+                    }
+                }
+                EventKind::Migrated => {
+                    r.live = ev
+                        .expires_us
+                        .filter(|_| ev.state == Some(JobState::Claimed))
+                        .map(|e| (ev.claim_id, e));
+                }
+                EventKind::Submitted | EventKind::Cancelled | EventKind::Exhausted => {
+                    r.live = None;
+                }
+                EventKind::ProductionCreated | EventKind::ProductionCancelled => {}
+            }
+            r.state = ev.state;
+        }
+    }
+    let mut after_seq = 0;
+    loop {
+        let rows = t.all_jobs_page(after_seq, 5_000)?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in rows {
+            after_seq = row.seq;
+            report.jobs += 1;
+            let name = format!("{}/{}", row.production, row.job);
+            if row.attempts > row.max_attempts {
+                v.push(format!(
+                    "job {name}: {} attempts exceed max_attempts {}",
+                    row.attempts, row.max_attempts
+                ));
+            }
+            if row.state == Stored::Claimed && (row.claim_id.is_none() || row.expires_us.is_none())
+            {
+                v.push(format!("job {name}: claimed without a claim ID or expiry"));
+            }
+            if let Some(d) = &row.secret_digest {
+                if d.len() != 32 {
+                    v.push(format!(
+                        "job {name}: stored secret field is not a 32-byte digest"
+                    ));
+                }
+            }
+            match replay.get(&(row.production.clone(), row.job.clone())) {
+                None => v.push(format!("job {name}: no events")),
+                Some(r) if r.state != Some(row.state.as_job_state()) => v.push(format!(
+                    "job {name}: row is {} but the events end in {}",
+                    row.state.as_str(),
+                    r.state.map(|s| s.as_str()).unwrap_or("nothing")
+                )),
+                Some(_) => {}
+            }
+            if row.state == Stored::Completed {
+                let facts = t.facts(&row.production, Some(&row.job))?;
+                let claim = row.claim_id.map(|c| c.to_string()).unwrap_or_default();
+                if !facts
+                    .iter()
+                    .any(|f| f.key == "tenure.claim_id" && f.value == claim)
+                {
+                    v.push(format!(
+                        "job {name}: completed without provenance from its claim"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn fmt_claim(c: Option<Uuid>) -> String {
+    c.map(|c| c.to_string()).unwrap_or_else(|| "-".into())
+}

@@ -1,0 +1,205 @@
+//! Leases: the owning handle a claim returns.
+
+use crate::authority::Inner;
+use crate::error::{Error, Result};
+use crate::model::{Execution, Fact, JobState, LeaseStatus};
+use crate::rules::{self, LeaseKey, Minted};
+use crate::secret::Secret;
+use crate::token::{self, Token};
+use crate::ttl::Ttl;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use uuid::Uuid;
+
+#[derive(Debug)]
+pub(crate) struct Local {
+    pub status: LeaseStatus,
+    pub expires_us: i64,
+    /// The edit that minted a pending lease (0 once active or if imported).
+    pub edit: u64,
+}
+
+pub(crate) type Shared = Arc<Mutex<Local>>;
+
+pub(crate) fn lock(l: &Shared) -> std::sync::MutexGuard<'_, Local> {
+    l.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// An owning, production-bound lease on one job.
+///
+/// It carries attribution (holder, claim ID, attempt), the expiry, a local
+/// status, and the private secret, which never leaves it except through
+/// [`Lease::export_token`]. `Debug` shows everything but the secret.
+///
+/// Every transition (renew, release, fail, complete) is checked by the store
+/// under the writer lock; the local status only short-circuits uses of a
+/// lease already known to be closed or still pending. A failed transition
+/// leaves the local status unchanged: the next use asks the store again.
+/// Dropping a lease frees memory only: it never writes, renews or releases.
+///
+/// `Lease` is `Send + Sync`: threads may share one (e.g. a heartbeat thread
+/// renewing while the worker runs); the store serializes their transitions.
+pub struct Lease {
+    pub(crate) inner: Arc<Inner>,
+    production: String,
+    job: String,
+    claim_id: Uuid,
+    attempt: u32,
+    holder: String,
+    secret: Secret,
+    pub(crate) local: Shared,
+}
+
+impl Lease {
+    pub(crate) fn new(inner: Arc<Inner>, m: Minted, status: LeaseStatus, edit: u64) -> Lease {
+        Lease {
+            inner,
+            production: m.production,
+            job: m.job,
+            claim_id: m.claim_id,
+            attempt: m.attempt,
+            holder: m.holder,
+            secret: m.secret,
+            local: Arc::new(Mutex::new(Local {
+                status,
+                expires_us: m.expires_us,
+                edit,
+            })),
+        }
+    }
+
+    /// Production ID.
+    pub fn production(&self) -> &str {
+        &self.production
+    }
+    /// Job ID.
+    pub fn job(&self) -> &str {
+        &self.job
+    }
+    /// The public fencing token of this claim (a random UUIDv4).
+    pub fn claim_id(&self) -> Uuid {
+        self.claim_id
+    }
+    /// Which attempt this claim is (1-based).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+    /// The holder given at claim time.
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+    /// Expiry as last confirmed by the store (µs since the epoch).
+    pub fn expires_us(&self) -> i64 {
+        lock(&self.local).expires_us
+    }
+    /// Local status: pending until its edit commits, closed after a
+    /// successful release/fail/complete or a failed edit.
+    pub fn status(&self) -> LeaseStatus {
+        lock(&self.local).status
+    }
+
+    pub(crate) fn key(&self) -> LeaseKey<'_> {
+        LeaseKey {
+            production: &self.production,
+            job: &self.job,
+            claim_id: Some(self.claim_id),
+            secret: &self.secret,
+        }
+    }
+
+    /// Refuse a lease whose local status rules out a use outside edit `edit`
+    /// (0 = a one-step call).
+    pub(crate) fn usable_in(&self, edit: u64) -> Result<()> {
+        let l = lock(&self.local);
+        match l.status {
+            LeaseStatus::Active => Ok(()),
+            LeaseStatus::Pending if edit != 0 && l.edit == edit => Ok(()),
+            LeaseStatus::Pending => Err(Error::LeasePending(format!(
+                "the lease on {}/{} is pending until its edit commits",
+                self.production, self.job
+            ))),
+            LeaseStatus::Closed => Err(Error::LeaseClosed(format!(
+                "the lease on {}/{} is closed",
+                self.production, self.job
+            ))),
+        }
+    }
+
+    fn one_step<T>(
+        &self,
+        f: impl FnOnce(&mut crate::session::Session, &LeaseKey<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.usable_in(0)?;
+        let key = self.key();
+        self.inner.one_step(|s| f(s, &key))
+    }
+
+    fn close(&self) {
+        lock(&self.local).status = LeaseStatus::Closed;
+    }
+
+    /// Extend the lease to `now + ttl`. The new expiry must be later than the
+    /// current one ([`Error::NotExtended`]) and the renewal must commit before
+    /// the current expiry ([`Error::LeaseExpired`]).
+    pub fn renew(&self, ttl: Ttl) -> Result<()> {
+        let new = self.one_step(|s, k| rules::renew(s, k, ttl))?;
+        lock(&self.local).expires_us = new;
+        Ok(())
+    }
+
+    /// Give the job back unfinished: requested again (the attempt is not
+    /// refunded; failed if it was the last). Closes the lease. Returns the
+    /// job's new state.
+    pub fn release(&self) -> Result<JobState> {
+        let st = self.one_step(rules::release)?;
+        self.close();
+        Ok(st)
+    }
+
+    /// Report failure: requested again if `permanent` is false and attempts
+    /// remain, else failed. `reason` (≤ 1024 bytes) is recorded. Closes the lease.
+    pub fn fail(&self, reason: &str, permanent: bool) -> Result<JobState> {
+        let st = self.one_step(|s, k| rules::fail(s, k, reason, permanent))?;
+        self.close();
+        Ok(st)
+    }
+
+    /// Complete the job, publishing `facts` and provenance in the same
+    /// transaction. Closes the lease.
+    pub fn complete(&self, facts: &[Fact]) -> Result<()> {
+        self.one_step(|s, k| rules::complete(s, k, facts, None))?;
+        self.close();
+        Ok(())
+    }
+
+    /// Complete as the reference executor: also consumes the execution nonce
+    /// (reuse is a [`Error::Conflict`]) and records the output's path, digest,
+    /// size and exit status as provenance.
+    pub fn complete_execution(&self, exec: &Execution, facts: &[Fact]) -> Result<()> {
+        self.one_step(|s, k| rules::complete(s, k, facts, Some(exec)))?;
+        self.close();
+        Ok(())
+    }
+
+    /// Export the credential as a token for another process. Only an active
+    /// lease can be exported; treat the token like a password.
+    pub fn export_token(&self) -> Result<Token> {
+        self.usable_in(0)?;
+        Ok(token::encode(&self.production, &self.job, &self.secret))
+    }
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let l = lock(&self.local);
+        f.debug_struct("Lease")
+            .field("production", &self.production)
+            .field("job", &self.job)
+            .field("claim_id", &self.claim_id)
+            .field("attempt", &self.attempt)
+            .field("holder", &self.holder)
+            .field("expires_us", &l.expires_us)
+            .field("status", &l.status)
+            .finish_non_exhaustive()
+    }
+}

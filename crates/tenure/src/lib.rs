@@ -1,0 +1,68 @@
+//! # tenure — an embedded job lease authority
+//!
+//! Coordinators put jobs into productions; workers claim a job and receive an
+//! owning [`Lease`]: a private secret plus a public random claim ID that
+//! fences stale workers. Renew, release, fail and complete are each checked
+//! under the store's writer lock against the job's current claim, secret
+//! digest, state and expiry, so a worker whose lease expired or was replaced
+//! can never complete, extend or release the job. The authority's clock is
+//! private and keeps a durable high-water mark: a clock that moves backwards
+//! is refused until real time catches up (see [`Error::ClockRollback`]); this
+//! is a conservative local-clock policy, not a trusted-time guarantee.
+//!
+//! ```
+//! use tenure::{Authority, Fact, JobSpec, JobState, Options, Ttl};
+//! # fn main() -> tenure::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("store.db");
+//! let auth = Authority::open(&path, &Options::new())?;
+//! auth.create_production("nightly")?;
+//! auth.submit("nightly", &JobSpec::new("build-1", b"make all".to_vec()))?;
+//!
+//! let lease = auth.claim_next("nightly", "worker-7@host-3", Ttl::from_micros(30_000_000)?)?;
+//! lease.renew(Ttl::try_from(std::time::Duration::from_secs(60))?)?;
+//! lease.complete(&[Fact::new("artifact", "build-1.tar")])?;
+//!
+//! assert_eq!(auth.job("nightly", "build-1")?.state, JobState::Completed);
+//! # Ok(()) }
+//! ```
+//!
+//! Rules live in one place (`rules`), storage behind one interface (`store`);
+//! the C ABI, C++ and Python projections and the CLI convert types and map
+//! errors on top of this crate.
+
+#![warn(missing_docs)]
+
+mod authority;
+mod check;
+mod clock;
+mod edit;
+mod error;
+mod lease;
+mod model;
+mod rules;
+mod secret;
+mod session;
+mod store;
+mod token;
+mod ttl;
+pub mod validate;
+
+pub use authority::{Authority, Options, DEFAULT_PAGE, MAX_PAGE};
+#[cfg(feature = "test-clock")]
+pub use clock::{Clock, ManualClock};
+pub use edit::Edit;
+pub use error::{Error, ErrorCode, Result};
+pub use lease::Lease;
+pub use model::{
+    Cancelled, CheckReport, ClockStatus, Event, EventKind, Execution, Fact, FactRecord, JobSpec,
+    JobState, JobView, LeaseStatus, ListQuery, ProductionView, Submitted, DEFAULT_MAX_ATTEMPTS,
+};
+pub use store::sqlite::{Synchronous, APPLICATION_ID};
+pub use store::SCHEMA_VERSION;
+pub use token::{Token, MAX_TOKEN_LEN, TOKEN_PREFIX};
+pub use ttl::Ttl;
+pub use uuid::Uuid;
+
+/// The library version (from Cargo).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

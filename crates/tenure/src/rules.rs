@@ -1,0 +1,640 @@
+//! Every rule of the lease authority, written once against the storage traits.
+//!
+//! Each function here runs inside a [`Session`] operation (one savepoint of a
+//! write transaction holding the writer lock) or a read snapshot. The public
+//! API, the C ABI, C++, Python and the CLI all reach the store through these
+//! functions only.
+
+use crate::error::{Error, Result};
+use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted};
+use crate::secret::Secret;
+use crate::session::Session;
+use crate::store::{JobRow, NewEvent, ProductionRow, Stored, Txn};
+use crate::ttl::Ttl;
+use crate::validate;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+/// `last_error` of a job whose expired claim had no attempts left.
+pub(crate) const EXHAUSTED: &str = "lease expired with no attempts left";
+const RELEASED_LAST: &str = "released after its last attempt";
+const FAILED_LAST: &str = "failed on its last attempt";
+
+/// A lease as minted or imported: everything a [`crate::Lease`] needs.
+pub(crate) struct Minted {
+    pub production: String,
+    pub job: String,
+    pub claim_id: Uuid,
+    pub attempt: u32,
+    pub holder: String,
+    pub expires_us: i64,
+    pub secret: Secret,
+}
+
+/// What a claimant transition needs to identify its lease.
+pub(crate) struct LeaseKey<'a> {
+    pub production: &'a str,
+    pub job: &'a str,
+    /// `None` when importing a token (the token carries no claim ID).
+    pub claim_id: Option<Uuid>,
+    pub secret: &'a Secret,
+}
+
+/// Observed state of a row at `now` (`now` is already `max(clock, mark)`).
+pub(crate) fn classify(row: &JobRow, now: i64) -> JobState {
+    match row.state {
+        Stored::Claimed => {
+            let expires = row.expires_us.unwrap_or(i64::MIN);
+            if now < expires {
+                JobState::Claimed
+            } else if row.attempts < row.max_attempts {
+                JobState::Expired
+            } else {
+                JobState::Failed
+            }
+        }
+        s => s.as_job_state(),
+    }
+}
+
+pub(crate) fn view(row: &JobRow, now: i64) -> JobView {
+    JobView {
+        production: row.production.clone(),
+        job: row.job.clone(),
+        state: classify(row, now),
+        attempts: row.attempts,
+        max_attempts: row.max_attempts,
+        priority: row.priority,
+        holder: row.holder.clone(),
+        claim_id: row.claim_id,
+        expires_us: row.expires_us,
+        created_us: row.created_us,
+        updated_us: row.updated_us,
+        payload_len: row.payload_len,
+        last_error: row.last_error.clone(),
+    }
+}
+
+fn name(row: &JobRow) -> String {
+    format!("{}/{}", row.production, row.job)
+}
+
+fn event<'a>(row: &'a JobRow, kind: EventKind, at_us: i64, detail: &'a str) -> NewEvent<'a> {
+    let live = row.state == Stored::Claimed;
+    NewEvent {
+        at_us,
+        production: &row.production,
+        job: Some(&row.job),
+        kind,
+        state: Some(row.state),
+        claim_id: row.claim_id,
+        holder: row.holder.as_deref(),
+        attempt: row.claim_id.map(|_| row.attempts),
+        expires_us: if live { row.expires_us } else { None },
+        detail,
+    }
+}
+
+fn production_row(s: &mut Session, production: &str) -> Result<ProductionRow> {
+    s.txn
+        .production(production)?
+        .ok_or_else(|| Error::NotFound(format!("production {production:?}")))
+}
+
+fn job_row(txn: &mut dyn Txn, production: &str, job: &str) -> Result<JobRow> {
+    txn.job(production, job)?
+        .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))
+}
+
+/// Create a production; `false` if it already existed (idempotent).
+pub(crate) fn create_production(s: &mut Session, production: &str) -> Result<bool> {
+    validate::id("production", production)?;
+    let now = s.observe_now();
+    if s.txn.production(production)?.is_some() {
+        return Ok(false);
+    }
+    s.txn.insert_production(&ProductionRow {
+        name: production.to_owned(),
+        created_us: now,
+        cancelled_us: None,
+    })?;
+    s.txn.append_event(&NewEvent {
+        at_us: now,
+        production,
+        job: None,
+        kind: EventKind::ProductionCreated,
+        state: None,
+        claim_id: None,
+        holder: None,
+        attempt: None,
+        expires_us: None,
+        detail: "",
+    })?;
+    Ok(true)
+}
+
+/// Submit a job: same ID and content is `Existing`; different content is a conflict.
+pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
+    validate::id("production", production)?;
+    validate::id("job", &spec.job)?;
+    validate::payload(&spec.payload)?;
+    validate::max_attempts(spec.max_attempts)?;
+    let now = s.observe_now();
+    let prod = production_row(s, production)?;
+    let digest = Sha256::digest(&spec.payload).to_vec();
+    if let Some(existing) = s.txn.job(production, &spec.job)? {
+        let mut diff = Vec::new();
+        if existing.payload_digest != digest {
+            diff.push("payload");
+        }
+        if existing.priority != spec.priority {
+            diff.push("priority");
+        }
+        if existing.max_attempts != spec.max_attempts {
+            diff.push("max_attempts");
+        }
+        return if diff.is_empty() {
+            Ok(Submitted::Existing)
+        } else {
+            Err(Error::Conflict(format!(
+                "job {production}/{} already exists with a different {}",
+                spec.job,
+                diff.join(", ")
+            )))
+        };
+    }
+    if prod.cancelled_us.is_some() {
+        return Err(Error::Cancelled(format!(
+            "production {production:?} was cancelled; it takes no new jobs"
+        )));
+    }
+    let mut row = JobRow {
+        seq: 0,
+        production: production.to_owned(),
+        job: spec.job.clone(),
+        payload_digest: digest,
+        payload_len: spec.payload.len() as u64,
+        priority: spec.priority,
+        max_attempts: spec.max_attempts,
+        state: Stored::Requested,
+        attempts: 0,
+        claim_id: None,
+        secret_digest: None,
+        holder: None,
+        claimed_us: None,
+        expires_us: None,
+        created_us: now,
+        updated_us: now,
+        last_error: None,
+    };
+    row.seq = s.txn.insert_job(&row, &spec.payload)?;
+    s.txn
+        .append_event(&event(&row, EventKind::Submitted, now, ""))?;
+    Ok(Submitted::Created)
+}
+
+/// Record an expired claim with no attempts left (or a requested job with
+/// none) as failed.
+fn exhaust(s: &mut Session, mut row: JobRow, now: i64) -> Result<()> {
+    row.state = Stored::Failed;
+    row.updated_us = now;
+    row.last_error = Some(EXHAUSTED.to_owned());
+    s.txn.update_job(&row)?;
+    s.txn
+        .append_event(&event(&row, EventKind::Exhausted, now, EXHAUSTED))?;
+    Ok(())
+}
+
+fn mint(s: &mut Session, mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<Minted> {
+    let previous = (classify(&row, now) == JobState::Expired)
+        .then_some(row.claim_id)
+        .flatten();
+    let secret = Secret::generate()?;
+    let claim_id = Uuid::new_v4();
+    let expires = now
+        .checked_add(ttl.as_micros())
+        .ok_or_else(|| Error::InvalidDuration("expiry overflows the clock".into()))?;
+    row.state = Stored::Claimed;
+    row.attempts += 1;
+    row.claim_id = Some(claim_id);
+    row.secret_digest = Some(secret.digest().to_vec());
+    row.holder = Some(holder.to_owned());
+    row.claimed_us = Some(now);
+    row.expires_us = Some(expires);
+    row.updated_us = now;
+    s.txn.update_job(&row)?;
+    let detail = previous
+        .map(|p| format!("reclaimed after claim {p} expired"))
+        .unwrap_or_default();
+    s.txn
+        .append_event(&event(&row, EventKind::Claimed, now, &detail))?;
+    s.deadline(expires, format!("the new claim on {}", name(&row)));
+    Ok(Minted {
+        production: row.production,
+        job: row.job,
+        claim_id,
+        attempt: row.attempts,
+        holder: holder.to_owned(),
+        expires_us: expires,
+        secret,
+    })
+}
+
+/// Claim a named job.
+pub(crate) fn claim(
+    s: &mut Session,
+    production: &str,
+    job: &str,
+    holder: &str,
+    ttl: Ttl,
+) -> Result<Minted> {
+    validate::id("production", production)?;
+    validate::id("job", job)?;
+    validate::holder(holder)?;
+    let now = s.guarded_sample()?;
+    let row = job_row(s.txn.as_mut(), production, job)?;
+    match classify(&row, now) {
+        JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
+            mint(s, row, holder, ttl, now)
+        }
+        JobState::Requested | JobState::Expired => Err(Error::NotClaimable(format!(
+            "job {} has used all {} attempts",
+            name(&row),
+            row.max_attempts
+        ))),
+        JobState::Claimed => Err(Error::NotClaimable(format!(
+            "job {} is held by claim {} ({}) until {} µs",
+            name(&row),
+            row.claim_id.map(|c| c.to_string()).unwrap_or_default(),
+            row.holder.as_deref().unwrap_or(""),
+            row.expires_us.unwrap_or_default()
+        ))),
+        JobState::Cancelled => Err(Error::Cancelled(format!(
+            "job {} was cancelled",
+            name(&row)
+        ))),
+        st => Err(Error::NotClaimable(format!("job {} is {st}", name(&row)))),
+    }
+}
+
+/// Claim the next claimable job: highest priority, then oldest. Expired
+/// claims with no attempts left met on the way are recorded as failed.
+/// `Ok(None)` when nothing is claimable (the housekeeping still commits).
+pub(crate) fn claim_next(
+    s: &mut Session,
+    production: &str,
+    holder: &str,
+    ttl: Ttl,
+) -> Result<Option<Minted>> {
+    validate::id("production", production)?;
+    validate::holder(holder)?;
+    let now = s.guarded_sample()?;
+    production_row(s, production)?;
+    let mut cursor = None;
+    loop {
+        let rows = s.txn.live_jobs(production, cursor, 32)?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        for row in rows {
+            cursor = Some((row.priority, row.seq));
+            match classify(&row, now) {
+                JobState::Claimed => continue,
+                JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
+                    return mint(s, row, holder, ttl, now).map(Some);
+                }
+                _ => exhaust(s, row, now)?,
+            }
+        }
+    }
+}
+
+/// The authoritative check of a claimant's lease (invariant 2): production,
+/// job, current claim ID, secret digest (constant time), state and expiry.
+pub(crate) fn current(txn: &mut dyn Txn, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> {
+    let row = job_row(txn, key.production, key.job)?;
+    let claim_matches = match key.claim_id {
+        Some(c) => row.claim_id == Some(c),
+        None => row.claim_id.is_some(),
+    };
+    if !(claim_matches && key.secret.matches(row.secret_digest.as_deref())) {
+        return Err(Error::StaleLease(format!(
+            "job {} is no longer held by this lease{}",
+            name(&row),
+            row.claim_id
+                .map(|c| format!(" (its current claim is {c})"))
+                .unwrap_or_default()
+        )));
+    }
+    let n = name(&row);
+    match row.state {
+        Stored::Cancelled => Err(Error::Cancelled(format!("job {n} was cancelled"))),
+        Stored::Completed => Err(Error::LeaseClosed(format!(
+            "the lease on {n} already completed the job"
+        ))),
+        Stored::Requested => Err(Error::LeaseClosed(format!("the lease on {n} was released"))),
+        Stored::Failed if row.last_error.as_deref() == Some(EXHAUSTED) => Err(Error::LeaseExpired(
+            format!("the lease on {n} expired with no attempts left"),
+        )),
+        Stored::Failed => Err(Error::LeaseClosed(format!(
+            "the lease on {n} already failed the job"
+        ))),
+        Stored::Claimed => {
+            let expires = row.expires_us.unwrap_or(i64::MIN);
+            if now >= expires {
+                Err(Error::LeaseExpired(format!(
+                    "the lease on {n} expired at {expires} µs (now {now} µs)"
+                )))
+            } else {
+                Ok(row)
+            }
+        }
+    }
+}
+
+/// Renew: the new expiry (sample + TTL) must be later than the current one,
+/// and the commit must land before the current one.
+pub(crate) fn renew(s: &mut Session, key: &LeaseKey<'_>, ttl: Ttl) -> Result<i64> {
+    let now = s.guarded_sample()?;
+    let mut row = current(s.txn.as_mut(), key, now)?;
+    let old = row.expires_us.unwrap_or(i64::MIN);
+    let new = now
+        .checked_add(ttl.as_micros())
+        .ok_or_else(|| Error::InvalidDuration("expiry overflows the clock".into()))?;
+    if new <= old {
+        return Err(Error::NotExtended(format!(
+            "renewing {} by {ttl} gives {new} µs, not later than the current expiry {old} µs",
+            name(&row)
+        )));
+    }
+    s.deadline(old, format!("the lease on {} being renewed", name(&row)));
+    row.expires_us = Some(new);
+    row.updated_us = now;
+    s.txn.update_job(&row)?;
+    s.txn
+        .append_event(&event(&row, EventKind::Renewed, now, ""))?;
+    Ok(new)
+}
+
+/// Release: back to requested (failed if that was the last attempt).
+pub(crate) fn release(s: &mut Session, key: &LeaseKey<'_>) -> Result<JobState> {
+    let now = s.guarded_sample()?;
+    let mut row = current(s.txn.as_mut(), key, now)?;
+    s.deadline(
+        row.expires_us.unwrap_or(i64::MIN),
+        format!("the lease on {} being released", name(&row)),
+    );
+    if row.attempts < row.max_attempts {
+        row.state = Stored::Requested;
+    } else {
+        row.state = Stored::Failed;
+        row.last_error = Some(RELEASED_LAST.to_owned());
+    }
+    row.updated_us = now;
+    s.txn.update_job(&row)?;
+    let detail = row
+        .last_error
+        .clone()
+        .filter(|_| row.state == Stored::Failed);
+    s.txn.append_event(&event(
+        &row,
+        EventKind::Released,
+        now,
+        detail.as_deref().unwrap_or(""),
+    ))?;
+    Ok(row.state.as_job_state())
+}
+
+/// Fail: back to requested if retryable and attempts remain, else failed.
+pub(crate) fn fail(
+    s: &mut Session,
+    key: &LeaseKey<'_>,
+    reason: &str,
+    permanent: bool,
+) -> Result<JobState> {
+    validate::reason(reason)?;
+    let now = s.guarded_sample()?;
+    let mut row = current(s.txn.as_mut(), key, now)?;
+    s.deadline(
+        row.expires_us.unwrap_or(i64::MIN),
+        format!("the lease on {} being failed", name(&row)),
+    );
+    row.state = if permanent || row.attempts >= row.max_attempts {
+        Stored::Failed
+    } else {
+        Stored::Requested
+    };
+    row.updated_us = now;
+    row.last_error = Some(if reason.is_empty() {
+        if row.state == Stored::Failed && !permanent {
+            FAILED_LAST.to_owned()
+        } else {
+            "failed".to_owned()
+        }
+    } else {
+        reason.to_owned()
+    });
+    s.txn.update_job(&row)?;
+    let detail = format!(
+        "{}{}",
+        if permanent { "permanent: " } else { "" },
+        row.last_error.as_deref().unwrap_or("")
+    );
+    s.txn
+        .append_event(&event(&row, EventKind::Failed, now, &detail))?;
+    Ok(row.state.as_job_state())
+}
+
+fn validate_execution(e: &Execution) -> Result<()> {
+    if e.output_path.is_empty() || e.output_path.len() > 4096 || e.output_path.contains('\0') {
+        return Err(Error::invalid(
+            "execution output path must be 1-4096 bytes without NUL",
+        ));
+    }
+    if e.output_sha256.len() != 64
+        || !e
+            .output_sha256
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return Err(Error::invalid(
+            "execution output SHA-256 must be 64 lower-case hex digits",
+        ));
+    }
+    Ok(())
+}
+
+/// Complete and publish facts plus provenance in the same transaction.
+pub(crate) fn complete(
+    s: &mut Session,
+    key: &LeaseKey<'_>,
+    facts: &[Fact],
+    exec: Option<&Execution>,
+) -> Result<()> {
+    let pairs: Vec<(&str, &str)> = facts
+        .iter()
+        .map(|f| (f.key.as_str(), f.value.as_str()))
+        .collect();
+    validate::facts(&pairs)?;
+    if let Some(e) = exec {
+        validate_execution(e)?;
+    }
+    let now = s.guarded_sample()?;
+    let mut row = current(s.txn.as_mut(), key, now)?;
+    s.deadline(
+        row.expires_us.unwrap_or(i64::MIN),
+        format!("the lease on {} being completed", name(&row)),
+    );
+    let claim_id = row.claim_id.unwrap_or_default();
+    if let Some(e) = exec {
+        if !s
+            .txn
+            .insert_nonce(&e.nonce, &row.production, &row.job, &claim_id, now)?
+        {
+            return Err(Error::Conflict(format!(
+                "execution nonce {} was already used",
+                e.nonce
+            )));
+        }
+    }
+    row.state = Stored::Completed;
+    row.updated_us = now;
+    s.txn.update_job(&row)?;
+    let claim_s = claim_id.to_string();
+    let attempt_s = row.attempts.to_string();
+    let now_s = now.to_string();
+    let mut all = pairs;
+    all.push(("tenure.claim_id", &claim_s));
+    all.push(("tenure.holder", row.holder.as_deref().unwrap_or("")));
+    all.push(("tenure.attempt", &attempt_s));
+    all.push(("tenure.completed_us", &now_s));
+    let (nonce_s, size_s, exit_s);
+    if let Some(e) = exec {
+        nonce_s = e.nonce.to_string();
+        size_s = e.output_size.to_string();
+        exit_s = e.exit_status.to_string();
+        all.push(("tenure.exec.nonce", &nonce_s));
+        all.push(("tenure.exec.output", &e.output_path));
+        all.push(("tenure.exec.sha256", &e.output_sha256));
+        all.push(("tenure.exec.size", &size_s));
+        all.push(("tenure.exec.exit_status", &exit_s));
+    }
+    s.txn.insert_facts(&row.production, &row.job, &all)?;
+    s.txn
+        .append_event(&event(&row, EventKind::Completed, now, ""))?;
+    Ok(())
+}
+
+/// Coordinator cancel of one job. Cancelling a cancelled job is a no-op;
+/// a completed or failed one is [`Error::JobTerminal`].
+pub(crate) fn cancel(s: &mut Session, production: &str, job: &str) -> Result<Cancelled> {
+    validate::id("production", production)?;
+    validate::id("job", job)?;
+    let now = s.observe_now();
+    let row = job_row(s.txn.as_mut(), production, job)?;
+    cancel_row(s, row, now, "cancelled by the coordinator")
+}
+
+fn cancel_row(s: &mut Session, mut row: JobRow, now: i64, why: &str) -> Result<Cancelled> {
+    match classify(&row, now) {
+        JobState::Cancelled => Ok(Cancelled::AlreadyCancelled),
+        st @ (JobState::Completed | JobState::Failed) => Err(Error::JobTerminal(format!(
+            "job {} is already {st}",
+            name(&row)
+        ))),
+        st => {
+            let detail = if st == JobState::Claimed {
+                format!(
+                    "{why}; lease {} is dead",
+                    row.claim_id.map(|c| c.to_string()).unwrap_or_default()
+                )
+            } else {
+                why.to_owned()
+            };
+            row.state = Stored::Cancelled;
+            row.updated_us = now;
+            s.txn.update_job(&row)?;
+            s.txn
+                .append_event(&event(&row, EventKind::Cancelled, now, &detail))?;
+            Ok(Cancelled::Cancelled)
+        }
+    }
+}
+
+/// Cancel every non-terminal job of a production and refuse new submissions.
+/// Returns how many jobs were cancelled now.
+pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64> {
+    validate::id("production", production)?;
+    let now = s.observe_now();
+    production_row(s, production)?;
+    let mut n = 0;
+    let mut cursor = None;
+    loop {
+        let rows = s.txn.live_jobs(production, cursor, 256)?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in rows {
+            cursor = Some((row.priority, row.seq));
+            if classify(&row, now) == JobState::Failed {
+                exhaust(s, row, now)?;
+            } else if cancel_row(s, row, now, "production cancelled by the coordinator")?
+                == Cancelled::Cancelled
+            {
+                n += 1;
+            }
+        }
+    }
+    s.txn.set_production_cancelled(production, now)?;
+    let detail = format!("{n} jobs cancelled");
+    s.txn.append_event(&NewEvent {
+        at_us: now,
+        production,
+        job: None,
+        kind: EventKind::ProductionCancelled,
+        state: None,
+        claim_id: None,
+        holder: None,
+        attempt: None,
+        expires_us: None,
+        detail: &detail,
+    })?;
+    Ok(n)
+}
+
+/// Validate a decoded token against authoritative state (read snapshot).
+pub(crate) fn import(txn: &mut dyn Txn, now: i64, text: &str) -> Result<Minted> {
+    let d = crate::token::decode(text)?;
+    let row = current(
+        txn,
+        &LeaseKey {
+            production: &d.production,
+            job: &d.job,
+            claim_id: None,
+            secret: &d.secret,
+        },
+        now,
+    )?;
+    Ok(Minted {
+        production: d.production,
+        job: d.job,
+        claim_id: row
+            .claim_id
+            .ok_or_else(|| Error::Internal("current claim without an ID".into()))?,
+        attempt: row.attempts,
+        holder: row.holder.unwrap_or_default(),
+        expires_us: row.expires_us.unwrap_or_default(),
+        secret: d.secret,
+    })
+}
+
+/// Map an observed-state filter to the stored states that can produce it.
+pub(crate) fn stored_for(state: JobState) -> &'static [Stored] {
+    match state {
+        JobState::Requested => &[Stored::Requested],
+        JobState::Claimed | JobState::Expired => &[Stored::Claimed],
+        JobState::Completed => &[Stored::Completed],
+        JobState::Failed => &[Stored::Failed, Stored::Claimed],
+        JobState::Cancelled => &[Stored::Cancelled],
+    }
+}

@@ -1,0 +1,77 @@
+//! Lease secrets: 32 bytes from the OS CSPRNG, zeroized on drop, never printed.
+//!
+//! The store keeps only [`Secret::digest`] (SHA-256 with a domain prefix) and
+//! compares digests in constant time.
+
+use crate::error::{Error, Result};
+use sha2::{Digest, Sha256};
+use std::fmt;
+use subtle::ConstantTimeEq;
+use zeroize::Zeroizing;
+
+/// Length of a secret in bytes.
+pub(crate) const SECRET_LEN: usize = 32;
+const DIGEST_DOMAIN: &[u8] = b"tenure-lease-secret-v1\0";
+
+/// A lease's private credential.
+#[derive(Clone)]
+pub(crate) struct Secret(Zeroizing<[u8; SECRET_LEN]>);
+
+impl Secret {
+    /// Mint a fresh secret from the operating system's CSPRNG.
+    pub(crate) fn generate() -> Result<Secret> {
+        let mut bytes = Zeroizing::new([0u8; SECRET_LEN]);
+        getrandom::getrandom(bytes.as_mut())
+            .map_err(|e| Error::Internal(format!("the OS random source failed: {e}")))?;
+        Ok(Secret(bytes))
+    }
+
+    pub(crate) fn from_bytes(b: &[u8]) -> Option<Secret> {
+        let arr: [u8; SECRET_LEN] = b.try_into().ok()?;
+        Some(Secret(Zeroizing::new(arr)))
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8; SECRET_LEN] {
+        &self.0
+    }
+
+    /// The digest the store keeps in place of the secret.
+    pub(crate) fn digest(&self) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(DIGEST_DOMAIN);
+        h.update(self.0.as_ref());
+        h.finalize().into()
+    }
+
+    /// Constant-time comparison of this secret's digest with a stored digest.
+    pub(crate) fn matches(&self, stored: Option<&[u8]>) -> bool {
+        match stored {
+            Some(d) if d.len() == 32 => bool::from(self.digest().ct_eq(d)),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_random_and_redacted() {
+        let a = Secret::generate().unwrap();
+        let b = Secret::generate().unwrap();
+        assert_ne!(a.bytes(), b.bytes());
+        assert_eq!(format!("{a:?}"), "Secret(<redacted>)");
+        assert!(a.matches(Some(&a.digest())));
+        assert!(!a.matches(Some(&b.digest())));
+        assert!(!a.matches(None));
+        assert!(!a.matches(Some(&a.digest()[..31])));
+        assert_ne!(&a.digest()[..], &a.bytes()[..]);
+    }
+}

@@ -1,0 +1,204 @@
+//! One write transaction plus its clock bookkeeping.
+//!
+//! A session takes the writer lock when it begins. Every guarded transition
+//! samples the private clock after that (and is refused if the sample is below
+//! the high-water mark); commit samples once more and checks every deadline
+//! the transitions registered (a claim's new expiry, a renewal's previous
+//! expiry, the expiry of a lease being released, failed or completed).
+//!
+//! Each operation runs inside a savepoint: if it fails, its writes are rolled
+//! back but the session stays usable, and the time it sampled is kept so that
+//! the raised high-water mark is still committed — by the session's commit,
+//! or, if the session fails or is aborted, by a separate small transaction.
+
+use crate::clock::Clock;
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::{Backend, Txn};
+use std::sync::Arc;
+
+pub(crate) struct Deadline {
+    pub at_us: i64,
+    pub what: String,
+}
+
+pub(crate) struct Session {
+    pub(crate) txn: Box<dyn Txn>,
+    backend: Arc<dyn Backend>,
+    clock: Arc<dyn Clock>,
+    /// The mark read at begin.
+    stored_mark: i64,
+    /// Running maximum of the stored mark and every accepted sample.
+    mark: i64,
+    /// Highest time observed by operations that failed (persisted even on abort).
+    failed_mark: i64,
+    /// A guarded operation succeeded: commit must re-sample and check deadlines.
+    guarded: bool,
+    deadlines: Vec<Deadline>,
+    poisoned: Option<Error>,
+    finished: bool,
+}
+
+impl Session {
+    pub(crate) fn begin(backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>) -> Result<Session> {
+        let mut txn = backend.begin_write()?;
+        let stored_mark = txn.high_water()?;
+        Ok(Session {
+            txn,
+            backend: backend.clone(),
+            clock: clock.clone(),
+            stored_mark,
+            mark: stored_mark,
+            failed_mark: stored_mark,
+            guarded: false,
+            deadlines: Vec::new(),
+            poisoned: None,
+            finished: false,
+        })
+    }
+
+    /// Sample the clock for a guarded transition: refused below the mark.
+    pub(crate) fn guarded_sample(&mut self) -> Result<i64> {
+        let now = self.clock.now_us();
+        if now < self.mark {
+            return Err(Error::ClockRollback {
+                now_us: now,
+                mark_us: self.mark,
+            });
+        }
+        self.mark = now;
+        self.guarded = true;
+        Ok(now)
+    }
+
+    /// Time for an unguarded write (submit, cancel): `max(now, mark)`.
+    pub(crate) fn observe_now(&mut self) -> i64 {
+        let now = self.clock.now_us();
+        self.mark = self.mark.max(now);
+        self.mark
+    }
+
+    /// Register a time the commit must precede.
+    pub(crate) fn deadline(&mut self, at_us: i64, what: String) {
+        self.deadlines.push(Deadline { at_us, what });
+    }
+
+    /// Run one operation inside a savepoint.
+    pub(crate) fn op<T>(&mut self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        if let Some(e) = &self.poisoned {
+            return Err(e.clone());
+        }
+        if self.finished {
+            return Err(Error::Internal("operation on a finished edit".into()));
+        }
+        if let Err(e) = self.txn.savepoint() {
+            self.poisoned = Some(e.clone());
+            return Err(e);
+        }
+        let guarded = self.guarded;
+        let n_deadlines = self.deadlines.len();
+        match f(self) {
+            Ok(v) => {
+                if let Err(e) = self.txn.release_savepoint() {
+                    self.poisoned = Some(e.clone());
+                    return Err(e);
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                self.guarded = guarded;
+                self.deadlines.truncate(n_deadlines);
+                self.failed_mark = self.failed_mark.max(self.mark);
+                if let Err(e2) = self.txn.rollback_to_savepoint() {
+                    self.poisoned = Some(e2);
+                } else if matches!(
+                    e.code(),
+                    ErrorCode::Busy | ErrorCode::Store | ErrorCode::Internal
+                ) {
+                    self.poisoned = Some(e.clone());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Pre-commit sample, deadline checks, mark update, COMMIT. On any
+    /// failure everything is rolled back and the observed mark is persisted.
+    pub(crate) fn commit(mut self) -> Result<()> {
+        self.finished = true;
+        if let Some(e) = self.poisoned.take() {
+            let _ = self.txn.rollback();
+            self.persist_mark(self.failed_mark);
+            return Err(e);
+        }
+        if self.guarded {
+            let pre = self.clock.now_us();
+            if pre < self.mark {
+                let e = Error::ClockRollback {
+                    now_us: pre,
+                    mark_us: self.mark,
+                };
+                let _ = self.txn.rollback();
+                self.persist_mark(self.mark);
+                return Err(e);
+            }
+            self.mark = pre;
+            if let Some(d) = self.deadlines.iter().min_by_key(|d| d.at_us) {
+                if pre >= d.at_us {
+                    let e = Error::LeaseExpired(format!(
+                        "{} expires at {} µs, before the commit at {pre} µs",
+                        d.what, d.at_us
+                    ));
+                    let _ = self.txn.rollback();
+                    self.persist_mark(self.mark);
+                    return Err(e);
+                }
+            }
+        }
+        if self.mark > self.stored_mark {
+            if let Err(e) = self.txn.set_high_water(self.mark) {
+                let _ = self.txn.rollback();
+                return Err(e);
+            }
+        }
+        self.txn.commit()
+    }
+
+    /// Commit only the raised mark after the session's single operation failed.
+    pub(crate) fn commit_after_failure(mut self) {
+        self.guarded = false;
+        self.deadlines.clear();
+        self.poisoned = None;
+        let _ = self.commit();
+    }
+
+    /// Roll everything back; persist the time failed operations observed.
+    pub(crate) fn abort(mut self) {
+        self.abort_in_place();
+    }
+
+    fn abort_in_place(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let _ = self.txn.rollback();
+        self.persist_mark(self.failed_mark);
+    }
+
+    fn persist_mark(&self, mark: i64) {
+        if mark <= self.stored_mark {
+            return;
+        }
+        if let Ok(mut t) = self.backend.begin_write() {
+            if t.set_high_water(mark).is_ok() {
+                let _ = t.commit();
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.abort_in_place();
+    }
+}

@@ -1,0 +1,170 @@
+//! The storage interface: primitive reads and writes, no rules.
+//!
+//! Every rule of DESIGN.md lives in [`crate::rules`] and talks to storage only
+//! through [`Backend`] and [`Txn`]. A backend provides transactions: a write
+//! transaction holds the store's writer lock from `begin_write` until
+//! `commit`/`rollback`; a read transaction sees one consistent snapshot.
+//! SQLite is the only backend today; a server backend (PostgreSQL) implements
+//! the same two traits.
+
+pub(crate) mod sqlite;
+
+use crate::error::Result;
+use crate::model::{Event, EventKind, FactRecord, JobState};
+use uuid::Uuid;
+
+/// Schema version this library writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// A job's stored state (`expired` is never stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stored {
+    Requested,
+    Claimed,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Stored {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Stored::Requested => "requested",
+            Stored::Claimed => "claimed",
+            Stored::Completed => "completed",
+            Stored::Failed => "failed",
+            Stored::Cancelled => "cancelled",
+        }
+    }
+    pub(crate) fn parse(s: &str) -> Option<Stored> {
+        Some(match s {
+            "requested" => Stored::Requested,
+            "claimed" => Stored::Claimed,
+            "completed" => Stored::Completed,
+            "failed" => Stored::Failed,
+            "cancelled" => Stored::Cancelled,
+            _ => return None,
+        })
+    }
+    pub(crate) fn as_job_state(self) -> JobState {
+        match self {
+            Stored::Requested => JobState::Requested,
+            Stored::Claimed => JobState::Claimed,
+            Stored::Completed => JobState::Completed,
+            Stored::Failed => JobState::Failed,
+            Stored::Cancelled => JobState::Cancelled,
+        }
+    }
+}
+
+/// A job row without its payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobRow {
+    pub seq: i64,
+    pub production: String,
+    pub job: String,
+    pub payload_digest: Vec<u8>,
+    pub payload_len: u64,
+    pub priority: i32,
+    pub max_attempts: u32,
+    pub state: Stored,
+    pub attempts: u32,
+    /// The latest claim; kept after the lease ends so that a late use of it
+    /// can be told "closed" rather than "stale".
+    pub claim_id: Option<Uuid>,
+    pub secret_digest: Option<Vec<u8>>,
+    pub holder: Option<String>,
+    pub claimed_us: Option<i64>,
+    pub expires_us: Option<i64>,
+    pub created_us: i64,
+    pub updated_us: i64,
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProductionRow {
+    pub name: String,
+    pub created_us: i64,
+    pub cancelled_us: Option<i64>,
+}
+
+/// An event before the store assigns its sequence number.
+#[derive(Debug, Clone)]
+pub(crate) struct NewEvent<'a> {
+    pub at_us: i64,
+    pub production: &'a str,
+    pub job: Option<&'a str>,
+    pub kind: EventKind,
+    pub state: Option<Stored>,
+    pub claim_id: Option<Uuid>,
+    pub holder: Option<&'a str>,
+    pub attempt: Option<u32>,
+    pub expires_us: Option<i64>,
+    pub detail: &'a str,
+}
+
+/// Opens transactions on one store.
+pub(crate) trait Backend: Send + Sync {
+    /// Begin a write transaction: takes the writer lock (SQLite `BEGIN IMMEDIATE`).
+    fn begin_write(&self) -> Result<Box<dyn Txn>>;
+    /// Begin a read-only snapshot.
+    fn begin_read(&self) -> Result<Box<dyn Txn>>;
+}
+
+/// One open transaction. Dropping it without `commit` rolls it back.
+pub(crate) trait Txn: Send {
+    fn high_water(&mut self) -> Result<i64>;
+    fn set_high_water(&mut self, us: i64) -> Result<()>;
+    fn schema_version(&mut self) -> Result<u32>;
+
+    fn production(&mut self, name: &str) -> Result<Option<ProductionRow>>;
+    fn insert_production(&mut self, row: &ProductionRow) -> Result<()>;
+    fn set_production_cancelled(&mut self, name: &str, at_us: i64) -> Result<()>;
+    fn productions(&mut self) -> Result<Vec<ProductionRow>>;
+
+    fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>>;
+    fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>>;
+    /// Insert a new job; returns its submission sequence.
+    fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64>;
+    /// Write the mutable columns of an existing job (state, attempts, claim, times, error).
+    fn update_job(&mut self, row: &JobRow) -> Result<()>;
+    /// Jobs stored as requested or claimed, highest priority first, then
+    /// oldest, strictly after the `(priority, seq)` cursor.
+    fn live_jobs(
+        &mut self,
+        production: &str,
+        after: Option<(i32, i64)>,
+        limit: usize,
+    ) -> Result<Vec<JobRow>>;
+    /// Jobs ordered by job ID after `after`, optionally only these stored states.
+    fn jobs_page(
+        &mut self,
+        production: &str,
+        states: Option<&[Stored]>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<JobRow>>;
+    /// Every job of every production ordered by `seq`, after `after_seq` (for the checker).
+    fn all_jobs_page(&mut self, after_seq: i64, limit: usize) -> Result<Vec<JobRow>>;
+
+    fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64>;
+    fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>>;
+
+    fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()>;
+    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<FactRecord>>;
+    /// Record an execution nonce; false if it was already used.
+    fn insert_nonce(
+        &mut self,
+        nonce: &Uuid,
+        production: &str,
+        job: &str,
+        claim_id: &Uuid,
+        at_us: i64,
+    ) -> Result<bool>;
+
+    fn savepoint(&mut self) -> Result<()>;
+    fn rollback_to_savepoint(&mut self) -> Result<()>;
+    fn release_savepoint(&mut self) -> Result<()>;
+    fn commit(&mut self) -> Result<()>;
+    fn rollback(&mut self) -> Result<()>;
+}

@@ -1,0 +1,912 @@
+//! The SQLite backend: one file, WAL, every write `BEGIN IMMEDIATE`.
+//!
+//! Connections are pooled per [`crate::Authority`]; each transaction owns one
+//! connection until it ends, so threads sharing an authority wait on SQLite's
+//! writer lock independently. Statements are prepared once per connection
+//! (`prepare_cached`). Local filesystems only: SQLite's locking is not safe on
+//! network filesystems.
+
+use super::{Backend, JobRow, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
+use crate::error::{Error, Result};
+use crate::model::{Event, EventKind, FactRecord};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// `PRAGMA application_id` of a tenure store: ASCII "TENU".
+pub const APPLICATION_ID: i32 = 0x5445_4E55;
+
+/// SQLite `synchronous` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// fsync the WAL at every commit (the default): nothing committed is lost on power failure.
+    #[default]
+    Full,
+    /// fsync at checkpoints only: a power failure may lose the latest commits
+    /// (never corrupts). Faster.
+    Normal,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
+struct Pool {
+    path: PathBuf,
+    sync: Synchronous,
+    busy: Duration,
+    idle: Mutex<Vec<Connection>>,
+}
+
+const MAX_IDLE: usize = 16;
+
+impl Pool {
+    fn connect(&self) -> Result<Connection> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        configure(&conn, self.sync, self.busy)?;
+        Ok(conn)
+    }
+
+    fn take(&self) -> Result<Connection> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match idle {
+            Some(c) => Ok(c),
+            None => self.connect(),
+        }
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+}
+
+fn configure(conn: &Connection, sync: Synchronous, busy: Duration) -> Result<()> {
+    conn.busy_timeout(busy)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF; PRAGMA trusted_schema = OFF;",
+        sync.pragma()
+    ))?;
+    Ok(())
+}
+
+/// The SQLite store behind an authority.
+pub(crate) struct SqliteBackend {
+    pool: Arc<Pool>,
+}
+
+/// What opening did to the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Opened {
+    pub from_version: u32,
+    pub to_version: u32,
+}
+
+impl SqliteBackend {
+    /// Open or create the store at `path`, refusing a newer or foreign file
+    /// before changing anything, then migrating forward in one transaction.
+    pub(crate) fn open(
+        path: &Path,
+        sync: Synchronous,
+        busy: Duration,
+        now_us: &dyn Fn() -> i64,
+    ) -> Result<(SqliteBackend, Opened)> {
+        let pool = Arc::new(Pool {
+            path: path.to_path_buf(),
+            sync,
+            busy,
+            idle: Mutex::new(Vec::new()),
+        });
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(busy)?;
+        // Inspect before touching: these reads do not modify the file.
+        let (version, app_id) = header(&conn)?;
+        if version > SCHEMA_VERSION {
+            return Err(Error::SchemaTooNew {
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if app_id != 0 && app_id != APPLICATION_ID {
+            return Err(Error::Store(format!(
+                "not a tenure store: {} has application_id {app_id:#x}",
+                path.display()
+            )));
+        }
+        if app_id == 0 && version != 0 {
+            return Err(Error::Store(format!(
+                "not a tenure store: {} has user_version {version} but no tenure application_id",
+                path.display()
+            )));
+        }
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::Store(format!(
+                "could not switch {} to WAL (journal_mode is {mode})",
+                path.display()
+            )));
+        }
+        configure(&conn, sync, busy)?;
+        let opened = migrate(&conn, now_us)?;
+        pool.give_back(conn);
+        Ok((SqliteBackend { pool }, opened))
+    }
+}
+
+fn header(conn: &Connection) -> Result<(u32, i32)> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let version = u32::try_from(version)
+        .map_err(|_| Error::Store(format!("invalid schema version {version}")))?;
+    Ok((version, app_id))
+}
+
+const SCHEMA_V2: &str = "
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('high_water_us', 0);
+CREATE TABLE productions (
+    name         TEXT PRIMARY KEY,
+    created_us   INTEGER NOT NULL,
+    cancelled_us INTEGER
+) WITHOUT ROWID;
+CREATE TABLE jobs (
+    seq            INTEGER PRIMARY KEY,
+    production     TEXT NOT NULL,
+    job            TEXT NOT NULL,
+    payload_digest BLOB NOT NULL,
+    payload_len    INTEGER NOT NULL,
+    priority       INTEGER NOT NULL,
+    max_attempts   INTEGER NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
+    state          TEXT NOT NULL
+                   CHECK (state IN ('requested', 'claimed', 'completed', 'failed', 'cancelled')),
+    attempts       INTEGER NOT NULL CHECK (attempts >= 0),
+    claim_id       TEXT,
+    secret_digest  BLOB CHECK (secret_digest IS NULL OR length(secret_digest) = 32),
+    holder         TEXT,
+    claimed_us     INTEGER,
+    expires_us     INTEGER,
+    created_us     INTEGER NOT NULL,
+    updated_us     INTEGER NOT NULL,
+    last_error     TEXT,
+    payload        BLOB NOT NULL,
+    UNIQUE (production, job)
+);
+CREATE INDEX jobs_live ON jobs (production, priority DESC, seq)
+    WHERE state IN ('requested', 'claimed');
+CREATE INDEX jobs_by_state ON jobs (production, state, job);
+CREATE TABLE events (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_us      INTEGER NOT NULL,
+    production TEXT NOT NULL,
+    job        TEXT,
+    kind       TEXT NOT NULL,
+    state      TEXT,
+    claim_id   TEXT,
+    holder     TEXT,
+    attempt    INTEGER,
+    expires_us INTEGER,
+    detail     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX events_by_production ON events (production, seq);
+CREATE TABLE facts (
+    production TEXT NOT NULL,
+    job        TEXT NOT NULL,
+    ord        INTEGER NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    PRIMARY KEY (production, job, ord)
+) WITHOUT ROWID;
+CREATE TABLE nonces (
+    nonce      TEXT PRIMARY KEY,
+    production TEXT NOT NULL,
+    job        TEXT NOT NULL,
+    claim_id   TEXT NOT NULL,
+    used_us    INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
+/// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
+fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| {
+        let (from, _) = header(conn)?;
+        match from {
+            0 => {
+                let tables: i64 = conn.query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                if tables != 0 {
+                    return Err(Error::Store(
+                        "not a tenure store: the database already has tables but no tenure schema"
+                            .into(),
+                    ));
+                }
+                conn.execute_batch(SCHEMA_V2)?;
+            }
+            1 => migrate_1_to_2(conn, now_us)?,
+            v if v == SCHEMA_VERSION => {}
+            v => {
+                return Err(Error::SchemaTooNew {
+                    found: v,
+                    supported: SCHEMA_VERSION,
+                })
+            }
+        }
+        if from != SCHEMA_VERSION {
+            conn.execute_batch(&format!(
+                "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
+            ))?;
+        }
+        Ok(Opened {
+            from_version: from,
+            to_version: SCHEMA_VERSION,
+        })
+    })();
+    match result {
+        Ok(o) => {
+            conn.execute_batch("COMMIT")?;
+            Ok(o)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Schema 1 is the pre-lease layout: jobs carried a bare `(claim_id,
+/// claimed_at)` pair and no secret. Every claim that existed is expired by
+/// the migration (its expiry is set to the migration time and it has no
+/// secret digest, so nothing can use it); requested and terminal jobs keep
+/// their state. Old events are kept in `legacy_events`; each job gets one
+/// `migrated` event recording its state after the migration.
+fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
+    let mark_before: i64 = 0;
+    let now = now_us().max(mark_before);
+    conn.execute_batch(
+        "ALTER TABLE jobs RENAME TO jobs_v1;
+         ALTER TABLE events RENAME TO legacy_events;
+         ALTER TABLE productions RENAME TO productions_v1;",
+    )?;
+    conn.execute_batch(SCHEMA_V2)?;
+    conn.execute(
+        "INSERT INTO productions (name, created_us, cancelled_us)
+         SELECT name, created_at, NULL FROM productions_v1",
+        [],
+    )?;
+    let mut rows = Vec::new();
+    {
+        let mut st = conn.prepare(
+            "SELECT production, job, payload, priority, max_attempts, state, attempts,
+                    claim_id, claimed_at, created_at, updated_at
+             FROM jobs_v1 ORDER BY rowid",
+        )?;
+        let mut q = st.query([])?;
+        while let Some(r) = q.next()? {
+            let payload: Vec<u8> = r.get(2)?;
+            let state: String = r.get(5)?;
+            let claim: Option<String> = r.get(7)?;
+            rows.push((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                payload,
+                r.get::<_, i32>(3)?,
+                r.get::<_, u32>(4)?,
+                state,
+                r.get::<_, u32>(6)?,
+                claim.and_then(|c| Uuid::parse_str(&c).ok()),
+                r.get::<_, Option<i64>>(8)?,
+                r.get::<_, i64>(9)?,
+                r.get::<_, i64>(10)?,
+            ));
+        }
+    }
+    let mut expired = 0u64;
+    for (
+        production,
+        job,
+        payload,
+        priority,
+        max_attempts,
+        state,
+        attempts,
+        claim_id,
+        claimed_at,
+        created,
+        updated,
+    ) in rows
+    {
+        let stored = Stored::parse(&state).ok_or_else(|| {
+            Error::Store(format!(
+                "migration: job {production}/{job} has unknown state {state:?}"
+            ))
+        })?;
+        let claimed = stored == Stored::Claimed;
+        if claimed {
+            expired += 1;
+        }
+        let row = JobRow {
+            seq: 0,
+            production: production.clone(),
+            job: job.clone(),
+            payload_digest: Sha256::digest(&payload).to_vec(),
+            payload_len: payload.len() as u64,
+            priority,
+            max_attempts: max_attempts.clamp(1, 1000),
+            state: stored,
+            attempts,
+            claim_id: if claimed { claim_id } else { None },
+            secret_digest: None,
+            holder: claimed.then(|| "unknown (pre-lease store)".to_owned()),
+            claimed_us: if claimed { claimed_at } else { None },
+            expires_us: claimed.then_some(now),
+            created_us: created,
+            updated_us: if claimed { now } else { updated },
+            last_error: None,
+        };
+        insert_job(conn, &row, &payload)?;
+        append_event(
+            conn,
+            &NewEvent {
+                at_us: now,
+                production: &production,
+                job: Some(&job),
+                kind: EventKind::Migrated,
+                state: Some(stored),
+                claim_id: row.claim_id,
+                holder: row.holder.as_deref(),
+                attempt: claimed.then_some(attempts),
+                expires_us: row.expires_us,
+                detail: if claimed {
+                    "pre-lease claim expired by the schema migration"
+                } else {
+                    "migrated from the pre-lease schema"
+                },
+            },
+        )?;
+    }
+    conn.execute_batch("DROP TABLE jobs_v1; DROP TABLE productions_v1;")?;
+    conn.execute(
+        "UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'",
+        [now],
+    )?;
+    let _ = expired;
+    Ok(())
+}
+
+impl Backend for SqliteBackend {
+    fn begin_write(&self) -> Result<Box<dyn Txn>> {
+        SqliteTxn::begin(&self.pool, "BEGIN IMMEDIATE")
+    }
+    fn begin_read(&self) -> Result<Box<dyn Txn>> {
+        SqliteTxn::begin(&self.pool, "BEGIN DEFERRED")
+    }
+}
+
+struct SqliteTxn {
+    conn: Option<Connection>,
+    pool: Arc<Pool>,
+    open: bool,
+    savepoints: u32,
+}
+
+impl SqliteTxn {
+    fn begin(pool: &Arc<Pool>, sql: &str) -> Result<Box<dyn Txn>> {
+        let conn = pool.take()?;
+        match conn.execute_batch(sql) {
+            Ok(()) => Ok(Box::new(SqliteTxn {
+                conn: Some(conn),
+                pool: pool.clone(),
+                open: true,
+                savepoints: 0,
+            })),
+            Err(e) => {
+                // A failed BEGIN leaves no transaction; the connection is reusable.
+                pool.give_back(conn);
+                Err(e.into())
+            }
+        }
+    }
+
+    fn c(&self) -> &Connection {
+        self.conn.as_ref().expect("connection present while open")
+    }
+
+    fn finish(&mut self, sql: &str) -> Result<()> {
+        if !self.open {
+            return Ok(());
+        }
+        let r = self.c().execute_batch(sql);
+        match r {
+            Ok(()) => {
+                self.open = false;
+                if let Some(c) = self.conn.take() {
+                    self.pool.give_back(c);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // A failed COMMIT may leave the transaction open: roll back so
+                // the connection can be reused, then report the failure.
+                if let Some(c) = self.conn.take() {
+                    if c.is_autocommit() || c.execute_batch("ROLLBACK").is_ok() {
+                        self.pool.give_back(c);
+                    }
+                }
+                self.open = false;
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for SqliteTxn {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.finish("ROLLBACK");
+        }
+    }
+}
+
+const JOB_COLS: &str =
+    "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
+     state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
+     updated_us, last_error";
+
+fn uuid_col(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<Uuid>> {
+    let s: Option<String> = r.get(i)?;
+    match s {
+        None => Ok(None),
+        Some(s) => Uuid::parse_str(&s).map(Some).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+        }),
+    }
+}
+
+fn bad_col(i: usize, what: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, what.into())
+}
+
+fn job_row(r: &Row<'_>) -> rusqlite::Result<JobRow> {
+    let state: String = r.get(7)?;
+    Ok(JobRow {
+        seq: r.get(0)?,
+        production: r.get(1)?,
+        job: r.get(2)?,
+        payload_digest: r.get(3)?,
+        payload_len: r.get(4)?,
+        priority: r.get(5)?,
+        max_attempts: r.get(6)?,
+        state: Stored::parse(&state)
+            .ok_or_else(|| bad_col(7, format!("unknown state {state:?}")))?,
+        attempts: r.get(8)?,
+        claim_id: uuid_col(r, 9)?,
+        secret_digest: r.get(10)?,
+        holder: r.get(11)?,
+        claimed_us: r.get(12)?,
+        expires_us: r.get(13)?,
+        created_us: r.get(14)?,
+        updated_us: r.get(15)?,
+        last_error: r.get(16)?,
+    })
+}
+
+fn event_row(r: &Row<'_>) -> rusqlite::Result<Event> {
+    let kind: String = r.get(4)?;
+    let state: Option<String> = r.get(5)?;
+    let state = match state {
+        None => None,
+        Some(s) => Some(
+            Stored::parse(&s)
+                .ok_or_else(|| bad_col(5, format!("unknown state {s:?}")))?
+                .as_job_state(),
+        ),
+    };
+    Ok(Event {
+        seq: r.get(0)?,
+        at_us: r.get(1)?,
+        production: r.get(2)?,
+        job: r.get(3)?,
+        kind: EventKind::parse(&kind)
+            .ok_or_else(|| bad_col(4, format!("unknown event kind {kind:?}")))?,
+        state,
+        claim_id: uuid_col(r, 6)?,
+        holder: r.get(7)?,
+        attempt: r.get(8)?,
+        expires_us: r.get(9)?,
+        detail: r.get(10)?,
+    })
+}
+
+fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Result<i64> {
+    let mut st = conn.prepare_cached(
+        "INSERT INTO jobs (production, job, payload_digest, payload_len, priority, max_attempts,
+             state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us,
+             created_us, updated_us, last_error, payload)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?;
+    st.execute(params![
+        row.production,
+        row.job,
+        row.payload_digest,
+        row.payload_len,
+        row.priority,
+        row.max_attempts,
+        row.state.as_str(),
+        row.attempts,
+        row.claim_id.map(|u| u.to_string()),
+        row.secret_digest,
+        row.holder,
+        row.claimed_us,
+        row.expires_us,
+        row.created_us,
+        row.updated_us,
+        row.last_error,
+        payload,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+fn append_event(conn: &Connection, ev: &NewEvent<'_>) -> Result<u64> {
+    let mut st = conn.prepare_cached(
+        "INSERT INTO events (at_us, production, job, kind, state, claim_id, holder, attempt,
+             expires_us, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    st.execute(params![
+        ev.at_us,
+        ev.production,
+        ev.job,
+        ev.kind.as_str(),
+        ev.state.map(|s| s.as_str()),
+        ev.claim_id.map(|u| u.to_string()),
+        ev.holder,
+        ev.attempt,
+        ev.expires_us,
+        ev.detail,
+    ])?;
+    Ok(conn.last_insert_rowid() as u64)
+}
+
+fn collect<T>(
+    rows: rusqlite::MappedRows<'_, impl FnMut(&Row<'_>) -> rusqlite::Result<T>>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r?);
+    }
+    Ok(out)
+}
+
+impl Txn for SqliteTxn {
+    fn high_water(&mut self) -> Result<i64> {
+        let mut st = self
+            .c()
+            .prepare_cached("SELECT value FROM meta WHERE key = 'high_water_us'")?;
+        Ok(st.query_row([], |r| r.get(0))?)
+    }
+
+    fn set_high_water(&mut self, us: i64) -> Result<()> {
+        let mut st = self
+            .c()
+            .prepare_cached("UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'")?;
+        st.execute([us])?;
+        Ok(())
+    }
+
+    fn schema_version(&mut self) -> Result<u32> {
+        Ok(header(self.c())?.0)
+    }
+
+    fn production(&mut self, name: &str) -> Result<Option<ProductionRow>> {
+        let mut st = self.c().prepare_cached(
+            "SELECT name, created_us, cancelled_us FROM productions WHERE name = ?1",
+        )?;
+        Ok(st
+            .query_row([name], |r| {
+                Ok(ProductionRow {
+                    name: r.get(0)?,
+                    created_us: r.get(1)?,
+                    cancelled_us: r.get(2)?,
+                })
+            })
+            .optional()?)
+    }
+
+    fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
+        let mut st = self.c().prepare_cached(
+            "INSERT INTO productions (name, created_us, cancelled_us) VALUES (?1, ?2, ?3)",
+        )?;
+        st.execute(params![row.name, row.created_us, row.cancelled_us])?;
+        Ok(())
+    }
+
+    fn set_production_cancelled(&mut self, name: &str, at_us: i64) -> Result<()> {
+        let mut st = self.c().prepare_cached(
+            "UPDATE productions SET cancelled_us = ?2 WHERE name = ?1 AND cancelled_us IS NULL",
+        )?;
+        st.execute(params![name, at_us])?;
+        Ok(())
+    }
+
+    fn productions(&mut self) -> Result<Vec<ProductionRow>> {
+        let mut st = self.c().prepare_cached(
+            "SELECT name, created_us, cancelled_us FROM productions ORDER BY name",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(ProductionRow {
+                name: r.get(0)?,
+                created_us: r.get(1)?,
+                cancelled_us: r.get(2)?,
+            })
+        })?;
+        collect(rows)
+    }
+
+    fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
+        let mut st = self.c().prepare_cached(&format!(
+            "SELECT {JOB_COLS} FROM jobs WHERE production = ?1 AND job = ?2"
+        ))?;
+        Ok(st.query_row([production, job], job_row).optional()?)
+    }
+
+    fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
+        let mut st = self
+            .c()
+            .prepare_cached("SELECT payload FROM jobs WHERE production = ?1 AND job = ?2")?;
+        Ok(st.query_row([production, job], |r| r.get(0)).optional()?)
+    }
+
+    fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64> {
+        insert_job(self.c(), row, payload)
+    }
+
+    fn update_job(&mut self, row: &JobRow) -> Result<()> {
+        let mut st = self.c().prepare_cached(
+            "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, secret_digest = ?5,
+                 holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, last_error = ?10
+             WHERE seq = ?1",
+        )?;
+        let n = st.execute(params![
+            row.seq,
+            row.state.as_str(),
+            row.attempts,
+            row.claim_id.map(|u| u.to_string()),
+            row.secret_digest,
+            row.holder,
+            row.claimed_us,
+            row.expires_us,
+            row.updated_us,
+            row.last_error,
+        ])?;
+        if n != 1 {
+            return Err(Error::Internal(format!(
+                "update of job {}/{} touched {n} rows",
+                row.production, row.job
+            )));
+        }
+        Ok(())
+    }
+
+    fn live_jobs(
+        &mut self,
+        production: &str,
+        after: Option<(i32, i64)>,
+        limit: usize,
+    ) -> Result<Vec<JobRow>> {
+        let c = self.c();
+        match after {
+            None => {
+                let mut st = c.prepare_cached(&format!(
+                    "SELECT {JOB_COLS} FROM jobs INDEXED BY jobs_live
+                     WHERE production = ?1 AND state IN ('requested', 'claimed')
+                     ORDER BY priority DESC, seq LIMIT ?2"
+                ))?;
+                let rows = st.query_map(params![production, limit as i64], job_row)?;
+                collect(rows)
+            }
+            Some((prio, seq)) => {
+                let mut st = c.prepare_cached(&format!(
+                    "SELECT {JOB_COLS} FROM jobs INDEXED BY jobs_live
+                     WHERE production = ?1 AND state IN ('requested', 'claimed')
+                       AND (priority < ?2 OR (priority = ?2 AND seq > ?3))
+                     ORDER BY priority DESC, seq LIMIT ?4"
+                ))?;
+                let rows = st.query_map(params![production, prio, seq, limit as i64], job_row)?;
+                collect(rows)
+            }
+        }
+    }
+
+    fn jobs_page(
+        &mut self,
+        production: &str,
+        states: Option<&[Stored]>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<JobRow>> {
+        let c = self.c();
+        let after = after.unwrap_or("");
+        match states {
+            None => {
+                let mut st = c.prepare_cached(&format!(
+                    "SELECT {JOB_COLS} FROM jobs WHERE production = ?1 AND job > ?2
+                     ORDER BY job LIMIT ?3"
+                ))?;
+                let rows = st.query_map(params![production, after, limit as i64], job_row)?;
+                collect(rows)
+            }
+            Some(states) => {
+                // At most five states: one indexed range scan each, merged by job ID.
+                let mut out = Vec::new();
+                let mut st = c.prepare_cached(&format!(
+                    "SELECT {JOB_COLS} FROM jobs WHERE production = ?1 AND state = ?2 AND job > ?3
+                     ORDER BY job LIMIT ?4"
+                ))?;
+                for s in states {
+                    let rows = st.query_map(
+                        params![production, s.as_str(), after, limit as i64],
+                        job_row,
+                    )?;
+                    out.extend(collect(rows)?);
+                }
+                out.sort_by(|a, b| a.job.cmp(&b.job));
+                out.truncate(limit);
+                Ok(out)
+            }
+        }
+    }
+
+    fn all_jobs_page(&mut self, after_seq: i64, limit: usize) -> Result<Vec<JobRow>> {
+        let mut st = self.c().prepare_cached(&format!(
+            "SELECT {JOB_COLS} FROM jobs WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+        ))?;
+        let rows = st.query_map(params![after_seq, limit as i64], job_row)?;
+        collect(rows)
+    }
+
+    fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64> {
+        append_event(self.c(), ev)
+    }
+
+    fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
+        const COLS: &str =
+            "seq, at_us, production, job, kind, state, claim_id, holder, attempt, expires_us, detail";
+        let c = self.c();
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        match production {
+            None => {
+                let mut st = c.prepare_cached(&format!(
+                    "SELECT {COLS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+                ))?;
+                let rows = st.query_map(params![after, limit as i64], event_row)?;
+                collect(rows)
+            }
+            Some(p) => {
+                let mut st = c.prepare_cached(&format!(
+                    "SELECT {COLS} FROM events WHERE production = ?1 AND seq > ?2
+                     ORDER BY seq LIMIT ?3"
+                ))?;
+                let rows = st.query_map(params![p, after, limit as i64], event_row)?;
+                collect(rows)
+            }
+        }
+    }
+
+    fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()> {
+        let mut st = self.c().prepare_cached(
+            "INSERT INTO facts (production, job, ord, key, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for (i, (k, v)) in facts.iter().enumerate() {
+            st.execute(params![production, job, i as i64, k, v])?;
+        }
+        Ok(())
+    }
+
+    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<FactRecord>> {
+        let map = |r: &Row<'_>| {
+            Ok(FactRecord {
+                production: r.get(0)?,
+                job: r.get(1)?,
+                key: r.get(2)?,
+                value: r.get(3)?,
+            })
+        };
+        let c = self.c();
+        match job {
+            Some(j) => {
+                let mut st = c.prepare_cached(
+                    "SELECT production, job, key, value FROM facts
+                     WHERE production = ?1 AND job = ?2 ORDER BY ord",
+                )?;
+                let rows = st.query_map([production, j], map)?;
+                collect(rows)
+            }
+            None => {
+                let mut st = c.prepare_cached(
+                    "SELECT production, job, key, value FROM facts
+                     WHERE production = ?1 ORDER BY job, ord",
+                )?;
+                let rows = st.query_map([production], map)?;
+                collect(rows)
+            }
+        }
+    }
+
+    fn insert_nonce(
+        &mut self,
+        nonce: &Uuid,
+        production: &str,
+        job: &str,
+        claim_id: &Uuid,
+        at_us: i64,
+    ) -> Result<bool> {
+        let mut st = self.c().prepare_cached(
+            "INSERT INTO nonces (nonce, production, job, claim_id, used_us)
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (nonce) DO NOTHING",
+        )?;
+        let n = st.execute(params![
+            nonce.to_string(),
+            production,
+            job,
+            claim_id.to_string(),
+            at_us
+        ])?;
+        Ok(n == 1)
+    }
+
+    fn savepoint(&mut self) -> Result<()> {
+        self.c().execute_batch("SAVEPOINT op")?;
+        self.savepoints += 1;
+        Ok(())
+    }
+
+    fn rollback_to_savepoint(&mut self) -> Result<()> {
+        self.c().execute_batch("ROLLBACK TO op; RELEASE op")?;
+        self.savepoints -= 1;
+        Ok(())
+    }
+
+    fn release_savepoint(&mut self) -> Result<()> {
+        self.c().execute_batch("RELEASE op")?;
+        self.savepoints -= 1;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        if !self.open {
+            return Err(Error::Internal("commit of a finished transaction".into()));
+        }
+        self.finish("COMMIT")
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        self.finish("ROLLBACK")
+    }
+}
