@@ -6,6 +6,7 @@ use tenure::{Authority, ManualClock, Options, Ttl};
 
 pub const T0: i64 = 1_800_000_000_000_000; // 2027-01-15, µs
 
+#[allow(clippy::new_without_default)]
 pub struct Env {
     pub dir: tempfile::TempDir,
     pub clock: ManualClock,
