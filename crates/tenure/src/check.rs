@@ -128,7 +128,8 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                     ));
                 }
             }
-            match replay.get(&(row.production.clone(), row.job.clone())) {
+            let replayed = replay.get(&(row.production.clone(), row.job.clone()));
+            match replayed {
                 None => v.push(format!("job {name}: no events")),
                 Some(r) if r.state != Some(row.state.as_job_state()) => v.push(format!(
                     "job {name}: row is {} but the events end in {}",
@@ -137,7 +138,8 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                 )),
                 Some(_) => {}
             }
-            if row.state == Stored::Completed {
+            // Jobs completed before the lease migration carry no provenance.
+            if row.state == Stored::Completed && replayed.is_some_and(|r| r.completions > 0) {
                 let facts = t.facts(&row.production, Some(&row.job))?;
                 let claim = row.claim_id.map(|c| c.to_string()).unwrap_or_default();
                 if !facts

@@ -1,0 +1,529 @@
+//! Model-based property test: random operation sequences run against the real
+//! store (with an injected clock) and against a small in-memory reference
+//! model of DESIGN.md's rules. Every outcome and the final states must agree.
+mod common;
+use common::*;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use tenure::*;
+
+const JOB_NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
+const TTLS: [i64; 3] = [1_000_000, 5_000_000, 10_000_000];
+
+#[derive(Debug, Clone)]
+enum Op {
+    Submit {
+        job: usize,
+        variant: u8,
+        max: u32,
+        prio: i32,
+    },
+    Claim {
+        job: usize,
+        ttl: usize,
+    },
+    ClaimNext {
+        ttl: usize,
+    },
+    Renew {
+        lease: usize,
+        ttl: usize,
+    },
+    Release {
+        lease: usize,
+    },
+    Fail {
+        lease: usize,
+        permanent: bool,
+    },
+    Complete {
+        lease: usize,
+    },
+    Cancel {
+        job: usize,
+    },
+    Import {
+        lease: usize,
+    },
+    Forward {
+        us: i64,
+    },
+    Backward {
+        us: i64,
+    },
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0..5usize, 0..2u8, 1..4u32, 0..3i32).prop_map(|(job, variant, max, prio)| Op::Submit { job, variant, max, prio }),
+        3 => (0..5usize, 0..3usize).prop_map(|(job, ttl)| Op::Claim { job, ttl }),
+        4 => (0..3usize).prop_map(|ttl| Op::ClaimNext { ttl }),
+        3 => (0..8usize, 0..3usize).prop_map(|(lease, ttl)| Op::Renew { lease, ttl }),
+        1 => (0..8usize).prop_map(|lease| Op::Release { lease }),
+        1 => (0..8usize, any::<bool>()).prop_map(|(lease, permanent)| Op::Fail { lease, permanent }),
+        3 => (0..8usize).prop_map(|lease| Op::Complete { lease }),
+        1 => (0..5usize).prop_map(|job| Op::Cancel { job }),
+        1 => (0..8usize).prop_map(|lease| Op::Import { lease }),
+        3 => (0..12_000_000i64).prop_map(|us| Op::Forward { us }),
+        1 => (0..8_000_000i64).prop_map(|us| Op::Backward { us }),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum S {
+    Requested,
+    Claimed,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Debug, Clone)]
+struct MJob {
+    seq: usize,
+    variant: u8,
+    max: u32,
+    prio: i32,
+    state: S,
+    attempts: u32,
+    claim: Option<usize>,
+    expires: i64,
+    exhausted: bool,
+}
+
+#[derive(Debug, Clone)]
+struct MLease {
+    job: String,
+    claim: usize,
+    closed: bool,
+    expires: i64,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Out {
+    Ok(String),
+    Err(ErrorCode),
+}
+
+struct Model {
+    now: i64,
+    mark: i64,
+    jobs: BTreeMap<String, MJob>,
+    leases: Vec<MLease>,
+    claims: usize,
+    seq: usize,
+}
+
+impl Model {
+    fn classify(&self, j: &MJob, t: i64) -> JobState {
+        match j.state {
+            S::Claimed if t < j.expires => JobState::Claimed,
+            S::Claimed if j.attempts < j.max => JobState::Expired,
+            S::Claimed => JobState::Failed,
+            S::Requested => JobState::Requested,
+            S::Completed => JobState::Completed,
+            S::Failed => JobState::Failed,
+            S::Cancelled => JobState::Cancelled,
+        }
+    }
+
+    fn guarded(&mut self) -> Result<i64, ErrorCode> {
+        if self.now < self.mark {
+            return Err(ErrorCode::ClockRollback);
+        }
+        self.mark = self.now;
+        Ok(self.now)
+    }
+
+    fn mint(&mut self, name: &str, ttl: i64, now: i64) -> Out {
+        self.claims += 1;
+        let claim = self.claims;
+        let j = self.jobs.get_mut(name).unwrap();
+        j.state = S::Claimed;
+        j.attempts += 1;
+        j.claim = Some(claim);
+        j.expires = now + ttl;
+        j.exhausted = false;
+        self.leases.push(MLease {
+            job: name.to_owned(),
+            claim,
+            closed: false,
+            expires: now + ttl,
+        });
+        Out::Ok(format!("claimed {name} attempt {}", j.attempts))
+    }
+
+    /// The store's check of a lease (claim `None` = token import).
+    fn current(&self, l: &MLease, t: i64) -> Result<(), ErrorCode> {
+        let j = &self.jobs[&l.job];
+        if j.claim != Some(l.claim) {
+            return Err(ErrorCode::StaleLease);
+        }
+        match j.state {
+            S::Cancelled => Err(ErrorCode::Cancelled),
+            S::Completed | S::Requested => Err(ErrorCode::LeaseClosed),
+            S::Failed if j.exhausted => Err(ErrorCode::LeaseExpired),
+            S::Failed => Err(ErrorCode::LeaseClosed),
+            S::Claimed if t >= j.expires => Err(ErrorCode::LeaseExpired),
+            S::Claimed => Ok(()),
+        }
+    }
+
+    fn lease_op(
+        &mut self,
+        idx: usize,
+        f: impl FnOnce(&mut Model, i64, usize) -> Result<String, ErrorCode>,
+    ) -> Out {
+        let Some(l) = self.leases.get(idx).cloned() else {
+            return Out::Ok("no lease".into());
+        };
+        if l.closed {
+            return Out::Err(ErrorCode::LeaseClosed);
+        }
+        let r = self.guarded().and_then(|now| {
+            self.current(&l, now)?;
+            f(self, now, idx)
+        });
+        match r {
+            Ok(s) => Out::Ok(s),
+            Err(c) => Out::Err(c),
+        }
+    }
+
+    fn apply(&mut self, op: &Op) -> Out {
+        match *op {
+            Op::Submit {
+                job,
+                variant,
+                max,
+                prio,
+            } => {
+                self.mark = self.mark.max(self.now);
+                let name = JOB_NAMES[job];
+                match self.jobs.get(name) {
+                    Some(j) if (j.variant, j.max, j.prio) == (variant, max, prio) => {
+                        Out::Ok("existing".into())
+                    }
+                    Some(_) => Out::Err(ErrorCode::Conflict),
+                    None => {
+                        self.seq += 1;
+                        self.jobs.insert(
+                            name.to_owned(),
+                            MJob {
+                                seq: self.seq,
+                                variant,
+                                max,
+                                prio,
+                                state: S::Requested,
+                                attempts: 0,
+                                claim: None,
+                                expires: 0,
+                                exhausted: false,
+                            },
+                        );
+                        Out::Ok("created".into())
+                    }
+                }
+            }
+            Op::Claim { job, ttl } => {
+                let now = match self.guarded() {
+                    Ok(n) => n,
+                    Err(c) => return Out::Err(c),
+                };
+                let name = JOB_NAMES[job];
+                let Some(j) = self.jobs.get(name) else {
+                    return Out::Err(ErrorCode::NotFound);
+                };
+                match self.classify(j, now) {
+                    JobState::Requested | JobState::Expired if j.attempts < j.max => {
+                        self.mint(name, TTLS[ttl], now)
+                    }
+                    JobState::Cancelled => Out::Err(ErrorCode::Cancelled),
+                    _ => Out::Err(ErrorCode::NotClaimable),
+                }
+            }
+            Op::ClaimNext { ttl } => {
+                let now = match self.guarded() {
+                    Ok(n) => n,
+                    Err(c) => return Out::Err(c),
+                };
+                let mut live: Vec<(i32, usize, String)> = self
+                    .jobs
+                    .iter()
+                    .filter(|(_, j)| matches!(j.state, S::Requested | S::Claimed))
+                    .map(|(n, j)| (-j.prio, j.seq, n.clone()))
+                    .collect();
+                live.sort();
+                for (_, _, name) in live {
+                    let j = &self.jobs[&name];
+                    match self.classify(j, now) {
+                        JobState::Claimed => continue,
+                        JobState::Requested | JobState::Expired if j.attempts < j.max => {
+                            return self.mint(&name, TTLS[ttl], now)
+                        }
+                        _ => {
+                            let j = self.jobs.get_mut(&name).unwrap();
+                            j.state = S::Failed;
+                            j.exhausted = true;
+                        }
+                    }
+                }
+                Out::Err(ErrorCode::NoJobAvailable)
+            }
+            Op::Renew { lease, ttl } => self.lease_op(lease, |m, now, idx| {
+                let name = m.leases[idx].job.clone();
+                let new = now + TTLS[ttl];
+                let j = m.jobs.get_mut(&name).unwrap();
+                if new <= j.expires {
+                    return Err(ErrorCode::NotExtended);
+                }
+                j.expires = new;
+                m.leases[idx].expires = new;
+                Ok("renewed".into())
+            }),
+            Op::Release { lease } => self.lease_op(lease, |m, _, idx| {
+                let name = m.leases[idx].job.clone();
+                let j = m.jobs.get_mut(&name).unwrap();
+                j.state = if j.attempts < j.max {
+                    S::Requested
+                } else {
+                    S::Failed
+                };
+                m.leases[idx].closed = true;
+                Ok(format!("released {:?}", j.state))
+            }),
+            Op::Fail { lease, permanent } => self.lease_op(lease, |m, _, idx| {
+                let name = m.leases[idx].job.clone();
+                let j = m.jobs.get_mut(&name).unwrap();
+                j.state = if permanent || j.attempts >= j.max {
+                    S::Failed
+                } else {
+                    S::Requested
+                };
+                m.leases[idx].closed = true;
+                Ok(format!("failed {:?}", j.state))
+            }),
+            Op::Complete { lease } => self.lease_op(lease, |m, _, idx| {
+                let name = m.leases[idx].job.clone();
+                m.jobs.get_mut(&name).unwrap().state = S::Completed;
+                m.leases[idx].closed = true;
+                Ok("completed".into())
+            }),
+            Op::Cancel { job } => {
+                self.mark = self.mark.max(self.now);
+                let t = self.mark;
+                let name = JOB_NAMES[job];
+                let Some(j) = self.jobs.get(name) else {
+                    return Out::Err(ErrorCode::NotFound);
+                };
+                match self.classify(j, t) {
+                    JobState::Cancelled => Out::Ok("already".into()),
+                    JobState::Completed | JobState::Failed => Out::Err(ErrorCode::JobTerminal),
+                    _ => {
+                        self.jobs.get_mut(name).unwrap().state = S::Cancelled;
+                        Out::Ok("cancelled".into())
+                    }
+                }
+            }
+            Op::Import { lease } => {
+                let Some(l) = self.leases.get(lease).cloned() else {
+                    return Out::Ok("no lease".into());
+                };
+                if l.closed {
+                    return Out::Err(ErrorCode::LeaseClosed);
+                }
+                let t = self.now.max(self.mark);
+                match self.current(&l, t) {
+                    Ok(()) => {
+                        let expires = self.jobs[&l.job].expires;
+                        self.leases.push(MLease { expires, ..l });
+                        Out::Ok("imported".into())
+                    }
+                    Err(c) => Out::Err(c),
+                }
+            }
+            Op::Forward { us } => {
+                self.now += us;
+                Out::Ok(String::new())
+            }
+            Op::Backward { us } => {
+                self.now -= us;
+                Out::Ok(String::new())
+            }
+            Op::Reopen => Out::Ok(String::new()),
+        }
+    }
+}
+
+fn out<T>(r: Result<T>, ok: impl FnOnce(T) -> String) -> Out {
+    match r {
+        Ok(v) => Out::Ok(ok(v)),
+        Err(e) => Out::Err(e.code()),
+    }
+}
+
+fn ttl(i: usize) -> Ttl {
+    Ttl::from_micros(TTLS[i]).unwrap()
+}
+
+fn run(ops: &[Op]) -> std::result::Result<(), TestCaseError> {
+    let mut env = Env::new();
+    env.auth.create_production("p").unwrap();
+    let mut model = Model {
+        now: T0,
+        mark: T0,
+        jobs: BTreeMap::new(),
+        leases: Vec::new(),
+        claims: 0,
+        seq: 0,
+    };
+    model.mark = env.auth.clock().unwrap().mark_us;
+    let mut leases: Vec<Lease> = Vec::new();
+    let claimed = |l: &Lease| format!("claimed {} attempt {}", l.job(), l.attempt());
+    for (i, op) in ops.iter().enumerate() {
+        let a = env.auth.clone();
+        let real = match *op {
+            Op::Submit {
+                job,
+                variant,
+                max,
+                prio,
+            } => out(
+                a.submit(
+                    "p",
+                    &JobSpec::new(JOB_NAMES[job], vec![variant])
+                        .max_attempts(max)
+                        .priority(prio),
+                ),
+                |s| {
+                    if s == Submitted::Created {
+                        "created".into()
+                    } else {
+                        "existing".into()
+                    }
+                },
+            ),
+            Op::Claim { job, ttl: t } => match a.claim("p", JOB_NAMES[job], "w", ttl(t)) {
+                Ok(l) => {
+                    let s = claimed(&l);
+                    leases.push(l);
+                    Out::Ok(s)
+                }
+                Err(e) => Out::Err(e.code()),
+            },
+            Op::ClaimNext { ttl: t } => match a.claim_next("p", "w", ttl(t)) {
+                Ok(l) => {
+                    let s = claimed(&l);
+                    leases.push(l);
+                    Out::Ok(s)
+                }
+                Err(e) => Out::Err(e.code()),
+            },
+            Op::Renew { lease, ttl: t } => match leases.get(lease) {
+                None => Out::Ok("no lease".into()),
+                Some(l) => out(l.renew(ttl(t)), |_| "renewed".into()),
+            },
+            Op::Release { lease } => match leases.get(lease) {
+                None => Out::Ok("no lease".into()),
+                Some(l) => out(l.release(), |s| {
+                    format!(
+                        "released {:?}",
+                        if s == JobState::Failed {
+                            S::Failed
+                        } else {
+                            S::Requested
+                        }
+                    )
+                }),
+            },
+            Op::Fail { lease, permanent } => match leases.get(lease) {
+                None => Out::Ok("no lease".into()),
+                Some(l) => out(l.fail("boom", permanent), |s| {
+                    format!(
+                        "failed {:?}",
+                        if s == JobState::Failed {
+                            S::Failed
+                        } else {
+                            S::Requested
+                        }
+                    )
+                }),
+            },
+            Op::Complete { lease } => match leases.get(lease) {
+                None => Out::Ok("no lease".into()),
+                Some(l) => out(l.complete(&[Fact::new("k", "v")]), |_| "completed".into()),
+            },
+            Op::Cancel { job } => out(a.cancel("p", JOB_NAMES[job]), |c| {
+                if c == Cancelled::Cancelled {
+                    "cancelled".into()
+                } else {
+                    "already".into()
+                }
+            }),
+            Op::Import { lease } => match leases.get(lease) {
+                None => Out::Ok("no lease".into()),
+                Some(l) => match l.export_token().and_then(|t| a.import_lease(t.expose())) {
+                    Ok(n) => {
+                        prop_assert_eq!(n.claim_id(), l.claim_id());
+                        leases.push(n);
+                        Out::Ok("imported".into())
+                    }
+                    Err(e) => Out::Err(e.code()),
+                },
+            },
+            Op::Forward { us } => {
+                env.clock.advance(us);
+                Out::Ok(String::new())
+            }
+            Op::Backward { us } => {
+                env.clock.advance(-us);
+                Out::Ok(String::new())
+            }
+            Op::Reopen => {
+                env.auth = env.reopen();
+                Out::Ok(String::new())
+            }
+        };
+        let expected = model.apply(op);
+        prop_assert_eq!(&real, &expected, "step {} {:?}", i, op);
+        // Local lease views agree too.
+        for (k, ml) in model.leases.iter().enumerate() {
+            let l = &leases[k];
+            prop_assert_eq!(
+                l.status() == LeaseStatus::Closed,
+                ml.closed,
+                "lease {} status after step {}",
+                k,
+                i
+            );
+            prop_assert_eq!(
+                l.expires_us(),
+                ml.expires,
+                "lease {} expiry after step {}",
+                k,
+                i
+            );
+        }
+    }
+    // Final observed states agree.
+    let t = model.now.max(model.mark);
+    for (name, j) in &model.jobs {
+        let v = env.auth.job("p", name).unwrap();
+        prop_assert_eq!(v.state, model.classify(j, t), "job {}", name);
+        prop_assert_eq!(v.attempts, j.attempts, "job {} attempts", name);
+    }
+    prop_assert_eq!(env.auth.clock().unwrap().mark_us, model.mark);
+    let report = env.auth.check().unwrap();
+    prop_assert!(report.ok(), "{:?}", report.violations);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #[test]
+    fn store_agrees_with_model(ops in proptest::collection::vec(op(), 1..60)) {
+        run(&ops)?;
+    }
+}

@@ -1,0 +1,227 @@
+//! Schema migration, newer-store refusal, foreign and corrupt files.
+mod common;
+use common::*;
+use std::path::Path;
+use tenure::*;
+
+fn sha(path: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut v = Vec::new();
+    std::fs::File::open(path)
+        .unwrap()
+        .read_to_end(&mut v)
+        .unwrap();
+    v
+}
+
+fn load_fixture(path: &Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(include_str!("fixtures/v1_pre_lease.sql"))
+        .unwrap();
+}
+
+#[test]
+fn pre_lease_layout_migrates_with_claims_expired() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    load_fixture(&path);
+    let clock = ManualClock::new(T0);
+    let a = Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
+    assert_eq!(a.migrated_from(), 1);
+    let st = |j: &str| a.job("legacy", j).unwrap().state;
+    assert_eq!(st("waiting"), JobState::Requested);
+    assert_eq!(
+        st("running"),
+        JobState::Expired,
+        "an existing claim expires during migration"
+    );
+    assert_eq!(
+        st("last-try"),
+        JobState::Failed,
+        "expired with attempts exhausted"
+    );
+    assert_eq!(st("done"), JobState::Completed);
+    assert_eq!(st("gave-up"), JobState::Failed);
+    assert_eq!(st("stopped"), JobState::Cancelled);
+    assert_eq!(a.payload("legacy", "waiting").unwrap(), b"payload");
+    let v = a.job("legacy", "running").unwrap();
+    assert_eq!(v.attempts, 1);
+    assert_eq!(v.expires_us, Some(T0));
+    // The migrated claim is reclaimable; claim-next takes the higher priority first.
+    let l = a.claim_next("legacy", "w", secs(10)).unwrap();
+    assert_eq!(l.job(), "waiting");
+    let l2 = a.claim_next("legacy", "w", secs(10)).unwrap();
+    assert_eq!((l2.job(), l2.attempt()), ("running", 2));
+    assert_eq!(a.clock().unwrap().mark_us, T0);
+    let report = a.check().unwrap();
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(report.schema_version, SCHEMA_VERSION);
+    // Reopening does not migrate again.
+    drop(a);
+    let a = Authority::open(&path, &Options::new().clock(clock)).unwrap();
+    assert_eq!(a.migrated_from(), SCHEMA_VERSION);
+}
+
+#[test]
+fn new_store_reports_version_zero() {
+    let env = Env::new();
+    assert_eq!(env.auth.migrated_from(), 0);
+    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+}
+
+#[test]
+fn newer_store_is_refused_untouched() {
+    let env = Env::with_jobs(1, 3);
+    let path = env.path();
+    drop(env.auth);
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 1))
+            .unwrap();
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    }
+    let before = sha(&path);
+    let e = Authority::open(&path, &Options::new()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::SchemaTooNew);
+    assert!(
+        e.to_string().contains(&format!("{}", SCHEMA_VERSION + 1)),
+        "{e}"
+    );
+    assert_eq!(sha(&path), before, "the store file changed");
+}
+
+#[test]
+fn corrupt_and_foreign_files_are_store_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, vec![0x5a; 8192]).unwrap();
+    let e = Authority::open(&junk, &Options::new()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Store, "{e}");
+    assert_eq!(sha(&junk), vec![0x5a; 8192]);
+
+    let foreign = dir.path().join("foreign.db");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    let e = Authority::open(&foreign, &Options::new()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Store);
+    assert!(e.to_string().contains("not a tenure store"), "{e}");
+
+    let other_app = dir.path().join("other.db");
+    rusqlite::Connection::open(&other_app)
+        .unwrap()
+        .execute_batch("PRAGMA application_id = 42; CREATE TABLE t(x);")
+        .unwrap();
+    assert_eq!(
+        Authority::open(&other_app, &Options::new())
+            .unwrap_err()
+            .code(),
+        ErrorCode::Store
+    );
+
+    // A store whose pages were damaged after creation: errors, never panics.
+    let env = Env::with_jobs(50, 3);
+    let path = env.path();
+    drop(env.auth);
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    }
+    let mut bytes = std::fs::read(&path).unwrap();
+    let len = bytes.len();
+    for b in &mut bytes[4096..len] {
+        *b ^= 0xA5;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    match Authority::open(&path, &Options::new()) {
+        Err(e) => assert_eq!(e.code(), ErrorCode::Store, "{e}"),
+        Ok(a) => {
+            let r = a
+                .claim_next("p", "w", secs(1))
+                .map(|_| ())
+                .and_then(|_| a.check().map(|_| ()));
+            assert_eq!(r.unwrap_err().code(), ErrorCode::Store);
+        }
+    }
+    // A missing directory.
+    let e = Authority::open(dir.path().join("no/such/dir/x.db"), &Options::new()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Store);
+    assert_eq!(
+        Authority::open("", &Options::new()).unwrap_err().code(),
+        ErrorCode::InvalidArgument
+    );
+}
+
+#[test]
+fn read_only_store_errors_on_write_and_changes_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    if unsafe_is_root() {
+        // root ignores file modes; use SQLite's read-only open instead via a
+        // read-only bind is not available, so check the immutable-dir case.
+        let env = Env::with_jobs(1, 3);
+        let path = env.path();
+        drop(env.auth);
+        let c = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let e: Error = c
+            .execute_batch("INSERT INTO productions VALUES ('x', 0, NULL)")
+            .unwrap_err()
+            .into();
+        assert_eq!(e.code(), ErrorCode::Store);
+        assert!(e.to_string().contains("read-only"), "{e}");
+        return;
+    }
+    let env = Env::with_jobs(1, 3);
+    let path = env.path();
+    drop(env.auth);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let r = Authority::open(&path, &Options::new()).and_then(|a| a.create_production("x"));
+    assert_eq!(r.unwrap_err().code(), ErrorCode::Store);
+}
+
+fn unsafe_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn claim_next_uses_the_live_index() {
+    let env = Env::with_jobs(3, 3);
+    let c = rusqlite::Connection::open(env.path()).unwrap();
+    let plan: Vec<String> = c
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT seq FROM jobs INDEXED BY jobs_live
+             WHERE production = 'p' AND state IN ('requested', 'claimed')
+             ORDER BY priority DESC, seq LIMIT 32",
+        )
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let plan = plan.join("\n");
+    assert!(plan.contains("jobs_live"), "{plan}");
+    assert!(
+        !plan.contains("TEMP B-TREE"),
+        "claim-next must not sort: {plan}"
+    );
+    let plan: String = c
+        .prepare("EXPLAIN QUERY PLAN SELECT seq FROM jobs WHERE production = 'p' AND job = 'j1'")
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(
+        plan.contains("USING INDEX") || plan.contains("USING COVERING INDEX"),
+        "{plan}"
+    );
+}
