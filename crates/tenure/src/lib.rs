@@ -38,11 +38,14 @@ mod check;
 mod clock;
 mod edit;
 mod error;
+pub mod executor;
 mod lease;
 mod model;
 mod rules;
 mod secret;
 mod session;
+#[doc(hidden)]
+pub mod stats;
 mod store;
 mod token;
 mod ttl;
@@ -66,3 +69,8 @@ pub use uuid::Uuid;
 
 /// The library version (from Cargo).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The README's Rust examples, compiled and run as doc-tests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

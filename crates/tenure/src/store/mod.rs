@@ -7,6 +7,8 @@
 //! SQLite is the only backend today; a server backend (PostgreSQL) implements
 //! the same two traits.
 
+#[cfg(target_os = "linux")]
+mod queue;
 pub(crate) mod sqlite;
 
 use crate::error::Result;

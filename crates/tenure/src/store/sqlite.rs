@@ -44,6 +44,8 @@ struct Pool {
     sync: Synchronous,
     busy: Duration,
     idle: Mutex<Vec<Connection>>,
+    #[cfg(target_os = "linux")]
+    queue: Option<Arc<super::queue::Queue>>,
 }
 
 const MAX_IDLE: usize = 16;
@@ -107,12 +109,14 @@ impl SqliteBackend {
         busy: Duration,
         now_us: &dyn Fn() -> i64,
     ) -> Result<(SqliteBackend, Opened)> {
-        let pool = Arc::new(Pool {
+        let mut pool = Pool {
             path: path.to_path_buf(),
             sync,
             busy,
             idle: Mutex::new(Vec::new()),
-        });
+            #[cfg(target_os = "linux")]
+            queue: None,
+        };
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -149,6 +153,11 @@ impl SqliteBackend {
         }
         configure(&conn, sync, busy)?;
         let opened = migrate(&conn, now_us)?;
+        #[cfg(target_os = "linux")]
+        {
+            pool.queue = super::queue::Queue::open(path).map(Arc::new);
+        }
+        let pool = Arc::new(pool);
         pool.give_back(conn);
         Ok((SqliteBackend { pool }, opened))
     }
@@ -409,10 +418,24 @@ fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
 
 impl Backend for SqliteBackend {
     fn begin_write(&self) -> Result<Box<dyn Txn>> {
-        SqliteTxn::begin(&self.pool, "BEGIN IMMEDIATE")
+        let start = std::time::Instant::now();
+        let deadline = start + self.pool.busy;
+        #[cfg(target_os = "linux")]
+        let turn = match &self.pool.queue {
+            Some(q) => Some(q.acquire(deadline)?),
+            None => None,
+        };
+        let mut t = SqliteTxn::begin(&self.pool, "BEGIN IMMEDIATE", deadline)?;
+        #[cfg(target_os = "linux")]
+        {
+            t.turn = turn;
+        }
+        crate::stats::record_lock_wait(start.elapsed());
+        Ok(t)
     }
     fn begin_read(&self) -> Result<Box<dyn Txn>> {
-        SqliteTxn::begin(&self.pool, "BEGIN DEFERRED")
+        let deadline = std::time::Instant::now() + self.pool.busy;
+        Ok(SqliteTxn::begin(&self.pool, "BEGIN DEFERRED", deadline)?)
     }
 }
 
@@ -421,17 +444,24 @@ struct SqliteTxn {
     pool: Arc<Pool>,
     open: bool,
     savepoints: u32,
+    /// This writer's place in the fair queue, held until the transaction ends.
+    #[cfg(target_os = "linux")]
+    turn: Option<super::queue::Turn>,
 }
 
 impl SqliteTxn {
-    fn begin(pool: &Arc<Pool>, sql: &str) -> Result<Box<dyn Txn>> {
+    fn begin(pool: &Arc<Pool>, sql: &str, deadline: std::time::Instant) -> Result<Box<SqliteTxn>> {
         let conn = pool.take()?;
+        // Whatever the queue took of the busy timeout is not available again.
+        conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
         match conn.execute_batch(sql) {
             Ok(()) => Ok(Box::new(SqliteTxn {
                 conn: Some(conn),
                 pool: pool.clone(),
                 open: true,
                 savepoints: 0,
+                #[cfg(target_os = "linux")]
+                turn: None,
             })),
             Err(e) => {
                 // A failed BEGIN leaves no transaction; the connection is reusable.
@@ -450,6 +480,10 @@ impl SqliteTxn {
             return Ok(());
         }
         let r = self.c().execute_batch(sql);
+        #[cfg(target_os = "linux")]
+        {
+            self.turn = None;
+        }
         match r {
             Ok(()) => {
                 self.open = false;

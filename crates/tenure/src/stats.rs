@@ -1,0 +1,29 @@
+//! Opt-in measurement of writer-lock waits, for the benchmark harness.
+//!
+//! Disabled by default (one relaxed atomic load per write transaction).
+//! When enabled, each write transaction records how long taking the writer
+//! lock took, in microseconds, in a process-wide buffer.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static WAITS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Start (or stop) recording writer-lock waits in this process.
+pub fn enable(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Take the recorded waits (µs), leaving the buffer empty.
+pub fn take_lock_waits_us() -> Vec<u32> {
+    std::mem::take(&mut *WAITS.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+pub(crate) fn record_lock_wait(d: Duration) {
+    if ENABLED.load(Ordering::Relaxed) {
+        let us = u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
+        WAITS.lock().unwrap_or_else(|p| p.into_inner()).push(us);
+    }
+}
