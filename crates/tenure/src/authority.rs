@@ -92,17 +92,7 @@ impl Inner {
     /// A convenience call: one edit of one step. If the step fails, its writes
     /// roll back and the raised high-water mark still commits.
     pub(crate) fn one_step<T>(&self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
-        let mut s = self.session()?;
-        match s.op(f) {
-            Ok(v) => {
-                s.commit()?;
-                Ok(v)
-            }
-            Err(e) => {
-                s.commit_after_failure();
-                Err(e)
-            }
-        }
+        self.session()?.single(f)
     }
 
     /// A read-only snapshot; `now` is `max(clock, mark)` so an expired lease

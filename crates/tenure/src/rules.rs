@@ -291,11 +291,15 @@ pub(crate) fn claim_next(
     let now = s.guarded_sample()?;
     production_row(s, production)?;
     let mut cursor = None;
+    // The head of the queue is almost always claimable: read a couple of rows
+    // first, then larger pages past live claims.
+    let mut page = 2;
     loop {
-        let rows = s.txn.live_jobs(production, cursor, 32)?;
+        let rows = s.txn.live_jobs(production, cursor, page)?;
         if rows.is_empty() {
             return Ok(None);
         }
+        page = 64;
         for row in rows {
             cursor = Some((row.priority, row.seq));
             match classify(&row, now) {
@@ -370,7 +374,7 @@ pub(crate) fn renew(s: &mut Session, key: &LeaseKey<'_>, ttl: Ttl) -> Result<i64
     s.deadline(old, format!("the lease on {} being renewed", name(&row)));
     row.expires_us = Some(new);
     row.updated_us = now;
-    s.txn.update_job(&row)?;
+    s.txn.update_expiry(&row)?;
     s.txn
         .append_event(&event(&row, EventKind::Renewed, now, ""))?;
     Ok(new)

@@ -163,12 +163,21 @@ impl Session {
         self.txn.commit()
     }
 
-    /// Commit only the raised mark after the session's single operation failed.
-    pub(crate) fn commit_after_failure(mut self) {
-        self.guarded = false;
-        self.deadlines.clear();
-        self.poisoned = None;
-        let _ = self.commit();
+    /// A convenience call: one edit of exactly one operation, without a
+    /// savepoint. If the operation fails, the whole transaction rolls back
+    /// and the time it observed is persisted by a separate small transaction.
+    pub(crate) fn single<T>(mut self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        match f(&mut self) {
+            Ok(v) => {
+                self.commit()?;
+                Ok(v)
+            }
+            Err(e) => {
+                self.failed_mark = self.failed_mark.max(self.mark);
+                self.abort_in_place();
+                Err(e)
+            }
+        }
     }
 
     /// Roll everything back; persist the time failed operations observed.

@@ -130,6 +130,8 @@ pub(crate) trait Txn: Send {
     fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64>;
     /// Write the mutable columns of an existing job (state, attempts, claim, times, error).
     fn update_job(&mut self, row: &JobRow) -> Result<()>;
+    /// Write only a live claim's expiry (a renewal: no indexed column changes).
+    fn update_expiry(&mut self, row: &JobRow) -> Result<()>;
     /// Jobs stored as requested or claimed, highest priority first, then
     /// oldest, strictly after the `(priority, seq)` cursor.
     fn live_jobs(

@@ -208,7 +208,7 @@ CREATE INDEX jobs_live ON jobs (production, priority DESC, seq)
     WHERE state IN ('requested', 'claimed');
 CREATE INDEX jobs_by_state ON jobs (production, state, job);
 CREATE TABLE events (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq        INTEGER PRIMARY KEY,
     at_us      INTEGER NOT NULL,
     production TEXT NOT NULL,
     job        TEXT,
@@ -454,7 +454,7 @@ impl SqliteTxn {
         let conn = pool.take()?;
         // Whatever the queue took of the busy timeout is not available again.
         conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
-        match conn.execute_batch(sql) {
+        match exec(&conn, sql) {
             Ok(()) => Ok(Box::new(SqliteTxn {
                 conn: Some(conn),
                 pool: pool.clone(),
@@ -479,7 +479,7 @@ impl SqliteTxn {
         if !self.open {
             return Ok(());
         }
-        let r = self.c().execute_batch(sql);
+        let r = exec(self.c(), sql);
         #[cfg(target_os = "linux")]
         {
             self.turn = None;
@@ -496,7 +496,7 @@ impl SqliteTxn {
                 // A failed COMMIT may leave the transaction open: roll back so
                 // the connection can be reused, then report the failure.
                 if let Some(c) = self.conn.take() {
-                    if c.is_autocommit() || c.execute_batch("ROLLBACK").is_ok() {
+                    if c.is_autocommit() || exec(&c, "ROLLBACK").is_ok() {
                         self.pool.give_back(c);
                     }
                 }
@@ -513,6 +513,12 @@ impl Drop for SqliteTxn {
             let _ = self.finish("ROLLBACK");
         }
     }
+}
+
+/// Run a statement without results through the connection's statement cache
+/// (transaction control runs several times per transition).
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 const JOB_COLS: &str =
@@ -755,6 +761,20 @@ impl Txn for SqliteTxn {
         Ok(())
     }
 
+    fn update_expiry(&mut self, row: &JobRow) -> Result<()> {
+        let mut st = self
+            .c()
+            .prepare_cached("UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1")?;
+        let n = st.execute(params![row.seq, row.expires_us, row.updated_us])?;
+        if n != 1 {
+            return Err(Error::Internal(format!(
+                "renewal of job {}/{} touched {n} rows",
+                row.production, row.job
+            )));
+        }
+        Ok(())
+    }
+
     fn live_jobs(
         &mut self,
         production: &str,
@@ -923,19 +943,20 @@ impl Txn for SqliteTxn {
     }
 
     fn savepoint(&mut self) -> Result<()> {
-        self.c().execute_batch("SAVEPOINT op")?;
+        exec(self.c(), "SAVEPOINT op")?;
         self.savepoints += 1;
         Ok(())
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<()> {
-        self.c().execute_batch("ROLLBACK TO op; RELEASE op")?;
+        exec(self.c(), "ROLLBACK TO op")?;
+        exec(self.c(), "RELEASE op")?;
         self.savepoints -= 1;
         Ok(())
     }
 
     fn release_savepoint(&mut self) -> Result<()> {
-        self.c().execute_batch("RELEASE op")?;
+        exec(self.c(), "RELEASE op")?;
         self.savepoints -= 1;
         Ok(())
     }
