@@ -866,19 +866,27 @@ fn busy_when_the_writer_lock_is_held_and_nothing_changes() {
     let holder = a.edit().unwrap(); // holds the writer lock
     let other = Authority::open(
         env.path(),
-        &Options::new().clock(env.clock.clone()).busy_timeout(std::time::Duration::from_millis(50)),
+        &Options::new()
+            .clock(env.clock.clone())
+            .busy_timeout(std::time::Duration::from_millis(50)),
     )
     .unwrap();
     assert_eq!(code(other.claim("p", "j0", "w", secs(10))), ErrorCode::Busy);
-    assert_eq!(code(other.submit("p", &JobSpec::new("x", vec![]))), ErrorCode::Busy);
+    assert_eq!(
+        code(other.submit("p", &JobSpec::new("x", vec![]))),
+        ErrorCode::Busy
+    );
     // Reads are not blocked by the writer.
     assert_eq!(other.job("p", "j0").unwrap().state, JobState::Requested);
     drop(holder);
     other.claim("p", "j0", "w", secs(10)).unwrap();
     assert_eq!(
-        Authority::open(env.path(), &Options::new().busy_timeout(std::time::Duration::from_secs(3601)))
-            .unwrap_err()
-            .code(),
+        Authority::open(
+            env.path(),
+            &Options::new().busy_timeout(std::time::Duration::from_secs(3601))
+        )
+        .unwrap_err()
+        .code(),
         ErrorCode::InvalidArgument
     );
 }

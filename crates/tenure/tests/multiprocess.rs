@@ -162,7 +162,13 @@ fn a_killed_lock_holder_does_not_wedge_the_queue() {
     a.submit("k", &JobSpec::new("j", vec![])).unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut child = Command::new(&exe)
-        .args(["--exact", "lock_holder_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "lock_holder_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("TENURE_MP_DB", &db)
         .stdout(Stdio::piped())
         .spawn()
@@ -172,12 +178,24 @@ fn a_killed_lock_holder_does_not_wedge_the_queue() {
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     assert!(lines.any(|l| l.unwrap().contains("HOLDING")));
     // A writer queued behind it times out with Busy, changing nothing...
-    let impatient = Authority::open(&db, &Options::new().busy_timeout(Duration::from_millis(100))).unwrap();
-    assert_eq!(impatient.claim("k", "j", "w", Ttl::from_micros(1_000_000).unwrap()).unwrap_err().code(), ErrorCode::Busy);
+    let impatient = Authority::open(
+        &db,
+        &Options::new().busy_timeout(Duration::from_millis(100)),
+    )
+    .unwrap();
+    assert_eq!(
+        impatient
+            .claim("k", "j", "w", Ttl::from_micros(1_000_000).unwrap())
+            .unwrap_err()
+            .code(),
+        ErrorCode::Busy
+    );
     // ...then the holder dies mid-transaction and the next writer proceeds.
     child.kill().unwrap();
     child.wait().unwrap();
-    let l = a.claim("k", "j", "w", Ttl::from_micros(10_000_000).unwrap()).unwrap();
+    let l = a
+        .claim("k", "j", "w", Ttl::from_micros(10_000_000).unwrap())
+        .unwrap();
     l.complete(&[]).unwrap();
     assert!(a.check().unwrap().ok());
 }

@@ -1,0 +1,165 @@
+//! The reference executor library (`tenure::executor`), on the real clock.
+
+use std::ffi::OsString;
+use tenure::executor::{self, ExecError, ExecSpec, Exit, Outcome, PERMANENT_EXIT_CODE};
+use tenure::{Authority, ErrorCode, JobSpec, JobState, Options, Ttl};
+
+fn setup(jobs: &[(&str, &str)]) -> (tempfile::TempDir, Authority) {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = Authority::open(dir.path().join("t.db"), &Options::new()).unwrap();
+    auth.create_production("p").unwrap();
+    for (j, payload) in jobs {
+        auth.submit("p", &JobSpec::new(*j, payload.as_bytes().to_vec()))
+            .unwrap();
+    }
+    (dir, auth)
+}
+
+fn spec(dir: &tempfile::TempDir, job: Option<&str>, script: &str) -> ExecSpec {
+    ExecSpec {
+        production: "p".into(),
+        job: job.map(str::to_owned),
+        holder: "lib-test".into(),
+        ttl: Ttl::from_micros(30_000_000).unwrap(),
+        output_dir: dir.path().join("out/nested"),
+        program: OsString::from("sh"),
+        args: vec!["-c".into(), script.into()],
+    }
+}
+
+fn files(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn completes_with_provenance_and_a_nonce_named_file() {
+    let (dir, auth) = setup(&[("a", "hello")]);
+    let s = spec(&dir, None, "tr a-z A-Z; printf '%s' \"$TENURE_JOB\"");
+    let o = executor::run_once(&auth, &s).unwrap();
+    let Outcome::Completed {
+        attempt,
+        output,
+        sha256,
+        size,
+    } = o
+    else {
+        panic!("{o:?}")
+    };
+    assert_eq!(attempt.job, "a");
+    assert_eq!(attempt.attempt, 1);
+    assert_eq!(
+        output.file_name().unwrap().to_str().unwrap(),
+        format!("a.{}.out", attempt.nonce)
+    );
+    assert_eq!(std::fs::read(&output).unwrap(), b"HELLOa");
+    assert_eq!(size, 6);
+    assert_eq!(sha256.len(), 64);
+    let facts = auth.facts("p", "a").unwrap();
+    let get = |k: &str| {
+        facts
+            .iter()
+            .find(|f| f.key == k)
+            .map(|f| f.value.clone())
+            .unwrap()
+    };
+    assert_eq!(get("tenure.exec.nonce"), attempt.nonce.to_string());
+    assert_eq!(get("tenure.exec.sha256"), sha256);
+    assert_eq!(get("tenure.exec.output"), output.to_str().unwrap());
+    assert_eq!(get("tenure.claim_id"), attempt.claim_id.to_string());
+    assert_eq!(auth.job("p", "a").unwrap().state, JobState::Completed);
+    // Drained: the next run reports NoJobAvailable and changes nothing.
+    let e = executor::run_once(&auth, &s).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::NoJobAvailable));
+    assert!(auth.check().unwrap().ok());
+}
+
+#[test]
+fn failures_are_retryable_unless_permanent() {
+    let (dir, auth) = setup(&[("r", ""), ("x", "")]);
+    let out = dir.path().join("out/nested");
+    let o = executor::run_once(&auth, &spec(&dir, Some("r"), "echo partial; exit 7")).unwrap();
+    match o {
+        Outcome::Failed {
+            exit,
+            permanent,
+            state,
+            ..
+        } => {
+            assert_eq!(exit, Exit::Code(7));
+            assert!(!permanent);
+            assert_eq!(state, JobState::Requested);
+        }
+        o => panic!("{o:?}"),
+    }
+    let script = format!("exit {PERMANENT_EXIT_CODE}");
+    let o = executor::run_once(&auth, &spec(&dir, Some("x"), &script)).unwrap();
+    assert!(matches!(
+        o,
+        Outcome::Failed {
+            permanent: true,
+            state: JobState::Failed,
+            ..
+        }
+    ));
+    assert!(files(&out).is_empty(), "{:?}", files(&out));
+    // A program that does not exist: I/O error, lease failed retryably.
+    let mut s = spec(&dir, Some("r"), "");
+    s.program = "/nonexistent/tenure-test-program".into();
+    let e = executor::run_once(&auth, &s).unwrap_err();
+    assert!(matches!(e, ExecError::Io { .. }), "{e:?}");
+    let v = auth.job("p", "r").unwrap();
+    assert_eq!((v.state, v.attempts), (JobState::Requested, 2));
+    assert!(files(&out).is_empty());
+}
+
+#[test]
+fn run_loop_drains_and_reports_each_outcome() {
+    let (dir, auth) = setup(&[("a", "1"), ("b", "2"), ("c", "3")]);
+    let mut seen = Vec::new();
+    let n = executor::run_loop(&auth, &spec(&dir, None, "cat"), |o| {
+        seen.push(o.attempt().job.clone())
+    })
+    .unwrap();
+    assert_eq!(n, 3);
+    seen.sort();
+    assert_eq!(seen, ["a", "b", "c"]);
+    assert_eq!(files(&dir.path().join("out/nested")).len(), 3);
+}
+
+#[test]
+fn cancelled_while_running_removes_only_own_files() {
+    let (dir, auth) = setup(&[("j", "")]);
+    let out = dir.path().join("out/nested");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("j.someone-else.out"), b"keep").unwrap();
+    let marker = dir.path().join("started");
+    let script = format!(
+        "touch '{}'; while [ ! -e '{}.go' ]; do sleep 0.02; done; echo late",
+        marker.display(),
+        marker.display()
+    );
+    let s = spec(&dir, Some("j"), &script);
+    let auth2 = auth.clone();
+    let h = std::thread::spawn(move || executor::run_once(&auth2, &s));
+    while !marker.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    auth.cancel("p", "j").unwrap();
+    std::fs::write(format!("{}.go", marker.display()), b"").unwrap();
+    let o = h.join().unwrap().unwrap();
+    let error = match o {
+        Outcome::Rejected { error, .. } | Outcome::LeaseLost { error, .. } => error,
+        o => panic!("{o:?}"),
+    };
+    assert_eq!(error.code(), ErrorCode::Cancelled);
+    assert_eq!(files(&out), ["j.someone-else.out"]);
+    assert!(auth.facts("p", "j").unwrap().is_empty());
+}
