@@ -39,6 +39,7 @@ mod clock;
 mod edit;
 mod error;
 pub mod executor;
+mod fault;
 mod lease;
 mod model;
 mod rules;

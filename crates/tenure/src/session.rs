@@ -131,6 +131,7 @@ impl Session {
             return Err(e);
         }
         if self.guarded {
+            crate::fault::stall_precommit();
             let pre = self.clock.now_us();
             if pre < self.mark {
                 let e = Error::ClockRollback {

@@ -660,6 +660,7 @@ impl Txn for SqliteTxn {
     }
 
     fn set_high_water(&mut self, us: i64) -> Result<()> {
+        crate::fault::point();
         let mut st = self
             .c()
             .prepare_cached("UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'")?;
@@ -687,6 +688,7 @@ impl Txn for SqliteTxn {
     }
 
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
+        crate::fault::point();
         let mut st = self.c().prepare_cached(
             "INSERT INTO productions (name, created_us, cancelled_us) VALUES (?1, ?2, ?3)",
         )?;
@@ -731,10 +733,12 @@ impl Txn for SqliteTxn {
     }
 
     fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64> {
+        crate::fault::point();
         insert_job(self.c(), row, payload)
     }
 
     fn update_job(&mut self, row: &JobRow) -> Result<()> {
+        crate::fault::point();
         let mut st = self.c().prepare_cached(
             "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, secret_digest = ?5,
                  holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, last_error = ?10
@@ -762,6 +766,7 @@ impl Txn for SqliteTxn {
     }
 
     fn update_expiry(&mut self, row: &JobRow) -> Result<()> {
+        crate::fault::point();
         let mut st = self
             .c()
             .prepare_cached("UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1")?;
@@ -853,6 +858,7 @@ impl Txn for SqliteTxn {
     }
 
     fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64> {
+        crate::fault::point();
         append_event(self.c(), ev)
     }
 
@@ -881,6 +887,7 @@ impl Txn for SqliteTxn {
     }
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()> {
+        crate::fault::point();
         let mut st = self.c().prepare_cached(
             "INSERT INTO facts (production, job, ord, key, value) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
@@ -965,6 +972,7 @@ impl Txn for SqliteTxn {
         if !self.open {
             return Err(Error::Internal("commit of a finished transaction".into()));
         }
+        crate::fault::point();
         self.finish("COMMIT")
     }
 

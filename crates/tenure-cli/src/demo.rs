@@ -1,0 +1,684 @@
+//! `tenure demo`: a production run by several worker processes, with one
+//! worker killed (SIGKILL) mid-lease, one paused (SIGSTOP) until its job was
+//! reclaimed and completed by another (its late completion is rejected), and
+//! a few jobs cancelled by the coordinator; then a summary and `check`.
+//!
+//! Workers are `tenure exec --loop --json` processes (this same binary via
+//! `std::env::current_exe()`) running the hidden `__demo-task` command:
+//! it sleeps briefly, then prints the SHA-256 of its payload. Payloads
+//! starting with `flaky` fail (exit 1, retryable) on their first attempt;
+//! payloads starting with `broken` exit 100 (permanent failure).
+//!
+//! The demo only checks what must hold whatever the timing: every job ends
+//! terminal, the counts add up, every completed job's registered output file
+//! exists with the registered SHA-256, and `check` finds no violation. The
+//! reclaim/stale counts are reported, not asserted (they depend on timing).
+
+use crate::{exit, out, Fail, R};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tenure::{Authority, EventKind, JobSpec, JobState, ListQuery, Options, Ttl};
+
+/// Options of `tenure demo`.
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// How many jobs to submit (1..=5000).
+    #[arg(long, default_value_t = 40)]
+    jobs: usize,
+    /// How many worker processes to run (1..=32).
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// Lease TTL of the workers (a killed worker's job is reclaimable after it).
+    #[arg(long, default_value = "2s")]
+    ttl: String,
+    /// Keep the temporary directory (store and outputs) and print its path
+    /// (always kept with --db: the store's facts name the output files).
+    #[arg(long)]
+    keep: bool,
+}
+
+/// How long the built-in task works on one job.
+const TASK_TIME: Duration = Duration::from_millis(250);
+/// A safety net: the demo gives up (and says so) after this long.
+const DEADLINE: Duration = Duration::from_secs(180);
+
+/// The hidden `__demo-task` command run by the demo's workers.
+pub fn task() -> R {
+    let mut payload = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut payload)
+        .map_err(crate::local("reading the payload"))?;
+    let attempt: u32 = std::env::var("TENURE_ATTEMPT")
+        .ok()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1);
+    let job = std::env::var("TENURE_JOB").unwrap_or_default();
+    std::thread::sleep(TASK_TIME);
+    if payload.starts_with(b"broken") {
+        eprintln!("demo task {job}: broken input, giving up for good");
+        return Ok(tenure::executor::PERMANENT_EXIT_CODE);
+    }
+    if payload.starts_with(b"flaky") && attempt == 1 {
+        eprintln!("demo task {job}: flaky failure on attempt 1");
+        return Ok(1);
+    }
+    println!("{}  {job}", hex(&Sha256::digest(&payload)));
+    Ok(exit::OK)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+struct Worker {
+    child: Child,
+    spawned: Instant,
+    generation: u32,
+}
+
+struct Demo {
+    exe: PathBuf,
+    db: PathBuf,
+    out_dir: PathBuf,
+    log_dir: PathBuf,
+    production: String,
+    ttl: String,
+    tx: mpsc::Sender<Value>,
+}
+
+impl Demo {
+    fn spawn(&self, slot: usize, generation: u32) -> R<Worker> {
+        let holder = format!("worker-{}.{generation}", slot + 1);
+        let log = std::fs::File::create(self.log_dir.join(format!("{holder}.log")))
+            .map_err(crate::local("creating a worker log"))?;
+        let mut child = Command::new(&self.exe)
+            .arg("--db")
+            .arg(&self.db)
+            .args(["--json", "exec", "--loop", "-p", &self.production])
+            .args(["--holder", &holder, "--ttl", &self.ttl, "--out-dir"])
+            .arg(&self.out_dir)
+            .arg("--")
+            .arg(&self.exe)
+            .arg("__demo-task")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .map_err(crate::local("starting a worker"))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let tx = self.tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Ok(Worker {
+            child,
+            spawned: Instant::now(),
+            generation,
+        })
+    }
+}
+
+fn all_jobs(auth: &Authority, production: &str) -> R<Vec<tenure::JobView>> {
+    let mut out = Vec::new();
+    let mut after = None;
+    loop {
+        let page = auth.jobs(
+            production,
+            &ListQuery {
+                state: None,
+                after: after.clone(),
+                limit: tenure::MAX_PAGE,
+            },
+        )?;
+        let done = page.len() < tenure::MAX_PAGE;
+        after = page.last().map(|j| j.job.clone());
+        out.extend(page);
+        if done {
+            return Ok(out);
+        }
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: plain kill(2) on our own, not yet reaped child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, sig);
+    }
+}
+
+/// SIGSTOP a worker unless it turns out to hold the store's writer lock
+/// (stopping it there would stall every other worker until it resumed): in
+/// that case resume it and return false.
+fn stop_outside_write(probe: &Authority, child: &Child) -> bool {
+    signal(child, libc::SIGSTOP);
+    let stat = format!("/proc/{}/stat", child.id());
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        let state = std::fs::read_to_string(&stat).unwrap_or_default();
+        if state
+            .rsplit_once(") ")
+            .is_some_and(|(_, r)| r.starts_with('T'))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    match probe.edit() {
+        Ok(edit) => {
+            edit.abort();
+            true
+        }
+        Err(_) => {
+            signal(child, libc::SIGCONT);
+            false
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    completed: u64,
+    retried: u64,
+    permanent: u64,
+    rejected: u64,
+    rejected_by: HashMap<String, u64>,
+    lost: u64,
+}
+
+impl Counts {
+    fn add(&mut self, v: &Value) {
+        match v["outcome"].as_str() {
+            Some("completed") => self.completed += 1,
+            Some("failed") if v["state"] == "failed" => self.permanent += 1,
+            Some("failed") => self.retried += 1,
+            Some("rejected") => {
+                self.rejected += 1;
+                let code = v["error"]["code"].as_str().unwrap_or("?").to_owned();
+                *self.rejected_by.entry(code).or_default() += 1;
+            }
+            Some("lease_lost") => self.lost += 1,
+            _ => {}
+        }
+    }
+}
+
+/// Run the demo.
+pub fn run(db: Option<PathBuf>, json: bool, a: DemoArgs) -> R {
+    if !(1..=5000).contains(&a.jobs) || !(1..=32).contains(&a.workers) {
+        return Err(Fail::Exit(
+            exit::USAGE,
+            "demo: --jobs must be 1..=5000 and --workers 1..=32".into(),
+        ));
+    }
+    let ttl: Ttl = a.ttl.parse()?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or(0);
+    let tmp = std::env::temp_dir().join(format!("tenure-demo-{}-{stamp}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(crate::local("creating the demo directory"))?;
+    // With --db the store's facts name files in the temporary directory: keep it.
+    let keep = a.keep || db.is_some();
+    let result = run_in(db, json, &a, ttl, &tmp, stamp);
+    if keep || result.is_err() {
+        eprintln!("demo files kept in {}", tmp.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+fn run_in(db: Option<PathBuf>, json: bool, a: &DemoArgs, ttl: Ttl, tmp: &Path, stamp: u128) -> R {
+    let db = db.unwrap_or_else(|| tmp.join("store.db"));
+    let out_dir = tmp.join("out");
+    let log_dir = tmp.join("logs");
+    for d in [&out_dir, &log_dir] {
+        std::fs::create_dir_all(d).map_err(crate::local("creating the demo directory"))?;
+    }
+    let production = format!("demo-{stamp}");
+    let auth = Authority::open(&db, &Options::new())?;
+    auth.create_production(&production)?;
+    let n = a.jobs;
+    let specs: Vec<JobSpec> = (1..=n)
+        .map(|i| {
+            let kind = match i % 10 {
+                4 if n >= 5 => "flaky",
+                8 if n >= 5 => "broken",
+                _ => "ok",
+            };
+            JobSpec::new(
+                format!("job-{i:04}"),
+                format!("{kind} item {i}").into_bytes(),
+            )
+        })
+        .collect();
+    auth.submit_many(&production, &specs)?;
+    let to_cancel: Vec<String> = {
+        let k = if n >= 6 { 2 } else { usize::from(n >= 3) };
+        specs[n - k..].iter().map(|s| s.job.clone()).collect()
+    };
+    let (tx, rx) = mpsc::channel();
+    let demo = Demo {
+        exe: std::env::current_exe().map_err(crate::local("locating the tenure binary"))?,
+        db: db.clone(),
+        out_dir: out_dir.clone(),
+        log_dir,
+        production: production.clone(),
+        ttl: a.ttl.clone(),
+        tx,
+    };
+    if !json {
+        eprintln!(
+            "tenure demo: {n} jobs, {} worker process(es), lease TTL {ttl}, store {}",
+            a.workers,
+            db.display()
+        );
+    }
+    let bar = if json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(n as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{bar:40}] {pos}/{len} jobs finished  {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(100));
+
+    // A second handle with a short busy timeout, to see whether a stopped
+    // worker holds the writer lock.
+    let probe = Authority::open(
+        &db,
+        &Options::new().busy_timeout(Duration::from_millis(250)),
+    )?;
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for slot in 0..a.workers {
+        workers.push(Some(demo.spawn(slot, 1)?));
+    }
+    let mut counts = Counts::default();
+    let mut cancelled_now = 0u64;
+    let mut cancel_done = false;
+    let mut killed: Option<String> = None;
+    let mut kill_done = false;
+    let mut paused: Option<(usize, String, Instant)> = None;
+    let mut pause_done = a.workers < 2;
+    let mut paused_job: Option<String> = None;
+    let mut timed_out = false;
+    let pause_limit = ttl.as_duration() + Duration::from_secs(20);
+    loop {
+        while let Ok(v) = rx.try_recv() {
+            counts.add(&v);
+        }
+        let jobs = all_jobs(&auth, &production)?;
+        let finished = jobs.iter().filter(|j| j.state.is_terminal()).count();
+        bar.set_position(finished as u64);
+        bar.set_message(format!(
+            "completed {} · retried {} · rejected {}",
+            counts.completed, counts.retried, counts.rejected
+        ));
+        if !cancel_done {
+            cancel_done = true;
+            for j in &to_cancel {
+                if let Ok(tenure::Cancelled::Cancelled) = auth.cancel(&production, j) {
+                    cancelled_now += 1;
+                    bar.println(format!("coordinator cancelled {j}"));
+                }
+            }
+        }
+        let held_by = |prefix: &str| {
+            jobs.iter()
+                .find(|j| {
+                    j.state == JobState::Claimed
+                        && j.holder.as_deref().is_some_and(|h| h.starts_with(prefix))
+                })
+                .map(|j| j.job.clone())
+        };
+        if !kill_done {
+            if let (Some(job), Some(w)) = (held_by("worker-1."), workers[0].as_mut()) {
+                let _ = w.child.kill(); // SIGKILL
+                let _ = w.child.wait();
+                workers[0] = None;
+                bar.println(format!(
+                    "SIGKILLed worker-1 while it held {job}; the lease expires in {ttl}"
+                ));
+                killed = Some(job);
+                kill_done = true;
+            } else if finished == n {
+                kill_done = true;
+            }
+        } else if !pause_done {
+            if let (Some(job), Some(w)) = (held_by("worker-2."), workers[1].as_ref()) {
+                if !stop_outside_write(&probe, &w.child) {
+                    // It held the writer lock: let it go on, try again later.
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                bar.println(format!(
+                    "SIGSTOPped worker-2 while it held {job}; it resumes after the job is reclaimed"
+                ));
+                paused = Some((1, job.clone(), Instant::now()));
+                paused_job = Some(job);
+                pause_done = true;
+            } else if finished == n {
+                pause_done = true;
+            }
+        }
+        if let Some((slot, job, at)) = &paused {
+            let done = jobs.iter().any(|j| &j.job == job && j.state.is_terminal());
+            if done || at.elapsed() > pause_limit {
+                if let Some(w) = workers[*slot].as_ref() {
+                    signal(&w.child, libc::SIGCONT);
+                }
+                bar.println(format!(
+                    "resumed worker-2 ({job} {})",
+                    if done {
+                        "was finished by another worker"
+                    } else {
+                        "was not reclaimed in time"
+                    }
+                ));
+                paused = None;
+            }
+        }
+        // Reap exited workers; keep the pool full while work remains.
+        let mut alive = 0;
+        for (slot, w) in workers.iter_mut().enumerate() {
+            let exited = match w {
+                Some(wk) => matches!(wk.child.try_wait(), Ok(Some(_))),
+                None => true,
+            };
+            if !exited {
+                alive += 1;
+                continue;
+            }
+            let recent = w
+                .as_ref()
+                .is_some_and(|wk| wk.spawned.elapsed() < Duration::from_millis(300));
+            if finished < n && !recent {
+                let generation = w.as_ref().map_or(2, |wk| wk.generation + 1);
+                *w = Some(demo.spawn(slot, generation)?);
+                alive += 1;
+            }
+        }
+        if finished == n && alive == 0 && paused.is_none() {
+            break;
+        }
+        if started.elapsed() > DEADLINE {
+            timed_out = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for w in workers.iter_mut().flatten() {
+        signal(&w.child, libc::SIGCONT);
+        if timed_out {
+            let _ = w.child.kill();
+        }
+        let _ = w.child.wait();
+    }
+    // Let the reader threads drain the last lines.
+    let drain_until = Instant::now() + Duration::from_secs(2);
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(v) => counts.add(&v),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if Instant::now() > drain_until {
+                    break;
+                }
+            }
+        }
+    }
+    drop(demo);
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    summarize(
+        json,
+        &auth,
+        &production,
+        &out_dir,
+        a,
+        Summary {
+            counts,
+            cancelled_now,
+            killed,
+            paused_job,
+            elapsed,
+            timed_out,
+            db,
+        },
+    )
+}
+
+struct Summary {
+    counts: Counts,
+    cancelled_now: u64,
+    killed: Option<String>,
+    paused_job: Option<String>,
+    elapsed: Duration,
+    timed_out: bool,
+    db: PathBuf,
+}
+
+fn summarize(
+    json: bool,
+    auth: &Authority,
+    production: &str,
+    out_dir: &Path,
+    a: &DemoArgs,
+    s: Summary,
+) -> R {
+    let jobs = all_jobs(auth, production)?;
+    let by = |st: JobState| jobs.iter().filter(|j| j.state == st).count() as u64;
+    let (completed, failed, cancelled) = (
+        by(JobState::Completed),
+        by(JobState::Failed),
+        by(JobState::Cancelled),
+    );
+    // Reclaims: a claim made while the job's previous claim never ended.
+    let mut live: HashMap<String, bool> = HashMap::new();
+    let mut reclaimed = 0u64;
+    let mut after = 0;
+    loop {
+        let evs = auth.production_events(production, after, tenure::MAX_PAGE)?;
+        for e in &evs {
+            after = e.seq;
+            let Some(job) = &e.job else { continue };
+            let l = live.entry(job.clone()).or_default();
+            match e.kind {
+                EventKind::Claimed => {
+                    if *l {
+                        reclaimed += 1;
+                    }
+                    *l = true;
+                }
+                EventKind::Renewed => {}
+                _ => *l = false,
+            }
+        }
+        if evs.len() < tenure::MAX_PAGE {
+            break;
+        }
+    }
+    // Every registered output exists with its registered digest.
+    let facts = auth.production_facts(production)?;
+    let mut problems = Vec::new();
+    let mut registered = HashSet::new();
+    let mut per_job: HashMap<&str, HashMap<&str, &str>> = HashMap::new();
+    for f in &facts {
+        per_job
+            .entry(f.job.as_str())
+            .or_default()
+            .insert(f.key.as_str(), f.value.as_str());
+    }
+    for j in jobs.iter().filter(|j| j.state == JobState::Completed) {
+        let f = per_job.get(j.job.as_str());
+        let (Some(path), Some(sha)) = (
+            f.and_then(|f| f.get("tenure.exec.output")),
+            f.and_then(|f| f.get("tenure.exec.sha256")),
+        ) else {
+            problems.push(format!("{}: completed without executor provenance", j.job));
+            continue;
+        };
+        registered.insert(PathBuf::from(path));
+        match std::fs::read(path) {
+            Ok(bytes) if hex(&Sha256::digest(&bytes)) == *sha => {}
+            Ok(_) => problems.push(format!("{}: {path} does not match its SHA-256", j.job)),
+            Err(e) => problems.push(format!("{}: {path}: {e}", j.job)),
+        }
+    }
+    let unregistered = std::fs::read_dir(out_dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| !registered.contains(&e.path()))
+                .count() as u64
+        })
+        .unwrap_or(0);
+    let n = a.jobs as u64;
+    if completed + failed + cancelled != n {
+        problems.push(format!(
+            "{} of {n} jobs did not finish",
+            n - completed - failed - cancelled
+        ));
+    }
+    if s.timed_out {
+        problems.push(format!("gave up after {DEADLINE:?}"));
+    }
+    let report = auth.check()?;
+    let ok = report.ok() && problems.is_empty();
+    let secs = s.elapsed.as_secs_f64();
+    let throughput = if secs > 0.0 {
+        completed as f64 / secs
+    } else {
+        0.0
+    };
+    let c = &s.counts;
+    if json {
+        out::print_json(&json!({
+            "ok": ok,
+            "store": s.db.display().to_string(),
+            "production": production,
+            "jobs": n,
+            "workers": a.workers,
+            "completed": completed,
+            "failed": failed,
+            "cancelled": cancelled,
+            "cancelled_by_coordinator": s.cancelled_now,
+            "retried_after_failure": c.retried,
+            "reclaimed_after_expiry": reclaimed,
+            "stale_completions_rejected": c.rejected,
+            "rejected_by_code": c.rejected_by,
+            "leases_lost": c.lost,
+            "unregistered_files": unregistered,
+            "killed_job": s.killed,
+            "paused_job": s.paused_job,
+            "elapsed_s": secs,
+            "throughput_per_s": throughput,
+            "check": out::check(&report),
+            "violations": report.violations.len() + problems.len(),
+            "problems": problems,
+        }));
+    } else {
+        let rejected_detail = if c.rejected_by.is_empty() {
+            String::new()
+        } else {
+            let mut v: Vec<_> = c
+                .rejected_by
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            v.sort();
+            format!("({})", v.join(", "))
+        };
+        let rows = vec![
+            vec!["completed".into(), completed.to_string(), String::new()],
+            vec![
+                "failed".into(),
+                failed.to_string(),
+                "(exit 100: permanent)".into(),
+            ],
+            vec![
+                "cancelled".into(),
+                cancelled.to_string(),
+                "(by the coordinator while running)".into(),
+            ],
+            vec![
+                "retried after failure".into(),
+                c.retried.to_string(),
+                "(flaky jobs, exit 1 on attempt 1)".into(),
+            ],
+            vec![
+                "reclaimed after expiry".into(),
+                reclaimed.to_string(),
+                match &s.killed {
+                    Some(j) => format!("(worker-1 SIGKILLed holding {j})"),
+                    None => String::new(),
+                },
+            ],
+            vec![
+                "stale completions rejected".into(),
+                c.rejected.to_string(),
+                rejected_detail,
+            ],
+            vec![
+                "leases lost while running".into(),
+                c.lost.to_string(),
+                "(heartbeat refused; command killed)".into(),
+            ],
+            vec![
+                "unregistered output files".into(),
+                unregistered.to_string(),
+                "(left by crashed workers; never in facts)".into(),
+            ],
+            vec![
+                "throughput".into(),
+                format!("{throughput:.1} jobs/s"),
+                format!("({secs:.1} s)"),
+            ],
+            vec![
+                "tenure check".into(),
+                if report.ok() { "passed" } else { "FAILED" }.into(),
+                format!(
+                    "({} violation(s), {} jobs, {} events, schema {})",
+                    report.violations.len(),
+                    report.jobs,
+                    report.events,
+                    report.schema_version
+                ),
+            ],
+        ];
+        out::table(&["RESULT", "COUNT", ""], &rows);
+        for v in report.violations.iter().chain(&problems) {
+            println!("  violation: {v}");
+        }
+        println!(
+            "{}",
+            if ok {
+                "demo passed: every job finished exactly once, 0 invariant violations"
+            } else {
+                "demo FAILED"
+            }
+        );
+    }
+    if !ok {
+        return Err(Fail::Exit(exit::VIOLATIONS, String::new()));
+    }
+    Ok(exit::OK)
+}

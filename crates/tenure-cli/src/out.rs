@@ -1,0 +1,156 @@
+//! Output helpers: stable JSON objects and plain-text tables.
+//!
+//! JSON field names are part of the CLI's interface (documented in the
+//! README section): times are integers in µs since the Unix epoch with a
+//! `_us` suffix, absent values are `null`, states and kinds are the core's
+//! lower-case names. No object ever carries a secret or token.
+
+use serde_json::{json, Value};
+use tenure::{CheckReport, ClockStatus, Event, FactRecord, JobView, ProductionView};
+
+/// A job observation.
+pub fn job(v: &JobView) -> Value {
+    json!({
+        "production": v.production,
+        "job": v.job,
+        "state": v.state.as_str(),
+        "attempts": v.attempts,
+        "max_attempts": v.max_attempts,
+        "priority": v.priority,
+        "holder": v.holder,
+        "claim_id": v.claim_id.map(|c| c.to_string()),
+        "expires_us": v.expires_us,
+        "created_us": v.created_us,
+        "updated_us": v.updated_us,
+        "payload_len": v.payload_len,
+        "last_error": v.last_error,
+    })
+}
+
+/// A production.
+pub fn production(p: &ProductionView) -> Value {
+    json!({
+        "name": p.name,
+        "created_us": p.created_us,
+        "cancelled_us": p.cancelled_us,
+    })
+}
+
+/// An event.
+pub fn event(e: &Event) -> Value {
+    json!({
+        "seq": e.seq,
+        "at_us": e.at_us,
+        "production": e.production,
+        "job": e.job,
+        "kind": e.kind.as_str(),
+        "state": e.state.map(|s| s.as_str()),
+        "claim_id": e.claim_id.map(|c| c.to_string()),
+        "holder": e.holder,
+        "attempt": e.attempt,
+        "expires_us": e.expires_us,
+        "detail": e.detail,
+    })
+}
+
+/// A published fact.
+pub fn fact(f: &FactRecord) -> Value {
+    json!({
+        "production": f.production,
+        "job": f.job,
+        "key": f.key,
+        "value": f.value,
+    })
+}
+
+/// The clock status.
+pub fn clock(c: &ClockStatus) -> Value {
+    json!({ "now_us": c.now_us, "mark_us": c.mark_us, "blocked": c.blocked })
+}
+
+/// A check report.
+pub fn check(r: &CheckReport) -> Value {
+    json!({
+        "ok": r.ok(),
+        "schema_version": r.schema_version,
+        "jobs": r.jobs,
+        "events": r.events,
+        "violations": r.violations,
+    })
+}
+
+/// Print a JSON value on one line.
+pub fn print_json(v: &Value) {
+    println!("{v}");
+}
+
+/// µs since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
+pub fn time(us: i64) -> String {
+    let secs = us.div_euclid(1_000_000);
+    let ms = us.rem_euclid(1_000_000) / 1_000;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (H. Hinnant), proleptic Gregorian.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// An optional time, `-` when absent.
+pub fn opt_time(us: Option<i64>) -> String {
+    us.map(time).unwrap_or_else(|| "-".into())
+}
+
+/// Print rows under headers, columns padded to their widest cell.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) {
+    let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < w.len() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(c);
+                s.push_str(&" ".repeat(w[i] - c.chars().count() + 2));
+            }
+        }
+        println!("{}", s.trim_end());
+    };
+    line(headers.to_vec());
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times() {
+        assert_eq!(super::time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            super::time(1_800_000_000_123_456),
+            "2027-01-15T08:00:00.123Z"
+        );
+        assert_eq!(super::time(951_782_400_000_000), "2000-02-29T00:00:00.000Z");
+    }
+}

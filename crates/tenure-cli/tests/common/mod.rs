@@ -1,0 +1,214 @@
+#![allow(dead_code)]
+//! Helpers: run the built `tenure` binary against a temporary store.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tenure");
+
+/// Exit statuses documented in `src/exit.rs`.
+pub const USAGE: i32 = 2;
+pub const VIOLATIONS: i32 = 3;
+pub const TOKEN_NOT_DELIVERED: i32 = 4;
+pub const TOKEN_FILE_NOT_RESERVED: i32 = 5;
+pub const COMMAND_FAILED: i32 = 6;
+/// 10 + tenure::ErrorCode number.
+pub fn code(c: tenure::ErrorCode) -> i32 {
+    10 + c.as_u32() as i32
+}
+
+pub struct Store {
+    pub dir: tempfile::TempDir,
+    pub db: PathBuf,
+}
+
+impl Store {
+    pub fn new() -> Store {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store.db");
+        Store { dir, db }
+    }
+
+    /// A store with production `p` and jobs `names` (payload `payload of NAME`).
+    pub fn with_jobs(names: &[&str]) -> Store {
+        let s = Store::new();
+        s.ok(&["production", "create", "p"]);
+        for n in names {
+            s.run_in(
+                &["job", "submit", "-p", "p", n],
+                format!("payload of {n}").as_bytes(),
+            )
+            .ok();
+        }
+        s
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("TENURE_DB", &self.db).args(args);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Out {
+        self.run_in(args, b"")
+    }
+
+    pub fn run_in(&self, args: &[&str], stdin: &[u8]) -> Out {
+        run_cmd(self.cmd(args), stdin)
+    }
+
+    /// Run, assert exit 0, return stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        self.run(args).ok()
+    }
+
+    /// Run with `--json`, assert exit 0, parse stdout.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        let out = self.ok(&a);
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{a:?}: {e}: {out}"))
+    }
+
+    pub fn job(&self, job: &str) -> Value {
+        self.json(&["job", "show", "-p", "p", job])
+    }
+
+    /// A claim of `job` into a new token file; returns the file.
+    pub fn claim(&self, job: &str, ttl: &str) -> PathBuf {
+        let tok = self.path(&format!("{job}-{}.token", uuid_like()));
+        self.ok(&[
+            "claim",
+            "-p",
+            "p",
+            "--job",
+            job,
+            "--holder",
+            "tester",
+            "--ttl",
+            ttl,
+            "--token-out",
+            tok.to_str().unwrap(),
+        ]);
+        tok
+    }
+}
+
+pub fn uuid_like() -> String {
+    tenure::Uuid::new_v4().simple().to_string()
+}
+
+pub fn run_cmd(mut c: Command, stdin: &[u8]) -> Out {
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn tenure");
+    {
+        use std::io::Write;
+        let mut i = child.stdin.take().unwrap();
+        let _ = i.write_all(stdin);
+    }
+    let o = child.wait_with_output().unwrap();
+    Out(o)
+}
+
+pub struct Out(pub Output);
+
+impl Out {
+    pub fn code(&self) -> i32 {
+        self.0.status.code().unwrap_or(-1)
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.0.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.0.stderr).into_owned()
+    }
+    pub fn ok(self) -> String {
+        assert_eq!(
+            self.code(),
+            0,
+            "stdout: {}\nstderr: {}",
+            self.stdout(),
+            self.stderr()
+        );
+        self.stdout()
+    }
+    /// Assert the exit status; return stderr.
+    pub fn fails(self, code: i32) -> String {
+        assert_eq!(
+            self.code(),
+            code,
+            "stdout: {}\nstderr: {}",
+            self.stdout(),
+            self.stderr()
+        );
+        self.stderr()
+    }
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout().trim())
+            .unwrap_or_else(|e| panic!("{e}: {}", self.stdout()))
+    }
+}
+
+/// Poll `f` until it returns true (generous timeout; no timing assertion).
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+pub fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a child this test started and has not reaped.
+    let r = unsafe { libc::kill(pid as libc::pid_t, sig) };
+    assert_eq!(r, 0, "kill({pid}, {sig})");
+}
+
+/// The one-letter state of a process from /proc/PID/stat.
+pub fn proc_state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit_once(") ")?.1.chars().next()
+}
+
+/// SIGSTOP `pid`, making sure it is not stopped while holding the store's
+/// writer lock (that would stall every other process): if a probe cannot
+/// take the writer lock, resume it briefly and try again.
+pub fn stop_outside_write(db: &Path, pid: u32) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.busy_timeout(Duration::from_millis(300)).unwrap();
+    for _ in 0..200 {
+        signal(pid, libc::SIGSTOP);
+        wait_for("the process to stop", || proc_state(pid) == Some('T'));
+        if conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").is_ok() {
+            return;
+        }
+        signal(pid, libc::SIGCONT);
+        std::thread::sleep(Duration::from_millis(37));
+    }
+    panic!("could not stop {pid} outside a write transaction");
+}
