@@ -225,3 +225,82 @@ fn claim_next_uses_the_live_index() {
         "{plan}"
     );
 }
+
+/// A full disk (here: a file-size limit, so SQLite's write fails with
+/// SQLITE_FULL) gives a Store error and loses nothing committed.
+#[test]
+fn full_disk_is_a_store_error_and_keeps_committed_work() {
+    let env = Env::with_jobs(3, 3);
+    let l = env.auth.claim("p", "j0", "w", secs(600)).unwrap();
+    l.complete(&[Fact::new("k", "v")]).unwrap();
+    let path = env.path();
+    drop(env.auth);
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "full_disk_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("TENURE_FULL_DISK_DB", &path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("FULL-DISK store"), "{text}");
+    let a = Authority::open(&path, &Options::new()).unwrap();
+    assert_eq!(a.job("p", "j0").unwrap().state, JobState::Completed);
+    assert_eq!(a.facts("p", "j0").unwrap()[0].value, "v");
+    assert_eq!(code_of(a.job("p", "big")), ErrorCode::NotFound);
+    assert!(a.check().unwrap().ok());
+}
+
+fn code_of<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
+    r.unwrap_err().code()
+}
+
+#[test]
+#[ignore = "child-process entry point of full_disk_is_a_store_error_and_keeps_committed_work"]
+fn full_disk_child() {
+    let path = std::env::var("TENURE_FULL_DISK_DB").expect("run by the parent test");
+    let a = Authority::open(&path, &Options::new()).unwrap();
+    let size = std::fs::metadata(&path).unwrap().len();
+    // SAFETY: plain libc calls on this process: ignore SIGXFSZ so the write
+    // fails with EFBIG instead of killing us, then cap file sizes.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        let lim = libc::rlimit {
+            rlim_cur: size + 8192,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
+    }
+    let r = a.submit_many(
+        "p",
+        &(0..8)
+            .map(|i| {
+                JobSpec::new(
+                    if i == 0 {
+                        "big".to_string()
+                    } else {
+                        format!("big{i}")
+                    },
+                    vec![7u8; 1 << 20],
+                )
+            })
+            .collect::<Vec<_>>(),
+    );
+    let e = r.unwrap_err();
+    println!("\nFULL-DISK store {e}");
+    assert_eq!(e.code(), ErrorCode::Store, "{e}");
+    assert!(
+        e.to_string().contains("full") || e.to_string().contains("I/O"),
+        "{e}"
+    );
+}
