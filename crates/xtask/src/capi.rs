@@ -1,0 +1,665 @@
+//! The C ABI: header generation, the distributed shared library, ABI checks
+//! against `abi-versions/`, the C test suites and `dist`.
+//!
+//! - `cargo xtask abi-check [--bless]`: the five checks of the ABI contract
+//!   (header drift, exported symbols vs baselines, `abidiff`, a client built
+//!   against the oldest header of the current major, version agreement).
+//!   `--bless` rewrites `include/tenure.h` and creates the baseline folder of
+//!   the current `TENURE_ABI_MAJOR.TENURE_ABI_MINOR` if it does not exist yet
+//!   (an existing baseline is never rewritten: a released ABI is frozen).
+//! - `cargo xtask dist PREFIX`: installs the library, header and pkg-config file.
+//! - `test()` (called by `cargo xtask test`): abi-check, the C suites in
+//!   `tests/c/` under ASan/UBSan/LeakSanitizer, and a pkg-config build from a
+//!   temporary `dist` prefix.
+//!
+//! The distributed `libtenure.so.<major>.<minor>.0` is linked here from the
+//! cargo-built `libtenure.a` with `crates/tenure-capi/tenure.map` (soname
+//! `libtenure.so.<major>`, only `tenure_*` exported, versioned `TENURE_1.0`):
+//! rustc's own version script for cdylibs cannot be combined with a second
+//! one (see `crates/tenure-capi/build.rs`).
+
+use crate::util::{apt_install, cargo, output, root, run, step, Result};
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The one place the cbindgen version is pinned.
+pub const CBINDGEN_VERSION: &str = "0.29.4";
+
+/// Native libraries a Rust staticlib needs on Linux (from
+/// `rustc --print native-static-libs`).
+const NATIVE_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+
+/// Flags every C test program is compiled with.
+const C_FLAGS: &[&str] = &[
+    "-std=c11",
+    "-D_POSIX_C_SOURCE=200809L",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-g",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+];
+
+/// Flags for `abidw`: no locations or paths, so output is stable across
+/// rebuilds and machines. `--headers-dir include` + `--drop-private-types`
+/// keep only what the public header declares (a Rust cdylib's DWARF
+/// otherwise describes every internal Rust type, which changes with the
+/// compiler and every internal refactor).
+const ABIDW_FLAGS: &[&str] = &[
+    "--no-corpus-path",
+    "--no-show-locs",
+    "--no-comp-dir-path",
+    "--drop-private-types",
+];
+
+pub fn target_dir() -> Result<PathBuf> {
+    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
+        let p = PathBuf::from(d);
+        return Ok(if p.is_absolute() { p } else { root().join(p) });
+    }
+    let meta = output(cargo().args(["metadata", "--format-version", "1", "--no-deps"]))?;
+    json_str(&meta, "target_directory")
+        .map(PathBuf::from)
+        .ok_or_else(|| "cargo metadata: no target_directory".to_string())
+}
+
+/// The first string value of `"key":"..."` in compact JSON (no escapes needed
+/// for the values read here).
+fn json_str(json: &str, key: &str) -> Option<String> {
+    let pat = format!("\"{key}\":\"");
+    let start = json.find(&pat)? + pat.len();
+    let end = json[start..].find('"')? + start;
+    Some(json[start..end].to_string())
+}
+
+/// The package version of tenure-capi according to Cargo.
+fn cargo_version() -> Result<String> {
+    let meta = output(cargo().args(["metadata", "--format-version", "1", "--no-deps"]))?;
+    let at = meta
+        .find("\"name\":\"tenure-capi\"")
+        .ok_or("cargo metadata: no tenure-capi package")?;
+    json_str(&meta[at..], "version").ok_or_else(|| "cargo metadata: no version".into())
+}
+
+fn cbindgen() -> Result<PathBuf> {
+    let tools = target_dir()?.join("tools");
+    let bin = tools.join("bin").join("cbindgen");
+    let ok = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout).trim() == format!("cbindgen {CBINDGEN_VERSION}")
+        })
+        .unwrap_or(false);
+    if !ok {
+        step(&format!("install cbindgen {CBINDGEN_VERSION}"));
+        run(cargo()
+            .args([
+                "install",
+                "cbindgen",
+                "--version",
+                CBINDGEN_VERSION,
+                "--locked",
+                "--force",
+                "--root",
+            ])
+            .arg(&tools))?;
+    }
+    Ok(bin)
+}
+
+fn generate_header(out: &Path) -> Result {
+    let bin = cbindgen()?;
+    let crate_dir = root().join("crates/tenure-capi");
+    run(Command::new(bin)
+        .current_dir(root())
+        .arg("--quiet")
+        .arg("--config")
+        .arg(crate_dir.join("cbindgen.toml"))
+        .args(["--crate", "tenure-capi", "--output"])
+        .arg(out)
+        .arg(&crate_dir))
+}
+
+/// `(major, minor)` from a header's `TENURE_ABI_MAJOR` / `TENURE_ABI_MINOR`.
+fn header_abi(header: &Path) -> Result<(u32, u32)> {
+    let text = fs::read_to_string(header).map_err(|e| format!("{}: {e}", header.display()))?;
+    let get = |name: &str| -> Result<u32> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| format!("{}: no #define {name}", header.display()))
+    };
+    Ok((get("TENURE_ABI_MAJOR")?, get("TENURE_ABI_MINOR")?))
+}
+
+/// Built artefacts of the C library.
+pub struct Lib {
+    /// Directory with `libtenure.so*` and `libtenure.a`.
+    pub dir: PathBuf,
+    /// The real file `libtenure.so.<major>.<minor>.0`.
+    pub so: PathBuf,
+    pub major: u32,
+    pub minor: u32,
+}
+
+/// Build `libtenure.a` with cargo and link the versioned shared library.
+pub fn build_lib() -> Result<Lib> {
+    step("build libtenure (cargo build -p tenure-capi)");
+    run(cargo().args(["build", "-p", "tenure-capi"]))?;
+    let target = target_dir()?;
+    let (major, minor) = header_abi(&root().join("include/tenure.h"))?;
+    let dir = target.join("capi").join("lib");
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let real = format!("libtenure.so.{major}.{minor}.0");
+    let so = dir.join(&real);
+    let archive = target.join("debug").join("libtenure.a");
+    step(&format!(
+        "link {real} (soname libtenure.so.{major}, TENURE_{major}.x symbols)"
+    ));
+    run(Command::new("cc")
+        .arg("-shared")
+        .arg("-o")
+        .arg(&so)
+        .arg(format!("-Wl,-soname,libtenure.so.{major}"))
+        .arg(format!(
+            "-Wl,--version-script={}",
+            root().join("crates/tenure-capi/tenure.map").display()
+        ))
+        .args([
+            "-Wl,--gc-sections",
+            "-Wl,-z,relro,-z,now",
+            "-Wl,--whole-archive",
+        ])
+        .arg(&archive)
+        .arg("-Wl,--no-whole-archive")
+        .args(NATIVE_LIBS))?;
+    for link in [format!("libtenure.so.{major}"), "libtenure.so".to_string()] {
+        let p = dir.join(&link);
+        let _ = fs::remove_file(&p);
+        std::os::unix::fs::symlink(&real, &p).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    fs::copy(&archive, dir.join("libtenure.a")).map_err(|e| e.to_string())?;
+    Ok(Lib {
+        dir,
+        so,
+        major,
+        minor,
+    })
+}
+
+/// Exported, defined dynamic symbols as sorted `name@@VERSION` lines.
+fn exported_symbols(so: &Path) -> Result<BTreeSet<String>> {
+    let text = output(Command::new("objdump").arg("-T").arg(so))?;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // addr flags... section size version name
+        if f.len() < 5 || f.contains(&"*UND*") || f.contains(&"*ABS*") || !line.contains(" g ") {
+            continue;
+        }
+        let name = f[f.len() - 1];
+        let version = f[f.len() - 2];
+        out.insert(format!("{name}@@{version}"));
+    }
+    if out.is_empty() {
+        return Err(format!("{}: no exported symbols found", so.display()));
+    }
+    Ok(out)
+}
+
+/// Baseline folders `abi-versions/<major>.<minor>`, sorted by version.
+fn baselines() -> Result<Vec<(u32, u32, PathBuf)>> {
+    let mut v = Vec::new();
+    let dir = root().join("abi-versions");
+    for e in fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some((a, b)) = name.split_once('.') {
+            if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+                v.push((a, b, e.path()));
+            }
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+fn read_symbols(path: &Path) -> Result<BTreeSet<String>> {
+    Ok(fs::read_to_string(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// Describe the library with `abidw`, then drop what is not reproducible:
+/// every translation unit's `path` (machine-specific registry/toolchain paths
+/// and codegen-unit hashes) becomes `tu-<n>`, numbered in order. `abidiff`
+/// compares functions and types, never these names.
+fn abidw(lib: &Lib, out: &Path) -> Result {
+    let raw = out.with_extension("raw");
+    run(Command::new("abidw")
+        .args(ABIDW_FLAGS)
+        .arg("--headers-dir")
+        .arg(root().join("include"))
+        .arg("--out-file")
+        .arg(&raw)
+        .arg(&lib.so))?;
+    let text = fs::read_to_string(&raw).map_err(|e| format!("{}: {e}", raw.display()))?;
+    let _ = fs::remove_file(&raw);
+    let mut norm = String::with_capacity(text.len());
+    let mut n = 0;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("<abi-instr ") {
+            if let Some(start) = line.find(" path='") {
+                let rest = &line[start + 7..];
+                if let Some(end) = rest.find('\'') {
+                    n += 1;
+                    norm.push_str(&line[..start]);
+                    norm.push_str(&format!(" path='tu-{n}'"));
+                    norm.push_str(&rest[end + 1..]);
+                    norm.push('\n');
+                    continue;
+                }
+            }
+        }
+        norm.push_str(line);
+        norm.push('\n');
+    }
+    fs::write(out, norm).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+fn write_baseline(lib: &Lib, dir: &Path, symbols: &BTreeSet<String>) -> Result {
+    fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    fs::copy(root().join("include/tenure.h"), dir.join("tenure.h")).map_err(|e| e.to_string())?;
+    let mut s = symbols.iter().cloned().collect::<Vec<_>>().join("\n");
+    s.push('\n');
+    fs::write(dir.join("symbols.txt"), s).map_err(|e| e.to_string())?;
+    abidw(lib, &dir.join("libtenure.abi"))
+}
+
+fn cc_client(src: &Path, include: &Path, lib: &Path, out: &Path, extra: &[&str]) -> Result {
+    run(Command::new("cc")
+        .args(C_FLAGS)
+        .arg("-I")
+        .arg(include)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .arg("-L")
+        .arg(lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-ltenure")
+        .args(extra))
+}
+
+fn sanitizer_env(cmd: &mut Command) -> &mut Command {
+    cmd.env(
+        "ASAN_OPTIONS",
+        "detect_leaks=1:abort_on_error=0:halt_on_error=1",
+    )
+    .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+}
+
+fn tools() -> Result {
+    apt_install(&[
+        "abigail-tools",
+        "binutils",
+        "gcc",
+        "libc6-dev",
+        "pkg-config",
+        "libfaketime",
+    ])
+}
+
+/// Path of the Debian libfaketime preload library (for the clock suite).
+fn faketime_lib() -> Result<String> {
+    let files = output(Command::new("dpkg").args(["-L", "libfaketime"]))?;
+    files
+        .lines()
+        .find(|l| l.ends_with("/libfaketime.so.1"))
+        .map(str::to_string)
+        .ok_or_else(|| "libfaketime.so.1 not found in the libfaketime package".into())
+}
+
+/// `cargo xtask abi-check [--bless]`.
+pub fn abi_check(bless: bool) -> Result {
+    tools()?;
+    let work = target_dir()?.join("capi").join("check");
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+
+    // 1. The checked-in header is exactly what the pinned cbindgen generates.
+    step("abi-check 1/5: regenerate include/tenure.h");
+    let fresh = work.join("tenure.h");
+    generate_header(&fresh)?;
+    let checked_in = root().join("include/tenure.h");
+    let same = fs::read(&fresh).ok() == fs::read(&checked_in).ok();
+    if !same {
+        if bless {
+            fs::create_dir_all(root().join("include")).map_err(|e| e.to_string())?;
+            fs::copy(&fresh, &checked_in).map_err(|e| e.to_string())?;
+            println!("blessed include/tenure.h");
+        } else {
+            let _ = run(Command::new("diff").arg("-u").arg(&checked_in).arg(&fresh));
+            return Err("include/tenure.h differs from the generated header; \
+                        run `cargo xtask abi-check --bless` and commit it"
+                .into());
+        }
+    }
+
+    let lib = build_lib()?;
+    let (major, minor) = (lib.major, lib.minor);
+
+    // 2. Exported symbols vs baselines.
+    step("abi-check 2/5: exported symbols");
+    let syms = exported_symbols(&lib.so)?;
+    for s in &syms {
+        let (name, ver) = s.split_once("@@").unwrap_or((s, ""));
+        if !name.starts_with("tenure_") || !ver.starts_with(&format!("TENURE_{major}.")) {
+            return Err(format!(
+                "exported symbol {s} is not a tenure_* symbol of version TENURE_{major}.x"
+            ));
+        }
+    }
+    let mut bases: Vec<_> = baselines()?
+        .into_iter()
+        .filter(|(a, _, _)| *a == major)
+        .collect();
+    let current_dir = root().join(format!("abi-versions/{major}.{minor}"));
+    if bless && !current_dir.exists() {
+        write_baseline(&lib, &current_dir, &syms)?;
+        println!("blessed abi-versions/{major}.{minor}");
+        bases = baselines()?
+            .into_iter()
+            .filter(|(a, _, _)| *a == major)
+            .collect();
+    }
+    let Some((_, latest_minor, latest_dir)) = bases.last().cloned() else {
+        return Err(format!(
+            "no baseline abi-versions/{major}.* for ABI major {major}: a new major needs \
+             abi-versions/{major}.0 (run `cargo xtask abi-check --bless`)"
+        ));
+    };
+    if minor < latest_minor {
+        return Err(format!(
+            "TENURE_ABI_MINOR is {minor} but abi-versions/{major}.{latest_minor} exists"
+        ));
+    }
+    for (_, m, dir) in &bases {
+        let base = read_symbols(&dir.join("symbols.txt"))?;
+        let missing: Vec<_> = base.difference(&syms).collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "symbols of ABI {major}.{m} removed or changed without a major bump: {missing:?}"
+            ));
+        }
+    }
+    let latest = read_symbols(&latest_dir.join("symbols.txt"))?;
+    let added: Vec<_> = syms.difference(&latest).collect();
+    if !added.is_empty() {
+        return Err(if latest_minor == minor {
+            format!(
+                "symbols added without a minor bump: {added:?}; bump TENURE_ABI_MINOR to {} \
+                 (and the version node in tenure.map), then `cargo xtask abi-check --bless`",
+                minor + 1
+            )
+        } else {
+            format!(
+                "ABI {major}.{minor} has no baseline folder; run `cargo xtask abi-check --bless`"
+            )
+        });
+    }
+    if latest_minor != minor {
+        return Err(format!(
+            "ABI {major}.{minor} has no baseline folder; run `cargo xtask abi-check --bless`"
+        ));
+    }
+    println!("{} symbols match abi-versions/{major}.{minor}", syms.len());
+
+    // 3. abidiff against every baseline of this major: an incompatible change
+    // (bit 8) always fails; any change (bit 4) fails against the baseline of
+    // the current version (it was not updated).
+    step("abi-check 3/5: abidiff");
+    let fresh_abi = work.join("libtenure.abi");
+    abidw(&lib, &fresh_abi)?;
+    for (_, m, dir) in &bases {
+        let base = dir.join("libtenure.abi");
+        eprintln!(
+            "$ abidiff --no-unreferenced-symbols --suppressions abi-versions/opaque-handles.suppr {} {}",
+            base.display(),
+            fresh_abi.display()
+        );
+        let st = Command::new("abidiff")
+            .arg("--no-unreferenced-symbols")
+            .arg("--suppressions")
+            .arg(root().join("abi-versions/opaque-handles.suppr"))
+            .arg(&base)
+            .arg(&fresh_abi)
+            .status()
+            .map_err(|e| format!("cannot run abidiff: {e}"))?;
+        let code = st.code().ok_or("abidiff was killed")?;
+        if code & 3 != 0 {
+            return Err(format!("abidiff failed to run (exit {code})"));
+        }
+        if code & 8 != 0 {
+            return Err(format!(
+                "abidiff: incompatible ABI change against {major}.{m} without a major bump"
+            ));
+        }
+        if code & 4 != 0 && *m == minor {
+            return Err(format!(
+                "abidiff: the ABI changed but abi-versions/{major}.{minor} was not updated \
+                 (bump TENURE_ABI_MINOR and bless a new baseline)"
+            ));
+        }
+    }
+
+    // 4. A client built against the oldest header of this major runs
+    // against the fresh library.
+    step("abi-check 4/5: oldest-header client");
+    let (_, oldest_minor, oldest_dir) = bases.first().cloned().expect("non-empty");
+    let inc = work.join(format!("include-{major}.{oldest_minor}"));
+    fs::create_dir_all(&inc).map_err(|e| e.to_string())?;
+    fs::copy(oldest_dir.join("tenure.h"), inc.join("tenure.h")).map_err(|e| e.to_string())?;
+    let client = work.join("abi_client");
+    cc_client(
+        &root().join("tests/c/abi_client.c"),
+        &inc,
+        &lib.dir,
+        &client,
+        &[],
+    )?;
+    run(sanitizer_env(&mut Command::new(&client)).arg(work.join("client.db")))?;
+
+    // 5. Header macros, run-time versions and Cargo agree.
+    step("abi-check 5/5: versions agree");
+    let probe = work.join("version_probe");
+    cc_client(
+        &root().join("tests/c/version_probe.c"),
+        &root().join("include"),
+        &lib.dir,
+        &probe,
+        &[],
+    )?;
+    let text = output(sanitizer_env(&mut Command::new(&probe)))?;
+    let want = format!(
+        "abi {major}.{minor} runtime-abi {major}.{minor} version {v} runtime-version {v}",
+        v = cargo_version()?
+    );
+    if text.trim() != want {
+        return Err(format!(
+            "version disagreement:\n  got:  {}\n  want: {want}",
+            text.trim()
+        ));
+    }
+    println!("{want}");
+    println!("abi-check: all 5 checks passed");
+    Ok(())
+}
+
+/// Run the C test suites against the freshly built library.
+pub fn c_tests() -> Result {
+    tools()?;
+    let lib = build_lib()?;
+    let work = target_dir()?.join("capi").join("ctest");
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let faketime = faketime_lib()?;
+    for suite in [
+        "lifecycle",
+        "bad_input",
+        "threads",
+        "token_handoff",
+        "clock",
+    ] {
+        step(&format!("C suite {suite}"));
+        let bin = work.join(suite);
+        cc_client(
+            &root().join(format!("tests/c/test_{suite}.c")),
+            &root().join("include"),
+            &lib.dir,
+            &bin,
+            &["-lpthread"],
+        )?;
+        let dir = work.join(format!("{suite}.d"));
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let out = Command::new(&bin)
+            .arg(&dir)
+            .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
+            .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+            .env("TENURE_FAKETIME_LIB", &faketime)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        print!("{stdout}");
+        eprint!("{stderr}");
+        let last = stdout.lines().last().unwrap_or("");
+        if !out.status.success() || !last.ends_with(" passed, 0 failed") {
+            return Err(format!("C suite {suite} failed ({})", out.status));
+        }
+    }
+    Ok(())
+}
+
+/// `cargo xtask dist PREFIX`.
+pub fn dist(prefix: &Path) -> Result {
+    let lib = build_lib()?;
+    let prefix = if prefix.is_absolute() {
+        prefix.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| e.to_string())?
+            .join(prefix)
+    };
+    step(&format!("dist into {}", prefix.display()));
+    let libdir = prefix.join("lib");
+    let incdir = prefix.join("include");
+    let pcdir = libdir.join("pkgconfig");
+    for d in [&libdir, &incdir, &pcdir] {
+        fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let real = lib.so.file_name().expect("file name").to_owned();
+    let copy = |from: &Path, to: &Path| -> Result {
+        let _ = fs::remove_file(to);
+        fs::copy(from, to)
+            .map(|_| ())
+            .map_err(|e| format!("{} -> {}: {e}", from.display(), to.display()))
+    };
+    copy(&lib.so, &libdir.join(&real))?;
+    for link in [format!("libtenure.so.{}", lib.major), "libtenure.so".into()] {
+        let p = libdir.join(link);
+        let _ = fs::remove_file(&p);
+        std::os::unix::fs::symlink(&real, &p).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    copy(&lib.dir.join("libtenure.a"), &libdir.join("libtenure.a"))?;
+    copy(&root().join("include/tenure.h"), &incdir.join("tenure.h"))?;
+    // Hook for the C++ projection: installed when it exists.
+    let hpp = root().join("cpp/include/tenure/tenure.hpp");
+    if hpp.exists() {
+        fs::create_dir_all(incdir.join("tenure")).map_err(|e| e.to_string())?;
+        copy(&hpp, &incdir.join("tenure/tenure.hpp"))?;
+    }
+    let pc = format!(
+        "prefix={}\nexec_prefix=${{prefix}}\nlibdir=${{exec_prefix}}/lib\nincludedir=${{prefix}}/include\n\n\
+         Name: tenure\nDescription: Embedded job lease authority (C ABI {}.{})\nVersion: {}\n\
+         Libs: -L${{libdir}} -ltenure\nLibs.private: {}\nCflags: -I${{includedir}}\n",
+        prefix.display(),
+        lib.major,
+        lib.minor,
+        cargo_version()?,
+        NATIVE_LIBS.join(" ")
+    );
+    fs::write(pcdir.join("tenure.pc"), pc).map_err(|e| e.to_string())?;
+    println!("installed libtenure into {}", prefix.display());
+    Ok(())
+}
+
+/// Install into a temporary prefix and build a C program with nothing but
+/// `pkg-config --cflags --libs tenure`.
+fn dist_test() -> Result {
+    let prefix = target_dir()?.join("capi").join("dist-test");
+    let _ = fs::remove_dir_all(&prefix);
+    dist(&prefix)?;
+    step("pkg-config build from the dist prefix");
+    let pc_path = prefix.join("lib/pkgconfig");
+    let flags = output(
+        Command::new("pkg-config")
+            .args(["--cflags", "--libs", "tenure"])
+            .env("PKG_CONFIG_PATH", &pc_path),
+    )?;
+    let bin = prefix.join("pkgconfig_client");
+    let mut cmd = Command::new("cc");
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&bin)
+        .arg(root().join("tests/c/pkgconfig_client.c"))
+        .args(flags.split_whitespace());
+    run(&mut cmd)?;
+    let db = prefix.join("client.db");
+    let out = output(
+        Command::new(&bin)
+            .arg(&db)
+            .env("LD_LIBRARY_PATH", prefix.join("lib")),
+    )?;
+    print!("{out}");
+    if !out
+        .lines()
+        .last()
+        .unwrap_or("")
+        .ends_with(" passed, 0 failed")
+    {
+        return Err("pkg-config client failed".into());
+    }
+    // The binary must resolve libtenure through the soname in the prefix.
+    let needed = output(Command::new("readelf").arg("-d").arg(&bin))?;
+    if !needed.contains(&format!(
+        "[libtenure.so.{}]",
+        header_abi(&prefix.join("include/tenure.h"))?.0
+    )) {
+        return Err("the pkg-config client does not link libtenure by its soname".into());
+    }
+    Ok(())
+}
+
+/// Everything `cargo xtask test` checks for the C ABI.
+pub fn test() -> Result {
+    abi_check(false)?;
+    c_tests()?;
+    dist_test()
+}

@@ -1,0 +1,66 @@
+/* ABI client: compiled by `cargo xtask abi-check` against the OLDEST
+ * released header of the current major (abi-versions/<major>.<oldest>/) and
+ * run against the freshly built library. It may use only what that header
+ * declares, and must keep working for the whole major.
+ * Usage: abi_client STORE_PATH */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tenure.h"
+
+static int failures;
+#define CHECK(c)                                                           \
+  do {                                                                     \
+    if (!(c)) {                                                            \
+      failures++;                                                          \
+      fprintf(stderr, "abi_client:%d: %s\n", __LINE__, #c);                \
+    }                                                                      \
+  } while (0)
+
+int main(int argc, char **argv) {
+  if (argc != 2)
+    return 2;
+  unlink(argv[1]);
+  uint32_t v = tenure_abi_version();
+  CHECK(v >> 16 == TENURE_ABI_MAJOR);     /* same major */
+  uint32_t header_minor = TENURE_ABI_MINOR;
+  CHECK((v & 0xFFFF) >= header_minor); /* at least this minor */
+
+  tenure_open_options o;
+  CHECK(tenure_open_options_init(&o) == TENURE_OK);
+  tenure_authority *a = NULL;
+  CHECK(tenure_authority_open(argv[1], &o, &a) == TENURE_OK);
+  bool created = false;
+  CHECK(tenure_authority_create_production(a, "p", &created) == TENURE_OK);
+  tenure_job_spec spec;
+  CHECK(tenure_job_spec_init(&spec) == TENURE_OK);
+  spec.job = "j";
+  tenure_submitted sub = 0;
+  CHECK(tenure_authority_submit(a, "p", &spec, &sub) == TENURE_OK);
+  tenure_lease *l = NULL;
+  CHECK(tenure_authority_claim_next(a, "p", "client", 30000000, &l) == TENURE_OK);
+  CHECK(tenure_lease_renew(l, 60000000) == TENURE_OK);
+  char tok[2100];
+  size_t sz = 0;
+  CHECK(tenure_lease_export_token(l, tok, sizeof tok, &sz) == TENURE_OK);
+  tenure_lease *l2 = NULL;
+  CHECK(tenure_authority_import_lease(a, tok, &l2) == TENURE_OK);
+  tenure_fact f = {"k", "v"};
+  CHECK(tenure_lease_complete(l2, &f, 1) == TENURE_OK);
+  CHECK(tenure_lease_complete(l, NULL, 0) == TENURE_LEASE_CLOSED);
+  tenure_list_query q;
+  CHECK(tenure_list_query_init(&q) == TENURE_OK);
+  tenure_job_list *jl = NULL;
+  CHECK(tenure_authority_jobs(a, "p", &q, &jl) == TENURE_OK);
+  CHECK(tenure_job_list_len(jl) == 1);
+  CHECK(tenure_job_view_state(tenure_job_list_get(jl, 0)) == TENURE_JOB_COMPLETED);
+  tenure_job_list_free(jl);
+  CHECK(strcmp(tenure_status_name(TENURE_LEASE_CLOSED), "lease_closed") == 0);
+  memset(tok, 0, sizeof tok);
+  tenure_lease_free(l);
+  tenure_lease_free(l2);
+  tenure_authority_free(a);
+  printf("abi_client: %s\n", failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,561 @@
+/* Bad input on every entry point: NULL for each pointer argument, invalid
+ * UTF-8, empty and oversize IDs/holders/reasons, out-of-range durations,
+ * unreadable struct sizes, malformed/oversize/truncated tokens, too-small
+ * buffers. Each must return the documented status, leave out-parameters
+ * untouched and change nothing in the store (the event log does not grow).
+ * Usage: test_bad_input DIR */
+#include <stdint.h>
+
+#include "harness.h"
+
+#define INV TENURE_INVALID_ARGUMENT
+#define DUR TENURE_INVALID_DURATION
+
+static const char BAD_UTF8[] = {(char)0xC3, (char)0x28, 'x', 0};
+static char LONG_ID[130];     /* 129 bytes: one over the ID bound */
+static char LONG_HOLDER[258]; /* 257 bytes: one over the holder bound */
+static char LONG_REASON[1026];
+
+/* Run CALL (which mentions S) with S = NULL, invalid UTF-8, "" and an
+ * oversize ID: all must be TENURE_INVALID_ARGUMENT. */
+#define BAD_ID(CALL)                                                       \
+  do {                                                                     \
+    const char *S = NULL;                                                  \
+    EXPECT(CALL, INV);                                                     \
+    S = BAD_UTF8;                                                          \
+    EXPECT(CALL, INV);                                                     \
+    S = "";                                                                \
+    EXPECT(CALL, INV);                                                     \
+    S = LONG_ID;                                                           \
+    EXPECT(CALL, INV);                                                     \
+    S = "has/slash";                                                       \
+    EXPECT(CALL, INV);                                                     \
+  } while (0)
+
+#define BAD_HOLDER(CALL)                                                   \
+  do {                                                                     \
+    const char *S = NULL;                                                  \
+    EXPECT(CALL, INV);                                                     \
+    S = BAD_UTF8;                                                          \
+    EXPECT(CALL, INV);                                                     \
+    S = "";                                                                \
+    EXPECT(CALL, INV);                                                     \
+    S = LONG_HOLDER;                                                       \
+    EXPECT(CALL, INV);                                                     \
+    S = "line\nbreak";                                                     \
+    EXPECT(CALL, INV);                                                     \
+  } while (0)
+
+/* Durations: <= 0 and > 24 h are TENURE_INVALID_DURATION. */
+#define BAD_TTL(CALL)                                                      \
+  do {                                                                     \
+    int64_t T = 0;                                                         \
+    EXPECT(CALL, DUR);                                                     \
+    T = -1;                                                                \
+    EXPECT(CALL, DUR);                                                     \
+    T = INT64_C(86400000001);                                              \
+    EXPECT(CALL, DUR);                                                     \
+    T = INT64_MIN;                                                         \
+    EXPECT(CALL, DUR);                                                     \
+    T = INT64_MAX;                                                         \
+    EXPECT(CALL, DUR);                                                     \
+  } while (0)
+
+static size_t event_count(tenure_authority *a) {
+  tenure_event_list *el = NULL;
+  REQUIRE(tenure_authority_events(a, 0, 10000, &el) == TENURE_OK);
+  size_t n = tenure_event_list_len(el);
+  tenure_event_list_free(el);
+  return n;
+}
+
+static tenure_lease *const POISON_LEASE = (tenure_lease *)0x1;
+
+static void authority_entry_points(const char *dir) {
+  tenure_authority *a = NULL;
+  /* open */
+  EXPECT(tenure_authority_open(NULL, NULL, &a), INV);
+  EXPECT(tenure_authority_open(BAD_UTF8, NULL, &a), INV);
+  EXPECT(tenure_authority_open("", NULL, &a), INV);
+  EXPECT(tenure_authority_open(path_in(dir, "x.db"), NULL, NULL), INV);
+  tenure_open_options o;
+  EXPECT(tenure_open_options_init(NULL), INV);
+  OK(tenure_open_options_init(&o));
+  o.struct_size = 4;
+  EXPECT(tenure_authority_open(path_in(dir, "x.db"), &o, &a), INV);
+  OK(tenure_open_options_init(&o));
+  o.synchronous = 9;
+  EXPECT(tenure_authority_open(path_in(dir, "x.db"), &o, &a), INV);
+  OK(tenure_open_options_init(&o));
+  o.busy_timeout_us = -1;
+  EXPECT(tenure_authority_open(path_in(dir, "x.db"), &o, &a), INV);
+  o.busy_timeout_us = INT64_C(3600000001);
+  EXPECT(tenure_authority_open(path_in(dir, "x.db"), &o, &a), INV);
+  CHECK(a == NULL);
+  /* a struct from a newer header with an unknown non-zero field */
+  struct {
+    tenure_open_options o;
+    uint64_t future;
+  } newer;
+  memset(&newer, 0, sizeof newer);
+  OK(tenure_open_options_init(&newer.o));
+  newer.o.struct_size = sizeof newer;
+  newer.future = 1;
+  EXPECT(tenure_authority_open(path_in(dir, "x.db"), &newer.o, &a), INV);
+  CHECK(a == NULL);
+  newer.future = 0; /* zero means "the old behaviour": accepted */
+  OK(tenure_authority_open(path_in(dir, "bad.db"), &newer.o, &a));
+  REQUIRE(a != NULL);
+
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  submit_job(a, "p", "k", 3);
+  tenure_lease *l = NULL;
+  REQUIRE(tenure_authority_claim(a, "p", "j", "w", 60000000, &l) == TENURE_OK);
+  size_t events_before = event_count(a);
+
+  bool created = true;
+  uint64_t u64 = 77;
+  EXPECT(tenure_authority_create_production(NULL, "q", &created), INV);
+  BAD_ID(tenure_authority_create_production(a, S, &created));
+  EXPECT(tenure_authority_create_production(a, "q", NULL), INV);
+  CHECK(created == true);
+  EXPECT(tenure_authority_cancel_production(NULL, "p", &u64), INV);
+  BAD_ID(tenure_authority_cancel_production(a, S, &u64));
+  EXPECT(tenure_authority_cancel_production(a, "p", NULL), INV);
+  CHECK(u64 == 77);
+
+  /* submit */
+  tenure_job_spec spec;
+  EXPECT(tenure_job_spec_init(NULL), INV);
+  OK(tenure_job_spec_init(&spec));
+  spec.job = "n";
+  tenure_submitted sub = 55;
+  EXPECT(tenure_authority_submit(NULL, "p", &spec, &sub), INV);
+  BAD_ID(tenure_authority_submit(a, S, &spec, &sub));
+  EXPECT(tenure_authority_submit(a, "p", NULL, &sub), INV);
+  EXPECT(tenure_authority_submit(a, "p", &spec, NULL), INV);
+#define SPEC_JOB(S) (spec.job = (S), tenure_authority_submit(a, "p", &spec, &sub))
+  BAD_ID(SPEC_JOB(S));
+  spec.job = "n";
+  spec.struct_size = 0;
+  EXPECT(tenure_authority_submit(a, "p", &spec, &sub), INV);
+  spec.struct_size = sizeof spec - 1;
+  EXPECT(tenure_authority_submit(a, "p", &spec, &sub), INV);
+  spec.struct_size = SIZE_MAX;
+  EXPECT(tenure_authority_submit(a, "p", &spec, &sub), INV);
+  OK(tenure_job_spec_init(&spec));
+  spec.job = "n";
+  spec.payload = NULL;
+  spec.payload_len = 3;
+  EXPECT(tenure_authority_submit(a, "p", &spec, &sub), INV);
+  spec.payload = (const uint8_t *)"abc";
+  spec.payload_len = (1u << 20) + 1;
+  EXPECT(tenure_authority_submit(a, "p", &spec, &sub), INV);
+  spec.payload_len = 3;
+  spec.max_attempts = 0;
+  EXPECT(tenure_authority_submit(a, "p", &spec, &sub), INV);
+  spec.max_attempts = 1001;
+  EXPECT(tenure_authority_submit(a, "p", &spec, &sub), INV);
+  CHECK(sub == 55);
+
+  /* cancel */
+  tenure_cancelled cres = 66;
+  EXPECT(tenure_authority_cancel(NULL, "p", "j", &cres), INV);
+  BAD_ID(tenure_authority_cancel(a, S, "j", &cres));
+  BAD_ID(tenure_authority_cancel(a, "p", S, &cres));
+  EXPECT(tenure_authority_cancel(a, "p", "j", NULL), INV);
+  CHECK(cres == 66);
+
+  /* claim / claim_next */
+  tenure_lease *out = POISON_LEASE;
+  EXPECT(tenure_authority_claim(NULL, "p", "k", "w", 1000000, &out), INV);
+  BAD_ID(tenure_authority_claim(a, S, "k", "w", 1000000, &out));
+  BAD_ID(tenure_authority_claim(a, "p", S, "w", 1000000, &out));
+  BAD_HOLDER(tenure_authority_claim(a, "p", "k", S, 1000000, &out));
+  EXPECT(tenure_authority_claim(a, "p", "k", "w", 1000000, NULL), INV);
+  BAD_TTL(tenure_authority_claim(a, "p", "k", "w", T, &out));
+  EXPECT(tenure_authority_claim_next(NULL, "p", "w", 1000000, &out), INV);
+  BAD_ID(tenure_authority_claim_next(a, S, "w", 1000000, &out));
+  BAD_HOLDER(tenure_authority_claim_next(a, "p", S, 1000000, &out));
+  EXPECT(tenure_authority_claim_next(a, "p", "w", 1000000, NULL), INV);
+  BAD_TTL(tenure_authority_claim_next(a, "p", "w", T, &out));
+  CHECK(out == POISON_LEASE);
+
+  /* import */
+  EXPECT(tenure_authority_import_lease(NULL, "tenure-lease-v1.AAAA", &out), INV);
+  EXPECT(tenure_authority_import_lease(a, NULL, &out), INV);
+  EXPECT(tenure_authority_import_lease(a, "tenure-lease-v1.AAAA", NULL), INV);
+  CHECK(out == POISON_LEASE);
+
+  /* observations */
+  tenure_job_view *v = (tenure_job_view *)0x1;
+  EXPECT(tenure_authority_job(NULL, "p", "j", &v), INV);
+  BAD_ID(tenure_authority_job(a, S, "j", &v));
+  BAD_ID(tenure_authority_job(a, "p", S, &v));
+  EXPECT(tenure_authority_job(a, "p", "j", NULL), INV);
+  CHECK(v == (tenure_job_view *)0x1);
+  uint8_t buf[16];
+  size_t len = 99;
+  EXPECT(tenure_authority_payload(NULL, "p", "j", buf, sizeof buf, &len), INV);
+  BAD_ID(tenure_authority_payload(a, S, "j", buf, sizeof buf, &len));
+  BAD_ID(tenure_authority_payload(a, "p", S, buf, sizeof buf, &len));
+  EXPECT(tenure_authority_payload(a, "p", "j", NULL, 4, &len), INV);
+  EXPECT(tenure_authority_payload(a, "p", "j", buf, sizeof buf, NULL), INV);
+  CHECK(len == 99);
+  EXPECT(tenure_authority_payload(a, "p", "j", buf, 0, &len), INV);
+  CHECK(len == 1); /* too small: the required size is reported */
+
+  tenure_job_list *jl = (tenure_job_list *)0x1;
+  tenure_list_query q;
+  EXPECT(tenure_list_query_init(NULL), INV);
+  OK(tenure_list_query_init(&q));
+  EXPECT(tenure_authority_jobs(NULL, "p", &q, &jl), INV);
+  BAD_ID(tenure_authority_jobs(a, S, &q, &jl));
+  EXPECT(tenure_authority_jobs(a, "p", &q, NULL), INV);
+#define QUERY_AFTER(S) (q.after = (S), tenure_authority_jobs(a, "p", &q, &jl))
+  {
+    const char *S = BAD_UTF8;
+    EXPECT(QUERY_AFTER(S), INV);
+    S = "";
+    EXPECT(QUERY_AFTER(S), INV);
+    S = LONG_ID;
+    EXPECT(QUERY_AFTER(S), INV);
+  }
+  OK(tenure_list_query_init(&q));
+  q.struct_size = 1;
+  EXPECT(tenure_authority_jobs(a, "p", &q, &jl), INV);
+  OK(tenure_list_query_init(&q));
+  q.state = 7;
+  EXPECT(tenure_authority_jobs(a, "p", &q, &jl), INV);
+  CHECK(jl == (tenure_job_list *)0x1);
+
+  tenure_production_list *pl = (tenure_production_list *)0x1;
+  EXPECT(tenure_authority_productions(NULL, &pl), INV);
+  EXPECT(tenure_authority_productions(a, NULL), INV);
+  CHECK(pl == (tenure_production_list *)0x1);
+  tenure_fact_list *fl = (tenure_fact_list *)0x1;
+  EXPECT(tenure_authority_facts(NULL, "p", "j", &fl), INV);
+  BAD_ID(tenure_authority_facts(a, S, "j", &fl));
+  BAD_ID(tenure_authority_facts(a, "p", S, &fl));
+  EXPECT(tenure_authority_facts(a, "p", "j", NULL), INV);
+  EXPECT(tenure_authority_production_facts(NULL, "p", &fl), INV);
+  BAD_ID(tenure_authority_production_facts(a, S, &fl));
+  EXPECT(tenure_authority_production_facts(a, "p", NULL), INV);
+  CHECK(fl == (tenure_fact_list *)0x1);
+  tenure_event_list *el = (tenure_event_list *)0x1;
+  EXPECT(tenure_authority_events(NULL, 0, 0, &el), INV);
+  EXPECT(tenure_authority_events(a, 0, 0, NULL), INV);
+  EXPECT(tenure_authority_production_events(NULL, "p", 0, 0, &el), INV);
+  BAD_ID(tenure_authority_production_events(a, S, 0, 0, &el));
+  EXPECT(tenure_authority_production_events(a, "p", 0, 0, NULL), INV);
+  CHECK(el == (tenure_event_list *)0x1);
+  int64_t now = 1, mark = 2;
+  bool blocked = true;
+  EXPECT(tenure_authority_clock(NULL, &now, &mark, &blocked), INV);
+  EXPECT(tenure_authority_clock(a, NULL, &mark, &blocked), INV);
+  EXPECT(tenure_authority_clock(a, &now, NULL, &blocked), INV);
+  EXPECT(tenure_authority_clock(a, &now, &mark, NULL), INV);
+  CHECK(now == 1 && mark == 2 && blocked);
+  EXPECT(tenure_authority_check(NULL, &u64), INV);
+  EXPECT(tenure_authority_check(a, NULL), INV);
+
+  /* lease operations */
+  EXPECT(tenure_lease_renew(NULL, 1000000), INV);
+  BAD_TTL(tenure_lease_renew(l, T));
+  tenure_job_state js = 44;
+  EXPECT(tenure_lease_release(NULL, &js), INV);
+  EXPECT(tenure_lease_release(l, NULL), INV);
+  EXPECT(tenure_lease_fail(NULL, "r", false, &js), INV);
+  EXPECT(tenure_lease_fail(l, NULL, false, &js), INV);
+  EXPECT(tenure_lease_fail(l, BAD_UTF8, false, &js), INV);
+  EXPECT(tenure_lease_fail(l, LONG_REASON, false, &js), INV);
+  EXPECT(tenure_lease_fail(l, "r", false, NULL), INV);
+  CHECK(js == 44);
+  tenure_fact good = {"k", "v"};
+  EXPECT(tenure_lease_complete(NULL, &good, 1), INV);
+  EXPECT(tenure_lease_complete(l, NULL, 1), INV);
+  tenure_fact bad[] = {{NULL, "v"}, {"k", NULL}, {BAD_UTF8, "v"},
+                       {"k", BAD_UTF8}, {"", "v"}, {LONG_ID, "v"},
+                       {"tenure.claim_id", "forged"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tenure_fact two[2] = {good, bad[i]};
+    EXPECT(tenure_lease_complete(l, two, 2), INV);
+  }
+  tenure_fact many[65];
+  for (int i = 0; i < 65; i++)
+    many[i] = good;
+  EXPECT(tenure_lease_complete(l, many, 65), INV);
+  CHECK(tenure_lease_status_get(l) == TENURE_LEASE_STATUS_ACTIVE);
+
+  char tok[2100];
+  size_t need = 5;
+  EXPECT(tenure_lease_export_token(NULL, tok, sizeof tok, &need), INV);
+  EXPECT(tenure_lease_export_token(l, NULL, 10, &need), INV);
+  EXPECT(tenure_lease_export_token(l, tok, sizeof tok, NULL), INV);
+  CHECK(need == 5);
+
+  /* accessors with NULL / out-of-range arguments */
+  CHECK(tenure_lease_production(NULL) == NULL);
+  CHECK(tenure_lease_job(NULL) == NULL);
+  CHECK(tenure_lease_holder(NULL) == NULL);
+  CHECK(tenure_lease_claim_id(NULL) == NULL);
+  CHECK(tenure_lease_attempt(NULL) == 0);
+  CHECK(tenure_lease_expires_us(NULL) == 0);
+  CHECK(tenure_lease_status_get(NULL) == 0);
+  int64_t e = 123;
+  CHECK(tenure_job_view_production(NULL) == NULL);
+  CHECK(tenure_job_view_job(NULL) == NULL);
+  CHECK(tenure_job_view_state(NULL) == 0);
+  CHECK(tenure_job_view_attempts(NULL) == 0);
+  CHECK(tenure_job_view_max_attempts(NULL) == 0);
+  CHECK(tenure_job_view_priority(NULL) == 0);
+  CHECK(tenure_job_view_holder(NULL) == NULL);
+  CHECK(tenure_job_view_claim_id(NULL) == NULL);
+  CHECK(!tenure_job_view_expires_us(NULL, &e) && e == 123);
+  CHECK(tenure_job_view_created_us(NULL) == 0);
+  CHECK(tenure_job_view_updated_us(NULL) == 0);
+  CHECK(tenure_job_view_payload_len(NULL) == 0);
+  CHECK(tenure_job_view_last_error(NULL) == NULL);
+  CHECK(tenure_job_list_len(NULL) == 0);
+  CHECK(tenure_job_list_get(NULL, 0) == NULL);
+  CHECK(tenure_production_list_len(NULL) == 0);
+  CHECK(tenure_production_list_name(NULL, 0) == NULL);
+  CHECK(tenure_production_list_created_us(NULL, 0) == 0);
+  CHECK(!tenure_production_list_cancelled_us(NULL, 0, &e) && e == 123);
+  CHECK(tenure_fact_list_len(NULL) == 0);
+  CHECK(tenure_fact_list_job(NULL, 0) == NULL);
+  CHECK(tenure_fact_list_key(NULL, 0) == NULL);
+  CHECK(tenure_fact_list_value(NULL, 0) == NULL);
+  CHECK(tenure_event_list_len(NULL) == 0);
+  CHECK(tenure_event_list_seq(NULL, 0) == 0);
+  CHECK(tenure_event_list_at_us(NULL, 0) == 0);
+  CHECK(tenure_event_list_production(NULL, 0) == NULL);
+  CHECK(tenure_event_list_job(NULL, 0) == NULL);
+  CHECK(tenure_event_list_kind(NULL, 0) == NULL);
+  CHECK(tenure_event_list_state(NULL, 0) == 0);
+  CHECK(tenure_event_list_claim_id(NULL, 0) == NULL);
+  CHECK(tenure_event_list_holder(NULL, 0) == NULL);
+  CHECK(tenure_event_list_attempt(NULL, 0) == 0);
+  CHECK(!tenure_event_list_expires_us(NULL, 0, &e) && e == 123);
+  CHECK(tenure_event_list_detail(NULL, 0) == NULL);
+  OK(tenure_authority_events(a, 0, 0, &el));
+  CHECK(!tenure_event_list_expires_us(el, 0, NULL));
+  CHECK(tenure_event_list_seq(el, SIZE_MAX) == 0);
+  tenure_event_list_free(el);
+
+  /* every _free accepts NULL */
+  tenure_authority_free(NULL);
+  tenure_lease_free(NULL);
+  tenure_edit_free(NULL);
+  tenure_job_view_free(NULL);
+  tenure_job_list_free(NULL);
+  tenure_production_list_free(NULL);
+  tenure_fact_list_free(NULL);
+  tenure_event_list_free(NULL);
+
+  /* nothing above changed the store */
+  CHECK(event_count(a) == events_before);
+  OK(tenure_lease_complete(l, &good, 1)); /* the lease still works */
+  tenure_lease_free(l);
+  tenure_authority_free(a);
+}
+
+static void edit_entry_points(const char *dir) {
+  tenure_authority *a = open_store(dir, "edit.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  submit_job(a, "p", "k", 3);
+  tenure_lease *l = NULL;
+  REQUIRE(tenure_authority_claim(a, "p", "j", "w", 60000000, &l) == TENURE_OK);
+  size_t events_before = event_count(a);
+
+  tenure_edit *e = (tenure_edit *)0x1;
+  EXPECT(tenure_edit_begin(NULL, &e), INV);
+  EXPECT(tenure_edit_begin(a, NULL), INV);
+  CHECK(e == (tenure_edit *)0x1);
+  e = NULL;
+  OK(tenure_edit_begin(a, &e));
+  REQUIRE(e != NULL);
+
+  bool created = true;
+  uint64_t u64 = 7;
+  EXPECT(tenure_edit_create_production(NULL, "q", &created), INV);
+  BAD_ID(tenure_edit_create_production(e, S, &created));
+  EXPECT(tenure_edit_create_production(e, "q", NULL), INV);
+  EXPECT(tenure_edit_cancel_production(NULL, "p", &u64), INV);
+  BAD_ID(tenure_edit_cancel_production(e, S, &u64));
+  EXPECT(tenure_edit_cancel_production(e, "p", NULL), INV);
+  CHECK(created && u64 == 7);
+  tenure_job_spec spec;
+  OK(tenure_job_spec_init(&spec));
+  spec.job = "n";
+  tenure_submitted sub = 5;
+  EXPECT(tenure_edit_submit(NULL, "p", &spec, &sub), INV);
+  BAD_ID(tenure_edit_submit(e, S, &spec, &sub));
+  EXPECT(tenure_edit_submit(e, "p", NULL, &sub), INV);
+  EXPECT(tenure_edit_submit(e, "p", &spec, NULL), INV);
+  spec.struct_size = 3;
+  EXPECT(tenure_edit_submit(e, "p", &spec, &sub), INV);
+  CHECK(sub == 5);
+  tenure_cancelled cres = 6;
+  EXPECT(tenure_edit_cancel(NULL, "p", "k", &cres), INV);
+  BAD_ID(tenure_edit_cancel(e, S, "k", &cres));
+  BAD_ID(tenure_edit_cancel(e, "p", S, &cres));
+  EXPECT(tenure_edit_cancel(e, "p", "k", NULL), INV);
+  CHECK(cres == 6);
+  tenure_lease *out = POISON_LEASE;
+  EXPECT(tenure_edit_claim(NULL, "p", "k", "w", 1000000, &out), INV);
+  BAD_ID(tenure_edit_claim(e, S, "k", "w", 1000000, &out));
+  BAD_ID(tenure_edit_claim(e, "p", S, "w", 1000000, &out));
+  BAD_HOLDER(tenure_edit_claim(e, "p", "k", S, 1000000, &out));
+  EXPECT(tenure_edit_claim(e, "p", "k", "w", 1000000, NULL), INV);
+  BAD_TTL(tenure_edit_claim(e, "p", "k", "w", T, &out));
+  EXPECT(tenure_edit_claim_next(NULL, "p", "w", 1000000, &out), INV);
+  BAD_ID(tenure_edit_claim_next(e, S, "w", 1000000, &out));
+  BAD_HOLDER(tenure_edit_claim_next(e, "p", S, 1000000, &out));
+  EXPECT(tenure_edit_claim_next(e, "p", "w", 1000000, NULL), INV);
+  BAD_TTL(tenure_edit_claim_next(e, "p", "w", T, &out));
+  CHECK(out == POISON_LEASE);
+  EXPECT(tenure_edit_renew(NULL, l, 1000000), INV);
+  EXPECT(tenure_edit_renew(e, NULL, 1000000), INV);
+  BAD_TTL(tenure_edit_renew(e, l, T));
+  tenure_job_state js = 3;
+  EXPECT(tenure_edit_release(NULL, l, &js), INV);
+  EXPECT(tenure_edit_release(e, NULL, &js), INV);
+  EXPECT(tenure_edit_release(e, l, NULL), INV);
+  EXPECT(tenure_edit_fail(NULL, l, "r", true, &js), INV);
+  EXPECT(tenure_edit_fail(e, NULL, "r", true, &js), INV);
+  EXPECT(tenure_edit_fail(e, l, NULL, true, &js), INV);
+  EXPECT(tenure_edit_fail(e, l, BAD_UTF8, true, &js), INV);
+  EXPECT(tenure_edit_fail(e, l, LONG_REASON, true, &js), INV);
+  EXPECT(tenure_edit_fail(e, l, "r", true, NULL), INV);
+  CHECK(js == 3);
+  tenure_fact bad = {"k", BAD_UTF8};
+  EXPECT(tenure_edit_complete(NULL, l, NULL, 0), INV);
+  EXPECT(tenure_edit_complete(e, NULL, NULL, 0), INV);
+  EXPECT(tenure_edit_complete(e, l, NULL, 2), INV);
+  EXPECT(tenure_edit_complete(e, l, &bad, 1), INV);
+  EXPECT(tenure_edit_commit(NULL), INV);
+  EXPECT(tenure_edit_abort(NULL), INV);
+  OK(tenure_edit_commit(e)); /* commits nothing: every step above failed */
+  tenure_edit_free(e);
+  CHECK(event_count(a) == events_before);
+  CHECK(tenure_lease_status_get(l) == TENURE_LEASE_STATUS_ACTIVE);
+  tenure_lease_free(l);
+  tenure_authority_free(a);
+}
+
+static void token_input(const char *dir) {
+  tenure_authority *a = open_store(dir, "token.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  tenure_lease *l = NULL;
+  REQUIRE(tenure_authority_claim(a, "p", "j", "w", 60000000, &l) == TENURE_OK);
+  char tok[2100];
+  size_t need = 0;
+  REQUIRE(tenure_lease_export_token(l, tok, sizeof tok, &need) == TENURE_OK);
+  size_t n = strlen(tok);
+  size_t events_before = event_count(a);
+
+  tenure_lease *out = POISON_LEASE;
+  /* every truncation fails with a token error, never a crash */
+  char cut[2100];
+  int all_failed = 1;
+  for (size_t k = 0; k < n; k++) {
+    memcpy(cut, tok, k);
+    cut[k] = 0;
+    tenure_status st = tenure_authority_import_lease(a, cut, &out);
+    if (st != TENURE_TOKEN_MALFORMED && st != TENURE_TOKEN_UNSUPPORTED_VERSION)
+      all_failed = 0;
+  }
+  CHECK(all_failed);
+  EXPECT(tenure_authority_import_lease(a, "", &out), TENURE_TOKEN_MALFORMED);
+  EXPECT(tenure_authority_import_lease(a, "tenure-lease-v1.", &out),
+         TENURE_TOKEN_MALFORMED);
+  EXPECT(tenure_authority_import_lease(a, "tenure-lease-v1.!!!!", &out),
+         TENURE_TOKEN_MALFORMED);
+  EXPECT(tenure_authority_import_lease(a, "tenure-lease-vX.AAAA", &out),
+         TENURE_TOKEN_MALFORMED);
+  EXPECT(tenure_authority_import_lease(a, BAD_UTF8, &out), INV);
+  EXPECT(tenure_authority_import_lease(a, "tenure-lease-v7.AAAA", &out),
+         TENURE_TOKEN_UNSUPPORTED_VERSION);
+  /* extra bytes appended */
+  memcpy(cut, tok, n);
+  memcpy(cut + n, "AAAA", 5);
+  EXPECT(tenure_authority_import_lease(a, cut, &out), TENURE_TOKEN_MALFORMED);
+  /* oversize: 2049 bytes */
+  char big[2050];
+  memset(big, 'A', 2049);
+  big[2049] = 0;
+  EXPECT(tenure_authority_import_lease(a, big, &out), TENURE_TOKEN_TOO_LARGE);
+  /* oversize and not UTF-8: not even text */
+  memset(big, 0xFF, 2049);
+  EXPECT(tenure_authority_import_lease(a, big, &out), INV);
+  /* a well-formed token whose secret is wrong: refused, not malformed */
+  memcpy(cut, tok, n + 1);
+  cut[n - 2] = cut[n - 2] == 'A' ? 'B' : 'A';
+  tenure_status st = tenure_authority_import_lease(a, cut, &out);
+  CHECK(st != TENURE_OK && st != TENURE_TOKEN_MALFORMED);
+  CHECK(out == POISON_LEASE);
+  /* trailing newline (from a file) is accepted */
+  memcpy(cut, tok, n);
+  memcpy(cut + n, "\n", 2);
+  OK(tenure_authority_import_lease(a, cut, &out));
+  tenure_lease_free(out);
+
+  /* too-small token buffers report the required size */
+  size_t got = 0;
+  char small[16];
+  memset(small, 'Z', sizeof small);
+  EXPECT(tenure_lease_export_token(l, small, sizeof small, &got), INV);
+  CHECK(got == n + 1);
+  EXPECT(tenure_lease_export_token(l, small, 0, &got), INV);
+  CHECK(got == n + 1);
+  EXPECT(tenure_lease_export_token(l, cut, n, &got), INV); /* no room for NUL */
+  CHECK(got == n + 1);
+  CHECK(small[0] == 'Z' && small[15] == 'Z');
+  OK(tenure_lease_export_token(l, cut, n + 1, &got));
+  CHECK(strcmp(cut, tok) == 0);
+
+  /* the last error message buffer */
+  EXPECT(tenure_authority_import_lease(a, "nope", &out), TENURE_TOKEN_MALFORMED);
+  size_t msz = 0;
+  EXPECT(tenure_last_error_message(NULL, 0, &msz), INV);
+  CHECK(msz > 10);
+  char tiny[4] = "abc";
+  size_t msz2 = 0;
+  EXPECT(tenure_last_error_message(tiny, sizeof tiny, &msz2), INV);
+  CHECK(msz2 == msz && strcmp(tiny, "abc") == 0);
+  EXPECT(tenure_last_error_message(tiny, sizeof tiny, NULL), INV);
+  EXPECT(tenure_last_error_message(NULL, 8, &msz2), INV);
+  char *m = malloc(msz);
+  REQUIRE(m != NULL);
+  OK(tenure_last_error_message(m, msz, &msz2));
+  CHECK(strlen(m) + 1 == msz && strstr(m, "token malformed") != NULL);
+  free(m);
+  /* a success clears it */
+  OK(tenure_lease_renew(l, 60000000));
+  OK(tenure_last_error_message(tiny, sizeof tiny, &msz2));
+  CHECK(msz2 == 1 && tiny[0] == 0);
+
+  memset(tok, 0, sizeof tok);
+  memset(cut, 0, sizeof cut);
+  CHECK(event_count(a) == events_before + 1); /* only the renewal */
+  tenure_lease_free(l);
+  tenure_authority_free(a);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
+    return 2;
+  }
+  memset(LONG_ID, 'x', sizeof LONG_ID - 1);
+  memset(LONG_HOLDER, 'h', sizeof LONG_HOLDER - 1);
+  memset(LONG_REASON, 'r', sizeof LONG_REASON - 1);
+  authority_entry_points(argv[1]);
+  edit_entry_points(argv[1]);
+  token_input(argv[1]);
+  return finish();
+}
