@@ -11,6 +11,11 @@
 #include <unistd.h>
 #include "tenure.h"
 
+static void sleep_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -45,7 +50,7 @@ int main(void) {
     tenure_lease *l = NULL;
     s = tenure_authority_claim_next(a, prod, holder, 200000 + (int64_t)(rand_r(&seed) % 600) * 1000, &l);
     if (s == TENURE_NO_JOB_AVAILABLE || s == TENURE_BUSY) {
-      usleep(5000);
+      sleep_us(5000);
       continue;
     }
     if (s != TENURE_OK) {
@@ -61,7 +66,7 @@ int main(void) {
       }
       memset(tok, 0, sizeof tok);
     }
-    usleep(rand_r(&seed) % 20 == 0 ? 900000 : (useconds_t)(rand_r(&seed) % 20) * 1000);
+    sleep_us(rand_r(&seed) % 20 == 0 ? 900000 : (long)(rand_r(&seed) % 20) * 1000);
     s = tenure_lease_renew(l, 1000000);
     if (s == TENURE_OK) {
       tenure_fact f = {"by", holder};

@@ -1,0 +1,1036 @@
+// tenure.hpp: header-only C++17 projection of the tenure C ABI (libtenure).
+//
+// Include this one header and link `-ltenure` (`pkg-config --cflags --libs
+// tenure` after `cargo xtask dist PREFIX`). It needs `tenure.h` on the
+// include path (it is installed beside it) and calls nothing but the C ABI:
+// every rule (ID syntax, the 1 µs ..= 24 h lease range, state transitions,
+// expiry, token checks) is the core's. This header only converts types and
+// maps statuses to exceptions.
+//
+// Contract of the projection (decisions written down where DESIGN.md is
+// silent):
+// - Handles: `Authority`, `Lease` and `Edit` are move-only RAII owners of the
+//   C handles (`std::unique_ptr` with the C `_free` as deleter); `capi()`
+//   returns the raw handle (still owned). Destructors never throw. Destroying
+//   a `Lease` frees memory only: it never writes, renews or releases.
+//   Destroying an open `Edit` aborts it (the C `tenure_edit_free`). A
+//   moved-from object holds no handle; using it throws `InvalidArgument`
+//   (the C ABI rejects the NULL handle) and its accessors return empty values.
+// - Strings: `std::string_view` in, `std::string` out. A view containing a
+//   NUL byte cannot cross the C boundary: it throws `InvalidArgument` before
+//   anything is called.
+// - Payloads: pointer + size (and `std::span` when compiled as C++20) in,
+//   `std::vector<std::uint8_t>` out.
+// - Errors: every non-OK status throws the subclass of `tenure::Error` named
+//   after the C status (`TENURE_STALE_LEASE` -> `tenure::StaleLease`), with
+//   the library's message (never a secret) as `what()`; a status this header
+//   does not know (a newer library) throws `tenure::Error` itself.
+// - Durations: every duration parameter is a `std::chrono::duration<Rep,
+//   Period>`. Non-integral `Rep` (floating point, `bool`, a class) is a
+//   compile error with a `static_assert` message. The count is converted to
+//   whole microseconds exactly, for any integral `Rep` and any `Period`; a
+//   value that is not a whole number of microseconds or overflows `int64_t`
+//   on the way throws `InvalidDuration` and calls nothing. No rounding ever.
+//   The range (> 0, <= 24 h) is checked by the core through the C ABI.
+// - Times: `tenure::time_point`, a `system_clock` time point with
+//   microsecond resolution (µs since the Unix epoch, exactly as stored).
+// - Threads: an `Authority` and a `Lease` may be shared by threads (all their
+//   member functions are `const` and thread-safe); an `Edit` is used by one
+//   thread at a time.
+// - Secrets: only `Lease::export_token()` reveals a lease credential. No type
+//   here has a stream operator or other text form that could print one.
+// - ABI: `tenure::abi_version` holds the header's version; `check_abi()`
+//   (called by `Authority::open`) throws `AbiMismatch` if the loaded library
+//   has another major or an older minor than the header.
+
+#ifndef TENURE_TENURE_HPP
+#define TENURE_TENURE_HPP
+
+#include <tenure.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <ratio>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if __cplusplus >= 202002L
+#include <span>
+#endif
+
+namespace tenure {
+
+// ---------------------------------------------------------------------------
+// Versions
+// ---------------------------------------------------------------------------
+
+/// The C ABI version this header was generated for (`TENURE_ABI_*`).
+namespace abi_version {
+/// Major: incompatible changes; the shared library's soname number.
+inline constexpr std::uint32_t major = TENURE_ABI_MAJOR;
+/// Minor: additions.
+inline constexpr std::uint32_t minor = TENURE_ABI_MINOR;
+/// `(major << 16) | minor`, the form `tenure_abi_version()` returns.
+inline constexpr std::uint32_t packed = TENURE_ABI_VERSION;
+}  // namespace abi_version
+
+/// The ABI version of the library loaded at run time, `(major << 16) | minor`.
+inline std::uint32_t loaded_abi_version() noexcept { return tenure_abi_version(); }
+
+/// Whether a library reporting ABI `packed` can serve this header: same
+/// major, and a minor at least the header's (the header may use every symbol
+/// of its minor).
+constexpr bool abi_compatible(std::uint32_t packed) noexcept {
+  return (packed >> 16) == abi_version::major && (packed & 0xFFFFu) >= abi_version::minor;
+}
+
+/// The package version of the loaded library (e.g. `"0.1.0"`).
+inline std::string version() {
+  const char* v = tenure_version();
+  return v ? std::string(v) : std::string();
+}
+
+/// The library loaded at run time does not match this header's ABI.
+/// Not a `tenure::Error`: no C call failed, the program is mis-linked.
+class AbiMismatch : public std::runtime_error {
+ public:
+  explicit AbiMismatch(std::uint32_t loaded)
+      : std::runtime_error("tenure: libtenure ABI " + std::to_string(loaded >> 16) + "." +
+                           std::to_string(loaded & 0xFFFFu) + " cannot serve tenure.hpp built for ABI " +
+                           std::to_string(abi_version::major) + "." +
+                           std::to_string(abi_version::minor) +
+                           " (the major must match and the minor be at least the header's)"),
+        loaded_(loaded) {}
+  /// The loaded library's packed ABI version.
+  std::uint32_t loaded() const noexcept { return loaded_; }
+
+ private:
+  std::uint32_t loaded_;
+};
+
+/// Throw `AbiMismatch` unless `abi_compatible(loaded_abi_version())`.
+inline void check_abi() {
+  const std::uint32_t v = loaded_abi_version();
+  if (!abi_compatible(v)) throw AbiMismatch(v);
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+/// A static snake_case name for a status (`"stale_lease"`, `"ok"`,
+/// `"unknown"` for a number the loaded library does not know).
+inline std::string_view status_name(std::uint32_t status) noexcept {
+  const char* n = tenure_status_name(status);
+  return n ? std::string_view(n) : std::string_view("unknown");
+}
+
+/// Base of every error a C call reported: the `tenure_status` and the
+/// library's message (`what()`; it never contains a secret). Thrown as is
+/// for a status this header does not name (a newer library).
+class Error : public std::runtime_error {
+ public:
+  Error(tenure_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  /// The C status number.
+  tenure_status status() const noexcept { return status_; }
+  /// The status's snake_case name (see `status_name`).
+  std::string_view name() const noexcept { return status_name(status_); }
+
+ private:
+  tenure_status status_;
+};
+
+#define TENURE_HPP_ERROR_CLASS(Name, Status)                                      \
+  /** Thrown for `Status`. */                                                      \
+  class Name : public Error {                                                      \
+   public:                                                                         \
+    explicit Name(const std::string& message) : Error(Status, message) {}          \
+    static constexpr tenure_status code = Status;                                  \
+  };
+
+TENURE_HPP_ERROR_CLASS(InvalidArgument, TENURE_INVALID_ARGUMENT)
+TENURE_HPP_ERROR_CLASS(InvalidDuration, TENURE_INVALID_DURATION)
+TENURE_HPP_ERROR_CLASS(NotFound, TENURE_NOT_FOUND)
+TENURE_HPP_ERROR_CLASS(Conflict, TENURE_CONFLICT)
+TENURE_HPP_ERROR_CLASS(NotClaimable, TENURE_NOT_CLAIMABLE)
+TENURE_HPP_ERROR_CLASS(NoJobAvailable, TENURE_NO_JOB_AVAILABLE)
+TENURE_HPP_ERROR_CLASS(StaleLease, TENURE_STALE_LEASE)
+TENURE_HPP_ERROR_CLASS(LeaseExpired, TENURE_LEASE_EXPIRED)
+TENURE_HPP_ERROR_CLASS(LeaseClosed, TENURE_LEASE_CLOSED)
+TENURE_HPP_ERROR_CLASS(LeasePending, TENURE_LEASE_PENDING)
+TENURE_HPP_ERROR_CLASS(NotExtended, TENURE_NOT_EXTENDED)
+TENURE_HPP_ERROR_CLASS(Cancelled, TENURE_CANCELLED)
+TENURE_HPP_ERROR_CLASS(JobTerminal, TENURE_JOB_TERMINAL)
+TENURE_HPP_ERROR_CLASS(ClockRollback, TENURE_CLOCK_ROLLBACK)
+TENURE_HPP_ERROR_CLASS(TokenMalformed, TENURE_TOKEN_MALFORMED)
+TENURE_HPP_ERROR_CLASS(TokenTooLarge, TENURE_TOKEN_TOO_LARGE)
+TENURE_HPP_ERROR_CLASS(TokenUnsupportedVersion, TENURE_TOKEN_UNSUPPORTED_VERSION)
+TENURE_HPP_ERROR_CLASS(Busy, TENURE_BUSY)
+TENURE_HPP_ERROR_CLASS(SchemaTooNew, TENURE_SCHEMA_TOO_NEW)
+TENURE_HPP_ERROR_CLASS(Store, TENURE_STORE)
+TENURE_HPP_ERROR_CLASS(Internal, TENURE_INTERNAL)
+
+#undef TENURE_HPP_ERROR_CLASS
+
+/// The Python projection's names for the same two classes.
+using StoreError = Store;
+using InternalError = Internal;
+
+/// Throw the exception class of `status` with `message`. `TENURE_OK` and
+/// numbers this header does not name throw the base `Error`.
+[[noreturn]] inline void throw_status(tenure_status status, const std::string& message) {
+  switch (static_cast<std::uint32_t>(status)) {
+    case TENURE_INVALID_ARGUMENT: throw InvalidArgument(message);
+    case TENURE_INVALID_DURATION: throw InvalidDuration(message);
+    case TENURE_NOT_FOUND: throw NotFound(message);
+    case TENURE_CONFLICT: throw Conflict(message);
+    case TENURE_NOT_CLAIMABLE: throw NotClaimable(message);
+    case TENURE_NO_JOB_AVAILABLE: throw NoJobAvailable(message);
+    case TENURE_STALE_LEASE: throw StaleLease(message);
+    case TENURE_LEASE_EXPIRED: throw LeaseExpired(message);
+    case TENURE_LEASE_CLOSED: throw LeaseClosed(message);
+    case TENURE_LEASE_PENDING: throw LeasePending(message);
+    case TENURE_NOT_EXTENDED: throw NotExtended(message);
+    case TENURE_CANCELLED: throw Cancelled(message);
+    case TENURE_JOB_TERMINAL: throw JobTerminal(message);
+    case TENURE_CLOCK_ROLLBACK: throw ClockRollback(message);
+    case TENURE_TOKEN_MALFORMED: throw TokenMalformed(message);
+    case TENURE_TOKEN_TOO_LARGE: throw TokenTooLarge(message);
+    case TENURE_TOKEN_UNSUPPORTED_VERSION: throw TokenUnsupportedVersion(message);
+    case TENURE_BUSY: throw Busy(message);
+    case TENURE_SCHEMA_TOO_NEW: throw SchemaTooNew(message);
+    case TENURE_STORE: throw Store(message);
+    case TENURE_INTERNAL: throw Internal(message);
+    default: throw Error(status, message);
+  }
+}
+
+/// The message of the last failed C call on this thread (`""` if none).
+inline std::string last_error_message() {
+  std::size_t need = 0;
+  (void)tenure_last_error_message(nullptr, 0, &need);
+  if (need <= 1) return std::string();
+  std::string s(need, '\0');
+  if (tenure_last_error_message(&s[0], s.size(), &need) != TENURE_OK) return std::string();
+  s.resize(need - 1);
+  return s;
+}
+
+/// For code mixing C calls on `capi()` handles with this header: do nothing
+/// for `TENURE_OK`, else throw the status's class with the thread's last
+/// error message. Call it right after the C call, on the same thread.
+inline void check(tenure_status status) {
+  if (status == TENURE_OK) return;
+  std::string msg = last_error_message();
+  if (msg.empty()) msg = std::string(status_name(status));
+  throw_status(status, msg);
+}
+
+// ---------------------------------------------------------------------------
+// Durations and times
+// ---------------------------------------------------------------------------
+
+/// A point in the authority's time: µs since the Unix epoch, exactly.
+using time_point = std::chrono::time_point<std::chrono::system_clock, std::chrono::microseconds>;
+
+namespace detail {
+
+constexpr std::intmax_t gcd(std::intmax_t a, std::intmax_t b) noexcept {
+  while (b != 0) {
+    const std::intmax_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/// `Period` seconds = `num / den` µs, reduced (`gcd(num, den) == 1`), so a
+/// count `v` is a whole number of µs exactly when `den` divides it. `num`
+/// itself may not fit `intmax_t` (e.g. `std::exa`): then every non-zero
+/// count overflows.
+template <class Period>
+struct micro_factor {
+  static constexpr std::intmax_t g = gcd(Period::den, 1000000);
+  static constexpr std::intmax_t den = Period::den / g;
+  static constexpr std::intmax_t mul = 1000000 / g;
+  static constexpr bool num_overflows = Period::num > std::numeric_limits<std::intmax_t>::max() / mul;
+  static constexpr std::intmax_t num = num_overflows ? 0 : Period::num * mul;
+};
+
+template <class Rep>
+inline constexpr bool is_count_rep_v =
+    std::is_integral<Rep>::value && !std::is_same<std::remove_cv_t<Rep>, bool>::value;
+
+[[noreturn]] inline void bad_duration(const char* why, std::intmax_t num, std::intmax_t den) {
+  throw InvalidDuration("invalid duration: " + std::string(why) + " (a count of " + std::to_string(num) +
+                        "/" + std::to_string(den) + " s periods; tenure never rounds)");
+}
+
+inline std::string cstr(std::string_view s, const char* what) {
+  if (s.find('\0') != std::string_view::npos) {
+    throw InvalidArgument(std::string("invalid argument: ") + what + " contains a NUL byte");
+  }
+  return std::string(s);
+}
+
+inline std::string str(const char* p) { return p ? std::string(p) : std::string(); }
+
+inline std::optional<std::string> opt_str(const char* p) {
+  if (!p) return std::nullopt;
+  return std::string(p);
+}
+
+inline time_point tp(std::int64_t us) noexcept { return time_point(std::chrono::microseconds(us)); }
+
+inline void wipe(void* p, std::size_t n) noexcept {
+  volatile unsigned char* b = static_cast<volatile unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) b[i] = 0;
+}
+
+struct AuthorityFree {
+  void operator()(tenure_authority* h) const noexcept { tenure_authority_free(h); }
+};
+struct LeaseFree {
+  void operator()(tenure_lease* h) const noexcept { tenure_lease_free(h); }
+};
+struct EditFree {
+  void operator()(tenure_edit* h) const noexcept { tenure_edit_free(h); }
+};
+struct JobViewFree {
+  void operator()(tenure_job_view* h) const noexcept { tenure_job_view_free(h); }
+};
+struct JobListFree {
+  void operator()(tenure_job_list* h) const noexcept { tenure_job_list_free(h); }
+};
+struct ProductionListFree {
+  void operator()(tenure_production_list* h) const noexcept { tenure_production_list_free(h); }
+};
+struct FactListFree {
+  void operator()(tenure_fact_list* h) const noexcept { tenure_fact_list_free(h); }
+};
+struct EventListFree {
+  void operator()(tenure_event_list* h) const noexcept { tenure_event_list_free(h); }
+};
+
+}  // namespace detail
+
+/// Convert a duration to whole microseconds, exactly.
+///
+/// - Compile time: `Rep` must be a built-in integral type other than `bool`
+///   (floating point and class types are rejected with a `static_assert`).
+/// - Run time: throws `InvalidDuration` if `d` is not a whole number of
+///   microseconds (e.g. `nanoseconds(1500)`, `duration<int, ratio<1, 3>>(1)`)
+///   or if the microsecond count does not fit `int64_t`. Nothing is rounded.
+/// - The sign and the 24 h bound are NOT checked here: every lease call
+///   passes the exact count to the C ABI, whose core rejects `<= 0` and
+///   `> 24 h` with `TENURE_INVALID_DURATION` (thrown as `InvalidDuration`).
+template <class Rep, class Period>
+std::int64_t to_micros(std::chrono::duration<Rep, Period> d) {
+  using R = std::remove_cv_t<Rep>;
+  static_assert(!std::is_floating_point<R>::value,
+                "tenure: a floating-point std::chrono::duration Rep is rejected: lease durations must be "
+                "whole microseconds and tenure never rounds; use an integral count such as "
+                "std::chrono::milliseconds");
+  static_assert(!std::is_same<R, bool>::value,
+                "tenure: std::chrono::duration<bool> is rejected: bool is not a count of time; use an "
+                "integral count such as std::chrono::seconds");
+  static_assert(std::is_floating_point<R>::value || std::is_same<R, bool>::value || std::is_integral<R>::value,
+                "tenure: a non-integral (class) std::chrono::duration Rep is rejected: only built-in "
+                "integral counts convert to microseconds exactly; use e.g. std::chrono::seconds");
+  if constexpr (detail::is_count_rep_v<R>) {
+    using F = detail::micro_factor<Period>;
+    using W = std::conditional_t<(sizeof(R) > sizeof(std::intmax_t)), R,
+                                 std::conditional_t<std::is_signed<R>::value, std::intmax_t, std::uintmax_t>>;
+    const W v = static_cast<W>(d.count());
+    if (v % static_cast<W>(F::den) != 0) {
+      detail::bad_duration("not a whole number of microseconds", Period::num, Period::den);
+    }
+    const W q = v / static_cast<W>(F::den);
+    if (q == 0) return 0;
+    if constexpr (F::num_overflows) {
+      detail::bad_duration("overflows int64_t microseconds", Period::num, Period::den);
+    } else {
+      constexpr std::int64_t hi = std::numeric_limits<std::int64_t>::max() / F::num;
+      if (q > 0 && q > static_cast<W>(hi)) {
+        detail::bad_duration("overflows int64_t microseconds", Period::num, Period::den);
+      }
+      if constexpr (std::is_signed<W>::value) {
+        constexpr std::int64_t lo = std::numeric_limits<std::int64_t>::min() / F::num;
+        if (q < static_cast<W>(lo)) {
+          detail::bad_duration("overflows int64_t microseconds", Period::num, Period::den);
+        }
+      }
+      return static_cast<std::int64_t>(q) * static_cast<std::int64_t>(F::num);
+    }
+  } else {
+    (void)d;
+    return 0;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Value types
+// ---------------------------------------------------------------------------
+
+/// A job's observed state (`tenure_job_state`). `Any` is a listing filter.
+enum class JobState : std::uint32_t {
+  Any = TENURE_JOB_ANY,
+  Requested = TENURE_JOB_REQUESTED,
+  Claimed = TENURE_JOB_CLAIMED,
+  Expired = TENURE_JOB_EXPIRED,
+  Completed = TENURE_JOB_COMPLETED,
+  Failed = TENURE_JOB_FAILED,
+  Cancelled = TENURE_JOB_CANCELLED,
+};
+
+/// The state's static name (`"requested"`, ...; `"unknown"` for numbers the
+/// library does not know).
+inline std::string_view state_name(JobState s) noexcept {
+  const char* n = tenure_job_state_name(static_cast<std::uint32_t>(s));
+  return n ? std::string_view(n) : std::string_view("unknown");
+}
+
+/// Local status of a lease handle (`tenure_lease_status`).
+enum class LeaseStatus : std::uint32_t {
+  Pending = TENURE_LEASE_STATUS_PENDING,
+  Active = TENURE_LEASE_STATUS_ACTIVE,
+  Closed = TENURE_LEASE_STATUS_CLOSED,
+};
+
+/// Outcome of an idempotent submission (`tenure_submitted`).
+enum class SubmitOutcome : std::uint32_t {
+  Created = TENURE_SUBMITTED_CREATED,
+  Existing = TENURE_SUBMITTED_EXISTING,
+};
+
+/// Outcome of a job cancel (`tenure_cancelled`).
+enum class CancelOutcome : std::uint32_t {
+  Now = TENURE_CANCELLED_NOW,
+  Already = TENURE_CANCELLED_ALREADY,
+};
+
+/// SQLite `synchronous` setting.
+enum class Synchronous : std::uint32_t {
+  Full = TENURE_SYNCHRONOUS_FULL,
+  Normal = TENURE_SYNCHRONOUS_NORMAL,
+};
+
+/// How to open a store. Defaults are the C ABI's (`tenure_open_options_init`).
+class Options {
+ public:
+  Options() { check(tenure_open_options_init(&raw_)); }
+  /// SQLite `synchronous` (default `Full`).
+  Options& synchronous(Synchronous s) noexcept {
+    raw_.synchronous = static_cast<std::uint32_t>(s);
+    return *this;
+  }
+  /// How long a write waits for the writer lock before `Busy`. Converted
+  /// exactly to µs (see `to_micros`); the range is checked when opening.
+  template <class Rep, class Period>
+  Options& busy_timeout(std::chrono::duration<Rep, Period> d) {
+    raw_.busy_timeout_us = to_micros(d);
+    return *this;
+  }
+  /// The C struct.
+  const tenure_open_options& capi() const noexcept { return raw_; }
+
+ private:
+  tenure_open_options raw_{};
+};
+
+/// One job to submit. Owns copies of its ID and payload. Defaults are the C
+/// ABI's (`tenure_job_spec_init`: priority 0, max_attempts 3, no payload).
+class JobSpec {
+ public:
+  explicit JobSpec(std::string_view job) : job_(detail::cstr(job, "job ID")) {
+    check(tenure_job_spec_init(&raw_));
+  }
+  /// Opaque payload bytes (copied; the core bounds the size). `data` may be
+  /// NULL only when `size` is 0 (else `InvalidArgument`).
+  JobSpec& payload(const void* data, std::size_t size) {
+    if (data == nullptr && size != 0) throw InvalidArgument("invalid argument: payload is NULL but its size is not 0");
+    const auto* b = static_cast<const std::uint8_t*>(data);
+    payload_.assign(b, b + (data ? size : 0));
+    return *this;
+  }
+#if __cplusplus >= 202002L
+  /// Opaque payload bytes (copied).
+  JobSpec& payload(std::span<const std::byte> bytes) { return payload(bytes.data(), bytes.size()); }
+  /// Opaque payload bytes (copied).
+  JobSpec& payload(std::span<const std::uint8_t> bytes) { return payload(bytes.data(), bytes.size()); }
+#endif
+  /// Higher runs first; ties go to the oldest submission.
+  JobSpec& priority(std::int32_t p) noexcept {
+    raw_.priority = p;
+    return *this;
+  }
+  /// Claims allowed in total (the core checks 1 ..= 1000).
+  JobSpec& max_attempts(std::uint32_t n) noexcept {
+    raw_.max_attempts = n;
+    return *this;
+  }
+  const std::string& job() const noexcept { return job_; }
+  const std::vector<std::uint8_t>& payload() const noexcept { return payload_; }
+  /// The C struct, pointing into this object (valid while it lives unchanged).
+  tenure_job_spec capi() const noexcept {
+    tenure_job_spec s = raw_;
+    s.job = job_.c_str();
+    s.payload = payload_.empty() ? nullptr : payload_.data();
+    s.payload_len = payload_.size();
+    return s;
+  }
+
+ private:
+  std::string job_;
+  std::vector<std::uint8_t> payload_;
+  tenure_job_spec raw_{};
+};
+
+/// A caller fact published at completion.
+struct Fact {
+  std::string key;
+  std::string value;
+};
+
+/// A published fact as read back (`tenure.*` keys are the authority's
+/// provenance: claim ID, holder, attempt, completion time, ...).
+struct PublishedFact {
+  std::string job;
+  std::string key;
+  std::string value;
+};
+
+/// A snapshot of one job.
+struct Job {
+  std::string production;
+  std::string job;
+  JobState state = JobState::Any;
+  std::uint32_t attempts = 0;
+  std::uint32_t max_attempts = 0;
+  std::int32_t priority = 0;
+  std::optional<std::string> holder;    ///< of the latest claim
+  std::optional<std::string> claim_id;  ///< of the latest claim
+  std::optional<time_point> expires;    ///< of the latest claim
+  time_point created{};
+  time_point updated{};
+  std::uint64_t payload_len = 0;
+  std::optional<std::string> last_error;  ///< reason of the latest failure
+};
+
+/// A production as listed.
+struct Production {
+  std::string name;
+  time_point created{};
+  std::optional<time_point> cancelled;
+};
+
+/// One event (never carries a secret).
+struct Event {
+  std::uint64_t seq = 0;
+  time_point at{};
+  std::string production;
+  std::optional<std::string> job;  ///< empty for production events
+  std::string kind;                ///< `"claimed"`, `"completed"`, ... (open set)
+  JobState state = JobState::Any;  ///< job state after the event (`Any` if none)
+  std::optional<std::string> claim_id;
+  std::optional<std::string> holder;
+  std::uint32_t attempt = 0;  ///< 0 if none
+  std::optional<time_point> expires;
+  std::string detail;
+};
+
+/// Paging and filtering of `Authority::jobs` (C defaults: any state, from
+/// the start, `limit` 0 = the C default page of 100).
+struct ListQuery {
+  JobState state = JobState::Any;
+  std::optional<std::string> after;  ///< last job ID of the previous page
+  std::size_t limit = 0;
+};
+
+/// The authority's clock reading and durable high-water mark.
+struct ClockReading {
+  time_point now{};
+  time_point mark{};
+  bool blocked = false;  ///< guarded operations are refused (clock below mark)
+};
+
+namespace detail {
+
+/// C facts pointing into `strings` (which must outlive the result).
+inline std::vector<tenure_fact> c_facts(const std::vector<Fact>& facts, std::vector<std::string>& strings) {
+  strings.clear();
+  strings.reserve(facts.size() * 2);
+  for (const Fact& f : facts) {
+    strings.push_back(cstr(f.key, "fact key"));
+    strings.push_back(cstr(f.value, "fact value"));
+  }
+  std::vector<tenure_fact> out;
+  out.reserve(facts.size());
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    out.push_back(tenure_fact{strings[2 * i].c_str(), strings[2 * i + 1].c_str()});
+  }
+  return out;
+}
+
+inline Job job_from(const tenure_job_view* v) {
+  Job j;
+  j.production = str(tenure_job_view_production(v));
+  j.job = str(tenure_job_view_job(v));
+  j.state = static_cast<JobState>(tenure_job_view_state(v));
+  j.attempts = tenure_job_view_attempts(v);
+  j.max_attempts = tenure_job_view_max_attempts(v);
+  j.priority = tenure_job_view_priority(v);
+  j.holder = opt_str(tenure_job_view_holder(v));
+  j.claim_id = opt_str(tenure_job_view_claim_id(v));
+  std::int64_t us = 0;
+  if (tenure_job_view_expires_us(v, &us)) j.expires = tp(us);
+  j.created = tp(tenure_job_view_created_us(v));
+  j.updated = tp(tenure_job_view_updated_us(v));
+  j.payload_len = tenure_job_view_payload_len(v);
+  j.last_error = opt_str(tenure_job_view_last_error(v));
+  return j;
+}
+
+inline std::vector<PublishedFact> facts_from(tenure_fact_list* raw) {
+  std::unique_ptr<tenure_fact_list, FactListFree> list(raw);
+  std::vector<PublishedFact> out;
+  const std::size_t n = tenure_fact_list_len(list.get());
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(PublishedFact{str(tenure_fact_list_job(list.get(), i)), str(tenure_fact_list_key(list.get(), i)),
+                                str(tenure_fact_list_value(list.get(), i))});
+  }
+  return out;
+}
+
+inline std::vector<Event> events_from(tenure_event_list* raw) {
+  std::unique_ptr<tenure_event_list, EventListFree> list(raw);
+  const tenure_event_list* l = list.get();
+  std::vector<Event> out;
+  const std::size_t n = tenure_event_list_len(l);
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    Event e;
+    e.seq = tenure_event_list_seq(l, i);
+    e.at = tp(tenure_event_list_at_us(l, i));
+    e.production = str(tenure_event_list_production(l, i));
+    e.job = opt_str(tenure_event_list_job(l, i));
+    e.kind = str(tenure_event_list_kind(l, i));
+    e.state = static_cast<JobState>(tenure_event_list_state(l, i));
+    e.claim_id = opt_str(tenure_event_list_claim_id(l, i));
+    e.holder = opt_str(tenure_event_list_holder(l, i));
+    e.attempt = tenure_event_list_attempt(l, i);
+    std::int64_t us = 0;
+    if (tenure_event_list_expires_us(l, i, &us)) e.expires = tp(us);
+    e.detail = str(tenure_event_list_detail(l, i));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Lease
+// ---------------------------------------------------------------------------
+
+/// An owning lease on one job (`tenure_lease`). Move-only; thread-safe to
+/// share by reference. Destroying it frees memory only: it never writes,
+/// renews or releases (an abandoned lease simply expires).
+class Lease {
+ public:
+  /// Adopt a C handle (may be NULL).
+  explicit Lease(tenure_lease* adopt) noexcept : h_(adopt) {}
+  Lease(Lease&&) noexcept = default;
+  Lease& operator=(Lease&&) noexcept = default;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() = default;
+
+  /// The C handle (still owned by this object).
+  tenure_lease* capi() const noexcept { return h_.get(); }
+  /// Give up ownership of the C handle.
+  tenure_lease* release_capi() noexcept { return h_.release(); }
+
+  std::string production() const { return detail::str(tenure_lease_production(h_.get())); }
+  std::string job() const { return detail::str(tenure_lease_job(h_.get())); }
+  std::string holder() const { return detail::str(tenure_lease_holder(h_.get())); }
+  /// The claim ID: the public fencing token (36-character UUID text).
+  std::string claim_id() const { return detail::str(tenure_lease_claim_id(h_.get())); }
+  /// Which attempt this claim is (1-based).
+  std::uint32_t attempt() const noexcept { return tenure_lease_attempt(h_.get()); }
+  /// Expiry as last confirmed by the store.
+  time_point expires() const noexcept { return detail::tp(tenure_lease_expires_us(h_.get())); }
+  /// The local status (the store decides; see DESIGN.md invariant 3).
+  LeaseStatus status() const noexcept { return static_cast<LeaseStatus>(tenure_lease_status_get(h_.get())); }
+
+  /// Extend the expiry to now + `ttl` (exact µs; must be later than the
+  /// current expiry and commit before it).
+  template <class Rep, class Period>
+  void renew(std::chrono::duration<Rep, Period> ttl) const {
+    const std::int64_t us = to_micros(ttl);
+    check(tenure_lease_renew(h_.get(), us));
+  }
+  /// Give the job back unfinished; closes the lease. Returns the job's state.
+  JobState release() const {
+    tenure_job_state st{};
+    check(tenure_lease_release(h_.get(), &st));
+    return static_cast<JobState>(st);
+  }
+  /// Report failure (`reason` at most 1024 bytes); closes the lease.
+  JobState fail(std::string_view reason, bool permanent = false) const {
+    const std::string r = detail::cstr(reason, "reason");
+    tenure_job_state st{};
+    check(tenure_lease_fail(h_.get(), r.c_str(), permanent, &st));
+    return static_cast<JobState>(st);
+  }
+  /// Complete the job, publishing `facts` (and provenance) atomically.
+  void complete(const std::vector<Fact>& facts = {}) const {
+    std::vector<std::string> keep;
+    const std::vector<tenure_fact> c = detail::c_facts(facts, keep);
+    check(tenure_lease_complete(h_.get(), c.empty() ? nullptr : c.data(), c.size()));
+  }
+  /// Export the credential as token text (`tenure-lease-v1.…`). It is a
+  /// password: keep it out of logs and command lines. Only an active lease
+  /// can be exported. The intermediate buffer is wiped.
+  std::string export_token() const {
+    std::size_t need = 0;
+    tenure_status st = tenure_lease_export_token(h_.get(), nullptr, 0, &need);
+    if (st != TENURE_INVALID_ARGUMENT || need == 0) {
+      check(st == TENURE_OK ? TENURE_INTERNAL : st);
+    }
+    std::vector<char> buf(need);
+    st = tenure_lease_export_token(h_.get(), buf.data(), buf.size(), &need);
+    if (st != TENURE_OK) {
+      detail::wipe(buf.data(), buf.size());
+      check(st);
+    }
+    std::string token(buf.data());
+    detail::wipe(buf.data(), buf.size());
+    return token;
+  }
+
+ private:
+  std::unique_ptr<tenure_lease, detail::LeaseFree> h_;
+};
+
+// ---------------------------------------------------------------------------
+// Edit
+// ---------------------------------------------------------------------------
+
+/// One write transaction (`tenure_edit`): holds the writer lock until
+/// `commit()` or `abort()`; keep it short. Leases it mints are pending until
+/// the commit. Destroying an edit that is still open aborts it. Move-only;
+/// use from one thread at a time.
+class Edit {
+ public:
+  /// Adopt a C handle (may be NULL).
+  explicit Edit(tenure_edit* adopt) noexcept : h_(adopt) {}
+  Edit(Edit&&) noexcept = default;
+  Edit& operator=(Edit&&) noexcept = default;
+  Edit(const Edit&) = delete;
+  Edit& operator=(const Edit&) = delete;
+  ~Edit() = default;
+
+  /// The C handle (still owned by this object).
+  tenure_edit* capi() const noexcept { return h_.get(); }
+
+  /// Commit: pending leases become active. On failure nothing was written
+  /// and pending leases are closed. Either way the edit is finished.
+  void commit() { check(tenure_edit_commit(h_.get())); }
+  /// Roll back; pending leases close.
+  void abort() { check(tenure_edit_abort(h_.get())); }
+
+  bool create_production(std::string_view production) {
+    const std::string p = detail::cstr(production, "production ID");
+    bool created = false;
+    check(tenure_edit_create_production(h_.get(), p.c_str(), &created));
+    return created;
+  }
+  std::uint64_t cancel_production(std::string_view production) {
+    const std::string p = detail::cstr(production, "production ID");
+    std::uint64_t n = 0;
+    check(tenure_edit_cancel_production(h_.get(), p.c_str(), &n));
+    return n;
+  }
+  SubmitOutcome submit(std::string_view production, const JobSpec& spec) {
+    const std::string p = detail::cstr(production, "production ID");
+    const tenure_job_spec s = spec.capi();
+    tenure_submitted out{};
+    check(tenure_edit_submit(h_.get(), p.c_str(), &s, &out));
+    return static_cast<SubmitOutcome>(out);
+  }
+  CancelOutcome cancel(std::string_view production, std::string_view job) {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    tenure_cancelled out{};
+    check(tenure_edit_cancel(h_.get(), p.c_str(), j.c_str(), &out));
+    return static_cast<CancelOutcome>(out);
+  }
+  /// Claim a named job; the lease is pending until commit.
+  template <class Rep, class Period>
+  Lease claim(std::string_view production, std::string_view job, std::string_view holder,
+              std::chrono::duration<Rep, Period> ttl) {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    const std::string h = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(tenure_edit_claim(h_.get(), p.c_str(), j.c_str(), h.c_str(), us, &out));
+    return Lease(out);
+  }
+  /// Claim the next claimable job; the lease is pending until commit.
+  template <class Rep, class Period>
+  Lease claim_next(std::string_view production, std::string_view holder, std::chrono::duration<Rep, Period> ttl) {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string h = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(tenure_edit_claim_next(h_.get(), p.c_str(), h.c_str(), us, &out));
+    return Lease(out);
+  }
+  template <class Rep, class Period>
+  void renew(const Lease& lease, std::chrono::duration<Rep, Period> ttl) {
+    const std::int64_t us = to_micros(ttl);
+    check(tenure_edit_renew(h_.get(), lease.capi(), us));
+  }
+  JobState release(const Lease& lease) {
+    tenure_job_state st{};
+    check(tenure_edit_release(h_.get(), lease.capi(), &st));
+    return static_cast<JobState>(st);
+  }
+  JobState fail(const Lease& lease, std::string_view reason, bool permanent = false) {
+    const std::string r = detail::cstr(reason, "reason");
+    tenure_job_state st{};
+    check(tenure_edit_fail(h_.get(), lease.capi(), r.c_str(), permanent, &st));
+    return static_cast<JobState>(st);
+  }
+  /// Complete with facts; they become visible with the commit.
+  void complete(const Lease& lease, const std::vector<Fact>& facts = {}) {
+    std::vector<std::string> keep;
+    const std::vector<tenure_fact> c = detail::c_facts(facts, keep);
+    check(tenure_edit_complete(h_.get(), lease.capi(), c.empty() ? nullptr : c.data(), c.size()));
+  }
+
+ private:
+  std::unique_ptr<tenure_edit, detail::EditFree> h_;
+};
+
+// ---------------------------------------------------------------------------
+// Authority
+// ---------------------------------------------------------------------------
+
+/// An open store (`tenure_authority`). Move-only; every member function is
+/// `const` and thread-safe: share one `Authority` between threads by
+/// reference. Leases and edits made from it stay valid after it is
+/// destroyed (the C handles are independent).
+class Authority {
+ public:
+  /// Open or create the store at `path`. Checks the loaded library's ABI
+  /// first (`check_abi()`).
+  static Authority open(std::string_view path, const Options& options = Options()) {
+    check_abi();
+    const std::string p = detail::cstr(path, "path");
+    tenure_authority* out = nullptr;
+    check(tenure_authority_open(p.c_str(), &options.capi(), &out));
+    return Authority(out);
+  }
+  /// Adopt a C handle (may be NULL).
+  explicit Authority(tenure_authority* adopt) noexcept : h_(adopt) {}
+  Authority(Authority&&) noexcept = default;
+  Authority& operator=(Authority&&) noexcept = default;
+  Authority(const Authority&) = delete;
+  Authority& operator=(const Authority&) = delete;
+  ~Authority() = default;
+
+  /// The C handle (still owned by this object).
+  tenure_authority* capi() const noexcept { return h_.get(); }
+
+  /// Create a production; true if it was new.
+  bool create_production(std::string_view production) const {
+    const std::string p = detail::cstr(production, "production ID");
+    bool created = false;
+    check(tenure_authority_create_production(h_.get(), p.c_str(), &created));
+    return created;
+  }
+  /// Cancel every non-terminal job of a production; returns how many.
+  std::uint64_t cancel_production(std::string_view production) const {
+    const std::string p = detail::cstr(production, "production ID");
+    std::uint64_t n = 0;
+    check(tenure_authority_cancel_production(h_.get(), p.c_str(), &n));
+    return n;
+  }
+  std::vector<Production> productions() const {
+    tenure_production_list* raw = nullptr;
+    check(tenure_authority_productions(h_.get(), &raw));
+    std::unique_ptr<tenure_production_list, detail::ProductionListFree> list(raw);
+    std::vector<Production> out;
+    const std::size_t n = tenure_production_list_len(raw);
+    for (std::size_t i = 0; i < n; ++i) {
+      Production p;
+      p.name = detail::str(tenure_production_list_name(raw, i));
+      p.created = detail::tp(tenure_production_list_created_us(raw, i));
+      std::int64_t us = 0;
+      if (tenure_production_list_cancelled_us(raw, i, &us)) p.cancelled = detail::tp(us);
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+  /// Submit one job (idempotent for identical content; `Conflict` otherwise).
+  SubmitOutcome submit(std::string_view production, const JobSpec& spec) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const tenure_job_spec s = spec.capi();
+    tenure_submitted out{};
+    check(tenure_authority_submit(h_.get(), p.c_str(), &s, &out));
+    return static_cast<SubmitOutcome>(out);
+  }
+  /// Coordinator cancel of one job.
+  CancelOutcome cancel(std::string_view production, std::string_view job) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    tenure_cancelled out{};
+    check(tenure_authority_cancel(h_.get(), p.c_str(), j.c_str(), &out));
+    return static_cast<CancelOutcome>(out);
+  }
+  /// Claim a named job for `ttl` (exact µs; the core allows 1 µs ..= 24 h).
+  template <class Rep, class Period>
+  Lease claim(std::string_view production, std::string_view job, std::string_view holder,
+              std::chrono::duration<Rep, Period> ttl) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    const std::string h = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(tenure_authority_claim(h_.get(), p.c_str(), j.c_str(), h.c_str(), us, &out));
+    return Lease(out);
+  }
+  /// Claim the next claimable job (highest priority, then oldest);
+  /// `NoJobAvailable` when there is none.
+  template <class Rep, class Period>
+  Lease claim_next(std::string_view production, std::string_view holder,
+                   std::chrono::duration<Rep, Period> ttl) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string h = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(tenure_authority_claim_next(h_.get(), p.c_str(), h.c_str(), us, &out));
+    return Lease(out);
+  }
+  /// Turn token text back into an active lease after checking it against
+  /// the store's current claim, state and expiry.
+  Lease import_lease(std::string_view token) const {
+    std::string t = detail::cstr(token, "token");
+    tenure_lease* out = nullptr;
+    const tenure_status st = tenure_authority_import_lease(h_.get(), t.c_str(), &out);
+    detail::wipe(&t[0], t.size());
+    check(st);
+    return Lease(out);
+  }
+  /// Observe one job.
+  Job job(std::string_view production, std::string_view job) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    tenure_job_view* raw = nullptr;
+    check(tenure_authority_job(h_.get(), p.c_str(), j.c_str(), &raw));
+    std::unique_ptr<tenure_job_view, detail::JobViewFree> view(raw);
+    return detail::job_from(raw);
+  }
+  /// A job's payload bytes.
+  std::vector<std::uint8_t> payload(std::string_view production, std::string_view job) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    std::size_t len = 0;
+    tenure_status st = tenure_authority_payload(h_.get(), p.c_str(), j.c_str(), nullptr, 0, &len);
+    if (st == TENURE_OK) return {};
+    if (st != TENURE_INVALID_ARGUMENT || len == 0) check(st);
+    std::vector<std::uint8_t> buf(len);
+    check(tenure_authority_payload(h_.get(), p.c_str(), j.c_str(), buf.data(), buf.size(), &len));
+    buf.resize(len);
+    return buf;
+  }
+  /// One page of a production's jobs in job-ID order.
+  std::vector<Job> jobs(std::string_view production, const ListQuery& query = ListQuery()) const {
+    const std::string p = detail::cstr(production, "production ID");
+    std::optional<std::string> after;
+    if (query.after) after = detail::cstr(*query.after, "after");
+    tenure_list_query q{};
+    check(tenure_list_query_init(&q));
+    q.state = static_cast<std::uint32_t>(query.state);
+    q.after = after ? after->c_str() : nullptr;
+    q.limit = query.limit;
+    tenure_job_list* raw = nullptr;
+    check(tenure_authority_jobs(h_.get(), p.c_str(), &q, &raw));
+    std::unique_ptr<tenure_job_list, detail::JobListFree> list(raw);
+    std::vector<Job> out;
+    const std::size_t n = tenure_job_list_len(raw);
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) out.push_back(detail::job_from(tenure_job_list_get(raw, i)));
+    return out;
+  }
+  /// Facts of one job's completion, provenance included.
+  std::vector<PublishedFact> facts(std::string_view production, std::string_view job) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    tenure_fact_list* raw = nullptr;
+    check(tenure_authority_facts(h_.get(), p.c_str(), j.c_str(), &raw));
+    return detail::facts_from(raw);
+  }
+  /// Every fact of a production, by job.
+  std::vector<PublishedFact> production_facts(std::string_view production) const {
+    const std::string p = detail::cstr(production, "production ID");
+    tenure_fact_list* raw = nullptr;
+    check(tenure_authority_production_facts(h_.get(), p.c_str(), &raw));
+    return detail::facts_from(raw);
+  }
+  /// Events with a sequence number greater than `after`, oldest first, at
+  /// most `limit` (0 = the C default of 100).
+  std::vector<Event> events(std::uint64_t after = 0, std::size_t limit = 0) const {
+    tenure_event_list* raw = nullptr;
+    check(tenure_authority_events(h_.get(), after, limit, &raw));
+    return detail::events_from(raw);
+  }
+  /// Events of one production (see `events`).
+  std::vector<Event> production_events(std::string_view production, std::uint64_t after = 0,
+                                       std::size_t limit = 0) const {
+    const std::string p = detail::cstr(production, "production ID");
+    tenure_event_list* raw = nullptr;
+    check(tenure_authority_production_events(h_.get(), p.c_str(), after, limit, &raw));
+    return detail::events_from(raw);
+  }
+  /// The authority's clock, its durable high-water mark, and whether
+  /// guarded operations are refused because the clock reads below it.
+  ClockReading clock() const {
+    std::int64_t now = 0, mark = 0;
+    bool blocked = false;
+    check(tenure_authority_clock(h_.get(), &now, &mark, &blocked));
+    return ClockReading{detail::tp(now), detail::tp(mark), blocked};
+  }
+  /// Run the offline invariant checker; the number of violations (0 = OK).
+  std::uint64_t check_store() const {
+    std::uint64_t n = 0;
+    check(tenure_authority_check(h_.get(), &n));
+    return n;
+  }
+  /// Begin an explicit edit (takes the writer lock).
+  Edit edit() const {
+    tenure_edit* out = nullptr;
+    check(tenure_edit_begin(h_.get(), &out));
+    return Edit(out);
+  }
+
+ private:
+  std::unique_ptr<tenure_authority, detail::AuthorityFree> h_;
+};
+
+}  // namespace tenure
+
+#endif  // TENURE_TENURE_HPP

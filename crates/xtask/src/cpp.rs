@@ -1,0 +1,303 @@
+//! The C++ projection (`cpp/include/tenure/tenure.hpp`): everything
+//! `cargo xtask test` checks for it, in this order:
+//!
+//! 1. header hygiene: `tenure.hpp` compiles alone (C++17 and C++20, strict
+//!    warnings), and three translation units that each include it (twice)
+//!    link into one program that runs;
+//! 2. compile-fail cases (`cpp/tests/compile_fail/*.cpp`): each must fail to
+//!    compile with the `static_assert` message named by its
+//!    `// expect-error:` line, and must compile with
+//!    `-DTENURE_COMPILE_FAIL_CONTROL` (the same code with an integral `Rep`),
+//!    so the failure is the duration rule and nothing else;
+//! 3. the doctest suite (`cpp/tests/*.cpp`) under ASan/UBSan, built once as
+//!    C++17 and once as C++20 (the `std::span` overloads);
+//! 4. the example worker (`cpp/examples/worker.cpp`) built against a
+//!    `cargo xtask dist` prefix with nothing but `pkg-config --cflags --libs
+//!    tenure`; a C program fills a store, two worker processes drain it, the
+//!    C program verifies the published facts.
+//!
+//! Needs g++, doctest, pkg-config and libfaketime (installed here via apt).
+
+use crate::capi;
+use crate::util::{apt_install, output, root, run, show, step, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Warnings every C++ build here uses.
+const WARN: &[&str] = &["-Wall", "-Wextra", "-Werror"];
+
+/// Extra warnings for the header-only checks (the header must stay clean
+/// under flags users commonly enable).
+const STRICT: &[&str] = &[
+    "-pedantic",
+    "-Wshadow",
+    "-Wconversion",
+    "-Wsign-conversion",
+    "-Wold-style-cast",
+    "-Wnon-virtual-dtor",
+];
+
+const SANITIZE: &[&str] = &[
+    "-g",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+];
+
+/// Jobs the worker example drains.
+const EXAMPLE_JOBS: usize = 24;
+
+fn includes(cmd: &mut Command) -> &mut Command {
+    cmd.arg("-I")
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(root().join("cpp/include"))
+}
+
+fn link<'a>(cmd: &'a mut Command, lib: &capi::Lib) -> &'a mut Command {
+    cmd.arg("-L")
+        .arg(&lib.dir)
+        .arg(format!("-Wl,-rpath,{}", lib.dir.display()))
+        .arg("-ltenure")
+}
+
+fn mkdir(p: &Path) -> Result {
+    fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Run a test binary, echo its output, and require success.
+fn run_checked(cmd: &mut Command, what: &str) -> Result {
+    eprintln!("$ {}", show(cmd));
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({})", out.status))
+    }
+}
+
+fn hygiene(lib: &capi::Lib, work: &Path) -> Result {
+    let dir = root().join("cpp/tests/hygiene");
+    for std in ["-std=c++17", "-std=c++20"] {
+        step(&format!("C++ header hygiene: tenure.hpp alone ({std})"));
+        run(includes(
+            Command::new("g++")
+                .arg(std)
+                .arg("-fsyntax-only")
+                .args(WARN)
+                .args(STRICT),
+        )
+        .arg(dir.join("alone.cpp")))?;
+    }
+    step("C++ header hygiene: three translation units linked together");
+    let bin = work.join("hygiene");
+    run(link(
+        includes(
+            Command::new("g++")
+                .arg("-std=c++17")
+                .args(WARN)
+                .args(STRICT)
+                .args(SANITIZE),
+        )
+        .arg(dir.join("tu_a.cpp"))
+        .arg(dir.join("tu_b.cpp"))
+        .arg(dir.join("main.cpp"))
+        .arg("-o")
+        .arg(&bin),
+        lib,
+    ))?;
+    run_checked(
+        Command::new(&bin).arg(work.join("hygiene.db")),
+        "hygiene program",
+    )
+}
+
+fn compile_fail(work: &Path) -> Result {
+    let dir = root().join("cpp/tests/compile_fail");
+    let mut cases: Vec<PathBuf> = fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "cpp"))
+        .collect();
+    cases.sort();
+    if cases.len() < 4 {
+        return Err(format!(
+            "expected the compile-fail cases in {}",
+            dir.display()
+        ));
+    }
+    for case in &cases {
+        let name = case.file_name().unwrap_or_default().to_string_lossy();
+        step(&format!("C++ compile-fail: {name}"));
+        let text = fs::read_to_string(case).map_err(|e| format!("{}: {e}", case.display()))?;
+        let want = text
+            .lines()
+            .find_map(|l| l.strip_prefix("// expect-error: "))
+            .map(str::trim)
+            .ok_or_else(|| format!("{name}: no `// expect-error:` line"))?;
+        let mut cmd = Command::new("g++");
+        includes(cmd.arg("-std=c++17").arg("-fsyntax-only").args(WARN)).arg(case);
+        eprintln!("$ {}", show(&cmd));
+        let out = cmd.output().map_err(|e| format!("cannot run g++: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            return Err(format!("{name} compiled, but must be rejected"));
+        }
+        if !stderr.contains("static assertion failed") || !stderr.contains(want) {
+            eprint!("{stderr}");
+            return Err(format!(
+                "{name} failed to compile, but not with the static_assert message {want:?}"
+            ));
+        }
+        println!("rejected as expected: {want}");
+        // The control: the same file with an integral Rep compiles.
+        let obj = work.join(format!("{name}.control.o"));
+        run(includes(
+            Command::new("g++")
+                .arg("-std=c++17")
+                .arg("-c")
+                .args(WARN)
+                .arg("-DTENURE_COMPILE_FAIL_CONTROL"),
+        )
+        .arg(case)
+        .arg("-o")
+        .arg(&obj))?;
+    }
+    Ok(())
+}
+
+fn suite(lib: &capi::Lib, work: &Path) -> Result {
+    let dir = root().join("cpp/tests");
+    let faketime = capi::faketime_lib()?;
+    for (std, tag) in [("-std=c++17", "cxx17"), ("-std=c++20", "cxx20")] {
+        step(&format!("C++ suite ({std}, ASan/UBSan)"));
+        let bin = work.join(format!("suite-{tag}"));
+        run(link(
+            includes(
+                Command::new("g++")
+                    .arg(std)
+                    .args(WARN)
+                    .args(SANITIZE)
+                    .arg("-pthread"),
+            )
+            .arg(dir.join("test_main.cpp"))
+            .arg(dir.join("test_tenure.cpp"))
+            .arg(dir.join("test_durations.cpp"))
+            .arg("-o")
+            .arg(&bin),
+            lib,
+        ))?;
+        let scratch = work.join(format!("scratch-{tag}"));
+        let _ = fs::remove_dir_all(&scratch);
+        mkdir(&scratch)?;
+        run_checked(
+            Command::new(&bin)
+                .env("TENURE_TEST_DIR", &scratch)
+                .env("TENURE_FAKETIME_LIB", &faketime)
+                .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
+                .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1"),
+            &format!("C++ suite ({std})"),
+        )?;
+    }
+    Ok(())
+}
+
+fn example(work: &Path) -> Result {
+    let prefix = work.join("dist");
+    let _ = fs::remove_dir_all(&prefix);
+    capi::dist(&prefix)?;
+    if !prefix.join("include/tenure/tenure.hpp").exists() {
+        return Err("cargo xtask dist did not install include/tenure/tenure.hpp".into());
+    }
+    step("C++ example worker, built with pkg-config from the dist prefix");
+    let flags = output(
+        Command::new("pkg-config")
+            .args(["--cflags", "--libs", "tenure"])
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")),
+    )?;
+    let worker = work.join("worker");
+    run(Command::new("g++")
+        .arg("-std=c++17")
+        .args(WARN)
+        .arg("-o")
+        .arg(&worker)
+        .arg(root().join("cpp/examples/worker.cpp"))
+        .args(flags.split_whitespace()))?;
+    let fill = work.join("fill_store");
+    run(Command::new("cc")
+        .args(["-std=c11", "-D_POSIX_C_SOURCE=200809L"])
+        .args(WARN)
+        .arg("-o")
+        .arg(&fill)
+        .arg(root().join("cpp/examples/fill_store.c"))
+        .args(flags.split_whitespace()))?;
+
+    let db = work.join("example.db");
+    let n = EXAMPLE_JOBS.to_string();
+    let libdir = prefix.join("lib");
+    run(Command::new(&fill)
+        .arg("fill")
+        .arg(&db)
+        .args(["batch", &n])
+        .env("LD_LIBRARY_PATH", &libdir))?;
+    // Two worker processes drain the production concurrently.
+    let mut children = Vec::new();
+    for i in 1..=2 {
+        let mut cmd = Command::new(&worker);
+        cmd.arg(&db)
+            .arg("batch")
+            .arg(format!("cpp-worker-{i}"))
+            .env("LD_LIBRARY_PATH", &libdir)
+            .stdout(Stdio::piped());
+        eprintln!("$ {} &", show(&cmd));
+        children.push(
+            cmd.spawn()
+                .map_err(|e| format!("cannot start the worker: {e}"))?,
+        );
+    }
+    let mut total = 0usize;
+    for child in children {
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("worker: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        print!("{text}");
+        if !out.status.success() {
+            return Err(format!("the example worker failed ({})", out.status));
+        }
+        total += text.lines().filter(|l| l.starts_with("completed ")).count();
+    }
+    if total != EXAMPLE_JOBS {
+        return Err(format!(
+            "the workers completed {total} jobs, expected {EXAMPLE_JOBS}"
+        ));
+    }
+    run_checked(
+        Command::new(&fill)
+            .arg("verify")
+            .arg(&db)
+            .args(["batch", &n])
+            .env("LD_LIBRARY_PATH", &libdir),
+        "verifying the worker's results",
+    )
+}
+
+/// Everything `cargo xtask test` checks for the C++ projection.
+pub fn test() -> Result {
+    apt_install(&["g++", "doctest-dev", "pkg-config", "libfaketime"])?;
+    let lib = capi::build_lib()?;
+    let work = capi::target_dir()?.join("cpp");
+    let _ = fs::remove_dir_all(&work);
+    mkdir(&work)?;
+    hygiene(&lib, &work)?;
+    compile_fail(&work)?;
+    suite(&lib, &work)?;
+    example(&work)?;
+    println!("C++ projection: all checks passed");
+    Ok(())
+}
