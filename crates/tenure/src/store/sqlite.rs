@@ -515,6 +515,18 @@ impl Drop for SqliteTxn {
     }
 }
 
+/// An update of one job must touch exactly its row.
+fn one_row(n: usize, row: &JobRow) -> Result<()> {
+    if n == 1 {
+        Ok(())
+    } else {
+        Err(Error::Internal(format!(
+            "a write to job {}/{} touched {n} rows",
+            row.production, row.job
+        )))
+    }
+}
+
 /// Run a statement without results through the connection's statement cache
 /// (transaction control runs several times per transition).
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
@@ -756,13 +768,7 @@ impl Txn for SqliteTxn {
             row.updated_us,
             row.last_error,
         ])?;
-        if n != 1 {
-            return Err(Error::Internal(format!(
-                "update of job {}/{} touched {n} rows",
-                row.production, row.job
-            )));
-        }
-        Ok(())
+        one_row(n, row)
     }
 
     fn update_expiry(&mut self, row: &JobRow) -> Result<()> {
@@ -771,13 +777,7 @@ impl Txn for SqliteTxn {
             .c()
             .prepare_cached("UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1")?;
         let n = st.execute(params![row.seq, row.expires_us, row.updated_us])?;
-        if n != 1 {
-            return Err(Error::Internal(format!(
-                "renewal of job {}/{} touched {n} rows",
-                row.production, row.job
-            )));
-        }
-        Ok(())
+        one_row(n, row)
     }
 
     fn live_jobs(
