@@ -293,7 +293,13 @@ fn write_baseline(lib: &Lib, dir: &Path, symbols: &BTreeSet<String>) -> Result {
     abidw(lib, &dir.join("libtenure.abi"))
 }
 
-fn cc_client(src: &Path, include: &Path, lib: &Path, out: &Path, extra: &[&str]) -> Result {
+pub(crate) fn cc_client(
+    src: &Path,
+    include: &Path,
+    lib: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> Result {
     run(Command::new("cc")
         .args(C_FLAGS)
         .arg("-I")
@@ -328,7 +334,7 @@ fn tools() -> Result {
 }
 
 /// Path of the Debian libfaketime preload library (for the clock suite).
-fn faketime_lib() -> Result<String> {
+pub(crate) fn faketime_lib() -> Result<String> {
     let files = output(Command::new("dpkg").args(["-L", "libfaketime"]))?;
     files
         .lines()

@@ -1,0 +1,169 @@
+//! Argument conversions: durations, facts, job states, the GIL-free call
+//! wrapper and the fork guard. No rule lives here: the core validates.
+
+use crate::errors::to_py;
+use crate::values::Fact;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyString, PyType};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+use tenure::{Error, JobState, Ttl};
+
+static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Exact microseconds of a `datetime.timedelta` (or subclass).
+///
+/// Anything that is not a `timedelta` (int, float, None, str, ...) is a
+/// `TypeError` naming the parameter. The arithmetic is integer and checked:
+/// `days * 86_400_000_000 + seconds * 1_000_000 + microseconds`; an i64
+/// overflow is `InvalidDuration`. A subclass that carries sub-microsecond
+/// precision in a non-zero `nanoseconds` attribute (pandas' `Timedelta`
+/// does) is `InvalidDuration` as well: durations are never rounded.
+pub fn timedelta_micros(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<i64> {
+    let py = obj.py();
+    let td = TIMEDELTA.import(py, "datetime", "timedelta")?;
+    if !obj.is_instance(td)? {
+        let tname = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "?".into());
+        return Err(PyTypeError::new_err(format!(
+            "{param} must be a datetime.timedelta, not {tname}"
+        )));
+    }
+    let days: i64 = obj.getattr("days")?.extract()?;
+    let seconds: i64 = obj.getattr("seconds")?.extract()?;
+    let micros: i64 = obj.getattr("microseconds")?.extract()?;
+    if let Ok(ns) = obj.getattr("nanoseconds") {
+        if ns.extract::<i64>().map(|n| n != 0).unwrap_or(true) {
+            return Err(to_py(Error::InvalidDuration(format!(
+                "{param} is not a whole number of microseconds (no rounding is done)"
+            ))));
+        }
+    }
+    days.checked_mul(86_400_000_000)
+        .and_then(|d| {
+            seconds
+                .checked_mul(1_000_000)
+                .and_then(|s| d.checked_add(s))
+        })
+        .and_then(|t| t.checked_add(micros))
+        .ok_or_else(|| {
+            to_py(Error::InvalidDuration(format!(
+                "{param} does not fit in 64-bit microseconds"
+            )))
+        })
+}
+
+/// A lease duration: exact conversion, then the core's range check
+/// ([`Ttl::from_micros`]: `<= 0` or `> 24 h` is `InvalidDuration`).
+pub fn ttl(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Ttl> {
+    Ttl::from_micros(timedelta_micros(obj, param)?).map_err(to_py)
+}
+
+/// A non-negative wait (the busy timeout); the core bounds it.
+pub fn wait(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Duration> {
+    let us = timedelta_micros(obj, param)?;
+    u64::try_from(us).map(Duration::from_micros).map_err(|_| {
+        to_py(Error::InvalidArgument(format!(
+            "{param} must not be negative"
+        )))
+    })
+}
+
+/// Caller facts: `None`, a mapping `{key: value}`, or an iterable of
+/// `(key, value)` pairs or `tenure.Fact` objects. Keys and values must be
+/// `str`; the core checks the bounds.
+pub fn facts(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<tenure::Fact>> {
+    let Some(obj) = obj else {
+        return Ok(Vec::new());
+    };
+    if obj.is_none() {
+        return Ok(Vec::new());
+    }
+    let bad = || {
+        PyTypeError::new_err(
+            "facts must be a mapping of str to str or an iterable of (key, value) pairs",
+        )
+    };
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(bad());
+    }
+    let items = if let Ok(d) = obj.cast::<PyDict>() {
+        d.items().into_any()
+    } else if obj.hasattr("items")? {
+        obj.call_method0("items")?
+    } else {
+        obj.clone()
+    };
+    let mut out = Vec::new();
+    for item in items.try_iter().map_err(|_| bad())? {
+        let item = item?;
+        if let Ok(f) = item.cast::<Fact>() {
+            let f = f.get();
+            out.push(tenure::Fact::new(f.key.clone(), f.value.clone()));
+            continue;
+        }
+        let (k, v): (String, String) = item.extract().map_err(|_| bad())?;
+        out.push(tenure::Fact::new(k, v));
+    }
+    Ok(out)
+}
+
+/// A job state name (`"requested"`, ...), parsed by the core.
+pub fn job_state(name: &str) -> PyResult<JobState> {
+    name.parse::<JobState>().map_err(to_py)
+}
+
+/// Run a store call with the GIL released (other Python threads run while
+/// it waits for the writer lock or the disk). A Rust panic becomes
+/// `tenure.InternalError` instead of crossing into Python.
+pub fn unlocked<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> tenure::Result<T> + Send,
+) -> PyResult<T> {
+    py.detach(|| catch_unwind(AssertUnwindSafe(f)))
+        .unwrap_or_else(|p| {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(Error::Internal(format!("panic caught: {what}")))
+        })
+        .map_err(to_py)
+}
+
+/// The fork guard. Handles that own SQLite connections (`Authority`,
+/// `Lease`, `Edit`) remember the process that created them; using one in
+/// another process (the child after `os.fork()`) raises `InvalidArgument`
+/// instead of touching a connection that must not cross `fork()`. In such a
+/// process, dropping the handle leaks its Rust state rather than closing the
+/// parent's connections: the parent is never disturbed.
+#[derive(Clone, Copy)]
+pub struct Owner(u32);
+
+impl Owner {
+    pub fn here() -> Owner {
+        Owner(std::process::id())
+    }
+    pub fn is_here(self) -> bool {
+        self.0 == std::process::id()
+    }
+    pub fn check(self, what: &str) -> PyResult<()> {
+        if self.is_here() {
+            return Ok(());
+        }
+        Err(to_py(Error::InvalidArgument(format!(
+            "this {what} was created in process {} and cannot be used in process {} \
+             (after fork()): SQLite connections must not cross fork(); open a new \
+             tenure.Authority in this process (hand a lease over with \
+             export_token() / import_lease())",
+            self.0,
+            std::process::id()
+        ))))
+    }
+}

@@ -1,0 +1,708 @@
+//! `Authority`, `Lease` and `Edit`: thin handles over the core types.
+//!
+//! Every store call releases the GIL. `Authority` and `Lease` are immutable
+//! from Python's side and `Send + Sync` in Rust, so threads may share them;
+//! an `Edit` sits behind a mutex (one operation at a time, from any thread).
+//! Each handle refuses use from a process other than the one that created it
+//! (see [`Owner`]).
+
+use crate::convert::{self, unlocked, Owner};
+use crate::errors::to_py;
+use crate::values::{q, CheckReport, ClockStatus, Event, Fact, JobSpec, JobView, Production};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+use std::mem::ManuallyDrop;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use tenure::{Error, ListQuery, Options, Synchronous};
+
+fn submitted(s: tenure::Submitted) -> &'static str {
+    match s {
+        tenure::Submitted::Created => "created",
+        tenure::Submitted::Existing => "existing",
+    }
+}
+
+fn cancelled(c: tenure::Cancelled) -> &'static str {
+    match c {
+        tenure::Cancelled::Cancelled => "cancelled",
+        tenure::Cancelled::AlreadyCancelled => "already_cancelled",
+    }
+}
+
+fn specs(jobs: &Bound<'_, PyAny>) -> PyResult<Vec<tenure::JobSpec>> {
+    let mut out = Vec::new();
+    for item in jobs.try_iter()? {
+        let item = item?;
+        let spec = item.cast::<JobSpec>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("jobs must be an iterable of tenure.JobSpec")
+        })?;
+        out.push(spec.get().to_core());
+    }
+    Ok(out)
+}
+
+/// A job lease authority over one SQLite store file.
+///
+/// ``Authority(path, *, synchronous="full", busy_timeout=timedelta(seconds=5))``
+/// opens (or creates) the store. ``synchronous`` is ``"full"`` (fsync every
+/// commit, the default) or ``"normal"``; ``busy_timeout`` (a
+/// ``datetime.timedelta``, 0 ..= 1 h; omitted or None means 5 s) is how long
+/// a write waits for the writer lock before ``tenure.Busy``.
+///
+/// Thread-safe: share one ``Authority`` between threads; every store call
+/// releases the GIL. Not fork-safe by design: a handle used in a process
+/// other than the one that opened it (the child after ``os.fork()``) raises
+/// ``tenure.InvalidArgument``; open a new ``Authority`` in the child instead.
+#[pyclass(frozen, module = "tenure")]
+pub struct Authority {
+    inner: ManuallyDrop<tenure::Authority>,
+    owner: Owner,
+}
+
+impl Drop for Authority {
+    fn drop(&mut self) {
+        if self.owner.is_here() {
+            // SAFETY: dropped exactly once, here.
+            unsafe { ManuallyDrop::drop(&mut self.inner) }
+        }
+    }
+}
+
+impl Authority {
+    fn get(&self) -> PyResult<&tenure::Authority> {
+        self.owner.check("Authority")?;
+        Ok(&self.inner)
+    }
+}
+
+#[pymethods]
+impl Authority {
+    #[new]
+    #[pyo3(signature = (path, *, synchronous = "full", busy_timeout = None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        synchronous: &str,
+        busy_timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Authority> {
+        let sync = match synchronous {
+            "full" => Synchronous::Full,
+            "normal" => Synchronous::Normal,
+            other => {
+                return Err(to_py(Error::InvalidArgument(format!(
+                    "synchronous must be \"full\" or \"normal\", not {other:?}"
+                ))))
+            }
+        };
+        let mut opts = Options::new().synchronous(sync);
+        if let Some(b) = busy_timeout.filter(|b| !b.is_none()) {
+            opts = opts.busy_timeout(convert::wait(b, "busy_timeout")?);
+        }
+        let inner = unlocked(py, || tenure::Authority::open(&path, &opts))?;
+        Ok(Authority {
+            inner: ManuallyDrop::new(inner),
+            owner: Owner::here(),
+        })
+    }
+
+    /// The store's path.
+    #[getter]
+    fn path(&self) -> String {
+        self.inner.path().to_string_lossy().into_owned()
+    }
+
+    /// The schema version found when this handle opened the store (0 for a new store).
+    #[getter]
+    fn migrated_from(&self) -> u32 {
+        self.inner.migrated_from()
+    }
+
+    /// Begin an explicit edit: one write transaction holding the writer lock
+    /// until it commits or aborts. Use it as a context manager.
+    fn edit(&self, py: Python<'_>) -> PyResult<Edit> {
+        let a = self.get()?;
+        let e = unlocked(py, || a.edit())?;
+        Ok(Edit::wrap(e, a))
+    }
+
+    /// Create a production; False if it already existed.
+    fn create_production(&self, py: Python<'_>, production: &str) -> PyResult<bool> {
+        let a = self.get()?;
+        unlocked(py, || a.create_production(production))
+    }
+
+    /// Cancel every non-terminal job of a production and refuse new
+    /// submissions to it; returns how many jobs were cancelled.
+    fn cancel_production(&self, py: Python<'_>, production: &str) -> PyResult<u64> {
+        let a = self.get()?;
+        unlocked(py, || a.cancel_production(production))
+    }
+
+    /// All productions, by name.
+    fn productions(&self, py: Python<'_>) -> PyResult<Vec<Production>> {
+        let a = self.get()?;
+        let v = unlocked(py, || a.productions())?;
+        Ok(v.into_iter().map(Production::from).collect())
+    }
+
+    /// Submit a job: ``"created"``, or ``"existing"`` when the same ID with
+    /// the same content already exists (different content is ``Conflict``).
+    #[pyo3(signature = (production, job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
+    fn submit(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        job: &str,
+        payload: &[u8],
+        priority: i32,
+        max_attempts: u32,
+    ) -> PyResult<&'static str> {
+        let a = self.get()?;
+        let spec = tenure::JobSpec::new(job, payload.to_vec())
+            .priority(priority)
+            .max_attempts(max_attempts);
+        unlocked(py, || a.submit(production, &spec)).map(submitted)
+    }
+
+    /// Submit many ``JobSpec`` in one edit: all or nothing.
+    fn submit_many(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        jobs: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<&'static str>> {
+        let a = self.get()?;
+        let specs = specs(jobs)?;
+        let v = unlocked(py, || a.submit_many(production, &specs))?;
+        Ok(v.into_iter().map(submitted).collect())
+    }
+
+    /// Coordinator cancel of one job: ``"cancelled"`` or
+    /// ``"already_cancelled"``; a completed or failed job is ``JobTerminal``.
+    fn cancel(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<&'static str> {
+        let a = self.get()?;
+        unlocked(py, || a.cancel(production, job)).map(cancelled)
+    }
+
+    /// Claim a named job for ``ttl`` (a ``datetime.timedelta``).
+    fn claim(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        job: &str,
+        holder: &str,
+        ttl: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let a = self.get()?;
+        unlocked(py, || a.claim(production, job, holder, ttl)).map(Lease::wrap)
+    }
+
+    /// Claim the next claimable job (highest priority, then oldest);
+    /// ``NoJobAvailable`` when there is none.
+    fn claim_next(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        holder: &str,
+        ttl: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let a = self.get()?;
+        unlocked(py, || a.claim_next(production, holder, ttl)).map(Lease::wrap)
+    }
+
+    /// Turn a token from ``Lease.export_token()`` back into an active lease
+    /// after validating it against the store's current claim.
+    fn import_lease(&self, py: Python<'_>, token: &str) -> PyResult<Lease> {
+        let a = self.get()?;
+        unlocked(py, || a.import_lease(token)).map(Lease::wrap)
+    }
+
+    /// Observe one job.
+    fn job(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<JobView> {
+        let a = self.get()?;
+        unlocked(py, || a.job(production, job)).map(JobView::from)
+    }
+
+    /// A job's payload bytes.
+    fn payload<'py>(
+        &self,
+        py: Python<'py>,
+        production: &str,
+        job: &str,
+    ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let a = self.get()?;
+        let v = unlocked(py, || a.payload(production, job))?;
+        Ok(pyo3::types::PyBytes::new(py, &v))
+    }
+
+    /// A page of a production's jobs by job ID, optionally in one observed
+    /// state; pass the last job ID of a page as ``after`` for the next one.
+    /// ``limit`` 0 means 100; at most 10 000.
+    #[pyo3(signature = (production, *, state = None, after = None, limit = 0))]
+    fn jobs(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        state: Option<&str>,
+        after: Option<String>,
+        limit: usize,
+    ) -> PyResult<Vec<JobView>> {
+        let a = self.get()?;
+        let q = ListQuery {
+            state: state.map(convert::job_state).transpose()?,
+            after,
+            limit,
+        };
+        let v = unlocked(py, || a.jobs(production, &q))?;
+        Ok(v.into_iter().map(JobView::from).collect())
+    }
+
+    /// Facts published by a job's completion, provenance (``tenure.*``) included.
+    fn facts(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<Vec<Fact>> {
+        let a = self.get()?;
+        let v = unlocked(py, || a.facts(production, job))?;
+        Ok(v.into_iter().map(Fact::from).collect())
+    }
+
+    /// Every fact of a production, by job.
+    fn production_facts(&self, py: Python<'_>, production: &str) -> PyResult<Vec<Fact>> {
+        let a = self.get()?;
+        let v = unlocked(py, || a.production_facts(production))?;
+        Ok(v.into_iter().map(Fact::from).collect())
+    }
+
+    /// Events with sequence number greater than ``after``, oldest first, at
+    /// most ``limit`` (0 means 100; at most 10 000).
+    #[pyo3(signature = (after = 0, limit = 0))]
+    fn events(&self, py: Python<'_>, after: u64, limit: usize) -> PyResult<Vec<Event>> {
+        let a = self.get()?;
+        let v = unlocked(py, || a.events(after, limit))?;
+        Ok(v.into_iter().map(Event::from).collect())
+    }
+
+    /// Events of one production (see ``events``).
+    #[pyo3(signature = (production, after = 0, limit = 0))]
+    fn production_events(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        after: u64,
+        limit: usize,
+    ) -> PyResult<Vec<Event>> {
+        let a = self.get()?;
+        let v = unlocked(py, || a.production_events(production, after, limit))?;
+        Ok(v.into_iter().map(Event::from).collect())
+    }
+
+    /// The clock reading, the durable high-water mark, and whether guarded
+    /// operations are refused.
+    fn clock(&self, py: Python<'_>) -> PyResult<ClockStatus> {
+        let a = self.get()?;
+        let c = unlocked(py, || a.clock())?;
+        Ok(ClockStatus {
+            now_us: c.now_us,
+            mark_us: c.mark_us,
+            blocked: c.blocked,
+        })
+    }
+
+    /// The offline invariant checker (see ``CheckReport``).
+    fn check(&self, py: Python<'_>) -> PyResult<CheckReport> {
+        let a = self.get()?;
+        let r = unlocked(py, || a.check())?;
+        Ok(CheckReport {
+            schema_version: r.schema_version,
+            jobs: r.jobs,
+            events: r.events,
+            violations: r.violations,
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Authority(path={})", q(&self.path()))
+    }
+}
+
+/// An owning, production-bound lease on one job.
+///
+/// Attribution (``production``, ``job``, ``claim_id``, ``attempt``,
+/// ``holder``), the expiry confirmed by the store (``expires_us``) and the
+/// local ``status`` (``"pending"``, ``"active"``, ``"closed"``) are readable;
+/// the secret is not: ``export_token()`` is the only way to get the
+/// credential, and ``repr()`` never shows it.
+///
+/// A lease is deliberately not a context manager: dropping or
+/// garbage-collecting it never writes, renews or releases anything. End it
+/// explicitly with ``release()``, ``fail()`` or ``complete()``, or let it
+/// expire. Thread-safe (e.g. a heartbeat thread renewing it); not usable in
+/// another process after ``fork()`` (hand it over with a token instead).
+#[pyclass(frozen, module = "tenure")]
+pub struct Lease {
+    inner: ManuallyDrop<tenure::Lease>,
+    owner: Owner,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.owner.is_here() {
+            // SAFETY: dropped exactly once, here.
+            unsafe { ManuallyDrop::drop(&mut self.inner) }
+        }
+    }
+}
+
+impl Lease {
+    fn wrap(l: tenure::Lease) -> Lease {
+        Lease {
+            inner: ManuallyDrop::new(l),
+            owner: Owner::here(),
+        }
+    }
+    fn get(&self) -> PyResult<&tenure::Lease> {
+        self.owner.check("Lease")?;
+        Ok(&self.inner)
+    }
+}
+
+#[pymethods]
+impl Lease {
+    /// Production ID.
+    #[getter]
+    fn production(&self) -> &str {
+        self.inner.production()
+    }
+    /// Job ID.
+    #[getter]
+    fn job(&self) -> &str {
+        self.inner.job()
+    }
+    /// The public fencing token of this claim (UUID text).
+    #[getter]
+    fn claim_id(&self) -> String {
+        self.inner.claim_id().to_string()
+    }
+    /// Which attempt this claim is (1-based).
+    #[getter]
+    fn attempt(&self) -> u32 {
+        self.inner.attempt()
+    }
+    /// The holder given at claim time.
+    #[getter]
+    fn holder(&self) -> &str {
+        self.inner.holder()
+    }
+    /// Expiry as last confirmed by the store (µs since the epoch).
+    #[getter]
+    fn expires_us(&self) -> i64 {
+        self.inner.expires_us()
+    }
+    /// Local status: ``"pending"`` until its edit commits, ``"active"``,
+    /// ``"closed"`` after a successful release/fail/complete or a failed edit.
+    #[getter]
+    fn status(&self) -> &'static str {
+        self.inner.status().as_str()
+    }
+
+    /// Extend the lease to now + ``ttl`` (a ``datetime.timedelta``); the new
+    /// expiry must be later (``NotExtended``) and the renewal must commit
+    /// before the current expiry (``LeaseExpired``).
+    fn renew(&self, py: Python<'_>, ttl: &Bound<'_, PyAny>) -> PyResult<()> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let l = self.get()?;
+        unlocked(py, || l.renew(ttl))
+    }
+
+    /// Give the job back unfinished; returns the job's new state. Closes the lease.
+    fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let l = self.get()?;
+        unlocked(py, || l.release()).map(|s| s.as_str())
+    }
+
+    /// Report failure (``reason`` up to 1024 bytes): requested again unless
+    /// ``permanent`` or out of attempts, else failed. Returns the job's new
+    /// state. Closes the lease.
+    #[pyo3(signature = (reason = "", *, permanent = false))]
+    fn fail(&self, py: Python<'_>, reason: &str, permanent: bool) -> PyResult<&'static str> {
+        let l = self.get()?;
+        unlocked(py, || l.fail(reason, permanent)).map(|s| s.as_str())
+    }
+
+    /// Complete the job, publishing ``facts`` (a ``dict[str, str]`` or an
+    /// iterable of ``(key, value)`` pairs) with provenance in the same
+    /// transaction. Closes the lease.
+    #[pyo3(signature = (facts = None))]
+    fn complete(&self, py: Python<'_>, facts: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let facts = convert::facts(facts)?;
+        let l = self.get()?;
+        unlocked(py, || l.complete(&facts))
+    }
+
+    /// The credential as text (``tenure-lease-v1.…``) for another process's
+    /// ``Authority.import_lease``. Only an active lease can be exported.
+    /// Treat it like a password: never log it or pass it on a command line.
+    fn export_token(&self) -> PyResult<String> {
+        let l = self.get()?;
+        let t = l.export_token().map_err(to_py)?;
+        Ok(t.expose().to_owned())
+    }
+
+    fn __repr__(&self) -> String {
+        let l = &self.inner;
+        format!(
+            "Lease(production={}, job={}, claim_id={}, attempt={}, holder={}, expires_us={}, status={})",
+            q(l.production()),
+            q(l.job()),
+            q(&l.claim_id().to_string()),
+            l.attempt(),
+            q(l.holder()),
+            l.expires_us(),
+            q(l.status().as_str())
+        )
+    }
+}
+
+/// One write transaction: several transitions that commit together.
+///
+/// It holds the store's writer lock until ``commit()`` or ``abort()``: keep
+/// it short. As a context manager it commits on normal exit and aborts when
+/// the block raises (the exception propagates). Leases claimed in it are
+/// ``"pending"`` until the commit succeeds and can be used inside the same
+/// edit (claim and complete atomically); if the commit fails they close.
+/// An edit dropped without commit aborts. Operations are serialized by an
+/// internal lock; using it after it finished raises ``InvalidArgument``.
+#[pyclass(frozen, module = "tenure")]
+pub struct Edit {
+    inner: ManuallyDrop<Mutex<Option<tenure::Edit>>>,
+    path: String,
+    owner: Owner,
+}
+
+impl Drop for Edit {
+    fn drop(&mut self) {
+        if self.owner.is_here() {
+            // SAFETY: dropped exactly once, here. Dropping the core edit aborts it.
+            unsafe { ManuallyDrop::drop(&mut self.inner) }
+        }
+    }
+}
+
+fn lock(m: &Mutex<Option<tenure::Edit>>) -> MutexGuard<'_, Option<tenure::Edit>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn finished() -> Error {
+    Error::InvalidArgument("the edit has already finished".into())
+}
+
+impl Edit {
+    fn wrap(e: tenure::Edit, a: &tenure::Authority) -> Edit {
+        Edit {
+            inner: ManuallyDrop::new(Mutex::new(Some(e))),
+            path: a.path().to_string_lossy().into_owned(),
+            owner: Owner::here(),
+        }
+    }
+
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut tenure::Edit) -> tenure::Result<T> + Send,
+    ) -> PyResult<T> {
+        self.owner.check("Edit")?;
+        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        unlocked(py, || match lock(m).as_mut() {
+            Some(e) => f(e),
+            None => Err(finished()),
+        })
+    }
+
+    fn lease<'a>(lease: &'a Bound<'_, Lease>) -> PyResult<&'a tenure::Lease> {
+        lease.get().get()
+    }
+}
+
+#[pymethods]
+impl Edit {
+    /// True until the edit commits or aborts.
+    #[getter]
+    fn open(&self, py: Python<'_>) -> bool {
+        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        // Lock with the GIL released: another thread may hold the lock
+        // while it waits for the store.
+        self.owner.is_here() && py.detach(|| lock(m).is_some())
+    }
+
+    /// Create a production (False if it existed).
+    fn create_production(&self, py: Python<'_>, production: &str) -> PyResult<bool> {
+        self.run(py, |e| e.create_production(production))
+    }
+
+    /// Cancel every non-terminal job of a production.
+    fn cancel_production(&self, py: Python<'_>, production: &str) -> PyResult<u64> {
+        self.run(py, |e| e.cancel_production(production))
+    }
+
+    /// Submit a job (see ``Authority.submit``).
+    #[pyo3(signature = (production, job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
+    fn submit(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        job: &str,
+        payload: &[u8],
+        priority: i32,
+        max_attempts: u32,
+    ) -> PyResult<&'static str> {
+        let spec = tenure::JobSpec::new(job, payload.to_vec())
+            .priority(priority)
+            .max_attempts(max_attempts);
+        self.run(py, |e| e.submit(production, &spec)).map(submitted)
+    }
+
+    /// Cancel a job (see ``Authority.cancel``).
+    fn cancel(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<&'static str> {
+        self.run(py, |e| e.cancel(production, job)).map(cancelled)
+    }
+
+    /// Claim a named job; the lease is pending until commit.
+    fn claim(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        job: &str,
+        holder: &str,
+        ttl: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        self.run(py, |e| e.claim(production, job, holder, ttl))
+            .map(Lease::wrap)
+    }
+
+    /// Claim the next claimable job; the lease is pending until commit.
+    fn claim_next(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        holder: &str,
+        ttl: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        self.run(py, |e| e.claim_next(production, holder, ttl))
+            .map(Lease::wrap)
+    }
+
+    /// Renew a lease; its expiry moves when the edit commits.
+    fn renew(
+        &self,
+        py: Python<'_>,
+        lease: &Bound<'_, Lease>,
+        ttl: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let l = Edit::lease(lease)?;
+        self.run(py, |e| e.renew(l, ttl))
+    }
+
+    /// Release a lease; it closes when the edit commits.
+    fn release(&self, py: Python<'_>, lease: &Bound<'_, Lease>) -> PyResult<&'static str> {
+        let l = Edit::lease(lease)?;
+        self.run(py, |e| e.release(l)).map(|s| s.as_str())
+    }
+
+    /// Fail a lease; it closes when the edit commits.
+    #[pyo3(signature = (lease, reason = "", *, permanent = false))]
+    fn fail(
+        &self,
+        py: Python<'_>,
+        lease: &Bound<'_, Lease>,
+        reason: &str,
+        permanent: bool,
+    ) -> PyResult<&'static str> {
+        let l = Edit::lease(lease)?;
+        self.run(py, |e| e.fail(l, reason, permanent))
+            .map(|s| s.as_str())
+    }
+
+    /// Complete a lease with facts; it closes when the edit commits.
+    #[pyo3(signature = (lease, facts = None))]
+    fn complete(
+        &self,
+        py: Python<'_>,
+        lease: &Bound<'_, Lease>,
+        facts: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let facts = convert::facts(facts)?;
+        let l = Edit::lease(lease)?;
+        self.run(py, |e| e.complete(l, &facts))
+    }
+
+    /// Commit: pending leases become active. On failure nothing is written
+    /// and pending leases close. The edit is finished either way.
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        self.owner.check("Edit")?;
+        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        unlocked(py, || match lock(m).take() {
+            Some(e) => e.commit(),
+            None => Err(finished()),
+        })
+    }
+
+    /// Roll everything back; pending leases close. A no-op once finished.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        self.owner.check("Edit")?;
+        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        unlocked(py, || {
+            if let Some(e) = lock(m).take() {
+                e.abort();
+            }
+            Ok(())
+        })
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Commit if the block finished normally (and the edit is still open),
+    /// abort if it raised; never suppresses the exception.
+    #[pyo3(signature = (exc_type = None, exc_value = None, traceback = None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyType>>,
+        exc_value: Option<&Bound<'_, PyAny>>,
+        traceback: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let _ = (exc_value, traceback);
+        self.owner.check("Edit")?;
+        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        let ok = exc_type.is_none();
+        unlocked(py, || match lock(m).take() {
+            Some(e) if ok => e.commit(),
+            Some(e) => {
+                e.abort();
+                Ok(())
+            }
+            // Finished inside the block (explicit commit/abort): nothing to do.
+            None => Ok(()),
+        })?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        // An operation in progress on another thread holds the lock: open.
+        let open = match self.inner.try_lock() {
+            Ok(g) => g.is_some() && self.owner.is_here(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().is_some(),
+            Err(std::sync::TryLockError::WouldBlock) => true,
+        };
+        format!(
+            "Edit(path={}, open={})",
+            q(&self.path),
+            if open { "True" } else { "False" }
+        )
+    }
+}

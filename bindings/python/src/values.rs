@@ -1,0 +1,375 @@
+//! Read-only value classes: observations that carry attribution and expiry,
+//! never a secret. Times are integers of microseconds since the Unix epoch
+//! (`*_us`), exactly as the core reports them.
+
+use pyo3::prelude::*;
+
+/// Quote text the way Python's `repr` does for plain strings.
+pub fn q(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+fn opt_q(s: &Option<String>) -> String {
+    s.as_deref().map(q).unwrap_or_else(|| "None".into())
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "None".into())
+}
+
+/// A published fact: a caller key/value or a provenance record (keys under
+/// ``tenure.``), read back per job or per production.
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct Fact {
+    /// Production ID.
+    #[pyo3(get)]
+    pub production: String,
+    /// Job ID.
+    #[pyo3(get)]
+    pub job: String,
+    /// Fact key.
+    #[pyo3(get)]
+    pub key: String,
+    /// Fact value.
+    #[pyo3(get)]
+    pub value: String,
+}
+
+#[pymethods]
+impl Fact {
+    fn __repr__(&self) -> String {
+        format!(
+            "Fact(production={}, job={}, key={}, value={})",
+            q(&self.production),
+            q(&self.job),
+            q(&self.key),
+            q(&self.value)
+        )
+    }
+}
+
+impl From<tenure::FactRecord> for Fact {
+    fn from(f: tenure::FactRecord) -> Fact {
+        Fact {
+            production: f.production,
+            job: f.job,
+            key: f.key,
+            value: f.value,
+        }
+    }
+}
+
+/// A read-only observation of one job: state, attempts, attribution of the
+/// latest claim (holder, claim ID) and its expiry. Never a secret.
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct JobView {
+    /// Production ID.
+    #[pyo3(get)]
+    pub production: String,
+    /// Job ID.
+    #[pyo3(get)]
+    pub job: String,
+    /// Observed state: requested, claimed, expired, completed, failed or cancelled.
+    #[pyo3(get)]
+    pub state: &'static str,
+    /// Claims made so far.
+    #[pyo3(get)]
+    pub attempts: u32,
+    /// Claims allowed.
+    #[pyo3(get)]
+    pub max_attempts: u32,
+    /// Priority (higher is claimed first).
+    #[pyo3(get)]
+    pub priority: i32,
+    /// Holder of the latest claim, if any.
+    #[pyo3(get)]
+    pub holder: Option<String>,
+    /// Claim ID (UUID text) of the latest claim, if any.
+    #[pyo3(get)]
+    pub claim_id: Option<String>,
+    /// Expiry of the latest claim (µs since the epoch), if any.
+    #[pyo3(get)]
+    pub expires_us: Option<i64>,
+    /// Submission time (µs since the epoch).
+    #[pyo3(get)]
+    pub created_us: i64,
+    /// Time of the latest change (µs since the epoch).
+    #[pyo3(get)]
+    pub updated_us: i64,
+    /// Payload size in bytes.
+    #[pyo3(get)]
+    pub payload_len: u64,
+    /// The reason given by the latest failure, if any.
+    #[pyo3(get)]
+    pub last_error: Option<String>,
+}
+
+#[pymethods]
+impl JobView {
+    fn __repr__(&self) -> String {
+        format!(
+            "JobView(production={}, job={}, state={}, attempts={}, max_attempts={}, \
+             holder={}, claim_id={}, expires_us={})",
+            q(&self.production),
+            q(&self.job),
+            q(self.state),
+            self.attempts,
+            self.max_attempts,
+            opt_q(&self.holder),
+            opt_q(&self.claim_id),
+            opt(&self.expires_us)
+        )
+    }
+}
+
+impl From<tenure::JobView> for JobView {
+    fn from(v: tenure::JobView) -> JobView {
+        JobView {
+            production: v.production,
+            job: v.job,
+            state: v.state.as_str(),
+            attempts: v.attempts,
+            max_attempts: v.max_attempts,
+            priority: v.priority,
+            holder: v.holder,
+            claim_id: v.claim_id.map(|u| u.to_string()),
+            expires_us: v.expires_us,
+            created_us: v.created_us,
+            updated_us: v.updated_us,
+            payload_len: v.payload_len,
+            last_error: v.last_error,
+        }
+    }
+}
+
+/// One entry of the transition log (page with ``after=event.seq``). Carries
+/// attribution, never a secret.
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct Event {
+    /// Strictly increasing sequence number.
+    #[pyo3(get)]
+    pub seq: u64,
+    /// When it happened (µs since the epoch, the authority's clock).
+    #[pyo3(get)]
+    pub at_us: i64,
+    /// Production ID.
+    #[pyo3(get)]
+    pub production: String,
+    /// Job ID (None for production events).
+    #[pyo3(get)]
+    pub job: Option<String>,
+    /// What happened: production_created, production_cancelled, submitted,
+    /// claimed, renewed, released, failed, completed, cancelled, exhausted, migrated.
+    #[pyo3(get)]
+    pub kind: &'static str,
+    /// The job's stored state after the transition (None for production events).
+    #[pyo3(get)]
+    pub state: Option<&'static str>,
+    /// The claim involved (UUID text), if any.
+    #[pyo3(get)]
+    pub claim_id: Option<String>,
+    /// The holder involved, if any.
+    #[pyo3(get)]
+    pub holder: Option<String>,
+    /// The attempt number involved, if any.
+    #[pyo3(get)]
+    pub attempt: Option<u32>,
+    /// The lease expiry after the transition, if a lease is live.
+    #[pyo3(get)]
+    pub expires_us: Option<i64>,
+    /// Short human detail (failure reason, cancel note).
+    #[pyo3(get)]
+    pub detail: String,
+}
+
+#[pymethods]
+impl Event {
+    fn __repr__(&self) -> String {
+        format!(
+            "Event(seq={}, kind={}, production={}, job={}, holder={}, claim_id={}, \
+             attempt={}, expires_us={})",
+            self.seq,
+            q(self.kind),
+            q(&self.production),
+            opt_q(&self.job),
+            opt_q(&self.holder),
+            opt_q(&self.claim_id),
+            opt(&self.attempt),
+            opt(&self.expires_us)
+        )
+    }
+}
+
+impl From<tenure::Event> for Event {
+    fn from(e: tenure::Event) -> Event {
+        Event {
+            seq: e.seq,
+            at_us: e.at_us,
+            production: e.production,
+            job: e.job,
+            kind: e.kind.as_str(),
+            state: e.state.map(|s| s.as_str()),
+            claim_id: e.claim_id.map(|u| u.to_string()),
+            holder: e.holder,
+            attempt: e.attempt,
+            expires_us: e.expires_us,
+            detail: e.detail,
+        }
+    }
+}
+
+/// A production: name, creation time and, if cancelled, when.
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct Production {
+    /// Production ID.
+    #[pyo3(get)]
+    pub name: String,
+    /// Creation time (µs since the epoch).
+    #[pyo3(get)]
+    pub created_us: i64,
+    /// When it was cancelled (µs since the epoch), if it was.
+    #[pyo3(get)]
+    pub cancelled_us: Option<i64>,
+}
+
+#[pymethods]
+impl Production {
+    fn __repr__(&self) -> String {
+        format!(
+            "Production(name={}, created_us={}, cancelled_us={})",
+            q(&self.name),
+            self.created_us,
+            opt(&self.cancelled_us)
+        )
+    }
+}
+
+impl From<tenure::ProductionView> for Production {
+    fn from(p: tenure::ProductionView) -> Production {
+        Production {
+            name: p.name,
+            created_us: p.created_us,
+            cancelled_us: p.cancelled_us,
+        }
+    }
+}
+
+/// The authority's clock: reading, durable high-water mark, and whether
+/// guarded operations are refused (the clock reads below the mark).
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct ClockStatus {
+    /// The clock's reading (µs since the epoch).
+    #[pyo3(get)]
+    pub now_us: i64,
+    /// The durable high-water mark (µs since the epoch).
+    #[pyo3(get)]
+    pub mark_us: i64,
+    /// True while the clock reads below the mark.
+    #[pyo3(get)]
+    pub blocked: bool,
+}
+
+#[pymethods]
+impl ClockStatus {
+    fn __repr__(&self) -> String {
+        format!(
+            "ClockStatus(now_us={}, mark_us={}, blocked={})",
+            self.now_us,
+            self.mark_us,
+            if self.blocked { "True" } else { "False" }
+        )
+    }
+}
+
+/// Result of the offline invariant check (`Authority.check()`).
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct CheckReport {
+    /// Schema version of the store.
+    #[pyo3(get)]
+    pub schema_version: u32,
+    /// Jobs examined.
+    #[pyo3(get)]
+    pub jobs: u64,
+    /// Events replayed.
+    #[pyo3(get)]
+    pub events: u64,
+    /// Every violation found; empty means the store is consistent.
+    #[pyo3(get)]
+    pub violations: Vec<String>,
+}
+
+#[pymethods]
+impl CheckReport {
+    /// True when no violation was found.
+    #[getter]
+    fn ok(&self) -> bool {
+        self.violations.is_empty()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "CheckReport(schema_version={}, jobs={}, events={}, violations={})",
+            self.schema_version,
+            self.jobs,
+            self.events,
+            self.violations.len()
+        )
+    }
+}
+
+/// What a coordinator submits with ``submit_many``: job ID, payload bytes,
+/// priority (higher first) and max_attempts (1..=1000, default 3).
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct JobSpec {
+    /// Job ID.
+    #[pyo3(get)]
+    pub job: String,
+    /// Payload (at most 1 MiB).
+    #[pyo3(get)]
+    pub payload: Vec<u8>,
+    /// Priority.
+    #[pyo3(get)]
+    pub priority: i32,
+    /// Claims allowed in total.
+    #[pyo3(get)]
+    pub max_attempts: u32,
+}
+
+#[pymethods]
+impl JobSpec {
+    #[new]
+    #[pyo3(signature = (job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
+    fn new(job: String, payload: &[u8], priority: i32, max_attempts: u32) -> JobSpec {
+        JobSpec {
+            job,
+            payload: payload.to_vec(),
+            priority,
+            max_attempts,
+        }
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "JobSpec(job={}, payload_len={}, priority={}, max_attempts={})",
+            q(&self.job),
+            self.payload.len(),
+            self.priority,
+            self.max_attempts
+        )
+    }
+}
+
+impl JobSpec {
+    pub fn to_core(&self) -> tenure::JobSpec {
+        tenure::JobSpec::new(self.job.clone(), self.payload.clone())
+            .priority(self.priority)
+            .max_attempts(self.max_attempts)
+    }
+}

@@ -1,0 +1,244 @@
+//! `cargo xtask bench [--smoke]`: run the benchmark workloads of
+//! `crates/tenure-bench`, take medians, compute ratios against baselines
+//! measured in the same run, and write `bench/results/<stamp>.{md,json}`
+//! (plus `latest.md`). Figures are never asserted; `--smoke` runs tiny sizes
+//! so `cargo xtask test` proves the harness works.
+
+use crate::util::{cargo, output, root, run, step, Result};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+
+struct Cfg {
+    smoke: bool,
+    runs: usize,
+    cycles: usize,
+}
+
+fn bench_bin() -> Result<PathBuf> {
+    run(cargo().args(["build", "--release", "-p", "tenure-bench"]))?;
+    Ok(crate::capi::target_dir()?.join("release/tenure-bench"))
+}
+
+/// Extract a number field from the flat JSON a workload prints.
+fn num(json: &str, field: &str) -> f64 {
+    let key = format!("\"{field}\":");
+    json.find(&key)
+        .map(|i| {
+            let rest = &json[i + key.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
+                .unwrap_or(rest.len());
+            rest[..end].parse().unwrap_or(f64::NAN)
+        })
+        .unwrap_or(f64::NAN)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[v.len() / 2]
+}
+
+fn workload(bin: &PathBuf, args: &[&str]) -> Result<String> {
+    let out = output(Command::new(bin).args(args))?;
+    Ok(out.trim().to_owned())
+}
+
+struct Row {
+    name: String,
+    value: String,
+    ratio: Option<(String, f64)>,
+    target: Option<(String, bool)>,
+}
+
+pub fn bench(smoke: bool) -> Result {
+    let cfg = Cfg {
+        smoke,
+        runs: if smoke { 1 } else { 5 },
+        cycles: if smoke { 30 } else { 400 },
+    };
+    step(&format!(
+        "benchmarks ({})",
+        if smoke { "smoke" } else { "full" }
+    ));
+    let bin = bench_bin()?;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut raw: Vec<String> = Vec::new();
+    let cycles = cfg.cycles.to_string();
+
+    // 1-2: floor vs lifecycle, interleaved so both see the same noise.
+    let mut rust = std::collections::HashMap::new();
+    for sync in ["full", "normal"] {
+        let (mut f, mut l) = (Vec::new(), Vec::new());
+        for _ in 0..cfg.runs {
+            let a = workload(&bin, &["floor", "--sync", sync, "--cycles", &cycles])?;
+            let b = workload(&bin, &["lifecycle", "--sync", sync, "--cycles", &cycles])?;
+            f.push(num(&a, "cycles_per_s"));
+            l.push(num(&b, "cycles_per_s"));
+            raw.push(a);
+            raw.push(b);
+        }
+        let (f, l) = (median(f), median(l));
+        rust.insert(sync, l);
+        rows.push(Row {
+            name: format!(
+                "floor: raw rusqlite, 3 write txns per cycle ({})",
+                sync.to_uppercase()
+            ),
+            value: format!("{f:.0} cycles/s"),
+            ratio: None,
+            target: None,
+        });
+        rows.push(Row {
+            name: format!("tenure lifecycle, Rust ({})", sync.to_uppercase()),
+            value: format!("{l:.0} cycles/s"),
+            ratio: Some(("floor".into(), l / f)),
+            target: Some(("≥ 0.85 × floor".into(), l / f >= 0.85)),
+        });
+    }
+
+    // 3: claim-next scaling.
+    let sizes: &[usize] = if cfg.smoke {
+        &[100, 1_000]
+    } else {
+        &[1_000, 100_000, 1_000_000]
+    };
+    let mut base = None;
+    for &n in sizes {
+        let mut v = Vec::new();
+        for _ in 0..if n >= 100_000 { 1 } else { cfg.runs } {
+            let j = workload(
+                &bin,
+                &[
+                    "claim-next",
+                    "--queued",
+                    &n.to_string(),
+                    "--cycles",
+                    &cycles,
+                ],
+            )?;
+            v.push(num(&j, "cycles_per_s"));
+            raw.push(j);
+        }
+        let r = median(v);
+        let b = *base.get_or_insert(r);
+        let ratio = r / b;
+        rows.push(Row {
+            name: format!("claim-next + complete, {n} queued behind {n} completed (NORMAL)"),
+            value: format!("{r:.0} cycles/s"),
+            ratio: Some((format!("{} queued", sizes[0]), ratio)),
+            target: (n != sizes[0])
+                .then_some(("within ±20 %".into(), (0.8..=1.2).contains(&ratio))),
+        });
+    }
+
+    // 4: contention.
+    let procs: &[usize] = if cfg.smoke { &[1, 2] } else { &[1, 2, 4, 8] };
+    let millis = if cfg.smoke { "400" } else { "3000" };
+    let mut one = None;
+    for &p in procs {
+        let j = workload(
+            &bin,
+            &[
+                "contend",
+                "--procs",
+                &p.to_string(),
+                "--millis",
+                millis,
+                "--sync",
+                "full",
+            ],
+        )?;
+        let rate = num(&j, "cycles_per_s");
+        let b = *one.get_or_insert(rate);
+        let (min, max) = (num(&j, "min"), num(&j, "max"));
+        let spread = if min > 0.0 { max / min } else { f64::INFINITY };
+        let p99 = num(&j, "wait_p99_us");
+        let missed = num(&j, "renewals_missed");
+        let met = p == 1 || (rate / b >= 0.9 && spread <= 2.0 && p99 <= 25_000.0 && missed == 0.0);
+        rows.push(Row {
+            name: format!(
+                "{p} contending processes (FULL): per-proc min/max {min:.0}/{max:.0}, lock wait p50/p99/max {:.1}/{:.1}/{:.1} ms, renewals missed {missed:.0} of {:.0}",
+                num(&j, "wait_p50_us") / 1000.0,
+                p99 / 1000.0,
+                num(&j, "wait_max_us") / 1000.0,
+                num(&j, "renewals") + missed,
+            ),
+            value: format!("{rate:.0} cycles/s"),
+            ratio: Some(("1 process".into(), rate / b)),
+            target: (p > 1).then_some((
+                "≥ 0.90 × 1 process, max/min ≤ 2, p99 wait ≤ 25 ms, 0 renewals missed".into(),
+                met,
+            )),
+        });
+        raw.push(j);
+    }
+
+    // 5: batched claims.
+    let mut b1 = None;
+    for size in [1usize, 10, 100] {
+        let jobs = if cfg.smoke { 200 } else { 2_000 }.max(size * 4);
+        let mut v = Vec::new();
+        for _ in 0..cfg.runs {
+            let j = workload(
+                &bin,
+                &[
+                    "batch",
+                    "--size",
+                    &size.to_string(),
+                    "--jobs",
+                    &jobs.to_string(),
+                    "--sync",
+                    "full",
+                ],
+            )?;
+            v.push(num(&j, "jobs_per_s"));
+            raw.push(j);
+        }
+        let r = median(v);
+        let b = *b1.get_or_insert(r);
+        rows.push(Row {
+            name: format!("batched claims, {size} per edit (FULL)"),
+            value: format!("{r:.0} jobs/s"),
+            ratio: Some(("batch 1".into(), r / b)),
+            target: (size == 100).then_some(("≥ 10 × batch 1".into(), r / b >= 10.0)),
+        });
+    }
+
+    // Report.
+    let mut md = String::new();
+    let _ = writeln!(md, "| row | value | ratio | target |\n|---|---:|---:|---|");
+    for r in &rows {
+        let ratio = r
+            .ratio
+            .as_ref()
+            .map(|(base, x)| format!("{x:.2} × {base}"))
+            .unwrap_or_default();
+        let target = r
+            .target
+            .as_ref()
+            .map(|(t, met)| format!("{t} — {}", if *met { "met" } else { "NOT met" }))
+            .unwrap_or_default();
+        let _ = writeln!(md, "| {} | {} | {} | {} |", r.name, r.value, ratio, target);
+    }
+    let dir = root().join("bench/results");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let kind = if cfg.smoke { "smoke" } else { "full" };
+    let json = format!(
+        "{{\"kind\":\"{kind}\",\"unix_time\":{stamp},\"workloads\":[{}]}}\n",
+        raw.join(",")
+    );
+    std::fs::write(dir.join(format!("{stamp}-{kind}.json")), json).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("{stamp}-{kind}.md")), &md).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("latest-{kind}.md")), &md).map_err(|e| e.to_string())?;
+    println!("\n{md}");
+    println!("report: bench/results/{stamp}-{kind}.{{md,json}}");
+    Ok(())
+}

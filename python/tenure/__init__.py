@@ -1,0 +1,123 @@
+"""tenure: an embedded job lease authority.
+
+Coordinators put jobs into productions; workers claim a job and receive an
+owning, production-bound :class:`Lease`; only that lease can renew, release,
+fail or complete the job until it expires. The authority is one SQLite file
+shared by processes and threads, so ownership survives crashes and restarts.
+
+Quick reference::
+
+    from datetime import timedelta
+    import tenure
+
+    auth = tenure.Authority("jobs.db")
+    auth.create_production("nightly")
+    auth.submit("nightly", "build-1", b"make all")
+    lease = auth.claim_next("nightly", "worker-7@host-3", timedelta(seconds=30))
+    lease.renew(timedelta(minutes=1))
+    lease.complete({"artifact": "build-1.tar"})
+
+Conventions of this package:
+
+* Durations are ``datetime.timedelta`` only (``int``, ``float``, ``None`` raise
+  ``TypeError`` naming the parameter). Lease durations must be positive and at
+  most 24 hours (``InvalidDuration``, also a ``ValueError``); the conversion is
+  exact, whole microseconds, never rounded.
+* Every error is a :class:`TenureError` subclass carrying ``code``, the same
+  stable number as the C ABI's status (see :func:`error_class`).
+* States, statuses and event kinds are lower-case strings; times are integer
+  microseconds since the Unix epoch (``*_us`` attributes).
+* Store calls release the GIL; ``Authority`` and ``Lease`` are safe to share
+  between threads. They are not usable in a child process after
+  ``os.fork()``: they raise ``InvalidArgument`` there (never touching the
+  parent's SQLite connections); open a new ``Authority`` in the child and hand
+  leases over with :meth:`Lease.export_token` / :meth:`Authority.import_lease`.
+* ``repr()`` shows attribution and expiry, never a secret;
+  :meth:`Lease.export_token` is the only way to obtain the credential.
+* The clock policy is the core's: a conservative local-clock policy with a
+  durable high-water mark (``ClockRollback``), not a trusted-time guarantee.
+"""
+
+from tenure._native import (
+    ABI_VERSION,
+    DEFAULT_MAX_ATTEMPTS,
+    MAX_TOKEN_LEN,
+    MAX_TTL_US,
+    SCHEMA_VERSION,
+    Authority,
+    Busy,
+    Cancelled,
+    CheckReport,
+    ClockRollback,
+    ClockStatus,
+    Conflict,
+    Edit,
+    Event,
+    Fact,
+    InternalError,
+    InvalidArgument,
+    InvalidDuration,
+    JobSpec,
+    JobTerminal,
+    JobView,
+    Lease,
+    LeaseClosed,
+    LeaseExpired,
+    LeasePending,
+    NoJobAvailable,
+    NotClaimable,
+    NotExtended,
+    NotFound,
+    Production,
+    SchemaTooNew,
+    StaleLease,
+    StoreError,
+    TenureError,
+    TokenMalformed,
+    TokenTooLarge,
+    TokenUnsupportedVersion,
+    __version__,
+    error_class,
+)
+
+__all__ = [
+    "ABI_VERSION",
+    "DEFAULT_MAX_ATTEMPTS",
+    "MAX_TOKEN_LEN",
+    "MAX_TTL_US",
+    "SCHEMA_VERSION",
+    "Authority",
+    "Busy",
+    "Cancelled",
+    "CheckReport",
+    "ClockRollback",
+    "ClockStatus",
+    "Conflict",
+    "Edit",
+    "Event",
+    "Fact",
+    "InternalError",
+    "InvalidArgument",
+    "InvalidDuration",
+    "JobSpec",
+    "JobTerminal",
+    "JobView",
+    "Lease",
+    "LeaseClosed",
+    "LeaseExpired",
+    "LeasePending",
+    "NoJobAvailable",
+    "NotClaimable",
+    "NotExtended",
+    "NotFound",
+    "Production",
+    "SchemaTooNew",
+    "StaleLease",
+    "StoreError",
+    "TenureError",
+    "TokenMalformed",
+    "TokenTooLarge",
+    "TokenUnsupportedVersion",
+    "__version__",
+    "error_class",
+]

@@ -1,0 +1,393 @@
+"""Type stubs for ``tenure._native``, the compiled core of the ``tenure`` package."""
+
+import datetime
+import os
+from collections.abc import Iterable, Mapping
+from typing import Literal, Optional, Union, final
+
+from typing_extensions import Self, TypeAlias
+
+__all__ = [
+    "ABI_VERSION",
+    "Authority",
+    "Busy",
+    "Cancelled",
+    "CheckReport",
+    "ClockRollback",
+    "ClockStatus",
+    "Conflict",
+    "DEFAULT_MAX_ATTEMPTS",
+    "Edit",
+    "Event",
+    "Fact",
+    "InternalError",
+    "InvalidArgument",
+    "InvalidDuration",
+    "JobSpec",
+    "JobTerminal",
+    "JobView",
+    "Lease",
+    "LeaseClosed",
+    "LeaseExpired",
+    "LeasePending",
+    "MAX_TOKEN_LEN",
+    "MAX_TTL_US",
+    "NoJobAvailable",
+    "NotClaimable",
+    "NotExtended",
+    "NotFound",
+    "Production",
+    "SCHEMA_VERSION",
+    "SchemaTooNew",
+    "StaleLease",
+    "StoreError",
+    "TenureError",
+    "TokenMalformed",
+    "TokenTooLarge",
+    "TokenUnsupportedVersion",
+    "__version__",
+    "error_class",
+]
+__version__: str
+ABI_VERSION: tuple[int, int]
+SCHEMA_VERSION: int
+MAX_TTL_US: int
+MAX_TOKEN_LEN: int
+DEFAULT_MAX_ATTEMPTS: int
+
+_JobState: TypeAlias = Literal["requested", "claimed", "expired", "completed", "failed", "cancelled"]
+_LeaseStatus: TypeAlias = Literal["pending", "active", "closed"]
+_EventKind: TypeAlias = Literal[
+    "production_created",
+    "production_cancelled",
+    "submitted",
+    "claimed",
+    "renewed",
+    "released",
+    "failed",
+    "completed",
+    "cancelled",
+    "exhausted",
+    "migrated",
+]
+_Submitted: TypeAlias = Literal["created", "existing"]
+_CancelOutcome: TypeAlias = Literal["cancelled", "already_cancelled"]
+_Facts: TypeAlias = Union[Mapping[str, str], Iterable[Union[tuple[str, str], "Fact"]], None]
+
+class TenureError(Exception):
+    """Base class of every tenure error; ``code`` is the stable error number."""
+
+    code: int
+    code_name: str
+
+class InvalidArgument(TenureError, ValueError):
+    """A malformed ID, holder, payload, reason, fact or number."""
+
+class InvalidDuration(TenureError, ValueError):
+    """A lease duration outside 1 microsecond ..= 24 hours (or not representable)."""
+
+class NotFound(TenureError):
+    """The production or job does not exist."""
+
+class Conflict(TenureError):
+    """The same ID already exists with different content."""
+
+class NotClaimable(TenureError):
+    """The job exists but cannot be claimed now."""
+
+class NoJobAvailable(TenureError):
+    """claim_next found nothing claimable in the production."""
+
+class StaleLease(TenureError):
+    """The lease is no longer the job's current claim."""
+
+class LeaseExpired(TenureError):
+    """The lease is still the current claim but has expired."""
+
+class LeaseClosed(TenureError):
+    """The lease was already released, failed or completed, or its edit failed."""
+
+class LeasePending(TenureError):
+    """The lease belongs to an edit that has not committed yet."""
+
+class NotExtended(TenureError):
+    """A renewal would not move the expiry later."""
+
+class Cancelled(TenureError):
+    """The job or production was cancelled by a coordinator."""
+
+class JobTerminal(TenureError):
+    """The job is already completed or failed."""
+
+class ClockRollback(TenureError):
+    """The clock reads earlier than the store's durable high-water mark."""
+
+class TokenMalformed(TenureError, ValueError):
+    """The token text is not a well-formed lease token."""
+
+class TokenTooLarge(TenureError, ValueError):
+    """The token text is longer than the accepted bound."""
+
+class TokenUnsupportedVersion(TenureError, ValueError):
+    """The token names an unknown format version."""
+
+class Busy(TenureError, TimeoutError):
+    """The writer lock was not free within the busy timeout."""
+
+class SchemaTooNew(TenureError):
+    """The store was written by a newer tenure; it was not touched."""
+
+class StoreError(TenureError):
+    """The store failed: I/O error, corrupt or foreign file, read-only."""
+
+class InternalError(TenureError):
+    """A bug in tenure (an internal invariant broke or a panic was caught)."""
+
+def error_class(code: int) -> type[TenureError]:
+    """The exception class for a stable error number (``ValueError`` if unknown)."""
+
+@final
+class Fact:
+    """A published fact (caller key/value or ``tenure.*`` provenance)."""
+
+    @property
+    def production(self) -> str: ...
+    @property
+    def job(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class JobView:
+    """A read-only observation of one job (attribution and expiry, never a secret)."""
+
+    @property
+    def production(self) -> str: ...
+    @property
+    def job(self) -> str: ...
+    @property
+    def state(self) -> _JobState: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def holder(self) -> Optional[str]: ...
+    @property
+    def claim_id(self) -> Optional[str]: ...
+    @property
+    def expires_us(self) -> Optional[int]: ...
+    @property
+    def created_us(self) -> int: ...
+    @property
+    def updated_us(self) -> int: ...
+    @property
+    def payload_len(self) -> int: ...
+    @property
+    def last_error(self) -> Optional[str]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class Event:
+    """One entry of the transition log (never a secret)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def at_us(self) -> int: ...
+    @property
+    def production(self) -> str: ...
+    @property
+    def job(self) -> Optional[str]: ...
+    @property
+    def kind(self) -> _EventKind: ...
+    @property
+    def state(self) -> Optional[_JobState]: ...
+    @property
+    def claim_id(self) -> Optional[str]: ...
+    @property
+    def holder(self) -> Optional[str]: ...
+    @property
+    def attempt(self) -> Optional[int]: ...
+    @property
+    def expires_us(self) -> Optional[int]: ...
+    @property
+    def detail(self) -> str: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class Production:
+    """A production: name, creation time and, if cancelled, when."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def created_us(self) -> int: ...
+    @property
+    def cancelled_us(self) -> Optional[int]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class ClockStatus:
+    """The authority's clock reading, high-water mark and whether it is blocked."""
+
+    @property
+    def now_us(self) -> int: ...
+    @property
+    def mark_us(self) -> int: ...
+    @property
+    def blocked(self) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class CheckReport:
+    """Result of the offline invariant check."""
+
+    @property
+    def schema_version(self) -> int: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def violations(self) -> list[str]: ...
+    @property
+    def ok(self) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class JobSpec:
+    """A job to submit with ``submit_many``."""
+
+    def __new__(
+        cls, job: str, payload: bytes = ..., *, priority: int = 0, max_attempts: int = ...
+    ) -> Self: ...
+    @property
+    def job(self) -> str: ...
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class Lease:
+    """An owning, production-bound lease on one job; the secret never shows."""
+
+    @property
+    def production(self) -> str: ...
+    @property
+    def job(self) -> str: ...
+    @property
+    def claim_id(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def holder(self) -> str: ...
+    @property
+    def expires_us(self) -> int: ...
+    @property
+    def status(self) -> _LeaseStatus: ...
+    def renew(self, ttl: datetime.timedelta) -> None: ...
+    def release(self) -> _JobState: ...
+    def fail(self, reason: str = "", *, permanent: bool = False) -> _JobState: ...
+    def complete(self, facts: _Facts = None) -> None: ...
+    def export_token(self) -> str: ...
+
+@final
+class Edit:
+    """One write transaction; a context manager (commit on success, abort on error)."""
+
+    @property
+    def open(self) -> bool: ...
+    def create_production(self, production: str) -> bool: ...
+    def cancel_production(self, production: str) -> int: ...
+    def submit(
+        self,
+        production: str,
+        job: str,
+        payload: bytes = ...,
+        *,
+        priority: int = 0,
+        max_attempts: int = ...,
+    ) -> _Submitted: ...
+    def cancel(self, production: str, job: str) -> _CancelOutcome: ...
+    def claim(self, production: str, job: str, holder: str, ttl: datetime.timedelta) -> Lease: ...
+    def claim_next(self, production: str, holder: str, ttl: datetime.timedelta) -> Lease: ...
+    def renew(self, lease: Lease, ttl: datetime.timedelta) -> None: ...
+    def release(self, lease: Lease) -> _JobState: ...
+    def fail(self, lease: Lease, reason: str = "", *, permanent: bool = False) -> _JobState: ...
+    def complete(self, lease: Lease, facts: _Facts = None) -> None: ...
+    def commit(self) -> None: ...
+    def abort(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]] = None,
+        exc_value: Optional[BaseException] = None,
+        traceback: object = None,
+    ) -> bool: ...
+
+@final
+class Authority:
+    """A job lease authority over one SQLite store file (thread-safe, not fork-safe)."""
+
+    def __new__(
+        cls,
+        path: Union[str, os.PathLike[str]],
+        *,
+        synchronous: Literal["full", "normal"] = "full",
+        busy_timeout: Optional[datetime.timedelta] = None,
+    ) -> Self: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def migrated_from(self) -> int: ...
+    def edit(self) -> Edit: ...
+    def create_production(self, production: str) -> bool: ...
+    def cancel_production(self, production: str) -> int: ...
+    def productions(self) -> list[Production]: ...
+    def submit(
+        self,
+        production: str,
+        job: str,
+        payload: bytes = ...,
+        *,
+        priority: int = 0,
+        max_attempts: int = ...,
+    ) -> _Submitted: ...
+    def submit_many(self, production: str, jobs: Iterable[JobSpec]) -> list[_Submitted]: ...
+    def cancel(self, production: str, job: str) -> _CancelOutcome: ...
+    def claim(self, production: str, job: str, holder: str, ttl: datetime.timedelta) -> Lease: ...
+    def claim_next(self, production: str, holder: str, ttl: datetime.timedelta) -> Lease: ...
+    def import_lease(self, token: str) -> Lease: ...
+    def job(self, production: str, job: str) -> JobView: ...
+    def payload(self, production: str, job: str) -> bytes: ...
+    def jobs(
+        self,
+        production: str,
+        *,
+        state: Optional[_JobState] = None,
+        after: Optional[str] = None,
+        limit: int = 0,
+    ) -> list[JobView]: ...
+    def facts(self, production: str, job: str) -> list[Fact]: ...
+    def production_facts(self, production: str) -> list[Fact]: ...
+    def events(self, after: int = 0, limit: int = 0) -> list[Event]: ...
+    def production_events(self, production: str, after: int = 0, limit: int = 0) -> list[Event]: ...
+    def clock(self) -> ClockStatus: ...
+    def check(self) -> CheckReport: ...

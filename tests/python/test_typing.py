@@ -1,0 +1,50 @@
+"""Static typing: the stubs match the runtime, and a typed worker checks strictly."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import PY, ROOT, python_env
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=python_env(),
+                          timeout=600)
+
+
+def test_stubtest_native_module(tmp_path: Path) -> None:
+    out = run([PY, "-m", "mypy.stubtest", "tenure._native", "--mypy-config-file", "/dev/null"],
+              tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Success" in out.stdout
+
+
+def test_mypy_strict_typed_worker(tmp_path: Path) -> None:
+    worker = ROOT / "python" / "examples" / "worker.py"
+    out = run([PY, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
+               "--config-file", "/dev/null", str(worker)], tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Success: no issues found" in out.stdout
+
+
+BAD = """
+from datetime import timedelta
+import tenure
+auth = tenure.Authority("x.db")
+auth.claim_next("p", "w", 30)
+lease = auth.claim_next("p", "w", timedelta(seconds=1))
+lease.secret
+x: int = lease.export_token()
+"""
+
+
+def test_mypy_catches_misuse(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(BAD)
+    out = run([PY, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
+               "--config-file", "/dev/null", str(bad)], tmp_path)
+    assert out.returncode == 1
+    assert 'Argument 3 to "claim_next" of "Authority" has incompatible type "int"' in out.stdout
+    assert '"Lease" has no attribute "secret"' in out.stdout
+    assert 'Incompatible types in assignment (expression has type "str"' in out.stdout
