@@ -4,7 +4,7 @@
 //! (plus `latest.md`). Figures are never asserted; `--smoke` runs tiny sizes
 //! so `cargo xtask test` proves the harness works.
 
-use crate::util::{cargo, output, root, run, step, Result};
+use crate::util::{apt_install, cargo, output, root, run, step, Result};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
@@ -13,6 +13,99 @@ struct Cfg {
     smoke: bool,
     runs: usize,
     cycles: usize,
+}
+
+/// Lifecycle programs of the other surfaces.
+struct Programs {
+    c: PathBuf,
+    cpp: PathBuf,
+    /// A Python with `tenure` (and, in a full run, the peers) installed.
+    python: Option<PathBuf>,
+}
+
+/// Peers of the Python row, pinned.
+const PEERS: &[&str] = &[
+    "litequeue==0.9",
+    "persist-queue==1.1.0",
+    "localqueue==1.4.1",
+];
+
+fn scratch() -> Result<PathBuf> {
+    let d = std::env::temp_dir().join(format!(
+        "tenure-bench-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
+    Ok(d)
+}
+
+/// Build the C and C++ lifecycle programs against libtenure and find a
+/// Python for the Python rows: a full run builds a release wheel into a
+/// bench venv with the peers; a smoke run reuses `.venv` if it has tenure.
+fn programs(smoke: bool) -> Result<Programs> {
+    apt_install(&["gcc", "g++", "libc6-dev"])?;
+    let lib = crate::capi::build_lib_profile(!smoke)?;
+    let work = crate::capi::target_dir()?.join("bench-programs");
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let link = |cmd: &mut Command| {
+        cmd.arg("-I")
+            .arg(root().join("include"))
+            .arg("-I")
+            .arg(root().join("cpp/include"))
+            .arg("-L")
+            .arg(&lib.dir)
+            .arg(format!("-Wl,-rpath,{}", lib.dir.display()))
+            .arg("-ltenure");
+    };
+    let c = work.join("c_bench");
+    let mut cc = Command::new("cc");
+    cc.args(["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-O2", "-o"])
+        .arg(&c)
+        .arg(root().join("bench/c_bench.c"));
+    link(&mut cc);
+    run(&mut cc)?;
+    let cpp = work.join("cpp_bench");
+    let mut cxx = Command::new("g++");
+    cxx.args(["-std=c++17", "-O2", "-o"])
+        .arg(&cpp)
+        .arg(root().join("bench/cpp_bench.cpp"));
+    link(&mut cxx);
+    run(&mut cxx)?;
+    let dev = root().join(".venv");
+    let python = if smoke {
+        let py = crate::python::venv_python(&dev);
+        let ok = Command::new(&py)
+            .args(["-c", "import tenure"])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        ok.then_some(py)
+    } else {
+        crate::python::ensure_venv(&dev)?;
+        let wheel = crate::python::build_wheel(&dev, true)?;
+        let venv = crate::capi::target_dir()?.join("bench-venv");
+        if !crate::python::venv_python(&venv).exists() {
+            run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+        }
+        let py = crate::python::venv_python(&venv);
+        run(Command::new(&py)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--force-reinstall",
+            ])
+            .arg(&wheel)
+            .args(PEERS))?;
+        Some(py)
+    };
+    Ok(Programs { c, cpp, python })
 }
 
 fn bench_bin() -> Result<PathBuf> {
@@ -25,7 +118,7 @@ fn num(json: &str, field: &str) -> f64 {
     let key = format!("\"{field}\":");
     json.find(&key)
         .map(|i| {
-            let rest = &json[i + key.len()..];
+            let rest = json[i + key.len()..].trim_start();
             let end = rest
                 .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
                 .unwrap_or(rest.len());
@@ -69,35 +162,114 @@ pub fn bench(smoke: bool) -> Result {
     let mut raw: Vec<String> = Vec::new();
     let cycles = cfg.cycles.to_string();
 
-    // 1-2: floor vs lifecycle, interleaved so both see the same noise.
+    // 1-2: floor vs lifecycle in every language, interleaved so all see the
+    // same noise.
+    let progs = programs(cfg.smoke)?;
     let mut rust = std::collections::HashMap::new();
     for sync in ["full", "normal"] {
-        let (mut f, mut l) = (Vec::new(), Vec::new());
+        let mut v: std::collections::HashMap<&str, Vec<f64>> = Default::default();
         for _ in 0..cfg.runs {
-            let a = workload(&bin, &["floor", "--sync", sync, "--cycles", &cycles])?;
-            let b = workload(&bin, &["lifecycle", "--sync", sync, "--cycles", &cycles])?;
-            f.push(num(&a, "cycles_per_s"));
-            l.push(num(&b, "cycles_per_s"));
-            raw.push(a);
-            raw.push(b);
+            let mut one = |lang: &'static str, json: String| {
+                v.entry(lang).or_default().push(num(&json, "cycles_per_s"));
+                raw.push(json);
+            };
+            one(
+                "floor",
+                workload(&bin, &["floor", "--sync", sync, "--cycles", &cycles])?,
+            );
+            one(
+                "rust",
+                workload(&bin, &["lifecycle", "--sync", sync, "--cycles", &cycles])?,
+            );
+            for (lang, exe) in [("c", &progs.c), ("cpp", &progs.cpp)] {
+                let dir = scratch()?;
+                let out = output(Command::new(exe).arg(&dir).arg(sync).arg(&cycles));
+                let _ = std::fs::remove_dir_all(&dir);
+                one(lang, out?.trim().to_owned());
+            }
+            if let Some(py) = &progs.python {
+                let out = output(
+                    Command::new(py)
+                        .arg(root().join("bench/python_bench.py"))
+                        .args(["tenure-lifecycle", "--sync", sync, "--cycles", &cycles]),
+                )?;
+                one("python", out.trim().to_owned());
+            }
         }
-        let (f, l) = (median(f), median(l));
+        let m = |lang: &str| median(v.get(lang).cloned().unwrap_or_default());
+        let (f, l) = (m("floor"), m("rust"));
         rust.insert(sync, l);
+        let up = sync.to_uppercase();
         rows.push(Row {
-            name: format!(
-                "floor: raw rusqlite, 3 write txns per cycle ({})",
-                sync.to_uppercase()
-            ),
+            name: format!("floor: raw rusqlite, 3 write txns per cycle ({up})"),
             value: format!("{f:.0} cycles/s"),
             ratio: None,
             target: None,
         });
         rows.push(Row {
-            name: format!("tenure lifecycle, Rust ({})", sync.to_uppercase()),
+            name: format!("tenure lifecycle (claim, renew, complete), Rust ({up})"),
             value: format!("{l:.0} cycles/s"),
             ratio: Some(("floor".into(), l / f)),
             target: Some(("≥ 0.85 × floor".into(), l / f >= 0.85)),
         });
+        for (lang, name, want) in [
+            ("c", "C ABI (C program)", 0.95),
+            ("cpp", "C++", 0.95),
+            ("python", "Python", 0.80),
+        ] {
+            if v.contains_key(lang) {
+                let x = m(lang);
+                let target = (lang != "python" || sync == "full")
+                    .then(|| (format!("≥ {want:.2} × Rust"), x / l >= want));
+                rows.push(Row {
+                    name: format!("tenure lifecycle, {name} ({up})"),
+                    value: format!("{x:.0} cycles/s"),
+                    ratio: Some(("Rust".into(), x / l)),
+                    target,
+                });
+            }
+        }
+    }
+
+    // 6: peers, each doing its closest equivalent of claim + complete.
+    if let (Some(py), false) = (&progs.python, cfg.smoke) {
+        let backlog = "10000";
+        let mut v: std::collections::HashMap<&str, Vec<f64>> = Default::default();
+        for _ in 0..3 {
+            for w in ["tenure-cycle", "litequeue", "persist-queue", "localqueue"] {
+                let out = output(
+                    Command::new(py)
+                        .arg(root().join("bench/python_bench.py"))
+                        .args([w, "--cycles", backlog]),
+                )?;
+                v.entry(w).or_default().push(num(&out, "cycles_per_s"));
+                raw.push(out.trim().to_owned());
+            }
+        }
+        let t = median(v["tenure-cycle"].clone());
+        rows.push(Row {
+            name: "Python: tenure claim_next + complete, 10k backlog (FULL)".into(),
+            value: format!("{t:.0} cycles/s"),
+            ratio: None,
+            target: None,
+        });
+        for (w, want, how) in [
+            ("litequeue", 3.0, "pop + done, synchronous=FULL"),
+            (
+                "persist-queue",
+                3.0,
+                "SQLiteAckQueue get + ack, synchronous=FULL",
+            ),
+            ("localqueue", 1.5, "SimpleQueue get + ack, DURABLE"),
+        ] {
+            let x = median(v[w].clone());
+            rows.push(Row {
+                name: format!("peer {w} ({how}), 10k backlog"),
+                value: format!("{x:.0} cycles/s"),
+                ratio: Some((w.into(), t / x)),
+                target: Some((format!("tenure ≥ {want} × {w}"), t / x >= want)),
+            });
+        }
     }
 
     // 3: claim-next scaling.

@@ -157,15 +157,30 @@ pub struct Lib {
 
 /// Build `libtenure.a` with cargo and link the versioned shared library.
 pub fn build_lib() -> Result<Lib> {
-    step("build libtenure (cargo build -p tenure-capi)");
-    run(cargo().args(["build", "-p", "tenure-capi"]))?;
+    build_lib_profile(false)
+}
+
+/// [`build_lib`] for the debug (tests) or release (benchmarks, dist) profile.
+pub fn build_lib_profile(release: bool) -> Result<Lib> {
+    let profile = if release { "release" } else { "debug" };
+    step(&format!(
+        "build libtenure (cargo build -p tenure-capi, {profile})"
+    ));
+    let mut build = cargo();
+    build.args(["build", "-p", "tenure-capi"]);
+    if release {
+        build.arg("--release");
+    }
+    run(&mut build)?;
     let target = target_dir()?;
     let (major, minor) = header_abi(&root().join("include/tenure.h"))?;
-    let dir = target.join("capi").join("lib");
+    let dir = target
+        .join("capi")
+        .join(if release { "lib-release" } else { "lib" });
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let real = format!("libtenure.so.{major}.{minor}.0");
     let so = dir.join(&real);
-    let archive = target.join("debug").join("libtenure.a");
+    let archive = target.join(profile).join("libtenure.a");
     step(&format!(
         "link {real} (soname libtenure.so.{major}, TENURE_{major}.x symbols)"
     ));
@@ -533,6 +548,7 @@ pub fn c_tests() -> Result {
         "threads",
         "token_handoff",
         "clock",
+        "census",
     ] {
         step(&format!("C suite {suite}"));
         let bin = work.join(suite);

@@ -8,7 +8,7 @@
 //! `TENURE_WHEEL` (the clean-venv test installs it again), the C ABI's static
 //! library as `TENURE_CAPI_LIB`.
 
-use crate::util::{apt_install, cargo, output, root, run, step, Result};
+use crate::util::{apt_install, cargo, root, run, step, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -16,26 +16,14 @@ use std::process::Command;
 const TOOLS: &[&str] = &["maturin==1.16.0", "pytest==9.2.0", "mypy==2.4.1"];
 
 fn target_dir() -> Result<PathBuf> {
-    if let Some(d) = std::env::var_os("CARGO_TARGET_DIR") {
-        return Ok(PathBuf::from(d));
-    }
-    let meta = output(cargo().args(["metadata", "--format-version", "1", "--no-deps"]))?;
-    let key = "\"target_directory\":\"";
-    let at = meta
-        .find(key)
-        .ok_or("cargo metadata: no target_directory")?
-        + key.len();
-    let end = meta[at..]
-        .find('"')
-        .ok_or("cargo metadata: bad target_directory")?;
-    Ok(PathBuf::from(meta[at..at + end].replace("\\\\", "\\")))
+    crate::capi::target_dir()
 }
 
-fn venv_python(venv: &Path) -> PathBuf {
+pub(crate) fn venv_python(venv: &Path) -> PathBuf {
     venv.join("bin").join("python")
 }
 
-fn ensure_venv(venv: &Path) -> Result {
+pub(crate) fn ensure_venv(venv: &Path) -> Result {
     let ok = Command::new("python3")
         .args(["-m", "venv", "--help"])
         .output()
@@ -59,26 +47,34 @@ fn ensure_venv(venv: &Path) -> Result {
         .args(TOOLS))
 }
 
-/// Build the wheel, install it into `.venv`, run the pytest suites.
-pub fn test() -> Result {
+/// Build the abi3 wheel with `.venv`'s maturin (debug for the tests, release
+/// for the benchmarks) and return its path.
+pub(crate) fn build_wheel(venv: &Path, release: bool) -> Result<PathBuf> {
     let root = root();
-    apt_install(&["faketime"])?;
-    let venv = root.join(".venv");
-    ensure_venv(&venv)?;
-    let py = venv_python(&venv);
-
-    step("Python: maturin build (abi3 wheel)");
-    let out = target_dir()?.join("python-wheels");
+    let py = venv_python(venv);
+    step(&format!(
+        "Python: maturin build (abi3 wheel, {})",
+        if release { "release" } else { "debug" }
+    ));
+    let out = target_dir()?.join(if release {
+        "python-wheels-release"
+    } else {
+        "python-wheels"
+    });
     if out.exists() {
         std::fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     }
-    run(Command::new(venv.join("bin").join("maturin"))
-        .current_dir(&root)
+    let mut cmd = Command::new(venv.join("bin").join("maturin"));
+    cmd.current_dir(&root)
         .arg("build")
         .arg("--interpreter")
         .arg(&py)
         .arg("--out")
-        .arg(&out))?;
+        .arg(&out);
+    if release {
+        cmd.arg("--release");
+    }
+    run(&mut cmd)?;
     let wheels: Vec<PathBuf> = std::fs::read_dir(&out)
         .map_err(|e| format!("{}: {e}", out.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -93,6 +89,18 @@ pub fn test() -> Result {
     if !wheel.to_string_lossy().contains("-abi3-") {
         return Err(format!("{} is not an abi3 wheel", wheel.display()));
     }
+    Ok(wheel.clone())
+}
+
+/// Build the wheel, install it into `.venv`, run the pytest suites.
+pub fn test() -> Result {
+    let root = root();
+    apt_install(&["faketime"])?;
+    let venv = root.join(".venv");
+    ensure_venv(&venv)?;
+    let py = venv_python(&venv);
+
+    let wheel = &build_wheel(&venv, false)?;
 
     step("Python: pip install the built wheel into .venv");
     run(Command::new(&py)
