@@ -1,0 +1,889 @@
+/* C-ABI fuzz driver: feeds generated arguments to every entry point of
+ * libtenure and checks the boundary contract of include/tenure.h:
+ *
+ * - every status returned is one the library names (tenure_status_name()
+ *   is not "unknown"), and is one of the numbers this header knows;
+ * - nothing crashes (built with -fsanitize=address,undefined; any report
+ *   aborts the run) and nothing leaks (LeakSanitizer at exit);
+ * - out-parameters are untouched on failure (pre-filled with a sentinel);
+ *   the only documented exception, the size out-parameter of caller-buffer
+ *   functions on TENURE_INVALID_ARGUMENT, is allowed, and the buffer itself
+ *   must then be untouched;
+ * - a NULL out-parameter is TENURE_INVALID_ARGUMENT;
+ * - the store stays consistent (tenure_authority_check() finds nothing).
+ *
+ * Arguments are NULL, valid or random-byte strings (invalid UTF-8, high
+ * bytes, empty, very long), int64 durations around every boundary, random
+ * struct_size values (the struct lives in a zeroed 8 KiB block so any size
+ * the library might accept is readable), token texts (valid, truncated,
+ * mutated, oversize, foreign version, random base64url), random buffer
+ * capacities (buffers are allocated with exactly that capacity, so ASan
+ * catches any overrun), and real handles from a store in DIR: the
+ * authority, leases (also after release/complete/fail and after their edit
+ * ended) and edits (also after commit/abort).
+ *
+ * The run is deterministic for a given seed (the store's clock is the only
+ * outside input). Usage:
+ *   capi_driver DIR ITERATIONS [SECONDS [SEED]]
+ * SECONDS (0 = unbounded) stops early when the time is up. Prints
+ * "capi-fuzz: N executions, M distinct statuses, 0 crashes" and the harness
+ * line "N passed, M failed". */
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../tests/c/harness.h"
+
+/* ---- PRNG (xorshift64*) ------------------------------------------------ */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+  uint64_t x = rng_state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  rng_state = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+static uint64_t below(uint64_t n) { return n == 0 ? 0 : rnd() % n; }
+static int chance(unsigned pct) { return below(100) < pct; }
+
+/* ---- per-iteration arena of generated strings --------------------------- */
+#define ARENA_MAX 64
+static void *arena[ARENA_MAX];
+static int arena_n;
+static void *arena_alloc(size_t n) {
+  REQUIRE(arena_n < ARENA_MAX);
+  void *p = malloc(n);
+  REQUIRE(p != NULL);
+  arena[arena_n++] = p;
+  return p;
+}
+static void arena_reset(void) {
+  for (int i = 0; i < arena_n; i++) free(arena[i]);
+  arena_n = 0;
+}
+
+/* Random bytes (never NUL) of length len, mostly printable or high bytes. */
+static char *random_bytes(size_t len) {
+  char *s = arena_alloc(len + 1);
+  for (size_t i = 0; i < len; i++) {
+    unsigned c;
+    switch (below(4)) {
+      case 0: c = 0x80 + (unsigned)below(128); break; /* high byte */
+      case 1: c = 1 + (unsigned)below(255); break;
+      default: c = 0x20 + (unsigned)below(95); break;
+    }
+    s[i] = (char)c;
+  }
+  s[len] = 0;
+  return s;
+}
+
+static char *repeat(char c, size_t len) {
+  char *s = arena_alloc(len + 1);
+  memset(s, c, len);
+  s[len] = 0;
+  return s;
+}
+
+static const char *const PRODS[] = {"p0", "p1", "p2"};
+static const char *const JOBS[] = {"j0", "j1", "j2", "j3", "j4",
+                                   "j5", "j6", "j7", "j8", "j9"};
+
+/* A string argument: mostly `valid`, else NULL / empty / random bytes /
+ * invalid UTF-8 / very long / a near-valid variant. */
+static const char *gen_str(const char *valid) {
+  switch (below(16)) {
+    case 0: return NULL;
+    case 1: return "";
+    case 2: return random_bytes(1 + below(40));
+    case 3: {
+      /* valid text with an invalid UTF-8 sequence spliced in */
+      size_t n = strlen(valid);
+      char *s = arena_alloc(n + 4);
+      memcpy(s, valid, n);
+      s[n] = (char)0xC3;
+      s[n + 1] = (char)(below(2) ? 0x28 : 0xFF);
+      s[n + 2] = 'x';
+      s[n + 3] = 0;
+      return s;
+    }
+    case 4: return repeat('a', 100 + below(5000)); /* oversize */
+    case 5: return below(4) == 0 ? repeat('z', 1u << 20) : repeat('b', 128 + below(3));
+    case 6: return random_bytes(below(300));
+    case 7: return "has space\n";
+    default: return valid;
+  }
+}
+static const char *gen_prod(void) { return gen_str(PRODS[below(3)]); }
+static const char *gen_job(void) { return gen_str(JOBS[below(10)]); }
+static const char *gen_holder(void) { return gen_str(below(2) ? "w1" : "worker@host:1"); }
+
+static int64_t gen_ttl(void) {
+  static const int64_t special[] = {
+      0, -1, 1, INT64_MIN, INT64_MAX, INT64_C(86400000000), INT64_C(86400000001),
+      INT64_C(86399999999), -INT64_C(86400000000), 60000000, 1000, 2000000};
+  if (chance(70)) return special[below(sizeof special / sizeof special[0])];
+  return (int64_t)rnd();
+}
+
+/* A struct in a zeroed 8 KiB block: any struct_size up to 8 KiB is readable. */
+static unsigned char struct_block[8192] __attribute__((aligned(16)));
+static size_t gen_struct_size(size_t real) {
+  switch (below(10)) {
+    case 0: return 0;
+    case 1: return below(real);
+    case 2: return real + 1 + below(64);
+    case 3: return 4096 + below(2);
+    case 4: return (size_t)rnd() % sizeof struct_block;
+    default: return real;
+  }
+}
+/* Random bytes after the struct (a "newer header" tail) sometimes. */
+static void tail_bytes(size_t real) {
+  memset(struct_block, 0, sizeof struct_block);
+  if (chance(10)) struct_block[real + below(64)] = (unsigned char)(1 + below(255));
+}
+
+/* ---- handles ----------------------------------------------------------- */
+#define MAX_LEASES 24
+#define MAX_TOKENS 8
+static tenure_authority *A;
+static tenure_lease *leases[MAX_LEASES];
+static int n_leases;
+static tenure_edit *edit;       /* open or finished edit, or NULL */
+static char *tokens[MAX_TOKENS]; /* exported token texts (secrets; never printed) */
+static int n_tokens;
+
+static tenure_lease *pick_lease(void) {
+  if (n_leases == 0 || chance(5)) return NULL;
+  return leases[below((uint64_t)n_leases)];
+}
+static void add_lease(tenure_lease *l) {
+  if (n_leases == MAX_LEASES) {
+    size_t i = below(MAX_LEASES);
+    tenure_lease_free(leases[i]);
+    leases[i] = l;
+  } else {
+    leases[n_leases++] = l;
+  }
+}
+static void add_token(const char *t) {
+  size_t n = strlen(t);
+  char *c = malloc(n + 1);
+  REQUIRE(c != NULL);
+  memcpy(c, t, n + 1);
+  if (n_tokens == MAX_TOKENS) {
+    size_t i = below(MAX_TOKENS);
+    memset(tokens[i], 0, strlen(tokens[i]));
+    free(tokens[i]);
+    tokens[i] = c;
+  } else {
+    tokens[n_tokens++] = c;
+  }
+}
+
+static const char B64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+static const char *gen_token(void) {
+  const char *base = n_tokens ? tokens[below((uint64_t)n_tokens)] : "tenure-lease-v1.AAAA";
+  size_t n = strlen(base);
+  switch (below(9)) {
+    case 0: return base;                         /* valid (or spent) */
+    case 1: {                                    /* truncated */
+      char *s = arena_alloc(n + 1);
+      size_t k = below(n + 1);
+      memcpy(s, base, k);
+      s[k] = 0;
+      return s;
+    }
+    case 2: {                                    /* one byte changed */
+      char *s = arena_alloc(n + 1);
+      memcpy(s, base, n + 1);
+      if (n) s[below(n)] = below(2) ? B64[below(64)] : (char)(0x80 + below(128));
+      return s;
+    }
+    case 3: {                                    /* oversize */
+      size_t len = 2040 + below(40);
+      char *s = arena_alloc(len + 1);
+      memset(s, 'A', len);
+      memcpy(s, base, n < len ? n : len);
+      s[len] = 0;
+      return s;
+    }
+    case 4: {                                    /* foreign version */
+      char *s = arena_alloc(n + 8);
+      snprintf(s, n + 8, "tenure-lease-v%u.%s", (unsigned)below(12),
+               strchr(base, '.') ? strchr(base, '.') + 1 : base);
+      return s;
+    }
+    case 5: {                                    /* prefix + random base64url */
+      size_t len = below(200);
+      char *s = arena_alloc(len + 20);
+      strcpy(s, "tenure-lease-v1.");
+      size_t p = strlen(s);
+      for (size_t i = 0; i < len; i++) s[p + i] = B64[below(64)];
+      s[p + len] = 0;
+      return s;
+    }
+    default: return gen_str(base);
+  }
+}
+
+/* ---- checking ---------------------------------------------------------- */
+static unsigned long executions;
+static unsigned long seen[256];
+static char SENT_OBJ;
+#define SENT_PTR ((void *)&SENT_OBJ)
+#define SENT_U32 UINT32_C(0xA5A5A5A5)
+#define SENT_U64 UINT64_C(0xA5A5A5A5A5A5A5A5)
+#define SENT_BYTE 0xA5
+
+static void note(tenure_status st, const char *what) {
+  executions++;
+  const char *name = tenure_status_name(st);
+  if (st > TENURE_INTERNAL || name == NULL || strcmp(name, "unknown") == 0) {
+    fprintf(stderr, "%s: unknown status %u\n", what, (unsigned)st);
+    CHECK(0);
+  }
+  if (st == TENURE_INTERNAL) {
+    fprintf(stderr, "%s: TENURE_INTERNAL: %s\n", what, last_error());
+    CHECK(0);
+  }
+  if (st < 256) seen[st]++;
+  /* the message: empty exactly after success, and always retrievable */
+  size_t sz = 0;
+  tenure_status m = tenure_last_error_message(NULL, 0, &sz);
+  if (st == TENURE_OK) CHECK(m == TENURE_INVALID_ARGUMENT && sz == 1); /* "" needs 1 byte */
+  else CHECK(m == TENURE_INVALID_ARGUMENT && sz > 1);
+}
+
+/* A pointer out-parameter: check and return what was written (or NULL). */
+static void *take_ptr(tenure_status st, void *out, int out_null, const char *what) {
+  if (out_null) {
+    if (st != TENURE_INVALID_ARGUMENT) {
+      fprintf(stderr, "%s: NULL out-parameter gave %s\n", what, tenure_status_name(st));
+      CHECK(0);
+    }
+    return NULL;
+  }
+  if (st != TENURE_OK) {
+    if (out != SENT_PTR) {
+      fprintf(stderr, "%s: out-parameter written on failure\n", what);
+      CHECK(0);
+    }
+    return NULL;
+  }
+  if (out == SENT_PTR || out == NULL) {
+    fprintf(stderr, "%s: success without a handle\n", what);
+    CHECK(0);
+    return NULL;
+  }
+  return out;
+}
+static void check_scalar(tenure_status st, int unchanged, int out_null, const char *what) {
+  if (out_null) {
+    if (st != TENURE_INVALID_ARGUMENT) {
+      fprintf(stderr, "%s: NULL out-parameter gave %s\n", what, tenure_status_name(st));
+      CHECK(0);
+    }
+  } else if (st != TENURE_OK && !unchanged) {
+    fprintf(stderr, "%s: out-parameter written on failure\n", what);
+    CHECK(0);
+  }
+}
+
+/* ---- entry points ------------------------------------------------------ */
+static int auth_or_null_is_null;
+static const tenure_authority *gen_auth(void) {
+  auth_or_null_is_null = chance(3);
+  return auth_or_null_is_null ? NULL : A;
+}
+
+static void read_list_views(void) {
+  /* exercise the list accessors with NULL and random indices */
+  tenure_job_list *jl = NULL;
+  tenure_list_query q;
+  tenure_list_query_init(&q);
+  if (tenure_authority_jobs(A, PRODS[below(3)], &q, &jl) == TENURE_OK) {
+    size_t n = tenure_job_list_len(jl);
+    size_t i = below(n + 3);
+    const tenure_job_view *v = tenure_job_list_get(jl, i);
+    CHECK((i < n) == (v != NULL));
+    int64_t us = (int64_t)SENT_U64;
+    (void)tenure_job_view_job(v);
+    (void)tenure_job_view_production(v);
+    (void)tenure_job_view_holder(v);
+    (void)tenure_job_view_claim_id(v);
+    (void)tenure_job_view_last_error(v);
+    (void)tenure_job_view_state(v);
+    (void)tenure_job_view_attempts(v);
+    (void)tenure_job_view_max_attempts(v);
+    (void)tenure_job_view_priority(v);
+    (void)tenure_job_view_created_us(v);
+    (void)tenure_job_view_updated_us(v);
+    (void)tenure_job_view_payload_len(v);
+    if (!tenure_job_view_expires_us(v, &us)) CHECK(us == (int64_t)SENT_U64);
+    tenure_job_list_free(jl);
+  }
+  executions++;
+}
+
+static void call_one(void) {
+  int on = chance(4); /* pass NULL for the out-parameter */
+  const char *what;
+  switch (below(44)) {
+    case 0: { /* open with hostile paths and options */
+      what = "open";
+      const char *path;
+      switch (below(6)) {
+        case 0: path = NULL; break;
+        case 1: path = ""; break;
+        case 2: path = "."; break; /* a directory */
+        case 3: path = "corrupt.db"; break;
+        case 4: {
+          char *s = random_bytes(1 + below(300));
+          for (char *c = s; *c; c++)
+            if (*c == '/') *c = '_';
+          path = s;
+          break;
+        }
+        default: path = "other.db"; break;
+      }
+      tenure_open_options *o = NULL;
+      if (chance(70)) {
+        tail_bytes(sizeof *o);
+        o = (tenure_open_options *)struct_block;
+        REQUIRE(tenure_open_options_init(o) == TENURE_OK);
+        o->struct_size = gen_struct_size(sizeof *o);
+        if (chance(30)) o->synchronous = (uint32_t)below(4);
+        if (chance(30)) o->busy_timeout_us = gen_ttl();
+      }
+      tenure_authority *out = SENT_PTR;
+      tenure_status st = tenure_authority_open(path, o, on ? NULL : &out);
+      note(st, what);
+      tenure_authority_free(take_ptr(st, out, on, what));
+      if (st == TENURE_OK && path != NULL && strcmp(path, "other.db") != 0) {
+        /* a random name became a store: remove it again */
+        unlink(path);
+        char side[400];
+        snprintf(side, sizeof side, "%s-wal", path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", path);
+        unlink(side);
+      }
+      break;
+    }
+    case 1: {
+      what = "create_production";
+      unsigned char b = SENT_BYTE;
+      tenure_status st = tenure_authority_create_production(gen_auth(), gen_prod(),
+                                                            on ? NULL : (bool *)&b);
+      note(st, what);
+      check_scalar(st, b == SENT_BYTE, on, what);
+      break;
+    }
+    case 2: {
+      what = "cancel_production";
+      if (!chance(5)) break; /* rare: it ends every job of the production */
+      uint64_t n = SENT_U64;
+      tenure_status st = tenure_authority_cancel_production(gen_auth(), gen_prod(), on ? NULL : &n);
+      note(st, what);
+      check_scalar(st, n == SENT_U64, on, what);
+      break;
+    }
+    case 3: case 4: case 5: {
+      what = "submit";
+      tenure_job_spec *spec = NULL;
+      if (!chance(3)) {
+        tail_bytes(sizeof *spec);
+        spec = (tenure_job_spec *)struct_block;
+        REQUIRE(tenure_job_spec_init(spec) == TENURE_OK);
+        spec->job = gen_job();
+        spec->struct_size = gen_struct_size(sizeof *spec);
+        if (chance(30)) spec->max_attempts = (uint32_t)rnd() % (chance(50) ? 5 : 2000);
+        if (chance(30)) spec->priority = (int32_t)rnd();
+        if (chance(30)) {
+          const char *p = random_bytes(below(64));
+          spec->payload = (const uint8_t *)p;
+          spec->payload_len = strlen(p);
+        } else if (chance(5)) {
+          spec->payload = NULL;
+          spec->payload_len = 1 + below(100);
+        } else if (chance(5)) {
+          spec->payload = (const uint8_t *)"x";
+          spec->payload_len = ((size_t)1 << 20) + 1 + below(1u << 20); /* > 1 MiB: rejected unread */
+        }
+      }
+      uint32_t s = SENT_U32;
+      tenure_status st = tenure_authority_submit(gen_auth(), gen_prod(), spec, on ? NULL : &s);
+      note(st, what);
+      check_scalar(st, s == SENT_U32, on, what);
+      if (st == TENURE_OK) CHECK(s == TENURE_SUBMITTED_CREATED || s == TENURE_SUBMITTED_EXISTING);
+      break;
+    }
+    case 6: {
+      what = "cancel";
+      if (!chance(30)) break;
+      uint32_t c = SENT_U32;
+      tenure_status st = tenure_authority_cancel(gen_auth(), gen_prod(), gen_job(), on ? NULL : &c);
+      note(st, what);
+      check_scalar(st, c == SENT_U32, on, what);
+      break;
+    }
+    case 7: case 8: case 9: {
+      what = "claim";
+      tenure_lease *out = SENT_PTR;
+      tenure_status st = tenure_authority_claim(gen_auth(), gen_prod(), gen_job(), gen_holder(),
+                                                gen_ttl(), on ? NULL : &out);
+      note(st, what);
+      tenure_lease *l = take_ptr(st, out, on, what);
+      if (l) add_lease(l);
+      break;
+    }
+    case 10: case 11: {
+      what = "claim_next";
+      tenure_lease *out = SENT_PTR;
+      tenure_status st = tenure_authority_claim_next(gen_auth(), gen_prod(), gen_holder(),
+                                                     gen_ttl(), on ? NULL : &out);
+      note(st, what);
+      tenure_lease *l = take_ptr(st, out, on, what);
+      if (l) add_lease(l);
+      break;
+    }
+    case 12: case 13: {
+      what = "import_lease";
+      tenure_lease *out = SENT_PTR;
+      tenure_status st = tenure_authority_import_lease(gen_auth(), gen_token(), on ? NULL : &out);
+      note(st, what);
+      tenure_lease *l = take_ptr(st, out, on, what);
+      if (l) add_lease(l);
+      break;
+    }
+    case 14: {
+      what = "job";
+      tenure_job_view *out = SENT_PTR;
+      tenure_status st = tenure_authority_job(gen_auth(), gen_prod(), gen_job(), on ? NULL : &out);
+      note(st, what);
+      tenure_job_view *v = take_ptr(st, out, on, what);
+      if (v) {
+        CHECK(tenure_job_view_job(v) != NULL);
+        tenure_job_view_free(v);
+      }
+      break;
+    }
+    case 15: {
+      what = "payload";
+      size_t cap = chance(20) ? 0 : below(80);
+      unsigned char *buf = chance(10) ? NULL : malloc(cap ? cap : 1);
+      if (buf) memset(buf, SENT_BYTE, cap ? cap : 1);
+      size_t len = (size_t)SENT_U64;
+      tenure_status st = tenure_authority_payload(gen_auth(), gen_prod(), gen_job(), buf, cap,
+                                                  on ? NULL : &len);
+      note(st, what);
+      if (st != TENURE_OK && buf) {
+        int same = 1;
+        for (size_t i = 0; i < cap; i++) same &= buf[i] == SENT_BYTE;
+        CHECK(same);
+      }
+      if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
+      else if (st != TENURE_OK && st != TENURE_INVALID_ARGUMENT) CHECK(len == (size_t)SENT_U64);
+      else if (st == TENURE_OK) CHECK(len <= cap);
+      free(buf);
+      break;
+    }
+    case 16: {
+      what = "jobs";
+      tenure_list_query *q = NULL;
+      if (!chance(5)) {
+        tail_bytes(sizeof *q);
+        q = (tenure_list_query *)struct_block;
+        REQUIRE(tenure_list_query_init(q) == TENURE_OK);
+        q->struct_size = gen_struct_size(sizeof *q);
+        if (chance(30)) q->state = (uint32_t)below(9);
+        if (chance(30)) q->after = gen_job();
+        if (chance(30)) q->limit = chance(50) ? (size_t)rnd() : below(20);
+      }
+      tenure_job_list *out = SENT_PTR;
+      tenure_status st = tenure_authority_jobs(gen_auth(), gen_prod(), q, on ? NULL : &out);
+      note(st, what);
+      tenure_job_list *l = take_ptr(st, out, on, what);
+      if (l) {
+        size_t n = tenure_job_list_len(l);
+        CHECK(tenure_job_list_get(l, n) == NULL);
+        tenure_job_list_free(l);
+      }
+      break;
+    }
+    case 17: {
+      what = "productions";
+      tenure_production_list *out = SENT_PTR;
+      tenure_status st = tenure_authority_productions(gen_auth(), on ? NULL : &out);
+      note(st, what);
+      tenure_production_list *l = take_ptr(st, out, on, what);
+      size_t i = below(5);
+      int64_t us = (int64_t)SENT_U64;
+      (void)tenure_production_list_name(l, i);
+      (void)tenure_production_list_created_us(l, i);
+      if (!tenure_production_list_cancelled_us(l, i, &us)) CHECK(us == (int64_t)SENT_U64);
+      CHECK(tenure_production_list_name(l, tenure_production_list_len(l)) == NULL);
+      tenure_production_list_free(l);
+      break;
+    }
+    case 18: case 19: {
+      what = "facts";
+      tenure_fact_list *out = SENT_PTR;
+      tenure_status st = below(2)
+          ? tenure_authority_facts(gen_auth(), gen_prod(), gen_job(), on ? NULL : &out)
+          : tenure_authority_production_facts(gen_auth(), gen_prod(), on ? NULL : &out);
+      note(st, what);
+      tenure_fact_list *l = take_ptr(st, out, on, what);
+      size_t i = below(4);
+      (void)tenure_fact_list_job(l, i);
+      (void)tenure_fact_list_key(l, i);
+      (void)tenure_fact_list_value(l, i);
+      CHECK(tenure_fact_list_key(l, tenure_fact_list_len(l)) == NULL);
+      tenure_fact_list_free(l);
+      break;
+    }
+    case 20: case 21: {
+      what = "events";
+      tenure_event_list *out = SENT_PTR;
+      uint64_t after = chance(50) ? below(1000) : rnd();
+      size_t limit = chance(50) ? below(50) : (size_t)rnd();
+      tenure_status st = below(2)
+          ? tenure_authority_events(gen_auth(), after, limit, on ? NULL : &out)
+          : tenure_authority_production_events(gen_auth(), gen_prod(), after, limit,
+                                               on ? NULL : &out);
+      note(st, what);
+      tenure_event_list *l = take_ptr(st, out, on, what);
+      size_t n = tenure_event_list_len(l);
+      size_t i = below(n + 2);
+      int64_t us = (int64_t)SENT_U64;
+      (void)tenure_event_list_seq(l, i);
+      (void)tenure_event_list_at_us(l, i);
+      (void)tenure_event_list_production(l, i);
+      (void)tenure_event_list_job(l, i);
+      (void)tenure_event_list_kind(l, i);
+      (void)tenure_event_list_state(l, i);
+      (void)tenure_event_list_claim_id(l, i);
+      (void)tenure_event_list_holder(l, i);
+      (void)tenure_event_list_attempt(l, i);
+      (void)tenure_event_list_detail(l, i);
+      if (!tenure_event_list_expires_us(l, i, &us)) CHECK(us == (int64_t)SENT_U64);
+      CHECK(tenure_event_list_kind(l, n) == NULL);
+      tenure_event_list_free(l);
+      break;
+    }
+    case 22: {
+      what = "clock";
+      int64_t now = (int64_t)SENT_U64, mark = (int64_t)SENT_U64;
+      unsigned char b = SENT_BYTE;
+      int which = (int)below(3);
+      tenure_status st = tenure_authority_clock(gen_auth(), on && which == 0 ? NULL : &now,
+                                                on && which == 1 ? NULL : &mark,
+                                                on && which == 2 ? NULL : (bool *)&b);
+      note(st, what);
+      check_scalar(st, now == (int64_t)SENT_U64 && mark == (int64_t)SENT_U64 && b == SENT_BYTE,
+                   on, what);
+      break;
+    }
+    case 23: {
+      what = "check";
+      if (!chance(10)) break;
+      uint64_t v = SENT_U64;
+      tenure_status st = tenure_authority_check(gen_auth(), on ? NULL : &v);
+      note(st, what);
+      check_scalar(st, v == SENT_U64, on, what);
+      if (st == TENURE_OK) CHECK(v == 0);
+      break;
+    }
+    case 24: case 25: {
+      what = "lease_renew";
+      tenure_status st = tenure_lease_renew(pick_lease(), gen_ttl());
+      note(st, what);
+      break;
+    }
+    case 26: {
+      what = "lease_release";
+      uint32_t s = SENT_U32;
+      tenure_status st = tenure_lease_release(pick_lease(), on ? NULL : &s);
+      note(st, what);
+      check_scalar(st, s == SENT_U32, on, what);
+      break;
+    }
+    case 27: {
+      what = "lease_fail";
+      uint32_t s = SENT_U32;
+      tenure_status st = tenure_lease_fail(pick_lease(), gen_str("it broke"), below(2),
+                                           on ? NULL : &s);
+      note(st, what);
+      check_scalar(st, s == SENT_U32, on, what);
+      break;
+    }
+    case 28: case 29: {
+      what = "lease_complete";
+      tenure_fact facts[4];
+      size_t n = below(5);
+      for (size_t i = 0; i < n; i++) {
+        facts[i].key = gen_str(i % 2 ? "k1" : "out.size");
+        facts[i].value = gen_str("value");
+      }
+      const tenure_fact *fp = facts;
+      if (chance(5)) fp = NULL;
+      if (chance(5)) { fp = facts; n = 65 + below(1000); } /* too many: rejected unread */
+      tenure_status st = tenure_lease_complete(pick_lease(), fp, n);
+      note(st, what);
+      break;
+    }
+    case 30: case 31: {
+      what = "lease_export_token";
+      tenure_lease *l = pick_lease();
+      size_t cap = chance(30) ? 2100 : below(200);
+      char *buf = chance(10) ? NULL : malloc(cap ? cap : 1);
+      if (buf) memset(buf, SENT_BYTE, cap ? cap : 1);
+      size_t need = (size_t)SENT_U64;
+      tenure_status st = tenure_lease_export_token(l, buf, cap, on ? NULL : &need);
+      note(st, what);
+      if (st == TENURE_OK) {
+        CHECK(need <= cap && need <= 2049 && buf[need - 1] == 0 && strlen(buf) + 1 == need);
+        add_token(buf);
+        memset(buf, 0, cap);
+      } else if (buf) {
+        int same = 1;
+        for (size_t i = 0; i < cap; i++) same &= (unsigned char)buf[i] == SENT_BYTE;
+        CHECK(same);
+      }
+      if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
+      else if (st != TENURE_OK && st != TENURE_INVALID_ARGUMENT) CHECK(need == (size_t)SENT_U64);
+      free(buf);
+      break;
+    }
+    case 32: { /* accessors on any lease handle */
+      tenure_lease *l = pick_lease();
+      (void)tenure_lease_production(l);
+      (void)tenure_lease_job(l);
+      (void)tenure_lease_holder(l);
+      const char *cid = tenure_lease_claim_id(l);
+      CHECK(l == NULL ? cid == NULL : (cid != NULL && strlen(cid) == 36));
+      (void)tenure_lease_attempt(l);
+      (void)tenure_lease_expires_us(l);
+      uint32_t s = tenure_lease_status_get(l);
+      CHECK(l == NULL ? s == 0 : (s >= 1 && s <= 3));
+      executions++;
+      break;
+    }
+    case 33: { /* edits: begin / commit / abort / free */
+      what = "edit";
+      int k = (int)below(4);
+      if (k == 0 && edit == NULL) {
+        tenure_edit *out = SENT_PTR;
+        tenure_status st = tenure_edit_begin(gen_auth(), on ? NULL : &out);
+        note(st, what);
+        edit = take_ptr(st, out, on, what);
+      } else if (k == 1) {
+        note(tenure_edit_commit(chance(10) ? NULL : edit), "edit_commit");
+      } else if (k == 2) {
+        note(tenure_edit_abort(chance(10) ? NULL : edit), "edit_abort");
+      } else {
+        tenure_edit_free(edit);
+        edit = NULL;
+      }
+      break;
+    }
+    case 34: case 35: case 36: case 37: case 38: case 39: case 40: { /* edit operations */
+      const tenure_edit *e = chance(5) ? NULL : edit;
+      switch (below(10)) {
+        case 0: {
+          what = "edit_create_production";
+          unsigned char b = SENT_BYTE;
+          tenure_status st = tenure_edit_create_production(e, gen_prod(), on ? NULL : (bool *)&b);
+          note(st, what);
+          check_scalar(st, b == SENT_BYTE, on, what);
+          break;
+        }
+        case 1: {
+          what = "edit_cancel_production";
+          if (!chance(5)) break;
+          uint64_t n = SENT_U64;
+          tenure_status st = tenure_edit_cancel_production(e, gen_prod(), on ? NULL : &n);
+          note(st, what);
+          check_scalar(st, n == SENT_U64, on, what);
+          break;
+        }
+        case 2: {
+          what = "edit_submit";
+          tenure_job_spec *spec = NULL;
+          if (!chance(5)) {
+            tail_bytes(sizeof *spec);
+            spec = (tenure_job_spec *)struct_block;
+            REQUIRE(tenure_job_spec_init(spec) == TENURE_OK);
+            spec->job = gen_job();
+            spec->struct_size = gen_struct_size(sizeof *spec);
+          }
+          uint32_t s = SENT_U32;
+          tenure_status st = tenure_edit_submit(e, gen_prod(), spec, on ? NULL : &s);
+          note(st, what);
+          check_scalar(st, s == SENT_U32, on, what);
+          break;
+        }
+        case 3: {
+          what = "edit_cancel";
+          uint32_t c = SENT_U32;
+          tenure_status st = tenure_edit_cancel(e, gen_prod(), gen_job(), on ? NULL : &c);
+          note(st, what);
+          check_scalar(st, c == SENT_U32, on, what);
+          break;
+        }
+        case 4: case 5: {
+          what = "edit_claim";
+          tenure_lease *out = SENT_PTR;
+          tenure_status st = below(2)
+              ? tenure_edit_claim(e, gen_prod(), gen_job(), gen_holder(), gen_ttl(),
+                                  on ? NULL : &out)
+              : tenure_edit_claim_next(e, gen_prod(), gen_holder(), gen_ttl(), on ? NULL : &out);
+          note(st, what);
+          tenure_lease *l = take_ptr(st, out, on, what);
+          if (l) {
+            CHECK(tenure_lease_status_get(l) == TENURE_LEASE_STATUS_PENDING);
+            add_lease(l);
+          }
+          break;
+        }
+        case 6: {
+          what = "edit_renew";
+          note(tenure_edit_renew(e, pick_lease(), gen_ttl()), what);
+          break;
+        }
+        case 7: {
+          what = "edit_release";
+          uint32_t s = SENT_U32;
+          tenure_status st = tenure_edit_release(e, pick_lease(), on ? NULL : &s);
+          note(st, what);
+          check_scalar(st, s == SENT_U32, on, what);
+          break;
+        }
+        case 8: {
+          what = "edit_fail";
+          uint32_t s = SENT_U32;
+          tenure_status st = tenure_edit_fail(e, pick_lease(), gen_str("nope"), below(2),
+                                              on ? NULL : &s);
+          note(st, what);
+          check_scalar(st, s == SENT_U32, on, what);
+          break;
+        }
+        default: {
+          what = "edit_complete";
+          tenure_fact f = {gen_str("k"), gen_str("v")};
+          note(tenure_edit_complete(e, pick_lease(), chance(10) ? NULL : &f, below(2)), what);
+          break;
+        }
+      }
+      break;
+    }
+    case 41: { /* the message buffer */
+      what = "last_error_message";
+      size_t cap = below(300);
+      char *buf = chance(10) ? NULL : malloc(cap ? cap : 1);
+      if (buf) memset(buf, SENT_BYTE, cap ? cap : 1);
+      size_t need = (size_t)SENT_U64;
+      tenure_status st = tenure_last_error_message(buf, cap, on ? NULL : &need);
+      executions++;
+      if (st < 256) seen[st]++;
+      CHECK(st == TENURE_OK || st == TENURE_INVALID_ARGUMENT);
+      if (st == TENURE_OK) CHECK(need <= cap && buf[need - 1] == 0);
+      else if (buf) {
+        int same = 1;
+        for (size_t i = 0; i < cap; i++) same &= (unsigned char)buf[i] == SENT_BYTE;
+        CHECK(same);
+      }
+      free(buf);
+      break;
+    }
+    case 42: { /* static names for any number */
+      uint32_t n = chance(50) ? (uint32_t)below(40) : (uint32_t)rnd();
+      CHECK(tenure_status_name(n) != NULL && tenure_job_state_name(n) != NULL);
+      CHECK(tenure_abi_version() == TENURE_ABI_VERSION && tenure_version() != NULL);
+      executions++;
+      break;
+    }
+    default:
+      read_list_views();
+      break;
+  }
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3 || argc > 5) {
+    fprintf(stderr, "usage: %s DIR ITERATIONS [SECONDS [SEED]]\n", argv[0]);
+    return 2;
+  }
+  REQUIRE(chdir(argv[1]) == 0);
+  unsigned long iterations = strtoul(argv[2], NULL, 10);
+  double seconds = argc > 3 ? strtod(argv[3], NULL) : 0;
+  if (argc > 4 && strtoull(argv[4], NULL, 10) != 0) rng_state = strtoull(argv[4], NULL, 10);
+  unsigned long long seed = rng_state;
+
+  /* a corrupt store file for the open path */
+  FILE *f = fopen("corrupt.db", "wb");
+  REQUIRE(f != NULL);
+  for (int i = 0; i < 8192; i++) fputc((int)(rnd() & 0xFF), f);
+  fclose(f);
+
+  tenure_open_options o;
+  REQUIRE(tenure_open_options_init(&o) == TENURE_OK);
+  o.busy_timeout_us = 0; /* an open edit makes other writes BUSY at once */
+  o.synchronous = TENURE_SYNCHRONOUS_NORMAL;
+  REQUIRE(tenure_authority_open("fuzz.db", &o, &A) == TENURE_OK);
+  for (int p = 0; p < 3; p++) make_production(A, PRODS[p]);
+  for (int j = 0; j < 10; j++) submit_job(A, PRODS[j % 3], JOBS[j], 1000);
+
+  double start = now_s();
+  unsigned long it = 0;
+  for (; it < iterations; it++) {
+    if (seconds > 0 && (it & 63) == 0 && now_s() - start > seconds) break;
+    call_one();
+    arena_reset();
+    /* keep work available: requeue a job now and then */
+    if ((it & 255) == 255 && edit == NULL) {
+      tenure_job_spec spec;
+      tenure_job_spec_init(&spec);
+      char id[32];
+      snprintf(id, sizeof id, "j%lu", (it / 256) % 10 + 10 * (it / 2560 % 50));
+      spec.job = id;
+      spec.max_attempts = 1000;
+      tenure_submitted s;
+      (void)tenure_authority_submit(A, PRODS[below(3)], &spec, &s);
+    }
+  }
+
+  tenure_edit_free(edit);
+  for (int i = 0; i < n_leases; i++) tenure_lease_free(leases[i]);
+  for (int i = 0; i < n_tokens; i++) {
+    memset(tokens[i], 0, strlen(tokens[i]));
+    free(tokens[i]);
+  }
+  uint64_t violations = 1;
+  OK(tenure_authority_check(A, &violations));
+  CHECK(violations == 0);
+  tenure_authority_free(A);
+
+  int distinct = 0;
+  printf("capi-fuzz statuses:");
+  for (int i = 0; i < 256; i++) {
+    if (!seen[i]) continue;
+    distinct++;
+    printf(" %s=%lu", tenure_status_name((uint32_t)i), seen[i]);
+  }
+  printf("\n");
+  /* reaching this line means no sanitizer report and no signal */
+  printf("capi-fuzz: %lu executions, %d distinct statuses, 0 crashes (seed %llu, %lu iterations)\n",
+         executions, distinct, seed, it);
+  return finish();
+}
