@@ -827,16 +827,65 @@ fn clock(a: &Args) -> Result<(), String> {
                 }
                 None => Command::new(cli),
             };
-            let out = cmd.args(args).arg("--db").arg(&db).output().map_err(|e| format!("run {cli}: {e}"))?;
+            let out = cmd
+                .args(args)
+                .arg("--db")
+                .arg(&db)
+                .output()
+                .map_err(|e| format!("run {cli}: {e}"))?;
             Ok(out.status.code().unwrap_or(-1))
         };
         let tok_s = tok.to_string_lossy().into_owned();
         let rollback_exit = 10 + ErrorCode::ClockRollback as i32;
         let checks: [(Option<&str>, Vec<&str>, i32, &str); 4] = [
-            (None, vec!["claim", "-p", "c", "--job", "j1", "--holder", "cli", "--ttl", "10m", "--token-out", &tok_s], 0, "real-time CLI claim"),
-            (Some("-1h"), vec!["renew", "--token-file", &tok_s, "--ttl", "20m"], rollback_exit, "CLI renew 1 h behind"),
-            (Some("-1h"), vec!["claim", "-p", "c", "--job", "j2", "--holder", "cli", "--ttl", "10m", "--token-out", "/dev/null/x"], 5, "CLI claim 1 h behind cannot even reserve a bad token file"),
-            (None, vec!["renew", "--token-file", &tok_s, "--ttl", "20m"], 0, "real-time CLI renew"),
+            (
+                None,
+                vec![
+                    "claim",
+                    "-p",
+                    "c",
+                    "--job",
+                    "j1",
+                    "--holder",
+                    "cli",
+                    "--ttl",
+                    "10m",
+                    "--token-out",
+                    &tok_s,
+                ],
+                0,
+                "real-time CLI claim",
+            ),
+            (
+                Some("-1h"),
+                vec!["renew", "--token-file", &tok_s, "--ttl", "20m"],
+                rollback_exit,
+                "CLI renew 1 h behind",
+            ),
+            (
+                Some("-1h"),
+                vec![
+                    "claim",
+                    "-p",
+                    "c",
+                    "--job",
+                    "j2",
+                    "--holder",
+                    "cli",
+                    "--ttl",
+                    "10m",
+                    "--token-out",
+                    "/dev/null/x",
+                ],
+                5,
+                "CLI claim 1 h behind cannot even reserve a bad token file",
+            ),
+            (
+                None,
+                vec!["renew", "--token-file", &tok_s, "--ttl", "20m"],
+                0,
+                "real-time CLI renew",
+            ),
         ];
         for (off, args, want, what) in checks {
             let got = cli_run(off, &args)?;
@@ -848,9 +897,26 @@ fn clock(a: &Args) -> Result<(), String> {
         let tok2 = dir.join("clock-cli2.token");
         let _ = std::fs::remove_file(&tok2);
         let tok2_s = tok2.to_string_lossy().into_owned();
-        let got = cli_run(Some("-1h"), &["claim", "-p", "c", "--job", "j2", "--holder", "cli", "--ttl", "10m", "--token-out", &tok2_s])?;
+        let got = cli_run(
+            Some("-1h"),
+            &[
+                "claim",
+                "-p",
+                "c",
+                "--job",
+                "j2",
+                "--holder",
+                "cli",
+                "--ttl",
+                "10m",
+                "--token-out",
+                &tok2_s,
+            ],
+        )?;
         if got != rollback_exit {
-            return Err(format!("CLI claim 1 h behind: exit {got}, expected {rollback_exit}"));
+            return Err(format!(
+                "CLI claim 1 h behind: exit {got}, expected {rollback_exit}"
+            ));
         }
         if tok2.exists() {
             return Err("a refused CLI claim left its token file behind".into());

@@ -26,10 +26,35 @@ fn needles(token: &str) -> Option<Vec<Vec<u8>>> {
     Some(v)
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty()
-        && needle.len() <= hay.len()
-        && hay.windows(needle.len()).any(|w| w == needle)
+/// Every needle is at least 32 bytes: index them by their first 16 bytes
+/// so one pass over each haystack finds any of them.
+struct Needles {
+    by_prefix: std::collections::HashMap<[u8; 16], Vec<Vec<u8>>>,
+    count: usize,
+}
+
+impl Needles {
+    fn new(all: Vec<Vec<u8>>) -> Needles {
+        let mut by_prefix: std::collections::HashMap<[u8; 16], Vec<Vec<u8>>> = Default::default();
+        let count = all.len();
+        for n in all {
+            let key: [u8; 16] = n[..16].try_into().expect("needles are at least 16 bytes");
+            by_prefix.entry(key).or_default().push(n);
+        }
+        Needles { by_prefix, count }
+    }
+
+    fn found_in(&self, hay: &[u8]) -> bool {
+        if hay.len() < 16 {
+            return false;
+        }
+        (0..=hay.len() - 16).any(|i| {
+            let key: [u8; 16] = hay[i..i + 16].try_into().expect("16 bytes");
+            self.by_prefix
+                .get(&key)
+                .is_some_and(|ns| ns.iter().any(|n| hay[i..].starts_with(n)))
+        })
+    }
 }
 
 /// Scan every file under `dir` (except the secrets file and token files) and
@@ -55,25 +80,65 @@ pub fn scan_store_and_text(
     for t in texts {
         files.push(("captured output".into(), t.clone().into_bytes()));
     }
-    let mut checks = 0u64;
-    for forms in &all {
-        for n in forms {
-            for (name, hay) in &files {
-                checks += 1;
-                if contains(hay, n) {
-                    return Err(format!("a lease secret (or its token) was found in {name}"));
-                }
-            }
+    let forms = all.first().map(|f| f.len()).unwrap_or(0);
+    let n_secrets = all.len();
+    let needles = Needles::new(
+        all.into_iter()
+            .flatten()
+            .filter(|n| n.len() >= 16)
+            .collect(),
+    );
+    for (name, hay) in &files {
+        if needles.found_in(hay) {
+            return Err(format!("a lease secret (or its token) was found in {name}"));
         }
     }
     Ok(format!(
-        "{} secrets × {} forms in {} files/outputs, 0 hits",
-        all.len(),
-        all.first().map(|f| f.len()).unwrap_or(0),
+        "{n_secrets} secrets × {forms} forms ({} needles) in {} files/outputs, 0 hits",
+        needles.count,
         files.len()
     ))
-    .map(|s| {
-        let _ = checks;
-        s
-    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(secret: &[u8; 32]) -> String {
+        let mut raw = vec![1, b'p', 1, b'j'];
+        raw.extend_from_slice(secret);
+        format!("tenure-lease-v1.{}", URL_SAFE_NO_PAD.encode(&raw))
+    }
+
+    /// The scan finds every planted form, and stays quiet when there is none.
+    #[test]
+    fn finds_planted_secrets() {
+        let dir = std::env::temp_dir().join(format!("tenure-scan-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(11));
+        let secrets_file = dir.join("secrets.txt");
+        std::fs::write(&secrets_file, format!("{}\n", token(&secret))).unwrap();
+        std::fs::write(dir.join("clean.db"), vec![0u8; 100_000]).unwrap();
+        assert!(scan_store_and_text(&dir, &secrets_file, &[]).is_ok());
+        let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        for planted in [
+            secret.to_vec(),
+            hex.into_bytes(),
+            STANDARD.encode(secret).into_bytes(),
+            token(&secret).into_bytes(),
+        ] {
+            let mut hay = vec![7u8; 5000];
+            hay.extend_from_slice(&planted);
+            hay.extend_from_slice(&[9u8; 5000]);
+            std::fs::write(dir.join("dirty.db"), &hay).unwrap();
+            assert!(scan_store_and_text(&dir, &secrets_file, &[]).is_err());
+            std::fs::remove_file(dir.join("dirty.db")).unwrap();
+            let text = String::from_utf8_lossy(&planted).into_owned();
+            if text.is_ascii() {
+                assert!(scan_store_and_text(&dir, &secrets_file, &[text]).is_err());
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -19,6 +19,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// True for an address that names a PostgreSQL server rather than a file.
+fn is_server_url(addr: &str) -> bool {
+    addr.starts_with("postgres://") || addr.starts_with("postgresql://")
+}
+
 /// Largest page for listings and events.
 pub const MAX_PAGE: usize = 10_000;
 /// Page size used when a caller passes 0.
@@ -100,7 +105,11 @@ impl Inner {
     pub(crate) fn read<T>(&self, f: impl FnOnce(&mut dyn Txn, i64) -> Result<T>) -> Result<T> {
         let mut t = self.backend.begin_read()?;
         let mark = t.high_water()?;
-        let now = self.clock.now_us().max(mark);
+        let now = match t.server_now_us()? {
+            Some(server) => server,
+            None => self.clock.now_us(),
+        }
+        .max(mark);
         let r = f(t.as_mut(), now);
         let _ = t.rollback();
         r
@@ -125,7 +134,10 @@ impl Authority {
     /// Open or create the store at `path` (WAL). A store newer than this
     /// library is refused untouched ([`Error::SchemaTooNew`]); an older one is
     /// migrated forward in one transaction; a foreign or corrupt file is a
-    /// [`Error::Store`].
+    /// [`Error::Store`]. A `path` starting with `postgres://` or
+    /// `postgresql://` is a PostgreSQL server address instead (cargo feature
+    /// `postgres`, on by default): the same rules on a shared server, whose
+    /// clock is the authority's clock (see the `store::postgres` module docs).
     pub fn open(path: impl AsRef<Path>, options: &Options) -> Result<Authority> {
         let path = path.as_ref();
         if options.busy_timeout > Duration::from_secs(3600) {
@@ -138,6 +150,9 @@ impl Authority {
             .clock
             .clone()
             .unwrap_or_else(|| Arc::new(SystemClock));
+        if let Some(url) = path.to_str().filter(|p| is_server_url(p)) {
+            return Authority::open_server(url, options, clock);
+        }
         let c2 = clock.clone();
         let (backend, opened) = SqliteBackend::open(
             path,
@@ -153,6 +168,31 @@ impl Authority {
                 migrated_from: opened.from_version,
             }),
         })
+    }
+
+    /// A `postgres://` / `postgresql://` address: the PostgreSQL backend,
+    /// whose private clock is the server's (unless a test clock is injected).
+    /// [`Authority::path`] then gives the URL without its password.
+    #[cfg(feature = "postgres")]
+    fn open_server(url: &str, options: &Options, clock: Arc<dyn Clock>) -> Result<Authority> {
+        use crate::store::postgres;
+        let (backend, from) =
+            postgres::PgBackend::open(url, options.busy_timeout, options.clock.is_none())?;
+        Ok(Authority {
+            inner: Arc::new(Inner {
+                backend: Arc::new(backend),
+                clock,
+                path: PathBuf::from(postgres::redact(url)),
+                migrated_from: from,
+            }),
+        })
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    fn open_server(_url: &str, _options: &Options, _clock: Arc<dyn Clock>) -> Result<Authority> {
+        Err(Error::Store(
+            "this build of tenure has no PostgreSQL backend (cargo feature `postgres`)".into(),
+        ))
     }
 
     /// The store's path.
@@ -350,7 +390,10 @@ impl Authority {
     pub fn clock(&self) -> Result<ClockStatus> {
         let mut t = self.inner.backend.begin_read()?;
         let mark = t.high_water()?;
-        let now = self.inner.clock.now_us();
+        let now = match t.server_now_us()? {
+            Some(server) => server,
+            None => self.inner.clock.now_us(),
+        };
         let _ = t.rollback();
         Ok(ClockStatus {
             now_us: now,

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted};
 use crate::secret::Secret;
 use crate::session::Session;
-use crate::store::{JobRow, NewEvent, ProductionRow, Stored, Txn};
+use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn};
 use crate::ttl::Ttl;
 use crate::validate;
 use sha2::{Digest, Sha256};
@@ -295,7 +295,7 @@ pub(crate) fn claim_next(
     // first, then larger pages past live claims.
     let mut page = 2;
     loop {
-        let rows = s.txn.live_jobs(production, cursor, page)?;
+        let rows = s.txn.live_jobs(production, cursor, page, LiveScan::Claim)?;
         if rows.is_empty() {
             return Ok(None);
         }
@@ -574,7 +574,7 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
     let mut n = 0;
     let mut cursor = None;
     loop {
-        let rows = s.txn.live_jobs(production, cursor, 256)?;
+        let rows = s.txn.live_jobs(production, cursor, 256, LiveScan::All)?;
         if rows.is_empty() {
             break;
         }

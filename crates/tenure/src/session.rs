@@ -1,10 +1,12 @@
 //! One write transaction plus its clock bookkeeping.
 //!
 //! A session takes the writer lock when it begins. Every guarded transition
-//! samples the private clock after that (and is refused if the sample is below
-//! the high-water mark); commit samples once more and checks every deadline
-//! the transitions registered (a claim's new expiry, a renewal's previous
-//! expiry, the expiry of a lease being released, failed or completed).
+//! samples the private clock (the store's clock when the backend has one,
+//! see [`Txn::server_now_us`]; otherwise the authority's clock) after that
+//! (and is refused if the sample is below the high-water mark); commit
+//! samples once more and checks every deadline the transitions registered
+//! (a claim's new expiry, a renewal's previous expiry, the expiry of a lease
+//! being released, failed or completed).
 //!
 //! Each operation runs inside a savepoint: if it fails, its writes are rolled
 //! back but the session stays usable, and the time it sampled is kept so that
@@ -58,7 +60,10 @@ impl Session {
 
     /// Sample the clock for a guarded transition: refused below the mark.
     pub(crate) fn guarded_sample(&mut self) -> Result<i64> {
-        let now = self.clock.now_us();
+        let now = match self.txn.server_now_us()? {
+            Some(t) => t,
+            None => self.clock.now_us(),
+        };
         if now < self.mark {
             return Err(Error::ClockRollback {
                 now_us: now,
@@ -71,8 +76,14 @@ impl Session {
     }
 
     /// Time for an unguarded write (submit, cancel): `max(now, mark)`.
+    /// A server clock that cannot be read reads as the mark (the
+    /// transaction is then unusable and the operation fails anyway).
     pub(crate) fn observe_now(&mut self) -> i64 {
-        let now = self.clock.now_us();
+        let now = match self.txn.server_now_us() {
+            Ok(Some(t)) => t,
+            Ok(None) => self.clock.now_us(),
+            Err(_) => self.mark,
+        };
         self.mark = self.mark.max(now);
         self.mark
     }
@@ -132,7 +143,15 @@ impl Session {
         }
         if self.guarded {
             crate::fault::stall_precommit();
-            let pre = self.clock.now_us();
+            let pre = match self.txn.server_now_us() {
+                Ok(Some(t)) => t,
+                Ok(None) => self.clock.now_us(),
+                Err(e) => {
+                    let _ = self.txn.rollback();
+                    self.persist_mark(self.mark);
+                    return Err(e);
+                }
+            };
             if pre < self.mark {
                 let e = Error::ClockRollback {
                     now_us: pre,

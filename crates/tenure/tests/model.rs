@@ -521,7 +521,8 @@ fn run(ops: &[Op]) -> std::result::Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    // Each PostgreSQL case creates and drops a database: fewer cases there.
+    #![proptest_config(ProptestConfig { cases: if on_postgres() { 96 } else { 256 }, max_shrink_iters: 2000, ..ProptestConfig::default() })]
     #[test]
     fn store_agrees_with_model(ops in proptest::collection::vec(op(), 1..60)) {
         run(&ops)?;

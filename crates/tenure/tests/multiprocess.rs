@@ -2,6 +2,7 @@
 //!
 //! The test binary re-executes itself: `worker_child` (ignored in normal
 //! runs) is the worker's entry point.
+mod common;
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -13,7 +14,12 @@ const WORKERS: usize = 8;
 #[test]
 fn eight_processes_drain_a_production_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("store.db");
+    // On PostgreSQL the processes share only the server URL.
+    let pg_db = common::pg::fresh_database();
+    let db = match &pg_db {
+        Some(d) => std::path::PathBuf::from(&d.url),
+        None => dir.path().join("store.db"),
+    };
     let a = Authority::open(&db, &Options::new()).unwrap();
     a.create_production("mp").unwrap();
     let specs: Vec<JobSpec> = (0..JOBS)

@@ -86,6 +86,11 @@ fn no_secret_anywhere() {
 
     let path = env.path();
     let mut files = Vec::new();
+    if let Some(db) = &env.pg {
+        // PostgreSQL: every row of every tenure table, as text (bytea in
+        // hex) and as raw bytes of every bytea column.
+        files = pg_dump(&db.url);
+    }
     for suffix in ["", "-wal", "-shm"] {
         let p = format!("{}{suffix}", path.display());
         if let Ok(b) = std::fs::read(&p) {
@@ -109,4 +114,46 @@ fn no_secret_anywhere() {
         }
     }
     assert!(scanned >= 40);
+}
+
+/// Every tenure table of a PostgreSQL test store, row by row.
+fn pg_dump(url: &str) -> Vec<(String, Vec<u8>)> {
+    let mut c = pg::client(url);
+    let tables: Vec<String> = c
+        .query(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'tenure' ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(tables.len() >= 7, "tables: {tables:?}");
+    let mut out = Vec::new();
+    for t in &tables {
+        let mut bytes = Vec::new();
+        for r in c
+            .query(&format!("SELECT x::text FROM tenure.{t} x"), &[])
+            .unwrap()
+        {
+            bytes.extend_from_slice(r.get::<_, String>(0).as_bytes());
+            bytes.push(b'\n');
+        }
+        out.push((format!("table {t}"), bytes));
+    }
+    let mut raw = Vec::new();
+    for r in c
+        .query(
+            "SELECT payload, payload_digest, coalesce(secret_digest, '') FROM tenure.jobs",
+            &[],
+        )
+        .unwrap()
+    {
+        for i in 0..3 {
+            raw.extend_from_slice(&r.get::<_, Vec<u8>>(i));
+        }
+    }
+    assert!(!raw.is_empty());
+    out.push(("bytea columns of tenure.jobs".into(), raw));
+    out
 }

@@ -74,14 +74,13 @@ pub fn torture(quick: bool) -> Result {
     apt_install(&["faketime"])?;
     let target = crate::capi::target_dir()?;
     let torture_target = target.join("torture");
-    run(cargo()
-        .args([
-            "build",
-            "--release",
-            "--manifest-path",
-            "torture/Cargo.toml",
-        ])
-        .env("CARGO_TARGET_DIR", &torture_target))?;
+    // The campaign code's own tests (e.g. the secret scanner finds what it
+    // looks for), then the campaign binary.
+    for verb in ["test", "build"] {
+        run(cargo()
+            .args([verb, "--release", "--manifest-path", "torture/Cargo.toml"])
+            .env("CARGO_TARGET_DIR", &torture_target))?;
+    }
     run(cargo().args(["build", "-p", "tenure-cli"]))?;
     let cli = target.join("debug/tenure");
     let bin = torture_target.join("release/tenure-torture");

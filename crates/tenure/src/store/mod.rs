@@ -4,9 +4,11 @@
 //! through [`Backend`] and [`Txn`]. A backend provides transactions: a write
 //! transaction holds the store's writer lock from `begin_write` until
 //! `commit`/`rollback`; a read transaction sees one consistent snapshot.
-//! SQLite is the only backend today; a server backend (PostgreSQL) implements
-//! the same two traits.
+//! SQLite ([`sqlite`]) and, with the `postgres` feature, PostgreSQL
+//! ([`postgres`]) implement the same two traits.
 
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres;
 #[cfg(target_os = "linux")]
 mod queue;
 pub(crate) mod sqlite;
@@ -105,6 +107,17 @@ pub(crate) struct NewEvent<'a> {
     pub detail: &'a str,
 }
 
+/// Why live jobs are scanned: a backend without a store-wide writer lock
+/// (PostgreSQL) may skip rows other transactions hold when claiming, but must
+/// see every row when a coordinator acts on all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LiveScan {
+    /// `claim_next`: any claimable row will do; rows locked elsewhere may be skipped.
+    Claim,
+    /// `cancel_production`: every live row, waiting for locked ones.
+    All,
+}
+
 /// Opens transactions on one store.
 pub(crate) trait Backend: Send + Sync {
     /// Begin a write transaction: takes the writer lock (SQLite `BEGIN IMMEDIATE`).
@@ -115,6 +128,12 @@ pub(crate) trait Backend: Send + Sync {
 
 /// One open transaction. Dropping it without `commit` rolls it back.
 pub(crate) trait Txn: Send {
+    /// The store's own clock, if it has one (PostgreSQL: the server's
+    /// `clock_timestamp()` in µs); `None` means "use the authority's clock".
+    /// Default: no server clock.
+    fn server_now_us(&mut self) -> Result<Option<i64>> {
+        Ok(None)
+    }
     fn high_water(&mut self) -> Result<i64>;
     fn set_high_water(&mut self, us: i64) -> Result<()>;
     fn schema_version(&mut self) -> Result<u32>;
@@ -139,6 +158,7 @@ pub(crate) trait Txn: Send {
         production: &str,
         after: Option<(i32, i64)>,
         limit: usize,
+        scan: LiveScan,
     ) -> Result<Vec<JobRow>>;
     /// Jobs ordered by job ID after `after`, optionally only these stored states.
     fn jobs_page(

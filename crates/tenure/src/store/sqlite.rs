@@ -6,7 +6,7 @@
 //! (`prepare_cached`). Local filesystems only: SQLite's locking is not safe on
 //! network filesystems.
 
-use super::{Backend, JobRow, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
+use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind, FactRecord};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
@@ -780,11 +780,13 @@ impl Txn for SqliteTxn {
         one_row(n, row)
     }
 
+    /// The writer lock is store-wide here: both scans see every row.
     fn live_jobs(
         &mut self,
         production: &str,
         after: Option<(i32, i64)>,
         limit: usize,
+        _scan: LiveScan,
     ) -> Result<Vec<JobRow>> {
         let c = self.c();
         match after {

@@ -11,20 +11,43 @@ pub struct Env {
     pub dir: tempfile::TempDir,
     pub clock: ManualClock,
     pub auth: Authority,
+    /// With `TENURE_TEST_BACKEND=postgres`: this Env's fresh database URL.
+    /// Declared last: dropped after `auth`, it drops the database.
+    pub pg: Option<pg::Db>,
 }
 
 impl Env {
     pub fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(T0);
-        let auth = open(&dir, &clock);
-        Env { dir, clock, auth }
+        let pg = pg::fresh_database();
+        let auth = match &pg {
+            Some(db) => {
+                Authority::open(db.url.as_str(), &Options::new().clock(clock.clone())).unwrap()
+            }
+            None => open(&dir, &clock),
+        };
+        Env {
+            dir,
+            clock,
+            auth,
+            pg,
+        }
     }
     pub fn reopen(&self) -> Authority {
-        open(&self.dir, &self.clock)
+        match &self.pg {
+            Some(db) => {
+                Authority::open(db.url.as_str(), &Options::new().clock(self.clock.clone())).unwrap()
+            }
+            None => open(&self.dir, &self.clock),
+        }
     }
+    /// The store's address: the SQLite file, or the PostgreSQL URL.
     pub fn path(&self) -> std::path::PathBuf {
-        self.dir.path().join("store.db")
+        match &self.pg {
+            Some(db) => std::path::PathBuf::from(&db.url),
+            None => self.dir.path().join("store.db"),
+        }
     }
     /// A production `p` with jobs `j0..jn`.
     pub fn with_jobs(n: usize, max_attempts: u32) -> Env {
@@ -58,4 +81,105 @@ pub fn secs(n: i64) -> Ttl {
 static N: AtomicU64 = AtomicU64::new(0);
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// True when the suites run against PostgreSQL (`TENURE_TEST_BACKEND=postgres`).
+pub fn on_postgres() -> bool {
+    pg::enabled()
+}
+
+/// Skip a SQLite-specific test on PostgreSQL, saying why. Use as
+/// `if skip_on_postgres("reason") { return; }`.
+pub fn skip_on_postgres(why: &str) -> bool {
+    if on_postgres() {
+        eprintln!("skipped on PostgreSQL: {why}");
+        return true;
+    }
+    false
+}
+
+pub mod pg {
+    //! The PostgreSQL side of the conformance suite: each `Env` gets a fresh
+    //! database on the server named by `TENURE_TEST_PG_URL` (a maintenance
+    //! URL), dropped again when the `Env` is dropped.
+
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    pub fn enabled() -> bool {
+        std::env::var("TENURE_TEST_BACKEND").is_ok_and(|b| b == "postgres")
+    }
+
+    fn admin_url() -> String {
+        std::env::var("TENURE_TEST_PG_URL")
+            .expect("TENURE_TEST_BACKEND=postgres needs TENURE_TEST_PG_URL")
+    }
+
+    /// `base` with its database name replaced by `db`.
+    pub fn with_database(base: &str, db: &str) -> String {
+        let (head, query) = match base.find('?') {
+            Some(i) => (&base[..i], &base[i..]),
+            None => (base, ""),
+        };
+        let scheme_end = head.find("://").map(|i| i + 3).unwrap_or(0);
+        let host_end = head[scheme_end..]
+            .find('/')
+            .map(|i| i + scheme_end)
+            .unwrap_or(head.len());
+        format!("{}/{db}{query}", &head[..host_end])
+    }
+
+    static N: AtomicU64 = AtomicU64::new(0);
+
+    /// A database that is dropped with this value.
+    pub struct Db {
+        pub url: String,
+    }
+
+    impl Drop for Db {
+        fn drop(&mut self) {
+            drop_database(&self.url);
+        }
+    }
+
+    /// A new empty database (None when not on PostgreSQL).
+    pub fn fresh_database() -> Option<Db> {
+        if !enabled() {
+            return None;
+        }
+        let name = format!(
+            "t_{}_{}_{:08x}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            rand_u32()
+        );
+        let mut c = postgres::Client::connect(&admin_url(), postgres::NoTls).unwrap();
+        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        Some(Db {
+            url: with_database(&admin_url(), &name),
+        })
+    }
+
+    /// Run SQL on a test database directly (for PostgreSQL-specific checks).
+    pub fn client(url: &str) -> postgres::Client {
+        postgres::Client::connect(url, postgres::NoTls).unwrap()
+    }
+
+    pub fn drop_database(url: &str) {
+        let name = url
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .split('?')
+            .next()
+            .unwrap_or("");
+        if let Ok(mut c) = postgres::Client::connect(&admin_url(), postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        }
+    }
+
+    fn rand_u32() -> u32 {
+        let mut b = [0u8; 4];
+        getrandom::getrandom(&mut b).unwrap();
+        u32::from_le_bytes(b)
+    }
 }

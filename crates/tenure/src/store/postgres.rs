@@ -1,0 +1,1159 @@
+//! The PostgreSQL backend (cargo feature `postgres`, on by default): the same
+//! authority for workers on many machines that share one server.
+//!
+//! An address starting with `postgres://` or `postgresql://` opens this
+//! backend (see [`crate::Authority::open`]); the rules in [`crate::rules`] are
+//! the same code as on SQLite, only the primitive reads and writes differ.
+//!
+//! # Schema
+//!
+//! Every table lives in the schema `tenure` of the database named by the
+//! URL. `tenure.meta` holds the row `('schema_version', 2)`, the PostgreSQL
+//! counterpart of SQLite's `PRAGMA user_version`. Opening reads that row
+//! first, without writing anything: a newer version is refused with
+//! [`Error::SchemaTooNew`] untouched. A missing schema is created in one
+//! transaction under a transaction-level advisory lock, so concurrent first
+//! opens from many hosts create it exactly once. A `tenure` schema with
+//! tables but without the version row is refused as "not a tenure store".
+//! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
+//! layout, only ever existed on SQLite), so there is nothing to migrate yet;
+//! a future version migrates forward in the same guarded transaction.
+//! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
+//! exactly like SQLite.
+//!
+//! # Transactions and locking
+//!
+//! Writes run `BEGIN ISOLATION LEVEL READ COMMITTED` with row locks instead
+//! of SQLite's single writer lock:
+//!
+//! - a job read by a write transaction is locked `FOR UPDATE`, so two
+//!   transitions of the same job serialize and the second one sees the first
+//!   one's committed row; a job that does not exist yet is guarded by a
+//!   transaction-level advisory lock on its (production, job) key, so two
+//!   concurrent submissions of the same new ID resolve to `Created` and
+//!   `Existing` (or `Conflict`), as on SQLite;
+//! - claim-next reads the live jobs `FOR UPDATE SKIP LOCKED`, ordered by
+//!   priority DESC, seq: concurrent claimants never wait for each other. A
+//!   job whose row another transaction holds at that instant (being claimed,
+//!   renewed, cancelled, or re-submitted) is passed over, so claim-next may
+//!   answer "no job available" while such a transition is in flight; the
+//!   rows it reads (at most a page of live jobs) stay locked until it
+//!   commits, so a renewal of one of them waits that long;
+//! - every write transaction that reads a production takes a *shared*
+//!   advisory lock on it; cancelling a production takes it exclusively before
+//!   its scan of the live jobs, which waits for in-flight submissions and
+//!   claim-nexts on that production and holds new ones back until the cancel
+//!   commits (they then see it cancelled). The scan of a coordinator
+//!   operation uses a blocking `FOR UPDATE` (never `SKIP LOCKED`): it must see
+//!   every job. Which scan is which is the rules' [`LiveScan`] argument
+//!   (claim-next scans to claim, cancel-production scans all). As a
+//!   safety net, marking the production cancelled re-checks that no live job
+//!   is left and answers [`Error::Busy`] (nothing changed) if one is. Two
+//!   concurrent cancels of one production may deadlock on the lock upgrade;
+//!   PostgreSQL aborts one of them, which is [`Error::Busy`];
+//! - `lock_timeout` and `statement_timeout` are set per transaction from the
+//!   busy timeout (lock: the busy timeout, at least 1 ms; statement: the busy
+//!   timeout plus 30 s). SQLSTATE 55P03 (lock not available), 57014 (query
+//!   cancelled), 40P01 (deadlock) and 40001 (serialization failure) map to
+//!   [`Error::Busy`]; every other failure, including a lost connection, is
+//!   [`Error::Store`].
+//!
+//! Reads run `REPEATABLE READ READ ONLY`: one consistent snapshot.
+//!
+//! # The clock
+//!
+//! The authority's private clock on this backend is the **server's**
+//! `clock_timestamp()` in whole µs, sampled inside the transaction at each
+//! transition, before commit, and for observations (through
+//! [`Txn::server_now_us`]). A worker host's clock is never consulted, so a
+//! skewed worker can neither extend nor revive a lease. (With the Rust-only
+//! `test-clock` feature an injected clock overrides the server clock so tests
+//! are deterministic.)
+//!
+//! # The high-water mark without a hot row
+//!
+//! On SQLite the mark is one row, written by the (serialized) writer. Here it
+//! is `tenure.marks`: [`STRIPES`] rows, each only ever raised with
+//! `greatest(value, new)`. A transaction raises the stripe chosen by its
+//! connection's server process ID (`pg_backend_pid() % STRIPES`), so
+//! concurrent transactions on different connections almost never touch the
+//! same row; readers take `max(value)` over the stripes. Why the invariants
+//! still hold: the mark is the maximum over stripes and each stripe is
+//! monotonic, so the mark never decreases (rollback rejection: every sample
+//! is compared with that maximum, exactly like the single row); a raise
+//! commits in the same transaction as the transition it guards, or, if the
+//! transition fails, in its own small transaction (the session's rule), so it
+//! survives restarts like any committed row; and a transaction that did not
+//! see a concurrent raise is no different from a SQLite writer that ran just
+//! before it: the raise it missed was sampled earlier than its own samples
+//! (both come from the one server clock), so it cannot hide a rollback.
+//!
+//! # Known difference: event sequence visibility
+//!
+//! Event sequence numbers come from an identity column, so they are unique
+//! and increase in the order transitions of *one job* commit. Across jobs,
+//! numbers are allocated before commit: a reader tailing `events(after)` may
+//! see seq N+1 committed before seq N becomes visible. Tailing consumers on
+//! this backend should re-read a small window behind their cursor. Rolled
+//! back transitions leave gaps.
+
+use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
+use crate::error::{Error, Result};
+use crate::model::{Event, EventKind, FactRecord};
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use uuid::Uuid;
+
+macro_rules! job_cols {
+    () => {
+        "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
+         state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
+         updated_us, last_error"
+    };
+}
+/// How many rows hold the high-water mark.
+pub const STRIPES: i32 = 16;
+
+const MAX_IDLE: usize = 16;
+/// Advisory-lock key (bigint space) guarding schema creation.
+const SCHEMA_LOCK: i64 = 0x7465_6e75_7265_0001;
+/// Advisory-lock classes (int4, int4 space).
+const CLASS_JOB: i32 = 0x5445_4e01;
+const CLASS_PROD: i32 = 0x5445_4e02;
+const CLASS_PROD_CREATE: i32 = 0x5445_4e03;
+
+/// The URL without its password, for `Debug` and error messages.
+pub(crate) fn redact(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (auth, tail) = rest.split_at(auth_end);
+    match auth.rfind('@') {
+        Some(at) => {
+            let creds = &auth[..at];
+            let user = creds.split(':').next().unwrap_or("");
+            let masked = if creds.contains(':') {
+                format!("{user}:***")
+            } else {
+                user.to_owned()
+            };
+            format!(
+                "{}{masked}@{}{tail}",
+                &url[..scheme_end + 3],
+                &auth[at + 1..]
+            )
+        }
+        None => url.to_owned(),
+    }
+}
+
+fn map_err(e: postgres::Error) -> Error {
+    if let Some(code) = e.code() {
+        if *code == SqlState::LOCK_NOT_AVAILABLE
+            || *code == SqlState::QUERY_CANCELED
+            || *code == SqlState::T_R_DEADLOCK_DETECTED
+            || *code == SqlState::T_R_SERIALIZATION_FAILURE
+        {
+            return Error::Busy(format!(
+                "the server could not take a lock in time ({})",
+                code.code()
+            ));
+        }
+    }
+    if let Some(db) = e.as_db_error() {
+        return Error::Store(format!(
+            "PostgreSQL error {}: {}",
+            db.code().code(),
+            db.message()
+        ));
+    }
+    if e.is_closed() {
+        return Error::Store("the connection to the PostgreSQL server is closed".into());
+    }
+    Error::Store(format!("PostgreSQL: {e}"))
+}
+
+/// An advisory-lock key for one name in one class.
+fn key(parts: &[&str]) -> i32 {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    let d = h.finalize();
+    i32::from_le_bytes([d[0], d[1], d[2], d[3]])
+}
+
+struct Conn {
+    client: Client,
+    stmts: HashMap<&'static str, Statement>,
+    stripe: i32,
+}
+
+impl Conn {
+    fn stmt(&mut self, sql: &'static str) -> Result<Statement> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).map_err(map_err)?;
+        self.stmts.insert(sql, s.clone());
+        Ok(s)
+    }
+    fn query(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let st = self.stmt(sql)?;
+        self.client.query(&st, p).map_err(map_err)
+    }
+    fn execute(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let st = self.stmt(sql)?;
+        self.client.execute(&st, p).map_err(map_err)
+    }
+}
+
+struct Pool {
+    config: postgres::Config,
+    busy: Duration,
+    server_clock: bool,
+    idle: Mutex<Vec<Conn>>,
+}
+
+impl Pool {
+    fn connect(&self) -> Result<Conn> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|e| Error::Store(format!("cannot connect to the PostgreSQL server: {e}")))?;
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .map_err(map_err)?
+            .get(0);
+        Ok(Conn {
+            client,
+            stmts: HashMap::new(),
+            stripe: pid.rem_euclid(STRIPES),
+        })
+    }
+
+    fn take(&self) -> Result<Conn> {
+        loop {
+            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match idle {
+                Some(c) if c.client.is_closed() => continue,
+                Some(c) => return Ok(c),
+                None => return self.connect(),
+            }
+        }
+    }
+
+    fn give_back(&self, conn: Conn) {
+        if conn.client.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+
+    fn timeouts(&self) -> (u128, u128) {
+        let lock = self.busy.as_millis().max(1);
+        (lock, lock + 30_000)
+    }
+}
+
+/// The PostgreSQL store behind an authority.
+pub(crate) struct PgBackend {
+    pool: Arc<Pool>,
+}
+
+const SCHEMA_V2: &str = r#"
+CREATE SCHEMA IF NOT EXISTS tenure;
+CREATE TABLE tenure.meta (
+    key   TEXT COLLATE "C" PRIMARY KEY,
+    value BIGINT NOT NULL
+);
+CREATE TABLE tenure.marks (
+    stripe INT PRIMARY KEY,
+    value  BIGINT NOT NULL
+);
+INSERT INTO tenure.marks (stripe, value) SELECT s, 0 FROM generate_series(0, 15) s;
+CREATE TABLE tenure.productions (
+    name         TEXT COLLATE "C" PRIMARY KEY,
+    created_us   BIGINT NOT NULL,
+    cancelled_us BIGINT
+);
+CREATE TABLE tenure.jobs (
+    seq            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    production     TEXT COLLATE "C" NOT NULL,
+    job            TEXT COLLATE "C" NOT NULL,
+    payload_digest BYTEA NOT NULL,
+    payload_len    BIGINT NOT NULL,
+    priority       INT NOT NULL,
+    max_attempts   BIGINT NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
+    state          TEXT NOT NULL
+                   CHECK (state IN ('requested', 'claimed', 'completed', 'failed', 'cancelled')),
+    attempts       BIGINT NOT NULL CHECK (attempts >= 0),
+    claim_id       TEXT,
+    secret_digest  BYTEA CHECK (secret_digest IS NULL OR length(secret_digest) = 32),
+    holder         TEXT,
+    claimed_us     BIGINT,
+    expires_us     BIGINT,
+    created_us     BIGINT NOT NULL,
+    updated_us     BIGINT NOT NULL,
+    last_error     TEXT,
+    payload        BYTEA NOT NULL,
+    UNIQUE (production, job)
+);
+CREATE INDEX jobs_live ON tenure.jobs (production, priority DESC, seq)
+    WHERE state IN ('requested', 'claimed');
+CREATE INDEX jobs_by_state ON tenure.jobs (production, state, job);
+CREATE TABLE tenure.events (
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at_us      BIGINT NOT NULL,
+    production TEXT COLLATE "C" NOT NULL,
+    job        TEXT COLLATE "C",
+    kind       TEXT NOT NULL,
+    state      TEXT,
+    claim_id   TEXT,
+    holder     TEXT,
+    attempt    BIGINT,
+    expires_us BIGINT,
+    detail     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX events_by_production ON tenure.events (production, seq);
+CREATE TABLE tenure.facts (
+    production TEXT COLLATE "C" NOT NULL,
+    job        TEXT COLLATE "C" NOT NULL,
+    ord        BIGINT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    PRIMARY KEY (production, job, ord)
+);
+CREATE TABLE tenure.nonces (
+    nonce      TEXT PRIMARY KEY,
+    production TEXT NOT NULL,
+    job        TEXT NOT NULL,
+    claim_id   TEXT NOT NULL,
+    used_us    BIGINT NOT NULL
+);
+"#;
+
+/// The stored schema version, or `None` if there is no tenure schema.
+fn stored_version(c: &mut Client) -> Result<Option<u32>> {
+    let exists: bool = c
+        // pg_tables, not to_regclass: the catalog cache is not refreshed by
+        // waiting on an advisory lock, a plain catalog query is.
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables
+                            WHERE schemaname = 'tenure' AND tablename = 'meta')",
+            &[],
+        )
+        .map_err(map_err)?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let row = c
+        .query_opt(
+            "SELECT value FROM tenure.meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .map_err(map_err)?;
+    match row {
+        None => Err(Error::Store(
+            "not a tenure store: schema tenure has a meta table without schema_version".into(),
+        )),
+        Some(r) => {
+            let v: i64 = r.get(0);
+            u32::try_from(v)
+                .map(Some)
+                .map_err(|_| Error::Store(format!("invalid schema version {v}")))
+        }
+    }
+}
+
+impl PgBackend {
+    /// Connect, refuse a newer schema untouched, create a missing one.
+    /// Returns the backend and the schema version found (0 if created).
+    pub(crate) fn open(url: &str, busy: Duration, server_clock: bool) -> Result<(PgBackend, u32)> {
+        let mut config = postgres::Config::from_str(url).map_err(|e| {
+            Error::invalid(format!("invalid PostgreSQL address {}: {e}", redact(url)))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(busy.max(Duration::from_secs(1)));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("tenure");
+        }
+        let pool = Pool {
+            config,
+            busy,
+            server_clock,
+            idle: Mutex::new(Vec::new()),
+        };
+        let mut conn = pool.connect()?;
+        let found = match stored_version(&mut conn.client)? {
+            Some(v) if v > SCHEMA_VERSION => {
+                return Err(Error::SchemaTooNew {
+                    found: v,
+                    supported: SCHEMA_VERSION,
+                })
+            }
+            Some(v) if v == SCHEMA_VERSION => v,
+            _ => create(&mut conn.client, &pool)?,
+        };
+        let pool = Arc::new(pool);
+        pool.give_back(conn);
+        Ok((PgBackend { pool }, found))
+    }
+}
+
+fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
+    let (lock, stmt) = pool.timeouts();
+    c.batch_execute(&format!(
+        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock}; \
+         SET LOCAL statement_timeout = {stmt}"
+    ))
+    .map_err(map_err)?;
+    let r = (|| {
+        c.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .map_err(map_err)?;
+        match stored_version(c)? {
+            Some(v) if v > SCHEMA_VERSION => Err(Error::SchemaTooNew {
+                found: v,
+                supported: SCHEMA_VERSION,
+            }),
+            Some(v) if v == SCHEMA_VERSION => Ok(v),
+            Some(v) => Err(Error::Store(format!(
+                "PostgreSQL store has schema version {v}, which never existed on PostgreSQL"
+            ))),
+            None => {
+                let tables: i64 = c
+                    .query_one(
+                        "SELECT count(*) FROM pg_tables WHERE schemaname = 'tenure'",
+                        &[],
+                    )
+                    .map_err(map_err)?
+                    .get(0);
+                if tables != 0 {
+                    return Err(Error::Store(
+                        "not a tenure store: schema tenure already has tables but no tenure \
+                         schema version"
+                            .into(),
+                    ));
+                }
+                c.batch_execute(SCHEMA_V2).map_err(map_err)?;
+                c.execute(
+                    "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
+                    &[&i64::from(SCHEMA_VERSION)],
+                )
+                .map_err(map_err)?;
+                Ok(0)
+            }
+        }
+    })();
+    match r {
+        Ok(v) => {
+            c.batch_execute("COMMIT").map_err(map_err)?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = c.batch_execute("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+impl Backend for PgBackend {
+    fn begin_write(&self) -> Result<Box<dyn Txn>> {
+        let start = std::time::Instant::now();
+        let (lock, stmt) = self.pool.timeouts();
+        let t = PgTxn::begin(
+            &self.pool,
+            &format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock}; \
+                 SET LOCAL statement_timeout = {stmt}"
+            ),
+            true,
+        )?;
+        crate::stats::record_lock_wait(start.elapsed());
+        Ok(t)
+    }
+    fn begin_read(&self) -> Result<Box<dyn Txn>> {
+        let (_, stmt) = self.pool.timeouts();
+        PgTxn::begin(
+            &self.pool,
+            &format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+                 SET LOCAL statement_timeout = {stmt}"
+            ),
+            false,
+        )
+        .map(|t| t as Box<dyn Txn>)
+    }
+}
+
+struct PgTxn {
+    conn: Option<Conn>,
+    pool: Arc<Pool>,
+    open: bool,
+    write: bool,
+    /// A statement failed and no savepoint rollback has happened since: the
+    /// server transaction is aborted and must not be "committed".
+    failed: bool,
+    savepoints: u32,
+}
+
+impl PgTxn {
+    fn begin(pool: &Arc<Pool>, sql: &str, write: bool) -> Result<Box<PgTxn>> {
+        let mut conn = pool.take()?;
+        if let Err(e) = conn.client.batch_execute(sql) {
+            // A connection that died while idle (server restart, failover):
+            // try once more on a fresh one.
+            if !conn.client.is_closed() {
+                let _ = conn.client.batch_execute("ROLLBACK");
+                pool.give_back(conn);
+                return Err(map_err(e));
+            }
+            conn = pool.connect()?;
+            conn.client.batch_execute(sql).map_err(map_err)?;
+        }
+        Ok(Box::new(PgTxn {
+            conn: Some(conn),
+            pool: pool.clone(),
+            open: true,
+            write,
+            failed: false,
+            savepoints: 0,
+        }))
+    }
+
+    fn c(&mut self) -> &mut Conn {
+        self.conn.as_mut().expect("connection present while open")
+    }
+
+    fn track<T>(&mut self, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn query(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let r = self.c().query(sql, p);
+        self.track(r)
+    }
+
+    fn execute(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let r = self.c().execute(sql, p);
+        self.track(r)
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<()> {
+        let r = self.c().client.batch_execute(sql).map_err(map_err);
+        self.track(r)
+    }
+
+    fn advisory(&mut self, class: i32, k: i32, shared: bool) -> Result<()> {
+        if shared {
+            self.execute("SELECT pg_advisory_xact_lock_shared($1, $2)", &[&class, &k])?;
+        } else {
+            self.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&class, &k])?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, sql: &str) -> Result<()> {
+        if !self.open {
+            return Ok(());
+        }
+        self.open = false;
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(());
+        };
+        match conn.client.batch_execute(sql) {
+            Ok(()) => {
+                self.pool.give_back(conn);
+                Ok(())
+            }
+            Err(e) => {
+                if conn.client.batch_execute("ROLLBACK").is_ok() {
+                    self.pool.give_back(conn);
+                }
+                Err(map_err(e))
+            }
+        }
+    }
+
+    fn job_select(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
+        let rows = if self.write {
+            self.query(
+                concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM tenure.jobs WHERE production = $1 AND job = $2 FOR UPDATE"
+                ),
+                &[&production, &job],
+            )?
+        } else {
+            self.query(
+                concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM tenure.jobs WHERE production = $1 AND job = $2"
+                ),
+                &[&production, &job],
+            )?
+        };
+        rows.first().map(job_row).transpose()
+    }
+
+    fn production_select(&mut self, name: &str) -> Result<Option<ProductionRow>> {
+        let rows = self.query(
+            "SELECT name, created_us, cancelled_us FROM tenure.productions WHERE name = $1",
+            &[&name],
+        )?;
+        Ok(rows.first().map(|r| ProductionRow {
+            name: r.get(0),
+            created_us: r.get(1),
+            cancelled_us: r.get(2),
+        }))
+    }
+}
+
+impl Drop for PgTxn {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.finish("ROLLBACK");
+        }
+    }
+}
+
+fn bad(what: String) -> Error {
+    Error::Store(format!("corrupt row: {what}"))
+}
+
+fn uuid_col(r: &Row, i: usize) -> Result<Option<Uuid>> {
+    let s: Option<String> = r.get(i);
+    match s {
+        None => Ok(None),
+        Some(s) => Uuid::parse_str(&s)
+            .map(Some)
+            .map_err(|e| bad(format!("claim ID {s:?}: {e}"))),
+    }
+}
+
+fn u32_col(r: &Row, i: usize) -> Result<u32> {
+    let v: i64 = r.get(i);
+    u32::try_from(v).map_err(|_| bad(format!("column {i} out of range: {v}")))
+}
+
+fn job_row(r: &Row) -> Result<JobRow> {
+    let state: String = r.get(7);
+    let len: i64 = r.get(4);
+    Ok(JobRow {
+        seq: r.get(0),
+        production: r.get(1),
+        job: r.get(2),
+        payload_digest: r.get(3),
+        payload_len: u64::try_from(len).map_err(|_| bad(format!("payload length {len}")))?,
+        priority: r.get(5),
+        max_attempts: u32_col(r, 6)?,
+        state: Stored::parse(&state).ok_or_else(|| bad(format!("unknown state {state:?}")))?,
+        attempts: u32_col(r, 8)?,
+        claim_id: uuid_col(r, 9)?,
+        secret_digest: r.get(10),
+        holder: r.get(11),
+        claimed_us: r.get(12),
+        expires_us: r.get(13),
+        created_us: r.get(14),
+        updated_us: r.get(15),
+        last_error: r.get(16),
+    })
+}
+
+fn event_row(r: &Row) -> Result<Event> {
+    let kind: String = r.get(4);
+    let state: Option<String> = r.get(5);
+    let state = match state {
+        None => None,
+        Some(s) => Some(
+            Stored::parse(&s)
+                .ok_or_else(|| bad(format!("unknown state {s:?}")))?
+                .as_job_state(),
+        ),
+    };
+    let seq: i64 = r.get(0);
+    let attempt: Option<i64> = r.get(8);
+    Ok(Event {
+        seq: u64::try_from(seq).map_err(|_| bad(format!("event seq {seq}")))?,
+        at_us: r.get(1),
+        production: r.get(2),
+        job: r.get(3),
+        kind: EventKind::parse(&kind).ok_or_else(|| bad(format!("unknown event kind {kind:?}")))?,
+        state,
+        claim_id: uuid_col(r, 6)?,
+        holder: r.get(7),
+        attempt: attempt
+            .map(|a| u32::try_from(a).map_err(|_| bad(format!("attempt {a}"))))
+            .transpose()?,
+        expires_us: r.get(9),
+        detail: r.get(10),
+    })
+}
+
+fn jobs(rows: Vec<Row>) -> Result<Vec<JobRow>> {
+    rows.iter().map(job_row).collect()
+}
+
+impl Txn for PgTxn {
+    fn server_now_us(&mut self) -> Result<Option<i64>> {
+        if !self.pool.server_clock {
+            return Ok(None);
+        }
+        let rows = self.query(
+            "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+            &[],
+        )?;
+        Ok(rows.first().map(|r| r.get(0)))
+    }
+
+    fn high_water(&mut self) -> Result<i64> {
+        let rows = self.query("SELECT coalesce(max(value), 0) FROM tenure.marks", &[])?;
+        Ok(rows.first().map(|r| r.get(0)).unwrap_or(0))
+    }
+
+    fn set_high_water(&mut self, us: i64) -> Result<()> {
+        let stripe = self.c().stripe;
+        self.execute(
+            "UPDATE tenure.marks SET value = greatest(value, $1) WHERE stripe = $2",
+            &[&us, &stripe],
+        )?;
+        Ok(())
+    }
+
+    fn schema_version(&mut self) -> Result<u32> {
+        let rows = self.query(
+            "SELECT value FROM tenure.meta WHERE key = 'schema_version'",
+            &[],
+        )?;
+        match rows.first() {
+            Some(r) => u32_col(r, 0),
+            None => Err(Error::Store("the schema_version row is missing".into())),
+        }
+    }
+
+    fn production(&mut self, name: &str) -> Result<Option<ProductionRow>> {
+        if !self.write {
+            return self.production_select(name);
+        }
+        // Shared: submissions and claims on one production run in parallel;
+        // cancelling it takes the same key exclusively.
+        self.advisory(CLASS_PROD, key(&[name]), true)?;
+        if let Some(p) = self.production_select(name)? {
+            return Ok(Some(p));
+        }
+        // Not there: serialize creators of this name, then look again.
+        self.advisory(CLASS_PROD_CREATE, key(&[name]), false)?;
+        self.production_select(name)
+    }
+
+    fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
+        self.execute(
+            "INSERT INTO tenure.productions (name, created_us, cancelled_us) VALUES ($1, $2, $3)",
+            &[&row.name, &row.created_us, &row.cancelled_us],
+        )?;
+        Ok(())
+    }
+
+    fn set_production_cancelled(&mut self, name: &str, at_us: i64) -> Result<()> {
+        // Normally already held since the scan: no submission is in flight.
+        self.advisory(CLASS_PROD, key(&[name]), false)?;
+        let live = self.query(
+            "SELECT count(*) FROM tenure.jobs
+             WHERE production = $1 AND state IN ('requested', 'claimed')",
+            &[&name],
+        )?;
+        let n: i64 = live.first().map(|r| r.get(0)).unwrap_or(0);
+        if n != 0 {
+            return Err(Error::Busy(format!(
+                "{n} jobs were submitted to production {name:?} while it was being cancelled; \
+                 nothing was cancelled, retry"
+            )));
+        }
+        self.execute(
+            "UPDATE tenure.productions SET cancelled_us = $2
+             WHERE name = $1 AND cancelled_us IS NULL",
+            &[&name, &at_us],
+        )?;
+        Ok(())
+    }
+
+    fn productions(&mut self) -> Result<Vec<ProductionRow>> {
+        let rows = self.query(
+            "SELECT name, created_us, cancelled_us FROM tenure.productions ORDER BY name",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| ProductionRow {
+                name: r.get(0),
+                created_us: r.get(1),
+                cancelled_us: r.get(2),
+            })
+            .collect())
+    }
+
+    fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
+        if let Some(r) = self.job_select(production, job)? {
+            return Ok(Some(r));
+        }
+        if !self.write {
+            return Ok(None);
+        }
+        // Not there: serialize writers of this (production, job), look again.
+        self.advisory(CLASS_JOB, key(&[production, job]), false)?;
+        self.job_select(production, job)
+    }
+
+    fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
+        let rows = self.query(
+            "SELECT payload FROM tenure.jobs WHERE production = $1 AND job = $2",
+            &[&production, &job],
+        )?;
+        Ok(rows.first().map(|r| r.get(0)))
+    }
+
+    fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64> {
+        let len = i64::try_from(row.payload_len).unwrap_or(i64::MAX);
+        let max = i64::from(row.max_attempts);
+        let attempts = i64::from(row.attempts);
+        let claim = row.claim_id.map(|u| u.to_string());
+        let rows = self.query(
+            "INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
+                 max_attempts, state, attempts, claim_id, secret_digest, holder, claimed_us,
+                 expires_us, created_us, updated_us, last_error, payload)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+             RETURNING seq",
+            &[
+                &row.production,
+                &row.job,
+                &row.payload_digest,
+                &len,
+                &row.priority,
+                &max,
+                &row.state.as_str(),
+                &attempts,
+                &claim,
+                &row.secret_digest,
+                &row.holder,
+                &row.claimed_us,
+                &row.expires_us,
+                &row.created_us,
+                &row.updated_us,
+                &row.last_error,
+                &payload,
+            ],
+        )?;
+        rows.first()
+            .map(|r| r.get(0))
+            .ok_or_else(|| Error::Internal("INSERT ... RETURNING gave no row".into()))
+    }
+
+    fn update_job(&mut self, row: &JobRow) -> Result<()> {
+        let attempts = i64::from(row.attempts);
+        let claim = row.claim_id.map(|u| u.to_string());
+        let n = self.execute(
+            "UPDATE tenure.jobs SET state = $2, attempts = $3, claim_id = $4, secret_digest = $5,
+                 holder = $6, claimed_us = $7, expires_us = $8, updated_us = $9, last_error = $10
+             WHERE seq = $1",
+            &[
+                &row.seq,
+                &row.state.as_str(),
+                &attempts,
+                &claim,
+                &row.secret_digest,
+                &row.holder,
+                &row.claimed_us,
+                &row.expires_us,
+                &row.updated_us,
+                &row.last_error,
+            ],
+        )?;
+        if n != 1 {
+            return Err(Error::Internal(format!(
+                "update of job {}/{} touched {n} rows",
+                row.production, row.job
+            )));
+        }
+        Ok(())
+    }
+
+    fn update_expiry(&mut self, row: &JobRow) -> Result<()> {
+        let n = self.execute(
+            "UPDATE tenure.jobs SET expires_us = $2, updated_us = $3 WHERE seq = $1",
+            &[&row.seq, &row.expires_us, &row.updated_us],
+        )?;
+        if n != 1 {
+            return Err(Error::Internal(format!(
+                "renewal of job {}/{} touched {n} rows",
+                row.production, row.job
+            )));
+        }
+        Ok(())
+    }
+
+    fn live_jobs(
+        &mut self,
+        production: &str,
+        after: Option<(i32, i64)>,
+        limit: usize,
+        scan: LiveScan,
+    ) -> Result<Vec<JobRow>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (prio, seq) = after.unwrap_or((i32::MAX, i64::MIN));
+        macro_rules! live {
+            ($lock:literal) => {
+                concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM tenure.jobs
+                     WHERE production = $1 AND state IN ('requested', 'claimed')
+                       AND (priority < $2 OR (priority = $2 AND seq > $3))
+                     ORDER BY priority DESC, seq LIMIT $4 ",
+                    $lock
+                )
+            };
+        }
+        let skip_locked = scan == LiveScan::Claim;
+        if self.write && !skip_locked && after.is_none() {
+            // A coordinator scan (cancelling a production): hold the
+            // production exclusively first, so no submission or claim-next
+            // on it is in flight while the scan runs.
+            self.advisory(CLASS_PROD, key(&[production]), false)?;
+        }
+        let sql = match (self.write, skip_locked, after.is_some()) {
+            (false, _, _) => live!(""),
+            (true, true, _) => live!("FOR UPDATE SKIP LOCKED"),
+            (true, false, _) => live!("FOR UPDATE"),
+        };
+        // Without a cursor every priority qualifies: (MAX, MIN) admits
+        // priority < MAX and priority = MAX with any seq.
+        let rows = self.query(sql, &[&production, &prio, &seq, &limit])?;
+        jobs(rows)
+    }
+
+    fn jobs_page(
+        &mut self,
+        production: &str,
+        states: Option<&[Stored]>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<JobRow>> {
+        let after = after.unwrap_or("");
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        match states {
+            None => {
+                let rows = self.query(
+                    concat!(
+                        "SELECT ",
+                        job_cols!(),
+                        " FROM tenure.jobs WHERE production = $1 AND job > $2
+                         ORDER BY job LIMIT $3"
+                    ),
+                    &[&production, &after, &limit],
+                )?;
+                jobs(rows)
+            }
+            Some(states) => {
+                let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+                let rows = self.query(
+                    concat!(
+                        "SELECT ",
+                        job_cols!(),
+                        " FROM tenure.jobs WHERE production = $1 AND state = ANY($2)
+                           AND job > $3 ORDER BY job LIMIT $4"
+                    ),
+                    &[&production, &names, &after, &limit],
+                )?;
+                jobs(rows)
+            }
+        }
+    }
+
+    fn all_jobs_page(&mut self, after_seq: i64, limit: usize) -> Result<Vec<JobRow>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.query(
+            concat!(
+                "SELECT ",
+                job_cols!(),
+                " FROM tenure.jobs WHERE seq > $1 ORDER BY seq LIMIT $2"
+            ),
+            &[&after_seq, &limit],
+        )?;
+        jobs(rows)
+    }
+
+    fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64> {
+        let claim = ev.claim_id.map(|u| u.to_string());
+        let attempt = ev.attempt.map(i64::from);
+        let rows = self.query(
+            "INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id, holder,
+                 attempt, expires_us, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq",
+            &[
+                &ev.at_us,
+                &ev.production,
+                &ev.job,
+                &ev.kind.as_str(),
+                &ev.state.map(|s| s.as_str()),
+                &claim,
+                &ev.holder,
+                &attempt,
+                &ev.expires_us,
+                &ev.detail,
+            ],
+        )?;
+        let seq: i64 = rows
+            .first()
+            .map(|r| r.get(0))
+            .ok_or_else(|| Error::Internal("INSERT ... RETURNING gave no row".into()))?;
+        Ok(seq as u64)
+    }
+
+    fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = match production {
+            None => self.query(
+                "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
+                        expires_us, detail
+                 FROM tenure.events WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&after, &limit],
+            )?,
+            Some(p) => self.query(
+                "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
+                        expires_us, detail
+                 FROM tenure.events WHERE production = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                &[&p, &after, &limit],
+            )?,
+        };
+        rows.iter().map(event_row).collect()
+    }
+
+    fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()> {
+        for (i, (k, v)) in facts.iter().enumerate() {
+            let ord = i as i64;
+            self.execute(
+                "INSERT INTO tenure.facts (production, job, ord, key, value)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[&production, &job, &ord, k, v],
+            )?;
+        }
+        Ok(())
+    }
+
+    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<FactRecord>> {
+        let rows = match job {
+            Some(j) => self.query(
+                "SELECT production, job, key, value FROM tenure.facts
+                 WHERE production = $1 AND job = $2 ORDER BY ord",
+                &[&production, &j],
+            )?,
+            None => self.query(
+                "SELECT production, job, key, value FROM tenure.facts
+                 WHERE production = $1 ORDER BY job, ord",
+                &[&production],
+            )?,
+        };
+        Ok(rows
+            .iter()
+            .map(|r| FactRecord {
+                production: r.get(0),
+                job: r.get(1),
+                key: r.get(2),
+                value: r.get(3),
+            })
+            .collect())
+    }
+
+    fn insert_nonce(
+        &mut self,
+        nonce: &Uuid,
+        production: &str,
+        job: &str,
+        claim_id: &Uuid,
+        at_us: i64,
+    ) -> Result<bool> {
+        let n = self.execute(
+            "INSERT INTO tenure.nonces (nonce, production, job, claim_id, used_us)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (nonce) DO NOTHING",
+            &[
+                &nonce.to_string(),
+                &production,
+                &job,
+                &claim_id.to_string(),
+                &at_us,
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn savepoint(&mut self) -> Result<()> {
+        self.batch("SAVEPOINT op")?;
+        self.savepoints += 1;
+        Ok(())
+    }
+
+    fn rollback_to_savepoint(&mut self) -> Result<()> {
+        self.batch("ROLLBACK TO SAVEPOINT op; RELEASE SAVEPOINT op")?;
+        self.failed = false;
+        self.savepoints -= 1;
+        Ok(())
+    }
+
+    fn release_savepoint(&mut self) -> Result<()> {
+        self.batch("RELEASE SAVEPOINT op")?;
+        self.savepoints -= 1;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        if !self.open {
+            return Err(Error::Internal("commit of a finished transaction".into()));
+        }
+        if self.failed {
+            let _ = self.finish("ROLLBACK");
+            return Err(Error::Internal(
+                "commit of a transaction whose statement failed; rolled back".into(),
+            ));
+        }
+        self.finish("COMMIT")
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        self.finish("ROLLBACK")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(
+            redact("postgres://u:secret@h:5432/db?x=1"),
+            "postgres://u:***@h:5432/db?x=1"
+        );
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact("postgresql://h/db"), "postgresql://h/db");
+    }
+}

@@ -1,0 +1,393 @@
+//! PostgreSQL-only checks (run with `TENURE_TEST_BACKEND=postgres` and
+//! `TENURE_TEST_PG_URL`, as `cargo xtask test` does; skipped otherwise):
+//! schema versioning, row-level Busy, SKIP LOCKED, concurrency without a
+//! store-wide lock, the server clock, and workers with skewed clocks
+//! (libfaketime) that can neither extend nor revive a lease.
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use tenure::*;
+
+fn skip() -> bool {
+    if !on_postgres() {
+        eprintln!("skipped: set TENURE_TEST_BACKEND=postgres and TENURE_TEST_PG_URL");
+        return true;
+    }
+    false
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
+    r.unwrap_err().code()
+}
+
+fn server_now_us(url: &str) -> i64 {
+    pg::client(url)
+        .query_one(
+            "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+fn dump(url: &str) -> Vec<String> {
+    let mut c = pg::client(url);
+    let mut out = Vec::new();
+    for t in [
+        "meta",
+        "marks",
+        "productions",
+        "jobs",
+        "events",
+        "facts",
+        "nonces",
+    ] {
+        for r in c
+            .query(&format!("SELECT x::text FROM tenure.{t} x ORDER BY 1"), &[])
+            .unwrap()
+        {
+            out.push(format!("{t}: {}", r.get::<_, String>(0)));
+        }
+    }
+    out
+}
+
+#[test]
+fn newer_schema_is_refused_untouched_and_current_needs_no_migration() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(2, 3);
+    let url = env.pg.as_ref().unwrap().url.clone();
+    assert_eq!(env.reopen().migrated_from(), Authority::schema_version());
+    pg::client(&url)
+        .execute(
+            "UPDATE tenure.meta SET value = 99 WHERE key = 'schema_version'",
+            &[],
+        )
+        .unwrap();
+    let before = dump(&url);
+    let e = Authority::open(url.as_str(), &Options::new()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::SchemaTooNew, "{e}");
+    assert_eq!(dump(&url), before);
+}
+
+#[test]
+fn new_database_is_created_once_by_concurrent_openers() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let handles: Vec<_> = (0..6)
+        .map(|_| {
+            let url = db.url.clone();
+            std::thread::spawn(move || {
+                Authority::open(url.as_str(), &Options::new())
+                    .unwrap()
+                    .migrated_from()
+            })
+        })
+        .collect();
+    let froms: Vec<u32> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(froms.iter().filter(|&&f| f == 0).count(), 1, "{froms:?}");
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn foreign_schema_and_unreachable_server_are_store_errors() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    pg::client(&db.url)
+        .batch_execute("CREATE SCHEMA tenure; CREATE TABLE tenure.other (x int)")
+        .unwrap();
+    assert_eq!(
+        code(Authority::open(db.url.as_str(), &Options::new())),
+        ErrorCode::Store
+    );
+    let gone = pg::with_database("postgres://nobody:hunter2@127.0.0.1:1/x", "x");
+    let e = Authority::open(
+        gone.as_str(),
+        &Options::new().busy_timeout(Duration::from_secs(1)),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Store);
+    assert!(!format!("{e} {e:?}").contains("hunter2"));
+}
+
+#[test]
+fn the_password_never_appears_in_path_or_debug() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    // The test server trusts local connections: any password is accepted.
+    let url = env
+        .pg
+        .as_ref()
+        .unwrap()
+        .url
+        .replacen("://", "://postgres:pw-s3cret@", 1);
+    let url = if url.matches('@').count() > 1 {
+        // The maintenance URL already had a user: put the password after it.
+        let base = &env.pg.as_ref().unwrap().url;
+        let (scheme, rest) = base.split_once("://").unwrap();
+        let (user, host) = rest.split_once('@').unwrap();
+        let user = user.split(':').next().unwrap();
+        format!("{scheme}://{user}:pw-s3cret@{host}")
+    } else {
+        url
+    };
+    let a = Authority::open(url.as_str(), &Options::new()).unwrap();
+    let shown = format!("{a:?} {}", a.path().display());
+    assert!(!shown.contains("pw-s3cret"), "{shown}");
+    assert!(shown.contains("***"), "{shown}");
+}
+
+#[test]
+fn a_held_row_gives_busy_but_other_jobs_proceed() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(2, 3);
+    let mut e = env.auth.edit().unwrap();
+    let held = e.claim("p", "j0", "w0", secs(60)).unwrap(); // row j0 locked
+    let other = Authority::open(
+        env.path(),
+        &Options::new()
+            .clock(env.clock.clone())
+            .busy_timeout(Duration::from_millis(50)),
+    )
+    .unwrap();
+    assert_eq!(
+        code(other.claim("p", "j0", "w1", secs(10))),
+        ErrorCode::Busy
+    );
+    assert_eq!(code(other.cancel("p", "j0")), ErrorCode::Busy);
+    // No store-wide lock: other jobs and submissions go ahead, and
+    // claim-next skips the locked row instead of waiting for it.
+    let next = other.claim_next("p", "w1", secs(10)).unwrap();
+    assert_eq!(next.job(), "j1");
+    other.submit("p", &JobSpec::new("j2", vec![])).unwrap();
+    next.complete(&[]).unwrap();
+    assert_eq!(other.job("p", "j0").unwrap().state, JobState::Requested);
+    e.commit().unwrap();
+    drop(held);
+    assert_eq!(other.job("p", "j0").unwrap().state, JobState::Claimed);
+    assert!(other.check().unwrap().ok());
+}
+
+#[test]
+fn concurrent_creators_and_submitters_agree() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    let results: Vec<(bool, Submitted)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..8)
+            .map(|_| {
+                let a = env.reopen();
+                s.spawn(move || {
+                    let created = a.create_production("p").unwrap();
+                    let sub = a.submit("p", &JobSpec::new("same", b"x".to_vec())).unwrap();
+                    (created, sub)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results.iter().filter(|r| r.0).count(), 1);
+    assert_eq!(
+        results.iter().filter(|r| r.1 == Submitted::Created).count(),
+        1
+    );
+    assert_eq!(env.auth.events(0, 100).unwrap().len(), 2);
+}
+
+#[test]
+fn cancel_production_racing_workers_leaves_nothing_live() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(60, 5);
+    std::thread::scope(|s| {
+        for w in 0..4 {
+            let a = env.reopen();
+            s.spawn(move || loop {
+                match a.claim_next("p", &format!("w{w}"), secs(60)) {
+                    Ok(l) => {
+                        let _ = l.complete(&[]);
+                    }
+                    Err(e) if e.code() == ErrorCode::Busy => {}
+                    Err(_) => break,
+                }
+                let _ = a.submit("p", &JobSpec::new(unique("late"), vec![]));
+            });
+        }
+        let a = env.reopen();
+        loop {
+            match a.cancel_production("p") {
+                Ok(_) => break,
+                Err(e) => assert_eq!(e.code(), ErrorCode::Busy, "{e}"),
+            }
+        }
+    });
+    let a = &env.auth;
+    for st in [JobState::Requested, JobState::Claimed, JobState::Expired] {
+        let q = ListQuery {
+            state: Some(st),
+            ..ListQuery::default()
+        };
+        assert!(a.jobs("p", &q).unwrap().is_empty(), "{st} jobs remain");
+    }
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn the_server_clock_is_the_authority_clock() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    a.submit("p", &JobSpec::new("j", vec![])).unwrap();
+    let before = server_now_us(&db.url);
+    let l = a.claim("p", "j", "w", secs(30)).unwrap();
+    let after = server_now_us(&db.url);
+    assert!(l.expires_us() >= before + 30_000_000 && l.expires_us() <= after + 30_000_000);
+    let st = a.clock().unwrap();
+    assert!(st.mark_us >= l.expires_us() - 30_000_000 && !st.blocked);
+    // The mark lives in striped rows; readers see their maximum.
+    let max: i64 = pg::client(&db.url)
+        .query_one("SELECT max(value) FROM tenure.marks", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(max, a.clock().unwrap().mark_us);
+}
+
+// ---- skew: workers under libfaketime ----
+
+fn faketime(offset: &str, mode: &str, url: &str, stdin: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("faketime")
+        .args(["-f", offset])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "skew_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("TENURE_SKEW_MODE", mode)
+        .env("TENURE_SKEW_URL", url)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("faketime (Debian package faketime) must be installed: cargo xtask test does it");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "skewed worker {offset} {mode} failed: {text}"
+    );
+    text
+}
+
+#[test]
+fn workers_with_skewed_clocks_follow_the_server_clock() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    for i in 0..4 {
+        a.submit("p", &JobSpec::new(format!("j{i}"), vec![]))
+            .unwrap();
+    }
+    for offset in ["+2h", "-2h"] {
+        let out = faketime(offset, "work", &db.url, "");
+        assert!(out.contains("WORKED"), "{out}");
+    }
+    assert_eq!(
+        a.jobs(
+            "p",
+            &ListQuery {
+                state: Some(JobState::Completed),
+                ..ListQuery::default()
+            }
+        )
+        .unwrap()
+        .len(),
+        2
+    );
+
+    // An expired lease: a worker whose clock is two hours behind the server
+    // (so by its own clock the lease is alive) can neither import, renew
+    // nor complete it, and a worker ahead cannot either.
+    let l = a
+        .claim("p", "j3", "w", Ttl::from_micros(1_000_000).unwrap())
+        .unwrap();
+    let token = l.export_token().unwrap();
+    while server_now_us(&db.url) <= l.expires_us() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for offset in ["-2h", "+2h"] {
+        let out = faketime(offset, "revive", &db.url, token.expose());
+        assert!(out.contains("REFUSED lease_expired"), "{out}");
+    }
+    assert_eq!(a.job("p", "j3").unwrap().state, JobState::Expired);
+    assert!(a.check().unwrap().ok());
+}
+
+/// Child entry point of the skew test (run under libfaketime).
+#[test]
+#[ignore = "child-process entry point of workers_with_skewed_clocks_follow_the_server_clock"]
+fn skew_child() {
+    let url = std::env::var("TENURE_SKEW_URL").expect("run by the parent test");
+    let mode = std::env::var("TENURE_SKEW_MODE").unwrap();
+    let a = Authority::open(url.as_str(), &Options::new()).unwrap();
+    let server = server_now_us(&url);
+    let local = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    // libfaketime is really in effect: at least an hour apart.
+    assert!((local - server).abs() > 3_600_000_000, "clock not skewed");
+    match mode.as_str() {
+        "work" => {
+            let ttl = secs(60);
+            let l = a.claim_next("p", "skewed", ttl).unwrap();
+            let after = server_now_us(&url);
+            // Expiry = server sample + TTL, not the skewed local clock.
+            assert!(l.expires_us() >= server + 60_000_000);
+            assert!(l.expires_us() <= after + 60_000_000);
+            let old = l.expires_us();
+            l.renew(secs(120)).unwrap();
+            assert!(l.expires_us() > old && l.expires_us() <= server_now_us(&url) + 120_000_000);
+            l.complete(&[Fact::new("by", "skewed")]).unwrap();
+            println!("WORKED {}", l.job());
+        }
+        "revive" => {
+            let mut token = String::new();
+            std::io::stdin().read_to_string(&mut token).unwrap();
+            let e = a.import_lease(token.trim()).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::LeaseExpired, "{e}");
+            println!("REFUSED {}", e.code().name());
+        }
+        m => panic!("unknown mode {m}"),
+    }
+}

@@ -1,0 +1,120 @@
+//! The PostgreSQL benchmark behind `cargo xtask bench --backend postgres`
+//! (ignored in normal runs; the figures are printed, never asserted).
+//!
+//! For each connection count C it seeds a fresh database with jobs, then runs
+//! P worker processes (P = 1 for C = 1, else 4) with C / P threads each; every
+//! thread loops claim-next + complete on its own pooled connection for the
+//! given time. Output: one `BENCH {json}` line per C.
+mod common;
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tenure::*;
+
+fn env_num(k: &str, d: u64) -> u64 {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
+}
+
+#[test]
+#[ignore = "benchmark: cargo xtask bench --backend postgres"]
+fn pg_bench() {
+    assert!(on_postgres(), "needs TENURE_TEST_BACKEND=postgres");
+    let millis = env_num("TENURE_BENCH_MILLIS", 3000);
+    let conns: Vec<u64> = std::env::var("TENURE_BENCH_CONNS")
+        .unwrap_or_else(|_| "1,4,16,64".into())
+        .split(',')
+        .map(|c| c.parse().unwrap())
+        .collect();
+    let exe = std::env::current_exe().unwrap();
+    for c in conns {
+        let db = pg::fresh_database().unwrap();
+        let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+        a.create_production("b").unwrap();
+        let seed = env_num("TENURE_BENCH_JOBS", 20_000) as usize;
+        for chunk in (0..seed).collect::<Vec<_>>().chunks(1000) {
+            let specs: Vec<JobSpec> = chunk
+                .iter()
+                .map(|i| JobSpec::new(format!("job-{i:07}"), vec![0u8; 64]))
+                .collect();
+            a.submit_many("b", &specs).unwrap();
+        }
+        let procs = if c == 1 { 1 } else { 4.min(c) };
+        let threads = c / procs;
+        let children: Vec<_> = (0..procs)
+            .map(|_| {
+                Command::new(&exe)
+                    .args(["--exact", "pg_bench_worker", "--ignored", "--nocapture"])
+                    .env("TENURE_BENCH_DB", &db.url)
+                    .env("TENURE_BENCH_THREADS", threads.to_string())
+                    .env("TENURE_BENCH_MILLIS", millis.to_string())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut total = 0u64;
+        let mut secs = 0f64;
+        let mut busy = 0u64;
+        for ch in children {
+            let out = ch.wait_with_output().unwrap();
+            assert!(out.status.success());
+            let text = String::from_utf8(out.stdout).unwrap();
+            let line = text
+                .lines()
+                .find_map(|l| l.find("DONE ").map(|i| &l[i + 5..]))
+                .expect("worker result");
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            total += parts[0].parse::<u64>().unwrap();
+            secs = secs.max(parts[1].parse::<f64>().unwrap());
+            busy += parts[2].parse::<u64>().unwrap();
+        }
+        assert!(a.check().unwrap().ok());
+        println!(
+            "BENCH {{\"workload\":\"pg-lifecycle\",\"connections\":{c},\"processes\":{procs},\
+             \"cycles\":{total},\"busy\":{busy},\"cycles_per_s\":{:.1}}}",
+            total as f64 / secs
+        );
+    }
+}
+
+#[test]
+#[ignore = "child-process entry point of pg_bench"]
+fn pg_bench_worker() {
+    let url = std::env::var("TENURE_BENCH_DB").expect("run by pg_bench");
+    let threads = env_num("TENURE_BENCH_THREADS", 1);
+    let millis = env_num("TENURE_BENCH_MILLIS", 3000);
+    let a = Authority::open(url.as_str(), &Options::new()).unwrap();
+    let start = Instant::now();
+    let end = start + Duration::from_millis(millis);
+    let (done, busy) = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let a = a.clone();
+                s.spawn(move || {
+                    let holder = format!("bench-{}-{t}", std::process::id());
+                    let (mut n, mut busy) = (0u64, 0u64);
+                    while Instant::now() < end {
+                        match a.claim_next("b", &holder, secs(60)) {
+                            Ok(l) => {
+                                l.complete(&[]).unwrap();
+                                n += 1;
+                            }
+                            Err(e) if e.code() == ErrorCode::Busy => busy += 1,
+                            Err(e) if e.code() == ErrorCode::NoJobAvailable => break,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                    (n, busy)
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap())
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    });
+    println!("DONE {done} {:.3} {busy}", start.elapsed().as_secs_f64());
+}

@@ -1,0 +1,456 @@
+//! The PostgreSQL backend's part of `cargo xtask test`: start a throwaway
+//! PostgreSQL server (initdb into a temp folder, 127.0.0.1 on a free port,
+//! `fsync=off`), run the core conformance suites of `crates/tenure` against
+//! it (`TENURE_TEST_BACKEND=postgres`, `TENURE_TEST_PG_URL`), and stop it at
+//! the end, also on failure (a guard runs `pg_ctl stop -m immediate`).
+//!
+//! PostgreSQL refuses to run as root: as root, the data folder belongs to
+//! `nobody` and `initdb` / `pg_ctl` run through `runuser -u nobody --`.
+
+use crate::util::{apt_install, cargo, output, run, step, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A running throwaway server; dropping it stops the server and removes its folder.
+pub struct Server {
+    dir: PathBuf,
+    pg_ctl: PathBuf,
+    as_root: bool,
+    /// Maintenance URL (database `postgres`, user `postgres`, trust auth).
+    pub url: String,
+}
+
+fn find_bin(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = vec![PathBuf::from("/usr/local/bin")];
+    if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
+        let mut versions: Vec<PathBuf> = rd.flatten().map(|e| e.path().join("bin")).collect();
+        versions.sort();
+        versions.reverse();
+        dirs.extend(versions);
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+fn bins() -> Result<(PathBuf, PathBuf)> {
+    if let (Some(i), Some(c)) = (find_bin("initdb"), find_bin("pg_ctl")) {
+        return Ok((i, c));
+    }
+    apt_install(&["postgresql"])?;
+    match (find_bin("initdb"), find_bin("pg_ctl")) {
+        (Some(i), Some(c)) => Ok((i, c)),
+        _ => Err("PostgreSQL binaries (initdb, pg_ctl) not found after installing".into()),
+    }
+}
+
+fn is_root() -> bool {
+    output(Command::new("id").arg("-u"))
+        .map(|s| s.trim() == "0")
+        .unwrap_or(false)
+}
+
+fn as_server_user(as_root: bool, bin: &Path, dir: &Path) -> Command {
+    let mut c = if as_root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "nobody", "--"]).arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    };
+    // The server user may not be able to enter the caller's directory.
+    c.current_dir(dir);
+    c
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// initdb + start; the returned guard stops the server.
+pub fn start() -> Result<Server> {
+    let (initdb, pg_ctl) = bins()?;
+    let as_root = is_root();
+    let dir = std::env::temp_dir().join(format!("tenure-pg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if as_root {
+        run(Command::new("chown").arg("nobody").arg(&dir))?;
+    }
+    let mut server = Server {
+        dir: dir.clone(),
+        pg_ctl: pg_ctl.clone(),
+        as_root,
+        url: String::new(),
+    };
+    let data = dir.join("data");
+    run(as_server_user(as_root, &initdb, &dir)
+        .arg("-D")
+        .arg(&data)
+        .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+        .stdout(std::process::Stdio::null()))?;
+    let port = free_port()?;
+    let opts = format!(
+        "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off -c full_page_writes=off \
+         -c synchronous_commit=off -c max_connections=400",
+        dir.display()
+    );
+    let started = run(as_server_user(as_root, &pg_ctl, &dir)
+        .arg("-D")
+        .arg(&data)
+        .arg("-l")
+        .arg(dir.join("server.log"))
+        .args(["-o", &opts, "-w", "-t", "60", "start"]));
+    if let Err(e) = started {
+        let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+        return Err(format!("{e}\n{log}"));
+    }
+    server.url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    Ok(server)
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = as_server_user(self.as_root, &self.pg_ctl, &self.dir)
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The core suites again, on PostgreSQL (plus the PostgreSQL-only tests).
+pub fn test() -> Result {
+    step("PostgreSQL: throwaway server + the core conformance suites on it");
+    apt_install(&["faketime"])?;
+    let server = start()?;
+    run(cargo()
+        .args(["test", "-p", "tenure"])
+        .env("TENURE_TEST_BACKEND", "postgres")
+        .env("TENURE_TEST_PG_URL", &server.url))?;
+    step("PostgreSQL: CLI life cycle against the server (`--db postgres://...`)");
+    cli_lifecycle(&server)?;
+    step("PostgreSQL: C ABI life cycle, two processes sharing only the URL");
+    c_lifecycle(&server)?;
+    let py = crate::util::root().join(".venv/bin/python");
+    if py.is_file() {
+        step("PostgreSQL: Python wheel, three processes sharing only the URL");
+        python_lifecycle(&server, &py)?;
+    } else {
+        println!("(no .venv: the Python step runs after `cargo xtask python`)");
+    }
+    drop(server);
+    Ok(())
+}
+
+impl Server {
+    /// A new empty database on this server; returns its URL.
+    pub fn database(&self, name: &str) -> Result<String> {
+        let createdb = find_bin("createdb").ok_or("createdb not found")?;
+        let (host_port, _) = self
+            .url
+            .trim_start_matches("postgres://postgres@")
+            .split_once('/')
+            .ok_or("bad server URL")?;
+        let (host, port) = host_port.split_once(':').ok_or("bad server URL")?;
+        run(Command::new(createdb).args(["-h", host, "-p", port, "-U", "postgres", name]))?;
+        let base = self.url.strip_suffix("/postgres").ok_or("bad server URL")?;
+        Ok(format!("{base}/{name}"))
+    }
+}
+
+fn cli_lifecycle(server: &Server) -> Result {
+    let url = server.database("xtask_cli")?;
+    let tmp = std::env::temp_dir().join(format!("tenure-pg-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    let tok = tmp.join("lease.tok");
+    let _ = std::fs::remove_file(&tok);
+    let tenure = |args: &[&str]| -> Result<String> {
+        output(
+            cargo()
+                .args(["run", "-q", "-p", "tenure-cli", "--"])
+                .arg("--db")
+                .arg(&url)
+                .args(args),
+        )
+    };
+    let r = (|| {
+        tenure(&["init"])?;
+        tenure(&["production", "create", "nightly"])?;
+        tenure(&[
+            "job",
+            "submit",
+            "-p",
+            "nightly",
+            "render-1",
+            "--payload-file",
+            "/dev/null",
+        ])?;
+        let tok_s = tok.to_string_lossy().into_owned();
+        tenure(&[
+            "claim",
+            "-p",
+            "nightly",
+            "--holder",
+            "xtask",
+            "--ttl",
+            "5m",
+            "--token-out",
+            &tok_s,
+        ])?;
+        tenure(&["renew", "--token-file", &tok_s, "--ttl", "10m"])?;
+        tenure(&["complete", "--token-file", &tok_s, "--fact", "artifact=x"])?;
+        let job = tenure(&["--json", "job", "show", "-p", "nightly", "render-1"])?;
+        if !job.contains("\"completed\"") {
+            return Err(format!("CLI on PostgreSQL: job not completed: {job}"));
+        }
+        tenure(&["check"])?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&tmp);
+    r
+}
+
+const PY_WORKER: &str = r#"
+import sys
+from datetime import timedelta
+import tenure
+
+url, role = sys.argv[1], sys.argv[2]
+auth = tenure.Authority(url)
+if role == "seed":
+    auth.create_production("py")
+    for i in range(60):
+        auth.submit("py", f"job-{i:03}", b"x")
+elif role == "work":
+    done = 0
+    while True:
+        try:
+            lease = auth.claim_next("py", f"py-{role}", timedelta(seconds=30))
+        except tenure.NoJobAvailable:
+            break
+        except tenure.Busy:
+            continue
+        lease.renew(timedelta(minutes=1))
+        lease.complete({"by": "python"})
+        done += 1
+    print("DONE", done)
+else:
+    jobs = auth.jobs("py", state="completed", limit=1000)
+    assert len(jobs) == 60, len(jobs)
+    assert auth.check().ok
+    print("CHECKED")
+"#;
+
+fn python_lifecycle(server: &Server, py: &Path) -> Result {
+    let url = server.database("xtask_py")?;
+    let script = std::env::temp_dir().join(format!("tenure-pg-{}.py", std::process::id()));
+    std::fs::write(&script, PY_WORKER).map_err(|e| e.to_string())?;
+    let r = (|| {
+        output(Command::new(py).arg(&script).args([url.as_str(), "seed"]))?;
+        let kids: Vec<_> = (0..3)
+            .map(|_| {
+                Command::new(py)
+                    .arg(&script)
+                    .args([url.as_str(), "work"])
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_>>()?;
+        let mut total = 0;
+        for k in kids {
+            let out = k.wait_with_output().map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err("a Python worker failed".into());
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            total += text
+                .lines()
+                .find_map(|l| l.strip_prefix("DONE "))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .ok_or("Python worker printed no result")?;
+        }
+        if total != 60 {
+            return Err(format!("Python workers completed {total} of 60 jobs"));
+        }
+        output(Command::new(py).arg(&script).args([url.as_str(), "check"]))?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&script);
+    r
+}
+
+/// `cargo xtask bench --backend postgres [--smoke]`: lifecycle rate
+/// (claim-next + complete) with 1, 4, 16 and 64 concurrent connections from
+/// several processes on a throwaway server; writes
+/// `bench/results/<stamp>-postgres.md` and `latest-postgres.md`.
+pub fn bench(smoke: bool) -> Result {
+    step(&format!(
+        "PostgreSQL benchmark ({})",
+        if smoke { "smoke" } else { "full" }
+    ));
+    let server = start()?;
+    let out = output(
+        cargo()
+            .args([
+                "test",
+                "--release",
+                "-p",
+                "tenure",
+                "--test",
+                "pg_bench",
+                "--",
+            ])
+            .args(["--ignored", "--exact", "pg_bench", "--nocapture"])
+            .env("TENURE_TEST_BACKEND", "postgres")
+            .env("TENURE_TEST_PG_URL", &server.url)
+            .env("TENURE_BENCH_MILLIS", if smoke { "300" } else { "5000" })
+            .env("TENURE_BENCH_JOBS", if smoke { "2000" } else { "60000" })
+            .env(
+                "TENURE_BENCH_CONNS",
+                if smoke { "1,4" } else { "1,4,16,64" },
+            ),
+    )?;
+    drop(server);
+    let mut md = String::from(
+        "| PostgreSQL workload (claim-next + complete, server on this machine) | value |\n|---|---:|\n",
+    );
+    let mut json = Vec::new();
+    for line in out
+        .lines()
+        .filter_map(|l| l.split_once("BENCH ").map(|x| x.1))
+    {
+        let field = |k: &str| {
+            let key = format!("\"{k}\":");
+            line.find(&key)
+                .map(|i| {
+                    line[i + key.len()..]
+                        .split([',', '}'])
+                        .next()
+                        .unwrap_or("")
+                        .to_owned()
+                })
+                .unwrap_or_default()
+        };
+        md.push_str(&format!(
+            "| {} connections in {} processes ({} busy retries) | {} cycles/s |\n",
+            field("connections"),
+            field("processes"),
+            field("busy"),
+            field("cycles_per_s")
+        ));
+        json.push(line.to_owned());
+    }
+    if json.is_empty() {
+        return Err(format!("no benchmark rows in the output:\n{out}"));
+    }
+    let dir = crate::util::root().join("bench/results");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let kind = if smoke { "smoke" } else { "full" };
+    std::fs::write(
+        dir.join(format!("{stamp}-postgres-{kind}.json")),
+        format!("[{}]\n", json.join(",")),
+    )
+    .map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("latest-postgres-{kind}.md")), &md)
+        .map_err(|e| e.to_string())?;
+    println!("\n{md}");
+    Ok(())
+}
+
+const C_WORKER: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include <tenure.h>
+#define CHECK(x) do { tenure_status s_ = (x); if (s_ != TENURE_OK) { \
+    fprintf(stderr, "%s failed: %d\n", #x, (int)s_); return 1; } } while (0)
+int main(int argc, char **argv) {
+    struct tenure_authority *a = NULL;
+    if (argc != 3) return 2;
+    CHECK(tenure_authority_open(argv[1], NULL, &a));
+    if (strcmp(argv[2], "seed") == 0) {
+        bool created = false;
+        CHECK(tenure_authority_create_production(a, "c", &created));
+        for (int i = 0; i < 40; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "job-%03d", i);
+            struct tenure_job_spec spec;
+            CHECK(tenure_job_spec_init(&spec));
+            spec.job = id;
+            tenure_submitted sub;
+            CHECK(tenure_authority_submit(a, "c", &spec, &sub));
+        }
+    } else {
+        int done = 0;
+        for (;;) {
+            struct tenure_lease *l = NULL;
+            tenure_status s = tenure_authority_claim_next(a, "c", "c-worker", 30000000, &l);
+            if (s == TENURE_NO_JOB_AVAILABLE) break;
+            if (s == TENURE_BUSY) continue;
+            CHECK(s);
+            CHECK(tenure_lease_renew(l, 60000000));
+            CHECK(tenure_lease_complete(l, NULL, 0));
+            tenure_lease_free(l);
+            done++;
+        }
+        printf("DONE %d\n", done);
+    }
+    tenure_authority_free(a);
+    return 0;
+}
+"#;
+
+fn c_lifecycle(server: &Server) -> Result {
+    let url = server.database("xtask_c")?;
+    let lib = crate::capi::build_lib()?;
+    let tmp = std::env::temp_dir().join(format!("tenure-pg-c-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    let src = tmp.join("pg_worker.c");
+    let exe = tmp.join("pg_worker");
+    std::fs::write(&src, C_WORKER).map_err(|e| e.to_string())?;
+    let r = (|| {
+        run(Command::new("cc")
+            .args(["-std=c11", "-Wall", "-Werror", "-I"])
+            .arg(crate::util::root().join("include"))
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .arg("-L")
+            .arg(&lib.dir)
+            .arg("-ltenure"))?;
+        let c_run = |role: &str| {
+            let mut c = Command::new(&exe);
+            c.args([url.as_str(), role])
+                .env("LD_LIBRARY_PATH", &lib.dir)
+                .stdout(std::process::Stdio::piped());
+            c
+        };
+        output(&mut c_run("seed"))?;
+        let kids: Vec<_> = (0..2)
+            .map(|_| c_run("work").spawn().map_err(|e| e.to_string()))
+            .collect::<Result<_>>()?;
+        let mut total = 0;
+        for k in kids {
+            let out = k.wait_with_output().map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err("a C worker failed".into());
+            }
+            total += String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .find_map(|l| l.strip_prefix("DONE "))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .ok_or("C worker printed no result")?;
+        }
+        if total != 40 {
+            return Err(format!("C workers completed {total} of 40 jobs"));
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&tmp);
+    r
+}
