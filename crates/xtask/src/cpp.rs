@@ -188,6 +188,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
             .arg(dir.join("test_main.cpp"))
             .arg(dir.join("test_tenure.cpp"))
             .arg(dir.join("test_durations.cpp"))
+            .arg(dir.join("test_census.cpp"))
             .arg("-o")
             .arg(&bin),
             lib,
