@@ -208,7 +208,10 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
     Ok(())
 }
 
-fn example(work: &Path) -> Result {
+/// Build the example worker from a `dist` prefix and let two of its
+/// processes drain a store another language filled: `db` is a file path
+/// (default `work/example.db`) or a `postgres://` URL.
+pub(crate) fn example(work: &Path, db: Option<&str>) -> Result {
     let prefix = work.join("dist");
     let _ = fs::remove_dir_all(&prefix);
     capi::dist(&prefix)?;
@@ -238,7 +241,9 @@ fn example(work: &Path) -> Result {
         .arg(root().join("cpp/examples/fill_store.c"))
         .args(flags.split_whitespace()))?;
 
-    let db = work.join("example.db");
+    let db = db
+        .map(PathBuf::from)
+        .unwrap_or_else(|| work.join("example.db"));
     let n = EXAMPLE_JOBS.to_string();
     let libdir = prefix.join("lib");
     run(Command::new(&fill)
@@ -298,7 +303,7 @@ pub fn test() -> Result {
     hygiene(&lib, &work)?;
     compile_fail(&work)?;
     suite(&lib, &work)?;
-    example(&work)?;
+    example(&work, None)?;
     println!("C++ projection: all checks passed");
     Ok(())
 }

@@ -132,6 +132,12 @@ pub fn test() -> Result {
     cli_lifecycle(&server)?;
     step("PostgreSQL: C ABI life cycle, two processes sharing only the URL");
     c_lifecycle(&server)?;
+    step("PostgreSQL: C++ example workers draining a store a C program filled, over the URL");
+    apt_install(&["g++", "pkg-config"])?;
+    let work = crate::capi::target_dir()?.join("cpp-pg");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    crate::cpp::example(&work, Some(&server.database("cpp_example")?))?;
     let py = crate::util::root().join(".venv/bin/python");
     if py.is_file() {
         step("PostgreSQL: Python wheel, three processes sharing only the URL");
