@@ -137,33 +137,53 @@ pub fn unlocked<T: Send>(
         .map_err(to_py)
 }
 
-/// The fork guard. Handles that own SQLite connections (`Authority`,
-/// `Lease`, `Edit`) remember the process that created them; using one in
-/// another process (the child after `os.fork()`) raises `InvalidArgument`
-/// instead of touching a connection that must not cross `fork()`. In such a
-/// process, dropping the handle leaks its Rust state rather than closing the
-/// parent's connections: the parent is never disturbed.
-#[derive(Clone, Copy)]
-pub struct Owner(u32);
+/// A handle bound to the process that created it. SQLite connections must
+/// not cross `fork()`: in any other process `get` refuses with a clear
+/// `InvalidArgument` and dropping leaks the value instead of closing the
+/// parent's connections. Plain reads of in-memory fields go through `Deref`.
+pub struct ProcessBound<T> {
+    inner: std::mem::ManuallyDrop<T>,
+    pid: u32,
+}
 
-impl Owner {
-    pub fn here() -> Owner {
-        Owner(std::process::id())
+impl<T> ProcessBound<T> {
+    pub fn new(value: T) -> ProcessBound<T> {
+        ProcessBound {
+            inner: std::mem::ManuallyDrop::new(value),
+            pid: std::process::id(),
+        }
     }
-    pub fn is_here(self) -> bool {
-        self.0 == std::process::id()
+    pub fn is_here(&self) -> bool {
+        self.pid == std::process::id()
     }
-    pub fn check(self, what: &str) -> PyResult<()> {
+    /// The value, if this is the process that created it (`what` names it).
+    pub fn get(&self, what: &str) -> PyResult<&T> {
         if self.is_here() {
-            return Ok(());
+            return Ok(&self.inner);
         }
         Err(to_py(Error::InvalidArgument(format!(
             "this {what} was created in process {} and cannot be used in process {} \
              (after fork()): SQLite connections must not cross fork(); open a new \
              tenure.Authority in this process (hand a lease over with \
              export_token() / import_lease())",
-            self.0,
+            self.pid,
             std::process::id()
         ))))
+    }
+}
+
+impl<T> std::ops::Deref for ProcessBound<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T> Drop for ProcessBound<T> {
+    fn drop(&mut self) {
+        if self.is_here() {
+            // SAFETY: dropped exactly once, here.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.inner) }
+        }
     }
 }

@@ -4,14 +4,13 @@
 //! from Python's side and `Send + Sync` in Rust, so threads may share them;
 //! an `Edit` sits behind a mutex (one operation at a time, from any thread).
 //! Each handle refuses use from a process other than the one that created it
-//! (see [`Owner`]).
+//! (see [`ProcessBound`]).
 
-use crate::convert::{self, unlocked, Owner};
+use crate::convert::{self, unlocked, ProcessBound};
 use crate::errors::to_py;
 use crate::values::{q, CheckReport, ClockStatus, Event, Fact, JobSpec, JobView, Production};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
-use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use tenure::{Error, ListQuery, Options, Synchronous};
@@ -56,23 +55,12 @@ fn specs(jobs: &Bound<'_, PyAny>) -> PyResult<Vec<tenure::JobSpec>> {
 /// ``tenure.InvalidArgument``; open a new ``Authority`` in the child instead.
 #[pyclass(frozen, module = "tenure")]
 pub struct Authority {
-    inner: ManuallyDrop<tenure::Authority>,
-    owner: Owner,
-}
-
-impl Drop for Authority {
-    fn drop(&mut self) {
-        if self.owner.is_here() {
-            // SAFETY: dropped exactly once, here.
-            unsafe { ManuallyDrop::drop(&mut self.inner) }
-        }
-    }
+    inner: ProcessBound<tenure::Authority>,
 }
 
 impl Authority {
     fn get(&self) -> PyResult<&tenure::Authority> {
-        self.owner.check("Authority")?;
-        Ok(&self.inner)
+        self.inner.get("Authority")
     }
 }
 
@@ -101,8 +89,7 @@ impl Authority {
         }
         let inner = unlocked(py, || tenure::Authority::open(&path, &opts))?;
         Ok(Authority {
-            inner: ManuallyDrop::new(inner),
-            owner: Owner::here(),
+            inner: ProcessBound::new(inner),
         })
     }
 
@@ -341,29 +328,17 @@ impl Authority {
 /// another process after ``fork()`` (hand it over with a token instead).
 #[pyclass(frozen, module = "tenure")]
 pub struct Lease {
-    inner: ManuallyDrop<tenure::Lease>,
-    owner: Owner,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if self.owner.is_here() {
-            // SAFETY: dropped exactly once, here.
-            unsafe { ManuallyDrop::drop(&mut self.inner) }
-        }
-    }
+    inner: ProcessBound<tenure::Lease>,
 }
 
 impl Lease {
     fn wrap(l: tenure::Lease) -> Lease {
         Lease {
-            inner: ManuallyDrop::new(l),
-            owner: Owner::here(),
+            inner: ProcessBound::new(l),
         }
     }
     fn get(&self) -> PyResult<&tenure::Lease> {
-        self.owner.check("Lease")?;
-        Ok(&self.inner)
+        self.inner.get("Lease")
     }
 }
 
@@ -475,18 +450,8 @@ impl Lease {
 /// internal lock; using it after it finished raises ``InvalidArgument``.
 #[pyclass(frozen, module = "tenure")]
 pub struct Edit {
-    inner: ManuallyDrop<Mutex<Option<tenure::Edit>>>,
+    inner: ProcessBound<Mutex<Option<tenure::Edit>>>,
     path: String,
-    owner: Owner,
-}
-
-impl Drop for Edit {
-    fn drop(&mut self) {
-        if self.owner.is_here() {
-            // SAFETY: dropped exactly once, here. Dropping the core edit aborts it.
-            unsafe { ManuallyDrop::drop(&mut self.inner) }
-        }
-    }
 }
 
 fn lock(m: &Mutex<Option<tenure::Edit>>) -> MutexGuard<'_, Option<tenure::Edit>> {
@@ -500,9 +465,8 @@ fn finished() -> Error {
 impl Edit {
     fn wrap(e: tenure::Edit, a: &tenure::Authority) -> Edit {
         Edit {
-            inner: ManuallyDrop::new(Mutex::new(Some(e))),
+            inner: ProcessBound::new(Mutex::new(Some(e))),
             path: a.path().to_string_lossy().into_owned(),
-            owner: Owner::here(),
         }
     }
 
@@ -511,8 +475,7 @@ impl Edit {
         py: Python<'_>,
         f: impl FnOnce(&mut tenure::Edit) -> tenure::Result<T> + Send,
     ) -> PyResult<T> {
-        self.owner.check("Edit")?;
-        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        let m = self.inner.get("Edit")?;
         unlocked(py, || match lock(m).as_mut() {
             Some(e) => f(e),
             None => Err(finished()),
@@ -532,7 +495,7 @@ impl Edit {
         let m: &Mutex<Option<tenure::Edit>> = &self.inner;
         // Lock with the GIL released: another thread may hold the lock
         // while it waits for the store.
-        self.owner.is_here() && py.detach(|| lock(m).is_some())
+        self.inner.is_here() && py.detach(|| lock(m).is_some())
     }
 
     /// Create a production (False if it existed).
@@ -642,8 +605,7 @@ impl Edit {
     /// Commit: pending leases become active. On failure nothing is written
     /// and pending leases close. The edit is finished either way.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        self.owner.check("Edit")?;
-        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        let m = self.inner.get("Edit")?;
         unlocked(py, || match lock(m).take() {
             Some(e) => e.commit(),
             None => Err(finished()),
@@ -652,8 +614,7 @@ impl Edit {
 
     /// Roll everything back; pending leases close. A no-op once finished.
     fn abort(&self, py: Python<'_>) -> PyResult<()> {
-        self.owner.check("Edit")?;
-        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        let m = self.inner.get("Edit")?;
         unlocked(py, || {
             if let Some(e) = lock(m).take() {
                 e.abort();
@@ -677,8 +638,7 @@ impl Edit {
         traceback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let _ = (exc_value, traceback);
-        self.owner.check("Edit")?;
-        let m: &Mutex<Option<tenure::Edit>> = &self.inner;
+        let m = self.inner.get("Edit")?;
         let ok = exc_type.is_none();
         unlocked(py, || match lock(m).take() {
             Some(e) if ok => e.commit(),
@@ -695,7 +655,7 @@ impl Edit {
     fn __repr__(&self) -> String {
         // An operation in progress on another thread holds the lock: open.
         let open = match self.inner.try_lock() {
-            Ok(g) => g.is_some() && self.owner.is_here(),
+            Ok(g) => g.is_some() && self.inner.is_here(),
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().is_some(),
             Err(std::sync::TryLockError::WouldBlock) => true,
         };

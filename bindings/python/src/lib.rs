@@ -17,7 +17,7 @@
 //! - Every store call releases the GIL.
 //! - `fork()`: handles owning SQLite connections refuse use from another
 //!   process with `InvalidArgument`, and never close the parent's
-//!   connections when collected there (see [`convert::Owner`]).
+//!   connections when collected there (see [`convert::ProcessBound`]).
 //! - Enumerations (job states, lease status, event kinds, submit/cancel
 //!   outcomes) are their stable lower-case core names as `str`; times are
 //!   integer microseconds since the Unix epoch (`*_us`).
