@@ -65,11 +65,14 @@ def test_census_invalid_utf8_is_unicode_error(auth: tenure.Authority, prod: str,
     lease = auth.claim(prod, "j", "w", LONG)
     with pytest.raises(UnicodeEncodeError):
         lease.fail(BAD_UTF8)
-    # Facts are converted as a whole: a surrogate in a fact comes back as the
-    # facts TypeError ("must be a mapping of str to str ..."), not as
-    # UnicodeEncodeError (reported to the binding's owner).
-    with pytest.raises((TypeError, UnicodeEncodeError)):
+    # A surrogate in a fact key or value is UnicodeEncodeError like every
+    # other string argument; a non-str key or value is the facts TypeError.
+    with pytest.raises(UnicodeEncodeError):
         lease.complete({"k": BAD_UTF8})
+    with pytest.raises(UnicodeEncodeError):
+        lease.complete([(BAD_UTF8, "v")])
+    with pytest.raises(TypeError):
+        lease.complete({"k": 1})
     assert lease.status == "active"
     assert events(auth) == before + 1  # only the claim
     # A surrogate-escaped path is the raw bytes b"\xff": a valid OS path.

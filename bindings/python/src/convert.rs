@@ -107,8 +107,17 @@ pub fn facts(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<tenure::Fact>> {
             out.push(tenure::Fact::new(f.key.clone(), f.value.clone()));
             continue;
         }
-        let (k, v): (String, String) = item.extract().map_err(|_| bad())?;
-        out.push(tenure::Fact::new(k, v));
+        let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| bad())?;
+        // A non-str key or value is the facts TypeError; a str that is not
+        // valid Unicode (a lone surrogate) raises UnicodeEncodeError, as
+        // every other string argument does.
+        let text = |o: &Bound<'_, PyAny>| -> PyResult<String> {
+            if !o.is_instance_of::<PyString>() {
+                return Err(bad());
+            }
+            o.extract::<String>()
+        };
+        out.push(tenure::Fact::new(text(&k)?, text(&v)?));
     }
     Ok(out)
 }
