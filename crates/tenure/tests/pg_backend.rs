@@ -391,3 +391,68 @@ fn skew_child() {
         m => panic!("unknown mode {m}"),
     }
 }
+
+#[test]
+fn connections_killed_by_the_server_are_replaced_without_failing_calls() {
+    // A server restart or failover closes every pooled connection while it
+    // sits idle. The next calls must reconnect, not fail once per dead
+    // connection; a lease claimed before stays valid (it is a row).
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(8, 3);
+    let url = env.pg.as_ref().unwrap().url.clone();
+    // Fill the pool with several idle connections: concurrent readers.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+    let readers: Vec<_> = (0..6)
+        .map(|_| {
+            let a = env.auth.clone();
+            let b = barrier.clone();
+            std::thread::spawn(move || {
+                b.wait();
+                for _ in 0..20 {
+                    a.jobs("p", &ListQuery::default()).unwrap();
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().unwrap();
+    }
+    let lease = env.auth.claim("p", "j0", "w", secs(600)).unwrap();
+    let mut admin = pg::client(&url);
+    let killed = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .len();
+    assert!(killed >= 1, "the pool held no connection to kill");
+    // Wait until the server has really closed them.
+    for _ in 0..200 {
+        let left: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for i in 0..(killed + 3) {
+        env.auth
+            .jobs("p", &ListQuery::default())
+            .unwrap_or_else(|e| panic!("read {i} after the kill: {e}"));
+    }
+    lease.renew(secs(900)).unwrap();
+    lease.complete(&[]).unwrap();
+    let next = env.auth.claim_next("p", "w2", secs(60)).unwrap();
+    next.complete(&[]).unwrap();
+    assert!(env.auth.check().unwrap().ok());
+}
