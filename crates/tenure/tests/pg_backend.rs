@@ -456,3 +456,33 @@ fn connections_killed_by_the_server_are_replaced_without_failing_calls() {
     next.complete(&[]).unwrap();
     assert!(env.auth.check().unwrap().ok());
 }
+
+#[test]
+fn claim_next_never_locks_a_held_lease() {
+    // The server filters leases still held out of claim-next's scan, so an
+    // open claim-next (here inside an edit) does not hold their rows and
+    // their holders renew without waiting.
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(3, 3);
+    let other = Authority::open(
+        env.path(),
+        &Options::new()
+            .clock(env.clock.clone())
+            .busy_timeout(Duration::from_millis(50)),
+    )
+    .unwrap();
+    let held = other.claim("p", "j0", "w0", secs(60)).unwrap();
+    let mut e = env.auth.edit().unwrap();
+    let next = e.claim_next("p", "w1", secs(60)).unwrap();
+    assert_eq!(next.job(), "j1");
+    // j0 sits in front of j1 in the queue: it was looked at, not locked.
+    held.renew(secs(120)).unwrap();
+    // j1 is being claimed by the open edit: its row is locked.
+    assert_eq!(code(other.claim("p", "j1", "w2", secs(10))), ErrorCode::Busy);
+    e.commit().unwrap();
+    held.complete(&[]).unwrap();
+    next.complete(&[]).unwrap();
+    assert!(env.auth.check().unwrap().ok());
+}

@@ -112,8 +112,14 @@ pub(crate) struct NewEvent<'a> {
 /// see every row when a coordinator acts on all of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LiveScan {
-    /// `claim_next`: any claimable row will do; rows locked elsewhere may be skipped.
-    Claim,
+    /// `claim_next`: any claimable row will do; rows locked elsewhere may be
+    /// skipped, and so may rows stored `claimed` whose lease expires after
+    /// `now` (µs): the rule classifies those as held and passes over them
+    /// ([`crate::rules::classify`]), so the backend leaves them out of the
+    /// page instead of decoding them (and, on PostgreSQL, instead of locking
+    /// them). The rule still classifies every row it gets: leaving such a
+    /// row in is never wrong, leaving any other row out would be.
+    Claim { now: i64 },
     /// `cancel_production`: every live row, waiting for locked ones.
     All,
 }

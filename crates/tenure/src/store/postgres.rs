@@ -36,9 +36,12 @@
 //!   priority DESC, seq: concurrent claimants never wait for each other. A
 //!   job whose row another transaction holds at that instant (being claimed,
 //!   renewed, cancelled, or re-submitted) is passed over, so claim-next may
-//!   answer "no job available" while such a transition is in flight; the
-//!   rows it reads (at most a page of live jobs) stay locked until it
-//!   commits, so a renewal of one of them waits that long;
+//!   answer "no job available" while such a transition is in flight. The
+//!   server filters out leases still held (claimed, expiring after the
+//!   transaction's clock sample), so claim-next never locks a held lease's
+//!   row and a renewal never waits for it; the candidate rows it does read
+//!   (requested jobs and expired leases, at most a page) stay locked until
+//!   it commits;
 //! - every write transaction that reads a production takes a *shared*
 //!   advisory lock on it; cancelling a production takes it exclusively before
 //!   its scan of the live jobs, which waits for in-flight submissions and
@@ -927,12 +930,19 @@ impl Txn for PgTxn {
                     " FROM tenure.jobs
                      WHERE production = $1 AND state IN ('requested', 'claimed')
                        AND (priority < $2 OR (priority = $2 AND seq > $3))
+                       AND (state = 'requested' OR expires_us IS NULL OR expires_us <= $5)
                      ORDER BY priority DESC, seq LIMIT $4 ",
                     $lock
                 )
             };
         }
-        let skip_locked = scan == LiveScan::Claim;
+        // Held leases (see `LiveScan::Claim`) are filtered by the server, so
+        // claim-next neither decodes nor locks them: a renewal never waits
+        // for a claim-next that merely looked at its row.
+        let (skip_locked, held_after) = match scan {
+            LiveScan::Claim { now } => (true, now),
+            LiveScan::All => (false, i64::MAX),
+        };
         if self.write && !skip_locked && after.is_none() {
             // A coordinator scan (cancelling a production): hold the
             // production exclusively first, so no submission or claim-next
@@ -946,7 +956,7 @@ impl Txn for PgTxn {
         };
         // Without a cursor every priority qualifies: (MAX, MIN) admits
         // priority < MAX and priority = MAX with any seq.
-        let rows = self.query(sql, &[&production, &prio, &seq, &limit])?;
+        let rows = self.query(sql, &[&production, &prio, &seq, &limit, &held_after])?;
         jobs(rows)
     }
 

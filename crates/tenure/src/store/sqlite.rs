@@ -786,17 +786,25 @@ impl Txn for SqliteTxn {
         production: &str,
         after: Option<(i32, i64)>,
         limit: usize,
-        _scan: LiveScan,
+        scan: LiveScan,
     ) -> Result<Vec<JobRow>> {
+        // Held leases (see `LiveScan::Claim`) are filtered here, inside
+        // SQLite, instead of being decoded: a claim-next behind many live
+        // leases (a batch in one edit, many workers) reads only candidates.
+        let held_after = match scan {
+            LiveScan::Claim { now } => now,
+            LiveScan::All => i64::MAX,
+        };
         let c = self.c();
         match after {
             None => {
                 let mut st = c.prepare_cached(&format!(
                     "SELECT {JOB_COLS} FROM jobs INDEXED BY jobs_live
                      WHERE production = ?1 AND state IN ('requested', 'claimed')
+                       AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3)
                      ORDER BY priority DESC, seq LIMIT ?2"
                 ))?;
-                let rows = st.query_map(params![production, limit as i64], job_row)?;
+                let rows = st.query_map(params![production, limit as i64, held_after], job_row)?;
                 collect(rows)
             }
             Some((prio, seq)) => {
@@ -804,9 +812,13 @@ impl Txn for SqliteTxn {
                     "SELECT {JOB_COLS} FROM jobs INDEXED BY jobs_live
                      WHERE production = ?1 AND state IN ('requested', 'claimed')
                        AND (priority < ?2 OR (priority = ?2 AND seq > ?3))
+                       AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?5)
                      ORDER BY priority DESC, seq LIMIT ?4"
                 ))?;
-                let rows = st.query_map(params![production, prio, seq, limit as i64], job_row)?;
+                let rows = st.query_map(
+                    params![production, prio, seq, limit as i64, held_after],
+                    job_row,
+                )?;
                 collect(rows)
             }
         }
