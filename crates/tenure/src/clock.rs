@@ -3,7 +3,7 @@
 //! Production code always uses [`SystemClock`]: the system wall clock in whole
 //! microseconds since the Unix epoch. No public API accepts a caller-selected
 //! time. With the Rust-only `test-clock` feature, tests may inject a
-//! [`ManualClock`]; the C ABI, the wheel and the CLI never enable it.
+//! `ManualClock`; the C ABI, the wheel and the CLI never enable it.
 //!
 //! This is a conservative local-clock policy, not a trusted-time guarantee:
 //! the store's durable high-water mark stops a clock that moved backwards from
