@@ -295,7 +295,9 @@ pub(crate) fn claim_next(
     // first, then larger pages past live claims.
     let mut page = 2;
     loop {
-        let rows = s.txn.live_jobs(production, cursor, page, LiveScan::Claim { now })?;
+        let rows = s
+            .txn
+            .live_jobs(production, cursor, page, LiveScan::Claim { now })?;
         if rows.is_empty() {
             return Ok(None);
         }
