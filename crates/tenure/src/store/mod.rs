@@ -8,6 +8,8 @@
 //! ([`postgres`]) implement the same two traits.
 
 #[cfg(feature = "postgres")]
+mod pg_tls;
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 #[cfg(target_os = "linux")]
 mod queue;

@@ -91,21 +91,76 @@
 //! before it: the raise it missed was sampled earlier than its own samples
 //! (both come from the one server clock), so it cannot hide a rollback.
 //!
-//! # Known difference: event sequence visibility
+//! # Event sequence visibility: tailing is commit-ordered
 //!
-//! Event sequence numbers come from an identity column, so they are unique
-//! and increase in the order transitions of *one job* commit. Across jobs,
-//! numbers are allocated before commit: a reader tailing `events(after)` may
-//! see seq N+1 committed before seq N becomes visible. Tailing consumers on
-//! this backend should re-read a small window behind their cursor. Rolled
-//! back transitions leave gaps.
+//! Event sequence numbers come from an identity column: unique, increasing
+//! in allocation order, allocated *before* commit by concurrent writers.
+//! Rolled back transitions leave gaps. Without care a reader could see seq
+//! N+1 committed while N, allocated earlier by a transaction still in
+//! flight, is not yet visible, and a tailer that moved its cursor to N+1
+//! would never see N. This backend gives the SQLite guarantee instead:
+//! **`events(after)` and `production_events(after)` never return an event
+//! with seq S while an event with a smaller seq can still commit**, so a
+//! tailer that pages by the last seq it received skips nothing.
+//!
+//! - *Writers register before they allocate.* In the statement that inserts
+//!   a transaction's first event, before the row's identity value is drawn
+//!   (a `MATERIALIZED` CTE that the insert reads its one row from; the
+//!   identity default is evaluated in the projection above that scan), the
+//!   transaction reads the sequence's next value N (one more than
+//!   `pg_sequence_last_value`, read under the sequence's buffer lock, outside
+//!   any snapshot) and takes the *shared* transaction-level advisory lock
+//!   `EVENT_REG | N`. That lock is a registration visible at once to every
+//!   session in `pg_locks`: "my event seqs are >= N". Shared locks never
+//!   conflict, so writers never wait for each other; no extra round trip
+//!   (later events of the same transaction use the plain insert).
+//!   PostgreSQL releases it only after the commit is visible to new
+//!   snapshots (or at rollback; rolling back to a savepoint taken before it
+//!   releases it too, and the transaction's next event registers again).
+//! - *Readers stop below the horizon.* A listing first reads (1) the
+//!   sequence's next value V, then (2) the smallest registered N still held
+//!   in this database (`pg_locks`, advisory, `objsubid = 1`, `classid` in
+//!   the reserved range), then takes its snapshot and returns only events
+//!   with `after < seq < M`, M = min(V, smallest N). Why nothing is skipped:
+//!   an event with seq s < M <= V was allocated before (1), so its
+//!   transaction registered (with some N <= s) before (1); had it still held
+//!   the registration at (2), M would be <= N <= s; so it had finished
+//!   before (2), and a snapshot taken later sees it if it committed. This
+//!   relies on the identity sequence handing out values in real-time order
+//!   across sessions, which holds because it has `CACHE 1` (the default
+//!   for identity columns; checked by `tests/pg_events.rs`).
+//! - *Ordering (1), (2), snapshot.* A read transaction (`REPEATABLE READ`)
+//!   has already taken its snapshot at its first statement, so a listing
+//!   ends it, reads (1) and (2) in one round trip outside any transaction,
+//!   and begins the read transaction again; the listing's statement takes
+//!   the new snapshot. Cost: two extra round trips per listing (the
+//!   horizon, the new `BEGIN`), plus the `pg_locks` read (which briefly
+//!   takes the lock manager's partition locks; fine at tailing rates, not
+//!   meant for thousands of polls a second). Writers pay no extra round
+//!   trip. In a write transaction (`READ COMMITTED`, a snapshot per
+//!   statement) (1) and (2) are two statements before the listing, and the
+//!   transaction's own registration is ignored.
+//! - *Consequences.* A transaction that has written an event and stays open
+//!   (an [`crate::Edit`] that submitted something) holds tailers back at
+//!   its first seq until it commits or aborts, exactly as an open edit holds
+//!   the writer lock on SQLite; keep edits short. An empty page means
+//!   "nothing listable yet", never "the log ends here"; `limit` is honoured
+//!   as before (a page may be shorter than `limit` while a writer is in
+//!   flight). The key space: `EVENT_REG = 0x5445 << 48`, N < 2^48 (a
+//!   transition refuses to allocate beyond, with [`Error::Store`]); the
+//!   bigint key shows in `pg_locks` as `classid` 0x5445_0000..=0x5445_ffff
+//!   with `objsubid = 1`, disjoint from the (int4, int4) job and production
+//!   locks (their classids fall in that range, but they show `objsubid =
+//!   2`) and from the schema lock. A reader must be connected to the
+//!   primary (a standby's `pg_locks` does not show the primary's locks);
+//!   tenure always is, it writes.
 
 use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind, FactRecord};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Row, Statement};
+use postgres::{Client, Row, Statement};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -130,32 +185,40 @@ const SCHEMA_LOCK: i64 = 0x7465_6e75_7265_0001;
 const CLASS_JOB: i32 = 0x5445_4e01;
 const CLASS_PROD: i32 = 0x5445_4e02;
 const CLASS_PROD_CREATE: i32 = 0x5445_4e03;
+/// Advisory-lock key space (bigint keys, so `objsubid = 1` in `pg_locks`)
+/// of event registrations: a writing transaction holds `EVENT_REG | n`
+/// shared, `n` (< [`EVENT_REG_LIMIT`]) a lower bound of its event sequence
+/// numbers. In `pg_locks` these are the rows with `classid` between
+/// `0x5445_0000` and `0x5445_ffff` (the SQL below spells them in decimal),
+/// `n` being `(classid & 0xffff) << 32 | objid`. See the module docs.
+const EVENT_REG: i64 = 0x5445 << 48;
+const EVENT_REG_LIMIT: i64 = 1 << 48;
 
-/// The URL without its password, for `Debug` and error messages.
-pub(crate) fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
+/// The next value of the events' identity sequence (0 before the first
+/// allocation, a conservative bound), read outside any snapshot.
+macro_rules! event_seq_next {
+    () => {
+        "coalesce(pg_catalog.pg_sequence_last_value(
+             pg_catalog.pg_get_serial_sequence('tenure.events', 'seq')::regclass) + 1, 0)"
     };
-    let rest = &url[scheme_end + 3..];
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (auth, tail) = rest.split_at(auth_end);
-    match auth.rfind('@') {
-        Some(at) => {
-            let creds = &auth[..at];
-            let user = creds.split(':').next().unwrap_or("");
-            let masked = if creds.contains(':') {
-                format!("{user}:***")
-            } else {
-                user.to_owned()
-            };
-            format!(
-                "{}{masked}@{}{tail}",
-                &url[..scheme_end + 3],
-                &auth[at + 1..]
-            )
-        }
-        None => url.to_owned(),
-    }
+}
+/// Step (1) of a reader's horizon: the events sequence's next value.
+const EVENT_HORIZON_NEXT: &str = concat!("SELECT ", event_seq_next!());
+/// Step (2): the smallest lower bound registered by an event writer of this
+/// database that is still in flight (other than this session), or NULL.
+const EVENT_HORIZON_REGISTERED: &str =
+    "SELECT min(((l.classid::bigint & 65535) << 32) | l.objid::bigint)
+     FROM pg_catalog.pg_locks l
+     WHERE l.locktype = 'advisory' AND l.objsubid = 1
+       AND l.classid::bigint BETWEEN 1413808128 AND 1413873663
+       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                         WHERE d.datname = current_database())
+       AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()";
+
+/// The URL without its password (in the credentials or a `password=`
+/// parameter), for `Debug` and error messages.
+pub(crate) fn redact(url: &str) -> String {
+    super::pg_tls::redact(url)
 }
 
 fn map_err(e: postgres::Error) -> Error {
@@ -222,6 +285,8 @@ impl Conn {
 
 struct Pool {
     config: postgres::Config,
+    /// TLS mode and verification from the URL's `sslmode` / `sslrootcert` (see [`super::pg_tls`]).
+    tls: super::pg_tls::Tls,
     busy: Duration,
     server_clock: bool,
     idle: Mutex<Vec<Conn>>,
@@ -229,10 +294,7 @@ struct Pool {
 
 impl Pool {
     fn connect(&self) -> Result<Conn> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| Error::Store(format!("cannot connect to the PostgreSQL server: {e}")))?;
+        let mut client = super::pg_tls::connect(&self.config, &self.tls)?;
         let pid: i32 = client
             .query_one("SELECT pg_backend_pid()", &[])
             .map_err(map_err)?
@@ -386,9 +448,12 @@ impl PgBackend {
     /// Connect, refuse a newer schema untouched, create a missing one.
     /// Returns the backend and the schema version found (0 if created).
     pub(crate) fn open(url: &str, busy: Duration, server_clock: bool) -> Result<(PgBackend, u32)> {
-        let mut config = postgres::Config::from_str(url).map_err(|e| {
+        // The TLS parameters rust-postgres does not know are taken out first.
+        let (rest, tls) = super::pg_tls::split_url(url)?;
+        let mut config = postgres::Config::from_str(&rest).map_err(|e| {
             Error::invalid(format!("invalid PostgreSQL address {}: {e}", redact(url)))
         })?;
+        let tls = super::pg_tls::Tls::new(tls)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(busy.max(Duration::from_secs(1)));
         }
@@ -397,6 +462,7 @@ impl PgBackend {
         }
         let pool = Pool {
             config,
+            tls,
             busy,
             server_clock,
             idle: Mutex::new(Vec::new()),
@@ -512,6 +578,11 @@ struct PgTxn {
     /// server transaction is aborted and must not be "committed".
     failed: bool,
     savepoints: u32,
+    /// The savepoint depth at which this transaction registered its event
+    /// sequence lower bound (the shared advisory lock `EVENT_REG | n`), if
+    /// it holds one: rolling back to a savepoint at or below that depth
+    /// releases the lock, releasing the savepoint hands it to the parent.
+    event_reg: Option<u32>,
 }
 
 impl PgTxn {
@@ -535,6 +606,7 @@ impl PgTxn {
             write,
             failed: false,
             savepoints: 0,
+            event_reg: None,
         }))
     }
 
@@ -628,6 +700,52 @@ impl PgTxn {
             created_us: r.get(1),
             cancelled_us: r.get(2),
         }))
+    }
+
+    /// The event horizon M: every event with a sequence number below M that
+    /// will ever commit has committed, and is visible to the next statement
+    /// of this transaction. (1) the sequence's next value, then (2) the
+    /// smallest registered lower bound still held, both before that
+    /// statement's snapshot (see the module docs).
+    fn event_horizon(&mut self) -> Result<i64> {
+        let (next, registered) = if self.write {
+            // READ COMMITTED: each statement takes a fresh snapshot, so the
+            // listing that follows is later than (1) and (2).
+            let next = self.query(EVENT_HORIZON_NEXT, &[])?;
+            let reg = self.query(EVENT_HORIZON_REGISTERED, &[])?;
+            (
+                next.first().map(|r| r.get::<_, i64>(0)),
+                reg.first().and_then(|r| r.get::<_, Option<i64>>(0)),
+            )
+        } else {
+            // REPEATABLE READ took its snapshot at this transaction's first
+            // statement, possibly before (1). A listing needs no snapshot
+            // shared with earlier reads: end the transaction, read (1) and
+            // (2) outside it (one round trip, in this order), and begin the
+            // read transaction again (as `begin_read` does); its snapshot
+            // comes at the listing, after (2).
+            let sql = format!("ROLLBACK; {EVENT_HORIZON_NEXT}; {EVENT_HORIZON_REGISTERED}");
+            let r = self.c().client.simple_query(&sql).map_err(map_err);
+            let msgs = self.track(r)?;
+            let mut vals = msgs.iter().filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).map(str::parse::<i64>)),
+                _ => None,
+            });
+            let next = vals.next().flatten().transpose();
+            let reg = vals.next().flatten().transpose();
+            let (_, stmt) = self.pool.timeouts();
+            self.batch(&format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+                 SET LOCAL statement_timeout = {stmt}"
+            ))?;
+            match (next, reg) {
+                (Ok(n), Ok(r)) => (n, r),
+                _ => return Err(Error::Internal("unreadable event horizon".into())),
+            }
+        };
+        let next =
+            next.ok_or_else(|| Error::Internal("the event horizon query gave no row".into()))?;
+        Ok(registered.map_or(next, |r| r.min(next)))
     }
 }
 
@@ -1014,23 +1132,71 @@ impl Txn for PgTxn {
     fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64> {
         let claim = ev.claim_id.map(|u| u.to_string());
         let attempt = ev.attempt.map(i64::from);
-        let rows = self.query(
-            "INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id, holder,
-                 attempt, expires_us, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq",
-            &[
-                &ev.at_us,
-                &ev.production,
-                &ev.job,
-                &ev.kind.as_str(),
-                &ev.state.map(|s| s.as_str()),
-                &claim,
-                &ev.holder,
-                &attempt,
-                &ev.expires_us,
-                &ev.detail,
-            ],
-        )?;
+        let state = ev.state.map(|s| s.as_str());
+        let kind = ev.kind.as_str();
+        let p: [&(dyn ToSql + Sync); 10] = [
+            &ev.at_us,
+            &ev.production,
+            &ev.job,
+            &kind,
+            &state,
+            &claim,
+            &ev.holder,
+            &attempt,
+            &ev.expires_us,
+            &ev.detail,
+        ];
+        let rows = if self.event_reg.is_some() {
+            self.query(
+                "INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id, holder,
+                     attempt, expires_us, detail)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq",
+                &p,
+            )?
+        } else {
+            // The transaction's first event: register the lower bound of
+            // its sequence numbers, then allocate, in this one statement.
+            // The materialized CTE runs (and takes the lock) when the
+            // insert fetches its one row, before the row's identity value
+            // is drawn in the projection (see the module docs).
+            let rows = self.query(
+                concat!(
+                    "WITH reg AS MATERIALIZED (
+                         SELECT pg_catalog.pg_advisory_xact_lock_shared($11::bigint | s.n)
+                         FROM (SELECT ",
+                    event_seq_next!(),
+                    " AS n OFFSET 0) s
+                         WHERE s.n < $12::bigint)
+                     INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id,
+                         holder, attempt, expires_us, detail)
+                     SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
+                            $7::text, $8::bigint, $9::bigint, $10::text
+                     FROM reg RETURNING seq"
+                ),
+                &[
+                    p[0],
+                    p[1],
+                    p[2],
+                    p[3],
+                    p[4],
+                    p[5],
+                    p[6],
+                    p[7],
+                    p[8],
+                    p[9],
+                    &EVENT_REG,
+                    &EVENT_REG_LIMIT,
+                ],
+            )?;
+            if rows.is_empty() {
+                return Err(Error::Store(format!(
+                    "the event sequence has reached {EVENT_REG_LIMIT}, the most this backend \
+                     can order for tailers"
+                )));
+            }
+            self.event_reg = Some(self.savepoints);
+            rows
+        };
         let seq: i64 = rows
             .first()
             .map(|r| r.get(0))
@@ -1041,18 +1207,25 @@ impl Txn for PgTxn {
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // Only sequence numbers below the horizon: every smaller one that
+        // will ever commit is visible to this statement (module docs).
+        let below = self.event_horizon()?;
+        if below <= after.saturating_add(1) {
+            return Ok(Vec::new());
+        }
         let rows = match production {
             None => self.query(
                 "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
                         expires_us, detail
-                 FROM tenure.events WHERE seq > $1 ORDER BY seq LIMIT $2",
-                &[&after, &limit],
+                 FROM tenure.events WHERE seq > $1 AND seq < $2 ORDER BY seq LIMIT $3",
+                &[&after, &below, &limit],
             )?,
             Some(p) => self.query(
                 "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
                         expires_us, detail
-                 FROM tenure.events WHERE production = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                &[&p, &after, &limit],
+                 FROM tenure.events WHERE production = $1 AND seq > $2 AND seq < $3
+                 ORDER BY seq LIMIT $4",
+                &[&p, &after, &below, &limit],
             )?,
         };
         rows.iter().map(event_row).collect()
@@ -1125,12 +1298,21 @@ impl Txn for PgTxn {
     fn rollback_to_savepoint(&mut self) -> Result<()> {
         self.batch("ROLLBACK TO SAVEPOINT op; RELEASE SAVEPOINT op")?;
         self.failed = false;
+        // A lock taken after the savepoint was released with it (and the
+        // events it covered are gone): the next event registers again.
+        if self.event_reg.is_some_and(|d| d >= self.savepoints) {
+            self.event_reg = None;
+        }
         self.savepoints -= 1;
         Ok(())
     }
 
     fn release_savepoint(&mut self) -> Result<()> {
         self.batch("RELEASE SAVEPOINT op")?;
+        // The parent (sub)transaction now holds the registration.
+        if self.event_reg.is_some_and(|d| d >= self.savepoints) {
+            self.event_reg = Some(self.savepoints - 1);
+        }
         self.savepoints -= 1;
         Ok(())
     }
@@ -1165,5 +1347,107 @@ mod tests {
         );
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redact("postgresql://h/db"), "postgresql://h/db");
+    }
+
+    #[test]
+    fn event_registration_keys_match_the_pg_locks_filter() {
+        // pg_locks shows a bigint key as classid = high 32 bits, objid = low.
+        let lo = (EVENT_REG >> 32) as u32;
+        let hi = ((EVENT_REG | (EVENT_REG_LIMIT - 1)) >> 32) as u32;
+        assert_eq!((lo, hi), (0x5445_0000, 0x5445_ffff));
+        assert!(EVENT_HORIZON_REGISTERED.contains(&format!("BETWEEN {lo} AND {hi}")));
+        // n is recovered as (classid & 0xffff) << 32 | objid.
+        let n: i64 = 0x1234_5678_9abc;
+        let key = EVENT_REG | n;
+        let (classid, objid) = ((key >> 32) as u32, key as u32);
+        assert_eq!((i64::from(classid) & 0xffff) << 32 | i64::from(objid), n);
+        // Disjoint from the other advisory keys: the (int4, int4) job and
+        // production locks share the classid range but have objsubid 2;
+        // the schema lock is a bigint key outside the range.
+        assert!(EVENT_HORIZON_REGISTERED.contains("l.objsubid = 1"));
+        assert!(!(lo..=hi).contains(&((SCHEMA_LOCK >> 32) as u32)));
+    }
+
+    /// The savepoint bookkeeping of the event registration against a live
+    /// server (`TENURE_TEST_BACKEND=postgres`, `TENURE_TEST_PG_URL` a
+    /// maintenance URL; skipped otherwise): rolling back to a savepoint
+    /// taken before the registration releases the lock and the next event
+    /// registers again; releasing the savepoint keeps it; the horizon seen
+    /// by another session stops at the registered bound.
+    #[test]
+    fn event_registration_follows_savepoints() {
+        if std::env::var("TENURE_TEST_BACKEND").map_or(true, |b| b != "postgres") {
+            eprintln!("skipped: set TENURE_TEST_BACKEND=postgres and TENURE_TEST_PG_URL");
+            return;
+        }
+        let admin = std::env::var("TENURE_TEST_PG_URL").expect("TENURE_TEST_PG_URL");
+        let name = format!("u_evreg_{}", std::process::id());
+        let (head, query) = admin.split_at(admin.find('?').unwrap_or(admin.len()));
+        let url = format!("{}/{name}{query}", &head[..head.rfind('/').unwrap()]);
+        let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .unwrap();
+        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let r = std::panic::catch_unwind(|| {
+            let (b, _) = PgBackend::open(&url, Duration::from_secs(5), true).unwrap();
+            let mut other = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let mut held = || -> i64 {
+                other
+                    .query_one(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+                         AND objsubid = 1 AND classid::bigint BETWEEN 1413808128 AND 1413873663",
+                        &[],
+                    )
+                    .unwrap()
+                    .get(0)
+            };
+            let ev = NewEvent {
+                at_us: 1,
+                production: "p",
+                job: Some("j"),
+                kind: EventKind::Submitted,
+                state: Some(Stored::Requested),
+                claim_id: None,
+                holder: None,
+                attempt: None,
+                expires_us: None,
+                detail: "",
+            };
+            let mut t = b.begin_write().unwrap();
+            t.savepoint().unwrap();
+            let first = t.append_event(&ev).unwrap();
+            assert_eq!(held(), 1);
+            t.rollback_to_savepoint().unwrap();
+            assert_eq!(held(), 0, "the savepoint's rollback released the lock");
+            t.savepoint().unwrap();
+            let second = t.append_event(&ev).unwrap();
+            assert!(second > first);
+            assert_eq!(held(), 1, "the next event registered again");
+            t.release_savepoint().unwrap();
+            t.savepoint().unwrap();
+            t.append_event(&ev).unwrap();
+            t.rollback_to_savepoint().unwrap();
+            assert_eq!(held(), 1, "registered outside this savepoint: still held");
+            // Another session's listing stops below the registered bound
+            // (nothing is listable), and sees the events once committed.
+            let mut r = b.begin_read().unwrap();
+            assert!(r.events(None, 0, 100).unwrap().is_empty());
+            r.rollback().unwrap();
+            t.commit().unwrap();
+            assert_eq!(held(), 0);
+            let mut r = b.begin_read().unwrap();
+            let seqs: Vec<u64> = r
+                .events(None, 0, 100)
+                .unwrap()
+                .iter()
+                .map(|e| e.seq)
+                .collect();
+            assert_eq!(seqs, vec![second]);
+            r.rollback().unwrap();
+        });
+        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        if let Err(e) = r {
+            std::panic::resume_unwind(e);
+        }
     }
 }
