@@ -3,14 +3,28 @@
  * CHECK(cond) and EXPECT(call, status) count passes and failures (thread-safe
  * counters); every failure prints file:line, the status names and the
  * thread's last error message. finish() prints the final line
- * "N passed, M failed" and returns the process exit code. */
+ * "N passed, M failed" and returns the process exit code.
+ *
+ * The store under test: store_addr(dir, name) is the SQLite file
+ * "<dir>/<name>", or, when the environment says so (the variables `cargo
+ * xtask` sets for its PostgreSQL run, the same names the Rust suite uses):
+ *   TENURE_TEST_BACKEND=postgres
+ *   TENURE_TEST_PG_URL=postgres://user@host:port/maintenance-db
+ *   TENURE_TEST_CREATEDB=/path/to/createdb   (+ PGHOST, PGPORT, PGUSER)
+ * the URL of a new empty database on that server, created with the
+ * `createdb` program (so the C suites need no libpq). skip_on_postgres()
+ * prints "skipped on PostgreSQL: ..." for SQLite-file-specific checks. */
 #ifndef TENURE_TEST_HARNESS_H
 #define TENURE_TEST_HARNESS_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tenure.h"
 
@@ -83,9 +97,81 @@ static inline const char *path_in(const char *dir, const char *name) {
   return buf;
 }
 
+/* True when the suite runs against PostgreSQL (TENURE_TEST_BACKEND=postgres). */
+static inline int on_postgres(void) {
+  const char *b = getenv("TENURE_TEST_BACKEND");
+  return b != NULL && strcmp(b, "postgres") == 0;
+}
+
+/* On PostgreSQL: print why `what` is skipped and return 1; else return 0.
+ * Use as `if (!skip_on_postgres("x", "why")) { ...SQLite-only checks... }`. */
+static inline int skip_on_postgres(const char *what, const char *why) {
+  if (!on_postgres())
+    return 0;
+  printf("skipped on PostgreSQL: %s: %s\n", what, why);
+  return 1;
+}
+
+/* A new empty database on the TENURE_TEST_PG_URL server; its URL in `out`.
+ * The name is unique per call (process ID, random bits, counter). */
+static inline void create_pg_database(char *out, size_t cap) {
+  static unsigned counter;
+  static unsigned salt;
+  const char *url = getenv("TENURE_TEST_PG_URL");
+  const char *createdb = getenv("TENURE_TEST_CREATEDB");
+  REQUIRE(url != NULL && createdb != NULL);
+  if (salt == 0) {
+    FILE *r = fopen("/dev/urandom", "rb");
+    REQUIRE(r != NULL && fread(&salt, sizeof salt, 1, r) == 1);
+    fclose(r);
+    salt |= 1;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "c_%ld_%08x_%u", (long)getpid(), salt, counter++);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl(createdb, createdb, name, (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* the maintenance URL with its database name replaced */
+  const char *scheme = strstr(url, "://");
+  const char *slash = strchr(scheme != NULL ? scheme + 3 : url, '/');
+  const char *query = strchr(url, '?');
+  int host_len = (int)(slash != NULL ? slash - url : (long)strlen(url));
+  snprintf(out, cap, "%.*s/%s%s", host_len, url, name, query != NULL ? query : "");
+}
+
+/* The address of the store `name` in `dir`: "<dir>/<name>" on SQLite, a new
+ * database's URL on PostgreSQL. The same name gives the same store (and the
+ * same pointer) for the rest of the process: open it twice for two handles.
+ * Main thread only. */
+static inline const char *store_addr(const char *dir, const char *name) {
+  static struct {
+    char name[64];
+    char addr[4096];
+  } stores[32];
+  static int used;
+  for (int i = 0; i < used; i++)
+    if (strcmp(stores[i].name, name) == 0)
+      return stores[i].addr;
+  REQUIRE(used < 32 && strlen(name) < sizeof stores[0].name);
+  snprintf(stores[used].name, sizeof stores[used].name, "%s", name);
+  if (on_postgres())
+    create_pg_database(stores[used].addr, sizeof stores[used].addr);
+  else
+    snprintf(stores[used].addr, sizeof stores[used].addr, "%s/%s", dir, name);
+  return stores[used++].addr;
+}
+
 static inline tenure_authority *open_store(const char *dir, const char *name) {
   tenure_authority *a = NULL;
-  tenure_status st = tenure_authority_open(path_in(dir, name), NULL, &a);
+  tenure_status st = tenure_authority_open(store_addr(dir, name), NULL, &a);
   REQUIRE(st == TENURE_OK && a != NULL);
   return a;
 }

@@ -1,7 +1,7 @@
 /* Threads sharing one tenure_authority claim and complete a whole
  * production: every job is completed exactly once. Also: one lease handle
  * shared by several threads, and the per-thread last error message.
- * Usage: test_threads DIR */
+ * Usage: test_threads DIR (or PostgreSQL, see harness.h) */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
   tenure_open_options o;
   REQUIRE(tenure_open_options_init(&o) == TENURE_OK);
   o.busy_timeout_us = INT64_C(120000000); /* generous: shared, noisy machines */
-  REQUIRE(tenure_authority_open(path_in(argv[1], "threads.db"), &o, &auth) ==
+  REQUIRE(tenure_authority_open(store_addr(argv[1], "threads.db"), &o, &auth) ==
           TENURE_OK);
   make_production(auth, "prod");
   char id[32];

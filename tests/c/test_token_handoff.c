@@ -5,7 +5,8 @@
  *                                     (O_CREAT|O_EXCL, mode 0600)
  *   ... complete DB FILE              B: imports the token and completes
  *   ... stale DB FILE                 C: importing the same token now fails
- * A child exits 0 when all its checks passed. */
+ * A child exits 0 when all its checks passed. DB is a file in DIR, or on
+ * PostgreSQL (see harness.h) a new database's URL shared by all processes. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -132,7 +133,7 @@ static int run_child(const char *mode, const char *db, const char *file,
 
 static int driver(const char *dir) {
   char db[4096], file[4096];
-  snprintf(db, sizeof db, "%s/handoff.db", dir);
+  snprintf(db, sizeof db, "%s", store_addr(dir, "handoff.db"));
   snprintf(file, sizeof file, "%s/lease.token", dir);
   unlink(file);
   tenure_authority *a = NULL;

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tenure
-from conftest import LONG, ROOT
+from conftest import LONG, ROOT, fresh_store
 
 SECOND = timedelta(seconds=1)
 
@@ -287,9 +287,12 @@ def test_repr_shows_attribution_never_the_secret(auth: tenure.Authority, prod: s
 
 
 def test_authority_options(tmp_path: Path) -> None:
-    a = tenure.Authority(tmp_path / "n.db", synchronous="normal", busy_timeout=timedelta(0))
+    n = fresh_store(tmp_path, "n.db")
+    a = tenure.Authority(n, synchronous="normal", busy_timeout=timedelta(0))
     a.create_production("p")
-    assert a.path.endswith("n.db") and a.migrated_from == 0
+    # A file store reports its path; a server store its URL (no password here).
+    assert a.path.endswith("n.db") if isinstance(n, Path) else a.path == n
+    assert a.migrated_from == 0
     with pytest.raises(tenure.InvalidArgument):
         tenure.Authority(tmp_path / "x.db", synchronous="sometimes")  # type: ignore[arg-type]
     with pytest.raises(tenure.InvalidArgument):
@@ -298,7 +301,7 @@ def test_authority_options(tmp_path: Path) -> None:
         tenure.Authority(tmp_path / "x.db", busy_timeout=-SECOND)
     with pytest.raises(TypeError, match="busy_timeout"):
         tenure.Authority(tmp_path / "x.db", busy_timeout=5)  # type: ignore[arg-type]
-    assert tenure.Authority(str(tmp_path / "n.db")).migrated_from == tenure.SCHEMA_VERSION
+    assert tenure.Authority(str(n)).migrated_from == tenure.SCHEMA_VERSION
     clock = a.clock()
     assert clock.mark_us <= clock.now_us and not clock.blocked
 

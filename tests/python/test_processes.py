@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import tenure
-from conftest import LONG, PY, ROOT, python_env
+from conftest import LONG, PY, ROOT, fresh_store, python_env
 
 WORKER = ROOT / "python" / "examples" / "worker.py"
 
@@ -55,7 +55,7 @@ def test_token_hand_off_to_another_process(auth: tenure.Authority, prod: str) ->
 
 
 def test_eight_processes_drain_one_production(tmp_path: Path) -> None:
-    store = tmp_path / "contention.db"
+    store = fresh_store(tmp_path, "contention.db")
     auth = tenure.Authority(store)
     auth.create_production("batch")
     jobs = [f"job-{i:04}" for i in range(400)]
@@ -91,7 +91,8 @@ def test_eight_processes_drain_one_production(tmp_path: Path) -> None:
 def test_fork_child_gets_a_clear_error_and_parent_is_untouched(tmp_path: Path) -> None:
     # The handles live only in this dict, so the child can drop every
     # reference it inherited (and make Rust run its destructors there).
-    h: dict[str, object] = {"auth": tenure.Authority(tmp_path / "fork.db")}
+    store = fresh_store(tmp_path, "fork.db")
+    h: dict[str, object] = {"auth": tenure.Authority(store)}
     auth = h["auth"]
     assert isinstance(auth, tenure.Authority)
     auth.create_production("p")
@@ -167,7 +168,7 @@ def test_fork_child_gets_a_clear_error_and_parent_is_untouched(tmp_path: Path) -
     assert a().check().ok
     h.clear()
     # Reopening after everything was dropped in the parent works too.
-    assert tenure.Authority(tmp_path / "fork.db").check().ok
+    assert tenure.Authority(store).check().ok
 
 
 FRESH_CHILD = """

@@ -538,18 +538,40 @@ pub fn abi_check(bless: bool) -> Result {
 pub fn c_tests() -> Result {
     tools()?;
     let lib = build_lib()?;
-    let work = target_dir()?.join("capi").join("ctest");
+    run_c_suites(
+        &lib,
+        "ctest",
+        &[
+            "lifecycle",
+            "bad_input",
+            "threads",
+            "token_handoff",
+            "clock",
+            "census",
+        ],
+        &[],
+    )?;
+    Ok(())
+}
+
+/// Build `tests/c/test_<suite>.c` for each named suite (sanitizers on) into
+/// `<target>/capi/<work>/`, run each with a fresh scratch folder and the
+/// extra environment `env` (e.g. the PostgreSQL variables of `harness.h`),
+/// and require its last line to be "N passed, 0 failed". Returns each
+/// suite's standard output.
+pub(crate) fn run_c_suites(
+    lib: &Lib,
+    work: &str,
+    suites: &[&str],
+    env: &[(String, String)],
+) -> Result<Vec<String>> {
+    tools()?;
+    let work = target_dir()?.join("capi").join(work);
     let _ = fs::remove_dir_all(&work);
     fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let faketime = faketime_lib()?;
-    for suite in [
-        "lifecycle",
-        "bad_input",
-        "threads",
-        "token_handoff",
-        "clock",
-        "census",
-    ] {
+    let mut outputs = Vec::new();
+    for suite in suites {
         step(&format!("C suite {suite}"));
         let bin = work.join(suite);
         cc_client(
@@ -566,9 +588,10 @@ pub fn c_tests() -> Result {
             .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
             .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
             .env("TENURE_FAKETIME_LIB", &faketime)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .output()
             .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr);
         print!("{stdout}");
         eprint!("{stderr}");
@@ -576,8 +599,9 @@ pub fn c_tests() -> Result {
         if !out.status.success() || !last.ends_with(" passed, 0 failed") {
             return Err(format!("C suite {suite} failed ({})", out.status));
         }
+        outputs.push(stdout);
     }
-    Ok(())
+    Ok(outputs)
 }
 
 /// `cargo xtask dist PREFIX`.

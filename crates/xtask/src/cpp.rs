@@ -171,28 +171,34 @@ fn compile_fail(work: &Path) -> Result {
     Ok(())
 }
 
-fn suite(lib: &capi::Lib, work: &Path) -> Result {
+/// Build the doctest program `bin` from the named files of `cpp/tests`
+/// (`test_main.cpp` among them) with `std` (e.g. `-std=c++17`), ASan/UBSan.
+pub(crate) fn build_suite(lib: &capi::Lib, std: &str, sources: &[&str], bin: &Path) -> Result {
     let dir = root().join("cpp/tests");
+    let mut cmd = Command::new("g++");
+    includes(cmd.arg(std).args(WARN).args(SANITIZE).arg("-pthread"));
+    for s in sources {
+        cmd.arg(dir.join(s));
+    }
+    run(link(cmd.arg("-o").arg(bin), lib))
+}
+
+fn suite(lib: &capi::Lib, work: &Path) -> Result {
     let faketime = capi::faketime_lib()?;
     for (std, tag) in [("-std=c++17", "cxx17"), ("-std=c++20", "cxx20")] {
         step(&format!("C++ suite ({std}, ASan/UBSan)"));
         let bin = work.join(format!("suite-{tag}"));
-        run(link(
-            includes(
-                Command::new("g++")
-                    .arg(std)
-                    .args(WARN)
-                    .args(SANITIZE)
-                    .arg("-pthread"),
-            )
-            .arg(dir.join("test_main.cpp"))
-            .arg(dir.join("test_tenure.cpp"))
-            .arg(dir.join("test_durations.cpp"))
-            .arg(dir.join("test_census.cpp"))
-            .arg("-o")
-            .arg(&bin),
+        build_suite(
             lib,
-        ))?;
+            std,
+            &[
+                "test_main.cpp",
+                "test_tenure.cpp",
+                "test_durations.cpp",
+                "test_census.cpp",
+            ],
+            &bin,
+        )?;
         let scratch = work.join(format!("scratch-{tag}"));
         let _ = fs::remove_dir_all(&scratch);
         mkdir(&scratch)?;

@@ -92,15 +92,14 @@ pub(crate) fn build_wheel(venv: &Path, release: bool) -> Result<PathBuf> {
     Ok(wheel.clone())
 }
 
-/// Build the wheel, install it into `.venv`, run the pytest suites.
-pub fn test() -> Result {
-    let root = root();
-    apt_install(&["faketime"])?;
-    let venv = root.join(".venv");
+/// Make `.venv` (with the pinned tools), build the debug wheel and install
+/// it there; returns `(python, wheel)`.
+pub(crate) fn install_wheel() -> Result<(PathBuf, PathBuf)> {
+    let venv = root().join(".venv");
     ensure_venv(&venv)?;
     let py = venv_python(&venv);
 
-    let wheel = &build_wheel(&venv, false)?;
+    let wheel = build_wheel(&venv, false)?;
 
     step("Python: pip install the built wheel into .venv");
     run(Command::new(&py)
@@ -113,7 +112,16 @@ pub fn test() -> Result {
             "--force-reinstall",
             "--no-deps",
         ])
-        .arg(wheel))?;
+        .arg(&wheel))?;
+    Ok((py, wheel))
+}
+
+/// Build the wheel, install it into `.venv`, run the pytest suites.
+pub fn test() -> Result {
+    let root = root();
+    apt_install(&["faketime"])?;
+    let (py, wheel) = install_wheel()?;
+    let wheel = &wheel;
 
     step("Python: libtenure.a for the cross-language hand-off test");
     apt_install(&["gcc", "libc6-dev"])?;
