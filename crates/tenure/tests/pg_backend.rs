@@ -480,7 +480,10 @@ fn claim_next_never_locks_a_held_lease() {
     // j0 sits in front of j1 in the queue: it was looked at, not locked.
     held.renew(secs(120)).unwrap();
     // j1 is being claimed by the open edit: its row is locked.
-    assert_eq!(code(other.claim("p", "j1", "w2", secs(10))), ErrorCode::Busy);
+    assert_eq!(
+        code(other.claim("p", "j1", "w2", secs(10))),
+        ErrorCode::Busy
+    );
     e.commit().unwrap();
     held.complete(&[]).unwrap();
     next.complete(&[]).unwrap();

@@ -7,6 +7,9 @@ mod bench;
 mod capi;
 mod cpp;
 mod pg;
+mod pg_peer;
+mod pg_suites;
+mod pg_tls;
 mod python;
 mod torture;
 mod util;
@@ -19,6 +22,7 @@ fn main() {
         Some("test") => test(),
         Some("python") => python::test(),
         Some("pg") => pg::test(),
+        Some("pg-suites") => pg_suites::standalone(),
         Some("cpp") => cpp::test(),
         Some("torture") => torture::torture(args.iter().any(|a| a == "--quick")),
         Some("bench")

@@ -18,9 +18,11 @@ pub struct Server {
     as_root: bool,
     /// Maintenance URL (database `postgres`, user `postgres`, trust auth).
     pub url: String,
+    /// The TLS certificates when started with [`start_with_tls`].
+    pub tls: Option<crate::pg_tls::Files>,
 }
 
-fn find_bin(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_bin(name: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = vec![PathBuf::from("/usr/local/bin")];
     if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
         let mut versions: Vec<PathBuf> = rd.flatten().map(|e| e.path().join("bin")).collect();
@@ -66,8 +68,18 @@ fn free_port() -> Result<u16> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-/// initdb + start; the returned guard stops the server.
+/// initdb + start (plain TCP only); the returned guard stops the server.
 pub fn start() -> Result<Server> {
+    start_server(false)
+}
+
+/// Like [`start`], with TLS on as well (see [`crate::pg_tls`]); plain
+/// connections keep working.
+pub fn start_with_tls() -> Result<Server> {
+    start_server(true)
+}
+
+fn start_server(tls: bool) -> Result<Server> {
     let (initdb, pg_ctl) = bins()?;
     let as_root = is_root();
     let dir = std::env::temp_dir().join(format!("tenure-pg-{}", std::process::id()));
@@ -81,6 +93,7 @@ pub fn start() -> Result<Server> {
         pg_ctl: pg_ctl.clone(),
         as_root,
         url: String::new(),
+        tls: None,
     };
     let data = dir.join("data");
     run(as_server_user(as_root, &initdb, &dir)
@@ -89,11 +102,16 @@ pub fn start() -> Result<Server> {
         .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
         .stdout(std::process::Stdio::null()))?;
     let port = free_port()?;
-    let opts = format!(
+    let mut opts = format!(
         "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off -c full_page_writes=off \
          -c synchronous_commit=off -c max_connections=400",
         dir.display()
     );
+    if tls {
+        let files = crate::pg_tls::prepare(&dir, &data, as_root)?;
+        opts.push_str(&files.server_opts());
+        server.tls = Some(files);
+    }
     let started = run(as_server_user(as_root, &pg_ctl, &dir)
         .arg("-D")
         .arg(&data)
@@ -123,11 +141,15 @@ impl Drop for Server {
 pub fn test() -> Result {
     step("PostgreSQL: throwaway server + the core conformance suites on it");
     apt_install(&["faketime"])?;
-    let server = start()?;
+    // TLS on: the suites connect with the default sslmode (prefer), so they
+    // run encrypted, and tests/pg_tls.rs checks every sslmode.
+    let server = start_with_tls()?;
+    let tls_env = server.tls.as_ref().map(|f| f.test_env(&server.url));
     run(cargo()
         .args(["test", "-p", "tenure"])
         .env("TENURE_TEST_BACKEND", "postgres")
-        .env("TENURE_TEST_PG_URL", &server.url))?;
+        .env("TENURE_TEST_PG_URL", &server.url)
+        .envs(tls_env.unwrap_or_default()))?;
     step("PostgreSQL: CLI life cycle against the server (`--db postgres://...`)");
     cli_lifecycle(&server)?;
     step("PostgreSQL: C ABI life cycle, two processes sharing only the URL");
@@ -138,6 +160,8 @@ pub fn test() -> Result {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     crate::cpp::example(&work, Some(&server.database("cpp_example")?))?;
+    // The C, C++ and Python life-cycle suites (also installs the wheel into .venv).
+    crate::pg_suites::run(&server)?;
     let py = crate::util::root().join(".venv/bin/python");
     if py.is_file() {
         step("PostgreSQL: Python wheel, three processes sharing only the URL");
@@ -318,7 +342,6 @@ pub fn bench(smoke: bool) -> Result {
                 if smoke { "1,4" } else { "1,4,16,64" },
             ),
     )?;
-    drop(server);
     let mut md = String::from(
         "| PostgreSQL workload (claim-next + complete, server on this machine) | value |\n|---|---:|\n",
     );
@@ -351,6 +374,8 @@ pub fn bench(smoke: bool) -> Result {
     if json.is_empty() {
         return Err(format!("no benchmark rows in the output:\n{out}"));
     }
+    crate::pg_peer::bench(&server, smoke, &mut md, &mut json)?;
+    drop(server);
     let dir = crate::util::root().join("bench/results");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let stamp = std::time::SystemTime::now()

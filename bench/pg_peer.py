@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Peer row of ``cargo xtask bench --backend postgres``: tenure's Python
+binding against procrastinate, the same workload on the same PostgreSQL
+server, each run in its own fresh database.
+
+    pg_peer.py bench --url MAINTENANCE_URL --jobs N --workers 1,4 --runs R
+
+The workload, per run and per system:
+
+1. Enqueue N no-op jobs (timed separately, reported as ``enqueue_s``; not
+   part of the drain rate; schema creation is outside the timing): tenure
+   ``Authority.submit_many`` in chunks of 1000 (empty payload),
+   procrastinate ``Task.batch_defer_async`` in chunks of 1000 (empty task
+   arguments ``{}``).
+2. Start W worker processes; each opens its connection(s), then waits for a
+   common start signal. The drain is timed from the signal until the last
+   worker has found the queue empty; the rate is ``N / drain_s``.
+   Each worker handles one job at a time:
+
+   - tenure: ``claim_next(production, holder, ttl=60 s)`` (a lease with a
+     secret, recorded with its event) then ``lease.complete()`` with no
+     facts; a ``Busy`` answer is retried (and counted); ``NoJobAvailable``
+     ends the worker.
+   - procrastinate: ``App.run_worker_async(concurrency=1, wait=False,
+     listen_notify=False, delete_jobs="never")`` over an ``async def`` no-op
+     task: per job it calls ``procrastinate_fetch_job`` (marks the job
+     ``doing``, records an event), runs the task on the event loop, then
+     ``procrastinate_finish_job`` (marks it ``succeeded``, records an event,
+     keeps the row). The worker also registers itself in
+     ``procrastinate_workers`` at start and unregisters at the end (inside
+     the timed window, once per process); with ``wait=False`` it stops at
+     the first empty fetch. ``listen_notify`` is off because a worker that
+     never waits has no use for LISTEN.
+
+3. Check the end state: every job completed (tenure also runs
+   ``Authority.check()``), the worker counts add up to N.
+
+Each run prints one ``BENCH {json}`` line (``"workload":"pg-peer"``); after
+all runs one ``"workload":"pg-peer-summary"`` line per W gives the median
+drain rates and the ratio tenure / procrastinate, plus the median enqueue
+rates over all runs. Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+PRODUCTION = "bench"
+QUEUE = "bench"
+CHUNK = 1000
+
+
+def _db_url(maintenance_url: str, name: str) -> str:
+    base, _, _ = maintenance_url.rpartition("/")
+    return f"{base}/{name}"
+
+
+def _fresh_database(maintenance_url: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(maintenance_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return _db_url(maintenance_url, name)
+
+
+# ---------------------------------------------------------------- tenure
+
+
+def tenure_seed(url: str, jobs: int) -> float:
+    import tenure
+
+    a = tenure.Authority(url)
+    a.create_production(PRODUCTION)
+    t0 = time.perf_counter()
+    for i in range(0, jobs, CHUNK):
+        a.submit_many(
+            PRODUCTION,
+            [tenure.JobSpec(f"job-{j:08}") for j in range(i, min(i + CHUNK, jobs))],
+        )
+    return time.perf_counter() - t0
+
+
+def tenure_work(url: str) -> dict[str, object]:
+    import tenure
+
+    a = tenure.Authority(url)
+    holder = f"bench-{os.getpid()}"
+    ttl = datetime.timedelta(seconds=60)
+    _ready()
+    start = time.monotonic()
+    done = busy = 0
+    while True:
+        try:
+            lease = a.claim_next(PRODUCTION, holder, ttl)
+        except tenure.NoJobAvailable:
+            break
+        except tenure.Busy:
+            busy += 1
+            continue
+        lease.complete()
+        done += 1
+    return {"done": done, "busy": busy, "start": start, "end": time.monotonic()}
+
+
+def tenure_verify(url: str, jobs: int) -> None:
+    import tenure
+
+    a = tenure.Authority(url)
+    queued = a.jobs(PRODUCTION, state="requested", limit=10)
+    if queued:
+        raise SystemExit(f"tenure: {len(queued)}+ jobs still requested")
+    completed = 0
+    after = None
+    while True:
+        page = a.jobs(PRODUCTION, state="completed", after=after, limit=1000)
+        if not page:
+            break
+        completed += len(page)
+        after = page[-1].job
+    if completed != jobs:
+        raise SystemExit(f"tenure: {completed} of {jobs} jobs completed")
+    if not a.check().ok:
+        raise SystemExit("tenure: check() failed")
+
+
+# --------------------------------------------------------- procrastinate
+
+_processed = 0
+
+
+class _QuietMainModule(logging.Filter):
+    """Drop procrastinate's warning that the app lives in ``__main__``: the
+    task has an explicit name, so workers find it whatever the module."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "instantiated in the main Python module" not in record.getMessage()
+
+
+def _procrastinate_app(url: str):  # type: ignore[no-untyped-def]
+    import procrastinate
+
+    logging.getLogger("procrastinate.blueprints").addFilter(_QuietMainModule())
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
+
+    @app.task(name="noop", queue=QUEUE)
+    async def noop() -> None:
+        global _processed
+        _processed += 1
+
+    return app, noop
+
+
+def procrastinate_seed(url: str, jobs: int) -> float:
+    app, noop = _procrastinate_app(url)
+
+    async def go() -> float:
+        async with app.open_async():
+            await app.schema_manager.apply_schema_async()
+            t0 = time.perf_counter()
+            for i in range(0, jobs, CHUNK):
+                await noop.batch_defer_async(*({} for _ in range(i, min(i + CHUNK, jobs))))
+            return time.perf_counter() - t0
+
+    return asyncio.run(go())
+
+
+def procrastinate_work(url: str) -> dict[str, object]:
+    app, _ = _procrastinate_app(url)
+    result: dict[str, object] = {}
+
+    async def go() -> None:
+        async with app.open_async():
+            # Open the pool's connection before the start signal, as tenure does.
+            await app.check_connection_async()
+            _ready()
+            result["start"] = time.monotonic()
+            await app.run_worker_async(
+                queues=[QUEUE],
+                concurrency=1,
+                wait=False,
+                listen_notify=False,
+                delete_jobs="never",
+                install_signal_handlers=False,
+            )
+            result["end"] = time.monotonic()
+
+    asyncio.run(go())
+    return {"done": _processed, "busy": 0, **result}
+
+
+def procrastinate_verify(url: str, jobs: int) -> None:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = dict(
+            conn.execute(
+                "SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY status"
+            ).fetchall()
+        )
+    if rows != {"succeeded": jobs}:
+        raise SystemExit(f"procrastinate: job states {rows}, want {jobs} succeeded")
+
+
+SYSTEMS = {
+    "tenure": (tenure_seed, tenure_work, tenure_verify),
+    "procrastinate": (procrastinate_seed, procrastinate_work, procrastinate_verify),
+}
+
+
+# ----------------------------------------------------------------- driver
+
+
+def _ready() -> None:
+    """Tell the driver this worker is connected, then wait for the start."""
+    print("READY", flush=True)
+    if sys.stdin.readline().strip() != "GO":
+        raise SystemExit("worker: no start signal")
+
+
+def one_run(system: str, maintenance_url: str, jobs: int, workers: int, run: int) -> dict:
+    seed, _, verify = SYSTEMS[system]
+    url = _fresh_database(maintenance_url, f"peer_{system}_w{workers}_r{run}")
+    enqueue_s = seed(url, jobs)
+    kids = [
+        subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "worker", system, url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(workers)
+    ]
+    for k in kids:
+        assert k.stdout is not None
+        line = k.stdout.readline().strip()
+        if line != "READY":
+            raise SystemExit(f"{system} worker did not start: {line!r}")
+    for k in kids:
+        assert k.stdin is not None
+        k.stdin.write("GO\n")
+        k.stdin.flush()
+    results = []
+    for k in kids:
+        out, _ = k.communicate()
+        if k.returncode != 0:
+            raise SystemExit(f"{system} worker failed ({k.returncode})")
+        line = next((x for x in out.splitlines() if x.startswith("DONE ")), None)
+        if line is None:
+            raise SystemExit(f"{system} worker printed no result")
+        results.append(json.loads(line[5:]))
+    done = sum(int(r["done"]) for r in results)
+    if done != jobs:
+        raise SystemExit(f"{system}: workers handled {done} of {jobs} jobs")
+    verify(url, jobs)
+    drain_s = max(r["end"] for r in results) - min(r["start"] for r in results)
+    row = {
+        "workload": "pg-peer",
+        "system": system,
+        "workers": workers,
+        "run": run,
+        "jobs": jobs,
+        "per_worker": [int(r["done"]) for r in results],
+        "busy": sum(int(r["busy"]) for r in results),
+        "enqueue_s": round(enqueue_s, 4),
+        "drain_s": round(drain_s, 3),
+        "jobs_per_s": round(jobs / drain_s, 1),
+    }
+    print("BENCH " + json.dumps(row, separators=(",", ":")), flush=True)
+    return row
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {p: version(p) for p in ("tenure", "procrastinate", "psycopg")}
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "worker":
+        _, _, system, url = sys.argv
+        r = SYSTEMS[system][1](url)
+        print("DONE " + json.dumps(r), flush=True)
+        return
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("mode", choices=["bench"])
+    p.add_argument("--url", required=True, help="maintenance URL of the server")
+    p.add_argument("--jobs", type=int, default=5000)
+    p.add_argument("--workers", default="1,4")
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    ws = [int(w) for w in args.workers.split(",")]
+    rates: dict[tuple[str, int], list[float]] = {}
+    enqueue: dict[str, list[float]] = {}
+    for run in range(args.runs):
+        for w in ws:
+            for system in ("tenure", "procrastinate"):
+                row = one_run(system, args.url, args.jobs, w, run)
+                rates.setdefault((system, w), []).append(row["jobs_per_s"])
+                enqueue.setdefault(system, []).append(args.jobs / max(row["enqueue_s"], 1e-4))
+    vers = _versions()
+    # Enqueueing does not depend on W: its median is over every run.
+    te = round(statistics.median(enqueue["tenure"]), 1)
+    qe = round(statistics.median(enqueue["procrastinate"]), 1)
+    for w in ws:
+        t = statistics.median(rates[("tenure", w)])
+        q = statistics.median(rates[("procrastinate", w)])
+        summary = {
+            "workload": "pg-peer-summary",
+            "workers": w,
+            "jobs": args.jobs,
+            "runs": args.runs,
+            "tenure_jobs_per_s": t,
+            "procrastinate_jobs_per_s": q,
+            "ratio": round(t / q, 2),
+            "tenure_enqueue_per_s": te,
+            "procrastinate_enqueue_per_s": qe,
+            "enqueue_ratio": round(te / qe, 2),
+            "tenure_version": vers["tenure"],
+            "procrastinate_version": vers["procrastinate"],
+            "psycopg_version": vers["psycopg"],
+        }
+        print("BENCH " + json.dumps(summary, separators=(",", ":")), flush=True)
+
+
+if __name__ == "__main__":
+    main()
