@@ -29,7 +29,7 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
     let mut replay: HashMap<(String, String), Replay> = HashMap::new();
     let mut after = 0;
     loop {
-        let evs = t.events(None, after, 5_000)?;
+        let evs = t.snapshot_events(after, 5_000)?;
         if evs.is_empty() {
             break;
         }

@@ -180,7 +180,19 @@ pub(crate) trait Txn: Send {
     fn all_jobs_page(&mut self, after_seq: i64, limit: usize) -> Result<Vec<JobRow>>;
 
     fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64>;
+    /// Events after `after` for a tailer (`Authority::events`,
+    /// `production_events`), in sequence order, never returning a sequence
+    /// number while a smaller one can still commit (a PostgreSQL read
+    /// transaction restarts its snapshot for that: see `postgres.rs`).
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>>;
+    /// Every event after `after` visible in this transaction's snapshot, in
+    /// sequence order, without the tailers' commit-order horizon and without
+    /// ever changing the snapshot: for the checker, which compares the
+    /// events with job rows read in the same snapshot. On a store with one
+    /// writer at a time (SQLite) the two listings are the same.
+    fn snapshot_events(&mut self, after: u64, limit: usize) -> Result<Vec<Event>> {
+        self.events(None, after, limit)
+    }
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()>;
     fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<FactRecord>>;

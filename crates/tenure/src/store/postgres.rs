@@ -749,6 +749,39 @@ impl PgTxn {
     }
 }
 
+impl PgTxn {
+    /// Events with `after < seq < below` in the current snapshot.
+    fn events_below(
+        &mut self,
+        production: Option<&str>,
+        after: u64,
+        limit: usize,
+        below: i64,
+    ) -> Result<Vec<Event>> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        if below <= after.saturating_add(1) {
+            return Ok(Vec::new());
+        }
+        let rows = match production {
+            None => self.query(
+                "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
+                        expires_us, detail
+                 FROM tenure.events WHERE seq > $1 AND seq < $2 ORDER BY seq LIMIT $3",
+                &[&after, &below, &limit],
+            )?,
+            Some(p) => self.query(
+                "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
+                        expires_us, detail
+                 FROM tenure.events WHERE production = $1 AND seq > $2 AND seq < $3
+                 ORDER BY seq LIMIT $4",
+                &[&p, &after, &below, &limit],
+            )?,
+        };
+        rows.iter().map(event_row).collect()
+    }
+}
+
 impl Drop for PgTxn {
     fn drop(&mut self) {
         if self.open {
@@ -1205,30 +1238,15 @@ impl Txn for PgTxn {
     }
 
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
-        let after = i64::try_from(after).unwrap_or(i64::MAX);
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         // Only sequence numbers below the horizon: every smaller one that
         // will ever commit is visible to this statement (module docs).
         let below = self.event_horizon()?;
-        if below <= after.saturating_add(1) {
-            return Ok(Vec::new());
-        }
-        let rows = match production {
-            None => self.query(
-                "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
-                        expires_us, detail
-                 FROM tenure.events WHERE seq > $1 AND seq < $2 ORDER BY seq LIMIT $3",
-                &[&after, &below, &limit],
-            )?,
-            Some(p) => self.query(
-                "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
-                        expires_us, detail
-                 FROM tenure.events WHERE production = $1 AND seq > $2 AND seq < $3
-                 ORDER BY seq LIMIT $4",
-                &[&p, &after, &below, &limit],
-            )?,
-        };
-        rows.iter().map(event_row).collect()
+        self.events_below(production, after, limit, below)
+    }
+
+    fn snapshot_events(&mut self, after: u64, limit: usize) -> Result<Vec<Event>> {
+        // The checker: this snapshot's events, no horizon, no restart.
+        self.events_below(None, after, limit, i64::MAX)
     }
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()> {
