@@ -31,22 +31,8 @@ const PEER: &[&str] = &[
 
 /// `.venv` with the release tenure wheel and the peer; returns its python.
 fn python() -> Result<std::path::PathBuf> {
-    let venv = root().join(".venv");
-    crate::python::ensure_venv(&venv)?;
-    let wheel = crate::python::build_wheel(&venv, true)?;
-    let py = crate::python::venv_python(&venv);
-    step("PostgreSQL peer: pip install the release wheel and procrastinate into .venv");
-    run(Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "--force-reinstall",
-            "--no-deps",
-        ])
-        .arg(&wheel))?;
+    let (py, _) = crate::python::install_wheel(true)?;
+    step("PostgreSQL peer: pip install procrastinate into .venv");
     run(Command::new(&py)
         .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
         .args(PEER))?;

@@ -151,7 +151,7 @@ pub fn run(server: &Server) -> Result {
     ));
 
     step("PostgreSQL: the Python suites against the server");
-    let (py, wheel) = crate::python::install_wheel()?;
+    let (py, wheel) = crate::python::install_wheel(false)?;
     let out = run_captured(
         Command::new(&py)
             .current_dir(root())

@@ -92,14 +92,15 @@ pub(crate) fn build_wheel(venv: &Path, release: bool) -> Result<PathBuf> {
     Ok(wheel.clone())
 }
 
-/// Make `.venv` (with the pinned tools), build the debug wheel and install
-/// it there; returns `(python, wheel)`.
-pub(crate) fn install_wheel() -> Result<(PathBuf, PathBuf)> {
+/// Make `.venv` (with the pinned tools), build the wheel (debug for the
+/// tests, release for the benchmarks) and install it there; returns
+/// `(python, wheel)`.
+pub(crate) fn install_wheel(release: bool) -> Result<(PathBuf, PathBuf)> {
     let venv = root().join(".venv");
     ensure_venv(&venv)?;
     let py = venv_python(&venv);
 
-    let wheel = build_wheel(&venv, false)?;
+    let wheel = build_wheel(&venv, release)?;
 
     step("Python: pip install the built wheel into .venv");
     run(Command::new(&py)
@@ -120,7 +121,7 @@ pub(crate) fn install_wheel() -> Result<(PathBuf, PathBuf)> {
 pub fn test() -> Result {
     let root = root();
     apt_install(&["faketime"])?;
-    let (py, wheel) = install_wheel()?;
+    let (py, wheel) = install_wheel(false)?;
     let wheel = &wheel;
 
     step("Python: libtenure.a for the cross-language hand-off test");
