@@ -250,15 +250,20 @@ impl Authority {
         self.inner.one_step(|s| rules::submit(s, production, spec))
     }
 
-    /// Submit many jobs in one edit: all or nothing.
+    /// Submit many jobs in one transaction: all or nothing. The first
+    /// failing submission rolls every one of them back and is the error.
+    ///
+    /// This is one operation, not an [`Edit`] of many: an edit isolates each
+    /// of its operations in a savepoint so that one failure leaves the edit
+    /// usable, which an all-or-nothing batch never needs (two statements
+    /// saved per job, a round trip each on PostgreSQL).
     pub fn submit_many(&self, production: &str, specs: &[JobSpec]) -> Result<Vec<Submitted>> {
-        let mut e = self.edit()?;
-        let mut out = Vec::with_capacity(specs.len());
-        for spec in specs {
-            out.push(e.submit(production, spec)?);
-        }
-        e.commit()?;
-        Ok(out)
+        self.inner.one_step(|s| {
+            specs
+                .iter()
+                .map(|spec| rules::submit(s, production, spec))
+                .collect()
+        })
     }
 
     /// Coordinator cancel: any non-terminal job becomes `cancelled` and its

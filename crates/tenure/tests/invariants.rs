@@ -571,6 +571,23 @@ fn submit_many_is_all_or_nothing() {
         a.submit_many("p", &batch).unwrap(),
         vec![Submitted::Created, Submitted::Existing]
     );
+    // The same ID twice in one batch: the second sees the first.
+    let batch = vec![JobSpec::new("b", vec![]), JobSpec::new("b", vec![])];
+    assert_eq!(
+        a.submit_many("p", &batch).unwrap(),
+        vec![Submitted::Created, Submitted::Existing]
+    );
+    // A failure after several successes leaves none of them, and the store
+    // stays usable.
+    let batch = vec![
+        JobSpec::new("c1", vec![]),
+        JobSpec::new("c2", vec![]),
+        JobSpec::new("not a valid id", vec![]),
+    ];
+    assert_eq!(code(a.submit_many("p", &batch)), ErrorCode::InvalidArgument);
+    assert_eq!(code(a.job("p", "c1")), ErrorCode::NotFound);
+    a.submit("p", &JobSpec::new("c1", vec![])).unwrap();
+    assert!(a.check().unwrap().ok());
 }
 
 #[test]
