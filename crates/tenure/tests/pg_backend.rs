@@ -489,3 +489,43 @@ fn claim_next_never_locks_a_held_lease() {
     next.complete(&[]).unwrap();
     assert!(env.auth.check().unwrap().ok());
 }
+
+#[test]
+fn a_rolled_back_operation_gives_up_its_locks_and_the_next_one_takes_them_again() {
+    // An edit's operations share the production's shared lock (taken once
+    // per transaction), but an operation that failed and was rolled back to
+    // its savepoint released the locks it took: the next operation must
+    // take them again, or a concurrent cancel of the production would not
+    // wait for the edit's submission.
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    env.auth.create_production("p").unwrap();
+    env.auth
+        .submit("p", &JobSpec::new("x", b"1".to_vec()))
+        .unwrap();
+    let other = Authority::open(
+        env.path(),
+        &Options::new()
+            .clock(env.clock.clone())
+            .busy_timeout(Duration::from_millis(100)),
+    )
+    .unwrap();
+    let mut e = env.auth.edit().unwrap();
+    // Takes p's shared lock, then fails (conflict): rolled back with it.
+    assert_eq!(
+        code(e.submit("p", &JobSpec::new("x", b"2".to_vec()))),
+        ErrorCode::Conflict
+    );
+    e.submit("p", &JobSpec::new("y", vec![])).unwrap();
+    e.submit("p", &JobSpec::new("z", vec![])).unwrap();
+    // The edit holds p shared: cancelling p must wait, here past its timeout.
+    assert_eq!(code(other.cancel_production("p")), ErrorCode::Busy);
+    e.commit().unwrap();
+    other.cancel_production("p").unwrap();
+    for j in ["x", "y", "z"] {
+        assert_eq!(other.job("p", j).unwrap().state, JobState::Cancelled);
+    }
+    assert!(other.check().unwrap().ok());
+}

@@ -583,6 +583,12 @@ struct PgTxn {
     /// it holds one: rolling back to a savepoint at or below that depth
     /// releases the lock, releasing the savepoint hands it to the parent.
     event_reg: Option<u32>,
+    /// Advisory locks this transaction holds: `(class, key, shared, depth)`,
+    /// `depth` the savepoint depth that took it. A lock already held (an
+    /// exclusive one also covers a shared request) is not asked for again:
+    /// an edit's many submissions to one production take its shared lock
+    /// once. Same savepoint rules as `event_reg`.
+    held: Vec<(i32, i32, bool, u32)>,
 }
 
 impl PgTxn {
@@ -607,6 +613,7 @@ impl PgTxn {
             failed: false,
             savepoints: 0,
             event_reg: None,
+            held: Vec::new(),
         }))
     }
 
@@ -637,11 +644,19 @@ impl PgTxn {
     }
 
     fn advisory(&mut self, class: i32, k: i32, shared: bool) -> Result<()> {
+        if self
+            .held
+            .iter()
+            .any(|&(c, key, s, _)| c == class && key == k && (shared || !s))
+        {
+            return Ok(());
+        }
         if shared {
             self.execute("SELECT pg_advisory_xact_lock_shared($1, $2)", &[&class, &k])?;
         } else {
             self.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&class, &k])?;
         }
+        self.held.push((class, k, shared, self.savepoints));
         Ok(())
     }
 
@@ -726,6 +741,8 @@ impl PgTxn {
             // comes at the listing, after (2).
             let sql = format!("ROLLBACK; {EVENT_HORIZON_NEXT}; {EVENT_HORIZON_REGISTERED}");
             let r = self.c().client.simple_query(&sql).map_err(map_err);
+            // (A read transaction takes no advisory locks; none survive.)
+            self.held.clear();
             let msgs = self.track(r)?;
             let mut vals = msgs.iter().filter_map(|m| match m {
                 postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).map(str::parse::<i64>)),
@@ -1321,6 +1338,8 @@ impl Txn for PgTxn {
         if self.event_reg.is_some_and(|d| d >= self.savepoints) {
             self.event_reg = None;
         }
+        let depth = self.savepoints;
+        self.held.retain(|&(_, _, _, d)| d < depth);
         self.savepoints -= 1;
         Ok(())
     }
@@ -1330,6 +1349,10 @@ impl Txn for PgTxn {
         // The parent (sub)transaction now holds the registration.
         if self.event_reg.is_some_and(|d| d >= self.savepoints) {
             self.event_reg = Some(self.savepoints - 1);
+        }
+        let depth = self.savepoints;
+        for h in self.held.iter_mut().filter(|h| h.3 >= depth) {
+            h.3 = depth - 1;
         }
         self.savepoints -= 1;
         Ok(())
