@@ -156,13 +156,7 @@ fn a_held_row_gives_busy_but_other_jobs_proceed() {
     let env = Env::with_jobs(2, 3);
     let mut e = env.auth.edit().unwrap();
     let held = e.claim("p", "j0", "w0", secs(60)).unwrap(); // row j0 locked
-    let other = Authority::open(
-        env.path(),
-        &Options::new()
-            .clock(env.clock.clone())
-            .busy_timeout(Duration::from_millis(50)),
-    )
-    .unwrap();
+    let other = env.reopen_with_busy_timeout(Duration::from_millis(50));
     assert_eq!(
         code(other.claim("p", "j0", "w1", secs(10))),
         ErrorCode::Busy
@@ -466,13 +460,7 @@ fn claim_next_never_locks_a_held_lease() {
         return;
     }
     let env = Env::with_jobs(3, 3);
-    let other = Authority::open(
-        env.path(),
-        &Options::new()
-            .clock(env.clock.clone())
-            .busy_timeout(Duration::from_millis(50)),
-    )
-    .unwrap();
+    let other = env.reopen_with_busy_timeout(Duration::from_millis(50));
     let held = other.claim("p", "j0", "w0", secs(60)).unwrap();
     let mut e = env.auth.edit().unwrap();
     let next = e.claim_next("p", "w1", secs(60)).unwrap();
@@ -505,13 +493,7 @@ fn a_rolled_back_operation_gives_up_its_locks_and_the_next_one_takes_them_again(
     env.auth
         .submit("p", &JobSpec::new("x", b"1".to_vec()))
         .unwrap();
-    let other = Authority::open(
-        env.path(),
-        &Options::new()
-            .clock(env.clock.clone())
-            .busy_timeout(Duration::from_millis(100)),
-    )
-    .unwrap();
+    let other = env.reopen_with_busy_timeout(Duration::from_millis(100));
     let mut e = env.auth.edit().unwrap();
     // Takes p's shared lock, then fails (conflict): rolled back with it.
     assert_eq!(

@@ -42,6 +42,15 @@ impl Env {
             None => open(&self.dir, &self.clock),
         }
     }
+    /// A second handle on the same store and clock that gives up waiting
+    /// for a lock after `busy` (to observe `busy` instead of waiting).
+    pub fn reopen_with_busy_timeout(&self, busy: std::time::Duration) -> Authority {
+        Authority::open(
+            self.path(),
+            &Options::new().clock(self.clock.clone()).busy_timeout(busy),
+        )
+        .unwrap()
+    }
     /// The store's address: the SQLite file, or the PostgreSQL URL.
     pub fn path(&self) -> std::path::PathBuf {
         match &self.pg {
