@@ -14,7 +14,7 @@ __all__ = [
     "Cancelled",
     "CheckReport",
     "ClockRollback",
-    "ClockStatus",
+    "ClockReading",
     "Conflict",
     "DEFAULT_MAX_ATTEMPTS",
     "Edit",
@@ -237,7 +237,7 @@ class Production:
     def __ne__(self, value: object, /) -> bool: ...
 
 @final
-class ClockStatus:
+class ClockReading:
     """The authority's clock reading, high-water mark and whether it is blocked."""
 
     @property
@@ -389,5 +389,5 @@ class Authority:
     def production_facts(self, production: str) -> list[Fact]: ...
     def events(self, after: int = 0, limit: int = 0) -> list[Event]: ...
     def production_events(self, production: str, after: int = 0, limit: int = 0) -> list[Event]: ...
-    def clock(self) -> ClockStatus: ...
+    def clock(self) -> ClockReading: ...
     def check(self) -> CheckReport: ...

@@ -8,7 +8,7 @@
 
 use crate::convert::{self, unlocked, ProcessBound};
 use crate::errors::to_py;
-use crate::values::{q, CheckReport, ClockStatus, Event, Fact, JobSpec, JobView, Production};
+use crate::values::{q, CheckReport, ClockReading, Event, Fact, JobSpec, JobView, Production};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;
@@ -286,10 +286,10 @@ impl Authority {
 
     /// The clock reading, the durable high-water mark, and whether guarded
     /// operations are refused.
-    fn clock(&self, py: Python<'_>) -> PyResult<ClockStatus> {
+    fn clock(&self, py: Python<'_>) -> PyResult<ClockReading> {
         let a = self.get()?;
         let c = unlocked(py, || a.clock())?;
-        Ok(ClockStatus {
+        Ok(ClockReading {
             now_us: c.now_us,
             mark_us: c.mark_us,
             blocked: c.blocked,

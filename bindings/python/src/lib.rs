@@ -55,7 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::Event>()?;
     m.add_class::<values::Fact>()?;
     m.add_class::<values::Production>()?;
-    m.add_class::<values::ClockStatus>()?;
+    m.add_class::<values::ClockReading>()?;
     m.add_class::<values::CheckReport>()?;
     m.add_class::<values::JobSpec>()?;
     m.add_function(wrap_pyfunction!(errors::error_class, m)?)?;

@@ -51,8 +51,8 @@ impl Fact {
     }
 }
 
-impl From<tenure::FactRecord> for Fact {
-    fn from(f: tenure::FactRecord) -> Fact {
+impl From<tenure::PublishedFact> for Fact {
+    fn from(f: tenure::PublishedFact) -> Fact {
         Fact {
             production: f.production,
             job: f.job,
@@ -264,7 +264,7 @@ impl From<tenure::ProductionView> for Production {
 /// guarded operations are refused (the clock reads below the mark).
 #[pyclass(frozen, eq, module = "tenure")]
 #[derive(PartialEq, Eq)]
-pub struct ClockStatus {
+pub struct ClockReading {
     /// The clock's reading (µs since the epoch).
     #[pyo3(get)]
     pub now_us: i64,
@@ -277,10 +277,10 @@ pub struct ClockStatus {
 }
 
 #[pymethods]
-impl ClockStatus {
+impl ClockReading {
     fn __repr__(&self) -> String {
         format!(
-            "ClockStatus(now_us={}, mark_us={}, blocked={})",
+            "ClockReading(now_us={}, mark_us={}, blocked={})",
             self.now_us,
             self.mark_us,
             if self.blocked { "True" } else { "False" }

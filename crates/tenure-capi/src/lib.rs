@@ -75,8 +75,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tenure::{
-    Authority, Cancelled, Edit, Error, ErrorCode, Event, Fact, FactRecord, JobSpec, JobState,
-    JobView, Lease, LeaseStatus, ListQuery, Options, ProductionView, Submitted, Synchronous, Ttl,
+    Authority, Cancelled, Edit, Error, ErrorCode, Event, Fact, JobSpec, JobState, JobView, Lease,
+    LeaseStatus, ListQuery, Options, ProductionView, PublishedFact, Submitted, Synchronous, Ttl,
 };
 
 // ---------------------------------------------------------------------------
@@ -1853,7 +1853,7 @@ pub struct tenure_fact_list {
 }
 
 impl tenure_fact_list {
-    fn new(fs: &[FactRecord]) -> tenure_fact_list {
+    fn new(fs: &[PublishedFact]) -> tenure_fact_list {
         tenure_fact_list {
             items: fs
                 .iter()

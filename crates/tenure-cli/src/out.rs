@@ -6,7 +6,7 @@
 //! lower-case names. No object ever carries a secret or token.
 
 use serde_json::{json, Value};
-use tenure::{CheckReport, ClockStatus, Event, FactRecord, JobView, ProductionView};
+use tenure::{CheckReport, ClockReading, Event, JobView, ProductionView, PublishedFact};
 
 /// A job observation.
 pub fn job(v: &JobView) -> Value {
@@ -54,7 +54,7 @@ pub fn event(e: &Event) -> Value {
 }
 
 /// A published fact.
-pub fn fact(f: &FactRecord) -> Value {
+pub fn fact(f: &PublishedFact) -> Value {
     json!({
         "production": f.production,
         "job": f.job,
@@ -64,7 +64,7 @@ pub fn fact(f: &FactRecord) -> Value {
 }
 
 /// The clock status.
-pub fn clock(c: &ClockStatus) -> Value {
+pub fn clock(c: &ClockReading) -> Value {
     json!({ "now_us": c.now_us, "mark_us": c.mark_us, "blocked": c.blocked })
 }
 

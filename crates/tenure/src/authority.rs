@@ -6,8 +6,8 @@ use crate::edit::Edit;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::model::{
-    Cancelled, CheckReport, ClockStatus, Event, FactRecord, JobSpec, JobView, LeaseStatus,
-    ListQuery, ProductionView, Submitted,
+    Cancelled, CheckReport, ClockReading, Event, JobSpec, JobView, LeaseStatus, ListQuery,
+    ProductionView, PublishedFact, Submitted,
 };
 use crate::rules;
 use crate::session::Session;
@@ -360,14 +360,14 @@ impl Authority {
     }
 
     /// Facts published by a job's completion, provenance included.
-    pub fn facts(&self, production: &str, job: &str) -> Result<Vec<FactRecord>> {
+    pub fn facts(&self, production: &str, job: &str) -> Result<Vec<PublishedFact>> {
         crate::validate::id("production", production)?;
         crate::validate::id("job", job)?;
         self.inner.read(|t, _| t.facts(production, Some(job)))
     }
 
     /// Every fact of a production, by job.
-    pub fn production_facts(&self, production: &str) -> Result<Vec<FactRecord>> {
+    pub fn production_facts(&self, production: &str) -> Result<Vec<PublishedFact>> {
         crate::validate::id("production", production)?;
         self.inner.read(|t, _| t.facts(production, None))
     }
@@ -392,7 +392,7 @@ impl Authority {
 
     /// The clock reading, the durable high-water mark, and whether guarded
     /// operations are currently refused.
-    pub fn clock(&self) -> Result<ClockStatus> {
+    pub fn clock(&self) -> Result<ClockReading> {
         let mut t = self.inner.backend.begin_read()?;
         let mark = t.high_water()?;
         let now = match t.server_now_us()? {
@@ -400,7 +400,7 @@ impl Authority {
             None => self.inner.clock.now_us(),
         };
         let _ = t.rollback();
-        Ok(ClockStatus {
+        Ok(ClockReading {
             now_us: now,
             mark_us: mark,
             blocked: now < mark,

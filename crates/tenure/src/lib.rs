@@ -59,8 +59,9 @@ pub use edit::Edit;
 pub use error::{Error, ErrorCode, Result};
 pub use lease::Lease;
 pub use model::{
-    Cancelled, CheckReport, ClockStatus, Event, EventKind, Execution, Fact, FactRecord, JobSpec,
-    JobState, JobView, LeaseStatus, ListQuery, ProductionView, Submitted, DEFAULT_MAX_ATTEMPTS,
+    Cancelled, CheckReport, ClockReading, Event, EventKind, Execution, Fact, JobSpec, JobState,
+    JobView, LeaseStatus, ListQuery, ProductionView, PublishedFact, Submitted,
+    DEFAULT_MAX_ATTEMPTS,
 };
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;

@@ -343,7 +343,7 @@ impl Fact {
 /// `tenure.` (`tenure.claim_id`, `tenure.holder`, `tenure.attempt`,
 /// `tenure.completed_us`, and for the executor `tenure.exec.*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FactRecord {
+pub struct PublishedFact {
     /// Production ID.
     pub production: String,
     /// Job ID.
@@ -356,7 +356,7 @@ pub struct FactRecord {
 
 /// The clock as the authority sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClockStatus {
+pub struct ClockReading {
     /// The clock's reading now (µs since the epoch).
     pub now_us: i64,
     /// The durable high-water mark (µs since the epoch).

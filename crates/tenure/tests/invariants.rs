@@ -69,7 +69,7 @@ fn inv1_claim_next_skips_live_and_takes_expired() {
 
 // ---- Invariant 2: every claimant transition is checked; failures change nothing ----
 
-fn snapshot(a: &Authority) -> (JobView, usize, Vec<FactRecord>) {
+fn snapshot(a: &Authority) -> (JobView, usize, Vec<PublishedFact>) {
     (
         a.job("p", "j0").unwrap(),
         event_count(a),

@@ -16,7 +16,7 @@ mod queue;
 pub(crate) mod sqlite;
 
 use crate::error::Result;
-use crate::model::{Event, EventKind, FactRecord, JobState};
+use crate::model::{Event, EventKind, JobState, PublishedFact};
 use uuid::Uuid;
 
 /// Schema version this library writes (`PRAGMA user_version`).
@@ -195,7 +195,7 @@ pub(crate) trait Txn: Send {
     }
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()>;
-    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<FactRecord>>;
+    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<PublishedFact>>;
     /// Record an execution nonce; false if it was already used.
     fn insert_nonce(
         &mut self,

@@ -157,7 +157,7 @@
 
 use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
 use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, FactRecord};
+use crate::model::{Event, EventKind, PublishedFact};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
@@ -1278,7 +1278,7 @@ impl Txn for PgTxn {
         Ok(())
     }
 
-    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<FactRecord>> {
+    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<PublishedFact>> {
         let rows = match job {
             Some(j) => self.query(
                 "SELECT production, job, key, value FROM tenure.facts
@@ -1293,7 +1293,7 @@ impl Txn for PgTxn {
         };
         Ok(rows
             .iter()
-            .map(|r| FactRecord {
+            .map(|r| PublishedFact {
                 production: r.get(0),
                 job: r.get(1),
                 key: r.get(2),

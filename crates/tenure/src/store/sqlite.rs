@@ -8,7 +8,7 @@
 
 use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
 use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, FactRecord};
+use crate::model::{Event, EventKind, PublishedFact};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -911,9 +911,9 @@ impl Txn for SqliteTxn {
         Ok(())
     }
 
-    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<FactRecord>> {
+    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<PublishedFact>> {
         let map = |r: &Row<'_>| {
-            Ok(FactRecord {
+            Ok(PublishedFact {
                 production: r.get(0)?,
                 job: r.get(1)?,
                 key: r.get(2)?,
