@@ -11,6 +11,7 @@ mod pg_peer;
 mod pg_suites;
 mod pg_tls;
 mod python;
+mod readme;
 mod torture;
 mod util;
 
@@ -21,6 +22,7 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(),
         Some("python") => python::test(),
+        Some("readme") => readme::standalone(),
         Some("pg") => pg::test(),
         Some("pg-suites") => pg_suites::standalone(),
         Some("cpp") => cpp::test(),
@@ -69,6 +71,7 @@ fn test() -> Result {
     cpp::test()?;
     step("Python (wheel, pytest)");
     python::test()?;
+    readme::test()?;
     pg::test()?;
     // After the C ABI and Python steps: the smoke bench reuses their builds.
     bench::bench(true)?;
