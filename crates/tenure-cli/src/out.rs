@@ -1,12 +1,40 @@
-//! Output helpers: stable JSON objects and plain-text tables.
+//! Output: results that render themselves as text or JSON, the stable JSON
+//! objects of the core's views, and plain-text tables.
 //!
-//! JSON field names are part of the CLI's interface (documented in the
-//! README section): times are integers in µs since the Unix epoch with a
-//! `_us` suffix, absent values are `null`, states and kinds are the core's
+//! JSON field names are part of the CLI's interface (documented in
+//! docs/cli.md): times are integers in µs since the Unix epoch with a `_us`
+//! suffix, absent values are `null`, states and kinds are the core's
 //! lower-case names. No object ever carries a secret or token.
 
+use crate::fail::{local, R};
 use serde_json::{json, Value};
+use std::io::{self, Write};
 use tenure::{CheckReport, ClockReading, Event, JobView, ProductionView, PublishedFact};
+
+/// A command's result: human text by default, one JSON object with `--json`.
+pub trait Render {
+    /// The human text, every line ended by a newline.
+    fn text(&self, o: &mut dyn Write) -> io::Result<()>;
+    /// The JSON object (printed on one line).
+    fn json(&self) -> Value;
+}
+
+/// Write `r` as text, or as one line of JSON.
+pub fn write(json: bool, r: &dyn Render, o: &mut dyn Write) -> io::Result<()> {
+    if json {
+        writeln!(o, "{}", r.json())
+    } else {
+        r.text(o)
+    }
+}
+
+/// Write `r` to stdout and flush; a failure to write is a local failure.
+pub fn print(json: bool, r: &dyn Render) -> R<()> {
+    let mut o = io::stdout().lock();
+    write(json, r, &mut o)
+        .and_then(|_| o.flush())
+        .map_err(local("writing the output"))
+}
 
 /// A job observation.
 pub fn job(v: &JobView) -> Value {
@@ -63,7 +91,7 @@ pub fn fact(f: &PublishedFact) -> Value {
     })
 }
 
-/// The clock status.
+/// A clock reading.
 pub fn clock(c: &ClockReading) -> Value {
     json!({ "now_us": c.now_us, "mark_us": c.mark_us, "blocked": c.blocked })
 }
@@ -77,11 +105,6 @@ pub fn check(r: &CheckReport) -> Value {
         "events": r.events,
         "violations": r.violations,
     })
-}
-
-/// Print a JSON value on one line.
-pub fn print_json(v: &Value) {
-    println!("{v}");
 }
 
 /// µs since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
@@ -114,8 +137,8 @@ pub fn opt_time(us: Option<i64>) -> String {
     us.map(time).unwrap_or_else(|| "-".into())
 }
 
-/// Print rows under headers, columns padded to their widest cell.
-pub fn table(headers: &[&str], rows: &[Vec<String>]) {
+/// Write rows under headers, columns padded to their widest cell.
+pub fn table(o: &mut dyn Write, headers: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
     let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -124,7 +147,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) {
             }
         }
     }
-    let line = |cells: Vec<&str>| {
+    let mut line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
             if i + 1 == cells.len() {
@@ -134,12 +157,13 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) {
                 s.push_str(&" ".repeat(w[i] - c.chars().count() + 2));
             }
         }
-        println!("{}", s.trim_end());
+        writeln!(o, "{}", s.trim_end())
     };
-    line(headers.to_vec());
+    line(headers.to_vec())?;
     for r in rows {
-        line(r.iter().map(String::as_str).collect());
+        line(r.iter().map(String::as_str).collect())?;
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -248,17 +248,7 @@ fn lease_commands_through_token_files() {
     ] {
         let tok = s.path("never.token");
         let err = s
-            .run(&[
-                "claim",
-                "-p",
-                "p",
-                "--holder",
-                "h",
-                "--ttl",
-                ttl,
-                "--token-out",
-                tok.to_str().unwrap(),
-            ])
+            .try_claim(&["--holder", "h", "--ttl", ttl], &tok)
             .fails(code(ErrorCode::InvalidDuration));
         assert!(err.contains(why), "{ttl}: {err}");
         assert!(!tok.exists());
@@ -266,18 +256,7 @@ fn lease_commands_through_token_files() {
 
     // claim next (j1), 0600 token file, receipt without the token.
     let tok = s.path("j1.token");
-    let out = s.run(&[
-        "--json",
-        "claim",
-        "-p",
-        "p",
-        "--holder",
-        "worker 1",
-        "--ttl",
-        "5m",
-        "--token-out",
-        tok.to_str().unwrap(),
-    ]);
+    let out = s.try_claim(&["--json", "--holder", "worker 1", "--ttl", "5m"], &tok);
     let receipt = out.json();
     assert_eq!(receipt["job"], "j1");
     assert_eq!(receipt["holder"], "worker 1");
@@ -307,22 +286,9 @@ fn lease_commands_through_token_files() {
     );
     r.ok();
     // Not extending is refused.
-    s.run(&[
-        "renew",
-        "--token-file",
-        tok.to_str().unwrap(),
-        "--ttl",
-        "1s",
-    ])
-    .fails(code(ErrorCode::NotExtended));
-    s.run(&[
-        "renew",
-        "--token-file",
-        tok.to_str().unwrap(),
-        "--ttl",
-        "1.5s",
-    ])
-    .fails(code(ErrorCode::InvalidDuration));
+    s.renew(&tok, "1s").fails(code(ErrorCode::NotExtended));
+    s.renew(&tok, "1.5s")
+        .fails(code(ErrorCode::InvalidDuration));
 
     // release: job requested again, token now dead.
     let v = s.json(&["release", "--token-file", tok.to_str().unwrap()]);
@@ -353,19 +319,10 @@ fn lease_commands_through_token_files() {
         "bad input",
     ]);
     assert_eq!(v["state"], "failed");
-    s.run(&[
-        "claim",
-        "-p",
-        "p",
-        "--job",
-        "j2",
-        "--holder",
-        "h",
-        "--ttl",
-        "5m",
-        "--token-out",
-        s.path("j2-again.token").to_str().unwrap(),
-    ])
+    s.try_claim(
+        &["--job", "j2", "--holder", "h", "--ttl", "5m"],
+        &s.path("j2-again.token"),
+    )
     .fails(code(ErrorCode::NotClaimable));
     assert!(
         !s.path("j2-again.token").exists(),
@@ -401,21 +358,10 @@ fn lease_commands_through_token_files() {
     assert_eq!(v["state"], "completed");
     s.run(&["complete", "--token-file", t3.to_str().unwrap()])
         .fails(code(ErrorCode::LeaseClosed));
-    let v = s.json(&["facts", "-p", "p", "--job", "j3"]);
-    let facts: Vec<(String, String)> = v["facts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["key"].as_str().unwrap().to_owned(),
-                f["value"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    assert!(facts.contains(&("artifact".into(), "out.tar".into())));
-    assert!(facts.contains(&("lines".into(), "a=b".into())));
-    assert!(facts.iter().any(|(k, _)| k == "tenure.claim_id"));
+    let facts = s.facts("j3");
+    assert_eq!(facts["artifact"], "out.tar");
+    assert_eq!(facts["lines"], "a=b");
+    assert!(facts.contains_key("tenure.claim_id"));
     assert!(s.ok(&["facts", "-p", "p"]).contains("artifact"));
 
     // Bad token files: distinct errors.
@@ -446,14 +392,7 @@ fn expired_lease_is_refused() {
     wait_for("expiry", || s.job("j")["state"] == "expired");
     s.run(&["complete", "--token-file", tok.to_str().unwrap()])
         .fails(code(ErrorCode::LeaseExpired));
-    s.run(&[
-        "renew",
-        "--token-file",
-        tok.to_str().unwrap(),
-        "--ttl",
-        "5m",
-    ])
-    .fails(code(ErrorCode::LeaseExpired));
+    s.renew(&tok, "5m").fails(code(ErrorCode::LeaseExpired));
     // Reclaimed: the old token is now stale.
     let _t2 = s.claim("j", "5m");
     s.run(&["complete", "--token-file", tok.to_str().unwrap()])
@@ -467,35 +406,15 @@ fn existing_token_file_is_never_overwritten_and_nothing_is_claimed() {
     let tok = s.path("taken.token");
     std::fs::write(&tok, "precious").unwrap();
     let err = s
-        .run(&[
-            "claim",
-            "-p",
-            "p",
-            "--holder",
-            "h",
-            "--ttl",
-            "5m",
-            "--token-out",
-            tok.to_str().unwrap(),
-        ])
+        .try_claim(&["--holder", "h", "--ttl", "5m"], &tok)
         .fails(TOKEN_FILE_NOT_RESERVED);
     assert!(err.contains("nothing was claimed"), "{err}");
     assert_eq!(std::fs::read_to_string(&tok).unwrap(), "precious");
     // A dangling symlink is not followed either.
     let link = s.path("link.token");
     std::os::unix::fs::symlink(s.path("target.token"), &link).unwrap();
-    s.run(&[
-        "claim",
-        "-p",
-        "p",
-        "--holder",
-        "h",
-        "--ttl",
-        "5m",
-        "--token-out",
-        link.to_str().unwrap(),
-    ])
-    .fails(TOKEN_FILE_NOT_RESERVED);
+    s.try_claim(&["--holder", "h", "--ttl", "5m"], &link)
+        .fails(TOKEN_FILE_NOT_RESERVED);
     assert!(!s.path("target.token").exists());
     let v = s.job("j");
     assert_eq!(v["state"], "requested");
@@ -520,29 +439,7 @@ fn token_write_failure_leaves_no_file_and_a_committed_claim() {
         if [ -e "$MNT/tok" ]; then echo "TOKEN FILE LEFT" >&2; exit 98; fi
         exit $rc
     "#;
-    // As root: a mount namespace; otherwise a user + mount namespace.
-    let mut attempts = Vec::new();
-    let mut result = None;
-    for flags in ["-m", "-Urm"] {
-        let mut c = std::process::Command::new("unshare");
-        c.args([flags, "sh", "-c", script])
-            .env("MNT", &mnt)
-            .env("TENURE", BIN)
-            .env("TENURE_DB", &s.db);
-        let out = run_cmd(c, b"");
-        let err = out.stderr();
-        if out.code() == 97 || err.starts_with("unshare:") {
-            attempts.push(format!("unshare {flags}: {err}"));
-            continue;
-        }
-        result = Some(out);
-        break;
-    }
-    let out = result.unwrap_or_else(|| {
-        panic!(
-            "this test needs a private tmpfs mount (`unshare -m` as root or `unshare -Urm`): {attempts:?}"
-        )
-    });
+    let out = in_namespace(script, &[("MNT", &mnt), ("TENURE_DB", &s.db)]);
     let err = out.stderr();
     assert_ne!(out.code(), 98, "{err}");
     assert_eq!(out.code(), TOKEN_NOT_DELIVERED, "{err}");

@@ -16,20 +16,6 @@ fn exec_args<'a>(out: &'a str, extra: &[&'a str], command: &[&'a str]) -> Vec<&'
     a
 }
 
-fn facts_of(s: &Store, job: &str) -> std::collections::HashMap<String, String> {
-    s.json(&["facts", "-p", "p", "--job", job])["facts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["key"].as_str().unwrap().to_owned(),
-                f["value"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 fn sha256_hex(b: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(b)
@@ -85,7 +71,7 @@ fn exec_runs_the_command_and_publishes_its_output() {
     assert!(!text.to_lowercase().contains("secret"), "{text}");
     assert!(!text.contains("TENURE_TOKEN"), "{text}");
     // Provenance facts match the file.
-    let f = facts_of(&s, "j");
+    let f = s.facts("j");
     assert_eq!(f["tenure.exec.output"], path);
     assert_eq!(f["tenure.exec.sha256"], sha256_hex(&body));
     assert_eq!(f["tenure.exec.size"], body.len().to_string());
@@ -180,7 +166,7 @@ fn exec_loop_drains_the_production() {
     assert!(lines.iter().all(|l| l["outcome"] == "completed"));
     for n in &names {
         assert_eq!(s.job(n)["state"], "completed");
-        let f = facts_of(&s, n);
+        let f = s.facts(n);
         let body = std::fs::read(&f["tenure.exec.output"]).unwrap();
         assert_eq!(body, format!("PAYLOAD OF {}", n.to_uppercase()).as_bytes());
     }
@@ -263,7 +249,7 @@ fn stale_executor_completion_is_rejected_and_cleans_only_its_files() {
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(!left[0].contains(a_nonce));
     assert_eq!(std::fs::read_to_string(&b_out).unwrap(), "output of B\n");
-    let f = facts_of(&s, "j");
+    let f = s.facts("j");
     assert_eq!(f["tenure.exec.output"], b_out);
     assert_eq!(f["tenure.holder"], "B");
     assert_eq!(s.job("j")["state"], "completed");
@@ -327,7 +313,7 @@ fn heartbeat_renews_and_kills_the_command_when_the_lease_is_lost() {
     assert!(left
         .iter()
         .all(|f| !f.contains(a_nonce) && f.ends_with(".out")));
-    assert_eq!(facts_of(&s, "j")["tenure.holder"], "B");
+    assert_eq!(s.facts("j")["tenure.holder"], "B");
     s.ok(&["check"]);
 }
 

@@ -2,6 +2,7 @@
 //! Helpers: run the built `tenure` binary against a temporary store.
 
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -80,23 +81,40 @@ impl Store {
         self.json(&["job", "show", "-p", "p", job])
     }
 
+    /// `claim -p p ARGS --token-out TOK`.
+    pub fn try_claim(&self, args: &[&str], tok: &Path) -> Out {
+        let mut a = vec!["claim", "-p", "p"];
+        a.extend_from_slice(args);
+        a.extend(["--token-out", tok.to_str().unwrap()]);
+        self.run(&a)
+    }
+
     /// A claim of `job` into a new token file; returns the file.
     pub fn claim(&self, job: &str, ttl: &str) -> PathBuf {
         let tok = self.path(&format!("{job}-{}.token", uuid_like()));
-        self.ok(&[
-            "claim",
-            "-p",
-            "p",
-            "--job",
-            job,
-            "--holder",
-            "tester",
-            "--ttl",
-            ttl,
-            "--token-out",
-            tok.to_str().unwrap(),
-        ]);
+        self.try_claim(&["--job", job, "--holder", "tester", "--ttl", ttl], &tok)
+            .ok();
         tok
+    }
+
+    /// `renew --token-file TOK --ttl TTL`.
+    pub fn renew(&self, tok: &Path, ttl: &str) -> Out {
+        self.run(&["renew", "--token-file", tok.to_str().unwrap(), "--ttl", ttl])
+    }
+
+    /// A job's facts, key to value.
+    pub fn facts(&self, job: &str) -> HashMap<String, String> {
+        self.json(&["facts", "-p", "p", "--job", job])["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["key"].as_str().unwrap().to_owned(),
+                    f["value"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
     }
 }
 
@@ -211,4 +229,26 @@ pub fn stop_outside_write(db: &Path, pid: u32) {
         std::thread::sleep(Duration::from_millis(37));
     }
     panic!("could not stop {pid} outside a write transaction");
+}
+
+/// Run `script` with `sh` in a private mount namespace (`unshare -m` as
+/// root, else `unshare -Urm`), `$TENURE` naming the binary. The script exits
+/// 97 when it cannot mount what it needs; the test fails when no namespace works.
+pub fn in_namespace(script: &str, envs: &[(&str, &Path)]) -> Out {
+    let mut attempts = Vec::new();
+    for flags in ["-m", "-Urm"] {
+        let mut c = Command::new("unshare");
+        c.args([flags, "sh", "-c", script]).env("TENURE", BIN);
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        let out = run_cmd(c, b"");
+        let err = out.stderr();
+        if out.code() == 97 || err.starts_with("unshare:") {
+            attempts.push(format!("unshare {flags}: {err}"));
+            continue;
+        }
+        return out;
+    }
+    panic!("this test needs a private mount (`unshare -m` as root or `unshare -Urm`): {attempts:?}")
 }

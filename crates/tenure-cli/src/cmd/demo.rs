@@ -14,22 +14,25 @@
 //! exists with the registered SHA-256, and `check` finds no violation. The
 //! reclaim/stale counts are reported, not asserted (they depend on timing).
 
-use crate::{exit, out, Fail, R};
-use clap::Args;
+use super::{Ctx, Done};
+use crate::exit;
+use crate::fail::{local, usage, R};
+use crate::out::{self, Render};
+
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tenure::{Authority, EventKind, JobSpec, JobState, ListQuery, Options, Ttl};
+use tenure::{Authority, CheckReport, EventKind, JobSpec, JobState, ListQuery, Options, Ttl};
 
 /// Options of `tenure demo`.
-#[derive(Args, Debug)]
-pub struct DemoArgs {
+#[derive(clap::Args, Debug)]
+pub struct Args {
     /// How many jobs to submit (1..=5000).
     #[arg(long, default_value_t = 40)]
     jobs: usize,
@@ -37,7 +40,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 4)]
     workers: usize,
     /// Lease TTL of the workers (a killed worker's job is reclaimable after it).
-    #[arg(long, default_value = "2s")]
+    #[arg(long, default_value = "2s", allow_hyphen_values = true)]
     ttl: String,
     /// Keep the temporary directory (store and outputs) and print its path
     /// (always kept with --db: the store's facts name the output files).
@@ -51,11 +54,11 @@ const TASK_TIME: Duration = Duration::from_millis(250);
 const DEADLINE: Duration = Duration::from_secs(180);
 
 /// The hidden `__demo-task` command run by the demo's workers.
-pub fn task() -> R {
+pub fn task() -> R<Done> {
     let mut payload = Vec::new();
     std::io::stdin()
         .read_to_end(&mut payload)
-        .map_err(crate::local("reading the payload"))?;
+        .map_err(local("reading the payload"))?;
     let attempt: u32 = std::env::var("TENURE_ATTEMPT")
         .ok()
         .and_then(|a| a.parse().ok())
@@ -64,14 +67,14 @@ pub fn task() -> R {
     std::thread::sleep(TASK_TIME);
     if payload.starts_with(b"broken") {
         eprintln!("demo task {job}: broken input, giving up for good");
-        return Ok(tenure::executor::PERMANENT_EXIT_CODE);
+        return Done::exit(tenure::executor::PERMANENT_EXIT_CODE);
     }
     if payload.starts_with(b"flaky") && attempt == 1 {
         eprintln!("demo task {job}: flaky failure on attempt 1");
-        return Ok(1);
+        return Done::exit(1); // retryable
     }
     println!("{}  {job}", hex(&Sha256::digest(&payload)));
-    Ok(exit::OK)
+    Done::exit(exit::OK)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -98,7 +101,7 @@ impl Demo {
     fn spawn(&self, slot: usize, generation: u32) -> R<Worker> {
         let holder = format!("worker-{}.{generation}", slot + 1);
         let log = std::fs::File::create(self.log_dir.join(format!("{holder}.log")))
-            .map_err(crate::local("creating a worker log"))?;
+            .map_err(local("creating a worker log"))?;
         let mut child = Command::new(&self.exe)
             .arg("--db")
             .arg(&self.db)
@@ -112,7 +115,7 @@ impl Demo {
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .spawn()
-            .map_err(crate::local("starting a worker"))?;
+            .map_err(local("starting a worker"))?;
         let stdout = child.stdout.take().expect("piped stdout");
         let tx = self.tx.clone();
         std::thread::spawn(move || {
@@ -218,12 +221,9 @@ impl Counts {
 }
 
 /// Run the demo.
-pub fn run(db: Option<PathBuf>, json: bool, a: DemoArgs) -> R {
+pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     if !(1..=5000).contains(&a.jobs) || !(1..=32).contains(&a.workers) {
-        return Err(Fail::Exit(
-            exit::USAGE,
-            "demo: --jobs must be 1..=5000 and --workers 1..=32".into(),
-        ));
+        return Err(usage("demo: --jobs must be 1..=5000 and --workers 1..=32"));
     }
     let ttl: Ttl = a.ttl.parse()?;
     let stamp = std::time::SystemTime::now()
@@ -231,24 +231,28 @@ pub fn run(db: Option<PathBuf>, json: bool, a: DemoArgs) -> R {
         .map(|d| d.as_micros())
         .unwrap_or(0);
     let tmp = std::env::temp_dir().join(format!("tenure-demo-{}-{stamp}", std::process::id()));
-    std::fs::create_dir_all(&tmp).map_err(crate::local("creating the demo directory"))?;
+    std::fs::create_dir_all(&tmp).map_err(local("creating the demo directory"))?;
     // With --db the store's facts name files in the temporary directory: keep it.
-    let keep = a.keep || db.is_some();
-    let result = run_in(db, json, &a, ttl, &tmp, stamp);
-    if keep || result.is_err() {
+    let keep = a.keep || ctx.db.is_some();
+    let passed = run_in(ctx, &a, ttl, &tmp, stamp).and_then(|r| {
+        out::print(ctx.json, &r)?;
+        Ok(r.ok())
+    });
+    if keep || !matches!(passed, Ok(true)) {
         eprintln!("demo files kept in {}", tmp.display());
     } else {
         let _ = std::fs::remove_dir_all(&tmp);
     }
-    result
+    Done::exit(if passed? { exit::OK } else { exit::VIOLATIONS })
 }
 
-fn run_in(db: Option<PathBuf>, json: bool, a: &DemoArgs, ttl: Ttl, tmp: &Path, stamp: u128) -> R {
-    let db = db.unwrap_or_else(|| tmp.join("store.db"));
+fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
+    let json = ctx.json;
+    let db = ctx.db.clone().unwrap_or_else(|| tmp.join("store.db"));
     let out_dir = tmp.join("out");
     let log_dir = tmp.join("logs");
     for d in [&out_dir, &log_dir] {
-        std::fs::create_dir_all(d).map_err(crate::local("creating the demo directory"))?;
+        std::fs::create_dir_all(d).map_err(local("creating the demo directory"))?;
     }
     let production = format!("demo-{stamp}");
     let auth = Authority::open(&db, &Options::new())?;
@@ -274,7 +278,7 @@ fn run_in(db: Option<PathBuf>, json: bool, a: &DemoArgs, ttl: Ttl, tmp: &Path, s
     };
     let (tx, rx) = mpsc::channel();
     let demo = Demo {
-        exe: std::env::current_exe().map_err(crate::local("locating the tenure binary"))?,
+        exe: std::env::current_exe().map_err(local("locating the tenure binary"))?,
         db: db.clone(),
         out_dir: out_dir.clone(),
         log_dir,
@@ -450,12 +454,11 @@ fn run_in(db: Option<PathBuf>, json: bool, a: &DemoArgs, ttl: Ttl, tmp: &Path, s
     let elapsed = started.elapsed();
     bar.finish_and_clear();
     summarize(
-        json,
         &auth,
         &production,
         &out_dir,
         a,
-        Summary {
+        Run {
             counts,
             cancelled_now,
             killed,
@@ -467,7 +470,8 @@ fn run_in(db: Option<PathBuf>, json: bool, a: &DemoArgs, ttl: Ttl, tmp: &Path, s
     )
 }
 
-struct Summary {
+/// What the run itself observed.
+struct Run {
     counts: Counts,
     cancelled_now: u64,
     killed: Option<String>,
@@ -477,14 +481,161 @@ struct Summary {
     db: PathBuf,
 }
 
-fn summarize(
-    json: bool,
-    auth: &Authority,
-    production: &str,
-    out_dir: &Path,
-    a: &DemoArgs,
-    s: Summary,
-) -> R {
+/// The demo's result: what happened to the jobs and what was verified.
+struct Report {
+    store: String,
+    production: String,
+    jobs: u64,
+    workers: usize,
+    completed: u64,
+    failed: u64,
+    cancelled: u64,
+    reclaimed: u64,
+    unregistered: u64,
+    run: Run,
+    check: CheckReport,
+    /// What the demo itself found wrong (besides `check`'s violations).
+    problems: Vec<String>,
+}
+
+impl Report {
+    fn ok(&self) -> bool {
+        self.check.ok() && self.problems.is_empty()
+    }
+
+    fn seconds(&self) -> f64 {
+        self.run.elapsed.as_secs_f64()
+    }
+
+    fn throughput(&self) -> f64 {
+        let secs = self.seconds();
+        if secs > 0.0 {
+            self.completed as f64 / secs
+        } else {
+            0.0
+        }
+    }
+}
+
+impl Render for Report {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        let c = &self.run.counts;
+        let report = &self.check;
+        let rejected_detail = if c.rejected_by.is_empty() {
+            String::new()
+        } else {
+            let mut v: Vec<_> = c
+                .rejected_by
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            v.sort();
+            format!("({})", v.join(", "))
+        };
+        let row = |a: &str, b: String, c: String| vec![a.to_owned(), b, c];
+        let rows = vec![
+            row("completed", self.completed.to_string(), String::new()),
+            row(
+                "failed",
+                self.failed.to_string(),
+                "(exit 100: permanent)".into(),
+            ),
+            row(
+                "cancelled",
+                self.cancelled.to_string(),
+                "(by the coordinator while running)".into(),
+            ),
+            row(
+                "retried after failure",
+                c.retried.to_string(),
+                "(flaky jobs, exit 1 on attempt 1)".into(),
+            ),
+            row(
+                "reclaimed after expiry",
+                self.reclaimed.to_string(),
+                match &self.run.killed {
+                    Some(j) => format!("(worker-1 SIGKILLed holding {j})"),
+                    None => String::new(),
+                },
+            ),
+            row(
+                "stale completions rejected",
+                c.rejected.to_string(),
+                rejected_detail,
+            ),
+            row(
+                "leases lost while running",
+                c.lost.to_string(),
+                "(heartbeat refused; command killed)".into(),
+            ),
+            row(
+                "unregistered output files",
+                self.unregistered.to_string(),
+                "(left by crashed workers; never in facts)".into(),
+            ),
+            row(
+                "throughput",
+                format!("{:.1} jobs/s", self.throughput()),
+                format!("({:.1} s)", self.seconds()),
+            ),
+            row(
+                "tenure check",
+                if report.ok() { "passed" } else { "FAILED" }.into(),
+                format!(
+                    "({} violation(s), {} jobs, {} events, schema {})",
+                    report.violations.len(),
+                    report.jobs,
+                    report.events,
+                    report.schema_version
+                ),
+            ),
+        ];
+        out::table(o, &["RESULT", "COUNT", ""], &rows)?;
+        for v in report.violations.iter().chain(&self.problems) {
+            writeln!(o, "  violation: {v}")?;
+        }
+        writeln!(
+            o,
+            "{}",
+            if self.ok() {
+                "demo passed: every job finished exactly once, 0 invariant violations"
+            } else {
+                "demo FAILED"
+            }
+        )
+    }
+
+    fn json(&self) -> Value {
+        let c = &self.run.counts;
+        json!({
+            "ok": self.ok(),
+            "store": self.store,
+            "production": self.production,
+            "jobs": self.jobs,
+            "workers": self.workers,
+            "completed": self.completed,
+            "failed": self.failed,
+            "cancelled": self.cancelled,
+            "cancelled_by_coordinator": self.run.cancelled_now,
+            "retried_after_failure": c.retried,
+            "reclaimed_after_expiry": self.reclaimed,
+            "stale_completions_rejected": c.rejected,
+            "rejected_by_code": c.rejected_by,
+            "leases_lost": c.lost,
+            "unregistered_files": self.unregistered,
+            "killed_job": self.run.killed,
+            "paused_job": self.run.paused_job,
+            "elapsed_s": self.seconds(),
+            "throughput_per_s": self.throughput(),
+            "check": out::check(&self.check),
+            "violations": self.check.violations.len() + self.problems.len(),
+            "problems": self.problems,
+        })
+    }
+}
+
+/// Count what happened from the store, verify the outputs, run `check`.
+fn summarize(auth: &Authority, production: &str, out_dir: &Path, a: &Args, run: Run) -> R<Report> {
     let jobs = all_jobs(auth, production)?;
     let by = |st: JobState| jobs.iter().filter(|j| j.state == st).count() as u64;
     let (completed, failed, cancelled) = (
@@ -492,31 +643,7 @@ fn summarize(
         by(JobState::Failed),
         by(JobState::Cancelled),
     );
-    // Reclaims: a claim made while the job's previous claim never ended.
-    let mut live: HashMap<String, bool> = HashMap::new();
-    let mut reclaimed = 0u64;
-    let mut after = 0;
-    loop {
-        let evs = auth.production_events(production, after, tenure::MAX_PAGE)?;
-        for e in &evs {
-            after = e.seq;
-            let Some(job) = &e.job else { continue };
-            let l = live.entry(job.clone()).or_default();
-            match e.kind {
-                EventKind::Claimed => {
-                    if *l {
-                        reclaimed += 1;
-                    }
-                    *l = true;
-                }
-                EventKind::Renewed => {}
-                _ => *l = false,
-            }
-        }
-        if evs.len() < tenure::MAX_PAGE {
-            break;
-        }
-    }
+    let reclaimed = reclaims(auth, production)?;
     // Every registered output exists with its registered digest.
     let facts = auth.production_facts(production)?;
     let mut problems = Vec::new();
@@ -558,127 +685,49 @@ fn summarize(
             n - completed - failed - cancelled
         ));
     }
-    if s.timed_out {
+    if run.timed_out {
         problems.push(format!("gave up after {DEADLINE:?}"));
     }
-    let report = auth.check()?;
-    let ok = report.ok() && problems.is_empty();
-    let secs = s.elapsed.as_secs_f64();
-    let throughput = if secs > 0.0 {
-        completed as f64 / secs
-    } else {
-        0.0
-    };
-    let c = &s.counts;
-    if json {
-        out::print_json(&json!({
-            "ok": ok,
-            "store": s.db.display().to_string(),
-            "production": production,
-            "jobs": n,
-            "workers": a.workers,
-            "completed": completed,
-            "failed": failed,
-            "cancelled": cancelled,
-            "cancelled_by_coordinator": s.cancelled_now,
-            "retried_after_failure": c.retried,
-            "reclaimed_after_expiry": reclaimed,
-            "stale_completions_rejected": c.rejected,
-            "rejected_by_code": c.rejected_by,
-            "leases_lost": c.lost,
-            "unregistered_files": unregistered,
-            "killed_job": s.killed,
-            "paused_job": s.paused_job,
-            "elapsed_s": secs,
-            "throughput_per_s": throughput,
-            "check": out::check(&report),
-            "violations": report.violations.len() + problems.len(),
-            "problems": problems,
-        }));
-    } else {
-        let rejected_detail = if c.rejected_by.is_empty() {
-            String::new()
-        } else {
-            let mut v: Vec<_> = c
-                .rejected_by
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect();
-            v.sort();
-            format!("({})", v.join(", "))
-        };
-        let rows = vec![
-            vec!["completed".into(), completed.to_string(), String::new()],
-            vec![
-                "failed".into(),
-                failed.to_string(),
-                "(exit 100: permanent)".into(),
-            ],
-            vec![
-                "cancelled".into(),
-                cancelled.to_string(),
-                "(by the coordinator while running)".into(),
-            ],
-            vec![
-                "retried after failure".into(),
-                c.retried.to_string(),
-                "(flaky jobs, exit 1 on attempt 1)".into(),
-            ],
-            vec![
-                "reclaimed after expiry".into(),
-                reclaimed.to_string(),
-                match &s.killed {
-                    Some(j) => format!("(worker-1 SIGKILLed holding {j})"),
-                    None => String::new(),
-                },
-            ],
-            vec![
-                "stale completions rejected".into(),
-                c.rejected.to_string(),
-                rejected_detail,
-            ],
-            vec![
-                "leases lost while running".into(),
-                c.lost.to_string(),
-                "(heartbeat refused; command killed)".into(),
-            ],
-            vec![
-                "unregistered output files".into(),
-                unregistered.to_string(),
-                "(left by crashed workers; never in facts)".into(),
-            ],
-            vec![
-                "throughput".into(),
-                format!("{throughput:.1} jobs/s"),
-                format!("({secs:.1} s)"),
-            ],
-            vec![
-                "tenure check".into(),
-                if report.ok() { "passed" } else { "FAILED" }.into(),
-                format!(
-                    "({} violation(s), {} jobs, {} events, schema {})",
-                    report.violations.len(),
-                    report.jobs,
-                    report.events,
-                    report.schema_version
-                ),
-            ],
-        ];
-        out::table(&["RESULT", "COUNT", ""], &rows);
-        for v in report.violations.iter().chain(&problems) {
-            println!("  violation: {v}");
-        }
-        println!(
-            "{}",
-            if ok {
-                "demo passed: every job finished exactly once, 0 invariant violations"
-            } else {
-                "demo FAILED"
+    Ok(Report {
+        store: run.db.display().to_string(),
+        production: production.to_owned(),
+        jobs: n,
+        workers: a.workers,
+        completed,
+        failed,
+        cancelled,
+        reclaimed,
+        unregistered,
+        check: auth.check()?,
+        run,
+        problems,
+    })
+}
+
+/// Reclaims: claims made while the job's previous claim had not ended.
+fn reclaims(auth: &Authority, production: &str) -> R<u64> {
+    let mut live: HashMap<String, bool> = HashMap::new();
+    let mut reclaimed = 0u64;
+    let mut after = 0;
+    loop {
+        let evs = auth.production_events(production, after, tenure::MAX_PAGE)?;
+        for e in &evs {
+            after = e.seq;
+            let Some(job) = &e.job else { continue };
+            let l = live.entry(job.clone()).or_default();
+            match e.kind {
+                EventKind::Claimed => {
+                    if *l {
+                        reclaimed += 1;
+                    }
+                    *l = true;
+                }
+                EventKind::Renewed => {}
+                _ => *l = false,
             }
-        );
+        }
+        if evs.len() < tenure::MAX_PAGE {
+            return Ok(reclaimed);
+        }
     }
-    if !ok {
-        return Err(Fail::Exit(exit::VIOLATIONS, String::new()));
-    }
-    Ok(exit::OK)
 }

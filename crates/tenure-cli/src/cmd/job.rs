@@ -1,0 +1,116 @@
+//! `tenure job submit|show|cancel`.
+
+use super::{submit, Ctx, Done, Prod};
+use crate::fail::{local, R};
+use crate::out::{self, Render};
+use clap::Subcommand;
+use serde_json::{json, Value};
+use std::io::{self, Write};
+use tenure::{Cancelled, JobView};
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Submit a job (payload from --payload-file or stdin), or many with --jsonl.
+    Submit(submit::Args),
+    /// Show one job.
+    Show {
+        #[command(flatten)]
+        p: Prod,
+        /// Job ID.
+        job: String,
+        /// Print only the raw payload.
+        #[arg(long)]
+        payload: bool,
+    },
+    /// Cancel one job (coordinator).
+    Cancel {
+        #[command(flatten)]
+        p: Prod,
+        /// Job ID.
+        job: String,
+    },
+}
+
+struct Shown(JobView);
+
+impl Render for Shown {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        let v = &self.0;
+        let or_dash = |s: Option<String>| s.unwrap_or_else(|| "-".into());
+        let rows = [
+            ("production", v.production.clone()),
+            ("job", v.job.clone()),
+            ("state", v.state.to_string()),
+            ("attempts", format!("{}/{}", v.attempts, v.max_attempts)),
+            ("priority", v.priority.to_string()),
+            ("holder", or_dash(v.holder.clone())),
+            ("claim_id", or_dash(v.claim_id.map(|c| c.to_string()))),
+            ("expires", out::opt_time(v.expires_us)),
+            ("created", out::time(v.created_us)),
+            ("updated", out::time(v.updated_us)),
+            ("payload", format!("{} bytes", v.payload_len)),
+            ("last_error", or_dash(v.last_error.clone())),
+        ];
+        for (k, val) in rows {
+            writeln!(o, "{k:<11}{val}")?;
+        }
+        Ok(())
+    }
+
+    fn json(&self) -> Value {
+        out::job(&self.0)
+    }
+}
+
+struct JobCancelled {
+    production: String,
+    job: String,
+    result: Cancelled,
+}
+
+impl JobCancelled {
+    fn result(&self) -> &'static str {
+        match self.result {
+            Cancelled::Cancelled => "cancelled",
+            Cancelled::AlreadyCancelled => "already_cancelled",
+        }
+    }
+}
+
+impl Render for JobCancelled {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        writeln!(o, "{} {}/{}", self.result(), self.production, self.job)
+    }
+
+    fn json(&self) -> Value {
+        json!({"production": self.production, "job": self.job, "result": self.result()})
+    }
+}
+
+pub fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
+    match c {
+        Cmd::Submit(a) => submit::run(ctx, a),
+        Cmd::Show { p, job, payload } => {
+            let auth = ctx.open()?;
+            if payload {
+                // The raw bytes, the same with or without --json.
+                let bytes = auth.payload(&p.production, &job)?;
+                let mut o = io::stdout().lock();
+                o.write_all(&bytes)
+                    .and_then(|_| o.flush())
+                    .map_err(local("writing the payload"))?;
+                return Done::exit(crate::exit::OK);
+            }
+            Done::show(Shown(auth.job(&p.production, &job)?))
+        }
+        Cmd::Cancel { p, job } => {
+            let auth = ctx.open()?;
+            let result = auth.cancel(&p.production, &job)?;
+            Done::show(JobCancelled {
+                production: p.production,
+                job,
+                result,
+            })
+        }
+    }
+}
