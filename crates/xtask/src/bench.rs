@@ -4,7 +4,8 @@
 //! (plus `latest.md`). Figures are never asserted; `--smoke` runs tiny sizes
 //! so `cargo xtask test` proves the harness works.
 
-use crate::util::{apt_install, cargo, output, root, run, step, Result};
+use crate::util::{apt_install, cargo, output, parse_json, root, run, step, Result};
+use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
@@ -109,22 +110,13 @@ fn programs(smoke: bool) -> Result<Programs> {
 }
 
 fn bench_bin() -> Result<PathBuf> {
-    run(cargo().args(["build", "--release", "-p", "tenure-bench"]))?;
+    run(cargo().args(["build", "--locked", "--release", "-p", "tenure-bench"]))?;
     Ok(crate::capi::target_dir()?.join("release/tenure-bench"))
 }
 
-/// Extract a number field from the flat JSON a workload prints.
-fn num(json: &str, field: &str) -> f64 {
-    let key = format!("\"{field}\":");
-    json.find(&key)
-        .map(|i| {
-            let rest = json[i + key.len()..].trim_start();
-            let end = rest
-                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
-                .unwrap_or(rest.len());
-            rest[..end].parse().unwrap_or(f64::NAN)
-        })
-        .unwrap_or(f64::NAN)
+/// A number field of the JSON object a workload prints (NaN when absent).
+fn num(json: &Value, field: &str) -> f64 {
+    json[field].as_f64().unwrap_or(f64::NAN)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -135,9 +127,10 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn workload(bin: &PathBuf, args: &[&str]) -> Result<String> {
-    let out = output(Command::new(bin).args(args))?;
-    Ok(out.trim().to_owned())
+/// Run a workload program and parse the JSON object it prints.
+fn workload(cmd: &mut Command) -> Result<Value> {
+    let what = crate::util::show(cmd);
+    parse_json(&output(cmd)?, &what)
 }
 
 struct Row {
@@ -159,7 +152,7 @@ pub fn bench(smoke: bool) -> Result {
     ));
     let bin = bench_bin()?;
     let mut rows: Vec<Row> = Vec::new();
-    let mut raw: Vec<String> = Vec::new();
+    let mut raw: Vec<Value> = Vec::new();
     let cycles = cfg.cycles.to_string();
 
     // 1-2: floor vs lifecycle in every language, interleaved so all see the
@@ -169,31 +162,37 @@ pub fn bench(smoke: bool) -> Result {
     for sync in ["full", "normal"] {
         let mut v: std::collections::HashMap<&str, Vec<f64>> = Default::default();
         for _ in 0..cfg.runs {
-            let mut one = |lang: &'static str, json: String| {
+            let mut one = |lang: &'static str, json: Value| {
                 v.entry(lang).or_default().push(num(&json, "cycles_per_s"));
                 raw.push(json);
             };
             one(
                 "floor",
-                workload(&bin, &["floor", "--sync", sync, "--cycles", &cycles])?,
+                workload(Command::new(&bin).args(["floor", "--sync", sync, "--cycles", &cycles]))?,
             );
             one(
                 "rust",
-                workload(&bin, &["lifecycle", "--sync", sync, "--cycles", &cycles])?,
+                workload(Command::new(&bin).args([
+                    "lifecycle",
+                    "--sync",
+                    sync,
+                    "--cycles",
+                    &cycles,
+                ]))?,
             );
             for (lang, exe) in [("c", &progs.c), ("cpp", &progs.cpp)] {
                 let dir = scratch()?;
-                let out = output(Command::new(exe).arg(&dir).arg(sync).arg(&cycles));
+                let out = workload(Command::new(exe).arg(&dir).arg(sync).arg(&cycles));
                 let _ = std::fs::remove_dir_all(&dir);
-                one(lang, out?.trim().to_owned());
+                one(lang, out?);
             }
             if let Some(py) = &progs.python {
-                let out = output(
+                let out = workload(
                     Command::new(py)
                         .arg(root().join("bench/python_bench.py"))
                         .args(["tenure-lifecycle", "--sync", sync, "--cycles", &cycles]),
                 )?;
-                one("python", out.trim().to_owned());
+                one("python", out);
             }
         }
         let m = |lang: &str| median(v.get(lang).cloned().unwrap_or_default());
@@ -237,13 +236,13 @@ pub fn bench(smoke: bool) -> Result {
         let mut v: std::collections::HashMap<&str, Vec<f64>> = Default::default();
         for _ in 0..3 {
             for w in ["tenure-cycle", "litequeue", "persist-queue", "localqueue"] {
-                let out = output(
+                let out = workload(
                     Command::new(py)
                         .arg(root().join("bench/python_bench.py"))
                         .args([w, "--cycles", backlog]),
                 )?;
                 v.entry(w).or_default().push(num(&out, "cycles_per_s"));
-                raw.push(out.trim().to_owned());
+                raw.push(out);
             }
         }
         let t = median(v["tenure-cycle"].clone());
@@ -282,16 +281,13 @@ pub fn bench(smoke: bool) -> Result {
     for &n in sizes {
         let mut v = Vec::new();
         for _ in 0..if n >= 100_000 { 1 } else { cfg.runs } {
-            let j = workload(
-                &bin,
-                &[
-                    "claim-next",
-                    "--queued",
-                    &n.to_string(),
-                    "--cycles",
-                    &cycles,
-                ],
-            )?;
+            let j = workload(Command::new(&bin).args([
+                "claim-next",
+                "--queued",
+                &n.to_string(),
+                "--cycles",
+                &cycles,
+            ]))?;
             v.push(num(&j, "cycles_per_s"));
             raw.push(j);
         }
@@ -312,18 +308,15 @@ pub fn bench(smoke: bool) -> Result {
     let millis = if cfg.smoke { "400" } else { "3000" };
     let mut one = None;
     for &p in procs {
-        let j = workload(
-            &bin,
-            &[
-                "contend",
-                "--procs",
-                &p.to_string(),
-                "--millis",
-                millis,
-                "--sync",
-                "full",
-            ],
-        )?;
+        let j = workload(Command::new(&bin).args([
+            "contend",
+            "--procs",
+            &p.to_string(),
+            "--millis",
+            millis,
+            "--sync",
+            "full",
+        ]))?;
         let rate = num(&j, "cycles_per_s");
         let b = *one.get_or_insert(rate);
         let (min, max) = (num(&j, "min"), num(&j, "max"));
@@ -355,18 +348,15 @@ pub fn bench(smoke: bool) -> Result {
         let jobs = if cfg.smoke { 200 } else { 2_000 }.max(size * 4);
         let mut v = Vec::new();
         for _ in 0..cfg.runs {
-            let j = workload(
-                &bin,
-                &[
-                    "batch",
-                    "--size",
-                    &size.to_string(),
-                    "--jobs",
-                    &jobs.to_string(),
-                    "--sync",
-                    "full",
-                ],
-            )?;
+            let j = workload(Command::new(&bin).args([
+                "batch",
+                "--size",
+                &size.to_string(),
+                "--jobs",
+                &jobs.to_string(),
+                "--sync",
+                "full",
+            ]))?;
             v.push(num(&j, "jobs_per_s"));
             raw.push(j);
         }
@@ -404,8 +394,8 @@ pub fn bench(smoke: bool) -> Result {
         .unwrap_or(0);
     let kind = if cfg.smoke { "smoke" } else { "full" };
     let json = format!(
-        "{{\"kind\":\"{kind}\",\"unix_time\":{stamp},\"workloads\":[{}]}}\n",
-        raw.join(",")
+        "{}\n",
+        serde_json::json!({"kind": kind, "unix_time": stamp, "workloads": raw})
     );
     std::fs::write(dir.join(format!("{stamp}-{kind}.json")), json).map_err(|e| e.to_string())?;
     std::fs::write(dir.join(format!("{stamp}-{kind}.md")), &md).map_err(|e| e.to_string())?;
@@ -413,4 +403,22 @@ pub fn bench(smoke: bool) -> Result {
     println!("\n{md}");
     println!("report: bench/results/{stamp}-{kind}.{{md,json}}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn num_reads_numbers_of_the_workload_json() {
+        let j = parse_json(
+            r#"{"workload":"lifecycle","cycles_per_s":1.5e3,"renewals_missed":0,"inner":{"y":9}}"#,
+            "workload",
+        )
+        .unwrap();
+        assert_eq!(num(&j, "cycles_per_s"), 1500.0);
+        assert_eq!(num(&j, "renewals_missed"), 0.0);
+        assert!(num(&j, "y").is_nan());
+        assert!(num(&j, "workload").is_nan());
+    }
 }

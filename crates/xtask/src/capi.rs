@@ -7,7 +7,10 @@
 //!   `--bless` rewrites `include/tenure.h` and creates the baseline folder of
 //!   the current `TENURE_ABI_MAJOR.TENURE_ABI_MINOR` if it does not exist yet
 //!   (an existing baseline is never rewritten: a released ABI is frozen).
-//! - `cargo xtask dist PREFIX`: installs the library, header and pkg-config file.
+//! - `cargo xtask dist PREFIX`: installs the library, the headers, the
+//!   pkg-config file and the CMake package (`PREFIX/lib/cmake/tenure`, from
+//!   the templates in `cmake/`: `find_package(tenure)` gives the imported
+//!   target `tenure::tenure`).
 //! - `test()` (called by `cargo xtask test`): abi-check, the C suites in
 //!   `tests/c/` under ASan/UBSan/LeakSanitizer, and a pkg-config build from a
 //!   temporary `dist` prefix.
@@ -18,7 +21,7 @@
 //! rustc's own version script for cdylibs cannot be combined with a second
 //! one (see `crates/tenure-capi/build.rs`).
 
-use crate::util::{apt_install, cargo, output, root, run, step, Result};
+use crate::util::{apt_install, cargo, cargo_metadata, output, root, run, step, Result};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -69,28 +72,28 @@ pub fn target_dir() -> Result<PathBuf> {
         let p = PathBuf::from(d);
         return Ok(if p.is_absolute() { p } else { root().join(p) });
     }
-    let meta = output(cargo().args(["metadata", "--format-version", "1", "--no-deps"]))?;
-    json_str(&meta, "target_directory")
+    cargo_metadata()?["target_directory"]
+        .as_str()
         .map(PathBuf::from)
         .ok_or_else(|| "cargo metadata: no target_directory".to_string())
 }
 
-/// The first string value of `"key":"..."` in compact JSON (no escapes needed
-/// for the values read here).
-fn json_str(json: &str, key: &str) -> Option<String> {
-    let pat = format!("\"{key}\":\"");
-    let start = json.find(&pat)? + pat.len();
-    let end = json[start..].find('"')? + start;
-    Some(json[start..end].to_string())
-}
-
 /// The package version of tenure-capi according to Cargo.
 fn cargo_version() -> Result<String> {
-    let meta = output(cargo().args(["metadata", "--format-version", "1", "--no-deps"]))?;
-    let at = meta
-        .find("\"name\":\"tenure-capi\"")
-        .ok_or("cargo metadata: no tenure-capi package")?;
-    json_str(&meta[at..], "version").ok_or_else(|| "cargo metadata: no version".into())
+    package_version(&cargo_metadata()?, "tenure-capi")
+}
+
+/// The version of the package `name` in `cargo metadata` output.
+fn package_version(meta: &serde_json::Value, name: &str) -> Result<String> {
+    meta["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == name)
+        .ok_or_else(|| format!("cargo metadata: no {name} package"))?["version"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("cargo metadata: {name} has no version"))
 }
 
 fn cbindgen() -> Result<PathBuf> {
@@ -167,7 +170,7 @@ pub fn build_lib_profile(release: bool) -> Result<Lib> {
         "build libtenure (cargo build -p tenure-capi, {profile})"
     ));
     let mut build = cargo();
-    build.args(["build", "-p", "tenure-capi"]);
+    build.args(["build", "--locked", "-p", "tenure-capi"]);
     if release {
         build.arg("--release");
     }
@@ -642,6 +645,7 @@ pub fn dist(prefix: &Path) -> Result {
         fs::create_dir_all(incdir.join("tenure")).map_err(|e| e.to_string())?;
         copy(&hpp, &incdir.join("tenure/tenure.hpp"))?;
     }
+    let version = cargo_version()?;
     let pc = format!(
         "prefix={}\nexec_prefix=${{prefix}}\nlibdir=${{exec_prefix}}/lib\nincludedir=${{prefix}}/include\n\n\
          Name: tenure\nDescription: Embedded job lease authority (C ABI {}.{})\nVersion: {}\n\
@@ -649,12 +653,66 @@ pub fn dist(prefix: &Path) -> Result {
         prefix.display(),
         lib.major,
         lib.minor,
-        cargo_version()?,
+        version,
         NATIVE_LIBS.join(" ")
     );
     fs::write(pcdir.join("tenure.pc"), pc).map_err(|e| e.to_string())?;
+    let cmakedir = libdir.join("cmake/tenure");
+    fs::create_dir_all(&cmakedir).map_err(|e| format!("{}: {e}", cmakedir.display()))?;
+    let (vmajor, vminor) = {
+        let mut parts = version.split('.');
+        (
+            parts.next().unwrap_or_default().to_string(),
+            parts.next().unwrap_or_default().to_string(),
+        )
+    };
+    let vars = [
+        ("TENURE_VERSION", version.clone()),
+        ("TENURE_VERSION_MAJOR", vmajor),
+        ("TENURE_VERSION_MINOR", vminor),
+        ("TENURE_ABI_MAJOR", lib.major.to_string()),
+        ("TENURE_ABI_MINOR", lib.minor.to_string()),
+    ];
+    for name in ["tenureConfig.cmake", "tenureConfigVersion.cmake"] {
+        let template = root().join("cmake").join(format!("{name}.in"));
+        let text =
+            fs::read_to_string(&template).map_err(|e| format!("{}: {e}", template.display()))?;
+        let out = cmakedir.join(name);
+        fs::write(&out, configure(&text, &vars)?).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
     println!("installed libtenure into {}", prefix.display());
     Ok(())
+}
+
+/// Replace every `@NAME@` of `text` by its value in `vars` (CMake's
+/// `configure_file(@ONLY)` rule); a placeholder without a value is an error.
+fn configure(text: &str, vars: &[(&str, String)]) -> Result<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('@') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let end = after.find('@').map(|e| &after[..e]).filter(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        match end {
+            Some(name) => {
+                let value = vars
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v)
+                    .ok_or_else(|| format!("template placeholder @{name}@ has no value"))?;
+                out.push_str(value);
+                rest = &after[name.len() + 1..];
+            }
+            None => {
+                out.push('@');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// Install into a temporary prefix and build a C program with nothing but
@@ -708,4 +766,67 @@ pub fn test() -> Result {
     abi_check(false)?;
     c_tests()?;
     dist_test()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars() -> Vec<(&'static str, String)> {
+        [
+            ("TENURE_VERSION", "0.1.0"),
+            ("TENURE_VERSION_MAJOR", "0"),
+            ("TENURE_VERSION_MINOR", "1"),
+            ("TENURE_ABI_MAJOR", "1"),
+            ("TENURE_ABI_MINOR", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect()
+    }
+
+    #[test]
+    fn configure_replaces_placeholders_and_keeps_other_at_signs() {
+        let text = "v @TENURE_VERSION@ so.@TENURE_ABI_MAJOR@ mail a@b.c @ @@ x@TENURE_ABI_MINOR@";
+        assert_eq!(
+            configure(text, &vars()).unwrap(),
+            "v 0.1.0 so.1 mail a@b.c @ @@ x0"
+        );
+    }
+
+    #[test]
+    fn configure_refuses_a_placeholder_without_a_value() {
+        let err = configure("x @TENURE_NOPE@ y", &vars()).unwrap_err();
+        assert!(err.contains("@TENURE_NOPE@"), "{err}");
+    }
+
+    #[test]
+    fn the_cmake_templates_configure_completely() {
+        for name in ["tenureConfig.cmake.in", "tenureConfigVersion.cmake.in"] {
+            let text = fs::read_to_string(root().join("cmake").join(name)).unwrap();
+            let out = configure(&text, &vars()).unwrap();
+            assert!(!out.contains("@TENURE_"), "{name}: {out}");
+        }
+        let config = configure(
+            &fs::read_to_string(root().join("cmake/tenureConfig.cmake.in")).unwrap(),
+            &vars(),
+        )
+        .unwrap();
+        assert!(config.contains("add_library(tenure::tenure SHARED IMPORTED)"));
+        assert!(config.contains("IMPORTED_SONAME \"libtenure.so.1\""));
+        assert!(config.contains("/lib/libtenure.so.1.0.0\""));
+    }
+
+    #[test]
+    fn package_version_reads_the_named_package() {
+        let meta: serde_json::Value = serde_json::from_str(
+            r#"{"packages":[{"name":"tenure","version":"9.9.9"},
+                            {"name":"tenure-capi","version":"0.1.0"}],
+                "target_directory":"/t"}"#,
+        )
+        .unwrap();
+        assert_eq!(package_version(&meta, "tenure-capi").unwrap(), "0.1.0");
+        assert_eq!(package_version(&meta, "tenure").unwrap(), "9.9.9");
+        assert!(package_version(&meta, "absent").is_err());
+    }
 }

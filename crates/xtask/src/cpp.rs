@@ -11,12 +11,17 @@
 //!    so the failure is the duration rule and nothing else;
 //! 3. the doctest suite (`cpp/tests/*.cpp`) under ASan/UBSan, built once as
 //!    C++17 and once as C++20 (the `std::span` overloads);
-//! 4. the example worker (`cpp/examples/worker.cpp`) built against a
-//!    `cargo xtask dist` prefix with nothing but `pkg-config --cflags --libs
-//!    tenure`; a C program fills a store, two worker processes drain it, the
-//!    C program verifies the published facts.
+//! 4. the example worker (`cpp/examples/worker.cpp`) built twice against a
+//!    `cargo xtask dist` prefix: once with nothing but `pkg-config --cflags
+//!    --libs tenure`, once with CMake (`cpp/examples/CMakeLists.txt`,
+//!    `find_package(tenure)` and the target `tenure::tenure`); for each
+//!    build a C program fills a store, two worker processes drain it, the C
+//!    program verifies the published facts. The CMake package's version file
+//!    is checked on its own (the release is compatible, a newer or another
+//!    major version is not).
 //!
-//! Needs g++, doctest, pkg-config and libfaketime (installed here via apt).
+//! Needs g++, doctest, pkg-config, CMake and libfaketime (installed here via
+//! apt).
 
 use crate::capi;
 use crate::util::{apt_install, output, root, run, show, step, Result};
@@ -214,16 +219,27 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
     Ok(())
 }
 
-/// Build the example worker from a `dist` prefix and let two of its
-/// processes drain a store another language filled: `db` is a file path
-/// (default `work/example.db`) or a `postgres://` URL.
-pub(crate) fn example(work: &Path, db: Option<&str>) -> Result {
+/// The example programs built against a `dist` prefix.
+struct Example {
+    /// `cpp/examples/worker.cpp`.
+    worker: PathBuf,
+    /// `cpp/examples/fill_store.c`.
+    fill: PathBuf,
+}
+
+/// Install a `cargo xtask dist` prefix into `work/dist` (replacing it).
+fn dist_prefix(work: &Path) -> Result<PathBuf> {
     let prefix = work.join("dist");
     let _ = fs::remove_dir_all(&prefix);
     capi::dist(&prefix)?;
     if !prefix.join("include/tenure/tenure.hpp").exists() {
         return Err("cargo xtask dist did not install include/tenure/tenure.hpp".into());
     }
+    Ok(prefix)
+}
+
+/// Build the examples with nothing but `pkg-config --cflags --libs tenure`.
+fn build_with_pkg_config(prefix: &Path, work: &Path) -> Result<Example> {
     step("C++ example worker, built with pkg-config from the dist prefix");
     let flags = output(
         Command::new("pkg-config")
@@ -246,22 +262,133 @@ pub(crate) fn example(work: &Path, db: Option<&str>) -> Result {
         .arg(&fill)
         .arg(root().join("cpp/examples/fill_store.c"))
         .args(flags.split_whitespace()))?;
+    Ok(Example { worker, fill })
+}
 
-    let db = db
-        .map(PathBuf::from)
-        .unwrap_or_else(|| work.join("example.db"));
+/// Build the examples with `cpp/examples/CMakeLists.txt`, which finds the
+/// prefix's CMake package (`find_package(tenure)`, target `tenure::tenure`).
+fn build_with_cmake(prefix: &Path, work: &Path) -> Result<Example> {
+    step("C++ example worker, built with CMake (find_package(tenure)) from the dist prefix");
+    let build = work.join("cmake-build");
+    let _ = fs::remove_dir_all(&build);
+    let warn = WARN.join(" ");
+    run(Command::new("cmake")
+        .arg("-S")
+        .arg(root().join("cpp/examples"))
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+        .arg(format!("-DCMAKE_C_FLAGS={warn}"))
+        .arg(format!("-DCMAKE_CXX_FLAGS={warn}"))
+        .arg("-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON"))?;
+    run(Command::new("cmake").arg("--build").arg(&build))?;
+    Ok(Example {
+        worker: build.join("worker"),
+        fill: build.join("fill_store"),
+    })
+}
+
+/// The installed package's version file: the release itself is compatible,
+/// another major version or a newer release is not.
+fn check_cmake_version_file(prefix: &Path, work: &Path) -> Result {
+    step("CMake package version file");
+    let file = prefix.join("lib/cmake/tenure/tenureConfigVersion.cmake");
+    let text = fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("set(PACKAGE_VERSION \""))
+        .and_then(|rest| rest.strip_suffix("\")"))
+        .ok_or_else(|| format!("{}: no PACKAGE_VERSION", file.display()))?
+        .to_string();
+    let parts: Vec<u64> = version
+        .split('.')
+        .map(|p| {
+            p.parse()
+                .map_err(|_| format!("version {version:?} is not numeric"))
+        })
+        .collect::<Result<_>>()?;
+    let [major, minor, patch] = parts[..] else {
+        return Err(format!("version {version:?} is not MAJOR.MINOR.PATCH"));
+    };
+    let mut cases = vec![
+        (format!("{major}.{minor}.{patch}"), true),
+        (format!("{major}.{minor}"), true),
+        (format!("{major}.{minor}.{}", patch + 1), false),
+        (format!("{}.0", major + 1), false),
+    ];
+    if minor > 0 {
+        // An older minor version: compatible from 1.0 on, not within 0.x.
+        cases.push((format!("{major}.{}", minor - 1), major != 0));
+    }
+    for (want, compatible) in &cases {
+        let mut it = want.split('.');
+        let script = work.join("version-probe.cmake");
+        fs::write(
+            &script,
+            format!(
+                "set(CMAKE_SIZEOF_VOID_P 8)\n\
+                 set(PACKAGE_FIND_VERSION \"{want}\")\n\
+                 set(PACKAGE_FIND_VERSION_MAJOR \"{}\")\n\
+                 set(PACKAGE_FIND_VERSION_MINOR \"{}\")\n\
+                 include(\"{}\")\n\
+                 message(STATUS \"compatible=${{PACKAGE_VERSION_COMPATIBLE}}\")\n",
+                it.next().unwrap_or("0"),
+                it.next().unwrap_or("0"),
+                file.display()
+            ),
+        )
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+        let out = output(Command::new("cmake").arg("-P").arg(&script))?;
+        let got = out.contains("compatible=TRUE");
+        if got != *compatible {
+            return Err(format!(
+                "tenureConfigVersion.cmake ({version}): a request for {want} is {} but must be {}",
+                if got { "compatible" } else { "refused" },
+                if *compatible { "compatible" } else { "refused" }
+            ));
+        }
+        println!(
+            "find_package(tenure {want}) against {version}: {}",
+            if got { "compatible" } else { "refused" }
+        );
+    }
+    Ok(())
+}
+
+/// Let two worker processes of `ex` drain a store its fill program filled:
+/// `db` is a file path or a `postgres://` URL.
+fn drain(ex: &Example, prefix: &Path, db: &Path) -> Result {
+    // The programs resolve libtenure through its soname, in the prefix.
+    let soname = format!(
+        "[libtenure.so.{}]",
+        fs::read_to_string(prefix.join("include/tenure.h"))
+            .map_err(|e| e.to_string())?
+            .lines()
+            .find_map(|l| l.strip_prefix("#define TENURE_ABI_MAJOR "))
+            .map(str::trim)
+            .ok_or("the installed tenure.h has no TENURE_ABI_MAJOR")?
+    );
+    for bin in [&ex.worker, &ex.fill] {
+        let dynamic = output(Command::new("readelf").arg("-d").arg(bin))?;
+        if !dynamic.contains(&soname) {
+            return Err(format!(
+                "{} does not link libtenure by its soname {soname}",
+                bin.display()
+            ));
+        }
+    }
     let n = EXAMPLE_JOBS.to_string();
     let libdir = prefix.join("lib");
-    run(Command::new(&fill)
+    run(Command::new(&ex.fill)
         .arg("fill")
-        .arg(&db)
+        .arg(db)
         .args(["batch", &n])
         .env("LD_LIBRARY_PATH", &libdir))?;
     // Two worker processes drain the production concurrently.
     let mut children = Vec::new();
     for i in 1..=2 {
-        let mut cmd = Command::new(&worker);
-        cmd.arg(&db)
+        let mut cmd = Command::new(&ex.worker);
+        cmd.arg(db)
             .arg("batch")
             .arg(format!("cpp-worker-{i}"))
             .env("LD_LIBRARY_PATH", &libdir)
@@ -290,13 +417,36 @@ pub(crate) fn example(work: &Path, db: Option<&str>) -> Result {
         ));
     }
     run_checked(
-        Command::new(&fill)
+        Command::new(&ex.fill)
             .arg("verify")
-            .arg(&db)
+            .arg(db)
             .args(["batch", &n])
             .env("LD_LIBRARY_PATH", &libdir),
         "verifying the worker's results",
     )
+}
+
+/// Build the example worker with pkg-config from a `dist` prefix and let two
+/// of its processes drain a store another language filled: `db` is a
+/// `postgres://` URL (a new empty database).
+pub(crate) fn example(work: &Path, db: &str) -> Result {
+    let prefix = dist_prefix(work)?;
+    let ex = build_with_pkg_config(&prefix, work)?;
+    drain(&ex, &prefix, Path::new(db))
+}
+
+/// The example worker built twice from one `dist` prefix, once with
+/// pkg-config and once with CMake; each build drains a store file of its own.
+fn examples(work: &Path) -> Result {
+    apt_install(&["cmake", "make"])?;
+    let prefix = dist_prefix(work)?;
+    let with_pc = work.join("pkg-config");
+    mkdir(&with_pc)?;
+    let ex = build_with_pkg_config(&prefix, &with_pc)?;
+    drain(&ex, &prefix, &with_pc.join("example.db"))?;
+    check_cmake_version_file(&prefix, work)?;
+    let ex = build_with_cmake(&prefix, work)?;
+    drain(&ex, &prefix, &work.join("cmake-example.db"))
 }
 
 /// Everything `cargo xtask test` checks for the C++ projection.
@@ -309,7 +459,7 @@ pub fn test() -> Result {
     hygiene(&lib, &work)?;
     compile_fail(&work)?;
     suite(&lib, &work)?;
-    example(&work, None)?;
+    examples(&work)?;
     println!("C++ projection: all checks passed");
     Ok(())
 }

@@ -1,7 +1,17 @@
-//! Project automation: `cargo xtask <command>`.
+//! Project automation: `cargo xtask <command>`; without a known command it
+//! prints the usage line (every command, see [`COMMANDS`]) and exits 2.
 //!
 //! - `test`: everything CI checks (formatting, clippy, every test suite of
-//!   every surface), installing what it needs itself.
+//!   every surface), installing what it needs itself; it fails when the run
+//!   changed a tracked file (see [`tree`]).
+//! - `python`, `readme`, `pg`, `pg-suites`, `cpp`: one part of `test` alone.
+//! - `torture [--quick]`: the reliability campaigns.
+//! - `bench [--smoke] [--backend postgres]`: the benchmarks (SQLite, or the
+//!   PostgreSQL backend on a throwaway server).
+//! - `abi-check [--bless]`, `dist PREFIX`: the C ABI checks and install.
+//!
+//! Every cargo command here that resolves dependencies passes `--locked`
+//! (the workspace's and `torture/`'s lock files are used as committed).
 
 mod bench;
 mod capi;
@@ -13,37 +23,119 @@ mod pg_tls;
 mod python;
 mod readme;
 mod torture;
+mod tree;
 mod util;
 
+use std::path::PathBuf;
 use util::{cargo, run, step, Result};
+
+/// Every command with its arguments, as the usage line lists them.
+const COMMANDS: &[&str] = &[
+    "test",
+    "python",
+    "readme",
+    "pg",
+    "pg-suites",
+    "cpp",
+    "torture [--quick]",
+    "bench [--smoke] [--backend postgres]",
+    "abi-check [--bless]",
+    "dist PREFIX",
+];
+
+fn usage() -> String {
+    format!("usage: cargo xtask {}", COMMANDS.join(" | "))
+}
+
+/// A command line that names a known command with valid arguments.
+#[derive(Debug, PartialEq)]
+enum Cmd {
+    Test,
+    Python,
+    Readme,
+    Pg,
+    PgSuites,
+    Cpp,
+    Torture { quick: bool },
+    Bench { smoke: bool, postgres: bool },
+    AbiCheck { bless: bool },
+    Dist(PathBuf),
+}
+
+/// The command `args` (without the program name) names, or `None` for an
+/// unknown command or arguments it does not take.
+fn parse(args: &[String]) -> Option<Cmd> {
+    let (name, rest) = args.split_first()?;
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    // Only the given flags, each at most once; returns which were given.
+    let flags = |allowed: &[&str]| -> Option<Vec<bool>> {
+        let mut seen = vec![false; allowed.len()];
+        for a in &rest {
+            let i = allowed.iter().position(|f| f == a)?;
+            if std::mem::replace(&mut seen[i], true) {
+                return None;
+            }
+        }
+        Some(seen)
+    };
+    let alone = |cmd: Cmd| rest.is_empty().then_some(cmd);
+    match name.as_str() {
+        "test" => alone(Cmd::Test),
+        "python" => alone(Cmd::Python),
+        "readme" => alone(Cmd::Readme),
+        "pg" => alone(Cmd::Pg),
+        "pg-suites" => alone(Cmd::PgSuites),
+        "cpp" => alone(Cmd::Cpp),
+        "torture" => flags(&["--quick"]).map(|f| Cmd::Torture { quick: f[0] }),
+        "bench" => {
+            let mut smoke = false;
+            let mut postgres = false;
+            let mut it = rest.iter();
+            while let Some(a) = it.next() {
+                match *a {
+                    "--smoke" if !smoke => smoke = true,
+                    "--backend" if !postgres => match it.next() {
+                        Some(&"postgres") => postgres = true,
+                        _ => return None,
+                    },
+                    _ => return None,
+                }
+            }
+            Some(Cmd::Bench { smoke, postgres })
+        }
+        "abi-check" => flags(&["--bless"]).map(|f| Cmd::AbiCheck { bless: f[0] }),
+        "dist" => match rest.as_slice() {
+            [prefix] if !prefix.starts_with('-') => Some(Cmd::Dist(PathBuf::from(prefix))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("test") => test(),
-        Some("python") => python::test(),
-        Some("readme") => readme::standalone(),
-        Some("pg") => pg::test(),
-        Some("pg-suites") => pg_suites::standalone(),
-        Some("cpp") => cpp::test(),
-        Some("torture") => torture::torture(args.iter().any(|a| a == "--quick")),
-        Some("bench")
-            if args
-                .windows(2)
-                .any(|w| w[0] == "--backend" && w[1] == "postgres") =>
-        {
-            pg::bench(args.iter().any(|a| a == "--smoke"))
-        }
-        Some("bench") => bench::bench(args.iter().any(|a| a == "--smoke")),
-        Some("abi-check") => capi::abi_check(args.iter().any(|a| a == "--bless")),
-        Some("dist") => match args.get(1) {
-            Some(prefix) => capi::dist(std::path::Path::new(prefix)),
-            None => Err("usage: cargo xtask dist PREFIX".into()),
-        },
-        _ => {
-            eprintln!("usage: cargo xtask test");
-            std::process::exit(2);
-        }
+    let Some(cmd) = parse(&args) else {
+        eprintln!("{}", usage());
+        std::process::exit(2);
+    };
+    let result = match cmd {
+        Cmd::Test => test(),
+        Cmd::Python => python::test(),
+        Cmd::Readme => readme::standalone(),
+        Cmd::Pg => pg::test(),
+        Cmd::PgSuites => pg_suites::standalone(),
+        Cmd::Cpp => cpp::test(),
+        Cmd::Torture { quick } => torture::torture(quick),
+        Cmd::Bench {
+            smoke,
+            postgres: true,
+        } => pg::bench(smoke),
+        Cmd::Bench {
+            smoke,
+            postgres: false,
+        } => bench::bench(smoke),
+        Cmd::AbiCheck { bless } => capi::abi_check(bless),
+        Cmd::Dist(prefix) => capi::dist(&prefix),
     };
     if let Err(e) = result {
         eprintln!("\nxtask: {e}");
@@ -51,12 +143,41 @@ fn main() {
     }
 }
 
+/// Every step of CI, then the check that no tracked file changed (also
+/// when a step failed: a step that dirtied the tree is named either way).
 fn test() -> Result {
+    let root = util::root();
+    let before = if root.join(".git").exists() {
+        Some(tree::Snapshot::take(&root)?)
+    } else {
+        println!("(not a Git work tree: there are no tracked files to check)");
+        None
+    };
+    let result = steps();
+    let unchanged = match &before {
+        Some(snapshot) => {
+            step("tracked files unchanged by the run");
+            snapshot.check_unchanged()
+        }
+        None => Ok(()),
+    };
+    match (result, unchanged) {
+        (Ok(()), Ok(())) => {
+            println!("\nxtask test: all steps passed");
+            Ok(())
+        }
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Err(e), Err(t)) => Err(format!("{e}\nxtask: {t}")),
+    }
+}
+
+fn steps() -> Result {
     step("cargo fmt --check");
     run(cargo().args(["fmt", "--all", "--check"]))?;
     step("cargo clippy");
     run(cargo().args([
         "clippy",
+        "--locked",
         "--workspace",
         "--all-targets",
         "--",
@@ -64,10 +185,10 @@ fn test() -> Result {
         "warnings",
     ]))?;
     step("cargo test (workspace)");
-    run(cargo().args(["test", "--workspace"]))?;
+    run(cargo().args(["test", "--locked", "--workspace"]))?;
     step("C ABI (abi-check, C suites, dist + pkg-config)");
     capi::test()?;
-    step("C++ projection (hygiene, compile-fail, suites, example worker)");
+    step("C++ projection (hygiene, compile-fail, suites, example worker via pkg-config and CMake)");
     cpp::test()?;
     step("Python (wheel, pytest)");
     python::test()?;
@@ -76,6 +197,95 @@ fn test() -> Result {
     // After the C ABI and Python steps: the smoke bench reuses their builds.
     bench::bench(true)?;
     torture::torture(true)?;
-    println!("\nxtask test: all steps passed");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_string).collect()
+    }
+
+    /// A command line for a `COMMANDS` entry: every optional flag given,
+    /// placeholders filled.
+    fn full_line(entry: &str) -> String {
+        entry
+            .replace(['[', ']'], "")
+            .replace("PREFIX", "/tmp/prefix")
+    }
+
+    #[test]
+    fn every_listed_command_parses_with_and_without_its_optional_flags() {
+        for entry in COMMANDS {
+            assert!(parse(&args(&full_line(entry))).is_some(), "{entry}");
+            if !entry.contains("PREFIX") {
+                let name = entry.split_whitespace().next().unwrap();
+                assert!(parse(&args(name)).is_some(), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_usage_line_lists_every_command() {
+        let u = usage();
+        assert!(u.starts_with("usage: cargo xtask "), "{u}");
+        for entry in COMMANDS {
+            assert!(u.contains(entry), "{entry} missing from {u}");
+        }
+    }
+
+    #[test]
+    fn flags_and_arguments_map_to_the_command() {
+        assert_eq!(parse(&args("test")), Some(Cmd::Test));
+        assert_eq!(
+            parse(&args("torture --quick")),
+            Some(Cmd::Torture { quick: true })
+        );
+        assert_eq!(parse(&args("torture")), Some(Cmd::Torture { quick: false }));
+        assert_eq!(
+            parse(&args("bench --backend postgres --smoke")),
+            Some(Cmd::Bench {
+                smoke: true,
+                postgres: true
+            })
+        );
+        assert_eq!(
+            parse(&args("bench --smoke")),
+            Some(Cmd::Bench {
+                smoke: true,
+                postgres: false
+            })
+        );
+        assert_eq!(
+            parse(&args("abi-check --bless")),
+            Some(Cmd::AbiCheck { bless: true })
+        );
+        assert_eq!(
+            parse(&args("dist out/prefix")),
+            Some(Cmd::Dist(PathBuf::from("out/prefix")))
+        );
+    }
+
+    #[test]
+    fn unknown_commands_and_arguments_are_refused() {
+        for line in [
+            "",
+            "nope",
+            "tests",
+            "test --quick",
+            "torture --quik",
+            "torture --quick --quick",
+            "bench --backend",
+            "bench --backend sqlite",
+            "bench --smoke --smoke",
+            "abi-check --force",
+            "dist",
+            "dist a b",
+            "dist --bless",
+        ] {
+            assert_eq!(parse(&args(line)), None, "{line:?}");
+        }
+    }
 }

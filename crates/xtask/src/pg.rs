@@ -7,7 +7,7 @@
 //! PostgreSQL refuses to run as root: as root, the data folder belongs to
 //! `nobody` and `initdb` / `pg_ctl` run through `runuser -u nobody --`.
 
-use crate::util::{apt_install, cargo, output, run, step, Result};
+use crate::util::{apt_install, cargo, output, parse_json, run, step, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -146,7 +146,7 @@ pub fn test() -> Result {
     let server = start_with_tls()?;
     let tls_env = server.tls.as_ref().map(|f| f.test_env(&server.url));
     run(cargo()
-        .args(["test", "-p", "tenure"])
+        .args(["test", "--locked", "-p", "tenure"])
         .env("TENURE_TEST_BACKEND", "postgres")
         .env("TENURE_TEST_PG_URL", &server.url)
         .envs(tls_env.unwrap_or_default()))?;
@@ -159,7 +159,7 @@ pub fn test() -> Result {
     let work = crate::capi::target_dir()?.join("cpp-pg");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
-    crate::cpp::example(&work, Some(&server.database("cpp_example")?))?;
+    crate::cpp::example(&work, &server.database("cpp_example")?)?;
     // The C, C++ and Python life-cycle suites (also installs the wheel into .venv).
     crate::pg_suites::run(&server)?;
     let py = crate::util::root().join(".venv/bin/python");
@@ -198,7 +198,7 @@ fn cli_lifecycle(server: &Server) -> Result {
     let tenure = |args: &[&str]| -> Result<String> {
         output(
             cargo()
-                .args(["run", "-q", "-p", "tenure-cli", "--"])
+                .args(["run", "--locked", "-q", "-p", "tenure-cli", "--"])
                 .arg("--db")
                 .arg(&url)
                 .args(args),
@@ -231,7 +231,7 @@ fn cli_lifecycle(server: &Server) -> Result {
         tenure(&["renew", "--token-file", &tok_s, "--ttl", "10m"])?;
         tenure(&["complete", "--token-file", &tok_s, "--fact", "artifact=x"])?;
         let job = tenure(&["--json", "job", "show", "-p", "nightly", "render-1"])?;
-        if !job.contains("\"completed\"") {
+        if parse_json(&job, "tenure --json job show")?["state"] != "completed" {
             return Err(format!("CLI on PostgreSQL: job not completed: {job}"));
         }
         tenure(&["check"])?;
@@ -325,6 +325,7 @@ pub fn bench(smoke: bool) -> Result {
         cargo()
             .args([
                 "test",
+                "--locked",
                 "--release",
                 "-p",
                 "tenure",
@@ -350,26 +351,12 @@ pub fn bench(smoke: bool) -> Result {
         .lines()
         .filter_map(|l| l.split_once("BENCH ").map(|x| x.1))
     {
-        let field = |k: &str| {
-            let key = format!("\"{k}\":");
-            line.find(&key)
-                .map(|i| {
-                    line[i + key.len()..]
-                        .split([',', '}'])
-                        .next()
-                        .unwrap_or("")
-                        .to_owned()
-                })
-                .unwrap_or_default()
-        };
+        let row = parse_json(line, "pg_bench BENCH line")?;
         md.push_str(&format!(
             "| {} connections in {} processes ({} busy retries) | {} cycles/s |\n",
-            field("connections"),
-            field("processes"),
-            field("busy"),
-            field("cycles_per_s")
+            row["connections"], row["processes"], row["busy"], row["cycles_per_s"]
         ));
-        json.push(line.to_owned());
+        json.push(row);
     }
     if json.is_empty() {
         return Err(format!("no benchmark rows in the output:\n{out}"));
@@ -385,7 +372,7 @@ pub fn bench(smoke: bool) -> Result {
     let kind = if smoke { "smoke" } else { "full" };
     std::fs::write(
         dir.join(format!("{stamp}-postgres-{kind}.json")),
-        format!("[{}]\n", json.join(",")),
+        format!("{}\n", serde_json::Value::Array(json)),
     )
     .map_err(|e| e.to_string())?;
     std::fs::write(dir.join(format!("latest-postgres-{kind}.md")), &md)

@@ -10,10 +10,11 @@
 //! into it. `cargo xtask python` reinstalls its own (debug) wheel there
 //! with `--force-reinstall`, so sharing the venv changes nothing for it.
 //!
-//! Decision (the issue names pgqueuer or procrastinate): procrastinate, the
-//! one the brief prefers; it works as it is on PostgreSQL 15.
+//! The peer is procrastinate, a Python job queue that keeps its jobs in
+//! PostgreSQL; it runs as it is on PostgreSQL 15.
 
-use crate::util::{output, root, run, step, Result};
+use crate::util::{output, parse_json, root, run, step, Result};
+use serde_json::Value;
 use std::process::Command;
 
 /// The peer and everything it pulls in, pinned.
@@ -39,12 +40,13 @@ fn python() -> Result<std::path::PathBuf> {
     Ok(py)
 }
 
-/// A field of a flat `BENCH {json}` line, as its raw text (strings keep quotes).
-fn field<'a>(line: &'a str, key: &str) -> &'a str {
-    let key = format!("\"{key}\":");
-    line.find(&key)
-        .map(|i| line[i + key.len()..].split([',', '}']).next().unwrap_or(""))
-        .unwrap_or("")
+/// A field of a `BENCH {json}` row as report text: a string as it is, any
+/// other value as JSON.
+fn field(row: &Value, key: &str) -> String {
+    match &row[key] {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
 }
 
 /// Run `bench/pg_peer.py` on `server` (smoke: 200 jobs, one run; full: 5000
@@ -54,7 +56,7 @@ pub fn bench(
     server: &crate::pg::Server,
     smoke: bool,
     md: &mut String,
-    json: &mut Vec<String>,
+    json: &mut Vec<Value>,
 ) -> Result {
     let py = python()?;
     step("PostgreSQL peer: tenure (Python) vs procrastinate, drain N jobs with W processes");
@@ -65,14 +67,14 @@ pub fn bench(
             .args(["bench", "--url", &server.url, "--jobs", jobs])
             .args(["--workers", "1,4", "--runs", if smoke { "1" } else { "3" }]),
     )?;
-    let lines: Vec<&str> = out
+    let rows: Vec<Value> = out
         .lines()
         .filter_map(|l| l.strip_prefix("BENCH "))
-        .collect();
-    let summaries: Vec<&str> = lines
+        .map(|l| parse_json(l, "bench/pg_peer.py BENCH line"))
+        .collect::<Result<_>>()?;
+    let summaries: Vec<&Value> = rows
         .iter()
-        .copied()
-        .filter(|l| field(l, "workload") == "\"pg-peer-summary\"")
+        .filter(|r| r["workload"] == "pg-peer-summary")
         .collect();
     let Some(first) = summaries.first() else {
         return Err(format!("no peer summary rows in the output:\n{out}"));
@@ -83,8 +85,8 @@ pub fn bench(
          tenure / procrastinate |\n|---|---:|---:|---:|\n",
         field(first, "jobs"),
         field(first, "runs"),
-        field(first, "tenure_version").trim_matches('"'),
-        field(first, "procrastinate_version").trim_matches('"'),
+        field(first, "tenure_version"),
+        field(first, "procrastinate_version"),
     ));
     for s in &summaries {
         md.push_str(&format!(
@@ -108,6 +110,25 @@ pub fn bench(
          `procrastinate_fetch_job` + no-op async task + `procrastinate_finish_job` (row kept). \
          Details: `bench/pg_peer.py`.\n",
     );
-    json.extend(lines.into_iter().map(str::to_owned));
+    json.extend(rows);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_shows_strings_bare_and_other_values_as_json() {
+        let row = parse_json(
+            r#"{"workload":"pg-peer-summary","workers":4,"ratio":1.25,"tenure_version":"0.1.0"}"#,
+            "row",
+        )
+        .unwrap();
+        assert_eq!(field(&row, "workload"), "pg-peer-summary");
+        assert_eq!(field(&row, "workers"), "4");
+        assert_eq!(field(&row, "ratio"), "1.25");
+        assert_eq!(field(&row, "tenure_version"), "0.1.0");
+        assert_eq!(field(&row, "absent"), "null");
+    }
 }

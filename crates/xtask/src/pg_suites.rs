@@ -1,6 +1,6 @@
 //! The C, C++ and Python life-cycle test suites, pointed at the throwaway
-//! PostgreSQL server of `cargo xtask test` / `cargo xtask pg` (issue 9: the
-//! same conformance suite as on SQLite).
+//! PostgreSQL server of `cargo xtask test` / `cargo xtask pg`: the same
+//! life-cycle suites as on SQLite.
 //!
 //! Each suite's harness makes its own fresh stores; this step only tells it
 //! where the server is, with the variables the Rust suite reads plus what the

@@ -67,6 +67,7 @@ pub(crate) fn build_wheel(venv: &Path, release: bool) -> Result<PathBuf> {
     let mut cmd = Command::new(venv.join("bin").join("maturin"));
     cmd.current_dir(&root)
         .arg("build")
+        .arg("--locked")
         .arg("--interpreter")
         .arg(&py)
         .arg("--out")
@@ -126,7 +127,7 @@ pub fn test() -> Result {
 
     step("Python: libtenure.a for the cross-language hand-off test");
     apt_install(&["gcc", "libc6-dev"])?;
-    run(cargo().args(["build", "-p", "tenure-capi"]))?;
+    run(cargo().args(["build", "--locked", "-p", "tenure-capi"]))?;
     let capi = target_dir()?.join("debug").join("libtenure.a");
 
     step("Python: pytest tests/python (against the installed wheel)");

@@ -75,13 +75,20 @@ pub fn torture(quick: bool) -> Result {
     let target = crate::capi::target_dir()?;
     let torture_target = target.join("torture");
     // The campaign code's own tests (e.g. the secret scanner finds what it
-    // looks for), then the campaign binary.
+    // looks for), then the campaign binary; both with torture/Cargo.lock as
+    // committed.
     for verb in ["test", "build"] {
         run(cargo()
-            .args([verb, "--release", "--manifest-path", "torture/Cargo.toml"])
+            .args([
+                verb,
+                "--locked",
+                "--release",
+                "--manifest-path",
+                "torture/Cargo.toml",
+            ])
             .env("CARGO_TARGET_DIR", &torture_target))?;
     }
-    run(cargo().args(["build", "-p", "tenure-cli"]))?;
+    run(cargo().args(["build", "--locked", "-p", "tenure-cli"]))?;
     let cli = target.join("debug/tenure");
     let bin = torture_target.join("release/tenure-torture");
     let work = tempdir()?;

@@ -58,11 +58,25 @@ pub fn show(cmd: &Command) -> String {
     s
 }
 
-/// `cargo` with the workspace root as working directory.
+/// `cargo` with the workspace root as working directory. Every command
+/// that resolves dependencies gets `--locked` from its caller, so a run uses
+/// the committed lock files and never rewrites them.
 pub fn cargo() -> Command {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
     c
+}
+
+/// Parse the JSON document a tool printed; `what` names the tool in errors.
+pub fn parse_json(text: &str, what: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text.trim()).map_err(|e| format!("{what}: not valid JSON ({e}): {text}"))
+}
+
+/// `cargo metadata --no-deps` of the workspace, parsed.
+pub fn cargo_metadata() -> Result<serde_json::Value> {
+    let text =
+        output(cargo().args(["metadata", "--locked", "--format-version", "1", "--no-deps"]))?;
+    parse_json(&text, "cargo metadata")
 }
 
 /// Install Debian packages that are missing (`apt-get update` first, once).
@@ -102,4 +116,27 @@ pub fn apt_install(pkgs: &[&str]) -> Result {
         }
     }
     Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_json_names_the_tool_when_the_text_is_not_json() {
+        assert_eq!(parse_json(" {\"a\": 1}\n", "t").unwrap()["a"], 1);
+        let err = parse_json("a: 1", "some tool").unwrap_err();
+        assert!(err.starts_with("some tool: not valid JSON"), "{err}");
+    }
+
+    #[test]
+    fn cargo_metadata_names_the_workspace_target_directory() {
+        let meta = cargo_metadata().unwrap();
+        assert!(meta["target_directory"].is_string(), "{meta}");
+        assert!(meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "xtask"));
+    }
 }
