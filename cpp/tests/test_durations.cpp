@@ -195,7 +195,7 @@ TEST_CASE("durations: claims through the C ABI; the core owns the range, C++ cal
           CHECK(a.job("dur", job).state == tenure::JobState::Claimed);
         } else {
           // In range, but a TTL this short may pass before the claim
-          // commits: the core then refuses it as expired (DESIGN.md, Clock),
+          // commits: the core then refuses it as expired (docs/design.md, Clock),
           // never as an invalid duration.
           try {
             const tenure::Lease l = r.claim(a, job);

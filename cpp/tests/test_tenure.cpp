@@ -172,7 +172,7 @@ TEST_CASE("life cycle: productions, submit, claim, renew, complete with facts") 
   CHECK(a.payload("nightly", "build-1") == bytes(payload));
   CHECK(a.payload("nightly", "build-2").empty());
 
-  tenure::Job j = a.job("nightly", "build-1");
+  tenure::JobView j = a.job("nightly", "build-1");
   CHECK(j.production == "nightly");
   CHECK(j.job == "build-1");
   CHECK(j.state == tenure::JobState::Requested);
@@ -468,7 +468,7 @@ TEST_CASE("edits: claim + complete atomically, abort on destruction") {
     CHECK(l.status() == tenure::LeaseStatus::Closed);
     CHECK_THROWS_AS(e.commit(), tenure::InvalidArgument);  // finished
   }
-  tenure::Job j = reader.job("p", "atomic");
+  tenure::JobView j = reader.job("p", "atomic");
   CHECK(j.state == tenure::JobState::Completed);
   CHECK(j.attempts == 1);
   CHECK(fact(reader.facts("p", "atomic"), "atomic", "result") == "ok");
@@ -530,7 +530,7 @@ TEST_CASE("leases: destroying one frees memory only") {
   { claim_id = a.claim("p", "j", "w", 30s).claim_id(); }
   const std::size_t events_after = a.events(0, 10000).size();
   CHECK(events_after == events_before + 1);  // the claim only
-  const tenure::Job j = a.job("p", "j");
+  const tenure::JobView j = a.job("p", "j");
   CHECK(j.state == tenure::JobState::Claimed);
   CHECK(j.claim_id == std::optional<std::string>(claim_id));
   CHECK_THROWS_AS(a.claim("p", "j", "other", 30s), tenure::NotClaimable);

@@ -7,8 +7,8 @@
 // expiry, token checks) is the core's. This header only converts types and
 // maps statuses to exceptions.
 //
-// Contract of the projection (decisions written down where DESIGN.md is
-// silent):
+// Contract of the projection (decisions docs/design.md leaves to the
+// projections):
 // - Handles: `Authority`, `Lease` and `Edit` are move-only RAII owners of the
 //   C handles (`std::unique_ptr` with the C `_free` as deleter); `capi()`
 //   returns the raw handle (still owned). Destructors never throw. Destroying
@@ -43,6 +43,22 @@
 //   (called by `Authority::open`) throws `AbiMismatch` if the loaded library
 //   has another major or an older minor than the header.
 
+// The language standard is checked before anything else: below C++17 the
+// header stops with one #error instead of a cascade of template errors.
+// MSVC reports the standard in `_MSVC_LANG` (`__cplusplus` stays 199711L
+// unless /Zc:__cplusplus is given).
+#if defined(_MSVC_LANG) && _MSVC_LANG > __cplusplus
+#define TENURE_HPP_CPLUSPLUS _MSVC_LANG
+#elif defined(__cplusplus)
+#define TENURE_HPP_CPLUSPLUS __cplusplus
+#else
+#define TENURE_HPP_CPLUSPLUS 0L
+#endif
+
+#if TENURE_HPP_CPLUSPLUS < 201703L
+#error "tenure.hpp requires C++17 or later (compile with -std=c++17 or /std:c++17); C code includes tenure.h"
+#else
+
 #ifndef TENURE_TENURE_HPP
 #define TENURE_TENURE_HPP
 
@@ -62,7 +78,7 @@
 #include <utility>
 #include <vector>
 
-#if __cplusplus >= 202002L
+#if TENURE_HPP_CPLUSPLUS >= 202002L
 #include <span>
 #endif
 
@@ -462,7 +478,7 @@ class JobSpec {
     payload_.assign(b, b + (data ? size : 0));
     return *this;
   }
-#if __cplusplus >= 202002L
+#if TENURE_HPP_CPLUSPLUS >= 202002L
   /// Opaque payload bytes (copied).
   JobSpec& payload(std::span<const std::byte> bytes) { return payload(bytes.data(), bytes.size()); }
   /// Opaque payload bytes (copied).
@@ -510,7 +526,7 @@ struct PublishedFact {
 };
 
 /// A snapshot of one job.
-struct Job {
+struct JobView {
   std::string production;
   std::string job;
   JobState state = JobState::Any;
@@ -527,7 +543,7 @@ struct Job {
 };
 
 /// A production as listed.
-struct Production {
+struct ProductionView {
   std::string name;
   time_point created{};
   std::optional<time_point> cancelled;
@@ -581,8 +597,8 @@ inline std::vector<tenure_fact> c_facts(const std::vector<Fact>& facts, std::vec
   return out;
 }
 
-inline Job job_from(const tenure_job_view* v) {
-  Job j;
+inline JobView job_from(const tenure_job_view* v) {
+  JobView j;
   j.production = str(tenure_job_view_production(v));
   j.job = str(tenure_job_view_job(v));
   j.state = static_cast<JobState>(tenure_job_view_state(v));
@@ -670,7 +686,7 @@ class Lease {
   std::uint32_t attempt() const noexcept { return tenure_lease_attempt(h_.get()); }
   /// Expiry as last confirmed by the store.
   time_point expires() const noexcept { return detail::tp(tenure_lease_expires_us(h_.get())); }
-  /// The local status (the store decides; see DESIGN.md invariant 3).
+  /// The local status (the store decides; see docs/design.md, invariant 3).
   LeaseStatus status() const noexcept { return static_cast<LeaseStatus>(tenure_lease_status_get(h_.get())); }
 
   /// Extend the expiry to now + `ttl` (exact µs; must be later than the
@@ -724,14 +740,125 @@ class Lease {
 };
 
 // ---------------------------------------------------------------------------
+// Operations shared by Authority and Edit
+// ---------------------------------------------------------------------------
+
+namespace detail {
+
+/// The C functions behind the operations `Authority` and `Edit` share, per
+/// C handle type: the two sets have the same shape and differ only in the
+/// handle (`tenure_authority_*` / `tenure_edit_*`).
+template <class Handle>
+struct shared_capi;
+
+template <>
+struct shared_capi<tenure_authority> {
+  static constexpr auto create_production = &tenure_authority_create_production;
+  static constexpr auto cancel_production = &tenure_authority_cancel_production;
+  static constexpr auto submit = &tenure_authority_submit;
+  static constexpr auto cancel = &tenure_authority_cancel;
+  static constexpr auto claim = &tenure_authority_claim;
+  static constexpr auto claim_next = &tenure_authority_claim_next;
+};
+
+template <>
+struct shared_capi<tenure_edit> {
+  static constexpr auto create_production = &tenure_edit_create_production;
+  static constexpr auto cancel_production = &tenure_edit_cancel_production;
+  static constexpr auto submit = &tenure_edit_submit;
+  static constexpr auto cancel = &tenure_edit_cancel;
+  static constexpr auto claim = &tenure_edit_claim;
+  static constexpr auto claim_next = &tenure_edit_claim_next;
+};
+
+/// The operations `Authority` and `Edit` share, written once (CRTP):
+/// `Derived::capi()` gives the C handle, `shared_capi<Handle>` the C
+/// functions. On an `Edit` they run inside its transaction (leases it mints
+/// are pending until the commit).
+template <class Derived, class Handle>
+class SharedOps {
+ public:
+  /// Create a production; true if it was new.
+  bool create_production(std::string_view production) const {
+    const std::string p = cstr(production, "production ID");
+    bool created = false;
+    check(C::create_production(h(), p.c_str(), &created));
+    return created;
+  }
+  /// Cancel every non-terminal job of a production; returns how many.
+  std::uint64_t cancel_production(std::string_view production) const {
+    const std::string p = cstr(production, "production ID");
+    std::uint64_t n = 0;
+    check(C::cancel_production(h(), p.c_str(), &n));
+    return n;
+  }
+  /// Submit one job (idempotent for identical content; `Conflict` otherwise).
+  SubmitOutcome submit(std::string_view production, const JobSpec& spec) const {
+    const std::string p = cstr(production, "production ID");
+    const tenure_job_spec s = spec.capi();
+    tenure_submitted out{};
+    check(C::submit(h(), p.c_str(), &s, &out));
+    return static_cast<SubmitOutcome>(out);
+  }
+  /// Coordinator cancel of one job.
+  CancelOutcome cancel(std::string_view production, std::string_view job) const {
+    const std::string p = cstr(production, "production ID");
+    const std::string j = cstr(job, "job ID");
+    tenure_cancelled out{};
+    check(C::cancel(h(), p.c_str(), j.c_str(), &out));
+    return static_cast<CancelOutcome>(out);
+  }
+  /// Claim a named job for `ttl` (exact µs; the core allows 1 µs ..= 24 h).
+  template <class Rep, class Period>
+  Lease claim(std::string_view production, std::string_view job, std::string_view holder,
+              std::chrono::duration<Rep, Period> ttl) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = cstr(production, "production ID");
+    const std::string j = cstr(job, "job ID");
+    const std::string hd = cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(C::claim(h(), p.c_str(), j.c_str(), hd.c_str(), us, &out));
+    return Lease(out);
+  }
+  /// Claim the next claimable job (highest priority, then oldest);
+  /// `NoJobAvailable` when there is none.
+  template <class Rep, class Period>
+  Lease claim_next(std::string_view production, std::string_view holder,
+                   std::chrono::duration<Rep, Period> ttl) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = cstr(production, "production ID");
+    const std::string hd = cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(C::claim_next(h(), p.c_str(), hd.c_str(), us, &out));
+    return Lease(out);
+  }
+
+ protected:
+  SharedOps() = default;
+  ~SharedOps() = default;
+  SharedOps(const SharedOps&) = default;
+  SharedOps(SharedOps&&) noexcept = default;
+  SharedOps& operator=(const SharedOps&) = default;
+  SharedOps& operator=(SharedOps&&) noexcept = default;
+
+ private:
+  using C = shared_capi<Handle>;
+  Handle* h() const noexcept { return static_cast<const Derived*>(this)->capi(); }
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
 // Edit
 // ---------------------------------------------------------------------------
 
 /// One write transaction (`tenure_edit`): holds the writer lock until
 /// `commit()` or `abort()`; keep it short. Leases it mints are pending until
 /// the commit. Destroying an edit that is still open aborts it. Move-only;
-/// use from one thread at a time.
-class Edit {
+/// use from one thread at a time. `create_production`, `cancel_production`,
+/// `submit`, `cancel`, `claim` and `claim_next` are the `Authority`
+/// operations (`detail::SharedOps`), run inside the transaction.
+class Edit : public detail::SharedOps<Edit, tenure_edit> {
  public:
   /// Adopt a C handle (may be NULL).
   explicit Edit(tenure_edit* adopt) noexcept : h_(adopt) {}
@@ -750,54 +877,6 @@ class Edit {
   /// Roll back; pending leases close.
   void abort() { check(tenure_edit_abort(h_.get())); }
 
-  bool create_production(std::string_view production) {
-    const std::string p = detail::cstr(production, "production ID");
-    bool created = false;
-    check(tenure_edit_create_production(h_.get(), p.c_str(), &created));
-    return created;
-  }
-  std::uint64_t cancel_production(std::string_view production) {
-    const std::string p = detail::cstr(production, "production ID");
-    std::uint64_t n = 0;
-    check(tenure_edit_cancel_production(h_.get(), p.c_str(), &n));
-    return n;
-  }
-  SubmitOutcome submit(std::string_view production, const JobSpec& spec) {
-    const std::string p = detail::cstr(production, "production ID");
-    const tenure_job_spec s = spec.capi();
-    tenure_submitted out{};
-    check(tenure_edit_submit(h_.get(), p.c_str(), &s, &out));
-    return static_cast<SubmitOutcome>(out);
-  }
-  CancelOutcome cancel(std::string_view production, std::string_view job) {
-    const std::string p = detail::cstr(production, "production ID");
-    const std::string j = detail::cstr(job, "job ID");
-    tenure_cancelled out{};
-    check(tenure_edit_cancel(h_.get(), p.c_str(), j.c_str(), &out));
-    return static_cast<CancelOutcome>(out);
-  }
-  /// Claim a named job; the lease is pending until commit.
-  template <class Rep, class Period>
-  Lease claim(std::string_view production, std::string_view job, std::string_view holder,
-              std::chrono::duration<Rep, Period> ttl) {
-    const std::int64_t us = to_micros(ttl);
-    const std::string p = detail::cstr(production, "production ID");
-    const std::string j = detail::cstr(job, "job ID");
-    const std::string h = detail::cstr(holder, "holder");
-    tenure_lease* out = nullptr;
-    check(tenure_edit_claim(h_.get(), p.c_str(), j.c_str(), h.c_str(), us, &out));
-    return Lease(out);
-  }
-  /// Claim the next claimable job; the lease is pending until commit.
-  template <class Rep, class Period>
-  Lease claim_next(std::string_view production, std::string_view holder, std::chrono::duration<Rep, Period> ttl) {
-    const std::int64_t us = to_micros(ttl);
-    const std::string p = detail::cstr(production, "production ID");
-    const std::string h = detail::cstr(holder, "holder");
-    tenure_lease* out = nullptr;
-    check(tenure_edit_claim_next(h_.get(), p.c_str(), h.c_str(), us, &out));
-    return Lease(out);
-  }
   template <class Rep, class Period>
   void renew(const Lease& lease, std::chrono::duration<Rep, Period> ttl) {
     const std::int64_t us = to_micros(ttl);
@@ -832,8 +911,10 @@ class Edit {
 /// An open store (`tenure_authority`). Move-only; every member function is
 /// `const` and thread-safe: share one `Authority` between threads by
 /// reference. Leases and edits made from it stay valid after it is
-/// destroyed (the C handles are independent).
-class Authority {
+/// destroyed (the C handles are independent). `create_production`,
+/// `cancel_production`, `submit`, `cancel`, `claim` and `claim_next` come
+/// from `detail::SharedOps`.
+class Authority : public detail::SharedOps<Authority, tenure_authority> {
  public:
   /// Open or create the store at `path`. Checks the loaded library's ABI
   /// first (`check_abi()`).
@@ -855,28 +936,14 @@ class Authority {
   /// The C handle (still owned by this object).
   tenure_authority* capi() const noexcept { return h_.get(); }
 
-  /// Create a production; true if it was new.
-  bool create_production(std::string_view production) const {
-    const std::string p = detail::cstr(production, "production ID");
-    bool created = false;
-    check(tenure_authority_create_production(h_.get(), p.c_str(), &created));
-    return created;
-  }
-  /// Cancel every non-terminal job of a production; returns how many.
-  std::uint64_t cancel_production(std::string_view production) const {
-    const std::string p = detail::cstr(production, "production ID");
-    std::uint64_t n = 0;
-    check(tenure_authority_cancel_production(h_.get(), p.c_str(), &n));
-    return n;
-  }
-  std::vector<Production> productions() const {
+  std::vector<ProductionView> productions() const {
     tenure_production_list* raw = nullptr;
     check(tenure_authority_productions(h_.get(), &raw));
     std::unique_ptr<tenure_production_list, detail::ProductionListFree> list(raw);
-    std::vector<Production> out;
+    std::vector<ProductionView> out;
     const std::size_t n = tenure_production_list_len(raw);
     for (std::size_t i = 0; i < n; ++i) {
-      Production p;
+      ProductionView p;
       p.name = detail::str(tenure_production_list_name(raw, i));
       p.created = detail::tp(tenure_production_list_created_us(raw, i));
       std::int64_t us = 0;
@@ -884,46 +951,6 @@ class Authority {
       out.push_back(std::move(p));
     }
     return out;
-  }
-  /// Submit one job (idempotent for identical content; `Conflict` otherwise).
-  SubmitOutcome submit(std::string_view production, const JobSpec& spec) const {
-    const std::string p = detail::cstr(production, "production ID");
-    const tenure_job_spec s = spec.capi();
-    tenure_submitted out{};
-    check(tenure_authority_submit(h_.get(), p.c_str(), &s, &out));
-    return static_cast<SubmitOutcome>(out);
-  }
-  /// Coordinator cancel of one job.
-  CancelOutcome cancel(std::string_view production, std::string_view job) const {
-    const std::string p = detail::cstr(production, "production ID");
-    const std::string j = detail::cstr(job, "job ID");
-    tenure_cancelled out{};
-    check(tenure_authority_cancel(h_.get(), p.c_str(), j.c_str(), &out));
-    return static_cast<CancelOutcome>(out);
-  }
-  /// Claim a named job for `ttl` (exact µs; the core allows 1 µs ..= 24 h).
-  template <class Rep, class Period>
-  Lease claim(std::string_view production, std::string_view job, std::string_view holder,
-              std::chrono::duration<Rep, Period> ttl) const {
-    const std::int64_t us = to_micros(ttl);
-    const std::string p = detail::cstr(production, "production ID");
-    const std::string j = detail::cstr(job, "job ID");
-    const std::string h = detail::cstr(holder, "holder");
-    tenure_lease* out = nullptr;
-    check(tenure_authority_claim(h_.get(), p.c_str(), j.c_str(), h.c_str(), us, &out));
-    return Lease(out);
-  }
-  /// Claim the next claimable job (highest priority, then oldest);
-  /// `NoJobAvailable` when there is none.
-  template <class Rep, class Period>
-  Lease claim_next(std::string_view production, std::string_view holder,
-                   std::chrono::duration<Rep, Period> ttl) const {
-    const std::int64_t us = to_micros(ttl);
-    const std::string p = detail::cstr(production, "production ID");
-    const std::string h = detail::cstr(holder, "holder");
-    tenure_lease* out = nullptr;
-    check(tenure_authority_claim_next(h_.get(), p.c_str(), h.c_str(), us, &out));
-    return Lease(out);
   }
   /// Turn token text back into an active lease after checking it against
   /// the store's current claim, state and expiry.
@@ -936,7 +963,7 @@ class Authority {
     return Lease(out);
   }
   /// Observe one job.
-  Job job(std::string_view production, std::string_view job) const {
+  JobView job(std::string_view production, std::string_view job) const {
     const std::string p = detail::cstr(production, "production ID");
     const std::string j = detail::cstr(job, "job ID");
     tenure_job_view* raw = nullptr;
@@ -958,7 +985,7 @@ class Authority {
     return buf;
   }
   /// One page of a production's jobs in job-ID order.
-  std::vector<Job> jobs(std::string_view production, const ListQuery& query = ListQuery()) const {
+  std::vector<JobView> jobs(std::string_view production, const ListQuery& query = ListQuery()) const {
     const std::string p = detail::cstr(production, "production ID");
     std::optional<std::string> after;
     if (query.after) after = detail::cstr(*query.after, "after");
@@ -970,7 +997,7 @@ class Authority {
     tenure_job_list* raw = nullptr;
     check(tenure_authority_jobs(h_.get(), p.c_str(), &q, &raw));
     std::unique_ptr<tenure_job_list, detail::JobListFree> list(raw);
-    std::vector<Job> out;
+    std::vector<JobView> out;
     const std::size_t n = tenure_job_list_len(raw);
     out.reserve(n);
     for (std::size_t i = 0; i < n; ++i) out.push_back(detail::job_from(tenure_job_list_get(raw, i)));
@@ -1034,3 +1061,5 @@ class Authority {
 }  // namespace tenure
 
 #endif  // TENURE_TENURE_HPP
+
+#endif  // TENURE_HPP_CPLUSPLUS < 201703L

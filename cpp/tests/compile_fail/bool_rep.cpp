@@ -1,4 +1,4 @@
-// Must not compile: bool is not a count of time (DESIGN.md, Durations).
+// Must not compile: bool is not a count of time (docs/design.md, Durations).
 // expect-error: std::chrono::duration<bool> is rejected
 #include <tenure/tenure.hpp>
 

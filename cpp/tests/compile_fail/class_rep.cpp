@@ -1,4 +1,4 @@
-// Must not compile: a custom class as the duration count (DESIGN.md, Durations).
+// Must not compile: a custom class as the duration count (docs/design.md, Durations).
 // expect-error: a non-integral (class) std::chrono::duration Rep is rejected
 #include <tenure/tenure.hpp>
 

@@ -1,4 +1,4 @@
-// Must not compile: a floating-point duration count (DESIGN.md, Durations).
+// Must not compile: a floating-point duration count (docs/design.md, Durations).
 // expect-error: a floating-point std::chrono::duration Rep is rejected
 #include <tenure/tenure.hpp>
 
