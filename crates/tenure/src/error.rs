@@ -300,10 +300,28 @@ mod tests {
     #[test]
     fn every_error_maps_to_its_code() {
         let cases = [
-            (Error::InvalidArgument(String::new()), ErrorCode::InvalidArgument),
-            (Error::ClockRollback { now_us: 1, mark_us: 2 }, ErrorCode::ClockRollback),
-            (Error::TokenTooLarge { len: 3, max: 2 }, ErrorCode::TokenTooLarge),
-            (Error::SchemaTooNew { found: 9, supported: 1 }, ErrorCode::SchemaTooNew),
+            (
+                Error::InvalidArgument(String::new()),
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                Error::ClockRollback {
+                    now_us: 1,
+                    mark_us: 2,
+                },
+                ErrorCode::ClockRollback,
+            ),
+            (
+                Error::TokenTooLarge { len: 3, max: 2 },
+                ErrorCode::TokenTooLarge,
+            ),
+            (
+                Error::SchemaTooNew {
+                    found: 9,
+                    supported: 1,
+                },
+                ErrorCode::SchemaTooNew,
+            ),
             (Error::Internal(String::new()), ErrorCode::Internal),
         ];
         for (e, c) in cases {
