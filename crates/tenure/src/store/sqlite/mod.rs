@@ -6,6 +6,9 @@
 //! (`prepare_cached`). Local filesystems only: SQLite's locking is not safe on
 //! network filesystems.
 
+#[cfg(target_os = "linux")]
+mod writer_queue;
+
 use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
@@ -45,7 +48,7 @@ struct Pool {
     busy: Duration,
     idle: Mutex<Vec<Connection>>,
     #[cfg(target_os = "linux")]
-    queue: Option<Arc<super::queue::Queue>>,
+    writer_queue: Option<Arc<writer_queue::WriterQueue>>,
 }
 
 const MAX_IDLE: usize = 16;
@@ -115,7 +118,7 @@ impl SqliteBackend {
             busy,
             idle: Mutex::new(Vec::new()),
             #[cfg(target_os = "linux")]
-            queue: None,
+            writer_queue: None,
         };
         let conn = Connection::open_with_flags(
             path,
@@ -155,7 +158,7 @@ impl SqliteBackend {
         let opened = migrate(&conn, now_us)?;
         #[cfg(target_os = "linux")]
         {
-            pool.queue = super::queue::Queue::open(path).map(Arc::new);
+            pool.writer_queue = writer_queue::WriterQueue::open(path).map(Arc::new);
         }
         let pool = Arc::new(pool);
         pool.give_back(conn);
@@ -421,7 +424,7 @@ impl Backend for SqliteBackend {
         let start = std::time::Instant::now();
         let deadline = start + self.pool.busy;
         #[cfg(target_os = "linux")]
-        let turn = match &self.pool.queue {
+        let turn = match &self.pool.writer_queue {
             Some(q) => Some(q.acquire(deadline)?),
             None => None,
         };
@@ -444,9 +447,9 @@ struct SqliteTxn {
     pool: Arc<Pool>,
     open: bool,
     savepoints: u32,
-    /// This writer's place in the fair queue, held until the transaction ends.
+    /// This writer's place in the [`writer_queue`], held until the transaction ends.
     #[cfg(target_os = "linux")]
-    turn: Option<super::queue::Turn>,
+    turn: Option<writer_queue::WriterTurn>,
 }
 
 impl SqliteTxn {
