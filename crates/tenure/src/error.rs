@@ -209,6 +209,58 @@ impl Error {
     pub(crate) fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
     }
+
+    /// This error with every occurrence of `text` (a caller's store path or
+    /// address) in its message shown as [`bounded`] shows it.
+    pub(crate) fn bounding(self, text: &str) -> Error {
+        if text.len() <= SHOWN_CHARS {
+            return self;
+        }
+        let shown = bounded(text);
+        let f = |m: String| m.replace(text, &shown);
+        macro_rules! with_message {
+            ($($variant:ident),+) => {
+                match self {
+                    $(Error::$variant(m) => Error::$variant(f(m)),)+
+                    other => other,
+                }
+            };
+        }
+        with_message!(
+            InvalidArgument,
+            InvalidDuration,
+            NotFound,
+            Conflict,
+            NotClaimable,
+            NoJobAvailable,
+            StaleLease,
+            LeaseExpired,
+            LeaseClosed,
+            LeasePending,
+            NotExtended,
+            Cancelled,
+            JobTerminal,
+            TokenMalformed,
+            TokenUnsupportedVersion,
+            Busy,
+            Store,
+            Internal
+        )
+    }
+}
+
+/// How many characters of a caller's store path or address a message shows.
+pub(crate) const SHOWN_CHARS: usize = 200;
+
+/// `text` (a store path or address) for an error message: whole when it has
+/// at most [`SHOWN_CHARS`] bytes, else its first [`SHOWN_CHARS`] characters
+/// followed by `… (N bytes)`, so a huge input never makes a huge message.
+pub(crate) fn bounded(text: &str) -> String {
+    if text.len() <= SHOWN_CHARS {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(SHOWN_CHARS).collect();
+    format!("{head}… ({} bytes)", text.len())
 }
 
 impl From<rusqlite::Error> for Error {
@@ -257,6 +309,21 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ErrorCode::ALL.len());
+    }
+
+    #[test]
+    fn bounded_keeps_short_text_and_cuts_long_text() {
+        assert_eq!(bounded("store.db"), "store.db");
+        let exact = "x".repeat(SHOWN_CHARS);
+        assert_eq!(bounded(&exact), exact);
+        let long = "é".repeat(1000);
+        let b = bounded(&long);
+        assert_eq!(b, format!("{}… (2000 bytes)", "é".repeat(SHOWN_CHARS)));
+        let e = Error::Store(format!("cannot open {long}: no such file")).bounding(&long);
+        assert_eq!(e.code(), ErrorCode::Store);
+        assert_eq!(e.to_string(), format!("store error: cannot open {b}: no such file"));
+        let e = Error::TokenTooLarge { len: 9, max: 1 }.bounding(&long);
+        assert_eq!(e, Error::TokenTooLarge { len: 9, max: 1 });
     }
 
     #[test]

@@ -161,7 +161,7 @@ mod url;
 pub(crate) use url::redact;
 
 use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
-use crate::error::{Error, Result};
+use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
@@ -450,7 +450,11 @@ impl PgBackend {
         // The TLS parameters rust-postgres does not know are taken out first.
         let (rest, tls) = url::split_url(url)?;
         let mut config = postgres::Config::from_str(&rest).map_err(|e| {
-            Error::invalid(format!("invalid PostgreSQL address {}: {e}", redact(url)))
+            Error::invalid(format!(
+                "invalid PostgreSQL address {}: {}",
+                bounded(&redact(url)),
+                bounded(&e.to_string())
+            ))
         })?;
         let tls = tls::Tls::new(tls)?;
         if config.get_connect_timeout().is_none() {

@@ -10,7 +10,7 @@
 mod writer_queue;
 
 use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
-use crate::error::{Error, Result};
+use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 use sha2::{Digest, Sha256};
@@ -53,14 +53,26 @@ struct Pool {
 
 const MAX_IDLE: usize = 16;
 
+/// Open one connection to the store file. SQLite's message for a file it
+/// cannot open names the path: a long path is shown bounded.
+fn open_connection(path: &Path) -> Result<Connection> {
+    Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()))
+}
+
+/// The store path for a message (bounded, see [`crate::error::bounded`]).
+fn shown(path: &Path) -> String {
+    bounded(&path.display().to_string())
+}
+
 impl Pool {
     fn connect(&self) -> Result<Connection> {
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+        let conn = open_connection(&self.path)?;
         configure(&conn, self.sync, self.busy)?;
         Ok(conn)
     }
@@ -120,12 +132,7 @@ impl SqliteBackend {
             #[cfg(target_os = "linux")]
             writer_queue: None,
         };
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+        let conn = open_connection(path)?;
         conn.busy_timeout(busy)?;
         // Inspect before touching: these reads do not modify the file.
         let (version, app_id) = header(&conn)?;
@@ -138,20 +145,20 @@ impl SqliteBackend {
         if app_id != 0 && app_id != APPLICATION_ID {
             return Err(Error::Store(format!(
                 "not a tenure store: {} has application_id {app_id:#x}",
-                path.display()
+                shown(path)
             )));
         }
         if app_id == 0 && version != 0 {
             return Err(Error::Store(format!(
                 "not a tenure store: {} has user_version {version} but no tenure application_id",
-                path.display()
+                shown(path)
             )));
         }
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::Store(format!(
                 "could not switch {} to WAL (journal_mode is {mode})",
-                path.display()
+                shown(path)
             )));
         }
         configure(&conn, sync, busy)?;
