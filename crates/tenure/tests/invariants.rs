@@ -1,4 +1,4 @@
-//! One or more tests per invariant and rule of DESIGN.md. Each would fail if
+//! One or more tests per invariant and rule of docs/design.md. Each would fail if
 //! the rule it names were broken.
 mod common;
 use common::*;

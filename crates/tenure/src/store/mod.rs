@@ -1,6 +1,6 @@
 //! The storage interface: primitive reads and writes, no rules.
 //!
-//! Every rule of DESIGN.md lives in [`crate::rules`] and talks to storage only
+//! Every rule of docs/design.md lives in [`crate::rules`] and talks to storage only
 //! through [`Backend`] and [`Txn`]. A backend provides transactions: a write
 //! transaction holds the store's writer lock from `begin_write` until
 //! `commit`/`rollback`; a read transaction sees one consistent snapshot.
