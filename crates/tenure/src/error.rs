@@ -321,7 +321,10 @@ mod tests {
         assert_eq!(b, format!("{}… (2000 bytes)", "é".repeat(SHOWN_CHARS)));
         let e = Error::Store(format!("cannot open {long}: no such file")).bounding(&long);
         assert_eq!(e.code(), ErrorCode::Store);
-        assert_eq!(e.to_string(), format!("store error: cannot open {b}: no such file"));
+        assert_eq!(
+            e.to_string(),
+            format!("store error: cannot open {b}: no such file")
+        );
         let e = Error::TokenTooLarge { len: 9, max: 1 }.bounding(&long);
         assert_eq!(e, Error::TokenTooLarge { len: 9, max: 1 });
     }
