@@ -4,16 +4,16 @@ use crate::check;
 use crate::clock::{Clock, SystemClock};
 use crate::edit::Edit;
 use crate::error::{Error, Result};
+use crate::inner::Inner;
 use crate::lease::Lease;
 use crate::model::{
-    Cancelled, CheckReport, ClockReading, Event, JobSpec, JobView, LeaseStatus, ListQuery,
-    ProductionView, PublishedFact, Submitted,
+    CheckReport, ClockReading, Event, JobSpec, JobView, LeaseStatus, ListQuery, ProductionView,
+    PublishedFact, Submitted,
 };
 use crate::rules;
 use crate::session::Session;
 use crate::store::sqlite::{SqliteBackend, Synchronous};
-use crate::store::{Backend, Txn, SCHEMA_VERSION};
-use crate::ttl::Ttl;
+use crate::store::SCHEMA_VERSION;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -79,40 +79,6 @@ impl fmt::Debug for Options {
             .field("busy_timeout", &self.busy_timeout)
             .field("injected_clock", &self.clock.is_some())
             .finish()
-    }
-}
-
-pub(crate) struct Inner {
-    backend: Arc<dyn Backend>,
-    clock: Arc<dyn Clock>,
-    path: PathBuf,
-    migrated_from: u32,
-}
-
-impl Inner {
-    pub(crate) fn session(&self) -> Result<Session> {
-        Session::begin(&self.backend, &self.clock)
-    }
-
-    /// A convenience call: one edit of one step. If the step fails, its writes
-    /// roll back and the raised high-water mark still commits.
-    pub(crate) fn one_step<T>(&self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
-        self.session()?.single(f)
-    }
-
-    /// A read-only snapshot; `now` is `max(clock, mark)` so an expired lease
-    /// never looks alive again.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut dyn Txn, i64) -> Result<T>) -> Result<T> {
-        let mut t = self.backend.begin_read()?;
-        let mark = t.high_water()?;
-        let now = match t.server_now_us()? {
-            Some(server) => server,
-            None => self.clock.now_us(),
-        }
-        .max(mark);
-        let r = f(t.as_mut(), now);
-        let _ = t.rollback();
-        r
     }
 }
 
@@ -216,18 +182,17 @@ impl Authority {
         Edit::begin(self.inner.clone())
     }
 
-    /// Create a production; `Ok(false)` if it already existed.
-    pub fn create_production(&self, production: &str) -> Result<bool> {
-        self.inner
-            .one_step(|s| rules::create_production(s, production))
+    /// One rule step as its own edit.
+    fn step<T>(&self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        self.inner.one_step(f)
     }
 
-    /// Cancel every non-terminal job of a production and refuse new
-    /// submissions to it. Returns how many jobs were cancelled.
-    pub fn cancel_production(&self, production: &str) -> Result<u64> {
-        self.inner
-            .one_step(|s| rules::cancel_production(s, production))
+    /// A claim made outside an edit is active at once.
+    fn mint(&self, m: rules::Minted) -> Lease {
+        Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0)
     }
+
+    crate::ops::shared_operations!();
 
     /// All productions, by name.
     pub fn productions(&self) -> Result<Vec<ProductionView>> {
@@ -241,13 +206,6 @@ impl Authority {
                 })
                 .collect())
         })
-    }
-
-    /// Submit a job. Same ID and same content (payload, priority,
-    /// max_attempts) is [`Submitted::Existing`]; different content is
-    /// [`Error::Conflict`]. The production must exist.
-    pub fn submit(&self, production: &str, spec: &JobSpec) -> Result<Submitted> {
-        self.inner.one_step(|s| rules::submit(s, production, spec))
     }
 
     /// Submit many jobs in one transaction: all or nothing. The first
@@ -266,41 +224,12 @@ impl Authority {
         })
     }
 
-    /// Coordinator cancel: any non-terminal job becomes `cancelled` and its
-    /// lease, if any, is dead. Cancelling a cancelled job is a no-op; a
-    /// completed or failed one is [`Error::JobTerminal`].
-    pub fn cancel(&self, production: &str, job: &str) -> Result<Cancelled> {
-        self.inner.one_step(|s| rules::cancel(s, production, job))
-    }
-
-    /// Claim a named job for `ttl`.
-    pub fn claim(&self, production: &str, job: &str, holder: &str, ttl: Ttl) -> Result<Lease> {
-        let m = self
-            .inner
-            .one_step(|s| rules::claim(s, production, job, holder, ttl))?;
-        Ok(Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0))
-    }
-
-    /// Claim the next claimable job of a production (highest priority, then
-    /// oldest submission). [`Error::NoJobAvailable`] when there is none.
-    pub fn claim_next(&self, production: &str, holder: &str, ttl: Ttl) -> Result<Lease> {
-        let m = self
-            .inner
-            .one_step(|s| rules::claim_next(s, production, holder, ttl))?;
-        match m {
-            Some(m) => Ok(Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0)),
-            None => Err(Error::NoJobAvailable(format!(
-                "nothing claimable in production {production:?}"
-            ))),
-        }
-    }
-
     /// Turn a token from [`Lease::export_token`] back into an active lease,
     /// after validating production, job and secret against the store's
     /// current claim, state and expiry.
     pub fn import_lease(&self, token: &str) -> Result<Lease> {
         let m = self.inner.read(|t, now| rules::import(t, now, token))?;
-        Ok(Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0))
+        Ok(self.mint(m))
     }
 
     /// Observe one job.
@@ -393,18 +322,7 @@ impl Authority {
     /// The clock reading, the durable high-water mark, and whether guarded
     /// operations are currently refused.
     pub fn clock(&self) -> Result<ClockReading> {
-        let mut t = self.inner.backend.begin_read()?;
-        let mark = t.high_water()?;
-        let now = match t.server_now_us()? {
-            Some(server) => server,
-            None => self.inner.clock.now_us(),
-        };
-        let _ = t.rollback();
-        Ok(ClockReading {
-            now_us: now,
-            mark_us: mark,
-            blocked: now < mark,
-        })
+        self.inner.clock_reading()
     }
 
     /// The offline invariant checker: replays the transition log against the

@@ -1,10 +1,10 @@
 //! Explicit edits: several transitions in one write transaction.
 
-use crate::authority::Inner;
 use crate::error::{Error, Result};
-use crate::lease::{lock, Lease, Shared};
-use crate::model::{Cancelled, Execution, Fact, JobSpec, JobState, LeaseStatus, Submitted};
-use crate::rules;
+use crate::inner::Inner;
+use crate::lease::{lock, transitions, Lease, Settle, Shared};
+use crate::model::{Execution, Fact, JobState, LeaseStatus};
+use crate::rules::{self, LeaseKey};
 use crate::session::Session;
 use crate::ttl::Ttl;
 use std::fmt;
@@ -13,10 +13,12 @@ use std::sync::Arc;
 
 static NEXT_EDIT: AtomicU64 = AtomicU64::new(1);
 
+/// What the edit does to its leases' local state when it commits.
 enum Effect {
+    /// A lease claimed in this edit becomes active.
     Activate(Shared),
-    Expiry(Shared, i64),
-    Close(Shared),
+    /// A transition of an existing lease settles.
+    Settle(Shared, Settle),
 }
 
 /// One write transaction holding the store's writer lock until it commits
@@ -49,7 +51,8 @@ impl Edit {
         })
     }
 
-    fn run<T>(&mut self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+    /// One rule step inside this edit, in its own savepoint.
+    fn step<T>(&mut self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
         match self.session.as_mut() {
             Some(s) => s.op(f),
             None => Err(Error::invalid("the edit has already finished")),
@@ -65,91 +68,61 @@ impl Edit {
         lease.usable_in(self.id)
     }
 
-    /// Create a production (idempotent; `false` if it existed).
-    pub fn create_production(&mut self, production: &str) -> Result<bool> {
-        self.run(|s| rules::create_production(s, production))
-    }
-
-    /// Submit a job (see [`crate::Authority::submit`]).
-    pub fn submit(&mut self, production: &str, spec: &JobSpec) -> Result<Submitted> {
-        self.run(|s| rules::submit(s, production, spec))
-    }
-
-    /// Cancel a job (see [`crate::Authority::cancel`]).
-    pub fn cancel(&mut self, production: &str, job: &str) -> Result<Cancelled> {
-        self.run(|s| rules::cancel(s, production, job))
-    }
-
-    /// Cancel every non-terminal job of a production.
-    pub fn cancel_production(&mut self, production: &str) -> Result<u64> {
-        self.run(|s| rules::cancel_production(s, production))
-    }
-
-    fn pending(&mut self, m: rules::Minted) -> Lease {
+    /// A claim made in an edit is pending until the edit commits.
+    fn mint(&mut self, m: rules::Minted) -> Lease {
         let lease = Lease::new(self.inner.clone(), m, LeaseStatus::Pending, self.id);
         self.effects.push(Effect::Activate(lease.local.clone()));
         lease
     }
 
-    /// Claim a named job; the lease is pending until commit.
-    pub fn claim(&mut self, production: &str, job: &str, holder: &str, ttl: Ttl) -> Result<Lease> {
-        let m = self.run(|s| rules::claim(s, production, job, holder, ttl))?;
-        Ok(self.pending(m))
+    crate::ops::shared_operations!(mut);
+
+    /// Run one transition of `lease` inside this edit; its local state
+    /// settles when the edit commits.
+    fn transition<T>(
+        &mut self,
+        lease: &Lease,
+        f: impl FnOnce(&mut Session, &LeaseKey<'_>) -> Result<(T, Settle)>,
+    ) -> Result<T> {
+        self.own(lease)?;
+        let key = lease.key();
+        let (out, settle) = self.step(|s| f(s, &key))?;
+        self.effects
+            .push(Effect::Settle(lease.local.clone(), settle));
+        Ok(out)
     }
 
-    /// Claim the next claimable job; the lease is pending until commit.
-    pub fn claim_next(&mut self, production: &str, holder: &str, ttl: Ttl) -> Result<Lease> {
-        match self.run(|s| rules::claim_next(s, production, holder, ttl))? {
-            Some(m) => Ok(self.pending(m)),
-            None => Err(Error::NoJobAvailable(format!(
-                "nothing claimable in production {production:?}"
-            ))),
-        }
-    }
-
-    /// Renew a lease; its local expiry moves when the edit commits.
+    /// Renew a lease (see [`Lease::renew`]); its local expiry moves when the
+    /// edit commits.
     pub fn renew(&mut self, lease: &Lease, ttl: Ttl) -> Result<()> {
-        self.own(lease)?;
-        let new = self.run(|s| rules::renew(s, &lease.key(), ttl))?;
-        self.effects.push(Effect::Expiry(lease.local.clone(), new));
-        Ok(())
+        self.transition(lease, |s, k| transitions::renew(s, k, ttl))
     }
 
-    /// Release a lease; it closes when the edit commits.
+    /// Release a lease (see [`Lease::release`]); it closes when the edit commits.
     pub fn release(&mut self, lease: &Lease) -> Result<JobState> {
-        self.own(lease)?;
-        let st = self.run(|s| rules::release(s, &lease.key()))?;
-        self.effects.push(Effect::Close(lease.local.clone()));
-        Ok(st)
+        self.transition(lease, transitions::release)
     }
 
-    /// Fail a lease; it closes when the edit commits.
+    /// Fail a lease (see [`Lease::fail`]); it closes when the edit commits.
     pub fn fail(&mut self, lease: &Lease, reason: &str, permanent: bool) -> Result<JobState> {
-        self.own(lease)?;
-        let st = self.run(|s| rules::fail(s, &lease.key(), reason, permanent))?;
-        self.effects.push(Effect::Close(lease.local.clone()));
-        Ok(st)
+        self.transition(lease, |s, k| transitions::fail(s, k, reason, permanent))
     }
 
-    /// Complete with facts; it closes when the edit commits.
+    /// Complete with facts (see [`Lease::complete`]); it closes when the
+    /// edit commits.
     pub fn complete(&mut self, lease: &Lease, facts: &[Fact]) -> Result<()> {
-        self.own(lease)?;
-        self.run(|s| rules::complete(s, &lease.key(), facts, None))?;
-        self.effects.push(Effect::Close(lease.local.clone()));
-        Ok(())
+        self.transition(lease, |s, k| transitions::complete(s, k, facts, None))
     }
 
-    /// Complete as the reference executor (see [`Lease::complete_execution`]).
+    /// Complete as the reference executor (see [`Lease::complete_execution`]);
+    /// it closes when the edit commits.
     pub fn complete_execution(
         &mut self,
         lease: &Lease,
         exec: &Execution,
         facts: &[Fact],
     ) -> Result<()> {
-        self.own(lease)?;
-        self.run(|s| rules::complete(s, &lease.key(), facts, Some(exec)))?;
-        self.effects.push(Effect::Close(lease.local.clone()));
-        Ok(())
+        self.transition(lease, |s, k| transitions::complete(s, k, facts, Some(exec)))
     }
 
     /// Commit: pre-commit clock sample and deadline checks, then COMMIT.
@@ -170,8 +143,7 @@ impl Edit {
                             l.status = LeaseStatus::Active;
                             l.edit = 0;
                         }
-                        Effect::Expiry(l, t) => lock(&l).expires_us = t,
-                        Effect::Close(l) => lock(&l).status = LeaseStatus::Closed,
+                        Effect::Settle(l, settle) => settle.apply(&l),
                     }
                 }
                 Ok(())

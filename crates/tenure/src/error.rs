@@ -94,152 +94,173 @@ pub enum Error {
     Internal(String),
 }
 
-/// Stable numeric codes, one per [`Error`] variant. `0` is success in the C ABI.
-///
-/// These numbers are part of the C ABI: never renumber, only append.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u32)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// See [`Error::InvalidArgument`].
-    InvalidArgument = 1,
-    /// See [`Error::InvalidDuration`].
-    InvalidDuration = 2,
-    /// See [`Error::NotFound`].
-    NotFound = 3,
-    /// See [`Error::Conflict`].
-    Conflict = 4,
-    /// See [`Error::NotClaimable`].
-    NotClaimable = 5,
-    /// See [`Error::NoJobAvailable`].
-    NoJobAvailable = 6,
-    /// See [`Error::StaleLease`].
-    StaleLease = 7,
-    /// See [`Error::LeaseExpired`].
-    LeaseExpired = 8,
-    /// See [`Error::LeaseClosed`].
-    LeaseClosed = 9,
-    /// See [`Error::LeasePending`].
-    LeasePending = 10,
-    /// See [`Error::NotExtended`].
-    NotExtended = 11,
-    /// See [`Error::Cancelled`].
-    Cancelled = 12,
-    /// See [`Error::JobTerminal`].
-    JobTerminal = 13,
-    /// See [`Error::ClockRollback`].
-    ClockRollback = 14,
-    /// See [`Error::TokenMalformed`].
-    TokenMalformed = 15,
-    /// See [`Error::TokenTooLarge`].
-    TokenTooLarge = 16,
-    /// See [`Error::TokenUnsupportedVersion`].
-    TokenUnsupportedVersion = 17,
-    /// See [`Error::Busy`].
-    Busy = 18,
-    /// See [`Error::SchemaTooNew`].
-    SchemaTooNew = 19,
-    /// See [`Error::Store`].
-    Store = 20,
-    /// See [`Error::Internal`].
-    Internal = 21,
+/// The error table: for every code its number, [`ErrorCode`] variant (named
+/// like its [`Error`] variant), stable snake_case name and one-line meaning.
+/// [`ErrorCode`], [`ErrorCode::ALL`], [`ErrorCode::as_u32`],
+/// [`ErrorCode::from_u32`], [`ErrorCode::name`], [`ErrorCode::meaning`] and
+/// [`Error::code`] are all generated from this one list.
+macro_rules! error_table {
+    ($($num:literal $variant:ident $name:literal $meaning:literal;)+) => {
+        /// Stable numeric codes, one per [`Error`] variant. `0` is success in the C ABI.
+        ///
+        /// These numbers are part of the C ABI: never renumber, only append.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u32)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $(
+                #[doc = $meaning]
+                #[doc = ""]
+                #[doc = concat!("Name `", $name, "`; see [`Error::", stringify!($variant), "`].")]
+                $variant = $num,
+            )+
+        }
+
+        impl ErrorCode {
+            /// Every code, in numeric order.
+            pub const ALL: [ErrorCode; [$($num),+].len()] = [$(ErrorCode::$variant),+];
+
+            /// The stable number.
+            pub fn as_u32(self) -> u32 {
+                self as u32
+            }
+
+            /// The code for a number, if this library knows it.
+            pub fn from_u32(n: u32) -> Option<ErrorCode> {
+                match n {
+                    $($num => Some(ErrorCode::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// A stable snake_case name (`"stale_lease"`), used by the CLI's JSON and the C ABI.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $name,)+
+                }
+            }
+
+            /// A one-line meaning of the code, as documented in `docs/design.md`
+            /// (error taxonomy).
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $meaning,)+
+                }
+            }
+        }
+
+        impl Error {
+            /// The stable code of this error.
+            pub fn code(&self) -> ErrorCode {
+                match self {
+                    $(Error::$variant { .. } => ErrorCode::$variant,)+
+                }
+            }
+        }
+    };
 }
 
-impl ErrorCode {
-    /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 21] = [
-        ErrorCode::InvalidArgument,
-        ErrorCode::InvalidDuration,
-        ErrorCode::NotFound,
-        ErrorCode::Conflict,
-        ErrorCode::NotClaimable,
-        ErrorCode::NoJobAvailable,
-        ErrorCode::StaleLease,
-        ErrorCode::LeaseExpired,
-        ErrorCode::LeaseClosed,
-        ErrorCode::LeasePending,
-        ErrorCode::NotExtended,
-        ErrorCode::Cancelled,
-        ErrorCode::JobTerminal,
-        ErrorCode::ClockRollback,
-        ErrorCode::TokenMalformed,
-        ErrorCode::TokenTooLarge,
-        ErrorCode::TokenUnsupportedVersion,
-        ErrorCode::Busy,
-        ErrorCode::SchemaTooNew,
-        ErrorCode::Store,
-        ErrorCode::Internal,
-    ];
-
-    /// The stable number.
-    pub fn as_u32(self) -> u32 {
-        self as u32
-    }
-
-    /// The code for a number, if this library knows it.
-    pub fn from_u32(n: u32) -> Option<ErrorCode> {
-        ErrorCode::ALL.iter().copied().find(|c| c.as_u32() == n)
-    }
-
-    /// A stable snake_case name (`"stale_lease"`), used by the CLI's JSON and the C ABI.
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidArgument => "invalid_argument",
-            ErrorCode::InvalidDuration => "invalid_duration",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::Conflict => "conflict",
-            ErrorCode::NotClaimable => "not_claimable",
-            ErrorCode::NoJobAvailable => "no_job_available",
-            ErrorCode::StaleLease => "stale_lease",
-            ErrorCode::LeaseExpired => "lease_expired",
-            ErrorCode::LeaseClosed => "lease_closed",
-            ErrorCode::LeasePending => "lease_pending",
-            ErrorCode::NotExtended => "not_extended",
-            ErrorCode::Cancelled => "cancelled",
-            ErrorCode::JobTerminal => "job_terminal",
-            ErrorCode::ClockRollback => "clock_rollback",
-            ErrorCode::TokenMalformed => "token_malformed",
-            ErrorCode::TokenTooLarge => "token_too_large",
-            ErrorCode::TokenUnsupportedVersion => "token_unsupported_version",
-            ErrorCode::Busy => "busy",
-            ErrorCode::SchemaTooNew => "schema_too_new",
-            ErrorCode::Store => "store",
-            ErrorCode::Internal => "internal",
-        }
-    }
+error_table! {
+    1 InvalidArgument "invalid_argument"
+        "A malformed ID, holder, payload, reason, fact, pointer or number.";
+    2 InvalidDuration "invalid_duration"
+        "A lease duration that is not a whole number of microseconds in 1 µs..=24 h.";
+    3 NotFound "not_found"
+        "The production or job does not exist.";
+    4 Conflict "conflict"
+        "The same ID already exists with different content.";
+    5 NotClaimable "not_claimable"
+        "The job exists but cannot be claimed now (held, exhausted, terminal).";
+    6 NoJobAvailable "no_job_available"
+        "`claim_next` found nothing claimable in the production.";
+    7 StaleLease "stale_lease"
+        "The lease is no longer the job's current claim (another claim replaced it).";
+    8 LeaseExpired "lease_expired"
+        "The lease is still the current claim but its expiry has passed.";
+    9 LeaseClosed "lease_closed"
+        "The lease was already ended (released, failed or completed), or its edit failed.";
+    10 LeasePending "lease_pending"
+        "The lease belongs to an edit that has not committed yet.";
+    11 NotExtended "not_extended"
+        "A renewal would not move the expiry later.";
+    12 Cancelled "cancelled"
+        "The job (or production) was cancelled by a coordinator.";
+    13 JobTerminal "job_terminal"
+        "The job is already completed or failed, so the request cannot apply.";
+    14 ClockRollback "clock_rollback"
+        "The clock reads earlier than the store's durable high-water mark.";
+    15 TokenMalformed "token_malformed"
+        "The token text is not a well-formed tenure lease token.";
+    16 TokenTooLarge "token_too_large"
+        "The token is longer than the accepted bound.";
+    17 TokenUnsupportedVersion "token_unsupported_version"
+        "The token names a format version this library does not know.";
+    18 Busy "busy"
+        "The writer lock could not be taken within the busy timeout.";
+    19 SchemaTooNew "schema_too_new"
+        "The store was written by a newer tenure; it was not touched.";
+    20 Store "store"
+        "The store failed: I/O error, corrupt or foreign file, read-only, full disk.";
+    21 Internal "internal"
+        "A bug: an invariant of the library itself broke, or a panic was caught.";
 }
 
 impl Error {
-    /// The stable code of this error.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
-            Error::InvalidDuration(_) => ErrorCode::InvalidDuration,
-            Error::NotFound(_) => ErrorCode::NotFound,
-            Error::Conflict(_) => ErrorCode::Conflict,
-            Error::NotClaimable(_) => ErrorCode::NotClaimable,
-            Error::NoJobAvailable(_) => ErrorCode::NoJobAvailable,
-            Error::StaleLease(_) => ErrorCode::StaleLease,
-            Error::LeaseExpired(_) => ErrorCode::LeaseExpired,
-            Error::LeaseClosed(_) => ErrorCode::LeaseClosed,
-            Error::LeasePending(_) => ErrorCode::LeasePending,
-            Error::NotExtended(_) => ErrorCode::NotExtended,
-            Error::Cancelled(_) => ErrorCode::Cancelled,
-            Error::JobTerminal(_) => ErrorCode::JobTerminal,
-            Error::ClockRollback { .. } => ErrorCode::ClockRollback,
-            Error::TokenMalformed(_) => ErrorCode::TokenMalformed,
-            Error::TokenTooLarge { .. } => ErrorCode::TokenTooLarge,
-            Error::TokenUnsupportedVersion(_) => ErrorCode::TokenUnsupportedVersion,
-            Error::Busy(_) => ErrorCode::Busy,
-            Error::SchemaTooNew { .. } => ErrorCode::SchemaTooNew,
-            Error::Store(_) => ErrorCode::Store,
-            Error::Internal(_) => ErrorCode::Internal,
-        }
-    }
-
     pub(crate) fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
     }
+
+    /// This error with every occurrence of `text` (a caller's store path or
+    /// address) in its message shown as [`bounded`] shows it.
+    pub(crate) fn bounding(self, text: &str) -> Error {
+        if text.len() <= SHOWN_CHARS {
+            return self;
+        }
+        let shown = bounded(text);
+        let f = |m: String| m.replace(text, &shown);
+        macro_rules! with_message {
+            ($($variant:ident),+) => {
+                match self {
+                    $(Error::$variant(m) => Error::$variant(f(m)),)+
+                    other => other,
+                }
+            };
+        }
+        with_message!(
+            InvalidArgument,
+            InvalidDuration,
+            NotFound,
+            Conflict,
+            NotClaimable,
+            NoJobAvailable,
+            StaleLease,
+            LeaseExpired,
+            LeaseClosed,
+            LeasePending,
+            NotExtended,
+            Cancelled,
+            JobTerminal,
+            TokenMalformed,
+            TokenUnsupportedVersion,
+            Busy,
+            Store,
+            Internal
+        )
+    }
+}
+
+/// How many characters of a caller's store path or address a message shows.
+pub(crate) const SHOWN_CHARS: usize = 200;
+
+/// `text` (a store path or address) for an error message: whole when it has
+/// at most [`SHOWN_CHARS`] bytes, else its first [`SHOWN_CHARS`] characters
+/// followed by `… (N bytes)`, so a huge input never makes a huge message.
+pub(crate) fn bounded(text: &str) -> String {
+    if text.len() <= SHOWN_CHARS {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(SHOWN_CHARS).collect();
+    format!("{head}… ({} bytes)", text.len())
 }
 
 impl From<rusqlite::Error> for Error {
@@ -288,5 +309,93 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ErrorCode::ALL.len());
+    }
+
+    #[test]
+    fn bounded_keeps_short_text_and_cuts_long_text() {
+        assert_eq!(bounded("store.db"), "store.db");
+        let exact = "x".repeat(SHOWN_CHARS);
+        assert_eq!(bounded(&exact), exact);
+        let long = "é".repeat(1000);
+        let b = bounded(&long);
+        assert_eq!(b, format!("{}… (2000 bytes)", "é".repeat(SHOWN_CHARS)));
+        let e = Error::Store(format!("cannot open {long}: no such file")).bounding(&long);
+        assert_eq!(e.code(), ErrorCode::Store);
+        assert_eq!(
+            e.to_string(),
+            format!("store error: cannot open {b}: no such file")
+        );
+        let e = Error::TokenTooLarge { len: 9, max: 1 }.bounding(&long);
+        assert_eq!(e, Error::TokenTooLarge { len: 9, max: 1 });
+    }
+
+    #[test]
+    fn meanings_are_non_empty_and_unique() {
+        let mut meanings: Vec<_> = ErrorCode::ALL.iter().map(|c| c.meaning()).collect();
+        assert!(meanings.iter().all(|m| !m.trim().is_empty()));
+        meanings.sort();
+        meanings.dedup();
+        assert_eq!(meanings.len(), ErrorCode::ALL.len());
+    }
+
+    #[test]
+    fn names_are_the_released_ones() {
+        let expected = [
+            "invalid_argument",
+            "invalid_duration",
+            "not_found",
+            "conflict",
+            "not_claimable",
+            "no_job_available",
+            "stale_lease",
+            "lease_expired",
+            "lease_closed",
+            "lease_pending",
+            "not_extended",
+            "cancelled",
+            "job_terminal",
+            "clock_rollback",
+            "token_malformed",
+            "token_too_large",
+            "token_unsupported_version",
+            "busy",
+            "schema_too_new",
+            "store",
+            "internal",
+        ];
+        let names: Vec<_> = ErrorCode::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, expected);
+    }
+
+    #[test]
+    fn every_error_maps_to_its_code() {
+        let cases = [
+            (
+                Error::InvalidArgument(String::new()),
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                Error::ClockRollback {
+                    now_us: 1,
+                    mark_us: 2,
+                },
+                ErrorCode::ClockRollback,
+            ),
+            (
+                Error::TokenTooLarge { len: 3, max: 2 },
+                ErrorCode::TokenTooLarge,
+            ),
+            (
+                Error::SchemaTooNew {
+                    found: 9,
+                    supported: 1,
+                },
+                ErrorCode::SchemaTooNew,
+            ),
+            (Error::Internal(String::new()), ErrorCode::Internal),
+        ];
+        for (e, c) in cases {
+            assert_eq!(e.code(), c);
+        }
     }
 }

@@ -38,7 +38,7 @@
 //! between them may leave an unregistered `.tmp` or `.out` file, never partial
 //! facts (facts are published in the one completing transaction).
 //!
-//! Decisions where DESIGN.md is silent:
+//! Decisions where docs/design.md is silent:
 //! * The exit status is authoritative only when the command exited by itself:
 //!   when it did, completion is always attempted and the store decides, even
 //!   if the heartbeat meanwhile saw the lease fail (the store then rejects it

@@ -1,10 +1,11 @@
 //! Leases: the owning handle a claim returns.
 
-use crate::authority::Inner;
 use crate::error::{Error, Result};
+use crate::inner::Inner;
 use crate::model::{Execution, Fact, JobState, LeaseStatus};
-use crate::rules::{self, LeaseKey, Minted};
+use crate::rules::{LeaseKey, Minted};
 use crate::secret::Secret;
+use crate::session::Session;
 use crate::token::{self, Token};
 use crate::ttl::Ttl;
 use std::fmt;
@@ -20,6 +21,65 @@ pub(crate) struct Local {
 }
 
 pub(crate) type Shared = Arc<Mutex<Local>>;
+
+/// What a lease transition does to the lease's local state once it is
+/// durable: a [`Lease`] settles at once, an [`crate::Edit`] when it commits.
+pub(crate) enum Settle {
+    /// A renewal: the new expiry.
+    Expiry(i64),
+    /// Release, fail or complete: the lease is closed.
+    Close,
+}
+
+impl Settle {
+    pub(crate) fn apply(self, local: &Shared) {
+        let mut l = lock(local);
+        match self {
+            Settle::Expiry(t) => l.expires_us = t,
+            Settle::Close => l.status = LeaseStatus::Closed,
+        }
+    }
+}
+
+/// The lease transitions shared by [`Lease`] (one step each) and
+/// [`crate::Edit`] (a step inside the edit): each is its rule call paired
+/// with how it settles the lease's local state.
+pub(crate) mod transitions {
+    use super::Settle;
+    use crate::error::Result;
+    use crate::model::{Execution, Fact, JobState};
+    use crate::rules::{self, LeaseKey};
+    use crate::session::Session;
+    use crate::ttl::Ttl;
+
+    pub(crate) fn renew(s: &mut Session, k: &LeaseKey<'_>, ttl: Ttl) -> Result<((), Settle)> {
+        let expires_us = rules::renew(s, k, ttl)?;
+        Ok(((), Settle::Expiry(expires_us)))
+    }
+
+    pub(crate) fn release(s: &mut Session, k: &LeaseKey<'_>) -> Result<(JobState, Settle)> {
+        Ok((rules::release(s, k)?, Settle::Close))
+    }
+
+    pub(crate) fn fail(
+        s: &mut Session,
+        k: &LeaseKey<'_>,
+        reason: &str,
+        permanent: bool,
+    ) -> Result<(JobState, Settle)> {
+        Ok((rules::fail(s, k, reason, permanent)?, Settle::Close))
+    }
+
+    pub(crate) fn complete(
+        s: &mut Session,
+        k: &LeaseKey<'_>,
+        facts: &[Fact],
+        exec: Option<&Execution>,
+    ) -> Result<((), Settle)> {
+        rules::complete(s, k, facts, exec)?;
+        Ok(((), Settle::Close))
+    }
+}
 
 pub(crate) fn lock(l: &Shared) -> std::sync::MutexGuard<'_, Local> {
     l.lock().unwrap_or_else(|p| p.into_inner())
@@ -125,60 +185,49 @@ impl Lease {
         }
     }
 
-    fn one_step<T>(
+    /// Run one transition as its own edit and settle the local state.
+    fn transition<T>(
         &self,
-        f: impl FnOnce(&mut crate::session::Session, &LeaseKey<'_>) -> Result<T>,
+        f: impl FnOnce(&mut Session, &LeaseKey<'_>) -> Result<(T, Settle)>,
     ) -> Result<T> {
         self.usable_in(0)?;
         let key = self.key();
-        self.inner.one_step(|s| f(s, &key))
-    }
-
-    fn close(&self) {
-        lock(&self.local).status = LeaseStatus::Closed;
+        let (out, settle) = self.inner.one_step(|s| f(s, &key))?;
+        settle.apply(&self.local);
+        Ok(out)
     }
 
     /// Extend the lease to `now + ttl`. The new expiry must be later than the
     /// current one ([`Error::NotExtended`]) and the renewal must commit before
     /// the current expiry ([`Error::LeaseExpired`]).
     pub fn renew(&self, ttl: Ttl) -> Result<()> {
-        let new = self.one_step(|s, k| rules::renew(s, k, ttl))?;
-        lock(&self.local).expires_us = new;
-        Ok(())
+        self.transition(|s, k| transitions::renew(s, k, ttl))
     }
 
     /// Give the job back unfinished: requested again (the attempt is not
     /// refunded; failed if it was the last). Closes the lease. Returns the
     /// job's new state.
     pub fn release(&self) -> Result<JobState> {
-        let st = self.one_step(rules::release)?;
-        self.close();
-        Ok(st)
+        self.transition(transitions::release)
     }
 
     /// Report failure: requested again if `permanent` is false and attempts
     /// remain, else failed. `reason` (≤ 1024 bytes) is recorded. Closes the lease.
     pub fn fail(&self, reason: &str, permanent: bool) -> Result<JobState> {
-        let st = self.one_step(|s, k| rules::fail(s, k, reason, permanent))?;
-        self.close();
-        Ok(st)
+        self.transition(|s, k| transitions::fail(s, k, reason, permanent))
     }
 
     /// Complete the job, publishing `facts` and provenance in the same
     /// transaction. Closes the lease.
     pub fn complete(&self, facts: &[Fact]) -> Result<()> {
-        self.one_step(|s, k| rules::complete(s, k, facts, None))?;
-        self.close();
-        Ok(())
+        self.transition(|s, k| transitions::complete(s, k, facts, None))
     }
 
     /// Complete as the reference executor: also consumes the execution nonce
     /// (reuse is a [`Error::Conflict`]) and records the output's path, digest,
     /// size and exit status as provenance.
     pub fn complete_execution(&self, exec: &Execution, facts: &[Fact]) -> Result<()> {
-        self.one_step(|s, k| rules::complete(s, k, facts, Some(exec)))?;
-        self.close();
-        Ok(())
+        self.transition(|s, k| transitions::complete(s, k, facts, Some(exec)))
     }
 
     /// Export the credential as a token for another process. Only an active

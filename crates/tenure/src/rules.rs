@@ -319,20 +319,32 @@ pub(crate) fn claim_next(
 /// job, current claim ID, secret digest (constant time), state and expiry.
 pub(crate) fn current(txn: &mut dyn Txn, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> {
     let row = job_row(txn, key.production, key.job)?;
+    let n = name(&row);
+    // A lease knows its claim ID; a token carries only the secret.
+    let (holder, whose) = match key.claim_id {
+        Some(_) => ("this lease", "the lease's"),
+        None => ("the token", "the token's"),
+    };
     let claim_matches = match key.claim_id {
         Some(c) => row.claim_id == Some(c),
         None => row.claim_id.is_some(),
     };
-    if !(claim_matches && key.secret.matches(row.secret_digest.as_deref())) {
+    if !claim_matches {
         return Err(Error::StaleLease(format!(
-            "job {} is no longer held by this lease{}",
-            name(&row),
+            "job {n} is no longer held by {holder}{}",
             row.claim_id
                 .map(|c| format!(" (its current claim is {c})"))
                 .unwrap_or_default()
         )));
     }
-    let n = name(&row);
+    if !key.secret.matches(row.secret_digest.as_deref()) {
+        return Err(Error::StaleLease(format!(
+            "{whose} secret does not match the current claim of job {n}{}",
+            row.claim_id
+                .map(|c| format!(" (claim {c})"))
+                .unwrap_or_default()
+        )));
+    }
     match row.state {
         Stored::Cancelled => Err(Error::Cancelled(format!("job {n} was cancelled"))),
         Stored::Completed => Err(Error::LeaseClosed(format!(

@@ -96,9 +96,11 @@ impl FromStr for Ttl {
     type Err = Error;
 
     /// Parse the CLI syntax: one or more `<digits><unit>` groups, units `h`,
-    /// `m`, `s`, `ms`, `us` (or `µs`), e.g. `30s`, `250ms`, `2h30m`.
-    /// Fractions, signs, spaces, unknown or missing units, zero and values
-    /// over 24 h are rejected with a message naming the broken rule.
+    /// `m`, `s`, `ms`, `us` (or `µs`) and `ns`, each unit at most once, e.g.
+    /// `30s`, `250ms`, `2h30m`, `2000ns`. The total must be a whole number of
+    /// microseconds (`2000ns` is 2 µs; `1500ns` is refused, never rounded).
+    /// Fractions, signs, spaces, unknown, missing or repeated units, zero and
+    /// values over 24 h are rejected with a message naming the broken rule.
     fn from_str(text: &str) -> Result<Ttl> {
         const MAX_TEXT: usize = 64;
         if text.is_empty() {
@@ -109,9 +111,22 @@ impl FromStr for Ttl {
                 "duration text longer than {MAX_TEXT} bytes"
             )));
         }
+        // (unit, nanoseconds); `us` and `µs` are one unit.
+        const UNITS: [(&str, i128); 6] = [
+            ("h", 3_600_000_000_000),
+            ("m", 60_000_000_000),
+            ("s", 1_000_000_000),
+            ("ms", 1_000_000),
+            ("us", 1_000),
+            ("ns", 1),
+        ];
+        const MAX_NANOS: i128 = Ttl::MAX_MICROS as i128 * 1_000;
+        let too_long =
+            || Error::InvalidDuration(format!("{text:?}: a lease duration must be at most 24 h"));
         let bytes = text.as_bytes();
         let mut i = 0;
         let mut total: i128 = 0;
+        let mut seen = [false; UNITS.len()];
         while i < bytes.len() {
             let start = i;
             while i < bytes.len() && bytes[i].is_ascii_digit() {
@@ -128,11 +143,9 @@ impl FromStr for Ttl {
                 )));
             }
             let digits = &text[start..i];
-            // At most 24 h of microseconds has 11 digits; more cannot be valid.
+            // At most 24 h of nanoseconds has 14 digits; more cannot be valid.
             if digits.len() > 15 {
-                return Err(Error::InvalidDuration(format!(
-                    "{text:?}: a lease duration must be at most 24 h"
-                )));
+                return Err(too_long());
             }
             let n: i128 = digits
                 .parse()
@@ -141,37 +154,35 @@ impl FromStr for Ttl {
             while i < bytes.len() && !bytes[i].is_ascii_digit() {
                 i += 1;
             }
-            let unit = &text[unit_start..i];
-            let scale: i128 = match unit {
-                "h" => 3_600_000_000,
-                "m" => 60_000_000,
-                "s" => 1_000_000,
-                "ms" => 1_000,
-                "us" | "µs" => 1,
-                "" => {
-                    return Err(Error::InvalidDuration(format!(
-                        "{text:?}: missing unit after {digits} (use h, m, s, ms or us)"
-                    )))
-                }
-                "ns" => {
-                    return Err(Error::InvalidDuration(format!(
-                        "{text:?}: nanoseconds are finer than a microsecond; durations are whole microseconds"
-                    )))
-                }
-                other => {
-                    return Err(Error::InvalidDuration(format!(
-                        "{text:?}: unknown unit {other:?} (use h, m, s, ms or us)"
-                    )))
-                }
+            let unit = match &text[unit_start..i] {
+                "µs" => "us",
+                other => other,
             };
-            total += n * scale;
-            if total > Ttl::MAX_MICROS as i128 {
+            let Some(k) = UNITS.iter().position(|(name, _)| *name == unit) else {
+                return Err(Error::InvalidDuration(if unit.is_empty() {
+                    format!("{text:?}: missing unit after {digits} (use h, m, s, ms, us or ns)")
+                } else {
+                    format!("{text:?}: unknown unit {unit:?} (use h, m, s, ms, us or ns)")
+                }));
+            };
+            if std::mem::replace(&mut seen[k], true) {
                 return Err(Error::InvalidDuration(format!(
-                    "{text:?}: a lease duration must be at most 24 h"
+                    "{text:?}: the unit {unit} is given more than once (write each unit once, \
+                     e.g. 2h30m)"
                 )));
             }
+            total += n * UNITS[k].1;
+            if total > MAX_NANOS {
+                return Err(too_long());
+            }
         }
-        Ttl::from_micros(total as i64)
+        if total % 1_000 != 0 {
+            return Err(Error::InvalidDuration(format!(
+                "{text:?}: {total} nanoseconds is not a whole number of microseconds; \
+                 durations are whole microseconds (no rounding is done)"
+            )));
+        }
+        Ttl::from_micros((total / 1_000) as i64)
     }
 }
 
@@ -222,6 +233,11 @@ mod tests {
             ("1h0m1us", 3_600_000_001),
             ("24h", 86_400_000_000),
             ("1us", 1),
+            ("2000ns", 2),
+            ("1000ns", 1),
+            ("1s500000ns", 1_000_500),
+            ("86400000000000ns", 86_400_000_000),
+            ("1h2m3s4ms5us", 3_723_004_005),
         ];
         for (text, us) in cases {
             let t: Ttl = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -241,7 +257,20 @@ mod tests {
             ("25h", "24 h"),
             ("10", "missing unit"),
             ("10d", "unknown unit"),
-            ("1500ns", "nanoseconds"),
+            (
+                "1500ns",
+                "nanoseconds is not a whole number of microseconds",
+            ),
+            ("999ns", "not a whole number of microseconds"),
+            ("1s1ns", "not a whole number of microseconds"),
+            ("0ns", "positive"),
+            ("86400000001000ns", "24 h"),
+            ("1h1h", "the unit h is given more than once"),
+            ("1s2s", "the unit s is given more than once"),
+            ("1m30s1m", "the unit m is given more than once"),
+            ("1us1µs", "the unit us is given more than once"),
+            ("5ms5ms", "the unit ms is given more than once"),
+            ("2000ns2000ns", "the unit ns is given more than once"),
             ("-5s", "expected digits"),
             (" 5s", "expected digits"),
             ("s", "expected digits"),

@@ -190,6 +190,42 @@ fn census_tokens_malformed_truncated_oversize_foreign() {
     a.import_lease(&text).unwrap().renew(ttl()).unwrap();
 }
 
+/// A message shows a huge store path or address as a bounded prefix and
+/// its length, never whole.
+fn assert_bounded(message: &str, input: &str) {
+    assert!(message.len() < 1024, "{} bytes", message.len());
+    assert!(
+        message.contains(&format!("… ({} bytes)", input.len())),
+        "{message}"
+    );
+    assert!(message.contains(&input[..150]), "{message}");
+}
+
+#[test]
+fn census_overlong_store_path_is_a_short_store_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("a".repeat(1 << 20));
+    let e = Authority::open(&long, &Options::new()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Store);
+    assert_bounded(&e.to_string(), long.to_str().unwrap());
+    let deep = dir.path().join("d/".repeat(1 << 19));
+    let e = Authority::open(&deep, &Options::new()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Store);
+    assert_bounded(&e.to_string(), deep.to_str().unwrap());
+}
+
+#[test]
+fn census_overlong_server_address_is_a_short_invalid_argument() {
+    // Refused while parsing, before any connection is attempted.
+    let url = format!("postgres://u:pw@h/db?x={}", "y".repeat(1 << 20));
+    let e = Authority::open(url.as_str(), &Options::new()).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    let m = e.to_string();
+    assert!(m.len() < 1024, "{} bytes", m.len());
+    assert!(m.contains("postgres://u:***@h/db?x=yyy"), "{m}");
+    assert!(!m.contains("pw"), "{m}");
+}
+
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .map(|s| {

@@ -1,4 +1,4 @@
-//! One or more tests per invariant and rule of DESIGN.md. Each would fail if
+//! One or more tests per invariant and rule of docs/design.md. Each would fail if
 //! the rule it names were broken.
 mod common;
 use common::*;
@@ -140,6 +140,43 @@ fn inv2_secret_is_checked_not_just_claim_id() {
     assert_eq!(lb.claim_id(), l.claim_id());
     lb.complete(&[]).unwrap();
     assert_eq!(code(l.complete(&[])), ErrorCode::LeaseClosed);
+}
+
+#[test]
+fn inv2_stale_messages_say_whether_the_claim_or_the_secret_differs() {
+    let env = Env::with_jobs(1, 3);
+    let a = &env.auth;
+    let old = a.claim("p", "j0", "w1", secs(10)).unwrap();
+    let old_token = old.export_token().unwrap();
+    env.clock.set(old.expires_us());
+    let new = a.claim("p", "j0", "w2", secs(10)).unwrap();
+    let new_claim = new.claim_id().to_string();
+
+    // A lease knows its claim ID: it is told another claim replaced it.
+    let e = old.renew(secs(10)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StaleLease);
+    let m = e.to_string();
+    assert!(m.contains("no longer held by this lease"), "{m}");
+    assert!(m.contains(&new_claim), "{m}");
+
+    // A token carries only the secret: production and job are right, the
+    // secret is not the current claim's.
+    let stale = old_token.expose();
+    let (head, body) = stale.split_at(stale.len() - 4);
+    let forged = format!("{head}{}", if body == "AAAA" { "BBBB" } else { "AAAA" });
+    for text in [stale, forged.as_str()] {
+        let e = a.import_lease(text).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::StaleLease);
+        let m = e.to_string();
+        assert!(
+            m.contains("the token's secret does not match the current claim of job p/j0"),
+            "{m}"
+        );
+        assert!(m.contains(&new_claim), "{m}");
+        assert!(!m.contains("no longer held"), "{m}");
+        assert!(!m.contains(text.split_once('.').unwrap().1), "{m}");
+    }
+    new.complete(&[]).unwrap();
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Model-based property test: random operation sequences run against the real
 //! store (with an injected clock) and against a small in-memory reference
-//! model of DESIGN.md's rules. Every outcome and the final states must agree.
+//! model of docs/design.md's rules. Every outcome and the final states must agree.
 mod common;
 use common::*;
 use proptest::prelude::*;

@@ -7,7 +7,7 @@
 //! `TENURE_TEST_BACKEND=postgres` and `TENURE_TEST_PG_URL`) sequence numbers
 //! are allocated before commit by concurrent writers, and the backend holds
 //! readers back behind the smallest one still in flight (see the module docs
-//! of `store/postgres.rs`).
+//! of `store/postgres/mod.rs`).
 mod common;
 use common::*;
 use std::sync::atomic::{AtomicBool, Ordering};

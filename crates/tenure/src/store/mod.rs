@@ -1,6 +1,6 @@
 //! The storage interface: primitive reads and writes, no rules.
 //!
-//! Every rule of DESIGN.md lives in [`crate::rules`] and talks to storage only
+//! Every rule of docs/design.md lives in [`crate::rules`] and talks to storage only
 //! through [`Backend`] and [`Txn`]. A backend provides transactions: a write
 //! transaction holds the store's writer lock from `begin_write` until
 //! `commit`/`rollback`; a read transaction sees one consistent snapshot.
@@ -8,11 +8,7 @@
 //! ([`postgres`]) implement the same two traits.
 
 #[cfg(feature = "postgres")]
-mod pg_tls;
-#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
-#[cfg(target_os = "linux")]
-mod queue;
 pub(crate) mod sqlite;
 
 use crate::error::Result;
@@ -183,7 +179,7 @@ pub(crate) trait Txn: Send {
     /// Events after `after` for a tailer (`Authority::events`,
     /// `production_events`), in sequence order, never returning a sequence
     /// number while a smaller one can still commit (a PostgreSQL read
-    /// transaction restarts its snapshot for that: see `postgres.rs`).
+    /// transaction restarts its snapshot for that: see `store/postgres/mod.rs`).
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>>;
     /// Every event after `after` visible in this transaction's snapshot, in
     /// sequence order, without the tailers' commit-order horizon and without

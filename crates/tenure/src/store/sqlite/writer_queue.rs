@@ -46,7 +46,7 @@ const SPIN: Duration = Duration::from_micros(200);
 const BELLS_OFFSET: usize = 64;
 
 /// The mapped queue of one store.
-pub(crate) struct Queue {
+pub(crate) struct WriterQueue {
     path: PathBuf,
     _file: File,
     map: *mut libc::c_void,
@@ -54,12 +54,12 @@ pub(crate) struct Queue {
 
 // SAFETY: the mapping is only accessed through atomics; the pointer itself
 // is immutable for the queue's lifetime.
-unsafe impl Send for Queue {}
-unsafe impl Sync for Queue {}
+unsafe impl Send for WriterQueue {}
+unsafe impl Sync for WriterQueue {}
 
 /// A writer's place at the head of the queue; dropping it lets the next one in.
-pub(crate) struct Turn {
-    queue: Arc<Queue>,
+pub(crate) struct WriterTurn {
+    queue: Arc<WriterQueue>,
     ticket: u64,
     file: File,
 }
@@ -81,9 +81,9 @@ fn ofd_lock(file: &File, kind: libc::c_int, offset: i64) -> bool {
     }
 }
 
-impl Queue {
+impl WriterQueue {
     /// Map the sidecar queue file of `store`; `None` if it cannot be used.
-    pub(crate) fn open(store: &Path) -> Option<Queue> {
+    pub(crate) fn open(store: &Path) -> Option<WriterQueue> {
         let mut name = store.as_os_str().to_owned();
         name.push("-tenure-queue");
         let path = PathBuf::from(name);
@@ -111,7 +111,7 @@ impl Queue {
         if map == libc::MAP_FAILED {
             return None;
         }
-        Some(Queue {
+        Some(WriterQueue {
             path,
             _file: file,
             map,
@@ -136,7 +136,7 @@ impl Queue {
     }
 
     /// Wait for this writer's turn, at most until `deadline`.
-    pub(crate) fn acquire(self: &Arc<Self>, deadline: Instant) -> Result<Turn> {
+    pub(crate) fn acquire(self: &Arc<Self>, deadline: Instant) -> Result<WriterTurn> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -145,7 +145,7 @@ impl Queue {
         let t = self.next_ticket().fetch_add(1, Ordering::AcqRel);
         // Normally free; if not (a holder 2^40 tickets ago), fairness only degrades.
         ofd_lock(&file, libc::F_WRLCK, byte(t));
-        let turn = Turn {
+        let turn = WriterTurn {
             queue: self.clone(),
             ticket: t,
             file,
@@ -222,7 +222,7 @@ fn ring(doorbell: &AtomicU32) {
     }
 }
 
-impl Drop for Queue {
+impl Drop for WriterQueue {
     fn drop(&mut self) {
         // SAFETY: unmapping our own mapping once.
         unsafe {
@@ -231,7 +231,7 @@ impl Drop for Queue {
     }
 }
 
-impl Drop for Turn {
+impl Drop for WriterTurn {
     fn drop(&mut self) {
         // Closing the descriptor drops its locks; unlock explicitly first so
         // the order "unlock, then ring" holds.

@@ -155,8 +155,13 @@
 //!   primary (a standby's `pg_locks` does not show the primary's locks);
 //!   tenure always is, it writes.
 
+mod tls;
+mod url;
+
+pub(crate) use url::redact;
+
 use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
-use crate::error::{Error, Result};
+use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
@@ -214,12 +219,6 @@ const EVENT_HORIZON_REGISTERED: &str =
        AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
                          WHERE d.datname = current_database())
        AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()";
-
-/// The URL without its password (in the credentials or a `password=`
-/// parameter), for `Debug` and error messages.
-pub(crate) fn redact(url: &str) -> String {
-    super::pg_tls::redact(url)
-}
 
 fn map_err(e: postgres::Error) -> Error {
     if let Some(code) = e.code() {
@@ -285,8 +284,8 @@ impl Conn {
 
 struct Pool {
     config: postgres::Config,
-    /// TLS mode and verification from the URL's `sslmode` / `sslrootcert` (see [`super::pg_tls`]).
-    tls: super::pg_tls::Tls,
+    /// TLS mode and verification from the URL's `sslmode` / `sslrootcert` (see [`tls`]).
+    tls: tls::Tls,
     busy: Duration,
     server_clock: bool,
     idle: Mutex<Vec<Conn>>,
@@ -294,7 +293,7 @@ struct Pool {
 
 impl Pool {
     fn connect(&self) -> Result<Conn> {
-        let mut client = super::pg_tls::connect(&self.config, &self.tls)?;
+        let mut client = tls::connect(&self.config, &self.tls)?;
         let pid: i32 = client
             .query_one("SELECT pg_backend_pid()", &[])
             .map_err(map_err)?
@@ -449,11 +448,15 @@ impl PgBackend {
     /// Returns the backend and the schema version found (0 if created).
     pub(crate) fn open(url: &str, busy: Duration, server_clock: bool) -> Result<(PgBackend, u32)> {
         // The TLS parameters rust-postgres does not know are taken out first.
-        let (rest, tls) = super::pg_tls::split_url(url)?;
+        let (rest, tls) = url::split_url(url)?;
         let mut config = postgres::Config::from_str(&rest).map_err(|e| {
-            Error::invalid(format!("invalid PostgreSQL address {}: {e}", redact(url)))
+            Error::invalid(format!(
+                "invalid PostgreSQL address {}: {}",
+                bounded(&redact(url)),
+                bounded(&e.to_string())
+            ))
         })?;
-        let tls = super::pg_tls::Tls::new(tls)?;
+        let tls = tls::Tls::new(tls)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(busy.max(Duration::from_secs(1)));
         }

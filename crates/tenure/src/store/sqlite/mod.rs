@@ -6,8 +6,11 @@
 //! (`prepare_cached`). Local filesystems only: SQLite's locking is not safe on
 //! network filesystems.
 
+#[cfg(target_os = "linux")]
+mod writer_queue;
+
 use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
-use crate::error::{Error, Result};
+use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 use sha2::{Digest, Sha256};
@@ -45,19 +48,31 @@ struct Pool {
     busy: Duration,
     idle: Mutex<Vec<Connection>>,
     #[cfg(target_os = "linux")]
-    queue: Option<Arc<super::queue::Queue>>,
+    writer_queue: Option<Arc<writer_queue::WriterQueue>>,
 }
 
 const MAX_IDLE: usize = 16;
 
+/// Open one connection to the store file. SQLite's message for a file it
+/// cannot open names the path: a long path is shown bounded.
+fn open_connection(path: &Path) -> Result<Connection> {
+    Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()))
+}
+
+/// The store path for a message (bounded, see [`crate::error::bounded`]).
+fn shown(path: &Path) -> String {
+    bounded(&path.display().to_string())
+}
+
 impl Pool {
     fn connect(&self) -> Result<Connection> {
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+        let conn = open_connection(&self.path)?;
         configure(&conn, self.sync, self.busy)?;
         Ok(conn)
     }
@@ -115,14 +130,9 @@ impl SqliteBackend {
             busy,
             idle: Mutex::new(Vec::new()),
             #[cfg(target_os = "linux")]
-            queue: None,
+            writer_queue: None,
         };
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+        let conn = open_connection(path)?;
         conn.busy_timeout(busy)?;
         // Inspect before touching: these reads do not modify the file.
         let (version, app_id) = header(&conn)?;
@@ -135,27 +145,27 @@ impl SqliteBackend {
         if app_id != 0 && app_id != APPLICATION_ID {
             return Err(Error::Store(format!(
                 "not a tenure store: {} has application_id {app_id:#x}",
-                path.display()
+                shown(path)
             )));
         }
         if app_id == 0 && version != 0 {
             return Err(Error::Store(format!(
                 "not a tenure store: {} has user_version {version} but no tenure application_id",
-                path.display()
+                shown(path)
             )));
         }
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::Store(format!(
                 "could not switch {} to WAL (journal_mode is {mode})",
-                path.display()
+                shown(path)
             )));
         }
         configure(&conn, sync, busy)?;
         let opened = migrate(&conn, now_us)?;
         #[cfg(target_os = "linux")]
         {
-            pool.queue = super::queue::Queue::open(path).map(Arc::new);
+            pool.writer_queue = writer_queue::WriterQueue::open(path).map(Arc::new);
         }
         let pool = Arc::new(pool);
         pool.give_back(conn);
@@ -421,7 +431,7 @@ impl Backend for SqliteBackend {
         let start = std::time::Instant::now();
         let deadline = start + self.pool.busy;
         #[cfg(target_os = "linux")]
-        let turn = match &self.pool.queue {
+        let turn = match &self.pool.writer_queue {
             Some(q) => Some(q.acquire(deadline)?),
             None => None,
         };
@@ -444,9 +454,9 @@ struct SqliteTxn {
     pool: Arc<Pool>,
     open: bool,
     savepoints: u32,
-    /// This writer's place in the fair queue, held until the transaction ends.
+    /// This writer's place in the [`writer_queue`], held until the transaction ends.
     #[cfg(target_os = "linux")]
-    turn: Option<super::queue::Turn>,
+    turn: Option<writer_queue::WriterTurn>,
 }
 
 impl SqliteTxn {

@@ -1,0 +1,64 @@
+//! The shared inner state of an authority: its store backend, its private
+//! clock and how it was opened. [`crate::Authority`], [`crate::Edit`] and
+//! [`crate::Lease`] each hold an `Arc` of it; this module imports none of them.
+
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::model::ClockReading;
+use crate::session::Session;
+use crate::store::{Backend, Txn};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub(crate) struct Inner {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The store's path, or a server URL without its password.
+    pub(crate) path: PathBuf,
+    pub(crate) migrated_from: u32,
+}
+
+impl Inner {
+    pub(crate) fn session(&self) -> Result<Session> {
+        Session::begin(&self.backend, &self.clock)
+    }
+
+    /// A convenience call: one edit of one step. If the step fails, its writes
+    /// roll back and the raised high-water mark still commits.
+    pub(crate) fn one_step<T>(&self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        self.session()?.single(f)
+    }
+
+    /// A read-only snapshot; `now` is `max(clock, mark)` so an expired lease
+    /// never looks alive again.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut dyn Txn, i64) -> Result<T>) -> Result<T> {
+        let mut t = self.backend.begin_read()?;
+        let mark = t.high_water()?;
+        let now = self.now_in(t.as_mut())?.max(mark);
+        let r = f(t.as_mut(), now);
+        let _ = t.rollback();
+        r
+    }
+
+    /// The clock reading and the durable high-water mark, unclamped.
+    pub(crate) fn clock_reading(&self) -> Result<ClockReading> {
+        let mut t = self.backend.begin_read()?;
+        let mark = t.high_water()?;
+        let now = self.now_in(t.as_mut())?;
+        let _ = t.rollback();
+        Ok(ClockReading {
+            now_us: now,
+            mark_us: mark,
+            blocked: now < mark,
+        })
+    }
+
+    /// The authority's clock: the server's when the backend has one, else
+    /// the private clock.
+    fn now_in(&self, t: &mut dyn Txn) -> Result<i64> {
+        Ok(match t.server_now_us()? {
+            Some(server) => server,
+            None => self.clock.now_us(),
+        })
+    }
+}

@@ -1,0 +1,96 @@
+//! The coordinator and claim operations that [`crate::Authority`] and
+//! [`crate::Edit`] both offer, written once.
+//!
+//! [`shared_operations!`] expands inside each type's `impl` block. The type
+//! supplies two private methods with its own receiver:
+//!
+//! - `step(f)`: run one rule step (`Authority`: a one-step edit;
+//!   `Edit`: a savepoint inside the open edit);
+//! - `mint(m)`: turn a minted claim into a [`crate::Lease`] (`Authority`:
+//!   active; `Edit`: pending until the edit commits).
+//!
+//! The macro's argument is the receiver's mutability: nothing for `&self`,
+//! `mut` for `&mut self`.
+
+use crate::error::{Error, Result};
+use crate::rules::Minted;
+
+/// `claim_next` found no claimable job: [`Error::NoJobAvailable`].
+pub(crate) fn claimed_next(m: Option<Minted>, production: &str) -> Result<Minted> {
+    m.ok_or_else(|| {
+        Error::NoJobAvailable(format!("nothing claimable in production {production:?}"))
+    })
+}
+
+macro_rules! shared_operations {
+    ($($mut:tt)?) => {
+        /// Create a production; `Ok(false)` if it already existed.
+        pub fn create_production(&$($mut)? self, production: &str) -> $crate::Result<bool> {
+            self.step(|s| $crate::rules::create_production(s, production))
+        }
+
+        /// Cancel every non-terminal job of a production and refuse new
+        /// submissions to it. Returns how many jobs were cancelled.
+        pub fn cancel_production(&$($mut)? self, production: &str) -> $crate::Result<u64> {
+            self.step(|s| $crate::rules::cancel_production(s, production))
+        }
+
+        /// Submit a job. Same ID and same content (payload, priority,
+        /// max_attempts) is [`Submitted::Existing`](crate::Submitted::Existing);
+        /// different content is [`Error::Conflict`](crate::Error::Conflict).
+        /// The production must exist.
+        pub fn submit(
+            &$($mut)? self,
+            production: &str,
+            spec: &$crate::JobSpec,
+        ) -> $crate::Result<$crate::Submitted> {
+            self.step(|s| $crate::rules::submit(s, production, spec))
+        }
+
+        /// Coordinator cancel: any non-terminal job becomes `cancelled` and its
+        /// lease, if any, is dead. Cancelling a cancelled job is a no-op; a
+        /// completed or failed one is
+        /// [`Error::JobTerminal`](crate::Error::JobTerminal).
+        pub fn cancel(
+            &$($mut)? self,
+            production: &str,
+            job: &str,
+        ) -> $crate::Result<$crate::Cancelled> {
+            self.step(|s| $crate::rules::cancel(s, production, job))
+        }
+
+        /// Claim a named job for `ttl`. A lease claimed in an
+        /// [`Edit`](crate::Edit) is
+        /// [`LeaseStatus::Pending`](crate::LeaseStatus::Pending) until the
+        /// edit commits.
+        pub fn claim(
+            &$($mut)? self,
+            production: &str,
+            job: &str,
+            holder: &str,
+            ttl: $crate::Ttl,
+        ) -> $crate::Result<$crate::Lease> {
+            let m = self.step(|s| $crate::rules::claim(s, production, job, holder, ttl))?;
+            Ok(self.mint(m))
+        }
+
+        /// Claim the next claimable job of a production (highest priority,
+        /// then oldest submission);
+        /// [`Error::NoJobAvailable`](crate::Error::NoJobAvailable) when there
+        /// is none. A lease claimed in an [`Edit`](crate::Edit) is
+        /// [`LeaseStatus::Pending`](crate::LeaseStatus::Pending) until the
+        /// edit commits.
+        pub fn claim_next(
+            &$($mut)? self,
+            production: &str,
+            holder: &str,
+            ttl: $crate::Ttl,
+        ) -> $crate::Result<$crate::Lease> {
+            let m = self.step(|s| $crate::rules::claim_next(s, production, holder, ttl))?;
+            let m = $crate::ops::claimed_next(m, production)?;
+            Ok(self.mint(m))
+        }
+    };
+}
+
+pub(crate) use shared_operations;
