@@ -23,6 +23,14 @@ Conventions of this package:
   ``TypeError`` naming the parameter). Lease durations must be positive and at
   most 24 hours (``InvalidDuration``, also a ``ValueError``); the conversion is
   exact, whole microseconds, never rounded.
+* Store paths are ``str``, ``bytes`` or ``os.PathLike``, converted with
+  ``os.fsencode`` like every Python file API: a name that is not valid UTF-8
+  is opened as its exact bytes and ``Authority.path`` gives it back
+  (``os.fsencode(auth.path)`` is the bytes opened); a NUL byte raises
+  ``InvalidArgument``, as in the C ABI.
+* An integer argument outside its type (``priority`` is 32-bit signed,
+  ``max_attempts`` 32-bit unsigned) raises ``InvalidArgument`` naming the
+  parameter, not ``OverflowError``; the core then checks the allowed range.
 * Every error is a :class:`TenureError` subclass carrying ``code``, the same
   stable number as the C ABI's status (see :func:`error_class`).
 * States, statuses and event kinds are lower-case strings; times are integer
@@ -48,12 +56,11 @@ from tenure._native import (
     Busy,
     Cancelled,
     CheckReport,
-    ClockRollback,
     ClockReading,
+    ClockRollback,
     Conflict,
     Edit,
     Event,
-    Fact,
     InternalError,
     InvalidArgument,
     InvalidDuration,
@@ -68,7 +75,8 @@ from tenure._native import (
     NotClaimable,
     NotExtended,
     NotFound,
-    Production,
+    ProductionView,
+    PublishedFact,
     SchemaTooNew,
     StaleLease,
     StoreError,
@@ -90,12 +98,11 @@ __all__ = [
     "Busy",
     "Cancelled",
     "CheckReport",
-    "ClockRollback",
     "ClockReading",
+    "ClockRollback",
     "Conflict",
     "Edit",
     "Event",
-    "Fact",
     "InternalError",
     "InvalidArgument",
     "InvalidDuration",
@@ -110,7 +117,8 @@ __all__ = [
     "NotClaimable",
     "NotExtended",
     "NotFound",
-    "Production",
+    "ProductionView",
+    "PublishedFact",
     "SchemaTooNew",
     "StaleLease",
     "StoreError",

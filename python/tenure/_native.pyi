@@ -13,13 +13,12 @@ __all__ = [
     "Busy",
     "Cancelled",
     "CheckReport",
-    "ClockRollback",
     "ClockReading",
+    "ClockRollback",
     "Conflict",
     "DEFAULT_MAX_ATTEMPTS",
     "Edit",
     "Event",
-    "Fact",
     "InternalError",
     "InvalidArgument",
     "InvalidDuration",
@@ -36,7 +35,8 @@ __all__ = [
     "NotClaimable",
     "NotExtended",
     "NotFound",
-    "Production",
+    "ProductionView",
+    "PublishedFact",
     "SCHEMA_VERSION",
     "SchemaTooNew",
     "StaleLease",
@@ -72,7 +72,7 @@ _EventKind: TypeAlias = Literal[
 ]
 _Submitted: TypeAlias = Literal["created", "existing"]
 _CancelOutcome: TypeAlias = Literal["cancelled", "already_cancelled"]
-_Facts: TypeAlias = Union[Mapping[str, str], Iterable[Union[tuple[str, str], "Fact"]], None]
+_Facts: TypeAlias = Union[Mapping[str, str], Iterable[Union[tuple[str, str], "PublishedFact"]], None]
 
 class TenureError(Exception):
     """Base class of every tenure error; ``code`` is the stable error number."""
@@ -147,8 +147,8 @@ def error_class(code: int) -> type[TenureError]:
     """The exception class for a stable error number (``ValueError`` if unknown)."""
 
 @final
-class Fact:
-    """A published fact (caller key/value or ``tenure.*`` provenance)."""
+class PublishedFact:
+    """A fact as read back (production, job, key, value); ``tenure.*`` keys are provenance."""
 
     @property
     def production(self) -> str: ...
@@ -224,7 +224,7 @@ class Event:
     def __ne__(self, value: object, /) -> bool: ...
 
 @final
-class Production:
+class ProductionView:
     """A production: name, creation time and, if cancelled, when."""
 
     @property
@@ -344,11 +344,19 @@ class Edit:
 
 @final
 class Authority:
-    """A job lease authority over one SQLite store file (thread-safe, not fork-safe)."""
+    """A job lease authority over one SQLite store file (thread-safe, not fork-safe).
+
+    ``path`` is ``str``, ``bytes`` or an ``os.PathLike`` of either, converted with
+    ``os.fsencode``: a name that is not valid UTF-8 is opened as its exact bytes
+    and round-trips through ``Authority.path`` (``os.fsencode(auth.path)`` is
+    the bytes opened); a NUL byte raises ``InvalidArgument``, as in the C ABI.
+    ``max_attempts`` and ``priority`` outside their integer types
+    (``u32``, ``i32``) raise ``InvalidArgument`` naming the parameter.
+    """
 
     def __new__(
         cls,
-        path: Union[str, os.PathLike[str]],
+        path: Union[str, bytes, os.PathLike[str], os.PathLike[bytes]],
         *,
         synchronous: Literal["full", "normal"] = "full",
         busy_timeout: Optional[datetime.timedelta] = None,
@@ -360,7 +368,7 @@ class Authority:
     def edit(self) -> Edit: ...
     def create_production(self, production: str) -> bool: ...
     def cancel_production(self, production: str) -> int: ...
-    def productions(self) -> list[Production]: ...
+    def productions(self) -> list[ProductionView]: ...
     def submit(
         self,
         production: str,
@@ -385,8 +393,8 @@ class Authority:
         after: Optional[str] = None,
         limit: int = 0,
     ) -> list[JobView]: ...
-    def facts(self, production: str, job: str) -> list[Fact]: ...
-    def production_facts(self, production: str) -> list[Fact]: ...
+    def facts(self, production: str, job: str) -> list[PublishedFact]: ...
+    def production_facts(self, production: str) -> list[PublishedFact]: ...
     def events(self, after: int = 0, limit: int = 0) -> list[Event]: ...
     def production_events(self, production: str, after: int = 0, limit: int = 0) -> list[Event]: ...
     def clock(self) -> ClockReading: ...

@@ -1,17 +1,20 @@
-//! Argument conversions: durations, facts, job states, the GIL-free call
-//! wrapper and the fork guard. No rule lives here: the core validates.
+//! Argument conversions: durations, integers, store paths, facts, job
+//! states, the GIL-free call wrapper and the fork guard. No rule lives here:
+//! the core validates.
 
 use crate::errors::to_py;
-use crate::values::Fact;
-use pyo3::exceptions::PyTypeError;
+use crate::values::PublishedFact;
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::time::Duration;
 use tenure::{Error, JobState, Ttl};
 
 static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static FSENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Exact microseconds of a `datetime.timedelta` (or subclass).
 ///
@@ -75,7 +78,7 @@ pub fn wait(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Duration> {
 }
 
 /// Caller facts: `None`, a mapping `{key: value}`, or an iterable of
-/// `(key, value)` pairs or `tenure.Fact` objects. Keys and values must be
+/// `(key, value)` pairs or `tenure.PublishedFact` objects. Keys and values must be
 /// `str`; the core checks the bounds.
 pub fn facts(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<tenure::Fact>> {
     let Some(obj) = obj else {
@@ -102,7 +105,7 @@ pub fn facts(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<tenure::Fact>> {
     let mut out = Vec::new();
     for item in items.try_iter().map_err(|_| bad())? {
         let item = item?;
-        if let Ok(f) = item.cast::<Fact>() {
+        if let Ok(f) = item.cast::<PublishedFact>() {
             let f = f.get();
             out.push(tenure::Fact::new(f.key.clone(), f.value.clone()));
             continue;
@@ -120,6 +123,89 @@ pub fn facts(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<tenure::Fact>> {
         out.push(tenure::Fact::new(text(&k)?, text(&v)?));
     }
     Ok(out)
+}
+
+/// A Python `int` for an integer parameter whose core type is `T`
+/// (`i32`, `u32`): a value outside `T`'s range cannot be converted and is
+/// `InvalidArgument` naming the parameter (not a bare `OverflowError`); a
+/// non-integer stays the `TypeError` of the extraction. Which values the
+/// core accepts within that range is the core's rule.
+fn int<T>(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<T>
+where
+    T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr> + Bounded,
+{
+    obj.extract::<T>().map_err(|e| {
+        if e.is_instance_of::<PyOverflowError>(obj.py()) {
+            to_py(Error::InvalidArgument(format!(
+                "{param} is out of range: it must be an integer from {} to {}",
+                T::MIN,
+                T::MAX
+            )))
+        } else {
+            e
+        }
+    })
+}
+
+/// The range of an integer parameter's core type, for the message.
+trait Bounded {
+    const MIN: i64;
+    const MAX: i64;
+}
+
+impl Bounded for i32 {
+    const MIN: i64 = i32::MIN as i64;
+    const MAX: i64 = i32::MAX as i64;
+}
+
+impl Bounded for u32 {
+    const MIN: i64 = 0;
+    const MAX: i64 = u32::MAX as i64;
+}
+
+/// `priority=` of a submission (`from_py_with`; see [`int`]).
+pub fn priority(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
+    int(obj, "priority")
+}
+
+/// `max_attempts=` of a submission (`from_py_with`; see [`int`]).
+pub fn max_attempts(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
+    int(obj, "max_attempts")
+}
+
+/// A store path: `str`, `bytes` or an `os.PathLike` of either, converted
+/// with `os.fsencode` to the raw OS path bytes (the file system encoding
+/// with `surrogateescape`, as every Python file API does). A path that is
+/// not valid UTF-8 (bytes from `os.fsencode` of a surrogate-escaped name) is
+/// therefore opened as those exact bytes, and `Authority.path` gives it
+/// back decoded the same way (`os.fsencode(auth.path)` is the bytes
+/// opened). A NUL byte cannot be part of an OS path: `InvalidArgument`, as
+/// in the C and C++ projections. The message never echoes the path.
+pub fn store_path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    let fsencode = FSENCODE.import(obj.py(), "os", "fsencode")?;
+    let raw = fsencode.call1((obj,))?;
+    let bytes = raw.cast::<PyBytes>()?.as_bytes();
+    if bytes.contains(&0) {
+        return Err(to_py(Error::InvalidArgument(
+            "the store path contains a NUL byte".into(),
+        )));
+    }
+    os_path(bytes)
+}
+
+#[cfg(unix)]
+fn os_path(bytes: &[u8]) -> PyResult<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+#[cfg(not(unix))]
+fn os_path(bytes: &[u8]) -> PyResult<PathBuf> {
+    std::str::from_utf8(bytes).map(PathBuf::from).map_err(|_| {
+        to_py(Error::InvalidArgument(
+            "the store path is not valid UTF-8".into(),
+        ))
+    })
 }
 
 /// A job state name (`"requested"`, ...), parsed by the core.

@@ -8,7 +8,9 @@
 
 use crate::convert::{self, unlocked, ProcessBound};
 use crate::errors::to_py;
-use crate::values::{q, CheckReport, ClockReading, Event, Fact, JobSpec, JobView, Production};
+use crate::values::{
+    q, CheckReport, ClockReading, Event, JobSpec, JobView, ProductionView, PublishedFact,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;
@@ -41,6 +43,117 @@ fn specs(jobs: &Bound<'_, PyAny>) -> PyResult<Vec<tenure::JobSpec>> {
     Ok(out)
 }
 
+/// The core handle a shared operation runs on: the authority itself, or an
+/// open edit (inside its transaction).
+enum Target<'a> {
+    Authority(&'a tenure::Authority),
+    Edit(&'a mut tenure::Edit),
+}
+
+/// Call the core method `$m` on whichever handle `$t` holds (both core types
+/// have it with the same arguments).
+macro_rules! on_target {
+    ($t:expr, $m:ident($($arg:expr),* $(,)?)) => {
+        match $t {
+            Target::Authority(a) => a.$m($($arg),*),
+            Target::Edit(e) => e.$m($($arg),*),
+        }
+    };
+}
+
+/// A Python handle on which the operations `Authority` and `Edit` share run:
+/// it says only how a core call reaches its core handle (GIL released).
+/// The shared Python methods are written once, in
+/// [`pymethods_with_shared_ops`].
+trait Ops {
+    fn run_on<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(Target<'_>) -> tenure::Result<T> + Send,
+    ) -> PyResult<T>;
+}
+
+/// `#[pymethods] impl $ty { ... }` with the Python methods `Authority` and
+/// `Edit` share declared once, here: argument conversion, the core call
+/// (through [`Ops::run_on`]) and the result mapping. On an `Edit` they run
+/// inside its transaction, and the leases they mint are pending until the
+/// commit.
+macro_rules! pymethods_with_shared_ops {
+    (impl $ty:ident { $($items:tt)* }) => {
+        #[pymethods]
+        impl $ty {
+            /// Create a production; False if it already existed.
+            fn create_production(&self, py: Python<'_>, production: &str) -> PyResult<bool> {
+                self.run_on(py, |t| on_target!(t, create_production(production)))
+            }
+
+            /// Cancel every non-terminal job of a production and refuse new
+            /// submissions to it; returns how many jobs were cancelled.
+            fn cancel_production(&self, py: Python<'_>, production: &str) -> PyResult<u64> {
+                self.run_on(py, |t| on_target!(t, cancel_production(production)))
+            }
+
+            /// Submit a job: ``"created"``, or ``"existing"`` when the same ID
+            /// with the same content already exists (different content is
+            /// ``Conflict``).
+            #[pyo3(signature = (production, job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
+            fn submit(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                job: &str,
+                payload: &[u8],
+                #[pyo3(from_py_with = convert::priority)] priority: i32,
+                #[pyo3(from_py_with = convert::max_attempts)] max_attempts: u32,
+            ) -> PyResult<&'static str> {
+                let spec = tenure::JobSpec::new(job, payload.to_vec())
+                    .priority(priority)
+                    .max_attempts(max_attempts);
+                self.run_on(py, |t| on_target!(t, submit(production, &spec)))
+                    .map(submitted)
+            }
+
+            /// Coordinator cancel of one job: ``"cancelled"`` or
+            /// ``"already_cancelled"``; a completed or failed job is
+            /// ``JobTerminal``.
+            fn cancel(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<&'static str> {
+                self.run_on(py, |t| on_target!(t, cancel(production, job)))
+                    .map(cancelled)
+            }
+
+            /// Claim a named job for ``ttl`` (a ``datetime.timedelta``).
+            fn claim(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                job: &str,
+                holder: &str,
+                ttl: &Bound<'_, PyAny>,
+            ) -> PyResult<Lease> {
+                let ttl = convert::ttl(ttl, "ttl")?;
+                self.run_on(py, |t| on_target!(t, claim(production, job, holder, ttl)))
+                    .map(Lease::wrap)
+            }
+
+            /// Claim the next claimable job (highest priority, then oldest);
+            /// ``NoJobAvailable`` when there is none.
+            fn claim_next(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                holder: &str,
+                ttl: &Bound<'_, PyAny>,
+            ) -> PyResult<Lease> {
+                let ttl = convert::ttl(ttl, "ttl")?;
+                self.run_on(py, |t| on_target!(t, claim_next(production, holder, ttl)))
+                    .map(Lease::wrap)
+            }
+
+            $($items)*
+        }
+    };
+}
+
 /// A job lease authority over one SQLite store file.
 ///
 /// ``Authority(path, *, synchronous="full", busy_timeout=timedelta(seconds=5))``
@@ -48,6 +161,11 @@ fn specs(jobs: &Bound<'_, PyAny>) -> PyResult<Vec<tenure::JobSpec>> {
 /// commit, the default) or ``"normal"``; ``busy_timeout`` (a
 /// ``datetime.timedelta``, 0 ..= 1 h; omitted or None means 5 s) is how long
 /// a write waits for the writer lock before ``tenure.Busy``.
+///
+/// ``path`` is ``str``, ``bytes`` or ``os.PathLike``, converted with
+/// ``os.fsencode``: a name that is not valid UTF-8 is opened as its exact
+/// bytes and round-trips through the ``path`` attribute; a NUL byte raises
+/// ``tenure.InvalidArgument``.
 ///
 /// Thread-safe: share one ``Authority`` between threads; every store call
 /// releases the GIL. Not fork-safe by design: a handle used in a process
@@ -64,13 +182,24 @@ impl Authority {
     }
 }
 
-#[pymethods]
+impl Ops for Authority {
+    fn run_on<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(Target<'_>) -> tenure::Result<T> + Send,
+    ) -> PyResult<T> {
+        let a = self.get()?;
+        unlocked(py, || f(Target::Authority(a)))
+    }
+}
+
+pymethods_with_shared_ops! {
 impl Authority {
     #[new]
     #[pyo3(signature = (path, *, synchronous = "full", busy_timeout = None))]
     fn new(
         py: Python<'_>,
-        path: PathBuf,
+        #[pyo3(from_py_with = convert::store_path)] path: PathBuf,
         synchronous: &str,
         busy_timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Authority> {
@@ -93,10 +222,12 @@ impl Authority {
         })
     }
 
-    /// The store's path.
+    /// The store's path as opened, decoded like every Python file API
+    /// (``os.fsdecode``), so a path that is not valid UTF-8 comes back
+    /// exactly (a PostgreSQL URL comes back without its password).
     #[getter]
-    fn path(&self) -> String {
-        self.inner.path().to_string_lossy().into_owned()
+    fn path(&self) -> &std::ffi::OsStr {
+        self.inner.path().as_os_str()
     }
 
     /// The schema version found when this handle opened the store (0 for a new store).
@@ -113,43 +244,11 @@ impl Authority {
         Ok(Edit::wrap(e, a))
     }
 
-    /// Create a production; False if it already existed.
-    fn create_production(&self, py: Python<'_>, production: &str) -> PyResult<bool> {
-        let a = self.get()?;
-        unlocked(py, || a.create_production(production))
-    }
-
-    /// Cancel every non-terminal job of a production and refuse new
-    /// submissions to it; returns how many jobs were cancelled.
-    fn cancel_production(&self, py: Python<'_>, production: &str) -> PyResult<u64> {
-        let a = self.get()?;
-        unlocked(py, || a.cancel_production(production))
-    }
-
     /// All productions, by name.
-    fn productions(&self, py: Python<'_>) -> PyResult<Vec<Production>> {
+    fn productions(&self, py: Python<'_>) -> PyResult<Vec<ProductionView>> {
         let a = self.get()?;
         let v = unlocked(py, || a.productions())?;
-        Ok(v.into_iter().map(Production::from).collect())
-    }
-
-    /// Submit a job: ``"created"``, or ``"existing"`` when the same ID with
-    /// the same content already exists (different content is ``Conflict``).
-    #[pyo3(signature = (production, job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
-    fn submit(
-        &self,
-        py: Python<'_>,
-        production: &str,
-        job: &str,
-        payload: &[u8],
-        priority: i32,
-        max_attempts: u32,
-    ) -> PyResult<&'static str> {
-        let a = self.get()?;
-        let spec = tenure::JobSpec::new(job, payload.to_vec())
-            .priority(priority)
-            .max_attempts(max_attempts);
-        unlocked(py, || a.submit(production, &spec)).map(submitted)
+        Ok(v.into_iter().map(ProductionView::from).collect())
     }
 
     /// Submit many ``JobSpec`` in one edit: all or nothing.
@@ -163,41 +262,6 @@ impl Authority {
         let specs = specs(jobs)?;
         let v = unlocked(py, || a.submit_many(production, &specs))?;
         Ok(v.into_iter().map(submitted).collect())
-    }
-
-    /// Coordinator cancel of one job: ``"cancelled"`` or
-    /// ``"already_cancelled"``; a completed or failed job is ``JobTerminal``.
-    fn cancel(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<&'static str> {
-        let a = self.get()?;
-        unlocked(py, || a.cancel(production, job)).map(cancelled)
-    }
-
-    /// Claim a named job for ``ttl`` (a ``datetime.timedelta``).
-    fn claim(
-        &self,
-        py: Python<'_>,
-        production: &str,
-        job: &str,
-        holder: &str,
-        ttl: &Bound<'_, PyAny>,
-    ) -> PyResult<Lease> {
-        let ttl = convert::ttl(ttl, "ttl")?;
-        let a = self.get()?;
-        unlocked(py, || a.claim(production, job, holder, ttl)).map(Lease::wrap)
-    }
-
-    /// Claim the next claimable job (highest priority, then oldest);
-    /// ``NoJobAvailable`` when there is none.
-    fn claim_next(
-        &self,
-        py: Python<'_>,
-        production: &str,
-        holder: &str,
-        ttl: &Bound<'_, PyAny>,
-    ) -> PyResult<Lease> {
-        let ttl = convert::ttl(ttl, "ttl")?;
-        let a = self.get()?;
-        unlocked(py, || a.claim_next(production, holder, ttl)).map(Lease::wrap)
     }
 
     /// Turn a token from ``Lease.export_token()`` back into an active lease
@@ -248,17 +312,17 @@ impl Authority {
     }
 
     /// Facts published by a job's completion, provenance (``tenure.*``) included.
-    fn facts(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<Vec<Fact>> {
+    fn facts(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<Vec<PublishedFact>> {
         let a = self.get()?;
         let v = unlocked(py, || a.facts(production, job))?;
-        Ok(v.into_iter().map(Fact::from).collect())
+        Ok(v.into_iter().map(PublishedFact::from).collect())
     }
 
     /// Every fact of a production, by job.
-    fn production_facts(&self, py: Python<'_>, production: &str) -> PyResult<Vec<Fact>> {
+    fn production_facts(&self, py: Python<'_>, production: &str) -> PyResult<Vec<PublishedFact>> {
         let a = self.get()?;
         let v = unlocked(py, || a.production_facts(production))?;
-        Ok(v.into_iter().map(Fact::from).collect())
+        Ok(v.into_iter().map(PublishedFact::from).collect())
     }
 
     /// Events with sequence number greater than ``after``, oldest first, at
@@ -309,8 +373,12 @@ impl Authority {
     }
 
     fn __repr__(&self) -> String {
-        format!("Authority(path={})", q(&self.path()))
+        format!(
+            "Authority(path={})",
+            q(&self.inner.path().to_string_lossy())
+        )
     }
+}
 }
 
 /// An owning, production-bound lease on one job.
@@ -487,7 +555,17 @@ impl Edit {
     }
 }
 
-#[pymethods]
+impl Ops for Edit {
+    fn run_on<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(Target<'_>) -> tenure::Result<T> + Send,
+    ) -> PyResult<T> {
+        self.run(py, |e| f(Target::Edit(e)))
+    }
+}
+
+pymethods_with_shared_ops! {
 impl Edit {
     /// True until the edit commits or aborts.
     #[getter]
@@ -496,65 +574,6 @@ impl Edit {
         // Lock with the GIL released: another thread may hold the lock
         // while it waits for the store.
         self.inner.is_here() && py.detach(|| lock(m).is_some())
-    }
-
-    /// Create a production (False if it existed).
-    fn create_production(&self, py: Python<'_>, production: &str) -> PyResult<bool> {
-        self.run(py, |e| e.create_production(production))
-    }
-
-    /// Cancel every non-terminal job of a production.
-    fn cancel_production(&self, py: Python<'_>, production: &str) -> PyResult<u64> {
-        self.run(py, |e| e.cancel_production(production))
-    }
-
-    /// Submit a job (see ``Authority.submit``).
-    #[pyo3(signature = (production, job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
-    fn submit(
-        &self,
-        py: Python<'_>,
-        production: &str,
-        job: &str,
-        payload: &[u8],
-        priority: i32,
-        max_attempts: u32,
-    ) -> PyResult<&'static str> {
-        let spec = tenure::JobSpec::new(job, payload.to_vec())
-            .priority(priority)
-            .max_attempts(max_attempts);
-        self.run(py, |e| e.submit(production, &spec)).map(submitted)
-    }
-
-    /// Cancel a job (see ``Authority.cancel``).
-    fn cancel(&self, py: Python<'_>, production: &str, job: &str) -> PyResult<&'static str> {
-        self.run(py, |e| e.cancel(production, job)).map(cancelled)
-    }
-
-    /// Claim a named job; the lease is pending until commit.
-    fn claim(
-        &self,
-        py: Python<'_>,
-        production: &str,
-        job: &str,
-        holder: &str,
-        ttl: &Bound<'_, PyAny>,
-    ) -> PyResult<Lease> {
-        let ttl = convert::ttl(ttl, "ttl")?;
-        self.run(py, |e| e.claim(production, job, holder, ttl))
-            .map(Lease::wrap)
-    }
-
-    /// Claim the next claimable job; the lease is pending until commit.
-    fn claim_next(
-        &self,
-        py: Python<'_>,
-        production: &str,
-        holder: &str,
-        ttl: &Bound<'_, PyAny>,
-    ) -> PyResult<Lease> {
-        let ttl = convert::ttl(ttl, "ttl")?;
-        self.run(py, |e| e.claim_next(production, holder, ttl))
-            .map(Lease::wrap)
     }
 
     /// Renew a lease; its expiry moves when the edit commits.
@@ -665,4 +684,5 @@ impl Edit {
             if open { "True" } else { "False" }
         )
     }
+}
 }

@@ -53,8 +53,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handles::Edit>()?;
     m.add_class::<values::JobView>()?;
     m.add_class::<values::Event>()?;
-    m.add_class::<values::Fact>()?;
-    m.add_class::<values::Production>()?;
+    m.add_class::<values::PublishedFact>()?;
+    m.add_class::<values::ProductionView>()?;
     m.add_class::<values::ClockReading>()?;
     m.add_class::<values::CheckReport>()?;
     m.add_class::<values::JobSpec>()?;

@@ -23,7 +23,7 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
 /// ``tenure.``), read back per job or per production.
 #[pyclass(frozen, eq, module = "tenure")]
 #[derive(PartialEq, Eq)]
-pub struct Fact {
+pub struct PublishedFact {
     /// Production ID.
     #[pyo3(get)]
     pub production: String,
@@ -39,10 +39,10 @@ pub struct Fact {
 }
 
 #[pymethods]
-impl Fact {
+impl PublishedFact {
     fn __repr__(&self) -> String {
         format!(
-            "Fact(production={}, job={}, key={}, value={})",
+            "PublishedFact(production={}, job={}, key={}, value={})",
             q(&self.production),
             q(&self.job),
             q(&self.key),
@@ -51,9 +51,9 @@ impl Fact {
     }
 }
 
-impl From<tenure::PublishedFact> for Fact {
-    fn from(f: tenure::PublishedFact) -> Fact {
-        Fact {
+impl From<tenure::PublishedFact> for PublishedFact {
+    fn from(f: tenure::PublishedFact) -> PublishedFact {
+        PublishedFact {
             production: f.production,
             job: f.job,
             key: f.key,
@@ -226,7 +226,7 @@ impl From<tenure::Event> for Event {
 /// A production: name, creation time and, if cancelled, when.
 #[pyclass(frozen, eq, module = "tenure")]
 #[derive(PartialEq, Eq)]
-pub struct Production {
+pub struct ProductionView {
     /// Production ID.
     #[pyo3(get)]
     pub name: String,
@@ -239,10 +239,10 @@ pub struct Production {
 }
 
 #[pymethods]
-impl Production {
+impl ProductionView {
     fn __repr__(&self) -> String {
         format!(
-            "Production(name={}, created_us={}, cancelled_us={})",
+            "ProductionView(name={}, created_us={}, cancelled_us={})",
             q(&self.name),
             self.created_us,
             opt(&self.cancelled_us)
@@ -250,9 +250,9 @@ impl Production {
     }
 }
 
-impl From<tenure::ProductionView> for Production {
-    fn from(p: tenure::ProductionView) -> Production {
-        Production {
+impl From<tenure::ProductionView> for ProductionView {
+    fn from(p: tenure::ProductionView) -> ProductionView {
+        ProductionView {
             name: p.name,
             created_us: p.created_us,
             cancelled_us: p.cancelled_us,
@@ -347,7 +347,12 @@ pub struct JobSpec {
 impl JobSpec {
     #[new]
     #[pyo3(signature = (job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
-    fn new(job: String, payload: &[u8], priority: i32, max_attempts: u32) -> JobSpec {
+    fn new(
+        job: String,
+        payload: &[u8],
+        #[pyo3(from_py_with = crate::convert::priority)] priority: i32,
+        #[pyo3(from_py_with = crate::convert::max_attempts)] max_attempts: u32,
+    ) -> JobSpec {
         JobSpec {
             job,
             payload: payload.to_vec(),
