@@ -1,7 +1,7 @@
 //! Bad input census, CLI: the bad input classes that `cli.rs` does not
 //! already pin down, each with its documented exit status (`src/exit.rs`:
-//! 2 usage, 10 + N for tenure error number N). The README's "Bad input
-//! census" names every test.
+//! 2 usage, 10 + N for tenure error number N). The "Bad-input census" of
+//! docs/reliability.md names every test.
 //!
 //! The read-only store and the full disk use a private mount namespace
 //! (`unshare -m` as root, else `unshare -Urm`): a read-only bind of the

@@ -225,7 +225,7 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     if !(1..=5000).contains(&a.jobs) || !(1..=32).contains(&a.workers) {
         return Err(usage("demo: --jobs must be 1..=5000 and --workers 1..=32"));
     }
-    let ttl: Ttl = a.ttl.parse()?;
+    let ttl = super::ttl(&a.ttl)?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros())
