@@ -312,30 +312,20 @@ inline void wipe(void* p, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) b[i] = 0;
 }
 
-struct AuthorityFree {
-  void operator()(tenure_authority* h) const noexcept { tenure_authority_free(h); }
+/// `std::unique_ptr` deleter calling the C `_free` function `F` (each
+/// handle and list type has one).
+template <class T, void (*F)(T*)>
+struct Free {
+  void operator()(T* h) const noexcept { F(h); }
 };
-struct LeaseFree {
-  void operator()(tenure_lease* h) const noexcept { tenure_lease_free(h); }
-};
-struct EditFree {
-  void operator()(tenure_edit* h) const noexcept { tenure_edit_free(h); }
-};
-struct JobViewFree {
-  void operator()(tenure_job_view* h) const noexcept { tenure_job_view_free(h); }
-};
-struct JobListFree {
-  void operator()(tenure_job_list* h) const noexcept { tenure_job_list_free(h); }
-};
-struct ProductionListFree {
-  void operator()(tenure_production_list* h) const noexcept { tenure_production_list_free(h); }
-};
-struct FactListFree {
-  void operator()(tenure_fact_list* h) const noexcept { tenure_fact_list_free(h); }
-};
-struct EventListFree {
-  void operator()(tenure_event_list* h) const noexcept { tenure_event_list_free(h); }
-};
+using AuthorityFree = Free<tenure_authority, &tenure_authority_free>;
+using LeaseFree = Free<tenure_lease, &tenure_lease_free>;
+using EditFree = Free<tenure_edit, &tenure_edit_free>;
+using JobViewFree = Free<tenure_job_view, &tenure_job_view_free>;
+using JobListFree = Free<tenure_job_list, &tenure_job_list_free>;
+using ProductionListFree = Free<tenure_production_list, &tenure_production_list_free>;
+using FactListFree = Free<tenure_fact_list, &tenure_fact_list_free>;
+using EventListFree = Free<tenure_event_list, &tenure_event_list_free>;
 
 }  // namespace detail
 
