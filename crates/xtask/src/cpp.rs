@@ -9,9 +9,11 @@
 //!    `// expect-error:` line, and must compile with
 //!    `-DTENURE_COMPILE_FAIL_CONTROL` (the same code with an integral `Rep`),
 //!    so the failure is the duration rule and nothing else;
-//! 3. the doctest suite (`cpp/tests/*.cpp`) under ASan/UBSan, built once as
+//! 3. language-standard cases (`cpp/tests/standard/*.cpp`): below C++17
+//!    `tenure.hpp` stops with its one `#error`, nothing else;
+//! 4. the doctest suite (`cpp/tests/*.cpp`) under ASan/UBSan, built once as
 //!    C++17 and once as C++20 (the `std::span` overloads);
-//! 4. the example worker (`cpp/examples/worker.cpp`) built twice against a
+//! 5. the example worker (`cpp/examples/worker.cpp`) built twice against a
 //!    `cargo xtask dist` prefix: once with nothing but `pkg-config --cflags
 //!    --libs tenure`, once with CMake (`cpp/examples/CMakeLists.txt`,
 //!    `find_package(tenure)` and the target `tenure::tenure`); for each
@@ -120,6 +122,66 @@ fn hygiene(lib: &capi::Lib, work: &Path) -> Result {
         Command::new(&bin).arg(work.join("hygiene.db")),
         "hygiene program",
     )
+}
+
+/// The language-standard cases (`cpp/tests/standard/*.cpp`): compiled with
+/// the flag of its `// std:` line, each must fail with the header's one
+/// `#error` (the `// expect-error:` text, no other error, a short output);
+/// compiled as C++17 it must succeed.
+fn standard() -> Result {
+    let dir = root().join("cpp/tests/standard");
+    let mut cases: Vec<PathBuf> = fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "cpp"))
+        .collect();
+    cases.sort();
+    if cases.is_empty() {
+        return Err(format!(
+            "expected the language-standard cases in {}",
+            dir.display()
+        ));
+    }
+    for case in &cases {
+        let name = case.file_name().unwrap_or_default().to_string_lossy();
+        let text = fs::read_to_string(case).map_err(|e| format!("{}: {e}", case.display()))?;
+        let line = |prefix: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix))
+                .map(str::trim)
+                .ok_or_else(|| format!("{name}: no `{prefix}` line"))
+        };
+        let std = line("// std: ")?;
+        let want = line("// expect-error: ")?;
+        step(&format!("C++ language standard: {name} ({std})"));
+        let mut cmd = Command::new("g++");
+        includes(cmd.arg(std).arg("-fsyntax-only").args(WARN)).arg(case);
+        eprintln!("$ {}", show(&cmd));
+        let out = cmd.output().map_err(|e| format!("cannot run g++: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let one_error = stderr.matches("error:").count() == 1;
+        if out.status.success()
+            || !stderr.contains("#error")
+            || !stderr.contains(want)
+            || !one_error
+            || stderr.lines().count() > 8
+        {
+            eprint!("{stderr}");
+            return Err(format!(
+                "{name} ({std}) must fail with exactly one #error {want:?} and a short output"
+            ));
+        }
+        println!("rejected as expected: {want}");
+        // The control: the same file as C++17 compiles.
+        run(includes(
+            Command::new("g++")
+                .arg("-std=c++17")
+                .arg("-fsyntax-only")
+                .args(WARN),
+        )
+        .arg(case))?;
+    }
+    Ok(())
 }
 
 fn compile_fail(work: &Path) -> Result {
@@ -458,6 +520,7 @@ pub fn test() -> Result {
     mkdir(&work)?;
     hygiene(&lib, &work)?;
     compile_fail(&work)?;
+    standard()?;
     suite(&lib, &work)?;
     examples(&work)?;
     println!("C++ projection: all checks passed");
