@@ -1,4 +1,4 @@
-// The C++ cells of the README's bad input census: invalid UTF-8, empty
+// The C++ cells of the bad input census (docs/reliability.md): invalid UTF-8, empty
 // strings, truncated tokens, a read-only store and a full disk.
 #include <doctest/doctest.h>
 #include <fcntl.h>

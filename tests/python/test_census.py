@@ -1,5 +1,5 @@
 """Bad input census, Python: the bad input classes that the other suites do
-not already pin down (the README's "Bad input census" names every test).
+not already pin down (the "Bad input census" of docs/reliability.md names every test).
 
 - NULL is ``None``: a TypeError from the argument conversion.
 - Text that is not valid UTF-8 is a ``str`` with lone surrogates: the

@@ -1,5 +1,5 @@
 //! Bad input census, Rust API: one test per bad input class that the other
-//! core suites do not already pin down (the README's "Bad input census"
+//! core suites do not already pin down (the "Bad input census" of docs/reliability.md
 //! names every test). Every assertion is on the stable `ErrorCode`, and
 //! every failed call must leave the store unchanged (the event log does not
 //! grow).
