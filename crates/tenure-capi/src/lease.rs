@@ -6,7 +6,7 @@ use std::ffi::{c_char, CString};
 use tenure::Lease;
 
 use crate::boundary::{boundary, boxed, buf_arg, copy_out, cstring, Handle};
-use crate::options::{lease_status, tenure_fact, tenure_job_state};
+use crate::options::{tenure_fact, tenure_job_state, tenure_lease_status};
 use crate::status::tenure_status;
 
 /// An owning lease on one job. Thread-safe. It holds a private secret that
@@ -53,7 +53,7 @@ accessors! {
         /// `lease` is NULL).
         fn tenure_lease_expires_us(lease) -> i64 = |l| l.lease.expires_us();
         /// The local status, a `tenure_lease_status` value (0 if `lease` is NULL).
-        fn tenure_lease_status_get(lease) -> u32 = |l| lease_status(l.lease.status()) as u32;
+        fn tenure_lease_status_get(lease) -> u32 = |l| tenure_lease_status::from(l.lease.status()) as u32;
     }
 }
 

@@ -7,13 +7,23 @@ use std::sync::Mutex;
 use tenure::{Event, ProductionView, PublishedFact};
 
 use crate::boundary::{cstring, opt_ptr};
-use crate::options::{job_state, tenure_job_state};
+use crate::options::tenure_job_state;
 
 /// One production of a [`tenure_production_list`].
 struct CProduction {
     name: CString,
     created_us: i64,
     cancelled_us: Option<i64>,
+}
+
+impl CProduction {
+    fn new(p: &ProductionView) -> CProduction {
+        CProduction {
+            name: cstring(&p.name),
+            created_us: p.created_us,
+            cancelled_us: p.cancelled_us,
+        }
+    }
 }
 
 /// A snapshot of the productions.
@@ -23,16 +33,8 @@ pub struct tenure_production_list {
 
 impl tenure_production_list {
     pub(crate) fn new(ps: &[ProductionView]) -> tenure_production_list {
-        tenure_production_list {
-            items: ps
-                .iter()
-                .map(|p| CProduction {
-                    name: cstring(&p.name),
-                    created_us: p.created_us,
-                    cancelled_us: p.cancelled_us,
-                })
-                .collect(),
-        }
+        let items = ps.iter().map(CProduction::new).collect();
+        tenure_production_list { items }
     }
 }
 
@@ -59,6 +61,16 @@ struct CFact {
     value: CString,
 }
 
+impl CFact {
+    fn new(f: &PublishedFact) -> CFact {
+        CFact {
+            job: cstring(&f.job),
+            key: cstring(&f.key),
+            value: cstring(&f.value),
+        }
+    }
+}
+
 /// A snapshot of published facts.
 pub struct tenure_fact_list {
     items: Vec<CFact>,
@@ -66,16 +78,8 @@ pub struct tenure_fact_list {
 
 impl tenure_fact_list {
     pub(crate) fn new(fs: &[PublishedFact]) -> tenure_fact_list {
-        tenure_fact_list {
-            items: fs
-                .iter()
-                .map(|f| CFact {
-                    job: cstring(&f.job),
-                    key: cstring(&f.key),
-                    value: cstring(&f.value),
-                })
-                .collect(),
-        }
+        let items = fs.iter().map(CFact::new).collect();
+        tenure_fact_list { items }
     }
 }
 
@@ -109,6 +113,24 @@ struct CEvent {
     detail: CString,
 }
 
+impl CEvent {
+    fn new(e: &Event) -> CEvent {
+        CEvent {
+            seq: e.seq,
+            at_us: e.at_us,
+            production: cstring(&e.production),
+            job: e.job.as_deref().map(cstring),
+            kind: kind_name(e.kind.as_str()),
+            state: e.state.map(tenure_job_state::from),
+            claim_id: e.claim_id.map(|c| cstring(&c.hyphenated().to_string())),
+            holder: e.holder.as_deref().map(cstring),
+            attempt: e.attempt.unwrap_or(0),
+            expires_us: e.expires_us,
+            detail: cstring(&e.detail),
+        }
+    }
+}
+
 /// A snapshot of events (never carries a secret).
 pub struct tenure_event_list {
     items: Vec<CEvent>,
@@ -116,24 +138,8 @@ pub struct tenure_event_list {
 
 impl tenure_event_list {
     pub(crate) fn new(es: &[Event]) -> tenure_event_list {
-        tenure_event_list {
-            items: es
-                .iter()
-                .map(|e| CEvent {
-                    seq: e.seq,
-                    at_us: e.at_us,
-                    production: cstring(&e.production),
-                    job: e.job.as_deref().map(cstring),
-                    kind: kind_name(e.kind.as_str()),
-                    state: e.state.map(job_state),
-                    claim_id: e.claim_id.map(|c| cstring(&c.hyphenated().to_string())),
-                    holder: e.holder.as_deref().map(cstring),
-                    attempt: e.attempt.unwrap_or(0),
-                    expires_us: e.expires_us,
-                    detail: cstring(&e.detail),
-                })
-                .collect(),
-        }
+        let items = es.iter().map(CEvent::new).collect();
+        tenure_event_list { items }
     }
 }
 

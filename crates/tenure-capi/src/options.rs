@@ -15,48 +15,70 @@ use crate::status::tenure_status;
 // Enumerations
 // ---------------------------------------------------------------------------
 
-/// A job's observed state. `TENURE_JOB_ANY` (0) is only meaningful as a
-/// listing filter.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum tenure_job_state {
-    /// No filter (listing queries only).
-    TENURE_JOB_ANY = 0,
-    /// Waiting to be claimed.
-    TENURE_JOB_REQUESTED = 1,
-    /// Held by an unexpired lease.
-    TENURE_JOB_CLAIMED = 2,
-    /// Claimed, but the lease expired; claimable again.
-    TENURE_JOB_EXPIRED = 3,
-    /// Completed; facts published.
-    TENURE_JOB_COMPLETED = 4,
-    /// Failed permanently or out of attempts.
-    TENURE_JOB_FAILED = 5,
-    /// Cancelled by a coordinator.
-    TENURE_JOB_CANCELLED = 6,
+/// A C enumeration with its conversions: `From` the core's enumeration
+/// `$core` (each variant marked `<= CoreVariant`; an unmarked variant, like
+/// `TENURE_JOB_ANY`, has no core counterpart), back with `to_core()`
+/// (`None` for an unmarked variant), and from a number with `from_u32()`.
+macro_rules! c_enum {
+    (@core $core:ident) => { None };
+    (@core $core:ident $from:ident) => { Some($core::$from) };
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident: $core:ident {
+            $( $(#[$doc:meta])* $variant:ident = $n:literal $(<= $from:ident)?, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(u32)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $( $(#[$doc])* $variant = $n, )*
+        }
+
+        impl From<$core> for $name {
+            fn from(v: $core) -> $name {
+                match v {
+                    $($( $core::$from => $name::$variant, )?)*
+                }
+            }
+        }
+
+        #[allow(dead_code)] // not every enumeration is read from C
+        impl $name {
+            /// The value with number `n`, if there is one.
+            pub(crate) fn from_u32(n: u32) -> Option<$name> {
+                [$($name::$variant),*].into_iter().find(|v| *v as u32 == n)
+            }
+
+            /// The core's value (`None` for a value only C has).
+            pub(crate) fn to_core(self) -> Option<$core> {
+                match self {
+                    $( $name::$variant => c_enum!(@core $core $($from)?), )*
+                }
+            }
+        }
+    };
 }
 
-pub(crate) fn job_state(s: JobState) -> tenure_job_state {
-    match s {
-        JobState::Requested => tenure_job_state::TENURE_JOB_REQUESTED,
-        JobState::Claimed => tenure_job_state::TENURE_JOB_CLAIMED,
-        JobState::Expired => tenure_job_state::TENURE_JOB_EXPIRED,
-        JobState::Completed => tenure_job_state::TENURE_JOB_COMPLETED,
-        JobState::Failed => tenure_job_state::TENURE_JOB_FAILED,
-        JobState::Cancelled => tenure_job_state::TENURE_JOB_CANCELLED,
+c_enum! {
+    /// A job's observed state. `TENURE_JOB_ANY` (0) is only meaningful as a
+    /// listing filter.
+    pub enum tenure_job_state: JobState {
+        /// No filter (listing queries only).
+        TENURE_JOB_ANY = 0,
+        /// Waiting to be claimed.
+        TENURE_JOB_REQUESTED = 1 <= Requested,
+        /// Held by an unexpired lease.
+        TENURE_JOB_CLAIMED = 2 <= Claimed,
+        /// Claimed, but the lease expired; claimable again.
+        TENURE_JOB_EXPIRED = 3 <= Expired,
+        /// Completed; facts published.
+        TENURE_JOB_COMPLETED = 4 <= Completed,
+        /// Failed permanently or out of attempts.
+        TENURE_JOB_FAILED = 5 <= Failed,
+        /// Cancelled by a coordinator.
+        TENURE_JOB_CANCELLED = 6 <= Cancelled,
     }
-}
-
-fn job_state_from(n: u32) -> R<Option<JobState>> {
-    Ok(match n {
-        0 => None,
-        n => Some(
-            JobState::ALL
-                .into_iter()
-                .find(|s| job_state(*s) as u32 == n)
-                .ok_or_else(|| invalid(format!("unknown job state number {n}")))?,
-        ),
-    })
 }
 
 /// A static name for a job state number (`"requested"`, ..., `"any"` for 0,
@@ -79,68 +101,46 @@ pub extern "C" fn tenure_job_state_name(state: u32) -> *const c_char {
         .as_ptr()
 }
 
-/// Local status of a lease handle.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum tenure_lease_status {
-    /// Minted in an edit that has not committed.
-    TENURE_LEASE_STATUS_PENDING = 1,
-    /// Committed; usable until it expires or is ended.
-    TENURE_LEASE_STATUS_ACTIVE = 2,
-    /// Ended by a successful release/fail/complete, or its edit failed.
-    TENURE_LEASE_STATUS_CLOSED = 3,
-}
-
-pub(crate) fn lease_status(s: LeaseStatus) -> tenure_lease_status {
-    match s {
-        LeaseStatus::Pending => tenure_lease_status::TENURE_LEASE_STATUS_PENDING,
-        LeaseStatus::Active => tenure_lease_status::TENURE_LEASE_STATUS_ACTIVE,
-        LeaseStatus::Closed => tenure_lease_status::TENURE_LEASE_STATUS_CLOSED,
+c_enum! {
+    /// Local status of a lease handle.
+    pub enum tenure_lease_status: LeaseStatus {
+        /// Minted in an edit that has not committed.
+        TENURE_LEASE_STATUS_PENDING = 1 <= Pending,
+        /// Committed; usable until it expires or is ended.
+        TENURE_LEASE_STATUS_ACTIVE = 2 <= Active,
+        /// Ended by a successful release/fail/complete, or its edit failed.
+        TENURE_LEASE_STATUS_CLOSED = 3 <= Closed,
     }
 }
 
-/// Outcome of an idempotent submission.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum tenure_submitted {
-    /// The job was new.
-    TENURE_SUBMITTED_CREATED = 1,
-    /// The same job with the same content existed; nothing changed.
-    TENURE_SUBMITTED_EXISTING = 2,
-}
-
-pub(crate) fn submitted(s: Submitted) -> tenure_submitted {
-    match s {
-        Submitted::Created => tenure_submitted::TENURE_SUBMITTED_CREATED,
-        Submitted::Existing => tenure_submitted::TENURE_SUBMITTED_EXISTING,
+c_enum! {
+    /// Outcome of an idempotent submission.
+    pub enum tenure_submitted: Submitted {
+        /// The job was new.
+        TENURE_SUBMITTED_CREATED = 1 <= Created,
+        /// The same job with the same content existed; nothing changed.
+        TENURE_SUBMITTED_EXISTING = 2 <= Existing,
     }
 }
 
-/// Outcome of a job cancel.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum tenure_cancelled {
-    /// The job moved to cancelled now.
-    TENURE_CANCELLED_NOW = 1,
-    /// It already was cancelled; nothing changed.
-    TENURE_CANCELLED_ALREADY = 2,
-}
-
-pub(crate) fn cancelled(c: Cancelled) -> tenure_cancelled {
-    match c {
-        Cancelled::Cancelled => tenure_cancelled::TENURE_CANCELLED_NOW,
-        Cancelled::AlreadyCancelled => tenure_cancelled::TENURE_CANCELLED_ALREADY,
+c_enum! {
+    /// Outcome of a job cancel.
+    pub enum tenure_cancelled: Cancelled {
+        /// The job moved to cancelled now.
+        TENURE_CANCELLED_NOW = 1 <= Cancelled,
+        /// It already was cancelled; nothing changed.
+        TENURE_CANCELLED_ALREADY = 2 <= AlreadyCancelled,
     }
 }
 
-/// SQLite `synchronous` setting of `tenure_open_options`.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum tenure_synchronous {
-    /// `synchronous=FULL` (the default).
-    TENURE_SYNCHRONOUS_FULL = 0,
-    /// `synchronous=NORMAL`.
-    TENURE_SYNCHRONOUS_NORMAL = 1,
+c_enum! {
+    /// SQLite `synchronous` setting of `tenure_open_options`.
+    pub enum tenure_synchronous: Synchronous {
+        /// `synchronous=FULL` (the default).
+        TENURE_SYNCHRONOUS_FULL = 0 <= Full,
+        /// `synchronous=NORMAL`.
+        TENURE_SYNCHRONOUS_NORMAL = 1 <= Normal,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -287,11 +287,9 @@ pub(crate) unsafe fn open_options(options: *const tenure_open_options) -> R<Opti
         return Ok(opts);
     }
     let o = read_sized(options, "options")?;
-    let sync = match o.synchronous {
-        n if n == tenure_synchronous::TENURE_SYNCHRONOUS_FULL as u32 => Synchronous::Full,
-        n if n == tenure_synchronous::TENURE_SYNCHRONOUS_NORMAL as u32 => Synchronous::Normal,
-        n => return Err(invalid(format!("unknown synchronous value {n}"))),
-    };
+    let sync = tenure_synchronous::from_u32(o.synchronous)
+        .and_then(tenure_synchronous::to_core)
+        .ok_or_else(|| invalid(format!("unknown synchronous value {}", o.synchronous)))?;
     if o.busy_timeout_us < 0 {
         return Err(invalid("`busy_timeout_us` must not be negative"));
     }
@@ -305,7 +303,9 @@ unsafe fn list_query(query: *const tenure_list_query) -> R<ListQuery> {
     let mut q = ListQuery::default();
     if !query.is_null() {
         let c = read_sized(query, "query")?;
-        q.state = job_state_from(c.state)?;
+        q.state = tenure_job_state::from_u32(c.state)
+            .ok_or_else(|| invalid(format!("unknown job state number {}", c.state)))?
+            .to_core();
         q.after = opt_str_arg(c.after, "query->after")?.map(str::to_owned);
         q.limit = c.limit;
     }

@@ -6,7 +6,7 @@ use std::ffi::{c_char, CString};
 use tenure::JobView;
 
 use crate::boundary::{cstring, opt_ptr};
-use crate::options::{job_state, tenure_job_state};
+use crate::options::tenure_job_state;
 
 /// A snapshot of one job. Immutable; thread-safe to read.
 pub struct tenure_job_view {
@@ -30,7 +30,7 @@ impl tenure_job_view {
         tenure_job_view {
             production: cstring(&v.production),
             job: cstring(&v.job),
-            state: job_state(v.state),
+            state: v.state.into(),
             attempts: v.attempts,
             max_attempts: v.max_attempts,
             priority: v.priority,
@@ -86,9 +86,8 @@ pub struct tenure_job_list {
 
 impl tenure_job_list {
     pub(crate) fn new(jobs: &[JobView]) -> tenure_job_list {
-        tenure_job_list {
-            items: jobs.iter().map(tenure_job_view::new).collect(),
-        }
+        let items = jobs.iter().map(tenure_job_view::new).collect();
+        tenure_job_list { items }
     }
 }
 

@@ -71,12 +71,12 @@ macro_rules! shared_writes {
             $(#[$submit_doc])*
             fn $submit($h: *const $ty, production: *const c_char, spec: *const tenure_job_spec)
                 -> out_submitted: *mut tenure_submitted =
-                $crate::options::submitted($crate::writer::Writer::submit($h, production, &spec)?);
+                tenure_submitted::from($crate::writer::Writer::submit($h, production, &spec)?);
 
             $(#[$cancel_doc])*
             fn $cancel($h: *const $ty, production: *const c_char, job: *const c_char)
                 -> out_cancelled: *mut tenure_cancelled =
-                $crate::options::cancelled($crate::writer::Writer::cancel($h, production, job)?);
+                tenure_cancelled::from($crate::writer::Writer::cancel($h, production, job)?);
 
             $(#[$claim_doc])*
             fn $claim(
@@ -152,13 +152,13 @@ macro_rules! lease_writes {
 
             $(#[$release_doc])*
             fn $release($($e: *const $ety,)? lease: *const tenure_lease)
-                -> out_state: *mut tenure_job_state = $crate::options::job_state(
+                -> out_state: *mut tenure_job_state = tenure_job_state::from(
                 $crate::writer::LeaseWriter::release(lease_writes!(@writer $($e)?), &lease.lease)?,
             );
 
             $(#[$fail_doc])*
             fn $fail($($e: *const $ety,)? lease: *const tenure_lease, reason: *const c_char, permanent: bool)
-                -> out_state: *mut tenure_job_state = $crate::options::job_state(
+                -> out_state: *mut tenure_job_state = tenure_job_state::from(
                 $crate::writer::LeaseWriter::fail(
                     lease_writes!(@writer $($e)?), &lease.lease, reason, permanent,
                 )?,
