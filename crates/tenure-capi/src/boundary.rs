@@ -383,6 +383,30 @@ macro_rules! accessors {
     };
 }
 
+/// A list handle: `pub struct H { items: Vec<Item> }`, built from a slice
+/// of the core's values by `Item::new`, followed by its `accessors!`.
+macro_rules! list_handle {
+    (
+        $(#[$doc:meta])*
+        pub struct $h:ident(Vec<$item:ident>) from $core:ty;
+        $($accessors:tt)*
+    ) => {
+        $(#[$doc])*
+        pub struct $h {
+            items: Vec<$item>,
+        }
+
+        impl $h {
+            pub(crate) fn new(values: &[$core]) -> $h {
+                let items = values.iter().map($item::new).collect();
+                $h { items }
+            }
+        }
+
+        accessors!($h { $($accessors)* });
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

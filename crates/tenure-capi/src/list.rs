@@ -26,32 +26,20 @@ impl CProduction {
     }
 }
 
-/// A snapshot of the productions.
-pub struct tenure_production_list {
-    items: Vec<CProduction>,
-}
-
-impl tenure_production_list {
-    pub(crate) fn new(ps: &[ProductionView]) -> tenure_production_list {
-        let items = ps.iter().map(CProduction::new).collect();
-        tenure_production_list { items }
-    }
-}
-
-accessors! {
-    tenure_production_list {
-        /// Free a production list (NULL is a no-op).
-        free tenure_production_list_free(list);
-        /// Number of productions.
-        fn tenure_production_list_len(list) -> usize = |l| l.items.len();
-        /// Name of production `index` (borrowed), or NULL if out of range.
-        fn tenure_production_list_name(list, index) -> *const c_char = |p| p.name.as_ptr();
-        /// Creation time of production `index` (µs since the epoch), 0 if out of range.
-        fn tenure_production_list_created_us(list, index) -> i64 = |p| p.created_us;
-        /// Cancellation time of production `index`: true and `*out_us` written if it
-        /// was cancelled, false otherwise.
-        fn tenure_production_list_cancelled_us(list, index, out_us) -> bool = |p| p.cancelled_us;
-    }
+list_handle! {
+    /// A snapshot of the productions.
+    pub struct tenure_production_list(Vec<CProduction>) from ProductionView;
+    /// Free a production list (NULL is a no-op).
+    free tenure_production_list_free(list);
+    /// Number of productions.
+    fn tenure_production_list_len(list) -> usize = |l| l.items.len();
+    /// Name of production `index` (borrowed), or NULL if out of range.
+    fn tenure_production_list_name(list, index) -> *const c_char = |p| p.name.as_ptr();
+    /// Creation time of production `index` (µs since the epoch), 0 if out of range.
+    fn tenure_production_list_created_us(list, index) -> i64 = |p| p.created_us;
+    /// Cancellation time of production `index`: true and `*out_us` written if it
+    /// was cancelled, false otherwise.
+    fn tenure_production_list_cancelled_us(list, index, out_us) -> bool = |p| p.cancelled_us;
 }
 
 /// One fact of a [`tenure_fact_list`].
@@ -71,31 +59,19 @@ impl CFact {
     }
 }
 
-/// A snapshot of published facts.
-pub struct tenure_fact_list {
-    items: Vec<CFact>,
-}
-
-impl tenure_fact_list {
-    pub(crate) fn new(fs: &[PublishedFact]) -> tenure_fact_list {
-        let items = fs.iter().map(CFact::new).collect();
-        tenure_fact_list { items }
-    }
-}
-
-accessors! {
-    tenure_fact_list {
-        /// Free a fact list (NULL is a no-op).
-        free tenure_fact_list_free(list);
-        /// Number of facts.
-        fn tenure_fact_list_len(list) -> usize = |l| l.items.len();
-        /// Job ID of fact `index` (borrowed), or NULL if out of range.
-        fn tenure_fact_list_job(list, index) -> *const c_char = |f| f.job.as_ptr();
-        /// Key of fact `index` (borrowed), or NULL if out of range.
-        fn tenure_fact_list_key(list, index) -> *const c_char = |f| f.key.as_ptr();
-        /// Value of fact `index` (borrowed), or NULL if out of range.
-        fn tenure_fact_list_value(list, index) -> *const c_char = |f| f.value.as_ptr();
-    }
+list_handle! {
+    /// A snapshot of published facts.
+    pub struct tenure_fact_list(Vec<CFact>) from PublishedFact;
+    /// Free a fact list (NULL is a no-op).
+    free tenure_fact_list_free(list);
+    /// Number of facts.
+    fn tenure_fact_list_len(list) -> usize = |l| l.items.len();
+    /// Job ID of fact `index` (borrowed), or NULL if out of range.
+    fn tenure_fact_list_job(list, index) -> *const c_char = |f| f.job.as_ptr();
+    /// Key of fact `index` (borrowed), or NULL if out of range.
+    fn tenure_fact_list_key(list, index) -> *const c_char = |f| f.key.as_ptr();
+    /// Value of fact `index` (borrowed), or NULL if out of range.
+    fn tenure_fact_list_value(list, index) -> *const c_char = |f| f.value.as_ptr();
 }
 
 /// One event of a [`tenure_event_list`].
@@ -131,18 +107,6 @@ impl CEvent {
     }
 }
 
-/// A snapshot of events (never carries a secret).
-pub struct tenure_event_list {
-    items: Vec<CEvent>,
-}
-
-impl tenure_event_list {
-    pub(crate) fn new(es: &[Event]) -> tenure_event_list {
-        let items = es.iter().map(CEvent::new).collect();
-        tenure_event_list { items }
-    }
-}
-
 /// Static C names of event kinds (leaked once per distinct kind name).
 fn kind_name(s: &'static str) -> &'static CStr {
     static NAMES: Mutex<Vec<&'static CStr>> = Mutex::new(Vec::new());
@@ -155,37 +119,37 @@ fn kind_name(s: &'static str) -> &'static CStr {
     c
 }
 
-accessors! {
-    tenure_event_list {
-        /// Free an event list (NULL is a no-op).
-        free tenure_event_list_free(list);
-        /// Number of events.
-        fn tenure_event_list_len(list) -> usize = |l| l.items.len();
-        /// Sequence number of event `index` (0 if out of range).
-        fn tenure_event_list_seq(list, index) -> u64 = |e| e.seq;
-        /// Time of event `index` (µs since the epoch; 0 if out of range).
-        fn tenure_event_list_at_us(list, index) -> i64 = |e| e.at_us;
-        /// Production of event `index` (borrowed), or NULL if out of range.
-        fn tenure_event_list_production(list, index) -> *const c_char = |e| e.production.as_ptr();
-        /// Job of event `index` (borrowed), or NULL (production events, out of range).
-        fn tenure_event_list_job(list, index) -> *const c_char = |e| opt_ptr(&e.job);
-        /// Kind of event `index` as a static snake_case name (`"claimed"`,
-        /// `"completed"`, ...; later versions may add kinds), or NULL if out of range.
-        fn tenure_event_list_kind(list, index) -> *const c_char = |e| e.kind.as_ptr();
-        /// The job's stored state after event `index` (`tenure_job_state`), or 0
-        /// for production events / out of range.
-        fn tenure_event_list_state(list, index) -> u32 = |e| e.state.map_or(0, |s| s as u32);
-        /// Claim ID involved in event `index` (36-character text, borrowed), or NULL.
-        fn tenure_event_list_claim_id(list, index) -> *const c_char = |e| opt_ptr(&e.claim_id);
-        /// Holder involved in event `index` (borrowed), or NULL.
-        fn tenure_event_list_holder(list, index) -> *const c_char = |e| opt_ptr(&e.holder);
-        /// Attempt number involved in event `index` (1-based), or 0 if none.
-        fn tenure_event_list_attempt(list, index) -> u32 = |e| e.attempt;
-        /// Lease expiry after event `index`: true and `*out_us` written if a lease
-        /// is live, false otherwise.
-        fn tenure_event_list_expires_us(list, index, out_us) -> bool = |e| e.expires_us;
-        /// Short human detail of event `index` (failure reason, cancel note;
-        /// borrowed, possibly empty), or NULL if out of range.
-        fn tenure_event_list_detail(list, index) -> *const c_char = |e| e.detail.as_ptr();
-    }
+list_handle! {
+    /// A snapshot of events (never carries a secret).
+    pub struct tenure_event_list(Vec<CEvent>) from Event;
+    /// Free an event list (NULL is a no-op).
+    free tenure_event_list_free(list);
+    /// Number of events.
+    fn tenure_event_list_len(list) -> usize = |l| l.items.len();
+    /// Sequence number of event `index` (0 if out of range).
+    fn tenure_event_list_seq(list, index) -> u64 = |e| e.seq;
+    /// Time of event `index` (µs since the epoch; 0 if out of range).
+    fn tenure_event_list_at_us(list, index) -> i64 = |e| e.at_us;
+    /// Production of event `index` (borrowed), or NULL if out of range.
+    fn tenure_event_list_production(list, index) -> *const c_char = |e| e.production.as_ptr();
+    /// Job of event `index` (borrowed), or NULL (production events, out of range).
+    fn tenure_event_list_job(list, index) -> *const c_char = |e| opt_ptr(&e.job);
+    /// Kind of event `index` as a static snake_case name (`"claimed"`,
+    /// `"completed"`, ...; later versions may add kinds), or NULL if out of range.
+    fn tenure_event_list_kind(list, index) -> *const c_char = |e| e.kind.as_ptr();
+    /// The job's stored state after event `index` (`tenure_job_state`), or 0
+    /// for production events / out of range.
+    fn tenure_event_list_state(list, index) -> u32 = |e| e.state.map_or(0, |s| s as u32);
+    /// Claim ID involved in event `index` (36-character text, borrowed), or NULL.
+    fn tenure_event_list_claim_id(list, index) -> *const c_char = |e| opt_ptr(&e.claim_id);
+    /// Holder involved in event `index` (borrowed), or NULL.
+    fn tenure_event_list_holder(list, index) -> *const c_char = |e| opt_ptr(&e.holder);
+    /// Attempt number involved in event `index` (1-based), or 0 if none.
+    fn tenure_event_list_attempt(list, index) -> u32 = |e| e.attempt;
+    /// Lease expiry after event `index`: true and `*out_us` written if a lease
+    /// is live, false otherwise.
+    fn tenure_event_list_expires_us(list, index, out_us) -> bool = |e| e.expires_us;
+    /// Short human detail of event `index` (failure reason, cancel note;
+    /// borrowed, possibly empty), or NULL if out of range.
+    fn tenure_event_list_detail(list, index) -> *const c_char = |e| e.detail.as_ptr();
 }

@@ -79,27 +79,15 @@ accessors! {
     }
 }
 
-/// One page of job views.
-pub struct tenure_job_list {
-    items: Vec<tenure_job_view>,
-}
-
-impl tenure_job_list {
-    pub(crate) fn new(jobs: &[JobView]) -> tenure_job_list {
-        let items = jobs.iter().map(tenure_job_view::new).collect();
-        tenure_job_list { items }
-    }
-}
-
-accessors! {
-    tenure_job_list {
-        /// Free a job list (NULL is a no-op); views obtained from it die with it.
-        free tenure_job_list_free(list);
-        /// Number of jobs in the page.
-        fn tenure_job_list_len(list) -> usize = |l| l.items.len();
-        /// The job view at `index` (borrowed from the list: do not free it), or
-        /// NULL if out of range.
-        fn tenure_job_list_get(list, index) -> *const tenure_job_view =
-            |v| v as *const tenure_job_view;
-    }
+list_handle! {
+    /// One page of job views.
+    pub struct tenure_job_list(Vec<tenure_job_view>) from JobView;
+    /// Free a job list (NULL is a no-op); views obtained from it die with it.
+    free tenure_job_list_free(list);
+    /// Number of jobs in the page.
+    fn tenure_job_list_len(list) -> usize = |l| l.items.len();
+    /// The job view at `index` (borrowed from the list: do not free it), or
+    /// NULL if out of range.
+    fn tenure_job_list_get(list, index) -> *const tenure_job_view =
+        |v| v as *const tenure_job_view;
 }
