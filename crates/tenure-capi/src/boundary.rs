@@ -1,13 +1,14 @@
 //! The boundary every export goes through, the argument readers and the
-//! accessor generator.
+//! macros that write the exports.
 //!
 //! - [`boundary`] wraps every status-returning export: it catches panics,
 //!   maps core errors to `tenure_status` and records the last-error message.
 //! - [`value`] wraps every accessor that returns a plain value.
 //! - `arg_ref!`, `arg_out!` and `arg_str!` read one pointer argument and
-//!   name it in the error message.
-//! - `accessors!` generates the `_free`, `_len`, field and item accessors of
-//!   the snapshot handles from one line each.
+//!   name it in the error message; [`Arg`] does the same for `export!`.
+//! - `export!` writes a status-returning export from its signature and one
+//!   expression; `accessors!` and `list_handle!` write the `_free`, `_len`,
+//!   field and item accessors of the snapshot handles from one line each.
 
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};

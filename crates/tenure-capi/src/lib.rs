@@ -7,13 +7,14 @@
 //! of the modules below, so the order of the `mod` lines is part of the
 //! header.
 //!
-//! - `boundary`: the one panic/error boundary, argument helpers and the
-//!   macros that read arguments and generate accessors;
+//! - `boundary`: the one panic/error boundary, the argument readers and the
+//!   macros that write the exports and accessors;
 //! - `status`: `tenure_status` and the per-thread last-error message;
 //! - `options`: enumerations, the size-versioned input structs and their
 //!   conversion to core types;
-//! - `writer`: the write operations `tenure_authority_*` and
-//!   `tenure_edit_*` share, defined once;
+//! - `writer`: the operations `tenure_authority_*` and `tenure_edit_*`
+//!   share, and those `tenure_lease_*` and `tenure_edit_*` share, each
+//!   defined once;
 //! - `authority`, `lease`, `edit`: the handles and their operations;
 //! - `view`, `list`: immutable snapshots read through accessors.
 //!
