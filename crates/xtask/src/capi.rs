@@ -123,11 +123,16 @@ fn cbindgen() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// Some exports are written by macros, so cbindgen reads the crate with its
+/// macros expanded (`[parse.expand]` in `cbindgen.toml`): it runs
+/// `cargo rustc -- -Zunpretty=expanded`, which the stable toolchain allows
+/// with `RUSTC_BOOTSTRAP=1`.
 fn generate_header(out: &Path) -> Result {
     let bin = cbindgen()?;
     let crate_dir = root().join("crates/tenure-capi");
     run(Command::new(bin)
         .current_dir(root())
+        .env("RUSTC_BOOTSTRAP", "1")
         .arg("--quiet")
         .arg("--config")
         .arg(crate_dir.join("cbindgen.toml"))

@@ -1,0 +1,201 @@
+//! `tenure_authority`: an open store and the operations run on it directly.
+
+use std::ffi::c_char;
+
+use tenure::Authority;
+
+use crate::boundary::{boundary, boxed, buf_arg, copy_out, free_box, Handle};
+use crate::lease::tenure_lease;
+use crate::list::{tenure_event_list, tenure_fact_list, tenure_production_list};
+use crate::options::{
+    open_options, tenure_cancelled, tenure_job_spec, tenure_list_query, tenure_open_options,
+    tenure_submitted,
+};
+use crate::status::tenure_status;
+use crate::view::{tenure_job_list, tenure_job_view};
+
+/// An open store. Thread-safe: share one handle between threads.
+pub struct tenure_authority {
+    pub(crate) inner: Authority,
+}
+
+impl Handle for tenure_authority {}
+
+/// Open or create the store at `path` (UTF-8). `options` may be NULL for the
+/// defaults. On success `*out` receives a handle to free with
+/// `tenure_authority_free()`. A store newer than this library is refused
+/// untouched (`TENURE_SCHEMA_TOO_NEW`); a foreign or corrupt file is
+/// `TENURE_STORE`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_authority_open(
+    path: *const c_char,
+    options: *const tenure_open_options,
+    out: *mut *mut tenure_authority,
+) -> tenure_status {
+    boundary(|| {
+        let path = arg_str!(path);
+        let out = arg_out!(out);
+        let opts = open_options(options)?;
+        let auth = Authority::open(path, &opts)?;
+        out.write(boxed(tenure_authority { inner: auth }));
+        Ok(())
+    })
+}
+
+/// Close a handle (NULL is a no-op). Leases and edits made from it stay
+/// valid and must be freed separately.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_authority_free(authority: *mut tenure_authority) {
+    free_box(authority)
+}
+
+shared_writes! {
+    authority: tenure_authority;
+    /// Create a production. `*out_created` is true if it was new, false if it
+    /// already existed.
+    create_production: tenure_authority_create_production;
+    /// Cancel every non-terminal job of a production and refuse new
+    /// submissions; `*out_cancelled` receives how many jobs were cancelled.
+    cancel_production: tenure_authority_cancel_production;
+    /// Submit one job. `*out_submitted` is a `tenure_submitted` value. The same
+    /// ID with the same content is `TENURE_SUBMITTED_EXISTING`; different
+    /// content is `TENURE_CONFLICT`.
+    submit: tenure_authority_submit;
+    /// Coordinator cancel of one job; `*out_cancelled` is a `tenure_cancelled`
+    /// value. A completed or failed job is `TENURE_JOB_TERMINAL`.
+    cancel: tenure_authority_cancel;
+    /// Claim a named job for `ttl_us` microseconds (1 ..= 86 400 000 000).
+    /// `*out_lease` receives an active lease to free with `tenure_lease_free()`.
+    claim: tenure_authority_claim;
+    /// Claim the next claimable job of a production (highest priority, then
+    /// oldest). `TENURE_NO_JOB_AVAILABLE` when there is none.
+    claim_next: tenure_authority_claim_next;
+}
+
+export! {
+    /// Turn a token from `tenure_lease_export_token()` (a NUL-terminated string,
+    /// trailing whitespace ignored) back into an active lease, after checking
+    /// it against the store's current claim, state and expiry. Text that is not
+    /// UTF-8 is `TENURE_INVALID_ARGUMENT`; otherwise the statuses are distinct:
+    /// `TENURE_TOKEN_MALFORMED`, `TENURE_TOKEN_TOO_LARGE` (over 2048 bytes),
+    /// `TENURE_TOKEN_UNSUPPORTED_VERSION`, `TENURE_STALE_LEASE`,
+    /// `TENURE_LEASE_EXPIRED`, `TENURE_LEASE_CLOSED`, `TENURE_CANCELLED`, ...
+    fn tenure_authority_import_lease(authority: *const tenure_authority, token: *const c_char)
+        -> out_lease: *mut *mut tenure_lease =
+        // Every token rule (size bound included) is the core's.
+        tenure_lease::boxed(authority.inner.import_lease(token)?);
+
+    /// Observe one job; `*out_view` receives a snapshot to free with
+    /// `tenure_job_view_free()`.
+    fn tenure_authority_job(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        job: *const c_char,
+    ) -> out_view: *mut *mut tenure_job_view =
+        boxed(tenure_job_view::new(&authority.inner.job(production, job)?));
+}
+
+/// Copy a job's payload into `buf` (`cap` bytes; `buf` may be NULL when
+/// `cap` is 0). `*out_len` receives the payload length; if `cap` is smaller,
+/// nothing is copied and `TENURE_INVALID_ARGUMENT` is returned with
+/// `*out_len` set to the required size.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_authority_payload(
+    authority: *const tenure_authority,
+    production: *const c_char,
+    job: *const c_char,
+    buf: *mut u8,
+    cap: usize,
+    out_len: *mut usize,
+) -> tenure_status {
+    boundary(|| {
+        let a = arg_ref!(authority);
+        let (p, j) = (arg_str!(production), arg_str!(job));
+        buf_arg(buf, cap)?;
+        let out = arg_out!(out_len);
+        let payload = a.inner.payload(p, j)?;
+        copy_out(&payload, false, buf, cap, out, "payload")
+    })
+}
+
+export! {
+    /// List a production's jobs in job-ID order, a page at a time. `query` may
+    /// be NULL (all states, first page of 100). For the next page, pass the
+    /// last job ID of this page as `query->after`. `*out_list` receives a
+    /// snapshot to free with `tenure_job_list_free()`.
+    fn tenure_authority_jobs(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        query: *const tenure_list_query,
+    ) -> out_list: *mut *mut tenure_job_list =
+        boxed(tenure_job_list::new(&authority.inner.jobs(production, &query)?));
+
+    /// All productions, by name; free the list with `tenure_production_list_free()`.
+    fn tenure_authority_productions(authority: *const tenure_authority)
+        -> out_list: *mut *mut tenure_production_list =
+        boxed(tenure_production_list::new(&authority.inner.productions()?));
+
+    /// Facts published by one job's completion, provenance (`tenure.*` keys)
+    /// included; free with `tenure_fact_list_free()`.
+    fn tenure_authority_facts(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        job: *const c_char,
+    ) -> out_list: *mut *mut tenure_fact_list =
+        boxed(tenure_fact_list::new(&authority.inner.facts(production, job)?));
+
+    /// Every fact of a production, by job; free with `tenure_fact_list_free()`.
+    fn tenure_authority_production_facts(
+        authority: *const tenure_authority,
+        production: *const c_char,
+    ) -> out_list: *mut *mut tenure_fact_list =
+        boxed(tenure_fact_list::new(&authority.inner.production_facts(production)?));
+
+    /// Events with a sequence number greater than `after`, oldest first, at most
+    /// `limit` (0 = 100, capped at 10 000). Page by passing the last sequence
+    /// number seen. Free with `tenure_event_list_free()`.
+    fn tenure_authority_events(authority: *const tenure_authority, after: u64, limit: usize)
+        -> out_list: *mut *mut tenure_event_list =
+        boxed(tenure_event_list::new(&authority.inner.events(after, limit)?));
+
+    /// Events of one production (see `tenure_authority_events()`).
+    fn tenure_authority_production_events(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        after: u64,
+        limit: usize,
+    ) -> out_list: *mut *mut tenure_event_list = boxed(tenure_event_list::new(
+        &authority.inner.production_events(production, after, limit)?,
+    ));
+}
+
+/// The authority's clock reading, its durable high-water mark (both µs since
+/// the Unix epoch) and whether guarded operations are currently refused
+/// because the clock reads below the mark.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_authority_clock(
+    authority: *const tenure_authority,
+    out_now_us: *mut i64,
+    out_mark_us: *mut i64,
+    out_blocked: *mut bool,
+) -> tenure_status {
+    boundary(|| {
+        let a = arg_ref!(authority);
+        let now = arg_out!(out_now_us);
+        let mark = arg_out!(out_mark_us);
+        let blocked = arg_out!(out_blocked);
+        let c = a.inner.clock()?;
+        now.write(c.now_us);
+        mark.write(c.mark_us);
+        blocked.write(c.blocked);
+        Ok(())
+    })
+}
+
+export! {
+    /// Run the offline invariant checker; `*out_violations` receives the number
+    /// of violations found (0 means consistent; the texts are available from the
+    /// CLI's `check`).
+    fn tenure_authority_check(authority: *const tenure_authority)
+        -> out_violations: *mut u64 = authority.inner.check()?.violations.len() as u64;
+}

@@ -1,0 +1,155 @@
+//! `tenure_production_list`, `tenure_fact_list` and `tenure_event_list`:
+//! immutable snapshots read through accessors by index.
+
+use std::ffi::{c_char, CStr, CString};
+use std::sync::Mutex;
+
+use tenure::{Event, ProductionView, PublishedFact};
+
+use crate::boundary::{cstring, opt_ptr};
+use crate::options::tenure_job_state;
+
+/// One production of a [`tenure_production_list`].
+struct CProduction {
+    name: CString,
+    created_us: i64,
+    cancelled_us: Option<i64>,
+}
+
+impl CProduction {
+    fn new(p: &ProductionView) -> CProduction {
+        CProduction {
+            name: cstring(&p.name),
+            created_us: p.created_us,
+            cancelled_us: p.cancelled_us,
+        }
+    }
+}
+
+list_handle! {
+    /// A snapshot of the productions.
+    pub struct tenure_production_list(Vec<CProduction>) from ProductionView;
+    /// Free a production list (NULL is a no-op).
+    free tenure_production_list_free(list);
+    /// Number of productions.
+    fn tenure_production_list_len(list) -> usize = |l| l.items.len();
+    /// Name of production `index` (borrowed), or NULL if out of range.
+    fn tenure_production_list_name(list, index) -> *const c_char = |p| p.name.as_ptr();
+    /// Creation time of production `index` (µs since the epoch), 0 if out of range.
+    fn tenure_production_list_created_us(list, index) -> i64 = |p| p.created_us;
+    /// Cancellation time of production `index`: true and `*out_us` written if it
+    /// was cancelled, false otherwise.
+    fn tenure_production_list_cancelled_us(list, index, out_us) -> bool = |p| p.cancelled_us;
+}
+
+/// One fact of a [`tenure_fact_list`].
+struct CFact {
+    job: CString,
+    key: CString,
+    value: CString,
+}
+
+impl CFact {
+    fn new(f: &PublishedFact) -> CFact {
+        CFact {
+            job: cstring(&f.job),
+            key: cstring(&f.key),
+            value: cstring(&f.value),
+        }
+    }
+}
+
+list_handle! {
+    /// A snapshot of published facts.
+    pub struct tenure_fact_list(Vec<CFact>) from PublishedFact;
+    /// Free a fact list (NULL is a no-op).
+    free tenure_fact_list_free(list);
+    /// Number of facts.
+    fn tenure_fact_list_len(list) -> usize = |l| l.items.len();
+    /// Job ID of fact `index` (borrowed), or NULL if out of range.
+    fn tenure_fact_list_job(list, index) -> *const c_char = |f| f.job.as_ptr();
+    /// Key of fact `index` (borrowed), or NULL if out of range.
+    fn tenure_fact_list_key(list, index) -> *const c_char = |f| f.key.as_ptr();
+    /// Value of fact `index` (borrowed), or NULL if out of range.
+    fn tenure_fact_list_value(list, index) -> *const c_char = |f| f.value.as_ptr();
+}
+
+/// One event of a [`tenure_event_list`].
+struct CEvent {
+    seq: u64,
+    at_us: i64,
+    production: CString,
+    job: Option<CString>,
+    kind: &'static CStr,
+    state: Option<tenure_job_state>,
+    claim_id: Option<CString>,
+    holder: Option<CString>,
+    attempt: u32,
+    expires_us: Option<i64>,
+    detail: CString,
+}
+
+impl CEvent {
+    fn new(e: &Event) -> CEvent {
+        CEvent {
+            seq: e.seq,
+            at_us: e.at_us,
+            production: cstring(&e.production),
+            job: e.job.as_deref().map(cstring),
+            kind: kind_name(e.kind.as_str()),
+            state: e.state.map(tenure_job_state::from),
+            claim_id: e.claim_id.map(|c| cstring(&c.hyphenated().to_string())),
+            holder: e.holder.as_deref().map(cstring),
+            attempt: e.attempt.unwrap_or(0),
+            expires_us: e.expires_us,
+            detail: cstring(&e.detail),
+        }
+    }
+}
+
+/// Static C names of event kinds (leaked once per distinct kind name).
+fn kind_name(s: &'static str) -> &'static CStr {
+    static NAMES: Mutex<Vec<&'static CStr>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(c) = names.iter().find(|c| c.to_bytes() == s.as_bytes()) {
+        return c;
+    }
+    let c: &'static CStr = Box::leak(cstring(s).into_boxed_c_str());
+    names.push(c);
+    c
+}
+
+list_handle! {
+    /// A snapshot of events (never carries a secret).
+    pub struct tenure_event_list(Vec<CEvent>) from Event;
+    /// Free an event list (NULL is a no-op).
+    free tenure_event_list_free(list);
+    /// Number of events.
+    fn tenure_event_list_len(list) -> usize = |l| l.items.len();
+    /// Sequence number of event `index` (0 if out of range).
+    fn tenure_event_list_seq(list, index) -> u64 = |e| e.seq;
+    /// Time of event `index` (µs since the epoch; 0 if out of range).
+    fn tenure_event_list_at_us(list, index) -> i64 = |e| e.at_us;
+    /// Production of event `index` (borrowed), or NULL if out of range.
+    fn tenure_event_list_production(list, index) -> *const c_char = |e| e.production.as_ptr();
+    /// Job of event `index` (borrowed), or NULL (production events, out of range).
+    fn tenure_event_list_job(list, index) -> *const c_char = |e| opt_ptr(&e.job);
+    /// Kind of event `index` as a static snake_case name (`"claimed"`,
+    /// `"completed"`, ...; later versions may add kinds), or NULL if out of range.
+    fn tenure_event_list_kind(list, index) -> *const c_char = |e| e.kind.as_ptr();
+    /// The job's stored state after event `index` (`tenure_job_state`), or 0
+    /// for production events / out of range.
+    fn tenure_event_list_state(list, index) -> u32 = |e| e.state.map_or(0, |s| s as u32);
+    /// Claim ID involved in event `index` (36-character text, borrowed), or NULL.
+    fn tenure_event_list_claim_id(list, index) -> *const c_char = |e| opt_ptr(&e.claim_id);
+    /// Holder involved in event `index` (borrowed), or NULL.
+    fn tenure_event_list_holder(list, index) -> *const c_char = |e| opt_ptr(&e.holder);
+    /// Attempt number involved in event `index` (1-based), or 0 if none.
+    fn tenure_event_list_attempt(list, index) -> u32 = |e| e.attempt;
+    /// Lease expiry after event `index`: true and `*out_us` written if a lease
+    /// is live, false otherwise.
+    fn tenure_event_list_expires_us(list, index, out_us) -> bool = |e| e.expires_us;
+    /// Short human detail of event `index` (failure reason, cancel note;
+    /// borrowed, possibly empty), or NULL if out of range.
+    fn tenure_event_list_detail(list, index) -> *const c_char = |e| e.detail.as_ptr();
+}

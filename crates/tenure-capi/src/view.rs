@@ -1,0 +1,93 @@
+//! `tenure_job_view` and `tenure_job_list`: immutable snapshots of jobs,
+//! read through accessors.
+
+use std::ffi::{c_char, CString};
+
+use tenure::JobView;
+
+use crate::boundary::{cstring, opt_ptr};
+use crate::options::tenure_job_state;
+
+/// A snapshot of one job. Immutable; thread-safe to read.
+pub struct tenure_job_view {
+    production: CString,
+    job: CString,
+    state: tenure_job_state,
+    attempts: u32,
+    max_attempts: u32,
+    priority: i32,
+    holder: Option<CString>,
+    claim_id: Option<CString>,
+    expires_us: Option<i64>,
+    created_us: i64,
+    updated_us: i64,
+    payload_len: u64,
+    last_error: Option<CString>,
+}
+
+impl tenure_job_view {
+    pub(crate) fn new(v: &JobView) -> tenure_job_view {
+        tenure_job_view {
+            production: cstring(&v.production),
+            job: cstring(&v.job),
+            state: v.state.into(),
+            attempts: v.attempts,
+            max_attempts: v.max_attempts,
+            priority: v.priority,
+            holder: v.holder.as_deref().map(cstring),
+            claim_id: v.claim_id.map(|c| cstring(&c.hyphenated().to_string())),
+            expires_us: v.expires_us,
+            created_us: v.created_us,
+            updated_us: v.updated_us,
+            payload_len: v.payload_len,
+            last_error: v.last_error.as_deref().map(cstring),
+        }
+    }
+}
+
+accessors! {
+    tenure_job_view {
+        /// Free a job view (NULL is a no-op).
+        free tenure_job_view_free(view);
+        /// Production ID (borrowed).
+        fn tenure_job_view_production(v) -> *const c_char = |v| v.production.as_ptr();
+        /// Job ID (borrowed).
+        fn tenure_job_view_job(v) -> *const c_char = |v| v.job.as_ptr();
+        /// Observed state, a `tenure_job_state` value (0 if `v` is NULL).
+        fn tenure_job_view_state(v) -> u32 = |v| v.state as u32;
+        /// Claims made so far.
+        fn tenure_job_view_attempts(v) -> u32 = |v| v.attempts;
+        /// Claims allowed.
+        fn tenure_job_view_max_attempts(v) -> u32 = |v| v.max_attempts;
+        /// Priority.
+        fn tenure_job_view_priority(v) -> i32 = |v| v.priority;
+        /// Holder of the latest claim (borrowed), or NULL if never claimed.
+        fn tenure_job_view_holder(v) -> *const c_char = |v| opt_ptr(&v.holder);
+        /// Claim ID of the latest claim as 36-character UUID text (borrowed), or NULL.
+        fn tenure_job_view_claim_id(v) -> *const c_char = |v| opt_ptr(&v.claim_id);
+        /// Expiry of the latest claim (µs since the epoch): returns true and writes
+        /// `*out_us` if there is one, false (nothing written) otherwise.
+        fn tenure_job_view_expires_us(v, out_us) -> bool = |v| v.expires_us;
+        /// Submission time (µs since the epoch).
+        fn tenure_job_view_created_us(v) -> i64 = |v| v.created_us;
+        /// Time of the latest change (µs since the epoch).
+        fn tenure_job_view_updated_us(v) -> i64 = |v| v.updated_us;
+        /// Payload size in bytes.
+        fn tenure_job_view_payload_len(v) -> u64 = |v| v.payload_len;
+        /// The reason given by the latest failure (borrowed), or NULL.
+        fn tenure_job_view_last_error(v) -> *const c_char = |v| opt_ptr(&v.last_error);
+    }
+}
+
+list_handle! {
+    /// One page of job views.
+    pub struct tenure_job_list(Vec<tenure_job_view>) from JobView;
+    /// Free a job list (NULL is a no-op); views obtained from it die with it.
+    free tenure_job_list_free(list);
+    /// Number of jobs in the page.
+    fn tenure_job_list_len(list) -> usize = |l| l.items.len();
+    /// The job view at `index` (borrowed from the list: do not free it), or
+    /// NULL if out of range.
+    fn tenure_job_list_get(list, index) -> *const tenure_job_view =
+        |v| v as *const tenure_job_view;
+}
