@@ -34,7 +34,14 @@ Conventions of this package:
 * Every error is a :class:`TenureError` subclass carrying ``code``, the same
   stable number as the C ABI's status (see :func:`error_class`).
 * States, statuses and event kinds are lower-case strings; times are integer
-  microseconds since the Unix epoch (``*_us`` attributes).
+  microseconds since the Unix epoch (``*_us`` attributes), each with an aware
+  UTC ``datetime`` beside it (``*_at``: ``expires_at``, ``created_at``,
+  ``updated_at``, ``cancelled_at``, ``Event.at``, ``ClockReading.now_at`` /
+  ``mark_at``), exact to the microsecond (built with integer ``timedelta``
+  arithmetic, never a float). ``datetime`` covers years 1..9999; a time
+  outside that (never a real clock reading) raises ``OverflowError`` from the
+  ``*_at`` attribute while ``*_us`` still holds it.
+* :mod:`tenure.aio` is the asyncio API over the same objects.
 * Store calls release the GIL; ``Authority`` and ``Lease`` are safe to share
   between threads. They are not usable in a child process after
   ``os.fork()``: they raise ``InvalidArgument`` there (never touching the

@@ -15,6 +15,49 @@ use tenure::{Error, JobState, Ttl};
 
 static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static FSENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static EPOCH: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// An aware UTC `datetime.datetime` for microseconds since the Unix epoch:
+/// `datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)`,
+/// integer arithmetic only, so the value is exact (no float rounding).
+/// `datetime` covers the years 1 ..= 9999: a time outside that range
+/// (never a reading of a real clock) raises `OverflowError`; the `*_us`
+/// integer beside it always holds the exact value.
+pub fn utc(py: Python<'_>, us: i64) -> PyResult<Bound<'_, PyAny>> {
+    let epoch = EPOCH.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        let dt = py.import("datetime")?;
+        let utc = dt.getattr("timezone")?.getattr("utc")?;
+        let kw = PyDict::new(py);
+        kw.set_item("tzinfo", utc)?;
+        Ok(dt
+            .getattr("datetime")?
+            .call((1970, 1, 1), Some(&kw))?
+            .unbind())
+    })?;
+    let td = TIMEDELTA.import(py, "datetime", "timedelta")?;
+    let kw = PyDict::new(py);
+    kw.set_item("microseconds", us)?;
+    let delta = td.call((), Some(&kw))?;
+    epoch.bind(py).add(delta)
+}
+
+/// `utc(us)` for an optional time (`None` stays `None`).
+pub fn opt_utc(py: Python<'_>, us: Option<i64>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    us.map(|us| utc(py, us)).transpose()
+}
+
+/// The ISO 8601 text of `utc(us)` for `repr()` (quoted like a Python
+/// string), or `None` / `'out of range'`.
+pub fn utc_repr(py: Python<'_>, us: Option<i64>) -> String {
+    let Some(us) = us else {
+        return "None".into();
+    };
+    utc(py, us)
+        .and_then(|d| d.call_method0("isoformat"))
+        .and_then(|s| s.extract::<String>())
+        .map(|s| format!("'{s}'"))
+        .unwrap_or_else(|_| "'out of range'".into())
+}
 
 /// Exact microseconds of a `datetime.timedelta` (or subclass).
 ///

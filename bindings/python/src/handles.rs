@@ -384,7 +384,8 @@ impl Authority {
 /// An owning, production-bound lease on one job.
 ///
 /// Attribution (``production``, ``job``, ``claim_id``, ``attempt``,
-/// ``holder``), the expiry confirmed by the store (``expires_us``) and the
+/// ``holder``), the expiry confirmed by the store (``expires_us``, and as an
+/// aware UTC ``datetime``, ``expires_at``) and the
 /// local ``status`` (``"pending"``, ``"active"``, ``"closed"``) are readable;
 /// the secret is not: ``export_token()`` is the only way to get the
 /// credential, and ``repr()`` never shows it.
@@ -442,6 +443,11 @@ impl Lease {
     fn expires_us(&self) -> i64 {
         self.inner.expires_us()
     }
+    /// ``expires_us`` as an aware UTC ``datetime``.
+    #[getter]
+    fn expires_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::utc(py, self.inner.expires_us())
+    }
     /// Local status: ``"pending"`` until its edit commits, ``"active"``,
     /// ``"closed"`` after a successful release/fail/complete or a failed edit.
     #[getter]
@@ -492,16 +498,18 @@ impl Lease {
         Ok(t.expose().to_owned())
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         let l = &self.inner;
         format!(
-            "Lease(production={}, job={}, claim_id={}, attempt={}, holder={}, expires_us={}, status={})",
+            "Lease(production={}, job={}, claim_id={}, attempt={}, holder={}, expires_us={}, \
+             expires_at={}, status={})",
             q(l.production()),
             q(l.job()),
             q(&l.claim_id().to_string()),
             l.attempt(),
             q(l.holder()),
             l.expires_us(),
+            convert::utc_repr(py, Some(l.expires_us())),
             q(l.status().as_str())
         )
     }

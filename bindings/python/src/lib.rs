@@ -20,7 +20,8 @@
 //!   connections when collected there (see [`convert::ProcessBound`]).
 //! - Enumerations (job states, lease status, event kinds, submit/cancel
 //!   outcomes) are their stable lower-case core names as `str`; times are
-//!   integer microseconds since the Unix epoch (`*_us`).
+//!   integer microseconds since the Unix epoch (`*_us`), each with an aware
+//!   UTC `datetime` beside it (`*_at`, exact: see [`convert::utc`]).
 
 use pyo3::prelude::*;
 

@@ -1,7 +1,9 @@
 //! Read-only value classes: observations that carry attribution and expiry,
 //! never a secret. Times are integers of microseconds since the Unix epoch
-//! (`*_us`), exactly as the core reports them.
+//! (`*_us`), exactly as the core reports them, each with an aware UTC
+//! `datetime` beside it (`*_at`, see [`crate::convert::utc`]).
 
+use crate::convert::{opt_utc, utc, utc_repr};
 use pyo3::prelude::*;
 
 /// Quote text the way Python's `repr` does for plain strings.
@@ -110,10 +112,25 @@ pub struct JobView {
 
 #[pymethods]
 impl JobView {
-    fn __repr__(&self) -> String {
+    /// ``expires_us`` as an aware UTC ``datetime`` (None without a claim).
+    #[getter]
+    fn expires_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        opt_utc(py, self.expires_us)
+    }
+    /// ``created_us`` as an aware UTC ``datetime``.
+    #[getter]
+    fn created_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        utc(py, self.created_us)
+    }
+    /// ``updated_us`` as an aware UTC ``datetime``.
+    #[getter]
+    fn updated_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        utc(py, self.updated_us)
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "JobView(production={}, job={}, state={}, attempts={}, max_attempts={}, \
-             holder={}, claim_id={}, expires_us={})",
+             holder={}, claim_id={}, expires_us={}, expires_at={})",
             q(&self.production),
             q(&self.job),
             q(self.state),
@@ -121,7 +138,8 @@ impl JobView {
             self.max_attempts,
             opt_q(&self.holder),
             opt_q(&self.claim_id),
-            opt(&self.expires_us)
+            opt(&self.expires_us),
+            utc_repr(py, self.expires_us)
         )
     }
 }
@@ -189,11 +207,22 @@ pub struct Event {
 
 #[pymethods]
 impl Event {
-    fn __repr__(&self) -> String {
+    /// ``at_us`` as an aware UTC ``datetime``.
+    #[getter]
+    fn at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        utc(py, self.at_us)
+    }
+    /// ``expires_us`` as an aware UTC ``datetime`` (None without a live lease).
+    #[getter]
+    fn expires_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        opt_utc(py, self.expires_us)
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "Event(seq={}, kind={}, production={}, job={}, holder={}, claim_id={}, \
+            "Event(seq={}, at={}, kind={}, production={}, job={}, holder={}, claim_id={}, \
              attempt={}, expires_us={})",
             self.seq,
+            utc_repr(py, Some(self.at_us)),
             q(self.kind),
             q(&self.production),
             opt_q(&self.job),
@@ -240,12 +269,24 @@ pub struct ProductionView {
 
 #[pymethods]
 impl ProductionView {
-    fn __repr__(&self) -> String {
+    /// ``created_us`` as an aware UTC ``datetime``.
+    #[getter]
+    fn created_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        utc(py, self.created_us)
+    }
+    /// ``cancelled_us`` as an aware UTC ``datetime`` (None if not cancelled).
+    #[getter]
+    fn cancelled_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        opt_utc(py, self.cancelled_us)
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "ProductionView(name={}, created_us={}, cancelled_us={})",
+            "ProductionView(name={}, created_us={}, created_at={}, cancelled_us={}, cancelled_at={})",
             q(&self.name),
             self.created_us,
-            opt(&self.cancelled_us)
+            utc_repr(py, Some(self.created_us)),
+            opt(&self.cancelled_us),
+            utc_repr(py, self.cancelled_us)
         )
     }
 }
@@ -278,11 +319,23 @@ pub struct ClockReading {
 
 #[pymethods]
 impl ClockReading {
-    fn __repr__(&self) -> String {
+    /// ``now_us`` as an aware UTC ``datetime``.
+    #[getter]
+    fn now_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        utc(py, self.now_us)
+    }
+    /// ``mark_us`` as an aware UTC ``datetime``.
+    #[getter]
+    fn mark_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        utc(py, self.mark_us)
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "ClockReading(now_us={}, mark_us={}, blocked={})",
+            "ClockReading(now_us={}, now_at={}, mark_us={}, mark_at={}, blocked={})",
             self.now_us,
+            utc_repr(py, Some(self.now_us)),
             self.mark_us,
+            utc_repr(py, Some(self.mark_us)),
             if self.blocked { "True" } else { "False" }
         )
     }

@@ -1,0 +1,880 @@
+"""asyncio API over the same native objects as :mod:`tenure`.
+
+Every store call here is a coroutine that runs the native call on a worker
+thread, never on the event loop (the native calls release the GIL, so the
+loop keeps running while they wait for the writer lock or the disk). Results
+and exceptions are exactly the synchronous API's: the same value classes
+(``JobView``, ``Event``, ...) and the same :class:`tenure.TenureError`
+subclasses with the same ``code``. Standard library only.
+
+Quick reference::
+
+    from datetime import timedelta
+    from tenure import aio
+
+    async def main() -> None:
+        async with await aio.open("jobs.db") as auth:
+            await auth.create_production("nightly")
+            await auth.submit("nightly", "build-1", b"make all")
+            lease = await auth.claim_next("nightly", "worker-7", timedelta(seconds=30))
+            async with lease.keep_alive(timedelta(seconds=30)):
+                ...  # the work; renewed every 10 s on the loop, renewals off-loop
+            await lease.complete({"artifact": "build-1.tar"})
+
+Threads
+    An :class:`Authority` owns a ``ThreadPoolExecutor`` (``max_workers``
+    threads, 32 unless given); its calls and its leases' calls run there.
+    :meth:`Authority.aclose` (or leaving ``async with``) waits for hand-backs
+    and shuts the pool down; the native authority itself closes when it is
+    collected, as in the synchronous API.
+
+Edits
+    An edit holds the store's writer lock from its start to its commit or
+    abort, and its transaction lives on one connection: every call of an
+    :class:`Edit` - the ``edit()`` that begins it, each operation, the commit
+    or abort - runs in order on one dedicated thread that the edit starts
+    and ends. ``async with auth.edit() as e:`` commits when the block ends
+    normally and aborts when it raises (the exception propagates).
+
+Cancellation
+    A cancelled ``await`` does not stop a native call that already started
+    on its thread; it still commits. So every call that mints a lease is
+    cancellation-safe: if ``claim`` / ``claim_next`` is cancelled and the
+    claim then commits (or had committed while the task was being woken),
+    the new lease is released on the authority's pool, since the caller never
+    received it; if the call had not started yet it never runs. If the
+    release itself is refused the lease is already closed or expired;
+    ``Busy`` is retried three times, after which the lease is left to expire
+    (never renewed by anyone). :meth:`Authority.settle` waits for pending
+    hand-backs. ``import_lease`` is not released on cancellation: the caller
+    still holds the token. Inside an edit, a cancelled call leaves the edit
+    in an unknown state: the block should let ``CancelledError`` propagate
+    (the edit then aborts, and any lease the call minted stays pending and
+    closes); if the block swallows it, the edit aborts at the end of the block
+    anyway and :class:`EditInterrupted` is raised. Other calls (renew,
+    release, fail, complete, submit, ...) that are cancelled after they
+    started finish on their thread; their outcome shows in the store and in
+    :attr:`Lease.status`.
+
+Keepers
+    ``async with lease.keep_alive(ttl, every=...)`` renews the lease to
+    now + ``ttl`` every ``every`` (``ttl / 3`` unless given) from a task on the
+    event loop; each renewal runs on the pool. Leaving the block stops it: no
+    renewal starts after that, and one in flight is waited for. It stops on
+    the first refused renewal (any :class:`tenure.TenureError` but ``Busy``,
+    which is retried at the next tick); the error is kept in
+    :attr:`KeepAlive.error` and raised, with its own class and code, when
+    the block exits normally (an exception from the block itself takes
+    precedence). A keeper never releases: dropping the lease or leaving the
+    block writes nothing.
+
+Workers
+    :class:`Worker` runs ``concurrency`` tasks that each claim a job, run the
+    async handler under a keeper, and complete (the handler's facts) or fail
+    it (:class:`JobFailed` chooses retryable or permanent; any other exception
+    is a retryable failure). It stops on a stop ``asyncio.Event`` or when its
+    task is cancelled: no new claims, running handlers get ``grace`` to
+    finish, then are cancelled and their leases released. The wait for work
+    polls ``claim_next`` with a backoff (1 ms doubling to 100 ms); it is one
+    method, :meth:`Worker._next_lease`.
+
+Times
+    The value classes carry aware UTC ``datetime`` attributes beside the
+    integer microseconds (``expires_at`` beside ``expires_us``, ...), as in
+    the synchronous API; :attr:`Lease.expires_at` too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
+
+from tenure import _native
+
+if TYPE_CHECKING:
+    from typing_extensions import Literal, Self, TypeAlias
+
+    from tenure._native import _CancelOutcome, _EventKind, _Facts, _JobState, _LeaseStatus, _Submitted
+
+    _StorePath: TypeAlias = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+__all__ = [
+    "DEFAULT_MAX_WORKERS",
+    "Authority",
+    "Edit",
+    "EditInterrupted",
+    "Job",
+    "JobFailed",
+    "KeepAlive",
+    "Lease",
+    "Worker",
+    "WorkerStats",
+    "open",
+]
+
+T = TypeVar("T")
+
+DEFAULT_MAX_WORKERS = 32
+"""Threads of an :class:`Authority`'s pool unless ``max_workers`` is given."""
+
+_HANDBACK_BUSY_TRIES = 3
+
+
+def _quiet(fut: asyncio.Future[Any]) -> None:
+    """Mark an abandoned future's outcome as retrieved (no "never retrieved" log)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
+def _release_quietly(lease: _native.Lease) -> None:
+    """Hand a lease nobody received back to the store (see the module docs)."""
+    for _ in range(_HANDBACK_BUSY_TRIES):
+        try:
+            lease.release()
+            return
+        except _native.Busy:
+            continue
+        except _native.TenureError:
+            return  # already closed, stale or expired: nothing is held
+
+
+async def open(  # noqa: A001 - the module's entry point, like io.open
+    path: _StorePath,
+    *,
+    synchronous: Literal["full", "normal"] = "full",
+    busy_timeout: Optional[timedelta] = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+) -> Authority:
+    """Open (or create) a store off the event loop; the arguments are
+    :class:`tenure.Authority`'s, plus the pool size."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="tenure-aio")
+    loop = asyncio.get_running_loop()
+    try:
+        native = await loop.run_in_executor(
+            pool, lambda: _native.Authority(path, synchronous=synchronous,
+                                            busy_timeout=busy_timeout))
+    except BaseException:
+        pool.shutdown(wait=False)
+        raise
+    return Authority(native, _pool=pool)
+
+
+class Authority:
+    """Async handle over a :class:`tenure.Authority` (see the module docs).
+
+    ``Authority(native, max_workers=32)`` wraps an authority opened with the
+    synchronous API; :func:`open` opens one off the loop. An async context
+    manager: leaving it calls :meth:`aclose`.
+    """
+
+    def __init__(self, native: _native.Authority, *, max_workers: int = DEFAULT_MAX_WORKERS,
+                 _pool: Optional[concurrent.futures.ThreadPoolExecutor] = None) -> None:
+        if not isinstance(native, _native.Authority):
+            raise TypeError(f"native must be a tenure.Authority, not {type(native).__name__}")
+        self._native = native
+        self._pool = _pool or concurrent.futures.ThreadPoolExecutor(
+            max_workers, thread_name_prefix="tenure-aio")
+        self._handbacks: set[concurrent.futures.Future[None]] = set()
+        self._lock = threading.Lock()
+        self._handed_back = 0
+
+    @property
+    def native(self) -> _native.Authority:
+        """The synchronous authority underneath (shared, thread-safe)."""
+        return self._native
+
+    @property
+    def path(self) -> str:
+        """The store's path as opened (see :attr:`tenure.Authority.path`)."""
+        return self._native.path
+
+    @property
+    def migrated_from(self) -> int:
+        """The schema version found when the store was opened."""
+        return self._native.migrated_from
+
+    @property
+    def handed_back(self) -> int:
+        """How many leases of cancelled claims were handed back so far."""
+        with self._lock:
+            return self._handed_back
+
+    def __repr__(self) -> str:
+        return f"aio.{self._native!r}"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: Optional[type[BaseException]],
+                        exc_value: Optional[BaseException],
+                        traceback: Optional[TracebackType]) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Wait for pending hand-backs, then shut the pool down (waiting for
+        calls in flight). Calls made afterwards raise ``RuntimeError``."""
+        await self.settle()
+        await asyncio.get_running_loop().run_in_executor(None, self._pool.shutdown)
+
+    async def settle(self) -> int:
+        """Wait until every hand-back (see the module docs) has finished;
+        returns how many leases were handed back in total."""
+        while True:
+            with self._lock:
+                pending = list(self._handbacks)
+            if not pending:
+                return self.handed_back
+            await asyncio.wait([asyncio.wrap_future(f) for f in pending])
+
+    # -- running native calls --------------------------------------------
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+    async def _mint(self, call: Callable[[], _native.Lease]) -> Lease:
+        """Run a lease-minting call; hand its lease back if the awaiting task
+        is cancelled and the call commits anyway."""
+        fut = self._pool.submit(call)
+        waiter = asyncio.wrap_future(fut)
+        try:
+            native = await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            if not fut.cancel():  # running or done: it may have committed
+                fut.add_done_callback(self._hand_back)
+            waiter.add_done_callback(_quiet)
+            raise
+        return Lease(native, self)
+
+    def _hand_back(self, fut: concurrent.futures.Future[_native.Lease]) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        lease = fut.result()
+        try:
+            done = self._pool.submit(_release_quietly, lease)
+        except RuntimeError:  # the pool is shut down: release here
+            _release_quietly(lease)
+            with self._lock:
+                self._handed_back += 1
+            return
+        with self._lock:
+            self._handbacks.add(done)
+        done.add_done_callback(self._handed)
+
+    def _handed(self, fut: concurrent.futures.Future[None]) -> None:
+        with self._lock:
+            self._handbacks.discard(fut)
+            self._handed_back += 1
+
+    # -- productions and submissions ---------------------------------------
+
+    def edit(self) -> Edit:
+        """An edit: ``async with auth.edit() as e:`` (see :class:`Edit`)."""
+        return Edit(self)
+
+    async def create_production(self, production: str) -> bool:
+        return await self._run(lambda: self._native.create_production(production))
+
+    async def cancel_production(self, production: str) -> int:
+        return await self._run(lambda: self._native.cancel_production(production))
+
+    async def productions(self) -> list[_native.ProductionView]:
+        return await self._run(self._native.productions)
+
+    async def submit(self, production: str, job: str, payload: bytes = b"", *,
+                     priority: int = 0,
+                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS) -> _Submitted:
+        return await self._run(lambda: self._native.submit(
+            production, job, payload, priority=priority, max_attempts=max_attempts))
+
+    async def submit_many(self, production: str,
+                          jobs: Iterable[_native.JobSpec]) -> list[_Submitted]:
+        specs = list(jobs)
+        return await self._run(lambda: self._native.submit_many(production, specs))
+
+    async def cancel(self, production: str, job: str) -> _CancelOutcome:
+        return await self._run(lambda: self._native.cancel(production, job))
+
+    # -- leases -------------------------------------------------------------
+
+    async def claim(self, production: str, job: str, holder: str, ttl: timedelta) -> Lease:
+        """Claim a named job (cancellation-safe, see the module docs)."""
+        return await self._mint(lambda: self._native.claim(production, job, holder, ttl))
+
+    async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
+        """Claim the next claimable job (cancellation-safe, see the module docs);
+        ``NoJobAvailable`` when there is none."""
+        return await self._mint(lambda: self._native.claim_next(production, holder, ttl))
+
+    async def import_lease(self, token: str) -> Lease:
+        """Import a token from another process (not released on cancellation:
+        the caller still holds the token)."""
+        native = await self._run(lambda: self._native.import_lease(token))
+        return Lease(native, self)
+
+    def lease(self, native: _native.Lease) -> Lease:
+        """Wrap a lease obtained from the synchronous API."""
+        if not isinstance(native, _native.Lease):
+            raise TypeError(f"native must be a tenure.Lease, not {type(native).__name__}")
+        return Lease(native, self)
+
+    # -- observations -------------------------------------------------------
+
+    async def job(self, production: str, job: str) -> _native.JobView:
+        return await self._run(lambda: self._native.job(production, job))
+
+    async def payload(self, production: str, job: str) -> bytes:
+        return await self._run(lambda: self._native.payload(production, job))
+
+    async def jobs(self, production: str, *, state: Optional[_JobState] = None,
+                   after: Optional[str] = None, limit: int = 0) -> list[_native.JobView]:
+        return await self._run(lambda: self._native.jobs(
+            production, state=state, after=after, limit=limit))
+
+    async def facts(self, production: str, job: str) -> list[_native.PublishedFact]:
+        return await self._run(lambda: self._native.facts(production, job))
+
+    async def production_facts(self, production: str) -> list[_native.PublishedFact]:
+        return await self._run(lambda: self._native.production_facts(production))
+
+    async def events(self, after: int = 0, limit: int = 0) -> list[_native.Event]:
+        return await self._run(lambda: self._native.events(after, limit))
+
+    async def production_events(self, production: str, after: int = 0,
+                                limit: int = 0) -> list[_native.Event]:
+        return await self._run(lambda: self._native.production_events(production, after, limit))
+
+    async def clock(self) -> _native.ClockReading:
+        return await self._run(self._native.clock)
+
+    async def check(self) -> _native.CheckReport:
+        return await self._run(self._native.check)
+
+
+def _native_lease(lease: Union[Lease, _native.Lease]) -> _native.Lease:
+    return lease.native if isinstance(lease, Lease) else lease
+
+
+class Lease:
+    """Async handle over a :class:`tenure.Lease`: the same attributes (read
+    locally, no I/O) and coroutine forms of its store calls, run on the
+    authority's pool. Dropping it writes nothing."""
+
+    __slots__ = ("_native", "_auth")
+
+    def __init__(self, native: _native.Lease, auth: Authority) -> None:
+        self._native = native
+        self._auth = auth
+
+    @property
+    def native(self) -> _native.Lease:
+        """The synchronous lease underneath."""
+        return self._native
+
+    @property
+    def production(self) -> str:
+        return self._native.production
+
+    @property
+    def job(self) -> str:
+        return self._native.job
+
+    @property
+    def claim_id(self) -> str:
+        return self._native.claim_id
+
+    @property
+    def attempt(self) -> int:
+        return self._native.attempt
+
+    @property
+    def holder(self) -> str:
+        return self._native.holder
+
+    @property
+    def expires_us(self) -> int:
+        return self._native.expires_us
+
+    @property
+    def expires_at(self) -> datetime:
+        return self._native.expires_at
+
+    @property
+    def status(self) -> _LeaseStatus:
+        return self._native.status
+
+    def __repr__(self) -> str:
+        return f"aio.{self._native!r}"
+
+    async def renew(self, ttl: timedelta) -> None:
+        await self._auth._run(lambda: self._native.renew(ttl))
+
+    async def release(self) -> _JobState:
+        return await self._auth._run(self._native.release)
+
+    async def fail(self, reason: str = "", *, permanent: bool = False) -> _JobState:
+        return await self._auth._run(lambda: self._native.fail(reason, permanent=permanent))
+
+    async def complete(self, facts: _Facts = None) -> None:
+        await self._auth._run(lambda: self._native.complete(facts))
+
+    def export_token(self) -> str:
+        """The credential as text (no I/O; treat it like a password)."""
+        return self._native.export_token()
+
+    def keep_alive(self, ttl: timedelta, every: Optional[timedelta] = None) -> KeepAlive:
+        """A keeper: ``async with lease.keep_alive(ttl, every=...)`` (see :class:`KeepAlive`)."""
+        return KeepAlive(self, ttl, every)
+
+
+def _duration(value: object, param: str) -> timedelta:
+    if not isinstance(value, timedelta):
+        raise TypeError(f"{param} must be a datetime.timedelta, not {type(value).__name__}")
+    if value <= timedelta(0):
+        raise _native.InvalidDuration(f"{param} must be positive")
+    return value
+
+
+def _period(ttl: timedelta, every: Optional[timedelta]) -> tuple[timedelta, timedelta]:
+    """A keeper's ``(ttl, every)``: both positive timedeltas, ``every``
+    (``ttl / 3`` unless given) shorter than ``ttl``."""
+    ttl = _duration(ttl, "ttl")
+    every = ttl / 3 if every is None else _duration(every, "every")
+    if every >= ttl:
+        raise _native.InvalidDuration("every must be shorter than ttl")
+    return ttl, every
+
+
+class KeepAlive:
+    """Renews a lease from the event loop while its ``async with`` block runs.
+
+    Every ``every`` (``ttl / 3`` unless given; it must be shorter than
+    ``ttl``) it renews the lease to now + ``ttl`` on the authority's pool.
+    Leaving the block stops it; no renewal starts after that and one in
+    flight is waited for. The first refused renewal (a
+    :class:`tenure.TenureError` other than ``Busy``) stops it and is kept
+    in :attr:`error`; it is raised when the block exits normally. It never
+    releases the lease.
+    """
+
+    def __init__(self, lease: Lease, ttl: timedelta, every: Optional[timedelta] = None) -> None:
+        self._lease = lease
+        self._ttl, self._every = _period(ttl, every)
+        self.renewals = 0
+        """Renewals that committed."""
+        self.error: Optional[BaseException] = None
+        """The error that stopped the keeper, if one did."""
+        self._stop: Optional[asyncio.Event] = None
+        self._task: Optional[asyncio.Task[None]] = None
+
+    @property
+    def running(self) -> bool:
+        """True while renewals may still start."""
+        return self._task is not None and not self._task.done() and not (
+            self._stop is not None and self._stop.is_set())
+
+    async def __aenter__(self) -> Self:
+        if self._task is not None:
+            raise RuntimeError("a KeepAlive runs once")
+        self._stop = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(self._stop))
+        return self
+
+    async def _run(self, stop: asyncio.Event) -> None:
+        period = self._every.total_seconds()
+        while True:
+            try:
+                await asyncio.wait_for(stop.wait(), period)
+                return
+            except asyncio.TimeoutError:
+                pass
+            if stop.is_set():
+                return
+            try:
+                await self._lease.renew(self._ttl)
+            except _native.Busy:
+                continue
+            except Exception as e:  # refused (or a bug): stop and report at exit
+                self.error = e
+                return
+            self.renewals += 1
+
+    async def __aexit__(self, exc_type: Optional[type[BaseException]],
+                        exc_value: Optional[BaseException],
+                        traceback: Optional[TracebackType]) -> None:
+        assert self._stop is not None and self._task is not None
+        self._stop.set()
+        # Shielded: even if this exit is cancelled, the keeper task sees the
+        # stop after any renewal in flight and starts no other.
+        await asyncio.shield(self._task)
+        if self.error is not None and exc_type is None:
+            raise self.error
+
+
+def _abort_if_begun(fut: concurrent.futures.Future[_native.Edit]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        fut.result().abort()
+
+
+class EditInterrupted(RuntimeError):
+    """A call inside an edit was cancelled after it started and the block went
+    on: the edit was aborted at the end of the block instead of committed."""
+
+
+class Edit:
+    """Async form of :class:`tenure.Edit`: ``async with auth.edit() as e:``.
+
+    Entering begins the edit (waiting for the writer lock off the loop);
+    every call runs in order on the edit's own thread; leaving commits (or
+    aborts if the block raised). Leases claimed in it are ``"pending"`` until
+    the commit. ``commit()`` / ``abort()`` inside the block finish it early.
+    """
+
+    def __init__(self, auth: Authority) -> None:
+        self._auth = auth
+        self._native: Optional[_native.Edit] = None
+        self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._finished = False
+        self._interrupted = False
+
+    @property
+    def open(self) -> bool:
+        """True from entering until the edit commits or aborts."""
+        return self._native is not None and not self._finished
+
+    def __repr__(self) -> str:
+        return f"aio.Edit(path={self._auth.path!r}, open={self.open})"
+
+    async def __aenter__(self) -> Self:
+        if self._pool is not None:
+            raise RuntimeError("an aio.Edit is entered once")
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tenure-aio-edit")
+        fut = self._pool.submit(self._auth.native.edit)
+        waiter = asyncio.wrap_future(fut)
+        try:
+            self._native = await asyncio.shield(waiter)
+        except BaseException:
+            # Cancelled or refused: an edit that began anyway is aborted on its thread.
+            fut.add_done_callback(_abort_if_begun)
+            waiter.add_done_callback(_quiet)
+            self._pool.shutdown(wait=False)
+            self._finished = True
+            raise
+        return self
+
+    async def __aexit__(self, exc_type: Optional[type[BaseException]],
+                        exc_value: Optional[BaseException],
+                        traceback: Optional[TracebackType]) -> None:
+        if self._finished or self._native is None or self._pool is None:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+            return
+        native = self._native
+        commit = exc_type is None and not self._interrupted
+        fut = self._pool.submit(native.commit if commit else native.abort)
+        self._pool.shutdown(wait=False)
+        self._finished = True
+        waiter = asyncio.wrap_future(fut)
+        try:
+            await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            waiter.add_done_callback(_quiet)
+            raise
+        if exc_type is None and self._interrupted:
+            raise EditInterrupted("a call inside the edit was cancelled after it started; "
+                                  "the edit was aborted")
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        if self._pool is None or self._native is None:
+            raise RuntimeError("use an aio.Edit with `async with auth.edit() as e:`")
+        if self._finished:
+            raise _native.InvalidArgument("the edit has already finished")
+        fut = self._pool.submit(call)
+        waiter = asyncio.wrap_future(fut)
+        try:
+            return await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            if not fut.cancel():
+                self._interrupted = True
+            waiter.add_done_callback(_quiet)
+            raise
+
+    def _edit(self) -> _native.Edit:
+        assert self._native is not None
+        return self._native
+
+    async def create_production(self, production: str) -> bool:
+        return await self._run(lambda: self._edit().create_production(production))
+
+    async def cancel_production(self, production: str) -> int:
+        return await self._run(lambda: self._edit().cancel_production(production))
+
+    async def submit(self, production: str, job: str, payload: bytes = b"", *,
+                     priority: int = 0,
+                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS) -> _Submitted:
+        return await self._run(lambda: self._edit().submit(
+            production, job, payload, priority=priority, max_attempts=max_attempts))
+
+    async def cancel(self, production: str, job: str) -> _CancelOutcome:
+        return await self._run(lambda: self._edit().cancel(production, job))
+
+    async def claim(self, production: str, job: str, holder: str, ttl: timedelta) -> Lease:
+        native = await self._run(lambda: self._edit().claim(production, job, holder, ttl))
+        return Lease(native, self._auth)
+
+    async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
+        native = await self._run(lambda: self._edit().claim_next(production, holder, ttl))
+        return Lease(native, self._auth)
+
+    async def renew(self, lease: Union[Lease, _native.Lease], ttl: timedelta) -> None:
+        n = _native_lease(lease)
+        await self._run(lambda: self._edit().renew(n, ttl))
+
+    async def release(self, lease: Union[Lease, _native.Lease]) -> _JobState:
+        n = _native_lease(lease)
+        return await self._run(lambda: self._edit().release(n))
+
+    async def fail(self, lease: Union[Lease, _native.Lease], reason: str = "", *,
+                   permanent: bool = False) -> _JobState:
+        n = _native_lease(lease)
+        return await self._run(lambda: self._edit().fail(n, reason, permanent=permanent))
+
+    async def complete(self, lease: Union[Lease, _native.Lease], facts: _Facts = None) -> None:
+        n = _native_lease(lease)
+        await self._run(lambda: self._edit().complete(n, facts))
+
+    async def commit(self) -> None:
+        """Commit now (pending leases become active); the edit is finished."""
+        await self._run(self._edit().commit)
+        self._finished = True
+
+    async def abort(self) -> None:
+        """Roll back now (pending leases close); the edit is finished."""
+        await self._run(self._edit().abort)
+        self._finished = True
+
+
+# -- the worker loop ---------------------------------------------------------
+
+
+class JobFailed(Exception):
+    """Raise from a handler to fail the job with ``reason``; ``permanent``
+    fails it for good instead of requesting it again."""
+
+    def __init__(self, reason: str = "", *, permanent: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.permanent = permanent
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a handler receives: the lease (kept alive while the handler runs)
+    and the job's payload."""
+
+    lease: Lease
+    payload: bytes
+
+    @property
+    def production(self) -> str:
+        return self.lease.production
+
+    @property
+    def id(self) -> str:
+        return self.lease.job
+
+
+@dataclass
+class WorkerStats:
+    """What a :class:`Worker` did: jobs claimed, completed, failed (either
+    kind), released (stop or cancellation), and lost (the lease was refused:
+    expired, taken over or cancelled by a coordinator)."""
+
+    claimed: int = 0
+    completed: int = 0
+    failed: int = 0
+    released: int = 0
+    lost: int = 0
+
+
+_MAX_REASON = 1024
+
+
+def _reason(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}"
+    raw = text.encode("utf-8")[:_MAX_REASON]
+    return raw.decode("utf-8", "ignore")
+
+
+class Worker:
+    """An async worker loop over one production with bounded concurrency.
+
+    ``concurrency`` tasks each claim a job (``holder``, ``ttl``), fetch its
+    payload, run ``handler(job)`` under a keeper (``renew_every``, ``ttl / 3``
+    unless given) and then complete the job with the facts the handler
+    returned, or fail it when the handler raised (:class:`JobFailed` says
+    whether permanently; any other exception is a retryable failure whose
+    reason is the exception's class and text, at most 1024 bytes).
+
+    :meth:`run` returns when ``stop`` is set, when ``until_idle`` is true and
+    no job is claimable, or raises ``CancelledError`` when its task is
+    cancelled. Stopping takes no new jobs (a claim that lands after the stop
+    is released), gives running handlers ``grace`` to finish, then cancels
+    them and releases their leases. A store error other than
+    ``NoJobAvailable`` and ``Busy`` from the wait for work stops the worker
+    the same way and is raised from :meth:`run`.
+    """
+
+    def __init__(self, auth: Authority, production: str, holder: str,
+                 handler: Callable[[Job], Awaitable[_Facts]], *,
+                 concurrency: int = 16, ttl: timedelta = timedelta(seconds=30),
+                 renew_every: Optional[timedelta] = None,
+                 grace: timedelta = timedelta(seconds=10), until_idle: bool = False,
+                 poll_min: timedelta = timedelta(milliseconds=1),
+                 poll_max: timedelta = timedelta(milliseconds=100)) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._auth = auth
+        self._production = production
+        self._holder = holder
+        self._handler = handler
+        self._concurrency = concurrency
+        self._ttl, self._every = _period(ttl, renew_every)
+        if not isinstance(grace, timedelta) or grace < timedelta(0):
+            raise TypeError("grace must be a non-negative datetime.timedelta")
+        self._grace = grace
+        self._until_idle = until_idle
+        self._poll_min = _duration(poll_min, "poll_min").total_seconds()
+        self._poll_max = max(self._poll_min, _duration(poll_max, "poll_max").total_seconds())
+        self._quit_event: Optional[asyncio.Event] = None
+        self.stats = WorkerStats()
+
+    @property
+    def _quit(self) -> asyncio.Event:
+        assert self._quit_event is not None, "Worker.run is not running"
+        return self._quit_event
+
+    async def run(self, stop: Optional[asyncio.Event] = None) -> WorkerStats:
+        """Work until stopped (see the class docs); returns :attr:`stats`."""
+        self._quit_event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        watcher = loop.create_task(self._watch(stop)) if stop is not None else None
+        slots = [loop.create_task(self._slot()) for _ in range(self._concurrency)]
+        cancelled = False
+        try:
+            await self._until_done_or_failed(slots)
+        except asyncio.CancelledError:
+            cancelled = True
+        self._quit.set()
+        try:
+            await self._drain(slots)
+        except asyncio.CancelledError:
+            cancelled = True
+            await self._drain(slots, grace=0.0)
+        if watcher is not None:
+            watcher.cancel()
+        if cancelled:
+            raise asyncio.CancelledError
+        for t in slots:
+            error = None if t.cancelled() else t.exception()
+            if error is not None:
+                raise error
+        return self.stats
+
+    async def _watch(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self._quit.set()
+
+    async def _until_done_or_failed(self, slots: list[asyncio.Task[None]]) -> None:
+        pending = set(slots)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            if any(not t.cancelled() and t.exception() is not None for t in done):
+                return
+
+    async def _drain(self, slots: list[asyncio.Task[None]], grace: Optional[float] = None) -> None:
+        pending = {t for t in slots if not t.done()}
+        if not pending:
+            return
+        limit = self._grace.total_seconds() if grace is None else grace
+        if limit > 0:
+            _, pending = await asyncio.wait(pending, timeout=limit)
+        for t in pending:
+            t.cancel()
+        if pending:
+            # Shielded: the cancelled handlers release their leases before we return.
+            await asyncio.shield(asyncio.wait(pending))
+
+    async def _slot(self) -> None:
+        while not self._quit.is_set():
+            lease = await self._next_lease()
+            if lease is None:
+                return
+            await self._process(lease)
+
+    async def _next_lease(self) -> Optional[Lease]:
+        """The wait for work: ``claim_next``, polling with a backoff while
+        nothing is claimable (``None`` once stopping, or idle with
+        ``until_idle``). The one place a native wait for work slots in."""
+        delay = self._poll_min
+        while not self._quit.is_set():
+            try:
+                lease = await self._auth.claim_next(self._production, self._holder, self._ttl)
+            except (_native.NoJobAvailable, _native.Busy) as e:
+                if self._until_idle and isinstance(e, _native.NoJobAvailable):
+                    return None
+                try:
+                    await asyncio.wait_for(self._quit.wait(), delay)
+                    return None
+                except asyncio.TimeoutError:
+                    delay = min(delay * 2, self._poll_max)
+                continue
+            if self._quit.is_set():  # the stop came while claiming: take no new job
+                await self._release(lease)
+                return None
+            return lease
+        return None
+
+    async def _release(self, lease: Lease) -> None:
+        try:
+            await asyncio.shield(lease.release())
+            self.stats.released += 1
+        except _native.TenureError:
+            self.stats.lost += 1
+
+    async def _process(self, lease: Lease) -> None:
+        self.stats.claimed += 1
+        outcome: Union[BaseException, _Facts] = None
+        try:
+            payload = await self._auth.payload(lease.production, lease.job)
+            async with lease.keep_alive(self._ttl, self._every):
+                try:
+                    outcome = await self._handler(Job(lease, payload))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    outcome = e
+        except asyncio.CancelledError:
+            await self._release(lease)
+            raise
+        except _native.TenureError:
+            self.stats.lost += 1  # the keeper's renewal was refused
+            return
+        try:
+            if isinstance(outcome, BaseException):
+                if isinstance(outcome, JobFailed):
+                    await asyncio.shield(lease.fail(outcome.reason, permanent=outcome.permanent))
+                else:
+                    await asyncio.shield(lease.fail(_reason(outcome)))
+                self.stats.failed += 1
+            else:
+                await asyncio.shield(lease.complete(outcome))
+                self.stats.completed += 1
+        except _native.TenureError:
+            self.stats.lost += 1
