@@ -181,7 +181,8 @@ class Authority:
         self._native = native
         self._pool = _pool or concurrent.futures.ThreadPoolExecutor(
             max_workers, thread_name_prefix="tenure-aio")
-        self._handbacks: set[concurrent.futures.Future[None]] = set()
+        # Cancelled claims still running, and the releases handing them back.
+        self._handbacks: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
         self._handed_back = 0
 
@@ -224,14 +225,16 @@ class Authority:
         await asyncio.get_running_loop().run_in_executor(None, self._pool.shutdown)
 
     async def settle(self) -> int:
-        """Wait until every hand-back (see the module docs) has finished;
-        returns how many leases were handed back in total."""
+        """Wait until every cancelled claim still running has finished and
+        every hand-back (see the module docs) is done; returns how many
+        leases were handed back in total."""
         while True:
             with self._lock:
                 pending = list(self._handbacks)
             if not pending:
                 return self.handed_back
-            await asyncio.wait([asyncio.wrap_future(f) for f in pending])
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: concurrent.futures.wait(pending))
 
     # -- running native calls --------------------------------------------
 
@@ -247,6 +250,8 @@ class Authority:
             native = await asyncio.shield(waiter)
         except asyncio.CancelledError:
             if not fut.cancel():  # running or done: it may have committed
+                with self._lock:
+                    self._handbacks.add(fut)
                 fut.add_done_callback(self._hand_back)
             waiter.add_done_callback(_quiet)
             raise
@@ -254,6 +259,8 @@ class Authority:
 
     def _hand_back(self, fut: concurrent.futures.Future[_native.Lease]) -> None:
         if fut.cancelled() or fut.exception() is not None:
+            with self._lock:
+                self._handbacks.discard(fut)
             return
         lease = fut.result()
         try:
@@ -261,13 +268,15 @@ class Authority:
         except RuntimeError:  # the pool is shut down: release here
             _release_quietly(lease)
             with self._lock:
+                self._handbacks.discard(fut)
                 self._handed_back += 1
             return
         with self._lock:
             self._handbacks.add(done)
+            self._handbacks.discard(fut)
         done.add_done_callback(self._handed)
 
-    def _handed(self, fut: concurrent.futures.Future[None]) -> None:
+    def _handed(self, fut: concurrent.futures.Future[Any]) -> None:
         with self._lock:
             self._handbacks.discard(fut)
             self._handed_back += 1
@@ -781,10 +790,9 @@ class Worker:
             watcher.cancel()
         if cancelled:
             raise asyncio.CancelledError
-        for t in slots:
-            error = None if t.cancelled() else t.exception()
-            if error is not None:
-                raise error
+        errors = [e for t in slots if not t.cancelled() and (e := t.exception()) is not None]
+        if errors:
+            raise errors[0]
         return self.stats
 
     async def _watch(self, stop: asyncio.Event) -> None:
@@ -792,11 +800,17 @@ class Worker:
         self._quit.set()
 
     async def _until_done_or_failed(self, slots: list[asyncio.Task[None]]) -> None:
-        pending = set(slots)
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
-            if any(not t.cancelled() and t.exception() is not None for t in done):
-                return
+        """Until every slot ended, one failed, or the stop came."""
+        quit = asyncio.ensure_future(self._quit.wait())
+        pending: set[asyncio.Future[Any]] = {*slots, quit}
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                if quit in done or all(t.done() for t in slots) or any(
+                        not t.cancelled() and t.exception() is not None for t in done):
+                    return
+        finally:
+            quit.cancel()
 
     async def _drain(self, slots: list[asyncio.Task[None]], grace: Optional[float] = None) -> None:
         pending = {t for t in slots if not t.done()}
