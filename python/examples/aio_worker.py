@@ -4,8 +4,9 @@ Usage: ``python aio_worker.py STORE PRODUCTION HOLDER [CONCURRENCY]``
 
 Runs ``CONCURRENCY`` (default 16) handler tasks on one event loop; each
 claims a job, hashes its payload under a keeper and completes it with the
-hash as facts. Prints one line per completed job (``completed <job>``) and
-exits 0 when nothing is claimable any more; SIGTERM or SIGINT stop it
+hash as facts. Prints one line per job its handler finished
+(``handled <job>``; the completion commits right after) and exits 0 when
+nothing is claimable any more; SIGTERM or SIGINT stop it
 gracefully (no new jobs, running handlers finish within 10 s, the rest are
 released). Type-checked with ``mypy --strict`` and run as a real process by
 the test suite.
@@ -30,7 +31,7 @@ async def handle(job: aio.Job) -> dict[str, str]:
     if job.payload == b"fail":
         raise aio.JobFailed("refused by the example", permanent=True)
     await asyncio.sleep(0)  # an await point, as real handlers have
-    print(f"completed {job.id}", flush=True)
+    print(f"handled {job.id}", flush=True)
     return {"sha256": hashlib.sha256(job.payload).hexdigest(), "size": str(len(job.payload))}
 
 

@@ -7,6 +7,7 @@ path as ``TENURE_CAPI_LIB``; this suite compiles ``handoff.c`` against
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import tenure
+from tenure import aio
 from conftest import ROOT, TESTS
 
 NATIVE_LIBS = ["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]
@@ -64,3 +66,29 @@ def test_c_to_python(handoff: Path, auth: tenure.Authority, prod: str) -> None:
     assert auth.job(prod, "k").claim_id == lease.claim_id
     lease.complete({"by": "python"})
     assert auth.job(prod, "k").state == "completed"
+
+
+def test_c_to_async_python_worker(handoff: Path, auth: tenure.Authority, prod: str) -> None:
+    """A C program claims; an asyncio worker imports the token, keeps the lease
+    alive on its event loop and completes it."""
+    auth.submit(prod, "a")
+    out = subprocess.run([str(handoff), auth.path, "claim", prod], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+
+    async def work(token: str) -> str:
+        async with await aio.open(auth.path) as a:
+            lease = await a.import_lease(token)
+            async with lease.keep_alive(timedelta(minutes=10), every=timedelta(milliseconds=20)) as k:
+                while k.renewals < 2:
+                    await asyncio.sleep(0.01)
+            await lease.complete({"by": "python-asyncio"})
+            return lease.holder
+
+    assert asyncio.run(work(out.stdout)) == "c-worker"
+    view = auth.job(prod, "a")
+    assert view.state == "completed" and view.holder == "c-worker"
+    facts = {f.key: f.value for f in auth.facts(prod, "a")}
+    assert facts["by"] == "python-asyncio" and facts["tenure.holder"] == "c-worker"
+    kinds = [e.kind for e in auth.production_events(prod) if e.job == "a"]
+    assert kinds.count("renewed") >= 2 and kinds[-1] == "completed"

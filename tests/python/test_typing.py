@@ -20,12 +20,27 @@ def test_stubtest_native_module(tmp_path: Path) -> None:
     assert "Success" in out.stdout
 
 
-def test_mypy_strict_typed_worker(tmp_path: Path) -> None:
-    worker = ROOT / "python" / "examples" / "worker.py"
-    out = run([PY, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
-               "--config-file", "/dev/null", str(worker)], tmp_path)
+def test_stubtest_and_strict_mypy_aio(tmp_path: Path) -> None:
+    """``tenure.aio`` (typed inline, shipped with ``py.typed``) matches its
+    runtime and checks strictly, as installed and from the source tree."""
+    out = run([PY, "-m", "mypy.stubtest", "tenure.aio", "--mypy-config-file", "/dev/null"],
+              tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "Success: no issues found" in out.stdout
+    assert "Success" in out.stdout
+    for target in (["-p", "tenure.aio"], [str(ROOT / "python" / "tenure" / "aio.py")]):
+        out = run([PY, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
+                   "--config-file", "/dev/null", *target], tmp_path)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "Success: no issues found" in out.stdout
+
+
+def test_mypy_strict_typed_worker(tmp_path: Path) -> None:
+    for name in ("worker.py", "aio_worker.py"):
+        worker = ROOT / "python" / "examples" / name
+        out = run([PY, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
+                   "--config-file", "/dev/null", str(worker)], tmp_path)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "Success: no issues found" in out.stdout
 
 
 BAD = """
@@ -36,6 +51,12 @@ auth.claim_next("p", "w", 30)
 lease = auth.claim_next("p", "w", timedelta(seconds=1))
 lease.secret
 x: int = lease.export_token()
+when: int = lease.expires_at
+from tenure import aio
+async def f(a: aio.Authority) -> None:
+    l = a.claim_next("p", "w", timedelta(seconds=1))
+    l.job
+    y: int = (await a.job("p", "j")).created_at
 """
 
 
@@ -48,3 +69,6 @@ def test_mypy_catches_misuse(tmp_path: Path) -> None:
     assert 'Argument 3 to "claim_next" of "Authority" has incompatible type "int"' in out.stdout
     assert '"Lease" has no attribute "secret"' in out.stdout
     assert 'Incompatible types in assignment (expression has type "str"' in out.stdout
+    assert 'Incompatible types in assignment (expression has type "datetime"' in out.stdout
+    assert '"Coroutine[Any, Any, Lease]" has no attribute "job"' in out.stdout
+    assert out.stdout.count('(expression has type "datetime"') == 2
