@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""asyncio worker vs threaded worker on the same kind of store (one JSON line).
+
+    python_aio_bench.py --jobs 10000 --concurrency 16
+
+Each side drains its own fresh store of ``jobs`` jobs (synchronous=FULL):
+claim_next, read the payload, complete with one fact. The threaded worker
+runs ``concurrency`` threads over one ``tenure.Authority``; the asyncio worker
+is ``tenure.aio.Worker`` with ``concurrency`` tasks (its keeper included)
+over one ``tenure.aio.Authority``. While the asyncio worker runs, a ticker
+task sleeps 1 ms at a time and records how late it wakes: the event loop's
+longest stall. Output: ``threads_per_s``, ``asyncio_per_s``, ``ratio``
+(asyncio / threads) and ``max_stall_ms``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from datetime import timedelta
+
+import tenure
+from tenure import aio
+
+TTL = timedelta(seconds=30)
+
+
+def fill(path: str, jobs: int) -> tenure.Authority:
+    a = tenure.Authority(path, busy_timeout=timedelta(minutes=5))
+    a.create_production("bench")
+    specs = [tenure.JobSpec(f"j{i:08}", b"payload") for i in range(jobs)]
+    for i in range(0, len(specs), 10_000):
+        a.submit_many("bench", specs[i:i + 10_000])
+    return a
+
+
+def threads_run(d: str, jobs: int, concurrency: int) -> float:
+    a = fill(os.path.join(d, "threads.db"), jobs)
+    done = [0] * concurrency
+
+    def work(n: int) -> None:
+        while True:
+            try:
+                lease = a.claim_next("bench", f"thread-{n}", TTL)
+            except tenure.NoJobAvailable:
+                return
+            payload = a.payload(lease.production, lease.job)
+            lease.complete({"size": str(len(payload))})
+            done[n] += 1
+
+    ts = [threading.Thread(target=work, args=(n,)) for n in range(concurrency)]
+    start = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    seconds = time.perf_counter() - start
+    assert sum(done) == jobs, done
+    return seconds
+
+
+async def asyncio_run(d: str, jobs: int, concurrency: int) -> tuple[float, float]:
+    native = fill(os.path.join(d, "asyncio.db"), jobs)
+    stall = 0.0
+    running = True
+
+    async def ticker() -> None:
+        nonlocal stall
+        while running:
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.001)
+            stall = max(stall, time.perf_counter() - t0 - 0.001)
+
+    async def handle(job: aio.Job) -> dict[str, str]:
+        return {"size": str(len(job.payload))}
+
+    async with aio.Authority(native, max_workers=2 * concurrency) as a:
+        tick = asyncio.ensure_future(ticker())
+        worker = aio.Worker(a, "bench", "asyncio", handle, concurrency=concurrency, ttl=TTL,
+                            until_idle=True)
+        start = time.perf_counter()
+        stats = await worker.run()
+        seconds = time.perf_counter() - start
+        running = False
+        await tick
+    assert stats.completed == jobs, stats
+    return seconds, stall
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--jobs", type=int, default=10_000)
+    p.add_argument("--concurrency", type=int, default=16)
+    args = p.parse_args()
+    d = tempfile.mkdtemp(prefix="tenure-pyaio-bench-")
+    try:
+        t = threads_run(d, args.jobs, args.concurrency)
+        s, stall = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    print(json.dumps({
+        "workload": "py-asyncio-vs-threads", "jobs": args.jobs,
+        "concurrency": args.concurrency, "sync": "FULL",
+        "threads_per_s": args.jobs / t, "asyncio_per_s": args.jobs / s,
+        "ratio": t / s, "max_stall_ms": stall * 1000.0,
+    }))
+
+
+if __name__ == "__main__":
+    main()
