@@ -874,12 +874,14 @@ class Worker:
                     raise
                 except Exception as e:
                     outcome = e
-        except asyncio.CancelledError:
+        except _native.TenureError:
+            # The keeper's renewal was refused (then the release is refused
+            # too: lost) or the payload could not be read (handed back).
+            await self._release(lease)
+            return
+        except BaseException:  # cancelled (stop past grace), or an interrupt
             await self._release(lease)
             raise
-        except _native.TenureError:
-            self.stats.lost += 1  # the keeper's renewal was refused
-            return
         try:
             if isinstance(outcome, BaseException):
                 if isinstance(outcome, JobFailed):

@@ -519,3 +519,23 @@ def test_open_off_the_loop(store: Union[Path, str]) -> None:
             await aio.open(store, synchronous="sometimes")  # type: ignore[arg-type]
 
     run(main())
+
+
+def test_worker_counts_a_lease_lost_to_a_coordinator_cancel(auth: tenure.Authority,
+                                                            prod: str) -> None:
+    auth.submit(prod, "j")
+
+    async def main() -> aio.WorkerStats:
+        async with wrap(auth) as a:
+            async def handler(job: aio.Job) -> dict[str, str]:
+                await a.cancel(prod, job.id)  # a coordinator cancels it mid-way
+                await asyncio.sleep(0.3)  # the keeper's next renewal is refused
+                return {"never": "published"}
+
+            w = aio.Worker(a, prod, "aw", handler, concurrency=1, ttl=LONG,
+                           renew_every=timedelta(milliseconds=20), until_idle=True)
+            return await w.run()
+
+    stats = run(main())
+    assert (stats.claimed, stats.completed, stats.lost) == (1, 0, 1)
+    assert auth.job(prod, "j").state == "cancelled" and auth.facts(prod, "j") == []
