@@ -131,24 +131,25 @@ def test_errors_match_the_sync_api(auth: tenure.Authority, prod: str) -> None:
 
 def test_cancelled_claim_that_commits_is_handed_back(store: Union[Path, str],
                                                      auth: tenure.Authority, prod: str) -> None:
-    """The claim runs in its thread (waiting for the writer lock another
-    handle holds) when its task is cancelled; it commits afterwards and is
-    released, so the job is requested again."""
+    """The claim runs in its thread (waiting for the lock another handle's
+    edit holds: the writer lock on SQLite, the job's row on PostgreSQL) when
+    its task is cancelled; it commits afterwards and is released, so the job
+    is requested again."""
     auth.submit(prod, "j")
     other = tenure.Authority(store, busy_timeout=timedelta(seconds=60))
     blocker = other.edit()
-    blocker.submit(prod, "held-by-the-blocker")
+    blocker.claim(prod, "j", "blocker", LONG)  # aborted below: never committed
 
     async def main() -> None:
         async with wrap(auth) as a:
-            task = asyncio.ensure_future(a.claim_next(prod, "w", LONG))
+            task = asyncio.ensure_future(a.claim(prod, "j", "w", LONG))
             await asyncio.sleep(0.3)  # the claim is now waiting inside the native call
             assert not task.done()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert auth.job(prod, "j").state == "requested"  # not committed yet
-            threading.Timer(0.2, blocker.commit).start()
+            threading.Timer(0.2, blocker.abort).start()
             await until(lambda: a.handed_back == 1, "the hand-back")
             assert await a.settle() == 1
         view = auth.job(prod, "j")
@@ -166,7 +167,7 @@ def test_cancelled_claim_that_never_started_never_runs(store: Union[Path, str],
     auth.submit(prod, "k")
     other = tenure.Authority(store, busy_timeout=timedelta(seconds=60))
     blocker = other.edit()
-    blocker.submit(prod, "held-by-the-blocker")
+    blocker.claim(prod, "j", "blocker", LONG)  # aborted below: never committed
 
     async def main() -> None:
         async with aio.Authority(auth, max_workers=1) as a:
@@ -245,10 +246,12 @@ def test_keeper_exit_waits_for_a_renewal_in_flight(store: Union[Path, str],
             lease = await a.claim(prod, "j", "w", timedelta(seconds=30))
             keeper = lease.keep_alive(timedelta(seconds=30), every=timedelta(milliseconds=50))
             async with keeper:
-                blocker = other.edit()  # the next renewal waits for the lock
-                blocker.submit(prod, "held")
+                # The next renewal waits for the lock this edit holds (the
+                # writer lock on SQLite, the job's row on PostgreSQL).
+                blocker = other.edit()
+                blocker.cancel(prod, "j")  # aborted below: never committed
                 await asyncio.sleep(0.3)
-                threading.Timer(0.3, blocker.commit).start()
+                threading.Timer(0.3, blocker.abort).start()
             # The exit waited for the renewal that was in flight, then stopped.
             assert keeper.renewals == 1
             seen = [e.kind for e in auth.production_events(prod)]
@@ -338,19 +341,24 @@ def test_async_edit_commits_and_aborts(store: Union[Path, str], auth: tenure.Aut
                     await e.submit(prod, "late")
             assert auth.job(prod, "k").state == "failed"
 
-            # The edit holds the writer lock: another handle's write waits.
+            # The edit holds its locks until it ends (the writer lock on
+            # SQLite, the new ID on PostgreSQL): another handle's write waits.
             quick = tenure.Authority(store, busy_timeout=timedelta(milliseconds=50))
             async with a.edit() as e:
                 await e.create_production("p3")
+                await e.submit(prod, "z")
                 with pytest.raises(tenure.Busy):
                     quick.submit(prod, "z")
                 assert await e.cancel_production("p3") == 0
+            assert quick.submit(prod, "z") == "existing"
             assert [p.name for p in auth.productions()].count("p3") == 1
 
             # Errors inside an edit carry the sync classes.
             with pytest.raises(tenure.NoJobAvailable):
                 async with a.edit() as e:
-                    await e.claim_next(prod, "w", LONG)
+                    await e.create_production("empty")
+                    await e.claim_next("empty", "w", LONG)
+            assert "empty" not in [p.name for p in auth.productions()]  # aborted
 
     run(main())
 
