@@ -23,7 +23,7 @@ impl Env {
         let pg = pg::fresh_database();
         let auth = match &pg {
             Some(db) => {
-                Authority::open(db.url.as_str(), &Options::new().clock(clock.clone())).unwrap()
+                Authority::open(db.url.as_str(), &options().clock(clock.clone())).unwrap()
             }
             None => open(&dir, &clock),
         };
@@ -37,7 +37,7 @@ impl Env {
     pub fn reopen(&self) -> Authority {
         match &self.pg {
             Some(db) => {
-                Authority::open(db.url.as_str(), &Options::new().clock(self.clock.clone())).unwrap()
+                Authority::open(db.url.as_str(), &options().clock(self.clock.clone())).unwrap()
             }
             None => open(&self.dir, &self.clock),
         }
@@ -47,7 +47,7 @@ impl Env {
     pub fn reopen_with_busy_timeout(&self, busy: std::time::Duration) -> Authority {
         Authority::open(
             self.path(),
-            &Options::new().clock(self.clock.clone()).busy_timeout(busy),
+            &options().clock(self.clock.clone()).busy_timeout(busy),
         )
         .unwrap()
     }
@@ -76,11 +76,19 @@ impl Env {
 }
 
 pub fn open(dir: &tempfile::TempDir, clock: &ManualClock) -> Authority {
-    Authority::open(
-        dir.path().join("store.db"),
-        &Options::new().clock(clock.clone()),
-    )
-    .unwrap()
+    Authority::open(dir.path().join("store.db"), &options().clock(clock.clone())).unwrap()
+}
+
+/// True unless `TENURE_TEST_GROUP_COMMIT=0` runs the suites with group
+/// commit off (every convenience call its own transaction).
+pub fn group_commit() -> bool {
+    std::env::var("TENURE_TEST_GROUP_COMMIT").map_or(true, |v| v != "0")
+}
+
+/// The suites' options: the defaults, with group commit as
+/// [`group_commit`] says.
+pub fn options() -> Options {
+    Options::new().group_commit(group_commit())
 }
 
 pub fn secs(n: i64) -> Ttl {
