@@ -22,9 +22,7 @@ impl Env {
         let clock = ManualClock::new(T0);
         let pg = pg::fresh_database();
         let auth = match &pg {
-            Some(db) => {
-                Authority::open(db.url.as_str(), &options().clock(clock.clone())).unwrap()
-            }
+            Some(db) => Authority::open(db.url.as_str(), &options().clock(clock.clone())).unwrap(),
             None => open(&dir, &clock),
         };
         Env {
