@@ -11,7 +11,8 @@
 //! 1. begins the write transaction (its turn at the fair writer queue, then
 //!    `BEGIN IMMEDIATE`), while more operations queue up behind it;
 //! 2. takes up to [`MAX_MEMBERS`] queued operations in arrival order, and
-//!    stops taking more once [`MAX_WORK`] of work has run, so one process's
+//!    stops taking more once [`MAX_WORK`] of work has run (after at least
+//!    [`MIN_MEMBERS`]), so one process's
 //!    turn stays short and the writer lock stays fair between processes;
 //! 3. runs each member in its own savepoint, inside one group savepoint:
 //!    each member makes its own checks under the writer lock and takes its
@@ -53,8 +54,10 @@ use std::time::{Duration, Instant};
 
 /// Most operations one group carries.
 pub(crate) const MAX_MEMBERS: usize = 64;
-/// A group stops taking members once this much work has run in it.
+/// A group stops taking members once this much work has run in it...
 pub(crate) const MAX_WORK: Duration = Duration::from_millis(4);
+/// ...and at least this many members (when queued) have run.
+pub(crate) const MIN_MEMBERS: usize = 8;
 /// How many times a group runs its members again after pre-commit refusals.
 pub(crate) const MAX_ROUNDS: usize = 4;
 
@@ -249,7 +252,7 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
     for round in 0..MAX_ROUNDS {
         let mut results = Vec::with_capacity(batch.len());
         for job in batch.iter_mut() {
-            if round == 0 && !results.is_empty() && start.elapsed() >= MAX_WORK {
+            if round == 0 && results.len() >= MIN_MEMBERS && start.elapsed() >= MAX_WORK {
                 break;
             }
             results.push(session.member(|s| (job.work)(s)));

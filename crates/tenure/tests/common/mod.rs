@@ -98,6 +98,41 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Run `calls` as one commit group of `auth`: a second handle holds the
+/// writer lock while the calls queue (in order: each starts once the one
+/// before it is queued), then lets the group's leader in.
+pub fn in_one_group<'a, R: Send + 'a>(
+    env: &Env,
+    auth: &Authority,
+    calls: Vec<Box<dyn FnOnce() -> R + Send + 'a>>,
+) -> Vec<R> {
+    let other = env.reopen();
+    let edit = other.edit().unwrap();
+    let n = calls.len();
+    let out = std::thread::scope(|sc| {
+        let mut handles = Vec::new();
+        for (i, call) in calls.into_iter().enumerate() {
+            handles.push(sc.spawn(call));
+            let t = std::time::Instant::now();
+            while auth.queued_group_ops() < i + 1 {
+                assert!(
+                    t.elapsed() < std::time::Duration::from_secs(5),
+                    "call {i} never queued"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        assert_eq!(auth.queued_group_ops(), n);
+        edit.abort();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<R>>()
+    });
+    assert_eq!(auth.queued_group_ops(), 0);
+    out
+}
+
 /// True when the suites run against PostgreSQL (`TENURE_TEST_BACKEND=postgres`).
 pub fn on_postgres() -> bool {
     pg::enabled()
