@@ -545,6 +545,9 @@ fn ttl(i: usize) -> Ttl {
     Ttl::from_micros(TTLS[i]).unwrap()
 }
 
+/// A call made by a thread of a commit group: its outcome and minted lease.
+type Call<'a> = Box<dyn FnOnce() -> (Out, Option<Lease>) + Send + 'a>;
+
 /// One call of the API for a group-able operation (not import, not a clock
 /// move, not a reopen): its outcome and the lease it minted.
 fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
@@ -686,8 +689,7 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
                 let mut real: Vec<Option<Out>> = vec![None; ops.len()];
                 let mut minted: Vec<Option<Lease>> = Vec::new();
                 minted.resize_with(ops.len(), || None);
-                let mut calls: Vec<Box<dyn FnOnce() -> (Out, Option<Lease>) + Send + '_>> =
-                    Vec::new();
+                let mut calls: Vec<Call<'_>> = Vec::new();
                 let mut queued = Vec::new();
                 for (k, op) in ops.iter().enumerate() {
                     if queues[k] {
