@@ -386,3 +386,46 @@ fn a_busy_leader_fails_only_the_calls_that_waited_as_long() {
     assert_eq!(code(&out.0), Some(ErrorCode::Busy));
     assert_eq!(out.1.unwrap().job(), "j1");
 }
+
+#[test]
+fn a_refused_submit_many_leaves_no_trace_in_its_group() {
+    if !grouping("forms a commit group") {
+        return;
+    }
+    let env = Env::with_jobs(1, 3);
+    let a = env.auth.clone();
+    let before = a.events(0, 1000).unwrap().len();
+    let (a1, a2, a3) = (a.clone(), a.clone(), a.clone());
+    let out: Vec<Result<String>> = in_one_group(
+        &env,
+        &a,
+        vec![
+            Box::new(move || {
+                a1.submit("p", &JobSpec::new("n1", b"1".to_vec()))
+                    .map(|s| format!("{s:?}"))
+            }),
+            // All or nothing: `j0` exists with another payload.
+            Box::new(move || {
+                a2.submit_many(
+                    "p",
+                    &[
+                        JobSpec::new("m1", b"1".to_vec()),
+                        JobSpec::new("j0", b"other".to_vec()),
+                    ],
+                )
+                .map(|v| format!("{v:?}"))
+            }),
+            Box::new(move || {
+                a3.submit_many("p", &[JobSpec::new("m2", b"2".to_vec())])
+                    .map(|v| format!("{v:?}"))
+            }),
+        ],
+    );
+    assert_eq!(out[0].as_deref().unwrap(), "Created");
+    assert_eq!(code(&out[1]), Some(ErrorCode::Conflict));
+    assert_eq!(out[2].as_deref().unwrap(), "[Created]");
+    assert_eq!(code(&a.job("p", "m1")), Some(ErrorCode::NotFound));
+    assert_eq!(a.job("p", "m2").unwrap().state, JobState::Requested);
+    assert_eq!(a.events(0, 1000).unwrap().len(), before + 2);
+    assert!(a.check().unwrap().ok());
+}
