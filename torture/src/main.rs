@@ -2,11 +2,14 @@
 //!
 //! Every campaign prints what it tried and what it found, and exits non-zero
 //! on any violation. Workers are real OS processes (this binary re-executed
-//! with a `*-worker` subcommand); the store is a real SQLite file.
+//! with a `*-worker` subcommand); the store is a real SQLite file. The Rust
+//! workers run several threads on one authority handle (`--threads`, 4 by
+//! default) with group commit on, so their calls share commit groups: a
+//! kill lands between and inside groups.
 //!
 //! ```text
-//! tenure-torture crash --iterations N --dir DIR [--cli PATH]
-//! tenure-torture storm --procs P --millis MS --dir DIR [--worker-cmd 'CMD ...']...
+//! tenure-torture crash --iterations N --dir DIR [--cli PATH] [--threads T]
+//! tenure-torture storm --procs P --millis MS --dir DIR [--threads T] [--worker-cmd 'CMD ...']...
 //! tenure-torture clock --dir DIR [--faketime PATH]
 //! tenure-torture fuzz --cases N
 //! ```
@@ -91,8 +94,13 @@ fn ttl_ms(ms: u64) -> Ttl {
 }
 
 fn open(db: &Path) -> Result<Authority, String> {
-    Authority::open(db, &Options::new().busy_timeout(Duration::from_secs(30)))
-        .map_err(|e| format!("store {} does not open cleanly: {e}", db.display()))
+    Authority::open(
+        db,
+        &Options::new()
+            .busy_timeout(Duration::from_secs(30))
+            .group_commit(true),
+    )
+    .map_err(|e| format!("store {} does not open cleanly: {e}", db.display()))
 }
 
 fn kill(child: &mut Child) {
@@ -149,6 +157,7 @@ fn crash(a: &Args) -> Result<(), String> {
     let iterations: u64 = arg(a, "iterations", 50);
     let dir = path_arg(a, "dir")?;
     let cli = a.get("cli").and_then(|v| v.last()).map(PathBuf::from);
+    let threads: u64 = arg(a, "threads", 4);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut rng = Rng::new(arg(a, "seed", 0x7e11_u64));
@@ -192,6 +201,7 @@ fn crash(a: &Args) -> Result<(), String> {
             .arg("--secrets")
             .arg(&secrets_file)
             .args(["--seed", &rng.next().to_string()])
+            .args(["--threads", &threads.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let abort_mode = rng.below(3) == 0;
@@ -257,7 +267,7 @@ fn crash(a: &Args) -> Result<(), String> {
     }
     let found = secrets::scan_store_and_text(&dir, &secrets_file, &[])?;
     println!(
-        "crash: {iterations} iterations ({killed} SIGKILLed at random points, {aborted} aborted between statements by the fault hook); \
+        "crash: {iterations} iterations of a worker with {threads} threads, group commit on ({killed} SIGKILLed at random points, {aborted} aborted between statements by the fault hook); \
          {acked} acknowledged transitions all found; store opened cleanly and `check` passed after every death ({checked_events} events in the last store); \
          secrets scanned: {found}"
     );
@@ -283,18 +293,45 @@ fn ack(log: &mut std::fs::File, kind: EventKind, job: &str, claim: tenure::Uuid)
 
 fn crash_worker(a: &Args) -> Result<(), String> {
     let db = path_arg(a, "db")?;
+    let log = path_arg(a, "log")?;
+    let secrets = path_arg(a, "secrets")?;
+    let seed: u64 = arg(a, "seed", 1);
+    let threads: u64 = arg(a, "threads", 4);
+    let auth = open(&db)?;
+    // Every thread loops until the process is killed or aborted; their
+    // one-step calls share commit groups.
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..threads.max(1))
+            .map(|t| {
+                let (auth, log, secrets) = (&auth, &log, &secrets);
+                sc.spawn(move || crash_thread(auth, log, secrets, seed.wrapping_add(t * 7919)))
+            })
+            .collect();
+        for h in hs {
+            match h.join() {
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err("a crash worker thread panicked".into()),
+                Ok(Ok(())) => {}
+            }
+        }
+        Ok(())
+    })
+}
+
+/// One thread of a crash worker: random transitions, each acknowledged in
+/// the log only after the call returned (its commit is durable).
+fn crash_thread(auth: &Authority, log: &Path, secrets: &Path, seed: u64) -> Result<(), String> {
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path_arg(a, "log")?)
+        .open(log)
         .map_err(|e| e.to_string())?;
     let mut secrets = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path_arg(a, "secrets")?)
+        .open(secrets)
         .map_err(|e| e.to_string())?;
-    let mut rng = Rng::new(arg(a, "seed", 1));
-    let auth = open(&db)?;
+    let mut rng = Rng::new(seed);
     let holder = format!("crash-worker-{}", std::process::id());
     loop {
         let ttl = ttl_ms(100 + rng.below(2_000));
@@ -368,6 +405,7 @@ fn crash_worker(a: &Args) -> Result<(), String> {
 /// ever overlapping.
 fn storm(a: &Args) -> Result<(), String> {
     let procs: usize = arg(a, "procs", 20);
+    let threads: usize = arg(a, "threads", 4);
     let millis: u64 = arg(a, "millis", 3_000);
     let jobs: usize = arg(a, "jobs", 2_000);
     let dir = path_arg(a, "dir")?;
@@ -392,6 +430,7 @@ fn storm(a: &Args) -> Result<(), String> {
             c.args(["storm-worker", "--db"])
                 .arg(&db)
                 .args(["--millis", &millis.to_string(), "--seed", &i.to_string()])
+                .args(["--threads", &threads.to_string()])
                 .arg("--secrets")
                 .arg(&secrets_file);
             *kinds.entry("rust".into()).or_default() += 1;
@@ -520,7 +559,7 @@ fn storm(a: &Args) -> Result<(), String> {
     let mut kinds: Vec<_> = kinds.into_iter().collect();
     kinds.sort();
     println!(
-        "storm: {procs} processes {kinds:?} for {millis} ms on {jobs} jobs: {completions} completions by workers + {drained} by the drain, \
+        "storm: {procs} processes {kinds:?} (Rust workers: {threads} threads each, group commit on) for {millis} ms on {jobs} jobs: {completions} completions by workers + {drained} by the drain, \
          {stale_rejected} stale/expired transitions rejected, {cancelled} cancelled by the coordinator; final states {states:?}; \
          no job completed twice, no overlapping leases in {events} events; secrets scanned: {found}"
     );
@@ -530,15 +569,50 @@ fn storm(a: &Args) -> Result<(), String> {
 fn storm_worker(a: &Args) -> Result<(), String> {
     let db = path_arg(a, "db")?;
     let millis: u64 = arg(a, "millis", 3_000);
-    let mut rng = Rng::new(arg(a, "seed", 1) + 1000);
+    let seed: u64 = arg(a, "seed", 1) + 1000;
+    let threads: u64 = arg(a, "threads", 4);
+    let secrets = path_arg(a, "secrets")?;
+    let auth = open(&db)?;
+    let end = Instant::now() + Duration::from_millis(millis);
+    // The threads share the handle, so their claims, renewals and
+    // completions share commit groups.
+    let results: Vec<Result<(u64, u64), String>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..threads.max(1))
+            .map(|t| {
+                let (auth, secrets) = (&auth, &secrets);
+                sc.spawn(move || storm_thread(auth, secrets, seed.wrapping_add(t * 104_729), end))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a storm worker thread panicked".into()))
+            })
+            .collect()
+    });
+    let (mut done, mut rejected) = (0u64, 0u64);
+    for r in results {
+        let (d, x) = r?;
+        done += d;
+        rejected += x;
+    }
+    println!("STORM {done} {rejected}");
+    Ok(())
+}
+
+fn storm_thread(
+    auth: &Authority,
+    secrets: &Path,
+    seed: u64,
+    end: Instant,
+) -> Result<(u64, u64), String> {
+    let mut rng = Rng::new(seed);
     let mut secrets = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path_arg(a, "secrets")?)
+        .open(secrets)
         .map_err(|e| e.to_string())?;
-    let auth = open(&db)?;
     let holder = format!("storm-rust-{}", std::process::id());
-    let end = Instant::now() + Duration::from_millis(millis);
     let (mut done, mut rejected) = (0u64, 0u64);
     while Instant::now() < end {
         let lease = match auth.claim_next("storm", &holder, ttl_ms(200 + rng.below(600))) {
@@ -579,8 +653,7 @@ fn storm_worker(a: &Args) -> Result<(), String> {
             Err(e) => return Err(format!("complete: {e}")),
         }
     }
-    println!("STORM {done} {rejected}");
-    Ok(())
+    Ok((done, rejected))
 }
 
 // ---------------------------------------------------------------- clock ----

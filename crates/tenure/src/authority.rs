@@ -4,6 +4,7 @@ use crate::check;
 use crate::clock::{Clock, SystemClock};
 use crate::edit::Edit;
 use crate::error::{Error, Result};
+use crate::group::Combiner;
 use crate::inner::Inner;
 use crate::lease::Lease;
 use crate::model::{
@@ -34,6 +35,7 @@ pub const DEFAULT_PAGE: usize = 100;
 pub struct Options {
     synchronous: Synchronous,
     busy_timeout: Duration,
+    group_commit: bool,
     clock: Option<Arc<dyn Clock>>,
 }
 
@@ -42,13 +44,14 @@ impl Default for Options {
         Options {
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
+            group_commit: true,
             clock: None,
         }
     }
 }
 
 impl Options {
-    /// Defaults: `synchronous = FULL`, busy timeout 5 s.
+    /// Defaults: `synchronous = FULL`, busy timeout 5 s, group commit on.
     pub fn new() -> Options {
         Options::default()
     }
@@ -61,6 +64,19 @@ impl Options {
     /// (at most 1 hour; 5 s by default).
     pub fn busy_timeout(mut self, d: Duration) -> Options {
         self.busy_timeout = d;
+        self
+    }
+    /// Group commit (on by default): convenience calls (claim, claim-next,
+    /// submit, submit-many, cancel, create and cancel production, and the
+    /// lease's renew, release, fail and complete) that threads of this
+    /// handle issue at the same time share one write transaction and one
+    /// commit, each in its own savepoint with its own checks, clock samples
+    /// and outcome; a caller returns only after the commit carrying its
+    /// operation. Off: every convenience call is its own transaction.
+    /// Explicit [`Edit`]s are never grouped, and a PostgreSQL store always
+    /// runs one transaction per call (see docs/design.md, "Group commit").
+    pub fn group_commit(mut self, on: bool) -> Options {
+        self.group_commit = on;
         self
     }
     /// Inject a clock (Rust-only `test-clock` feature; never in the C ABI,
@@ -77,6 +93,7 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("synchronous", &self.synchronous)
             .field("busy_timeout", &self.busy_timeout)
+            .field("group_commit", &self.group_commit)
             .field("injected_clock", &self.clock.is_some())
             .finish()
     }
@@ -132,6 +149,7 @@ impl Authority {
                 clock,
                 path: path.to_path_buf(),
                 migrated_from: opened.from_version,
+                group: options.group_commit.then(Combiner::default),
             }),
         })
     }
@@ -150,6 +168,9 @@ impl Authority {
                 clock,
                 path: PathBuf::from(postgres::redact(url)),
                 migrated_from: from,
+                // No store-wide writer lock to share: one transaction per
+                // call, whatever `Options::group_commit` says.
+                group: None,
             }),
         })
     }
@@ -177,13 +198,23 @@ impl Authority {
         SCHEMA_VERSION
     }
 
+    /// Operations queued for this handle's next commit group and not yet
+    /// taken into one (tests use it to form a group deterministically).
+    #[doc(hidden)]
+    pub fn queued_group_ops(&self) -> usize {
+        self.inner.group.as_ref().map_or(0, |g| g.queued())
+    }
+
     /// Begin an explicit edit (takes the writer lock).
     pub fn edit(&self) -> Result<Edit> {
         Edit::begin(self.inner.clone())
     }
 
-    /// One rule step as its own edit.
-    fn step<T>(&self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+    /// One rule step as its own edit (or commit-group member).
+    fn step<T: Send + 'static>(
+        &self,
+        f: impl FnMut(&mut Session) -> Result<T> + Send,
+    ) -> Result<T> {
         self.inner.one_step(f)
     }
 

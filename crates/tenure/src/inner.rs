@@ -4,6 +4,7 @@
 
 use crate::clock::Clock;
 use crate::error::Result;
+use crate::group::Combiner;
 use crate::model::ClockReading;
 use crate::session::Session;
 use crate::store::{Backend, Txn};
@@ -16,6 +17,10 @@ pub(crate) struct Inner {
     /// The store's path, or a server URL without its password.
     pub(crate) path: PathBuf,
     pub(crate) migrated_from: u32,
+    /// The group-commit queue of a SQLite store with grouping on; `None`
+    /// runs every convenience call as its own transaction (grouping off,
+    /// and always on PostgreSQL).
+    pub(crate) group: Option<Combiner>,
 }
 
 impl Inner {
@@ -23,10 +28,19 @@ impl Inner {
         Session::begin(&self.backend, &self.clock)
     }
 
-    /// A convenience call: one edit of one step. If the step fails, its writes
-    /// roll back and the raised high-water mark still commits.
-    pub(crate) fn one_step<T>(&self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
-        self.session()?.single(f)
+    /// A convenience call: one edit of one step, or one member of a commit
+    /// group ([`crate::group`]). If the step fails, its writes roll back and
+    /// the raised high-water mark still commits. `f` may run more than once
+    /// (a group whose pre-commit check refused another member runs the rest
+    /// again) but only its last run can commit.
+    pub(crate) fn one_step<T: Send + 'static>(
+        &self,
+        f: impl FnMut(&mut Session) -> Result<T> + Send,
+    ) -> Result<T> {
+        match &self.group {
+            Some(g) => g.run(&self.backend, &self.clock, f),
+            None => self.session()?.single(f),
+        }
     }
 
     /// A read-only snapshot; `now` is `max(clock, mark)` so an expired lease

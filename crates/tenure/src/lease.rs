@@ -185,10 +185,11 @@ impl Lease {
         }
     }
 
-    /// Run one transition as its own edit and settle the local state.
-    fn transition<T>(
+    /// Run one transition as its own edit (or commit-group member) and
+    /// settle the local state once the commit carrying it returned.
+    fn transition<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Session, &LeaseKey<'_>) -> Result<(T, Settle)>,
+        f: impl Fn(&mut Session, &LeaseKey<'_>) -> Result<(T, Settle)> + Send + Sync,
     ) -> Result<T> {
         self.usable_in(0)?;
         let key = self.key();

@@ -40,6 +40,7 @@ mod edit;
 mod error;
 pub mod executor;
 mod fault;
+mod group;
 mod inner;
 mod lease;
 mod model;

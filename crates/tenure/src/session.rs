@@ -12,15 +12,60 @@
 //! back but the session stays usable, and the time it sampled is kept so that
 //! the raised high-water mark is still committed — by the session's commit,
 //! or, if the session fails or is aborted, by a separate small transaction.
+//!
+//! A session also carries a commit group ([`crate::group`]): several
+//! one-step calls, each a member in its own savepoint, all inside one outer
+//! group savepoint, checked against one pre-commit sample
+//! ([`Session::member`], [`Session::precommit_sample`], [`refusal`],
+//! [`Session::restart`], [`Session::commit_group`]).
 
 use crate::clock::Clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::{Backend, Txn};
 use std::sync::Arc;
 
+#[derive(Clone)]
 pub(crate) struct Deadline {
     pub at_us: i64,
     pub what: String,
+}
+
+/// What the pre-commit check of one group member needs to know.
+pub(crate) struct Footprint {
+    /// The member sampled the clock for a guarded transition and succeeded:
+    /// the group's pre-commit sample is checked against it.
+    pub guarded: bool,
+    /// The running mark after the member: a pre-commit sample below it
+    /// refuses the member with `clock_rollback`.
+    pub mark: i64,
+    /// The member's earliest deadline: a pre-commit sample at or after it
+    /// refuses the member with `lease_expired`.
+    pub deadline: Option<Deadline>,
+}
+
+/// The pre-commit verdict on one member of a group, with the same error a
+/// one-operation commit gives (see [`Session::commit`]).
+pub(crate) fn refusal(fp: &Footprint, pre: i64) -> Option<Error> {
+    if !fp.guarded {
+        return None;
+    }
+    if pre < fp.mark {
+        return Some(Error::ClockRollback {
+            now_us: pre,
+            mark_us: fp.mark,
+        });
+    }
+    match &fp.deadline {
+        Some(d) if pre >= d.at_us => Some(expired(d, pre)),
+        _ => None,
+    }
+}
+
+fn expired(d: &Deadline, pre: i64) -> Error {
+    Error::LeaseExpired(format!(
+        "{} expires at {} µs, before the commit at {pre} µs",
+        d.what, d.at_us
+    ))
 }
 
 pub(crate) struct Session {
@@ -164,10 +209,7 @@ impl Session {
             self.mark = pre;
             if let Some(d) = self.deadlines.iter().min_by_key(|d| d.at_us) {
                 if pre >= d.at_us {
-                    let e = Error::LeaseExpired(format!(
-                        "{} expires at {} µs, before the commit at {pre} µs",
-                        d.what, d.at_us
-                    ));
+                    let e = expired(d, pre);
                     let _ = self.txn.rollback();
                     self.persist_mark(self.mark);
                     return Err(e);
@@ -198,6 +240,99 @@ impl Session {
                 Err(e)
             }
         }
+    }
+
+    /// Open the group savepoint that [`Session::restart`] rolls back to.
+    pub(crate) fn open_group(&mut self) -> Result<()> {
+        self.txn.savepoint()
+    }
+
+    /// Run one member of a group inside its own savepoint (see
+    /// [`Session::op`]) and report what its pre-commit check needs.
+    pub(crate) fn member<T>(
+        &mut self,
+        f: impl FnOnce(&mut Session) -> Result<T>,
+    ) -> (Result<T>, Footprint) {
+        let before = self.guarded;
+        let n_deadlines = self.deadlines.len();
+        self.guarded = false;
+        let r = self.op(f);
+        let guarded = r.is_ok() && self.guarded;
+        self.guarded |= before;
+        let deadline = self.deadlines[n_deadlines.min(self.deadlines.len())..]
+            .iter()
+            .min_by_key(|d| d.at_us)
+            .cloned();
+        let fp = Footprint {
+            guarded,
+            mark: self.mark,
+            deadline,
+        };
+        (r, fp)
+    }
+
+    /// The error that left this session unusable, if any (`busy`, `store`,
+    /// `internal`, or a failed savepoint statement).
+    pub(crate) fn poisoned(&self) -> Option<Error> {
+        self.poisoned.clone()
+    }
+
+    /// The group's one pre-commit sample, taken only if a guarded member
+    /// succeeded (`None` otherwise, as a one-operation commit takes none).
+    pub(crate) fn precommit_sample(&mut self) -> Result<Option<i64>> {
+        if !self.guarded {
+            return Ok(None);
+        }
+        crate::fault::stall_precommit();
+        Ok(Some(match self.txn.server_now_us()? {
+            Some(t) => t,
+            None => self.clock.now_us(),
+        }))
+    }
+
+    /// Record a time the group observed (its pre-commit sample): it is
+    /// persisted whatever happens to the group.
+    pub(crate) fn observed(&mut self, at_us: i64) {
+        self.mark = self.mark.max(at_us);
+        self.failed_mark = self.failed_mark.max(self.mark);
+    }
+
+    /// Undo every member of the group, keeping the transaction (and the
+    /// writer lock): the remaining members run again from the time the
+    /// group has observed so far, which the commit or an abort persists.
+    pub(crate) fn restart(&mut self) -> Result<()> {
+        self.failed_mark = self.failed_mark.max(self.mark);
+        self.guarded = false;
+        self.deadlines.clear();
+        let r = self
+            .txn
+            .rollback_to_savepoint()
+            .and_then(|()| self.txn.savepoint());
+        if let Err(e) = &r {
+            self.poisoned = Some(e.clone());
+        }
+        r
+    }
+
+    /// Commit a group whose pre-commit checks passed: the mark (raised to
+    /// the pre-commit sample) is written, then COMMIT.
+    pub(crate) fn commit_group(mut self, pre: Option<i64>) -> Result<()> {
+        self.finished = true;
+        if let Some(e) = self.poisoned.take() {
+            let _ = self.txn.rollback();
+            self.persist_mark(self.failed_mark);
+            return Err(e);
+        }
+        if let Some(p) = pre {
+            self.mark = self.mark.max(p);
+        }
+        if self.mark > self.stored_mark {
+            if let Err(e) = self.txn.set_high_water(self.mark) {
+                let _ = self.txn.rollback();
+                return Err(e);
+            }
+        }
+        self.txn.commit()
     }
 
     /// Roll everything back; persist the time failed operations observed.

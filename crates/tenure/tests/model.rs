@@ -71,6 +71,39 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// An operation a commit group can carry (a one-step call).
+fn group_op() -> impl Strategy<Value = Op> {
+    op().prop_filter("a one-step call", |o| {
+        !matches!(
+            o,
+            Op::Import { .. } | Op::Forward { .. } | Op::Backward { .. } | Op::Reopen
+        )
+    })
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// One operation alone (a call, a clock move, an import).
+    One(Op),
+    /// Calls made at once by as many threads, carried by one commit group
+    /// whose pre-commit sample reads `jump` µs after the calls' samples
+    /// (negative: the clock moved back before the commit).
+    Group { ops: Vec<Op>, jump: i64 },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        // Not reopening: a lease keeps the handle that minted it, and a
+        // group belongs to one handle.
+        3 => op().prop_filter("same handle", |o| !matches!(o, Op::Reopen)).prop_map(Step::One),
+        2 => (
+            proptest::collection::vec(group_op(), 2..6),
+            prop_oneof![2 => Just(0i64), 1 => -3_000_000..0i64, 2 => 1..12_000_000i64],
+        )
+            .prop_map(|(ops, jump)| Step::Group { ops, jump }),
+    ]
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum S {
     Requested,
@@ -101,7 +134,7 @@ struct MLease {
     expires: i64,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Out {
     Ok(String),
     Err(ErrorCode),
@@ -114,6 +147,17 @@ struct Model {
     leases: Vec<MLease>,
     claims: usize,
     seq: usize,
+    /// While a commit group runs: the leases that existed when its calls
+    /// were made and whether each was closed locally then (a call checks
+    /// its lease's local status before it queues).
+    frozen: Option<Vec<bool>>,
+}
+
+/// What the pre-commit check of one group member needs (see
+/// `Model::group`): the running mark after it and its deadline.
+struct Fp {
+    mark: i64,
+    deadline: Option<i64>,
 }
 
 impl Model {
@@ -179,7 +223,12 @@ impl Model {
         let Some(l) = self.leases.get(idx).cloned() else {
             return Out::Ok("no lease".into());
         };
-        if l.closed {
+        let closed = match &self.frozen {
+            None => l.closed,
+            Some(f) if idx >= f.len() => return Out::Ok("no lease".into()),
+            Some(f) => f[idx],
+        };
+        if closed {
             return Out::Err(ErrorCode::LeaseClosed);
         }
         let r = self.guarded().and_then(|now| {
@@ -190,6 +239,134 @@ impl Model {
             Ok(s) => Out::Ok(s),
             Err(c) => Out::Err(c),
         }
+    }
+
+    /// Whether `op` queues for a group: it is not refused locally first
+    /// (a lease that does not exist or is closed when the call is made).
+    fn queues(&self, op: &Op) -> bool {
+        match *op {
+            Op::Renew { lease, .. }
+            | Op::Release { lease }
+            | Op::Fail { lease, .. }
+            | Op::Complete { lease } => self.leases.get(lease).is_some_and(|l| !l.closed),
+            _ => true,
+        }
+    }
+
+    /// One member of a group: its outcome and, if it is a guarded
+    /// operation that succeeded, what its pre-commit check needs.
+    fn member(&mut self, op: &Op) -> (Out, Option<Fp>) {
+        let lease_expiry = |m: &Model, idx: usize| {
+            m.leases
+                .get(idx)
+                .map(|l| m.jobs.get(&l.job).map_or(0, |j| j.expires))
+        };
+        let before = match *op {
+            Op::Renew { lease, .. }
+            | Op::Release { lease }
+            | Op::Fail { lease, .. }
+            | Op::Complete { lease } => lease_expiry(self, lease),
+            _ => None,
+        };
+        let now = self.now;
+        let out = self.apply(op);
+        let fp = match (op, &out) {
+            (Op::Claim { ttl, .. } | Op::ClaimNext { ttl }, Out::Ok(_)) => Some(Fp {
+                mark: self.mark,
+                deadline: Some(now + TTLS[*ttl]),
+            }),
+            // Claim-next that found nothing succeeded as a step (its
+            // `exhausted` records commit) and is checked at pre-commit.
+            (Op::ClaimNext { .. }, Out::Err(ErrorCode::NoJobAvailable)) => Some(Fp {
+                mark: self.mark,
+                deadline: None,
+            }),
+            (
+                Op::Renew { .. } | Op::Release { .. } | Op::Fail { .. } | Op::Complete { .. },
+                Out::Ok(s),
+            ) if s != "no lease" => Some(Fp {
+                mark: self.mark,
+                deadline: before,
+            }),
+            _ => None,
+        };
+        (out, fp)
+    }
+
+    /// A commit group of `ops` made at `t` whose pre-commit sample reads
+    /// `t + jump` (later reads stay there): the calls refused locally, then
+    /// the members in order, each as alone; one pre-commit sample checks
+    /// every guarded member (running mark, deadline); refused members fail
+    /// and the others run again from the time observed so far. Returns the
+    /// outcomes and whether the first round took a pre-commit sample.
+    fn group(&mut self, ops: &[Op], t: i64, jump: i64) -> (Vec<Out>, bool) {
+        let mut outs: Vec<Option<Out>> = vec![None; ops.len()];
+        let mut members = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            if self.queues(op) {
+                members.push(i);
+            } else {
+                outs[i] = Some(self.apply(op));
+            }
+        }
+        self.frozen = Some(self.leases.iter().map(|l| l.closed).collect());
+        let snapshot = (
+            self.jobs.clone(),
+            self.leases.clone(),
+            self.claims,
+            self.seq,
+        );
+        let mut read = t;
+        let mut first_pre = false;
+        for round in 0.. {
+            (self.jobs, self.leases, self.claims, self.seq) = snapshot.clone();
+            let mut results = Vec::new();
+            for &i in &members {
+                self.now = read;
+                results.push(self.member(&ops[i]));
+            }
+            if results.iter().all(|(_, fp)| fp.is_none()) {
+                for (&i, (o, _)) in members.iter().zip(results) {
+                    outs[i] = Some(o);
+                }
+                break;
+            }
+            let pre = if round == 0 { t + jump } else { read };
+            first_pre |= round == 0;
+            read = t + jump;
+            self.now = read;
+            let refused: Vec<Option<ErrorCode>> = results
+                .iter()
+                .map(|(_, fp)| match fp {
+                    Some(f) if pre < f.mark => Some(ErrorCode::ClockRollback),
+                    Some(Fp {
+                        deadline: Some(d), ..
+                    }) if pre >= *d => Some(ErrorCode::LeaseExpired),
+                    _ => None,
+                })
+                .collect();
+            self.mark = self.mark.max(pre);
+            if refused.iter().all(Option::is_none) {
+                for (&i, (o, _)) in members.iter().zip(results) {
+                    outs[i] = Some(o);
+                }
+                break;
+            }
+            let mut kept = Vec::new();
+            for (&i, why) in members.iter().zip(refused) {
+                match why {
+                    Some(c) => outs[i] = Some(Out::Err(c)),
+                    None => kept.push(i),
+                }
+            }
+            members = kept;
+            if members.is_empty() {
+                (self.jobs, self.leases, self.claims, self.seq) = snapshot.clone();
+                break;
+            }
+        }
+        self.frozen = None;
+        (outs.into_iter().map(Option::unwrap).collect(), first_pre)
     }
 
     fn apply(&mut self, op: &Op) -> Out {
@@ -368,7 +545,118 @@ fn ttl(i: usize) -> Ttl {
     Ttl::from_micros(TTLS[i]).unwrap()
 }
 
-fn run(ops: &[Op]) -> std::result::Result<(), TestCaseError> {
+/// A call made by a thread of a commit group: its outcome and minted lease.
+type Call<'a> = Box<dyn FnOnce() -> (Out, Option<Lease>) + Send + 'a>;
+
+/// One call of the API for a group-able operation (not import, not a clock
+/// move, not a reopen): its outcome and the lease it minted.
+fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
+    let claimed = |l: &Lease| format!("claimed {} attempt {}", l.job(), l.attempt());
+    let o = match *op {
+        Op::Submit {
+            job,
+            variant,
+            max,
+            prio,
+        } => out(
+            a.submit(
+                "p",
+                &JobSpec::new(JOB_NAMES[job], vec![variant])
+                    .max_attempts(max)
+                    .priority(prio),
+            ),
+            |s| {
+                if s == Submitted::Created {
+                    "created".into()
+                } else {
+                    "existing".into()
+                }
+            },
+        ),
+        Op::Claim { job, ttl: t } => match a.claim("p", JOB_NAMES[job], "w", ttl(t)) {
+            Ok(l) => return (Out::Ok(claimed(&l)), Some(l)),
+            Err(e) => Out::Err(e.code()),
+        },
+        Op::ClaimNext { ttl: t } => match a.claim_next("p", "w", ttl(t)) {
+            Ok(l) => return (Out::Ok(claimed(&l)), Some(l)),
+            Err(e) => Out::Err(e.code()),
+        },
+        Op::Renew { lease, ttl: t } => match leases.get(lease) {
+            None => Out::Ok("no lease".into()),
+            Some(l) => out(l.renew(ttl(t)), |_| "renewed".into()),
+        },
+        Op::Release { lease } => match leases.get(lease) {
+            None => Out::Ok("no lease".into()),
+            Some(l) => out(l.release(), |s| {
+                format!(
+                    "released {:?}",
+                    if s == JobState::Failed {
+                        S::Failed
+                    } else {
+                        S::Requested
+                    }
+                )
+            }),
+        },
+        Op::Fail { lease, permanent } => match leases.get(lease) {
+            None => Out::Ok("no lease".into()),
+            Some(l) => out(l.fail("boom", permanent), |s| {
+                format!(
+                    "failed {:?}",
+                    if s == JobState::Failed {
+                        S::Failed
+                    } else {
+                        S::Requested
+                    }
+                )
+            }),
+        },
+        Op::Complete { lease } => match leases.get(lease) {
+            None => Out::Ok("no lease".into()),
+            Some(l) => out(l.complete(&[Fact::new("k", "v")]), |_| "completed".into()),
+        },
+        Op::Cancel { job } => out(a.cancel("p", JOB_NAMES[job]), |c| {
+            if c == Cancelled::Cancelled {
+                "cancelled".into()
+            } else {
+                "already".into()
+            }
+        }),
+        Op::Import { .. } | Op::Forward { .. } | Op::Backward { .. } | Op::Reopen => {
+            unreachable!("not a call that can join a group: {op:?}")
+        }
+    };
+    (o, None)
+}
+
+/// Local lease views agree with the model's.
+fn check_leases(
+    model: &Model,
+    leases: &[Lease],
+    i: usize,
+) -> std::result::Result<(), TestCaseError> {
+    prop_assert_eq!(leases.len(), model.leases.len(), "leases after step {}", i);
+    for (k, ml) in model.leases.iter().enumerate() {
+        let l = &leases[k];
+        prop_assert_eq!(
+            l.status() == LeaseStatus::Closed,
+            ml.closed,
+            "lease {} status after step {}",
+            k,
+            i
+        );
+        prop_assert_eq!(
+            l.expires_us(),
+            ml.expires,
+            "lease {} expiry after step {}",
+            k,
+            i
+        );
+    }
+    Ok(())
+}
+
+fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
     let mut env = Env::new();
     env.auth.create_production("p").unwrap();
     let mut model = Model {
@@ -378,90 +666,53 @@ fn run(ops: &[Op]) -> std::result::Result<(), TestCaseError> {
         leases: Vec::new(),
         claims: 0,
         seq: 0,
+        frozen: None,
     };
     model.mark = env.auth.clock().unwrap().mark_us;
     let mut leases: Vec<Lease> = Vec::new();
-    let claimed = |l: &Lease| format!("claimed {} attempt {}", l.job(), l.attempt());
-    for (i, op) in ops.iter().enumerate() {
+    for (i, step) in steps.iter().enumerate() {
         let a = env.auth.clone();
-        let real = match *op {
-            Op::Submit {
-                job,
-                variant,
-                max,
-                prio,
-            } => out(
-                a.submit(
-                    "p",
-                    &JobSpec::new(JOB_NAMES[job], vec![variant])
-                        .max_attempts(max)
-                        .priority(prio),
-                ),
-                |s| {
-                    if s == Submitted::Created {
-                        "created".into()
+        let op = match step {
+            Step::One(op) => op,
+            Step::Group { ops, jump } => {
+                let t = model.now;
+                let queues: Vec<bool> = ops.iter().map(|o| model.queues(o)).collect();
+                let n = queues.iter().filter(|q| **q).count();
+                // The model first: it says whether the group's first round
+                // takes a pre-commit sample (after the members' n samples).
+                let (expected, pre) = model.group(ops, t, *jump);
+                if pre {
+                    let mut script = vec![t; n];
+                    script.push(t + jump);
+                    env.clock.script(&script);
+                }
+                let mut real: Vec<Option<Out>> = vec![None; ops.len()];
+                let mut minted: Vec<Option<Lease>> = Vec::new();
+                minted.resize_with(ops.len(), || None);
+                let mut calls: Vec<Call<'_>> = Vec::new();
+                let mut queued = Vec::new();
+                for (k, op) in ops.iter().enumerate() {
+                    if queues[k] {
+                        let (a, leases) = (a.clone(), &leases);
+                        calls.push(Box::new(move || call(&a, leases, op)));
+                        queued.push(k);
                     } else {
-                        "existing".into()
+                        real[k] = Some(call(&a, &leases, op).0);
                     }
-                },
-            ),
-            Op::Claim { job, ttl: t } => match a.claim("p", JOB_NAMES[job], "w", ttl(t)) {
-                Ok(l) => {
-                    let s = claimed(&l);
-                    leases.push(l);
-                    Out::Ok(s)
                 }
-                Err(e) => Out::Err(e.code()),
-            },
-            Op::ClaimNext { ttl: t } => match a.claim_next("p", "w", ttl(t)) {
-                Ok(l) => {
-                    let s = claimed(&l);
-                    leases.push(l);
-                    Out::Ok(s)
+                for (k, (o, l)) in queued.into_iter().zip(in_one_group(&env, &a, calls)) {
+                    real[k] = Some(o);
+                    minted[k] = l;
                 }
-                Err(e) => Out::Err(e.code()),
-            },
-            Op::Renew { lease, ttl: t } => match leases.get(lease) {
-                None => Out::Ok("no lease".into()),
-                Some(l) => out(l.renew(ttl(t)), |_| "renewed".into()),
-            },
-            Op::Release { lease } => match leases.get(lease) {
-                None => Out::Ok("no lease".into()),
-                Some(l) => out(l.release(), |s| {
-                    format!(
-                        "released {:?}",
-                        if s == JobState::Failed {
-                            S::Failed
-                        } else {
-                            S::Requested
-                        }
-                    )
-                }),
-            },
-            Op::Fail { lease, permanent } => match leases.get(lease) {
-                None => Out::Ok("no lease".into()),
-                Some(l) => out(l.fail("boom", permanent), |s| {
-                    format!(
-                        "failed {:?}",
-                        if s == JobState::Failed {
-                            S::Failed
-                        } else {
-                            S::Requested
-                        }
-                    )
-                }),
-            },
-            Op::Complete { lease } => match leases.get(lease) {
-                None => Out::Ok("no lease".into()),
-                Some(l) => out(l.complete(&[Fact::new("k", "v")]), |_| "completed".into()),
-            },
-            Op::Cancel { job } => out(a.cancel("p", JOB_NAMES[job]), |c| {
-                if c == Cancelled::Cancelled {
-                    "cancelled".into()
-                } else {
-                    "already".into()
-                }
-            }),
+                let real: Vec<Out> = real.into_iter().map(Option::unwrap).collect();
+                prop_assert_eq!(&real, &expected, "step {} {:?}", i, step);
+                leases.extend(minted.into_iter().flatten());
+                prop_assert_eq!(env.clock.get(), model.now, "clock after step {}", i);
+                check_leases(&model, &leases, i)?;
+                continue;
+            }
+        };
+        let real = match *op {
             Op::Import { lease } => match leases.get(lease) {
                 None => Out::Ok("no lease".into()),
                 Some(l) => match l.export_token().and_then(|t| a.import_lease(t.expose())) {
@@ -485,27 +736,15 @@ fn run(ops: &[Op]) -> std::result::Result<(), TestCaseError> {
                 env.auth = env.reopen();
                 Out::Ok(String::new())
             }
+            _ => {
+                let (o, minted) = call(&a, &leases, op);
+                leases.extend(minted);
+                o
+            }
         };
         let expected = model.apply(op);
         prop_assert_eq!(&real, &expected, "step {} {:?}", i, op);
-        // Local lease views agree too.
-        for (k, ml) in model.leases.iter().enumerate() {
-            let l = &leases[k];
-            prop_assert_eq!(
-                l.status() == LeaseStatus::Closed,
-                ml.closed,
-                "lease {} status after step {}",
-                k,
-                i
-            );
-            prop_assert_eq!(
-                l.expires_us(),
-                ml.expires,
-                "lease {} expiry after step {}",
-                k,
-                i
-            );
-        }
+        check_leases(&model, &leases, i)?;
     }
     // Final observed states agree.
     let t = model.now.max(model.mark);
@@ -525,6 +764,23 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: if on_postgres() { 96 } else { 256 }, max_shrink_iters: 2000, ..ProptestConfig::default() })]
     #[test]
     fn store_agrees_with_model(ops in proptest::collection::vec(op(), 1..60)) {
-        run(&ops)?;
+        run(&ops.into_iter().map(Step::One).collect::<Vec<_>>())?;
+    }
+}
+
+proptest! {
+    // Concurrent calls carried by commit groups (docs/design.md, "Group
+    // commit"): every outcome equals the model's serial execution of the
+    // group in queue order, with refused members (stale, expired, clock
+    // rollback at the pre-commit sample) failing first and the others
+    // committing. Forming a group takes a few ms: fewer cases.
+    #![proptest_config(ProptestConfig { cases: 96, max_shrink_iters: 1000, ..ProptestConfig::default() })]
+    #[test]
+    fn store_agrees_with_model_in_commit_groups(steps in proptest::collection::vec(step(), 1..40)) {
+        if on_postgres() || !group_commit() {
+            // PostgreSQL and grouping off never form a group.
+            return Ok(());
+        }
+        run(&steps)?;
     }
 }

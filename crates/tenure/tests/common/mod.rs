@@ -22,9 +22,7 @@ impl Env {
         let clock = ManualClock::new(T0);
         let pg = pg::fresh_database();
         let auth = match &pg {
-            Some(db) => {
-                Authority::open(db.url.as_str(), &Options::new().clock(clock.clone())).unwrap()
-            }
+            Some(db) => Authority::open(db.url.as_str(), &options().clock(clock.clone())).unwrap(),
             None => open(&dir, &clock),
         };
         Env {
@@ -37,7 +35,7 @@ impl Env {
     pub fn reopen(&self) -> Authority {
         match &self.pg {
             Some(db) => {
-                Authority::open(db.url.as_str(), &Options::new().clock(self.clock.clone())).unwrap()
+                Authority::open(db.url.as_str(), &options().clock(self.clock.clone())).unwrap()
             }
             None => open(&self.dir, &self.clock),
         }
@@ -47,7 +45,7 @@ impl Env {
     pub fn reopen_with_busy_timeout(&self, busy: std::time::Duration) -> Authority {
         Authority::open(
             self.path(),
-            &Options::new().clock(self.clock.clone()).busy_timeout(busy),
+            &options().clock(self.clock.clone()).busy_timeout(busy),
         )
         .unwrap()
     }
@@ -76,11 +74,19 @@ impl Env {
 }
 
 pub fn open(dir: &tempfile::TempDir, clock: &ManualClock) -> Authority {
-    Authority::open(
-        dir.path().join("store.db"),
-        &Options::new().clock(clock.clone()),
-    )
-    .unwrap()
+    Authority::open(dir.path().join("store.db"), &options().clock(clock.clone())).unwrap()
+}
+
+/// True unless `TENURE_TEST_GROUP_COMMIT=0` runs the suites with group
+/// commit off (every convenience call its own transaction).
+pub fn group_commit() -> bool {
+    std::env::var("TENURE_TEST_GROUP_COMMIT").map_or(true, |v| v != "0")
+}
+
+/// The suites' options: the defaults, with group commit as
+/// [`group_commit`] says.
+pub fn options() -> Options {
+    Options::new().group_commit(group_commit())
 }
 
 pub fn secs(n: i64) -> Ttl {
@@ -90,6 +96,41 @@ pub fn secs(n: i64) -> Ttl {
 static N: AtomicU64 = AtomicU64::new(0);
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Run `calls` as one commit group of `auth`: a second handle holds the
+/// writer lock while the calls queue (in order: each starts once the one
+/// before it is queued), then lets the group's leader in.
+pub fn in_one_group<'a, R: Send + 'a>(
+    env: &Env,
+    auth: &Authority,
+    calls: Vec<Box<dyn FnOnce() -> R + Send + 'a>>,
+) -> Vec<R> {
+    let other = env.reopen();
+    let edit = other.edit().unwrap();
+    let n = calls.len();
+    let out = std::thread::scope(|sc| {
+        let mut handles = Vec::new();
+        for (i, call) in calls.into_iter().enumerate() {
+            handles.push(sc.spawn(call));
+            let t = std::time::Instant::now();
+            while auth.queued_group_ops() < i + 1 {
+                assert!(
+                    t.elapsed() < std::time::Duration::from_secs(5),
+                    "call {i} never queued"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        assert_eq!(auth.queued_group_ops(), n);
+        edit.abort();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<R>>()
+    });
+    assert_eq!(auth.queued_group_ops(), 0);
+    out
 }
 
 /// True when the suites run against PostgreSQL (`TENURE_TEST_BACKEND=postgres`).
