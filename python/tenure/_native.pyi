@@ -380,6 +380,7 @@ class Authority:
         *,
         synchronous: Literal["full", "normal"] = "full",
         busy_timeout: Optional[datetime.timedelta] = None,
+        group_commit: bool = True,
     ) -> Self: ...
     @property
     def path(self) -> str: ...

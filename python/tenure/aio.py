@@ -150,6 +150,7 @@ async def open(  # noqa: A001 - the module's entry point, like io.open
     *,
     synchronous: Literal["full", "normal"] = "full",
     busy_timeout: Optional[timedelta] = None,
+    group_commit: bool = True,
     max_workers: int = DEFAULT_MAX_WORKERS,
 ) -> Authority:
     """Open (or create) a store off the event loop; the arguments are
@@ -159,7 +160,8 @@ async def open(  # noqa: A001 - the module's entry point, like io.open
     try:
         native = await loop.run_in_executor(
             pool, lambda: _native.Authority(path, synchronous=synchronous,
-                                            busy_timeout=busy_timeout))
+                                            busy_timeout=busy_timeout,
+                                            group_commit=group_commit))
     except BaseException:
         pool.shutdown(wait=False)
         raise

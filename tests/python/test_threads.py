@@ -8,12 +8,16 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 import tenure
 from conftest import LONG, fresh_store, on_postgres, wait_until
 
 
-def test_eight_threads_share_one_authority(tmp_path: Path) -> None:
-    auth = tenure.Authority(fresh_store(tmp_path, "threads.db"), busy_timeout=timedelta(minutes=2))
+@pytest.mark.parametrize("group_commit", [True, False])
+def test_eight_threads_share_one_authority(tmp_path: Path, group_commit: bool) -> None:
+    auth = tenure.Authority(fresh_store(tmp_path, "threads.db"), busy_timeout=timedelta(minutes=2),
+                            group_commit=group_commit)
     auth.create_production("p")
     jobs = [f"j{i:03}" for i in range(200)]
     auth.submit_many("p", [tenure.JobSpec(j) for j in jobs])
@@ -138,3 +142,9 @@ def test_edit_shared_between_threads(auth: tenure.Authority, prod: str) -> None:
     assert edit.open and "open=True" in repr(edit)
     edit.commit()
     assert len(auth.jobs(prod, limit=1000)) == 160
+
+
+def test_group_commit_takes_a_bool(tmp_path: Path) -> None:
+    with pytest.raises(TypeError):
+        tenure.Authority(tmp_path / "t.db", group_commit="no")  # type: ignore[arg-type]
+    assert not (tmp_path / "t.db").exists()

@@ -156,11 +156,14 @@ macro_rules! pymethods_with_shared_ops {
 
 /// A job lease authority over one SQLite store file.
 ///
-/// ``Authority(path, *, synchronous="full", busy_timeout=timedelta(seconds=5))``
-/// opens (or creates) the store. ``synchronous`` is ``"full"`` (fsync every
-/// commit, the default) or ``"normal"``; ``busy_timeout`` (a
-/// ``datetime.timedelta``, 0 ..= 1 h; omitted or None means 5 s) is how long
-/// a write waits for the writer lock before ``tenure.Busy``.
+/// ``Authority(path, *, synchronous="full", busy_timeout=timedelta(seconds=5),
+/// group_commit=True)`` opens (or creates) the store. ``synchronous`` is
+/// ``"full"`` (fsync every commit, the default) or ``"normal"``;
+/// ``busy_timeout`` (a ``datetime.timedelta``, 0 ..= 1 h; omitted or None
+/// means 5 s) is how long a write waits for the writer lock before
+/// ``tenure.Busy``; ``group_commit`` (a ``bool``) lets concurrent calls of
+/// this handle's threads share one transaction and one fsync on SQLite
+/// (``False``: one transaction per call; see docs/design.md, Group commit).
 ///
 /// ``path`` is ``str``, ``bytes`` or ``os.PathLike``, converted with
 /// ``os.fsencode``: a name that is not valid UTF-8 is opened as its exact
@@ -196,12 +199,13 @@ impl Ops for Authority {
 pymethods_with_shared_ops! {
 impl Authority {
     #[new]
-    #[pyo3(signature = (path, *, synchronous = "full", busy_timeout = None))]
+    #[pyo3(signature = (path, *, synchronous = "full", busy_timeout = None, group_commit = true))]
     fn new(
         py: Python<'_>,
         #[pyo3(from_py_with = convert::store_path)] path: PathBuf,
         synchronous: &str,
         busy_timeout: Option<&Bound<'_, PyAny>>,
+        group_commit: bool,
     ) -> PyResult<Authority> {
         let sync = match synchronous {
             "full" => Synchronous::Full,
@@ -212,7 +216,9 @@ impl Authority {
                 ))))
             }
         };
-        let mut opts = Options::new().synchronous(sync);
+        let mut opts = Options::new()
+            .synchronous(sync)
+            .group_commit(group_commit);
         if let Some(b) = busy_timeout.filter(|b| !b.is_none()) {
             opts = opts.busy_timeout(convert::wait(b, "busy_timeout")?);
         }
