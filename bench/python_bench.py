@@ -21,7 +21,8 @@ allows it: litequeue and persist-queue connections are switched to
 localqueue uses its ``DURABLE`` mode. Threads share one queue object where
 the peer supports that (persist-queue with ``multithreading=True``,
 localqueue); litequeue keeps one connection per object, so each thread opens
-its own on the same file. A peer that is not installed prints
+its own on the same file, with a 60 s busy timeout, and a step that still
+finds the database locked is retried (counted as ``busy_errors``). A peer that is not installed prints
 ``{"skipped": true}``.
 """
 
@@ -32,6 +33,7 @@ import datetime
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 import threading
 import time
@@ -121,18 +123,39 @@ def litequeue_drain(d: str, cycles: int, threads: int) -> tuple:
         q.put(f"payload {i}")
     lock = threading.Lock()
 
+    busy = [0]
+
+    def locked(e: sqlite3.OperationalError) -> bool:
+        if "locked" not in str(e):
+            return False
+        with lock:
+            busy[0] += 1
+        return True
+
     def worker(record: Callable[[str], None]) -> None:
         with lock:
-            mine = LiteQueue(path)
+            mine = LiteQueue(path, timeout=60)
             mine.conn.execute("PRAGMA synchronous = FULL;")
         while True:
-            m = mine.pop()
+            try:
+                m = mine.pop()
+            except sqlite3.OperationalError as e:
+                if locked(e):
+                    continue
+                raise
             if m is None:
                 return
             record(m.data)
-            mine.done(m.message_id)
+            while True:
+                try:
+                    mine.done(m.message_id)
+                    break
+                except sqlite3.OperationalError as e:
+                    if not locked(e):
+                        raise
 
-    return drain(threads, worker)
+    seconds, got = drain(threads, worker)
+    return seconds, got, {"busy_errors": busy[0]}
 
 
 def persist_queue_drain(d: str, cycles: int, threads: int) -> tuple:
@@ -210,11 +233,11 @@ def main() -> None:
             if not installed(module):
                 print(json.dumps({"workload": name, "threads": args.threads, "skipped": True}))
                 return
-            seconds, got = run(d, args.cycles, args.threads)
+            seconds, got, *extra = run(d, args.cycles, args.threads)
             counts = Counter(got)
             _emit(name, len(got), seconds, sync=durability, threads=args.threads,
                   backlog=args.cycles, delivered=len(counts),
-                  duplicates=len(got) - len(counts))
+                  duplicates=len(got) - len(counts), **(extra[0] if extra else {}))
         else:
             raise SystemExit(f"unknown workload {args.workload}")
     finally:

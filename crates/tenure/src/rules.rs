@@ -289,6 +289,14 @@ pub(crate) fn claim_next(
     validate::id("production", production)?;
     validate::holder(holder)?;
     let now = s.guarded_sample()?;
+    // Where reading the production also orders this claim against a
+    // concurrent cancel of it, the lookup comes before the scan; otherwise it
+    // only proves the production exists, which a job the scan finds proves
+    // too (productions are never deleted and every job belongs to one).
+    let looked_up = s.txn.production_lookup_locks();
+    if looked_up {
+        production_row(s, production)?;
+    }
     let mut cursor = None;
     // The head of the queue is almost always claimable (the scan already
     // leaves out leases still held): read one row first, then larger pages
@@ -299,10 +307,7 @@ pub(crate) fn claim_next(
             .txn
             .live_jobs(production, cursor, page, LiveScan::Claim { now })?;
         if rows.is_empty() {
-            // Productions are never deleted and every job belongs to one, so
-            // a production that has shown a job exists; only an empty first
-            // page leaves the question open.
-            if cursor.is_none() {
+            if cursor.is_none() && !looked_up {
                 production_row(s, production)?;
             }
             return Ok(None);

@@ -731,6 +731,11 @@ impl Txn for SqliteTxn {
         Ok(header(self.c())?.0)
     }
 
+    /// The writer lock is store-wide: nothing to order against.
+    fn production_lookup_locks(&self) -> bool {
+        false
+    }
+
     fn production(&mut self, name: &str) -> Result<Option<ProductionRow>> {
         let mut st = self.c().prepare_cached(
             "SELECT name, created_us, cancelled_us FROM productions WHERE name = ?1",
