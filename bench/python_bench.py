@@ -22,7 +22,9 @@ localqueue uses its ``DURABLE`` mode. Threads share one queue object where
 the peer supports that (persist-queue with ``multithreading=True``,
 localqueue); litequeue keeps one connection per object, so each thread opens
 its own on the same file, with a 60 s busy timeout, and a step that still
-finds the database locked is retried (counted as ``busy_errors``). A peer that is not installed prints
+finds the database locked is retried (counted as ``busy_errors``; tenure's
+``Busy``, the writer lock not taken within the busy timeout, is retried and
+counted the same way). A peer that is not installed prints
 ``{"skipped": true}``.
 """
 
@@ -101,16 +103,32 @@ def tenure_drain(d: str, cycles: int, threads: int) -> tuple:
         a.submit_many("bench", specs[i:i + 10_000])
     ttl = datetime.timedelta(seconds=30)
 
+    busy = [0]
+    lock = threading.Lock()
+
+    def retried() -> None:
+        with lock:
+            busy[0] += 1
+
     def worker(record: Callable[[str], None]) -> None:
         while True:
             try:
                 lease = a.claim_next("bench", "bench-worker", ttl)
             except tenure.NoJobAvailable:
                 return
+            except tenure.Busy:  # the writer lock not had in time: nothing changed
+                retried()
+                continue
             record(lease.job)
-            lease.complete()
+            while True:
+                try:
+                    lease.complete()
+                    break
+                except tenure.Busy:
+                    retried()
 
-    return drain(threads, worker)
+    seconds, got = drain(threads, worker)
+    return seconds, got, {"busy_errors": busy[0]}
 
 
 def litequeue_drain(d: str, cycles: int, threads: int) -> tuple:

@@ -625,10 +625,15 @@ fn python_drain(
     let m = |k: &str| median(rate.get(k).cloned().unwrap_or_default());
     let (t1, t4) = (m("tenure-drain/1"), m("tenure-drain/4"));
     let d = |k: &str| dups.get(k).copied().unwrap_or(f64::NAN);
+    let retried = |k: &str| match busy.get(k) {
+        Some(b) if *b > 0.0 => format!(", {b:.0} steps retried after a busy answer"),
+        _ => String::new(),
+    };
     rows.push(Row {
         name: format!(
-            "Python: tenure claim_next + complete, 1 thread, {backlog} backlog (FULL), duplicates {:.0}",
-            d("tenure-drain/1")
+            "Python: tenure claim_next + complete, 1 thread, {backlog} backlog (FULL), duplicates {:.0}{}",
+            d("tenure-drain/1"),
+            retried("tenure-drain/1"),
         ),
         value: format!("{t1:.0} jobs/s"),
         ratio: None,
@@ -636,8 +641,9 @@ fn python_drain(
     });
     rows.push(Row {
         name: format!(
-            "Python: tenure claim_next + complete, 4 threads, {backlog} backlog (FULL), duplicates {:.0}",
-            d("tenure-drain/4")
+            "Python: tenure claim_next + complete, 4 threads, {backlog} backlog (FULL), duplicates {:.0}{}",
+            d("tenure-drain/4"),
+            retried("tenure-drain/4"),
         ),
         value: format!("{t4:.0} jobs/s"),
         ratio: Some(("1 thread".into(), t4 / t1)),
@@ -661,10 +667,7 @@ fn python_drain(
         } else {
             String::new()
         };
-        let retried = match busy.get(&key) {
-            Some(b) if *b > 0.0 => format!(", {b:.0} steps retried after \"database is locked\""),
-            _ => String::new(),
-        };
+        let retried = retried(&key);
         if !rate.contains_key(&key) {
             if !failures.is_empty() {
                 rows.push(Row {
