@@ -3,15 +3,21 @@
 //! report. Nothing here asserts a timing.
 //!
 //! ```text
-//! tenure-bench floor      --sync full|normal --cycles N
-//! tenure-bench lifecycle  --sync full|normal --cycles N
+//! tenure-bench floor      --sync full|normal --cycles N [--jobs J]
+//! tenure-bench lifecycle  --sync full|normal --cycles N [--jobs J]
 //! tenure-bench claim-next --queued N --cycles N
 //! tenure-bench batch      --size B --jobs N --sync full|normal
-//! tenure-bench contend    --procs P --millis MS --sync full|normal
+//! tenure-bench threads    --threads W --millis MS --sync full|normal [--jobs J]
+//! tenure-bench contend    --procs P --threads T --millis MS --sync full|normal [--jobs J]
 //! ```
+//!
+//! `--jobs` is the backlog seeded before the measured part: for `floor` and
+//! `lifecycle` at least `--cycles` (equal backlogs let two runs of different
+//! lengths be subtracted, as the callgrind rows do), for the timed workloads
+//! enough for the run by default.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,7 +30,7 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = argv.first().cloned() else {
         eprintln!(
-            "usage: tenure-bench <floor|lifecycle|claim-next|batch|contend> [--key value ...]"
+            "usage: tenure-bench <floor|lifecycle|claim-next|batch|threads|contend> [--key value ...]"
         );
         std::process::exit(2);
     };
@@ -39,6 +45,7 @@ fn main() {
         "lifecycle" => lifecycle(&args),
         "claim-next" => claim_next_scale(&args),
         "batch" => batch(&args),
+        "threads" => threads(&args),
         "contend" => contend(&args),
         "contend-worker" => contend_worker(&args),
         other => {
@@ -101,6 +108,7 @@ fn seed(auth: &Authority, production: &str, n: usize, prefix: &str) {
 /// lifecycle (claim, renew, complete), same pragmas.
 fn floor(a: &Args) -> String {
     let cycles: usize = arg(a, "cycles", 300);
+    let rows: usize = arg(a, "jobs", cycles).max(cycles);
     let (_, pragma) = sync(a);
     let dir = tempdir();
     let conn = rusqlite::Connection::open(dir.join("floor.db")).unwrap();
@@ -116,7 +124,7 @@ fn floor(a: &Args) -> String {
             .prepare("INSERT INTO jobs (id, state) VALUES (?1, 'requested')")
             .unwrap();
         conn.execute_batch("BEGIN").unwrap();
-        for i in 0..cycles {
+        for i in 0..rows {
             ins.execute([i as i64]).unwrap();
         }
         conn.execute_batch("COMMIT").unwrap();
@@ -146,7 +154,7 @@ fn lifecycle(a: &Args) -> String {
     let (s, pragma) = sync(a);
     let dir = tempdir();
     let auth = Authority::open(dir.join("t.db"), &Options::new().synchronous(s)).unwrap();
-    seed(&auth, "bench", cycles, "j");
+    seed(&auth, "bench", arg(a, "jobs", cycles).max(cycles), "j");
     let start = Instant::now();
     for _ in 0..cycles {
         let l = auth
@@ -244,6 +252,74 @@ fn batch(a: &Args) -> String {
     )
 }
 
+/// Lifecycles (claim_next, renew, complete) on `auth` until `deadline` or
+/// until the backlog is empty. Returns the completed count and whether the
+/// backlog ran out (the rate then understates the throughput).
+fn lifecycles_until(auth: &Authority, deadline: Instant) -> (u64, bool) {
+    let mut count = 0u64;
+    while Instant::now() < deadline {
+        match auth.claim_next("bench", "worker", ttl(30_000_000)) {
+            Ok(l) => {
+                if l.renew(ttl(60_000_000))
+                    .and_then(|_| l.complete(&[]))
+                    .is_ok()
+                {
+                    count += 1;
+                }
+            }
+            Err(e) if e.code() == ErrorCode::Busy => {}
+            Err(e) if e.code() == ErrorCode::NoJobAvailable => return (count, true),
+            Err(e) => panic!("claim_next: {e}"),
+        }
+    }
+    (count, false)
+}
+
+/// Enough jobs for `millis` of lifecycles by any number of workers: the
+/// store's own rate bounds the total, far below 10 000 lifecycles/s here.
+fn backlog_for(millis: u64) -> usize {
+    200_000.min(10_000 * (millis as usize / 1000 + 1))
+}
+
+/// `threads` threads of one process, each doing lifecycles on one shared
+/// authority for `millis`; reports the total rate and per-thread counts.
+fn threads(a: &Args) -> String {
+    let n: usize = arg(a, "threads", 1).max(1);
+    let millis: u64 = arg(a, "millis", 2000);
+    let (s, pragma) = sync(a);
+    let dir = tempdir();
+    let auth = Authority::open(dir.join("t.db"), &Options::new().synchronous(s)).unwrap();
+    seed(&auth, "bench", arg(a, "jobs", backlog_for(millis)), "j");
+    let go = Arc::new(std::sync::Barrier::new(n + 1));
+    let workers: Vec<_> = (0..n)
+        .map(|_| {
+            let (auth, go) = (auth.clone(), go.clone());
+            std::thread::spawn(move || {
+                go.wait();
+                lifecycles_until(&auth, Instant::now() + Duration::from_millis(millis))
+            })
+        })
+        .collect();
+    go.wait();
+    let start = Instant::now();
+    let mut counts = Vec::new();
+    let mut drained = false;
+    for w in workers {
+        let (c, d) = w.join().unwrap();
+        counts.push(c);
+        drained |= d;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let total: u64 = counts.iter().sum();
+    let _ = std::fs::remove_dir_all(&dir);
+    format!(
+        r#"{{"workload":"threads","threads":{n},"sync":"{pragma}","millis":{millis},"cycles":{total},"seconds":{secs:.6},"cycles_per_s":{:.2},"per_thread":{counts:?},"min":{},"max":{},"drained":{drained}}}"#,
+        total as f64 / secs,
+        counts.iter().min().copied().unwrap_or(0),
+        counts.iter().max().copied().unwrap_or(0),
+    )
+}
+
 fn percentile(sorted: &[u32], p: f64) -> u32 {
     if sorted.is_empty() {
         return 0;
@@ -252,22 +328,19 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
     sorted[i]
 }
 
-/// `procs` processes doing lifecycles on one store for `millis`, each also
-/// holding a 1 s lease renewed at TTL/3 by a heartbeat thread.
+/// `procs` processes of `threads` worker threads each doing lifecycles on
+/// one store for `millis`, each process also holding a 1 s lease renewed at
+/// TTL/3 by a heartbeat thread.
 fn contend(a: &Args) -> String {
     let procs: usize = arg(a, "procs", 2);
+    let threads: usize = arg(a, "threads", 1).max(1);
     let millis: u64 = arg(a, "millis", 3000);
     let (_, pragma) = sync(a);
     let dir = tempdir();
     let db = dir.join("t.db");
     {
         let auth = Authority::open(&db, &Options::new()).unwrap();
-        seed(
-            &auth,
-            "bench",
-            200_000.min(4000 * procs * (millis as usize / 1000 + 1)),
-            "j",
-        );
+        seed(&auth, "bench", arg(a, "jobs", backlog_for(millis)), "j");
         auth.create_production("hb").unwrap();
         let specs: Vec<_> = (0..procs)
             .map(|i| JobSpec::new(format!("hb{i}"), vec![]))
@@ -286,6 +359,8 @@ fn contend(a: &Args) -> String {
                     &i.to_string(),
                     "--millis",
                     &millis.to_string(),
+                    "--threads",
+                    &threads.to_string(),
                     "--sync",
                     &pragma.to_lowercase(),
                 ])
@@ -299,6 +374,7 @@ fn contend(a: &Args) -> String {
     let mut waits: Vec<u32> = Vec::new();
     let mut missed = 0u64;
     let mut renewals = 0u64;
+    let mut drained = false;
     for c in children {
         let out = c.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -311,6 +387,8 @@ fn contend(a: &Args) -> String {
                 let mut it = rest.split_whitespace().map(|x| x.parse::<u64>().unwrap());
                 renewals += it.next().unwrap();
                 missed += it.next().unwrap();
+            } else if line.trim() == "DRAINED" {
+                drained = true;
             }
         }
     }
@@ -320,7 +398,7 @@ fn contend(a: &Args) -> String {
     let max = counts.iter().copied().max().unwrap_or(0);
     let _ = std::fs::remove_dir_all(&dir);
     format!(
-        r#"{{"workload":"contend","procs":{procs},"sync":"{pragma}","millis":{millis},"cycles":{total},"cycles_per_s":{:.2},"per_proc":{counts:?},"min":{min},"max":{max},"wait_p50_us":{},"wait_p99_us":{},"wait_max_us":{},"renewals":{renewals},"renewals_missed":{missed}}}"#,
+        r#"{{"workload":"contend","procs":{procs},"threads":{threads},"drained":{drained},"sync":"{pragma}","millis":{millis},"cycles":{total},"cycles_per_s":{:.2},"per_proc":{counts:?},"min":{min},"max":{max},"wait_p50_us":{},"wait_p99_us":{},"wait_max_us":{},"renewals":{renewals},"renewals_missed":{missed}}}"#,
         total as f64 / (millis as f64 / 1000.0),
         percentile(&waits, 0.50),
         percentile(&waits, 0.99),
@@ -332,6 +410,7 @@ fn contend_worker(a: &Args) -> String {
     let db: PathBuf = a.get("db").map(PathBuf::from).expect("--db");
     let id: usize = arg(a, "id", 0);
     let millis: u64 = arg(a, "millis", 3000);
+    let threads: usize = arg(a, "threads", 1).max(1);
     let (s, _) = sync(a);
     let auth = Authority::open(
         &db,
@@ -391,32 +470,32 @@ fn contend_worker(a: &Args) -> String {
         })
     };
     let deadline = Instant::now() + Duration::from_millis(millis);
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let auth = auth.clone();
+            std::thread::spawn(move || lifecycles_until(&auth, deadline))
+        })
+        .collect();
     let mut count = 0u64;
-    while Instant::now() < deadline {
-        match auth.claim_next("bench", "worker", ttl(30_000_000)) {
-            Ok(l) => {
-                if l.renew(ttl(60_000_000))
-                    .and_then(|_| l.complete(&[]))
-                    .is_ok()
-                {
-                    count += 1;
-                }
-            }
-            Err(e) if e.code() == ErrorCode::Busy => {}
-            Err(e) => panic!("claim_next: {e}"),
-        }
+    let mut drained = false;
+    for w in workers {
+        let (c, d) = w.join().unwrap();
+        count += c;
+        drained |= d;
     }
     stop.store(true, Ordering::Relaxed);
     hb.join().unwrap();
     let waits = tenure::stats::take_lock_waits_us();
     let w: Vec<String> = waits.iter().map(|w| w.to_string()).collect();
     println!("COUNT {count}");
+    if drained {
+        println!("DRAINED");
+    }
     println!("WAITS {}", w.join(","));
     println!(
         "RENEW {} {}",
         renewals.load(Ordering::Relaxed),
         missed.load(Ordering::Relaxed)
     );
-    let _ = Path::new("");
     String::new()
 }

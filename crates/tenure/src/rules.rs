@@ -289,16 +289,27 @@ pub(crate) fn claim_next(
     validate::id("production", production)?;
     validate::holder(holder)?;
     let now = s.guarded_sample()?;
-    production_row(s, production)?;
+    // Where reading the production also orders this claim against a
+    // concurrent cancel of it, the lookup comes before the scan; otherwise it
+    // only proves the production exists, which a job the scan finds proves
+    // too (productions are never deleted and every job belongs to one).
+    let looked_up = s.txn.production_lookup_locks();
+    if looked_up {
+        production_row(s, production)?;
+    }
     let mut cursor = None;
-    // The head of the queue is almost always claimable: read a couple of rows
-    // first, then larger pages past live claims.
-    let mut page = 2;
+    // The head of the queue is almost always claimable (the scan already
+    // leaves out leases still held): read one row first, then larger pages
+    // past the rows the rule passes over.
+    let mut page = 1;
     loop {
         let rows = s
             .txn
             .live_jobs(production, cursor, page, LiveScan::Claim { now })?;
         if rows.is_empty() {
+            if cursor.is_none() && !looked_up {
+                production_row(s, production)?;
+            }
             return Ok(None);
         }
         page = 64;

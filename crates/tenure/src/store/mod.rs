@@ -142,6 +142,15 @@ pub(crate) trait Txn: Send {
     fn set_high_water(&mut self, us: i64) -> Result<()>;
     fn schema_version(&mut self) -> Result<u32>;
 
+    /// Whether [`Txn::production`] in a write transaction also locks the
+    /// production against a concurrent cancel of it (PostgreSQL's shared
+    /// advisory lock), so that a claim must look it up before scanning its
+    /// jobs. A backend whose writer lock is store-wide (SQLite) answers
+    /// false: there the lookup only proves the production exists.
+    /// Default: true.
+    fn production_lookup_locks(&self) -> bool {
+        true
+    }
     fn production(&mut self, name: &str) -> Result<Option<ProductionRow>>;
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()>;
     fn set_production_cancelled(&mut self, name: &str, at_us: i64) -> Result<()>;

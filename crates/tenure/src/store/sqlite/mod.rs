@@ -543,10 +543,23 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-const JOB_COLS: &str =
-    "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
-     state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
-     updated_us, last_error";
+/// The columns [`job_row`] decodes, in its order, as a literal so that the
+/// statements using it are `&'static str` (a cached statement is found by
+/// its text: no formatting per call).
+macro_rules! job_cols {
+    () => {
+        "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
+         state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
+         updated_us, last_error"
+    };
+}
+
+/// The columns [`event_row`] decodes, in its order.
+macro_rules! event_cols {
+    () => {
+        "seq, at_us, production, job, kind, state, claim_id, holder, attempt, expires_us, detail"
+    };
+}
 
 fn uuid_col(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<Uuid>> {
     let s: Option<String> = r.get(i)?;
@@ -663,6 +676,30 @@ fn append_event(conn: &Connection, ev: &NewEvent<'_>) -> Result<u64> {
     Ok(conn.last_insert_rowid() as u64)
 }
 
+/// Facts written by one `INSERT` (a completion writes four `tenure.*` facts
+/// plus the caller's, so one statement usually carries all of them).
+const FACTS_PER_INSERT: usize = 16;
+
+/// `INSERT INTO facts` of `n` rows (1 ≤ n ≤ [`FACTS_PER_INSERT`]): `?1` is
+/// the production, `?2` the job, then (ord, key, value) per row.
+fn insert_facts_sql(n: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = SQL.get_or_init(|| {
+        (1..=FACTS_PER_INSERT)
+            .map(|n| {
+                let rows: Vec<String> = (0..n)
+                    .map(|i| format!("(?1, ?2, ?{}, ?{}, ?{})", 3 + 3 * i, 4 + 3 * i, 5 + 3 * i))
+                    .collect();
+                format!(
+                    "INSERT INTO facts (production, job, ord, key, value) VALUES {}",
+                    rows.join(", ")
+                )
+            })
+            .collect()
+    });
+    &all[n - 1]
+}
+
 fn collect<T>(
     rows: rusqlite::MappedRows<'_, impl FnMut(&Row<'_>) -> rusqlite::Result<T>>,
 ) -> Result<Vec<T>> {
@@ -692,6 +729,11 @@ impl Txn for SqliteTxn {
 
     fn schema_version(&mut self) -> Result<u32> {
         Ok(header(self.c())?.0)
+    }
+
+    /// The writer lock is store-wide: nothing to order against.
+    fn production_lookup_locks(&self) -> bool {
+        false
     }
 
     fn production(&mut self, name: &str) -> Result<Option<ProductionRow>> {
@@ -741,8 +783,10 @@ impl Txn for SqliteTxn {
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
-        let mut st = self.c().prepare_cached(&format!(
-            "SELECT {JOB_COLS} FROM jobs WHERE production = ?1 AND job = ?2"
+        let mut st = self.c().prepare_cached(concat!(
+            "SELECT ",
+            job_cols!(),
+            " FROM jobs WHERE production = ?1 AND job = ?2"
         ))?;
         Ok(st.query_row([production, job], job_row).optional()?)
     }
@@ -808,8 +852,10 @@ impl Txn for SqliteTxn {
         let c = self.c();
         match after {
             None => {
-                let mut st = c.prepare_cached(&format!(
-                    "SELECT {JOB_COLS} FROM jobs INDEXED BY jobs_live
+                let mut st = c.prepare_cached(concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM jobs INDEXED BY jobs_live
                      WHERE production = ?1 AND state IN ('requested', 'claimed')
                        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3)
                      ORDER BY priority DESC, seq LIMIT ?2"
@@ -818,8 +864,10 @@ impl Txn for SqliteTxn {
                 collect(rows)
             }
             Some((prio, seq)) => {
-                let mut st = c.prepare_cached(&format!(
-                    "SELECT {JOB_COLS} FROM jobs INDEXED BY jobs_live
+                let mut st = c.prepare_cached(concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM jobs INDEXED BY jobs_live
                      WHERE production = ?1 AND state IN ('requested', 'claimed')
                        AND (priority < ?2 OR (priority = ?2 AND seq > ?3))
                        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?5)
@@ -845,8 +893,10 @@ impl Txn for SqliteTxn {
         let after = after.unwrap_or("");
         match states {
             None => {
-                let mut st = c.prepare_cached(&format!(
-                    "SELECT {JOB_COLS} FROM jobs WHERE production = ?1 AND job > ?2
+                let mut st = c.prepare_cached(concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM jobs WHERE production = ?1 AND job > ?2
                      ORDER BY job LIMIT ?3"
                 ))?;
                 let rows = st.query_map(params![production, after, limit as i64], job_row)?;
@@ -855,8 +905,10 @@ impl Txn for SqliteTxn {
             Some(states) => {
                 // At most five states: one indexed range scan each, merged by job ID.
                 let mut out = Vec::new();
-                let mut st = c.prepare_cached(&format!(
-                    "SELECT {JOB_COLS} FROM jobs WHERE production = ?1 AND state = ?2 AND job > ?3
+                let mut st = c.prepare_cached(concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM jobs WHERE production = ?1 AND state = ?2 AND job > ?3
                      ORDER BY job LIMIT ?4"
                 ))?;
                 for s in states {
@@ -874,8 +926,10 @@ impl Txn for SqliteTxn {
     }
 
     fn all_jobs_page(&mut self, after_seq: i64, limit: usize) -> Result<Vec<JobRow>> {
-        let mut st = self.c().prepare_cached(&format!(
-            "SELECT {JOB_COLS} FROM jobs WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+        let mut st = self.c().prepare_cached(concat!(
+            "SELECT ",
+            job_cols!(),
+            " FROM jobs WHERE seq > ?1 ORDER BY seq LIMIT ?2"
         ))?;
         let rows = st.query_map(params![after_seq, limit as i64], job_row)?;
         collect(rows)
@@ -887,21 +941,23 @@ impl Txn for SqliteTxn {
     }
 
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
-        const COLS: &str =
-            "seq, at_us, production, job, kind, state, claim_id, holder, attempt, expires_us, detail";
         let c = self.c();
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         match production {
             None => {
-                let mut st = c.prepare_cached(&format!(
-                    "SELECT {COLS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+                let mut st = c.prepare_cached(concat!(
+                    "SELECT ",
+                    event_cols!(),
+                    " FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
                 ))?;
                 let rows = st.query_map(params![after, limit as i64], event_row)?;
                 collect(rows)
             }
             Some(p) => {
-                let mut st = c.prepare_cached(&format!(
-                    "SELECT {COLS} FROM events WHERE production = ?1 AND seq > ?2
+                let mut st = c.prepare_cached(concat!(
+                    "SELECT ",
+                    event_cols!(),
+                    " FROM events WHERE production = ?1 AND seq > ?2
                      ORDER BY seq LIMIT ?3"
                 ))?;
                 let rows = st.query_map(params![p, after, limit as i64], event_row)?;
@@ -912,11 +968,18 @@ impl Txn for SqliteTxn {
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()> {
         crate::fault::point();
-        let mut st = self.c().prepare_cached(
-            "INSERT INTO facts (production, job, ord, key, value) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?;
-        for (i, (k, v)) in facts.iter().enumerate() {
-            st.execute(params![production, job, i as i64, k, v])?;
+        let c = self.c();
+        for (n, chunk) in facts.chunks(FACTS_PER_INSERT).enumerate() {
+            let mut st = c.prepare_cached(insert_facts_sql(chunk.len()))?;
+            st.raw_bind_parameter(1, production)?;
+            st.raw_bind_parameter(2, job)?;
+            for (i, (k, v)) in chunk.iter().enumerate() {
+                let at = 3 + 3 * i;
+                st.raw_bind_parameter(at, (n * FACTS_PER_INSERT + i) as i64)?;
+                st.raw_bind_parameter(at + 1, k)?;
+                st.raw_bind_parameter(at + 2, v)?;
+            }
+            st.raw_execute()?;
         }
         Ok(())
     }
@@ -1002,5 +1065,76 @@ impl Txn for SqliteTxn {
 
     fn rollback(&mut self) -> Result<()> {
         self.finish("ROLLBACK")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backend(dir: &Path) -> SqliteBackend {
+        let (b, _) = SqliteBackend::open(
+            &dir.join("t.db"),
+            Synchronous::Normal,
+            Duration::from_secs(5),
+            &|| 0,
+        )
+        .unwrap();
+        b
+    }
+
+    #[test]
+    fn insert_facts_sql_numbers_each_row_after_production_and_job() {
+        assert_eq!(
+            insert_facts_sql(1),
+            "INSERT INTO facts (production, job, ord, key, value) VALUES (?1, ?2, ?3, ?4, ?5)"
+        );
+        assert_eq!(
+            insert_facts_sql(2),
+            "INSERT INTO facts (production, job, ord, key, value) \
+             VALUES (?1, ?2, ?3, ?4, ?5), (?1, ?2, ?6, ?7, ?8)"
+        );
+        assert!(insert_facts_sql(FACTS_PER_INSERT).ends_with(&format!(
+            "(?1, ?2, ?{}, ?{}, ?{})",
+            3 * FACTS_PER_INSERT,
+            3 * FACTS_PER_INSERT + 1,
+            3 * FACTS_PER_INSERT + 2
+        )));
+    }
+
+    #[test]
+    fn facts_keep_their_order_across_insert_statements() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = backend(dir.path());
+        let owned: Vec<(String, String)> = (0..2 * FACTS_PER_INSERT + 3)
+            .map(|i| (format!("k{i}"), format!("v{i}")))
+            .collect();
+        let pairs: Vec<(&str, &str)> = owned
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut t = b.begin_write().unwrap();
+        t.insert_facts("p", "j", &pairs).unwrap();
+        t.insert_facts("p", "one", &pairs[..1]).unwrap();
+        t.insert_facts("p", "none", &[]).unwrap();
+        t.commit().unwrap();
+        let mut r = b.begin_read().unwrap();
+        let got = r.facts("p", Some("j")).unwrap();
+        let got: Vec<(&str, &str)> = got
+            .iter()
+            .map(|f| (f.key.as_str(), f.value.as_str()))
+            .collect();
+        assert_eq!(got, pairs);
+        assert_eq!(r.facts("p", Some("one")).unwrap().len(), 1);
+        assert!(r.facts("p", Some("none")).unwrap().is_empty());
+        let ords: Vec<i64> = {
+            let c = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+            let mut st = c
+                .prepare("SELECT ord FROM facts WHERE job = 'j' ORDER BY ord")
+                .unwrap();
+            let rows = st.query_map([], |r| r.get(0)).unwrap();
+            rows.map(|r| r.unwrap()).collect()
+        };
+        assert_eq!(ords, (0..pairs.len() as i64).collect::<Vec<_>>());
     }
 }
