@@ -284,6 +284,7 @@ pub fn bench(smoke: bool) -> Result {
     // equivalent from 4 threads; every delivery is recorded by job ID.
     if let Some(py) = &progs.python {
         python_drain(py, &cfg, &mut rows, &mut raw)?;
+        python_asyncio(py, &cfg, &mut rows, &mut raw)?;
     }
 
     // 3: claim-next scaling.
@@ -557,6 +558,52 @@ fn instructions(
         value: format!("{:.0} k instructions/cycle", life / 1000.0),
         ratio: (!floor.is_nan()).then(|| ("floor".into(), life / floor)),
         target: Some(("≤ 200 k instructions".into(), life <= 200_000.0)),
+    });
+    Ok(())
+}
+
+/// The asyncio rows: `tenure.aio.Worker` with 16 tasks against 16 threads
+/// draining the same backlog at FULL (`bench/python_aio_bench.py`), and the
+/// event loop's longest stall seen by a 1 ms ticker during the asyncio run.
+fn python_asyncio(
+    py: &std::path::Path,
+    cfg: &Cfg,
+    rows: &mut Vec<Row>,
+    raw: &mut Vec<Value>,
+) -> Result {
+    let jobs = if cfg.smoke { "200" } else { "10000" };
+    let runs = if cfg.smoke { 1 } else { 3 };
+    let (mut threads, mut asyncio, mut stall) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let out = workload(
+            Command::new(py)
+                .arg(root().join("bench/python_aio_bench.py"))
+                .args(["--jobs", jobs, "--concurrency", "16"]),
+        )?;
+        threads.push(num(&out, "threads_per_s"));
+        asyncio.push(num(&out, "asyncio_per_s"));
+        stall.push(num(&out, "max_stall_ms"));
+        raw.push(out);
+    }
+    let (t, a) = (median(threads), median(asyncio));
+    let worst = stall.iter().copied().fold(0.0, f64::max);
+    rows.push(Row {
+        name: format!("Python: threaded worker, 16 threads, {jobs} jobs (FULL)"),
+        value: format!("{t:.0} jobs/s"),
+        ratio: None,
+        target: None,
+    });
+    rows.push(Row {
+        name: format!("Python: asyncio worker (tenure.aio.Worker), 16 tasks, {jobs} jobs (FULL)"),
+        value: format!("{a:.0} jobs/s"),
+        ratio: Some(("16 threads".into(), a / t)),
+        target: Some(("≥ 0.90 × 16 threads".into(), a / t >= 0.9)),
+    });
+    rows.push(Row {
+        name: "Python: event loop's longest stall during the asyncio run (worst of runs)".into(),
+        value: format!("{worst:.1} ms"),
+        ratio: None,
+        target: Some(("≤ 5 ms".into(), worst <= 5.0)),
     });
     Ok(())
 }
