@@ -92,6 +92,7 @@ mod boundary;
 mod status;
 
 mod options;
+include!("c_structs.rs");
 
 #[macro_use]
 mod writer;

@@ -144,67 +144,10 @@ c_enum! {
 }
 
 // ---------------------------------------------------------------------------
-// Input structs
+// Input structs (defined at the crate root: see `c_structs.rs`)
 // ---------------------------------------------------------------------------
 
-/// How to open a store. Initialise with `tenure_open_options_init()`, then
-/// change fields. Size-versioned: see the header's extensibility notes.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct tenure_open_options {
-    /// `sizeof(tenure_open_options)` as compiled by the caller.
-    pub struct_size: usize,
-    /// A `tenure_synchronous` value (default `TENURE_SYNCHRONOUS_FULL`).
-    pub synchronous: u32,
-    /// How long a write waits for the writer lock before `TENURE_BUSY`, in
-    /// µs: 0 ..= 3 600 000 000 (default 5 000 000).
-    pub busy_timeout_us: i64,
-}
-
-/// One job to submit. Initialise with `tenure_job_spec_init()` (priority 0,
-/// max_attempts 3, empty payload), then set `job` (and the rest).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct tenure_job_spec {
-    /// `sizeof(tenure_job_spec)` as compiled by the caller.
-    pub struct_size: usize,
-    /// Job ID (1-128 bytes of `[A-Za-z0-9][A-Za-z0-9._:@+-]*`).
-    pub job: *const c_char,
-    /// Opaque payload bytes (may be NULL when `payload_len` is 0), at most 1 MiB.
-    pub payload: *const u8,
-    /// Payload length in bytes.
-    pub payload_len: usize,
-    /// Higher runs first; ties go to the oldest submission.
-    pub priority: i32,
-    /// Claims allowed in total, 1 ..= 1000.
-    pub max_attempts: u32,
-}
-
-/// Paging and filtering for `tenure_authority_jobs()`. Initialise with
-/// `tenure_list_query_init()` (any state, from the start, default page).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct tenure_list_query {
-    /// `sizeof(tenure_list_query)` as compiled by the caller.
-    pub struct_size: usize,
-    /// A `tenure_job_state` to filter on, or `TENURE_JOB_ANY` (0).
-    pub state: u32,
-    /// Only jobs whose ID sorts after this one (the last ID of the previous
-    /// page), or NULL to start at the beginning.
-    pub after: *const c_char,
-    /// Page size: 0 means 100; larger than 10 000 is capped at 10 000.
-    pub limit: usize,
-}
-
-/// One caller fact to publish at completion (both strings required, UTF-8).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct tenure_fact {
-    /// Key: an ID outside the reserved `tenure.` namespace.
-    pub key: *const c_char,
-    /// Value: text up to 4096 bytes.
-    pub value: *const c_char,
-}
+pub use crate::{tenure_fact, tenure_job_spec, tenure_list_query, tenure_open_options};
 
 /// The `_init()` exports of the size-versioned structs: each fills the
 /// struct with the given defaults and its current `struct_size`.
