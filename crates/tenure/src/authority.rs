@@ -15,6 +15,7 @@ use crate::rules;
 use crate::session::Session;
 use crate::store::sqlite::{SqliteBackend, Synchronous};
 use crate::store::SCHEMA_VERSION;
+use crate::wait::WaitCancel;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -150,6 +151,7 @@ impl Authority {
                 path: path.to_path_buf(),
                 migrated_from: opened.from_version,
                 group: options.group_commit.then(Combiner::default),
+                waits: Default::default(),
             }),
         })
     }
@@ -171,6 +173,7 @@ impl Authority {
                 // No store-wide writer lock to share: one transaction per
                 // call, whatever `Options::group_commit` says.
                 group: None,
+                waits: Default::default(),
             }),
         })
     }
@@ -224,6 +227,37 @@ impl Authority {
     }
 
     crate::ops::shared_operations!();
+
+    /// Claim the next claimable job of `production`, waiting up to `timeout`
+    /// for one (at most 24 h, whole µs; zero makes one attempt).
+    ///
+    /// Each attempt is an ordinary [`Authority::claim_next`]. Between
+    /// attempts the caller sleeps, using no CPU, until a commit of any
+    /// thread or process may have made a job claimable (a submission, a
+    /// release, a retryable failure: SQLite rings a futex doorbell in the
+    /// store's queue file, PostgreSQL sends `NOTIFY`), until a lease of the
+    /// production expires, until the timeout, or until `cancel` (or
+    /// [`Authority::cancel_waits`]) cancels it. Timeout and cancellation both
+    /// end with [`Error::NoJobAvailable`]; a cancelled wait's message says so
+    /// and [`WaitCancel::is_cancelled`] tells them apart. Any other error of
+    /// an attempt ends the wait with that error.
+    pub fn claim_next_wait(
+        &self,
+        production: &str,
+        holder: &str,
+        ttl: crate::Ttl,
+        timeout: Duration,
+        cancel: Option<&WaitCancel>,
+    ) -> Result<Lease> {
+        crate::wait::claim_next_wait(self, production, holder, ttl, timeout, cancel)
+    }
+
+    /// Cancel every [`Authority::claim_next_wait`] in progress on this
+    /// authority and its clones (waits that start later are not affected):
+    /// what closing the authority does before it lets go of the store.
+    pub fn cancel_waits(&self) {
+        self.inner.cancel_waits();
+    }
 
     /// All productions, by name.
     pub fn productions(&self) -> Result<Vec<ProductionView>> {

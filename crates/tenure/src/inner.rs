@@ -21,9 +21,24 @@ pub(crate) struct Inner {
     /// runs every convenience call as its own transaction (grouping off,
     /// and always on PostgreSQL).
     pub(crate) group: Option<Combiner>,
+    /// The cancel handle every wait on this authority also watches
+    /// ([`crate::Authority::cancel_waits`] replaces it with a fresh one).
+    pub(crate) waits: std::sync::Mutex<crate::wait::WaitCancel>,
 }
 
 impl Inner {
+    /// The authority-wide cancel handle of the waits starting now.
+    pub(crate) fn waits(&self) -> crate::wait::WaitCancel {
+        self.waits.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// End every wait in progress on this authority (later waits are not
+    /// affected).
+    pub(crate) fn cancel_waits(&self) {
+        let old = std::mem::take(&mut *self.waits.lock().unwrap_or_else(|p| p.into_inner()));
+        old.cancel();
+    }
+
     pub(crate) fn session(&self) -> Result<Session> {
         Session::begin(&self.backend, &self.clock)
     }

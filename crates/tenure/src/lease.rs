@@ -231,6 +231,29 @@ impl Lease {
         self.transition(|s, k| transitions::complete(s, k, facts, Some(exec)))
     }
 
+    /// Keep this lease alive: a [`crate::Keeper`] renews it for `ttl` every
+    /// `every` (shorter than `ttl`) on its own thread, until stopped,
+    /// dropped, refused, or the lease closes (see [`crate::Keeper`]). The
+    /// keeper shares this lease's local state: renewals show in
+    /// [`Lease::expires_us`]. It never releases the lease.
+    pub fn keep_alive(&self, ttl: Ttl, every: std::time::Duration) -> Result<crate::Keeper> {
+        crate::keeper::start(self.twin(), ttl, every)
+    }
+
+    /// A second handle on the same lease sharing its local state.
+    pub(crate) fn twin(&self) -> Lease {
+        Lease {
+            inner: self.inner.clone(),
+            production: self.production.clone(),
+            job: self.job.clone(),
+            claim_id: self.claim_id,
+            attempt: self.attempt,
+            holder: self.holder.clone(),
+            secret: self.secret.clone(),
+            local: self.local.clone(),
+        }
+    }
+
     /// Export the credential as a token for another process. Only an active
     /// lease can be exported; treat the token like a password.
     pub fn export_token(&self) -> Result<Token> {

@@ -36,12 +36,14 @@
 mod authority;
 mod check;
 mod clock;
+mod doorbell;
 mod edit;
 mod error;
 pub mod executor;
 mod fault;
 mod group;
 mod inner;
+mod keeper;
 mod lease;
 mod model;
 mod ops;
@@ -54,12 +56,15 @@ mod store;
 mod token;
 mod ttl;
 pub mod validate;
+mod wait;
+pub mod worker;
 
 pub use authority::{Authority, Options, DEFAULT_PAGE, MAX_PAGE};
 #[cfg(feature = "test-clock")]
 pub use clock::{Clock, ManualClock};
 pub use edit::Edit;
 pub use error::{Error, ErrorCode, Result};
+pub use keeper::{Keeper, KeeperStatus};
 pub use lease::Lease;
 pub use model::{
     Cancelled, CheckReport, ClockReading, Event, EventKind, Execution, Fact, JobSpec, JobState,
@@ -71,6 +76,7 @@ pub use store::SCHEMA_VERSION;
 pub use token::{Token, MAX_TOKEN_LEN, TOKEN_PREFIX};
 pub use ttl::Ttl;
 pub use uuid::Uuid;
+pub use wait::WaitCancel;
 
 /// The library version (from Cargo).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -190,6 +190,7 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
     row.seq = s.txn.insert_job(&row, &spec.payload)?;
     s.txn
         .append_event(&event(&row, EventKind::Submitted, now, ""))?;
+    s.work_ready(production);
     Ok(Submitted::Created)
 }
 
@@ -326,6 +327,16 @@ pub(crate) fn claim_next(
     }
 }
 
+/// When work not claimable now may become claimable without any commit:
+/// the earliest expiry of a lease stored `claimed` in the production (an
+/// expired lease with attempts left is claimable; one without is recorded
+/// failed by the claim that meets it). A waiting claimant
+/// ([`crate::Authority::claim_next_wait`]) wakes then. `None`: only a commit
+/// can make work claimable.
+pub(crate) fn next_claimable_us(txn: &mut dyn Txn, production: &str) -> Result<Option<i64>> {
+    txn.earliest_expiry(production)
+}
+
 /// The authoritative check of a claimant's lease (invariant 2): production,
 /// job, current claim ID, secret digest (constant time), state and expiry.
 pub(crate) fn current(txn: &mut dyn Txn, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> {
@@ -415,6 +426,7 @@ pub(crate) fn release(s: &mut Session, key: &LeaseKey<'_>) -> Result<JobState> {
     );
     if row.attempts < row.max_attempts {
         row.state = Stored::Requested;
+        s.work_ready(key.production);
     } else {
         row.state = Stored::Failed;
         row.last_error = Some(RELEASED_LAST.to_owned());
@@ -453,6 +465,9 @@ pub(crate) fn fail(
     } else {
         Stored::Requested
     };
+    if row.state == Stored::Requested {
+        s.work_ready(key.production);
+    }
     row.updated_us = now;
     row.last_error = Some(if reason.is_empty() {
         if row.state == Stored::Failed && !permanent {

@@ -81,6 +81,9 @@ pub(crate) struct Session {
     /// A guarded operation succeeded: commit must re-sample and check deadlines.
     guarded: bool,
     deadlines: Vec<Deadline>,
+    /// Productions where a committed step may have made work claimable:
+    /// the commit rings their doorbell ([`Txn::notify_work`]).
+    work: Vec<String>,
     poisoned: Option<Error>,
     finished: bool,
 }
@@ -98,6 +101,7 @@ impl Session {
             failed_mark: stored_mark,
             guarded: false,
             deadlines: Vec::new(),
+            work: Vec::new(),
             poisoned: None,
             finished: false,
         })
@@ -138,6 +142,27 @@ impl Session {
         self.deadlines.push(Deadline { at_us, what });
     }
 
+    /// A rule's flag: this step may make a job of `production` claimable
+    /// (a submission, a release, a retryable failure). If the step and the
+    /// transaction commit, the commit rings the store's doorbell; never
+    /// before (see [`crate::doorbell`]).
+    pub(crate) fn work_ready(&mut self, production: &str) {
+        if !self.work.iter().any(|p| p == production) {
+            self.work.push(production.to_owned());
+        }
+    }
+
+    /// Hand the doorbell flags to the transaction, then COMMIT.
+    fn commit_txn(&mut self) -> Result<()> {
+        for p in std::mem::take(&mut self.work) {
+            if let Err(e) = self.txn.notify_work(&p) {
+                let _ = self.txn.rollback();
+                return Err(e);
+            }
+        }
+        self.txn.commit()
+    }
+
     /// Run one operation inside a savepoint.
     pub(crate) fn op<T>(&mut self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
         if let Some(e) = &self.poisoned {
@@ -152,6 +177,7 @@ impl Session {
         }
         let guarded = self.guarded;
         let n_deadlines = self.deadlines.len();
+        let n_work = self.work.len();
         match f(self) {
             Ok(v) => {
                 if let Err(e) = self.txn.release_savepoint() {
@@ -163,6 +189,7 @@ impl Session {
             Err(e) => {
                 self.guarded = guarded;
                 self.deadlines.truncate(n_deadlines);
+                self.work.truncate(n_work);
                 self.failed_mark = self.failed_mark.max(self.mark);
                 if let Err(e2) = self.txn.rollback_to_savepoint() {
                     self.poisoned = Some(e2);
@@ -222,7 +249,7 @@ impl Session {
                 return Err(e);
             }
         }
-        self.txn.commit()
+        self.commit_txn()
     }
 
     /// A convenience call: one edit of exactly one operation, without a
@@ -304,6 +331,7 @@ impl Session {
         self.failed_mark = self.failed_mark.max(self.mark);
         self.guarded = false;
         self.deadlines.clear();
+        self.work.clear();
         let r = self
             .txn
             .rollback_to_savepoint()
@@ -332,7 +360,7 @@ impl Session {
                 return Err(e);
             }
         }
-        self.txn.commit()
+        self.commit_txn()
     }
 
     /// Roll everything back; persist the time failed operations observed.

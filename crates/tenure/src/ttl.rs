@@ -17,6 +17,8 @@ pub struct Ttl(i64);
 impl Ttl {
     /// The longest accepted TTL: 24 hours in microseconds.
     pub const MAX_MICROS: i64 = 86_400_000_000;
+    /// The longest TTL.
+    pub const MAX: Ttl = Ttl(Self::MAX_MICROS);
 
     /// Validate a count of microseconds: rejects `<= 0` and `> 24 h`.
     pub fn from_micros(us: i64) -> Result<Ttl> {
@@ -43,6 +45,25 @@ impl Ttl {
     pub fn as_duration(self) -> Duration {
         Duration::from_micros(self.0 as u64)
     }
+}
+
+/// Validate a wait or period: whole microseconds, at most 24 h; zero only
+/// where `zero_ok` (a wait timeout of zero makes one attempt).
+pub(crate) fn bounded(what: &str, d: Duration, zero_ok: bool) -> Result<Duration> {
+    if d.subsec_nanos() % 1_000 != 0 {
+        return Err(Error::InvalidDuration(format!(
+            "{what} {d:?} is not a whole number of microseconds (no rounding is done)"
+        )));
+    }
+    if d > Ttl::MAX.as_duration() {
+        return Err(Error::InvalidDuration(format!(
+            "{what} must be at most 24 h, got {d:?}"
+        )));
+    }
+    if d.is_zero() && !zero_ok {
+        return Err(Error::InvalidDuration(format!("{what} must be positive")));
+    }
+    Ok(d)
 }
 
 impl TryFrom<Duration> for Ttl {

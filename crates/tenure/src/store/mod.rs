@@ -128,6 +128,9 @@ pub(crate) trait Backend: Send + Sync {
     fn begin_write(&self) -> Result<Box<dyn Txn>>;
     /// Begin a read-only snapshot.
     fn begin_read(&self) -> Result<Box<dyn Txn>>;
+    /// The store's work doorbell (see [`crate::doorbell`]), which every
+    /// commit that called [`Txn::notify_work`] rings.
+    fn doorbell(&self) -> Result<std::sync::Arc<dyn crate::doorbell::Doorbell>>;
 }
 
 /// One open transaction. Dropping it without `commit` rolls it back.
@@ -210,6 +213,15 @@ pub(crate) trait Txn: Send {
         claim_id: &Uuid,
         at_us: i64,
     ) -> Result<bool>;
+
+    /// The earliest expiry of a lease stored `claimed` in the production
+    /// (held or already expired), if any.
+    fn earliest_expiry(&mut self, production: &str) -> Result<Option<i64>>;
+    /// Make the next successful [`Txn::commit`] ring the store's doorbell
+    /// for `production` (work may have become claimable there): SQLite rings
+    /// after the COMMIT returned, PostgreSQL sends `NOTIFY` with the COMMIT.
+    /// A rollback rings nothing.
+    fn notify_work(&mut self, production: &str) -> Result<()>;
 
     fn savepoint(&mut self) -> Result<()>;
     fn rollback_to_savepoint(&mut self) -> Result<()>;

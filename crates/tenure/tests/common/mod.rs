@@ -73,6 +73,62 @@ impl Env {
     }
 }
 
+/// A store on the real (system or server) clock, for tests whose timing
+/// is real: waits, keepers, workers, other processes.
+pub struct RealEnv {
+    pub dir: tempfile::TempDir,
+    pub auth: Authority,
+    /// Declared last: dropped after `auth`.
+    pub pg: Option<pg::Db>,
+}
+
+impl RealEnv {
+    /// A fresh store with production `p`.
+    pub fn new() -> RealEnv {
+        let dir = tempfile::tempdir().unwrap();
+        let pg = pg::fresh_database();
+        let path = match &pg {
+            Some(db) => std::path::PathBuf::from(&db.url),
+            None => dir.path().join("store.db"),
+        };
+        let auth = Authority::open(&path, &options()).unwrap();
+        auth.create_production("p").unwrap();
+        RealEnv { dir, auth, pg }
+    }
+    pub fn path(&self) -> std::path::PathBuf {
+        match &self.pg {
+            Some(db) => std::path::PathBuf::from(&db.url),
+            None => self.dir.path().join("store.db"),
+        }
+    }
+    /// Another handle on the same store (as another process would have).
+    pub fn reopen(&self) -> Authority {
+        Authority::open(self.path(), &options()).unwrap()
+    }
+    pub fn submit(&self, job: &str) {
+        self.auth
+            .submit("p", &tenure::JobSpec::new(job, job.as_bytes().to_vec()))
+            .unwrap();
+    }
+    /// How many events the store holds.
+    pub fn event_count(&self) -> usize {
+        let mut n = 0;
+        let mut after = 0;
+        loop {
+            let page = self.auth.events(after, 1000).unwrap();
+            if page.is_empty() {
+                return n;
+            }
+            n += page.len();
+            after = page.last().unwrap().seq;
+        }
+    }
+}
+
+pub fn ms(n: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(n)
+}
+
 pub fn open(dir: &tempfile::TempDir, clock: &ManualClock) -> Authority {
     Authority::open(dir.path().join("store.db"), &options().clock(clock.clone())).unwrap()
 }

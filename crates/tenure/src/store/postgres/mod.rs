@@ -155,6 +155,7 @@
 //!   primary (a standby's `pg_locks` does not show the primary's locks);
 //!   tenure always is, it writes.
 
+mod listen;
 mod tls;
 mod url;
 
@@ -335,6 +336,8 @@ impl Pool {
 /// The PostgreSQL store behind an authority.
 pub(crate) struct PgBackend {
     pool: Arc<Pool>,
+    /// The work doorbell's listener, started by the first wait.
+    bell: Mutex<Option<Arc<crate::doorbell::LocalBell>>>,
 }
 
 const SCHEMA_V2: &str = r#"
@@ -483,7 +486,13 @@ impl PgBackend {
         };
         let pool = Arc::new(pool);
         pool.give_back(conn);
-        Ok((PgBackend { pool }, found))
+        Ok((
+            PgBackend {
+                pool,
+                bell: Mutex::new(None),
+            },
+            found,
+        ))
     }
 }
 
@@ -570,6 +579,15 @@ impl Backend for PgBackend {
         )
         .map(|t| t as Box<dyn Txn>)
     }
+    fn doorbell(&self) -> Result<Arc<dyn crate::doorbell::Doorbell>> {
+        let mut b = self.bell.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(bell) = b.as_ref() {
+            return Ok(bell.clone());
+        }
+        let bell = listen::start(self.pool.clone())?;
+        *b = Some(bell.clone());
+        Ok(bell)
+    }
 }
 
 struct PgTxn {
@@ -592,6 +610,8 @@ struct PgTxn {
     /// an edit's many submissions to one production take its shared lock
     /// once. Same savepoint rules as `event_reg`.
     held: Vec<(i32, i32, bool, u32)>,
+    /// Productions to `NOTIFY` about with the COMMIT (see [`Txn::notify_work`]).
+    notify: Vec<String>,
 }
 
 impl PgTxn {
@@ -617,6 +637,7 @@ impl PgTxn {
             savepoints: 0,
             event_reg: None,
             held: Vec::new(),
+            notify: Vec::new(),
         }))
     }
 
@@ -1327,6 +1348,29 @@ impl Txn for PgTxn {
         Ok(n == 1)
     }
 
+    fn earliest_expiry(&mut self, production: &str) -> Result<Option<i64>> {
+        let rows = self.query(
+            "SELECT min(expires_us) FROM tenure.jobs WHERE production = $1 AND state = 'claimed'",
+            &[&production],
+        )?;
+        Ok(rows.first().and_then(|r| r.get::<_, Option<i64>>(0)))
+    }
+
+    fn notify_work(&mut self, production: &str) -> Result<()> {
+        let plain = production
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:@+-".contains(&b));
+        if !plain {
+            self.execute(
+                "SELECT pg_catalog.pg_notify('tenure_work', $1)",
+                &[&production],
+            )?;
+        } else if !self.notify.iter().any(|p| p == production) {
+            self.notify.push(production.to_owned());
+        }
+        Ok(())
+    }
+
     fn savepoint(&mut self) -> Result<()> {
         self.batch("SAVEPOINT op")?;
         self.savepoints += 1;
@@ -1371,7 +1415,18 @@ impl Txn for PgTxn {
                 "commit of a transaction whose statement failed; rolled back".into(),
             ));
         }
-        self.finish("COMMIT")
+        if self.notify.is_empty() {
+            return self.finish("COMMIT");
+        }
+        // Sent in the COMMIT's round trip: delivered only if it commits.
+        // Production IDs are validated (`[A-Za-z0-9._:@+-]`), so they are
+        // safe inside a literal; `notify_work` sent anything else at once.
+        let mut sql = String::new();
+        for p in std::mem::take(&mut self.notify) {
+            sql.push_str(&format!("NOTIFY {}, '{p}'; ", listen::CHANNEL));
+        }
+        sql.push_str("COMMIT");
+        self.finish(&sql)
     }
 
     fn rollback(&mut self) -> Result<()> {

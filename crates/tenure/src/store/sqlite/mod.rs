@@ -106,6 +106,8 @@ fn configure(conn: &Connection, sync: Synchronous, busy: Duration) -> Result<()>
 /// The SQLite store behind an authority.
 pub(crate) struct SqliteBackend {
     pool: Arc<Pool>,
+    /// The bounded-polling doorbell when there is no queue file.
+    poll_bell: std::sync::OnceLock<Arc<crate::doorbell::PollBell>>,
 }
 
 /// What opening did to the schema.
@@ -169,7 +171,13 @@ impl SqliteBackend {
         }
         let pool = Arc::new(pool);
         pool.give_back(conn);
-        Ok((SqliteBackend { pool }, opened))
+        Ok((
+            SqliteBackend {
+                pool,
+                poll_bell: std::sync::OnceLock::new(),
+            },
+            opened,
+        ))
     }
 }
 
@@ -447,6 +455,16 @@ impl Backend for SqliteBackend {
         let deadline = std::time::Instant::now() + self.pool.busy;
         Ok(SqliteTxn::begin(&self.pool, "BEGIN DEFERRED", deadline)?)
     }
+    fn doorbell(&self) -> Result<Arc<dyn crate::doorbell::Doorbell>> {
+        #[cfg(target_os = "linux")]
+        if let Some(q) = &self.pool.writer_queue {
+            return Ok(q.clone());
+        }
+        Ok(self
+            .poll_bell
+            .get_or_init(|| Arc::new(crate::doorbell::PollBell::new()))
+            .clone())
+    }
 }
 
 struct SqliteTxn {
@@ -454,6 +472,8 @@ struct SqliteTxn {
     pool: Arc<Pool>,
     open: bool,
     savepoints: u32,
+    /// Ring the work doorbell once the COMMIT returned.
+    ring: bool,
     /// This writer's place in the [`writer_queue`], held until the transaction ends.
     #[cfg(target_os = "linux")]
     turn: Option<writer_queue::WriterTurn>,
@@ -470,6 +490,7 @@ impl SqliteTxn {
                 pool: pool.clone(),
                 open: true,
                 savepoints: 0,
+                ring: false,
                 #[cfg(target_os = "linux")]
                 turn: None,
             })),
@@ -1036,6 +1057,19 @@ impl Txn for SqliteTxn {
         Ok(n == 1)
     }
 
+    fn earliest_expiry(&mut self, production: &str) -> Result<Option<i64>> {
+        Ok(self.c().query_row(
+            "SELECT MIN(expires_us) FROM jobs WHERE production = ?1 AND state = 'claimed'",
+            [production],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn notify_work(&mut self, _production: &str) -> Result<()> {
+        self.ring = true;
+        Ok(())
+    }
+
     fn savepoint(&mut self) -> Result<()> {
         exec(self.c(), "SAVEPOINT op")?;
         self.savepoints += 1;
@@ -1060,7 +1094,14 @@ impl Txn for SqliteTxn {
             return Err(Error::Internal("commit of a finished transaction".into()));
         }
         crate::fault::point();
-        self.finish("COMMIT")
+        self.finish("COMMIT")?;
+        #[cfg(target_os = "linux")]
+        if self.ring {
+            if let Some(q) = &self.pool.writer_queue {
+                q.ring_work();
+            }
+        }
+        Ok(())
     }
 
     fn rollback(&mut self) -> Result<()> {

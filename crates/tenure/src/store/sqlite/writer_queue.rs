@@ -22,6 +22,17 @@
 //!   only to notice a predecessor that died without ringing (polling faster
 //!   costs more than it saves once a hundred writers wait).
 //!
+//! The same mapping carries the store's **work doorbell**
+//! ([`crate::doorbell`]): the 32-bit word at byte [`WORK_BELL_OFFSET`]
+//! (after the 64 writer doorbells). Every commit that can make a job
+//! claimable adds one to it after the COMMIT returned and wakes every futex
+//! waiter on it; waiting claimants of every process sleep on it.
+//!
+//! Layout of the 4 KiB mapping: bytes 0–7 next ticket, 8–15 ticket being
+//! served, 64–319 the 64 writer doorbells, 320–323 the work doorbell, the
+//! rest zero. Bytes from 4096 on are the writers' lock bytes (never
+//! written, only locked).
+//!
 //! The queue orders writers; it is not what makes them exclusive — SQLite's
 //! lock still does that, so a race in the queue can only cost fairness, never
 //! correctness. The caller's busy timeout bounds the whole wait: queue plus
@@ -44,6 +55,8 @@ const BELLS: u64 = 64;
 /// How long the next writer in line spins before sleeping.
 const SPIN: Duration = Duration::from_micros(200);
 const BELLS_OFFSET: usize = 64;
+/// Where the work doorbell lives: right after the writer doorbells.
+pub(crate) const WORK_BELL_OFFSET: usize = BELLS_OFFSET + 4 * BELLS as usize;
 
 /// The mapped queue of one store.
 pub(crate) struct WriterQueue {
@@ -135,6 +148,16 @@ impl WriterQueue {
         unsafe { &*((self.map as *const u8).add(BELLS_OFFSET + 4 * i) as *const AtomicU32) }
     }
 
+    fn work_bell(&self) -> &AtomicU32 {
+        // SAFETY: WORK_BELL_OFFSET + 4 <= MAP_LEN and 4-byte aligned.
+        unsafe { &*((self.map as *const u8).add(WORK_BELL_OFFSET) as *const AtomicU32) }
+    }
+
+    /// Ring the work doorbell: a commit may have made a job claimable.
+    pub(crate) fn ring_work(&self) {
+        ring(self.work_bell());
+    }
+
     /// Wait for this writer's turn, at most until `deadline`.
     pub(crate) fn acquire(self: &Arc<Self>, deadline: Instant) -> Result<WriterTurn> {
         let file = OpenOptions::new()
@@ -183,6 +206,21 @@ impl WriterQueue {
             }
             wait(doorbell, bell, (deadline - now).min(RECHECK));
         }
+    }
+}
+
+impl crate::doorbell::Doorbell for WriterQueue {
+    fn generation(&self) -> u64 {
+        u64::from(self.work_bell().load(Ordering::Acquire))
+    }
+    fn sleep(&self, seen: u64, until: Instant) {
+        let now = Instant::now();
+        if now < until {
+            wait(self.work_bell(), seen as u32, until - now);
+        }
+    }
+    fn wake(&self) {
+        self.ring_work();
     }
 }
 

@@ -1,0 +1,193 @@
+//! Keep-alive: [`crate::Lease::keep_alive`] renews one lease on its own
+//! thread until stopped or until the lease ends.
+//!
+//! - Every renewal is an ordinary [`crate::Lease::renew`] (so it rides in a
+//!   commit group with the process's other calls); the keeper adds no rule.
+//! - [`Keeper::stop`] (and dropping the keeper) stops it and joins its
+//!   thread: once it returned, the keeper makes no more renewals. It never
+//!   releases the lease: dropping never writes anything but the renewals
+//!   already made.
+//! - A refused renewal (`stale_lease`, `lease_expired`, `cancelled`,
+//!   `clock_rollback`, `not_extended`, `lease_closed` by someone else, ...)
+//!   stops the keeper; [`Keeper::status`] and [`Keeper::error`] report it
+//!   with its own error. `busy` and `store` are transient: the keeper tries
+//!   again soon (a lease that expires meanwhile is then refused as
+//!   `lease_expired`).
+//! - A lease that its owner closed (released, failed, completed) stops the
+//!   keeper quietly ([`KeeperStatus::LeaseClosed`]).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::lease::Lease;
+use crate::model::LeaseStatus;
+use crate::ttl::{self, Ttl};
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How soon a keeper tries again after a transient failure (`busy`, `store`).
+const AGAIN: Duration = Duration::from_millis(100);
+
+/// What a [`Keeper`] is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeeperStatus {
+    /// Renewing every period.
+    Running,
+    /// Stopped by [`Keeper::stop`] or by dropping it.
+    Stopped,
+    /// The lease was closed by its owner (released, failed or completed).
+    LeaseClosed,
+    /// A renewal was refused with this error ([`Keeper::error`] has it all).
+    Refused(ErrorCode),
+}
+
+struct State {
+    stop: bool,
+    status: KeeperStatus,
+    error: Option<Error>,
+    renewals: u64,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Renews one lease every period on its own thread (see
+/// [`crate::Lease::keep_alive`]). Dropping it stops it; it never releases
+/// the lease.
+pub struct Keeper {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+pub(crate) fn start(lease: Lease, ttl: Ttl, every: Duration) -> Result<Keeper> {
+    let every = ttl::bounded("a keep-alive period", every, false)?;
+    if every >= ttl.as_duration() {
+        return Err(Error::InvalidDuration(format!(
+            "a keep-alive period ({every:?}) must be shorter than the TTL ({ttl:?})"
+        )));
+    }
+    lease.usable_in(0)?;
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            stop: false,
+            status: KeeperStatus::Running,
+            error: None,
+            renewals: 0,
+        }),
+        cv: Condvar::new(),
+    });
+    let s = shared.clone();
+    let thread = std::thread::Builder::new()
+        .name("tenure-keeper".into())
+        .spawn(move || run(&s, &lease, ttl, every))
+        .map_err(|e| Error::Internal(format!("cannot start a keeper thread: {e}")))?;
+    Ok(Keeper {
+        shared,
+        thread: Some(thread),
+    })
+}
+
+fn run(shared: &Shared, lease: &Lease, ttl: Ttl, every: Duration) {
+    let mut next = Instant::now() + every;
+    loop {
+        {
+            let mut st = shared.lock();
+            loop {
+                if st.stop {
+                    return;
+                }
+                let now = Instant::now();
+                if now >= next {
+                    break;
+                }
+                st = shared
+                    .cv
+                    .wait_timeout(st, next - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        }
+        if lease.status() == LeaseStatus::Closed {
+            shared.lock().status = KeeperStatus::LeaseClosed;
+            return;
+        }
+        let r = lease.renew(ttl);
+        let mut st = shared.lock();
+        match r {
+            Ok(()) => {
+                st.renewals += 1;
+                next = Instant::now() + every;
+            }
+            Err(Error::Busy(_) | Error::Store(_)) => {
+                next = Instant::now() + AGAIN.min(every);
+            }
+            Err(_) if lease.status() == LeaseStatus::Closed => {
+                st.status = KeeperStatus::LeaseClosed;
+                return;
+            }
+            Err(e) => {
+                st.status = KeeperStatus::Refused(e.code());
+                st.error = Some(e);
+                return;
+            }
+        }
+    }
+}
+
+impl Keeper {
+    /// Stop renewing and join the keeper's thread. After it returns no
+    /// renewal happens (one already under way when it is called finishes
+    /// first). Never releases the lease. Idempotent.
+    pub fn stop(&mut self) {
+        {
+            let mut st = self.shared.lock();
+            st.stop = true;
+            if st.status == KeeperStatus::Running {
+                st.status = KeeperStatus::Stopped;
+            }
+        }
+        self.shared.cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Running, stopped, the lease closed, or the refusal that stopped it.
+    pub fn status(&self) -> KeeperStatus {
+        self.shared.lock().status
+    }
+
+    /// The refused renewal's error, if a refusal stopped the keeper.
+    pub fn error(&self) -> Option<Error> {
+        self.shared.lock().error.clone()
+    }
+
+    /// How many renewals this keeper has made.
+    pub fn renewals(&self) -> u64 {
+        self.shared.lock().renewals
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl fmt::Debug for Keeper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.shared.lock();
+        f.debug_struct("Keeper")
+            .field("status", &st.status)
+            .field("renewals", &st.renewals)
+            .finish()
+    }
+}

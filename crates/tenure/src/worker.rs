@@ -1,0 +1,604 @@
+//! A worker loop: `slots` threads that each wait for a job
+//! ([`Authority::claim_next_wait`]), keep its lease alive ([`Lease::keep_alive`]),
+//! run the caller's handler and settle the job with the handler's
+//! [`Outcome`], reporting each job's [`Report`].
+//!
+//! Stopping ([`StopHandle::stop`], or SIGTERM/SIGINT after
+//! [`stop_on_signals`]): the slots take no new job (waits are cancelled at
+//! once), running handlers may finish within the grace period
+//! ([`WorkerConfig::grace`]; [`JobContext::stopping`] tells them to hurry);
+//! when it has passed, [`Worker::join`] releases every lease still held
+//! (reported as [`JobResult::Released`]) and returns. A handler still
+//! running then keeps its thread until it returns; its outcome is not
+//! applied (the lease is closed).
+//!
+//! The worker adds no rule: claims, renewals, completion, failure and
+//! release are the ordinary lease operations. A worker process that dies
+//! (SIGKILL) loses nothing: its leases expire and the jobs are claimable
+//! again.
+
+use crate::authority::Authority;
+use crate::error::{Error, Result};
+use crate::keeper::Keeper;
+use crate::lease::Lease;
+use crate::model::{Fact, JobState};
+use crate::ttl::{self, Ttl};
+use crate::wait::WaitCancel;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// Most slots one worker runs.
+pub const MAX_SLOTS: usize = 1024;
+/// How long a slot pauses after a failed wait (a missing production, `busy`,
+/// a lost connection, `clock_rollback`) before waiting again.
+const BACKOFF: Duration = Duration::from_secs(1);
+
+/// How a [`Worker`] runs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    production: String,
+    holder: String,
+    slots: usize,
+    ttl: Ttl,
+    renew_every: Duration,
+    wait_timeout: Duration,
+    grace: Duration,
+}
+
+impl WorkerConfig {
+    /// One slot, renewal every `ttl / 3`, waits of 60 s, grace 30 s.
+    pub fn new(production: &str, holder: &str, ttl: Ttl) -> WorkerConfig {
+        WorkerConfig {
+            production: production.to_owned(),
+            holder: holder.to_owned(),
+            slots: 1,
+            ttl,
+            renew_every: Duration::from_micros((ttl.as_micros() / 3).max(1) as u64),
+            wait_timeout: Duration::from_secs(60),
+            grace: Duration::from_secs(30),
+        }
+    }
+    /// Concurrent jobs (1 ..= [`MAX_SLOTS`]).
+    pub fn slots(mut self, n: usize) -> WorkerConfig {
+        self.slots = n;
+        self
+    }
+    /// The keep-alive period (shorter than the TTL).
+    pub fn renew_every(mut self, d: Duration) -> WorkerConfig {
+        self.renew_every = d;
+        self
+    }
+    /// How long one wait lasts before the slot starts the next one (only
+    /// bounds each wait; a stop ends waits at once).
+    pub fn wait_timeout(mut self, d: Duration) -> WorkerConfig {
+        self.wait_timeout = d;
+        self
+    }
+    /// How long running handlers may go on after a stop before their leases
+    /// are released.
+    pub fn grace(mut self, d: Duration) -> WorkerConfig {
+        self.grace = d;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        crate::validate::id("production", &self.production)?;
+        crate::validate::holder(&self.holder)?;
+        if self.slots == 0 || self.slots > MAX_SLOTS {
+            return Err(Error::invalid(format!(
+                "a worker runs 1 ..= {MAX_SLOTS} slots, got {}",
+                self.slots
+            )));
+        }
+        ttl::bounded("a keep-alive period", self.renew_every, false)?;
+        if self.renew_every >= self.ttl.as_duration() {
+            return Err(Error::InvalidDuration(format!(
+                "a keep-alive period ({:?}) must be shorter than the TTL ({:?})",
+                self.renew_every, self.ttl
+            )));
+        }
+        ttl::bounded("a wait timeout", self.wait_timeout, false)?;
+        ttl::bounded("a grace period", self.grace, true)?;
+        Ok(())
+    }
+}
+
+/// What a handler decided about its job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Complete the job, publishing these facts.
+    Complete(Vec<Fact>),
+    /// Fail retryably: the job is requested again while attempts remain.
+    /// `delay` is the back-off before it may be claimed again; stores
+    /// without delayed jobs ignore it (see `retry` in this module).
+    Retry {
+        /// Recorded as the job's last error.
+        reason: String,
+        /// Back-off before the next attempt.
+        delay: Option<Duration>,
+    },
+    /// Fail permanently.
+    Fail(String),
+}
+
+/// What happened to one job a worker claimed.
+#[derive(Debug, Clone)]
+pub enum JobResult {
+    /// Completed with the handler's facts.
+    Completed,
+    /// Failed (the handler's [`Outcome::Retry`] or [`Outcome::Fail`], or a
+    /// panic, which is a retryable failure): the job's new state,
+    /// `Requested` (it will run again) or `Failed`.
+    Failed(JobState),
+    /// Released unfinished: the stop's grace period ended first, or its
+    /// payload could not be read.
+    Released(JobState),
+    /// The lease was lost (expired, cancelled, replaced, refused renewal)
+    /// or the final transition failed: the error; the job is wherever the
+    /// store says.
+    Lost(Error),
+}
+
+/// One job's report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Production ID.
+    pub production: String,
+    /// Job ID.
+    pub job: String,
+    /// The claim that ran it.
+    pub claim_id: Uuid,
+    /// Which attempt it was.
+    pub attempt: u32,
+    /// What happened.
+    pub result: JobResult,
+}
+
+/// What a handler sees of its job.
+pub struct JobContext<'a> {
+    lease: &'a Lease,
+    payload: &'a [u8],
+    held: &'a Held,
+    ctl: &'a Ctl,
+}
+
+impl JobContext<'_> {
+    /// The job's lease (kept alive by the worker; the worker settles it).
+    pub fn lease(&self) -> &Lease {
+        self.lease
+    }
+    /// Production ID.
+    pub fn production(&self) -> &str {
+        self.lease.production()
+    }
+    /// Job ID.
+    pub fn job(&self) -> &str {
+        self.lease.job()
+    }
+    /// Which attempt this is (1-based).
+    pub fn attempt(&self) -> u32 {
+        self.lease.attempt()
+    }
+    /// The job's payload.
+    pub fn payload(&self) -> &[u8] {
+        self.payload
+    }
+    /// The worker is stopping: finish soon (within the grace period).
+    pub fn stopping(&self) -> bool {
+        self.ctl.cancel.is_cancelled()
+    }
+    /// The refusal that stopped the lease's renewals, if any: the lease is
+    /// lost and the handler's work will not be accepted.
+    pub fn lease_lost(&self) -> Option<Error> {
+        let k = self.held.keeper.lock().unwrap_or_else(|p| p.into_inner());
+        k.as_ref().and_then(Keeper::error)
+    }
+}
+
+/// Stops a [`Worker`] (cloneable, usable from any thread).
+#[derive(Clone)]
+pub struct StopHandle {
+    ctl: Arc<Ctl>,
+}
+
+impl StopHandle {
+    /// Stop: take no new jobs; the grace period starts now. Idempotent.
+    pub fn stop(&self) {
+        {
+            let mut st = self.ctl.lock();
+            if st.stopped_at.is_none() {
+                st.stopped_at = Some(Instant::now());
+            }
+        }
+        self.ctl.cancel.cancel();
+        self.ctl.cv.notify_all();
+    }
+    /// Whether [`StopHandle::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.ctl.cancel.is_cancelled()
+    }
+}
+
+struct CtlState {
+    stopped_at: Option<Instant>,
+    /// Slots still running.
+    active: usize,
+    /// Jobs being run, by a local number.
+    held: HashMap<u64, Arc<Held>>,
+    next: u64,
+}
+
+struct Ctl {
+    state: Mutex<CtlState>,
+    cv: Condvar,
+    cancel: WaitCancel,
+}
+
+impl Ctl {
+    fn lock(&self) -> MutexGuard<'_, CtlState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A job being run: whoever takes it first (its slot when the handler
+/// returns, or the grace expiry) settles and reports it.
+struct Held {
+    lease: Lease,
+    keeper: Mutex<Option<Keeper>>,
+    taken: AtomicBool,
+}
+
+impl Held {
+    fn take(&self) -> bool {
+        if self.taken.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        if let Some(mut k) = self.keeper.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            k.stop();
+        }
+        true
+    }
+}
+
+type Handler = dyn Fn(&JobContext<'_>) -> Outcome + Send + Sync;
+type Reporter = dyn Fn(Report) + Send + Sync;
+
+/// A running worker (see the module documentation).
+pub struct Worker {
+    ctl: Arc<Ctl>,
+    grace: Duration,
+    threads: Vec<JoinHandle<()>>,
+    report: Arc<Reporter>,
+}
+
+impl Worker {
+    /// Start `config.slots` slot threads on `auth`, running `handler` for
+    /// each job and `report` after each job's outcome is settled.
+    pub fn start(
+        auth: &Authority,
+        config: WorkerConfig,
+        handler: impl Fn(&JobContext<'_>) -> Outcome + Send + Sync + 'static,
+        report: impl Fn(Report) + Send + Sync + 'static,
+    ) -> Result<Worker> {
+        config.validate()?;
+        let ctl = Arc::new(Ctl {
+            state: Mutex::new(CtlState {
+                stopped_at: None,
+                active: config.slots,
+                held: HashMap::new(),
+                next: 0,
+            }),
+            cv: Condvar::new(),
+            cancel: WaitCancel::new(),
+        });
+        let handler: Arc<Handler> = Arc::new(handler);
+        let report: Arc<Reporter> = Arc::new(report);
+        let config = Arc::new(config);
+        let mut threads = Vec::with_capacity(config.slots);
+        for i in 0..config.slots {
+            let (a, c, h, r, cfg) = (
+                auth.clone(),
+                ctl.clone(),
+                handler.clone(),
+                report.clone(),
+                config.clone(),
+            );
+            let t = std::thread::Builder::new()
+                .name(format!("tenure-slot-{i}"))
+                .spawn(move || {
+                    slot(&a, &cfg, &c, &*h, &*r);
+                    c.lock().active -= 1;
+                    c.cv.notify_all();
+                });
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    ctl.lock().active -= config.slots - i;
+                    let w = Worker {
+                        ctl,
+                        grace: Duration::ZERO,
+                        threads,
+                        report,
+                    };
+                    w.stop_handle().stop();
+                    w.join();
+                    return Err(Error::Internal(format!("cannot start a worker slot: {e}")));
+                }
+            }
+        }
+        Ok(Worker {
+            ctl,
+            grace: config.grace,
+            threads,
+            report,
+        })
+    }
+
+    /// A handle that stops this worker.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            ctl: self.ctl.clone(),
+        }
+    }
+
+    /// Stop and wait as [`Worker::join`] does.
+    pub fn stop(self) {
+        self.stop_handle().stop();
+        self.join();
+    }
+
+    /// Wait until the worker is stopped (by a [`StopHandle`] or a signal)
+    /// and its slots have finished, or the grace period after the stop has
+    /// passed; then release every lease still held and return.
+    pub fn join(self) {
+        let mut st = self.ctl.lock();
+        let grace_end = loop {
+            if let Some(at) = st.stopped_at {
+                break at + self.grace;
+            }
+            st = self.ctl.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        };
+        while st.active > 0 {
+            let now = Instant::now();
+            if now >= grace_end {
+                break;
+            }
+            st = self
+                .ctl
+                .cv
+                .wait_timeout(st, grace_end - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        let left: Vec<Arc<Held>> = st.held.drain().map(|(_, h)| h).collect();
+        let finished = st.active == 0;
+        drop(st);
+        for h in left {
+            if h.take() {
+                let result = match h.lease.release() {
+                    Ok(state) => JobResult::Released(state),
+                    Err(e) => JobResult::Lost(e),
+                };
+                (self.report)(report(&h.lease, result));
+            }
+        }
+        if finished {
+            for t in self.threads {
+                let _ = t.join();
+            }
+        }
+        // Otherwise handlers still running keep their threads (detached).
+    }
+}
+
+fn report(lease: &Lease, result: JobResult) -> Report {
+    Report {
+        production: lease.production().to_owned(),
+        job: lease.job().to_owned(),
+        claim_id: lease.claim_id(),
+        attempt: lease.attempt(),
+        result,
+    }
+}
+
+/// Pause for `d` unless the worker stops first.
+fn pause(ctl: &Ctl, d: Duration) {
+    let until = Instant::now() + d;
+    let mut st = ctl.lock();
+    while st.stopped_at.is_none() {
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        st = ctl
+            .cv
+            .wait_timeout(st, until - now)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
+
+fn slot(a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &Reporter) {
+    while !ctl.cancel.is_cancelled() {
+        let lease = match a.claim_next_wait(
+            &cfg.production,
+            &cfg.holder,
+            cfg.ttl,
+            cfg.wait_timeout,
+            Some(&ctl.cancel),
+        ) {
+            Ok(l) => l,
+            Err(Error::NoJobAvailable(_)) => continue,
+            Err(_) => {
+                pause(ctl, BACKOFF);
+                continue;
+            }
+        };
+        run_job(a, cfg, ctl, handler, rep, lease);
+    }
+}
+
+fn run_job(
+    a: &Authority,
+    cfg: &WorkerConfig,
+    ctl: &Ctl,
+    handler: &Handler,
+    rep: &Reporter,
+    lease: Lease,
+) {
+    let keeper = match lease.keep_alive(cfg.ttl, cfg.renew_every) {
+        Ok(k) => k,
+        Err(e) => {
+            rep(report(&lease, JobResult::Lost(e)));
+            return;
+        }
+    };
+    let held = Arc::new(Held {
+        lease: lease.twin(),
+        keeper: Mutex::new(Some(keeper)),
+        taken: AtomicBool::new(false),
+    });
+    let id = {
+        let mut st = ctl.lock();
+        let id = st.next;
+        st.next += 1;
+        st.held.insert(id, held.clone());
+        id
+    };
+    let outcome = match a.payload(lease.production(), lease.job()) {
+        Ok(payload) => {
+            let ctx = JobContext {
+                lease: &lease,
+                payload: &payload,
+                held: &held,
+                ctl,
+            };
+            Some(catch_unwind(AssertUnwindSafe(|| handler(&ctx))))
+        }
+        Err(_) => None,
+    };
+    ctl.lock().held.remove(&id);
+    if !held.take() {
+        return; // the grace expiry released it and reported
+    }
+    let result = match outcome {
+        None => match lease.release() {
+            Ok(s) => JobResult::Released(s),
+            Err(e) => JobResult::Lost(e),
+        },
+        Some(Ok(Outcome::Complete(facts))) => match lease.complete(&facts) {
+            Ok(()) => JobResult::Completed,
+            Err(e) => JobResult::Lost(e),
+        },
+        Some(Ok(Outcome::Retry { reason, delay })) => settle(retry(&lease, &reason, delay)),
+        Some(Ok(Outcome::Fail(reason))) => settle(lease.fail(&reason, true)),
+        Some(Err(_)) => settle(retry(&lease, "the handler panicked", None)),
+    };
+    rep(report(&lease, result));
+}
+
+fn settle(r: Result<JobState>) -> JobResult {
+    match r {
+        Ok(s) => JobResult::Failed(s),
+        Err(e) => JobResult::Lost(e),
+    }
+}
+
+/// A retryable failure. The seam for delayed retries: a store with due
+/// times fails with the back-off `delay`; here the job is requested again
+/// at once and `delay` is not used.
+fn retry(lease: &Lease, reason: &str, delay: Option<Duration>) -> Result<JobState> {
+    let _ = delay;
+    lease.fail(reason, false)
+}
+
+#[cfg(unix)]
+static SIGNAL_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+#[cfg(unix)]
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: write(2) is async-signal-safe; one byte to our own pipe.
+        unsafe {
+            libc::write(fd, b"x".as_ptr().cast(), 1);
+        }
+    }
+}
+
+/// Stop `handle`'s worker on SIGTERM or SIGINT (Unix): installs handlers
+/// for both that write to a pipe, and a thread that stops the worker when
+/// it reads from it (a signal handler itself may not take locks). Once per
+/// process: a second call is [`Error::InvalidArgument`].
+#[cfg(unix)]
+pub fn stop_on_signals(handle: StopHandle) -> Result<()> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into our array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::Internal(format!(
+            "cannot create the signal pipe: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    let close = |fds: [libc::c_int; 2]| {
+        // SAFETY: closing the two descriptors pipe2 just gave us.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+    };
+    if SIGNAL_PIPE
+        .compare_exchange(-1, fds[1], Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        close(fds);
+        return Err(Error::invalid(
+            "stop_on_signals was already called in this process",
+        ));
+    }
+    let read_end = fds[0];
+    let t = std::thread::Builder::new()
+        .name("tenure-signals".into())
+        .spawn(move || {
+            let mut b = [0u8; 1];
+            loop {
+                // SAFETY: reading one byte from our own pipe into `b`.
+                let n = unsafe { libc::read(read_end, b.as_mut_ptr().cast(), 1) };
+                if n == 1 {
+                    handle.stop();
+                } else if n < 0
+                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                {
+                    continue;
+                } else {
+                    return;
+                }
+            }
+        });
+    if let Err(e) = t {
+        return Err(Error::Internal(format!(
+            "cannot start the signal thread: {e}"
+        )));
+    }
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: installing a handler that only calls write(2).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as *const () as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(Error::Internal(format!(
+                    "cannot install a signal handler: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
