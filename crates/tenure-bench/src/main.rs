@@ -9,7 +9,13 @@
 //! tenure-bench batch      --size B --jobs N --sync full|normal
 //! tenure-bench threads    --threads W --millis MS --sync full|normal [--jobs J]
 //! tenure-bench contend    --procs P --threads T --millis MS --sync full|normal [--jobs J]
+//! tenure-bench wake       --samples N [--url postgres://...]
+//! tenure-bench idle       --waiters W --millis MS [--url postgres://...]
+//! tenure-bench keeper     --leases N --millis MS
 //! ```
+//!
+//! `--url` runs a workload on a PostgreSQL database instead of a fresh
+//! SQLite file.
 //!
 //! `--jobs` is the backlog seeded before the measured part: for `floor` and
 //! `lifecycle` at least `--cycles` (equal backlogs let two runs of different
@@ -30,7 +36,7 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = argv.first().cloned() else {
         eprintln!(
-            "usage: tenure-bench <floor|lifecycle|claim-next|batch|threads|contend> [--key value ...]"
+            "usage: tenure-bench <floor|lifecycle|claim-next|batch|threads|contend|wake|idle|keeper> [--key value ...]"
         );
         std::process::exit(2);
     };
@@ -48,6 +54,11 @@ fn main() {
         "threads" => threads(&args),
         "contend" => contend(&args),
         "contend-worker" => contend_worker(&args),
+        "wake" => wake(&args),
+        "wake-waiter" => wake_waiter(&args),
+        "idle" => idle(&args),
+        "idle-waiters" => idle_waiters(&args),
+        "keeper" => keeper(&args),
         other => {
             eprintln!("unknown workload {other}");
             std::process::exit(2);
@@ -498,4 +509,217 @@ fn contend_worker(a: &Args) -> String {
         missed.load(Ordering::Relaxed)
     );
     String::new()
+}
+
+/// The store of a waiting workload: `--url` (PostgreSQL, a fresh production
+/// name) or a new SQLite file. Returns (address, production, temp dir).
+fn store(a: &Args) -> (PathBuf, String, Option<PathBuf>) {
+    match a.get("url") {
+        Some(u) => (PathBuf::from(u), format!("b{:x}", rand_u64()), None),
+        None => {
+            let dir = tempdir();
+            (dir.join("t.db"), "bench".to_owned(), Some(dir))
+        }
+    }
+}
+
+fn wall_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// Wake latency: a waiter in another process sleeps in `claim_next_wait`;
+/// this process submits one job at a time; the latency is from the moment
+/// the submit returned (its commit is durable) to the moment the waiter's
+/// claim returned (wall clock of one machine, µs).
+fn wake(a: &Args) -> String {
+    use std::io::BufRead;
+    let samples: usize = arg(a, "samples", 200);
+    let (db, production, dir) = store(a);
+    let auth = Authority::open(&db, &Options::new()).unwrap();
+    auth.create_production(&production).unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["wake-waiter", "--db"])
+        .arg(&db)
+        .args([
+            "--production",
+            &production,
+            "--samples",
+            &samples.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut next_line = |line: &mut String| {
+        line.clear();
+        assert!(out.read_line(line).unwrap() > 0, "the waiter ended early");
+    };
+    next_line(&mut line);
+    assert_eq!(line.trim(), "READY");
+    let mut lat: Vec<u32> = Vec::with_capacity(samples);
+    for i in 0..samples {
+        // Let the waiter go back to sleep in its wait.
+        std::thread::sleep(Duration::from_millis(20));
+        auth.submit(&production, &JobSpec::new(format!("w{i:06}"), vec![]))
+            .unwrap();
+        let submitted = wall_us();
+        next_line(&mut line);
+        let claimed: i64 = line.trim().strip_prefix("CLAIMED ").unwrap().parse().unwrap();
+        lat.push((claimed - submitted).max(0) as u32);
+    }
+    assert!(child.wait().unwrap().success());
+    lat.sort_unstable();
+    if let Some(d) = dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    format!(
+        r#"{{"workload":"wake","backend":"{}","samples":{samples},"p50_us":{},"p99_us":{},"max_us":{}}}"#,
+        if a.contains_key("url") { "postgres" } else { "sqlite" },
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99),
+        lat.last().copied().unwrap_or(0),
+    )
+}
+
+fn wake_waiter(a: &Args) -> String {
+    let db: PathBuf = a.get("db").map(PathBuf::from).expect("--db");
+    let production = a.get("production").cloned().expect("--production");
+    let samples: usize = arg(a, "samples", 200);
+    let auth = Authority::open(&db, &Options::new()).unwrap();
+    println!("READY");
+    for _ in 0..samples {
+        let l = auth
+            .claim_next_wait(&production, "waiter", ttl(60_000_000), Duration::from_secs(60), None)
+            .unwrap();
+        println!("CLAIMED {}", wall_us());
+        l.complete(&[]).unwrap();
+    }
+    String::new()
+}
+
+/// CPU time of this process so far (user + system), µs.
+fn cpu_us() -> i64 {
+    // SAFETY: getrusage fills the zeroed struct we pass.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let us = |t: libc::timeval| t.tv_sec as i64 * 1_000_000 + t.tv_usec as i64;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
+/// Idle waiters: a child process whose `--waiters` threads wait on an empty
+/// production; its CPU time (getrusage) over `--millis` once they sleep.
+fn idle(a: &Args) -> String {
+    let waiters: usize = arg(a, "waiters", 16);
+    let millis: u64 = arg(a, "millis", 10_000);
+    let (db, production, dir) = store(a);
+    {
+        let auth = Authority::open(&db, &Options::new()).unwrap();
+        auth.create_production(&production).unwrap();
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["idle-waiters", "--db"])
+        .arg(&db)
+        .args([
+            "--production",
+            &production,
+            "--waiters",
+            &waiters.to_string(),
+            "--millis",
+            &millis.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cpu: i64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("CPU "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("a CPU line");
+    if let Some(d) = dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    format!(
+        r#"{{"workload":"idle","backend":"{}","waiters":{waiters},"millis":{millis},"cpu_us":{cpu},"core_fraction":{:.6}}}"#,
+        if a.contains_key("url") { "postgres" } else { "sqlite" },
+        cpu as f64 / (millis as f64 * 1000.0),
+    )
+}
+
+fn idle_waiters(a: &Args) -> String {
+    let db: PathBuf = a.get("db").map(PathBuf::from).expect("--db");
+    let production = a.get("production").cloned().expect("--production");
+    let waiters: usize = arg(a, "waiters", 16);
+    let millis: u64 = arg(a, "millis", 10_000);
+    let auth = Authority::open(&db, &Options::new()).unwrap();
+    let threads: Vec<_> = (0..waiters)
+        .map(|i| {
+            let (auth, p) = (auth.clone(), production.clone());
+            std::thread::spawn(move || {
+                let r = auth.claim_next_wait(
+                    &p,
+                    &format!("idle-{i}"),
+                    ttl(60_000_000),
+                    Duration::from_secs(3600),
+                    None,
+                );
+                assert_eq!(r.unwrap_err().code(), ErrorCode::NoJobAvailable);
+            })
+        })
+        .collect();
+    // Let every waiter make its first attempt and go to sleep.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_us();
+    std::thread::sleep(Duration::from_millis(millis));
+    let cpu = cpu_us() - before;
+    auth.cancel_waits();
+    for t in threads {
+        t.join().unwrap();
+    }
+    println!("CPU {cpu}");
+    String::new()
+}
+
+/// Keepers: `--leases` leases with TTL 1 s, each kept alive by its own
+/// keeper (every 1/3 s) in this process for `--millis`; an expiration is a
+/// keeper stopped by a refusal or a lease not held at the end.
+fn keeper(a: &Args) -> String {
+    let leases: usize = arg(a, "leases", 1000);
+    let millis: u64 = arg(a, "millis", 30_000);
+    let dir = tempdir();
+    let auth = Authority::open(dir.join("t.db"), &Options::new()).unwrap();
+    seed(&auth, "keep", leases, "k");
+    let t = ttl(1_000_000);
+    let every = Duration::from_micros(333_333);
+    let mut held = Vec::with_capacity(leases);
+    for _ in 0..leases {
+        let l = auth.claim_next("keep", "keeper", t).unwrap();
+        let k = l.keep_alive(t, every).unwrap();
+        held.push((l, k));
+    }
+    std::thread::sleep(Duration::from_millis(millis));
+    let refused = held
+        .iter()
+        .filter(|(_, k)| k.status() != tenure::KeeperStatus::Running)
+        .count();
+    let renewals: u64 = held.iter().map(|(_, k)| k.renewals()).sum();
+    let not_held = held
+        .iter()
+        .filter(|(l, _)| auth.job("keep", l.job()).unwrap().state != tenure::JobState::Claimed)
+        .count();
+    for (_, k) in held.iter_mut() {
+        k.stop();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    format!(
+        r#"{{"workload":"keeper","leases":{leases},"millis":{millis},"renewals":{renewals},"refused":{refused},"not_held":{not_held},"expirations":{}}}"#,
+        refused.max(not_held)
+    )
 }

@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
-struct Cfg {
-    smoke: bool,
-    runs: usize,
-    cycles: usize,
+pub(crate) struct Cfg {
+    pub(crate) smoke: bool,
+    pub(crate) runs: usize,
+    pub(crate) cycles: usize,
 }
 
 /// Lifecycle programs of the other surfaces.
@@ -109,7 +109,7 @@ fn programs(smoke: bool) -> Result<Programs> {
     Ok(Programs { c, cpp, python })
 }
 
-fn bench_bin() -> Result<PathBuf> {
+pub(crate) fn bench_bin() -> Result<PathBuf> {
     run(cargo().args(["build", "--locked", "--release", "-p", "tenure-bench"]))?;
     Ok(crate::capi::target_dir()?.join("release/tenure-bench"))
 }
@@ -133,11 +133,23 @@ fn workload(cmd: &mut Command) -> Result<Value> {
     parse_json(&output(cmd)?, &what)
 }
 
-struct Row {
+pub(crate) struct Row {
     name: String,
     value: String,
     ratio: Option<(String, f64)>,
     target: Option<(String, bool)>,
+}
+
+impl Row {
+    /// One line of a markdown table: row, value, target.
+    pub(crate) fn markdown_cells(&self) -> String {
+        let target = self
+            .target
+            .as_ref()
+            .map(|(t, met)| format!("{t} — {}", if *met { "met" } else { "NOT met" }))
+            .unwrap_or_default();
+        format!("| {} | {} | {} |", self.name, self.value, target)
+    }
 }
 
 pub fn bench(smoke: bool) -> Result {
@@ -408,6 +420,10 @@ pub fn bench(smoke: bool) -> Result {
         });
     }
 
+    // 7: waiting for work and keeping leases alive.
+    waiting(&bin, &cfg, None, &mut rows, &mut raw)?;
+    keepers(&bin, &cfg, &mut rows, &mut raw)?;
+
     // Report.
     let mut md = String::new();
     let _ = writeln!(md, "| row | value | ratio | target |\n|---|---:|---:|---|");
@@ -440,6 +456,85 @@ pub fn bench(smoke: bool) -> Result {
     std::fs::write(dir.join(format!("latest-{kind}.md")), &md).map_err(|e| e.to_string())?;
     println!("\n{md}");
     println!("report: bench/results/{stamp}-{kind}.{{md,json}}");
+    Ok(())
+}
+
+/// The waiting rows: wake latency from a submit in one process to the claim
+/// of a waiter in another, and the CPU time of 16 idle waiters; on
+/// PostgreSQL when `url` names a database (`cargo xtask bench --backend
+/// postgres`).
+pub(crate) fn waiting(
+    bin: &std::path::Path,
+    cfg: &Cfg,
+    url: Option<&str>,
+    rows: &mut Vec<Row>,
+    raw: &mut Vec<Value>,
+) -> Result {
+    let with_url = |cmd: &mut Command| {
+        if let Some(u) = url {
+            cmd.args(["--url", u]);
+        }
+    };
+    let (backend, want_ms) = match url {
+        Some(_) => ("PostgreSQL", 20.0),
+        None => ("SQLite", 5.0),
+    };
+    let samples = if cfg.smoke { "20" } else { "300" };
+    let mut cmd = Command::new(bin);
+    cmd.args(["wake", "--samples", samples]);
+    with_url(&mut cmd);
+    let j = workload(&mut cmd)?;
+    let (p50, p99) = (num(&j, "p50_us") / 1000.0, num(&j, "p99_us") / 1000.0);
+    rows.push(Row {
+        name: format!(
+            "wake latency, submit returned → claim_next_wait returned in another process ({backend}, {samples} samples): p50 / p99 {p50:.2} / {p99:.2} ms"
+        ),
+        value: format!("{p50:.2} ms p50"),
+        ratio: None,
+        target: Some((format!("p50 ≤ {want_ms:.0} ms"), p50 <= want_ms)),
+    });
+    raw.push(j);
+    let millis = if cfg.smoke { "1000" } else { "10000" };
+    let mut cmd = Command::new(bin);
+    cmd.args(["idle", "--waiters", "16", "--millis", millis]);
+    with_url(&mut cmd);
+    let j = workload(&mut cmd)?;
+    let frac = num(&j, "core_fraction");
+    rows.push(Row {
+        name: format!(
+            "16 idle waiters in one process for {} s ({backend}): CPU time (getrusage) {:.1} ms",
+            millis.parse::<f64>().unwrap_or(0.0) / 1000.0,
+            num(&j, "cpu_us") / 1000.0
+        ),
+        value: format!("{:.3} % of one core", frac * 100.0),
+        ratio: None,
+        target: Some(("≤ 1 % of one core".into(), frac <= 0.01)),
+    });
+    raw.push(j);
+    Ok(())
+}
+
+/// The keeper row: leases with TTL 1 s kept alive by keepers (one thread
+/// each, renewing every 1/3 s) in one process; no lease may expire.
+fn keepers(bin: &std::path::Path, cfg: &Cfg, rows: &mut Vec<Row>, raw: &mut Vec<Value>) -> Result {
+    let (leases, millis) = if cfg.smoke {
+        ("100", "3000")
+    } else {
+        ("1000", "30000")
+    };
+    let j = workload(Command::new(bin).args(["keeper", "--leases", leases, "--millis", millis]))?;
+    let exp = num(&j, "expirations");
+    rows.push(Row {
+        name: format!(
+            "keepers: {leases} leases, TTL 1 s, renewed every 1/3 s for {} s in one process (FULL), {:.0} renewals",
+            millis.parse::<f64>().unwrap_or(0.0) / 1000.0,
+            num(&j, "renewals")
+        ),
+        value: format!("{exp:.0} expirations"),
+        ratio: None,
+        target: Some(("0 expirations".into(), exp == 0.0)),
+    });
+    raw.push(j);
     Ok(())
 }
 

@@ -362,6 +362,27 @@ pub fn bench(smoke: bool) -> Result {
         return Err(format!("no benchmark rows in the output:\n{out}"));
     }
     crate::pg_peer::bench(&server, smoke, &mut md, &mut json)?;
+    // Waiting for work on PostgreSQL (LISTEN/NOTIFY): the rows of
+    // `bench::waiting` on a database of this server.
+    let bin = crate::bench::bench_bin()?;
+    let cfg = crate::bench::Cfg {
+        smoke,
+        runs: 1,
+        cycles: 0,
+    };
+    let mut rows = Vec::new();
+    crate::bench::waiting(
+        &bin,
+        &cfg,
+        Some(&server.database("bench_wait")?),
+        &mut rows,
+        &mut json,
+    )?;
+    md.push_str("\n| waiting (PostgreSQL) | value | target |\n|---|---:|---|\n");
+    for r in &rows {
+        md.push_str(&r.markdown_cells());
+        md.push('\n');
+    }
     drop(server);
     let dir = crate::util::root().join("bench/results");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
