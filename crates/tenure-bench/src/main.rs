@@ -568,7 +568,12 @@ fn wake(a: &Args) -> String {
             .unwrap();
         let submitted = wall_us();
         next_line(&mut line);
-        let claimed: i64 = line.trim().strip_prefix("CLAIMED ").unwrap().parse().unwrap();
+        let claimed: i64 = line
+            .trim()
+            .strip_prefix("CLAIMED ")
+            .unwrap()
+            .parse()
+            .unwrap();
         lat.push((claimed - submitted).max(0) as u32);
     }
     assert!(child.wait().unwrap().success());
@@ -578,7 +583,11 @@ fn wake(a: &Args) -> String {
     }
     format!(
         r#"{{"workload":"wake","backend":"{}","samples":{samples},"p50_us":{},"p99_us":{},"max_us":{}}}"#,
-        if a.contains_key("url") { "postgres" } else { "sqlite" },
+        if a.contains_key("url") {
+            "postgres"
+        } else {
+            "sqlite"
+        },
         percentile(&lat, 0.50),
         percentile(&lat, 0.99),
         lat.last().copied().unwrap_or(0),
@@ -593,7 +602,13 @@ fn wake_waiter(a: &Args) -> String {
     println!("READY");
     for _ in 0..samples {
         let l = auth
-            .claim_next_wait(&production, "waiter", ttl(60_000_000), Duration::from_secs(60), None)
+            .claim_next_wait(
+                &production,
+                "waiter",
+                ttl(60_000_000),
+                Duration::from_secs(60),
+                None,
+            )
             .unwrap();
         println!("CLAIMED {}", wall_us());
         l.complete(&[]).unwrap();
@@ -609,7 +624,7 @@ fn cpu_us() -> i64 {
         libc::getrusage(libc::RUSAGE_SELF, &mut ru);
         ru
     };
-    let us = |t: libc::timeval| t.tv_sec as i64 * 1_000_000 + t.tv_usec as i64;
+    let us = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
     us(ru.ru_utime) + us(ru.ru_stime)
 }
 
@@ -648,7 +663,11 @@ fn idle(a: &Args) -> String {
     }
     format!(
         r#"{{"workload":"idle","backend":"{}","waiters":{waiters},"millis":{millis},"cpu_us":{cpu},"core_fraction":{:.6}}}"#,
-        if a.contains_key("url") { "postgres" } else { "sqlite" },
+        if a.contains_key("url") {
+            "postgres"
+        } else {
+            "sqlite"
+        },
         cpu as f64 / (millis as f64 * 1000.0),
     )
 }

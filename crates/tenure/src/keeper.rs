@@ -87,7 +87,17 @@ pub(crate) fn start(lease: Lease, ttl: Ttl, every: Duration) -> Result<Keeper> {
     let s = shared.clone();
     let thread = std::thread::Builder::new()
         .name("tenure-keeper".into())
-        .spawn(move || run(&s, &lease, ttl, every))
+        .spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run(&s, &lease, ttl, every)
+            }));
+            if r.is_err() {
+                let mut st = s.lock();
+                let e = Error::Internal("a panic in the keeper thread".into());
+                st.status = KeeperStatus::Refused(e.code());
+                st.error = Some(e);
+            }
+        })
         .map_err(|e| Error::Internal(format!("cannot start a keeper thread: {e}")))?;
     Ok(Keeper {
         shared,

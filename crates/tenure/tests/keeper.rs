@@ -179,3 +179,86 @@ fn a_keeper_period_is_validated() {
         ErrorCode::LeaseClosed
     );
 }
+
+// ---- clock jumps: keepers in processes under libfaketime ----
+
+fn faketime_keeper(offset: &str, db: &std::path::Path, token: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("faketime")
+        .args(["-f", offset])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "keeper_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("TENURE_KEEPER_DB", db)
+        // The wall clock jumps (the authority's clock); the keeper's
+        // period runs on the real monotonic clock.
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("faketime (Debian package faketime) must be installed: cargo xtask test does it");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(token.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{offset}: {text}");
+    text
+}
+
+#[test]
+fn a_keeper_whose_clock_jumps_is_refused_with_the_jumps_own_error() {
+    if common::skip_on_postgres("the clock is the server's") {
+        return;
+    }
+    let env = RealEnv::new();
+    env.submit("j");
+    let l = env.auth.claim_next("p", "w", secs(3600)).unwrap();
+    let token = l.export_token().unwrap();
+    let exp = l.expires_us();
+    // Two hours behind the mark: every renewal is a rollback; the keeper
+    // stops at the first and nothing changes.
+    let out = faketime_keeper("-2h", &env.path(), token.expose());
+    assert!(out.contains("STOPPED clock_rollback renewals 0"), "{out}");
+    assert_eq!(env.auth.job("p", "j").unwrap().expires_us, Some(exp));
+    // Two hours ahead: the one-hour lease has expired for that keeper.
+    let out = faketime_keeper("+2h", &env.path(), token.expose());
+    assert!(out.contains("REFUSED lease_expired"), "{out}");
+    assert_eq!(env.auth.job("p", "j").unwrap().expires_us, Some(exp));
+}
+
+/// Child entry point of the clock-jump test (run under libfaketime): keep
+/// the lease whose token is on stdin alive and print why the keeper stopped.
+#[test]
+#[ignore = "child-process entry point of a_keeper_whose_clock_jumps_is_refused_with_the_jumps_own_error"]
+fn keeper_child() {
+    use std::io::Read;
+    let db = std::env::var("TENURE_KEEPER_DB").expect("run by the parent test");
+    let mut token = String::new();
+    std::io::stdin().read_to_string(&mut token).unwrap();
+    let a = Authority::open(&db, &Options::new()).unwrap();
+    let l = match a.import_lease(&token) {
+        Ok(l) => l,
+        Err(e) => {
+            println!("REFUSED {}", e.code().name());
+            return;
+        }
+    };
+    let k = l.keep_alive(secs(3600), ms(20)).unwrap();
+    until(|| k.status() != KeeperStatus::Running);
+    println!(
+        "STOPPED {} renewals {}",
+        k.error().unwrap().code().name(),
+        k.renewals()
+    );
+}

@@ -53,7 +53,10 @@ fn slots_run_every_job_once_and_report_each() {
     assert_eq!(jobs.len(), n);
     for r in &reports {
         assert!(matches!(r.result, JobResult::Completed), "{r:?}");
-        assert_eq!(env.auth.job("p", &r.job).unwrap().state, JobState::Completed);
+        assert_eq!(
+            env.auth.job("p", &r.job).unwrap().state,
+            JobState::Completed
+        );
         let facts = env.auth.facts("p", &r.job).unwrap();
         assert!(facts.iter().any(|f| f.key == "len" && f.value == "3"));
     }
@@ -135,7 +138,10 @@ fn a_stop_lets_running_handlers_finish_within_the_grace_period() {
     // No new job is taken after the stop.
     env.submit("late");
     std::thread::sleep(ms(200));
-    assert_eq!(env.auth.job("p", "late").unwrap().state, JobState::Requested);
+    assert_eq!(
+        env.auth.job("p", "late").unwrap().state,
+        JobState::Requested
+    );
 }
 
 #[test]
@@ -168,7 +174,10 @@ fn at_the_end_of_the_grace_period_held_leases_are_released() {
     let took = t0.elapsed();
     assert!(took >= ms(300) && took < Duration::from_secs(5), "{took:?}");
     let r = collect(&rx, 1).pop().unwrap();
-    assert!(matches!(r.result, JobResult::Released(JobState::Requested)), "{r:?}");
+    assert!(
+        matches!(r.result, JobResult::Released(JobState::Requested)),
+        "{r:?}"
+    );
     assert_eq!(env.auth.job("p", "j").unwrap().state, JobState::Requested);
     // The late handler's outcome is not applied and not reported again.
     release.store(true, Ordering::SeqCst);
@@ -248,7 +257,10 @@ fn read_until(out: &mut impl BufRead, marker: &str) -> String {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "child ended before {marker}");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "child ended before {marker}"
+        );
         if let Some(i) = line.find(marker) {
             return line[i..].trim().to_owned();
         }
@@ -322,7 +334,10 @@ fn a_sigtermed_worker_releases_what_it_holds_within_the_grace_period() {
     let took = t0.elapsed();
     assert!(status.success(), "{rest}");
     // Grace 500 ms; the leases (TTL 1 s, kept alive) were released, not left to expire.
-    assert!(took >= ms(500) && took < Duration::from_secs(10), "{took:?}");
+    assert!(
+        took >= ms(500) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
     assert_eq!(rest.matches("REPORT").count(), 2, "{rest}");
     assert_eq!(rest.matches("Released(Requested)").count(), 2, "{rest}");
     for j in ["j0", "j1"] {
