@@ -512,13 +512,43 @@ fn contend_worker(a: &Args) -> String {
 }
 
 /// The store of a waiting workload: `--url` (PostgreSQL, a fresh production
-/// name) or a new SQLite file. Returns (address, production, temp dir).
-fn store(a: &Args) -> (PathBuf, String, Option<PathBuf>) {
-    match a.get("url") {
-        Some(u) => (PathBuf::from(u), format!("b{:x}", rand_u64()), None),
-        None => {
-            let dir = tempdir();
-            (dir.join("t.db"), "bench".to_owned(), Some(dir))
+/// name) or a new SQLite file, removed again on drop.
+struct Store {
+    db: PathBuf,
+    production: String,
+    dir: Option<PathBuf>,
+    backend: &'static str,
+}
+
+impl Store {
+    fn new(a: &Args) -> Store {
+        let s = match a.get("url") {
+            Some(u) => Store {
+                db: PathBuf::from(u),
+                production: format!("b{:x}", rand_u64()),
+                dir: None,
+                backend: "postgres",
+            },
+            None => {
+                let dir = tempdir();
+                Store {
+                    db: dir.join("t.db"),
+                    production: "bench".to_owned(),
+                    dir: Some(dir),
+                    backend: "sqlite",
+                }
+            }
+        };
+        let auth = Authority::open(&s.db, &Options::new()).unwrap();
+        auth.create_production(&s.production).unwrap();
+        s
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
         }
     }
 }
@@ -537,15 +567,15 @@ fn wall_us() -> i64 {
 fn wake(a: &Args) -> String {
     use std::io::BufRead;
     let samples: usize = arg(a, "samples", 200);
-    let (db, production, dir) = store(a);
-    let auth = Authority::open(&db, &Options::new()).unwrap();
-    auth.create_production(&production).unwrap();
+    let st = Store::new(a);
+    let (db, production) = (&st.db, &st.production);
+    let auth = Authority::open(db, &Options::new()).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["wake-waiter", "--db"])
-        .arg(&db)
+        .arg(db)
         .args([
             "--production",
-            &production,
+            production,
             "--samples",
             &samples.to_string(),
         ])
@@ -564,7 +594,7 @@ fn wake(a: &Args) -> String {
     for i in 0..samples {
         // Let the waiter go back to sleep in its wait.
         std::thread::sleep(Duration::from_millis(20));
-        auth.submit(&production, &JobSpec::new(format!("w{i:06}"), vec![]))
+        auth.submit(production, &JobSpec::new(format!("w{i:06}"), vec![]))
             .unwrap();
         let submitted = wall_us();
         next_line(&mut line);
@@ -578,16 +608,9 @@ fn wake(a: &Args) -> String {
     }
     assert!(child.wait().unwrap().success());
     lat.sort_unstable();
-    if let Some(d) = dir {
-        let _ = std::fs::remove_dir_all(d);
-    }
     format!(
         r#"{{"workload":"wake","backend":"{}","samples":{samples},"p50_us":{},"p99_us":{},"max_us":{}}}"#,
-        if a.contains_key("url") {
-            "postgres"
-        } else {
-            "sqlite"
-        },
+        st.backend,
         percentile(&lat, 0.50),
         percentile(&lat, 0.99),
         lat.last().copied().unwrap_or(0),
@@ -633,17 +656,14 @@ fn cpu_us() -> i64 {
 fn idle(a: &Args) -> String {
     let waiters: usize = arg(a, "waiters", 16);
     let millis: u64 = arg(a, "millis", 10_000);
-    let (db, production, dir) = store(a);
-    {
-        let auth = Authority::open(&db, &Options::new()).unwrap();
-        auth.create_production(&production).unwrap();
-    }
+    let st = Store::new(a);
+    let (db, production) = (&st.db, &st.production);
     let out = Command::new(std::env::current_exe().unwrap())
         .args(["idle-waiters", "--db"])
-        .arg(&db)
+        .arg(db)
         .args([
             "--production",
-            &production,
+            production,
             "--waiters",
             &waiters.to_string(),
             "--millis",
@@ -658,16 +678,9 @@ fn idle(a: &Args) -> String {
         .find_map(|l| l.strip_prefix("CPU "))
         .and_then(|v| v.trim().parse().ok())
         .expect("a CPU line");
-    if let Some(d) = dir {
-        let _ = std::fs::remove_dir_all(d);
-    }
     format!(
         r#"{{"workload":"idle","backend":"{}","waiters":{waiters},"millis":{millis},"cpu_us":{cpu},"core_fraction":{:.6}}}"#,
-        if a.contains_key("url") {
-            "postgres"
-        } else {
-            "sqlite"
-        },
+        st.backend,
         cpu as f64 / (millis as f64 * 1000.0),
     )
 }

@@ -55,18 +55,9 @@ impl Doorbell for LocalBell {
         *self.lock()
     }
     fn sleep(&self, seen: u64, until: Instant) {
-        let mut g = self.lock();
-        while *g == seen {
-            let now = Instant::now();
-            if now >= until {
-                return;
-            }
-            g = self
-                .cv
-                .wait_timeout(g, until - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        let g = self.lock();
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = self.cv.wait_timeout_while(g, left, |n| *n == seen);
     }
     fn wake(&self) {
         *self.lock() += 1;

@@ -108,23 +108,16 @@ pub(crate) fn start(lease: Lease, ttl: Ttl, every: Duration) -> Result<Keeper> {
 fn run(shared: &Shared, lease: &Lease, ttl: Ttl, every: Duration) {
     let mut next = Instant::now() + every;
     loop {
-        {
-            let mut st = shared.lock();
-            loop {
-                if st.stop {
-                    return;
-                }
-                let now = Instant::now();
-                if now >= next {
-                    break;
-                }
-                st = shared
-                    .cv
-                    .wait_timeout(st, next - now)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-            }
+        let st = shared.lock();
+        let left = next.saturating_duration_since(Instant::now());
+        let (st, _) = shared
+            .cv
+            .wait_timeout_while(st, left, |st| !st.stop)
+            .unwrap_or_else(|p| p.into_inner());
+        if st.stop {
+            return;
         }
+        drop(st);
         if lease.status() == LeaseStatus::Closed {
             shared.lock().status = KeeperStatus::LeaseClosed;
             return;

@@ -363,18 +363,12 @@ impl Worker {
             }
             st = self.ctl.cv.wait(st).unwrap_or_else(|p| p.into_inner());
         };
-        while st.active > 0 {
-            let now = Instant::now();
-            if now >= grace_end {
-                break;
-            }
-            st = self
-                .ctl
-                .cv
-                .wait_timeout(st, grace_end - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        let left = grace_end.saturating_duration_since(Instant::now());
+        let (mut st, _) = self
+            .ctl
+            .cv
+            .wait_timeout_while(st, left, |st| st.active > 0)
+            .unwrap_or_else(|p| p.into_inner());
         let left: Vec<Arc<Held>> = st.held.drain().map(|(_, h)| h).collect();
         let finished = st.active == 0;
         drop(st);
@@ -408,19 +402,10 @@ fn report(lease: &Lease, result: JobResult) -> Report {
 
 /// Pause for `d` unless the worker stops first.
 fn pause(ctl: &Ctl, d: Duration) {
-    let until = Instant::now() + d;
-    let mut st = ctl.lock();
-    while st.stopped_at.is_none() {
-        let now = Instant::now();
-        if now >= until {
-            return;
-        }
-        st = ctl
-            .cv
-            .wait_timeout(st, until - now)
-            .unwrap_or_else(|p| p.into_inner())
-            .0;
-    }
+    let st = ctl.lock();
+    let _ = ctl
+        .cv
+        .wait_timeout_while(st, d, |st| st.stopped_at.is_none());
 }
 
 fn slot(a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &Reporter) {

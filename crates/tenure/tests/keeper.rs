@@ -183,37 +183,9 @@ fn a_keeper_period_is_validated() {
 // ---- clock jumps: keepers in processes under libfaketime ----
 
 fn faketime_keeper(offset: &str, db: &std::path::Path, token: &str) -> String {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("faketime")
-        .args(["-f", offset])
-        .arg(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "keeper_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("TENURE_KEEPER_DB", db)
-        // The wall clock jumps (the authority's clock); the keeper's
-        // period runs on the real monotonic clock.
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("faketime (Debian package faketime) must be installed: cargo xtask test does it");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(token.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(out.status.success(), "{offset}: {text}");
-    text
+    let mut c = common::child_under_faketime("keeper_child", offset);
+    c.env("TENURE_KEEPER_DB", db);
+    common::run_child(c, token)
 }
 
 #[test]

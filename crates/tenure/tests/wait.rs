@@ -2,9 +2,8 @@
 //! other threads and processes, on lease expiry, on cancellation, and ends
 //! at its timeout; libfaketime runs the clock-jump cases in real processes.
 mod common;
-use common::{ms, secs, RealEnv};
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use common::{ms, read_until, secs, RealEnv};
+use std::io::BufReader;
 use std::time::{Duration, Instant};
 use tenure::*;
 
@@ -253,35 +252,10 @@ fn many_waiters_each_get_one_job_exactly_once() {
 
 // ---- other processes ----
 
-fn child(mode: &str, db: &std::path::Path) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args([
-        "--exact",
-        "wait_child",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("TENURE_WAIT_MODE", mode)
-    .env("TENURE_WAIT_DB", db)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
+fn child(mode: &str, db: &std::path::Path) -> std::process::Command {
+    let mut c = common::child("wait_child");
+    c.env("TENURE_WAIT_MODE", mode).env("TENURE_WAIT_DB", db);
     c
-}
-
-/// Read the child's stdout until a line containing `marker`; returns it.
-fn read_until(out: &mut impl BufRead, marker: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "child ended before {marker}"
-        );
-        if let Some(i) = line.find(marker) {
-            return line[i..].trim().to_owned();
-        }
-    }
 }
 
 #[test]
@@ -349,28 +323,10 @@ fn wait_child() {
 }
 
 fn faketime(offset: &str, db: &std::path::Path) -> String {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new("faketime")
-        .args(["-f", offset])
-        .arg(exe)
-        .args([
-            "--exact",
-            "wait_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("TENURE_WAIT_MODE", "skewed")
-        // The wall clock jumps (the authority's clock); timeouts run on the
-        // real monotonic clock.
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-        .env("TENURE_WAIT_DB", db)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("faketime (Debian package faketime) must be installed: cargo xtask test does it");
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(out.status.success(), "{offset}: {text}");
-    text
+    let mut c = common::child_under_faketime("wait_child", offset);
+    c.env("TENURE_WAIT_MODE", "skewed")
+        .env("TENURE_WAIT_DB", db);
+    common::run_child(c, "")
 }
 
 #[test]

@@ -2,9 +2,8 @@
 //! graceful stop, release at the end of the grace period, and real worker
 //! processes killed with SIGKILL or stopped with SIGTERM.
 mod common;
-use common::{ms, secs, RealEnv};
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use common::{ms, read_until, secs, RealEnv};
+use std::io::BufReader;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -236,35 +235,25 @@ fn a_worker_config_is_validated() {
 
 // ---- worker processes ----
 
-fn child(mode: &str, db: &std::path::Path) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "worker_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("TENURE_WORKER_MODE", mode)
-        .env("TENURE_WORKER_DB", db)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
+/// A worker process on `db` whose two slots are running `j0` and `j1`.
+fn worker_holding_two(
+    db: &std::path::Path,
+) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
+    let (c, mut out) = worker_process(db);
+    read_until(&mut out, "RUNNING");
+    read_until(&mut out, "RUNNING");
+    (c, out)
 }
 
-fn read_until(out: &mut impl BufRead, marker: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "child ended before {marker}"
-        );
-        if let Some(i) = line.find(marker) {
-            return line[i..].trim().to_owned();
-        }
-    }
+fn worker_process(
+    db: &std::path::Path,
+) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
+    let mut c = common::child("worker_child")
+        .env("TENURE_WORKER_DB", db)
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(c.stdout.take().unwrap());
+    (c, out)
 }
 
 #[test]
@@ -273,10 +262,7 @@ fn a_worker_killed_while_holding_leases_loses_nothing() {
     for i in 0..2 {
         env.submit(&format!("j{i}"));
     }
-    let mut c = child("hold", &env.path());
-    let mut out = BufReader::new(c.stdout.take().unwrap());
-    read_until(&mut out, "RUNNING");
-    read_until(&mut out, "RUNNING");
+    let (mut c, _out) = worker_holding_two(&env.path());
     unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
     c.wait().unwrap();
     // Both jobs come back after their leases expire (TTL 1 s).
@@ -299,8 +285,7 @@ fn a_worker_killed_while_holding_leases_loses_nothing() {
 fn a_worker_killed_while_waiting_loses_nothing() {
     let env = RealEnv::new();
     let events = env.event_count();
-    let mut c = child("hold", &env.path());
-    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let (mut c, mut out) = worker_process(&env.path());
     read_until(&mut out, "STARTED");
     std::thread::sleep(ms(300));
     unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
@@ -322,10 +307,7 @@ fn a_sigtermed_worker_releases_what_it_holds_within_the_grace_period() {
     for i in 0..2 {
         env.submit(&format!("j{i}"));
     }
-    let mut c = child("hold", &env.path());
-    let mut out = BufReader::new(c.stdout.take().unwrap());
-    read_until(&mut out, "RUNNING");
-    read_until(&mut out, "RUNNING");
+    let (mut c, mut out) = worker_holding_two(&env.path());
     let t0 = Instant::now();
     unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
     let mut rest = String::new();

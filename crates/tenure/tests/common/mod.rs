@@ -125,6 +125,71 @@ impl RealEnv {
     }
 }
 
+/// This test binary again, running only the ignored test `entry` (a child
+/// process entry point), stdout piped, stderr inherited.
+pub fn child(entry: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+    c.args([
+        "--exact",
+        entry,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::inherit());
+    c
+}
+
+/// The same under libfaketime at `offset` (`-2h`): the wall clock jumps,
+/// the monotonic clock (timeouts, periods) stays real.
+pub fn child_under_faketime(entry: &str, offset: &str) -> std::process::Command {
+    let mut c = std::process::Command::new("faketime");
+    c.args(["-f", offset])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            entry,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    c
+}
+
+/// Run a child made by [`child_under_faketime`] with `stdin`; its stdout.
+pub fn run_child(mut c: std::process::Command, stdin: &str) -> String {
+    use std::io::Write;
+    let mut p = c
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("faketime (Debian package faketime) must be installed: cargo xtask test does it");
+    p.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = p.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "child failed: {text}");
+    text
+}
+
+/// Read a child's stdout up to a line containing `marker`; returns that
+/// line from the marker on (libtest may print its own prefix before it).
+pub fn read_until(out: &mut impl std::io::BufRead, marker: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "child ended before {marker}"
+        );
+        if let Some(i) = line.find(marker) {
+            return line[i..].trim().to_owned();
+        }
+    }
+}
+
 pub fn ms(n: u64) -> std::time::Duration {
     std::time::Duration::from_millis(n)
 }
