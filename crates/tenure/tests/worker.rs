@@ -17,6 +17,12 @@ fn config(slots: usize) -> WorkerConfig {
         .grace(Duration::from_secs(5))
 }
 
+/// A channel whose sender handlers (`Fn + Sync`) can share.
+fn channel<T>() -> (Mutex<mpsc::Sender<T>>, mpsc::Receiver<T>) {
+    let (tx, rx) = mpsc::channel();
+    (Mutex::new(tx), rx)
+}
+
 /// Collect reports until `n` arrived (at most 20 s).
 fn collect(rx: &mpsc::Receiver<Report>, n: usize) -> Vec<Report> {
     (0..n)
@@ -31,8 +37,7 @@ fn slots_run_every_job_once_and_report_each() {
     for i in 0..n {
         env.submit(&format!("j{i:02}"));
     }
-    let (tx, rx) = mpsc::channel();
-    let tx = Mutex::new(tx);
+    let (tx, rx) = channel();
     let w = Worker::start(
         &env.auth,
         config(4),
@@ -71,8 +76,7 @@ fn retry_fail_and_panic_outcomes_are_settled_and_reported() {
             .submit("p", &JobSpec::new(j, vec![]).max_attempts(2))
             .unwrap();
     }
-    let (tx, rx) = mpsc::channel();
-    let tx = Mutex::new(tx);
+    let (tx, rx) = channel();
     let w = Worker::start(
         &env.auth,
         config(2),
@@ -110,10 +114,8 @@ fn retry_fail_and_panic_outcomes_are_settled_and_reported() {
 fn a_stop_lets_running_handlers_finish_within_the_grace_period() {
     let env = RealEnv::new();
     env.submit("j");
-    let (tx, rx) = mpsc::channel();
-    let tx = Mutex::new(tx);
-    let (started_tx, started) = mpsc::channel();
-    let started_tx = Mutex::new(started_tx);
+    let (tx, rx) = channel();
+    let (started_tx, started) = channel();
     let w = Worker::start(
         &env.auth,
         config(2),
@@ -147,12 +149,10 @@ fn a_stop_lets_running_handlers_finish_within_the_grace_period() {
 fn at_the_end_of_the_grace_period_held_leases_are_released() {
     let env = RealEnv::new();
     env.submit("j");
-    let (tx, rx) = mpsc::channel();
-    let tx = Mutex::new(tx);
+    let (tx, rx) = channel();
     let release = Arc::new(AtomicBool::new(false));
     let r2 = release.clone();
-    let (started_tx, started) = mpsc::channel();
-    let started_tx = Mutex::new(started_tx);
+    let (started_tx, started) = channel();
     let w = Worker::start(
         &env.auth,
         config(1).grace(ms(300)),
@@ -190,8 +190,7 @@ fn a_lost_lease_is_reported_and_the_handler_can_see_it() {
     let env = RealEnv::new();
     env.submit("j");
     let other = env.reopen();
-    let (tx, rx) = mpsc::channel();
-    let tx = Mutex::new(tx);
+    let (tx, rx) = channel();
     let w = Worker::start(
         &env.auth,
         config(1).renew_every(ms(50)),
