@@ -356,3 +356,65 @@ fn clock_jumps_under_libfaketime_a_waiter_behind_is_refused_one_ahead_claims_the
         ErrorCode::ClockRollback
     );
 }
+
+#[test]
+fn without_the_queue_file_waiters_fall_back_to_bounded_polling() {
+    if common::skip_on_postgres("the queue file is SQLite's") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store.db");
+    // A directory where the queue file would be: it cannot be created.
+    std::fs::create_dir(dir.path().join("store.db-tenure-queue")).unwrap();
+    let a = Authority::open(&db, &common::options()).unwrap();
+    a.create_production("p").unwrap();
+    let other = Authority::open(&db, &common::options()).unwrap();
+    let t0 = Instant::now();
+    let h = later(ms(200), move || {
+        other.submit("p", &JobSpec::new("j", vec![])).unwrap();
+    });
+    let l = a.claim_next_wait("p", "w", secs(60), LONG, None).unwrap();
+    h.join().unwrap();
+    assert_eq!(l.job(), "j");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    // Cancellation still ends a polling wait at once.
+    let cancel = WaitCancel::new();
+    let c2 = cancel.clone();
+    let h = later(ms(100), move || c2.cancel());
+    let err = a
+        .claim_next_wait("p", "w", secs(60), LONG, Some(&cancel))
+        .unwrap_err();
+    h.join().unwrap();
+    assert!(err.to_string().contains("cancelled"));
+}
+
+#[test]
+fn a_waiter_survives_a_lost_listen_connection() {
+    let Some(db) = common::pg::fresh_database() else {
+        eprintln!("skipped: PostgreSQL only");
+        return;
+    };
+    let a = Authority::open(db.url.as_str(), &common::options()).unwrap();
+    a.create_production("p").unwrap();
+    // The first wait opens the listening connection.
+    a.claim_next_wait("p", "w", secs(60), ms(10), None)
+        .unwrap_err();
+    let killed: i64 = common::pg::client(&db.url)
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE datname = current_database() AND query LIKE 'LISTEN tenure_work%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(killed, 1);
+    let other = Authority::open(db.url.as_str(), &common::options()).unwrap();
+    let h = later(ms(2500), move || {
+        other.submit("p", &JobSpec::new("j", vec![])).unwrap();
+    });
+    let t0 = Instant::now();
+    let l = a.claim_next_wait("p", "w", secs(60), LONG, None).unwrap();
+    h.join().unwrap();
+    assert_eq!(l.job(), "j");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+}
