@@ -8,7 +8,8 @@
 //! once), running handlers may finish within the grace period
 //! ([`WorkerConfig::grace`]; [`JobContext::stopping`] tells them to hurry);
 //! when it has passed, [`Worker::join`] releases every lease still held
-//! (reported as [`JobResult::Released`]) and returns. A handler still
+//! (reported as [`JobResult::Released`]) and returns; dropping a worker
+//! stops it and does the same. A handler still
 //! running then keeps its thread until it returns; its outcome is not
 //! applied (the lease is closed).
 //!
@@ -274,6 +275,7 @@ pub struct Worker {
     grace: Duration,
     threads: Vec<JoinHandle<()>>,
     report: Arc<Reporter>,
+    joined: bool,
 }
 
 impl Worker {
@@ -311,7 +313,8 @@ impl Worker {
             let t = std::thread::Builder::new()
                 .name(format!("tenure-slot-{i}"))
                 .spawn(move || {
-                    slot(&a, &cfg, &c, &*h, &*r);
+                    // A panicking report callback ends this slot, never the count.
+                    let _ = catch_unwind(AssertUnwindSafe(|| slot(&a, &cfg, &c, &*h, &*r)));
                     c.lock().active -= 1;
                     c.cv.notify_all();
                 });
@@ -324,6 +327,7 @@ impl Worker {
                         grace: Duration::ZERO,
                         threads,
                         report,
+                        joined: false,
                     };
                     w.stop_handle().stop();
                     w.join();
@@ -336,6 +340,7 @@ impl Worker {
             grace: config.grace,
             threads,
             report,
+            joined: false,
         })
     }
 
@@ -355,14 +360,24 @@ impl Worker {
     /// Wait until the worker is stopped (by a [`StopHandle`] or a signal)
     /// and its slots have finished, or the grace period after the stop has
     /// passed; then release every lease still held and return.
-    pub fn join(self) {
-        let mut st = self.ctl.lock();
-        let grace_end = loop {
-            if let Some(at) = st.stopped_at {
-                break at + self.grace;
-            }
-            st = self.ctl.cv.wait(st).unwrap_or_else(|p| p.into_inner());
-        };
+    pub fn join(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        if self.joined {
+            return;
+        }
+        self.joined = true;
+        let st = self.ctl.lock();
+        let st = self
+            .ctl
+            .cv
+            .wait_while(st, |st| st.stopped_at.is_none())
+            .unwrap_or_else(|p| p.into_inner());
+        let grace_end = st
+            .stopped_at
+            .map_or_else(Instant::now, |at| at + self.grace);
         let left = grace_end.saturating_duration_since(Instant::now());
         let (mut st, _) = self
             .ctl
@@ -382,11 +397,21 @@ impl Worker {
             }
         }
         if finished {
-            for t in self.threads {
+            for t in self.threads.drain(..) {
                 let _ = t.join();
             }
         }
         // Otherwise handlers still running keep their threads (detached).
+    }
+}
+
+impl Drop for Worker {
+    /// Dropping a worker stops it and waits as [`Worker::join`] does.
+    fn drop(&mut self) {
+        if !self.joined {
+            self.stop_handle().stop();
+            self.finish();
+        }
     }
 }
 

@@ -361,3 +361,16 @@ fn worker_child() {
     w.join();
     println!("DONE");
 }
+
+#[test]
+fn dropping_a_worker_stops_it() {
+    let env = RealEnv::new();
+    let w = Worker::start(&env.auth, config(3), |_| Outcome::Complete(vec![]), |_| {}).unwrap();
+    std::thread::sleep(ms(200));
+    let t0 = Instant::now();
+    drop(w);
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    env.submit("j");
+    std::thread::sleep(ms(300));
+    assert_eq!(env.auth.job("p", "j").unwrap().state, JobState::Requested);
+}
