@@ -227,10 +227,56 @@ fn keeper_child() {
         }
     };
     let k = l.keep_alive(secs(3600), ms(20)).unwrap();
-    until(|| k.status() != KeeperStatus::Running);
+    if std::env::var("TENURE_KEEPER_REPORT").is_ok() {
+        until(|| k.renewals() > 0 || k.status() != KeeperStatus::Running);
+        println!("KEEPING");
+    }
+    let t0 = Instant::now();
+    while k.status() == KeeperStatus::Running {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never stopped");
+        std::thread::sleep(ms(10));
+    }
     println!(
         "STOPPED {} renewals {}",
         k.error().unwrap().code().name(),
         k.renewals()
     );
+}
+
+#[test]
+fn a_keeper_whose_clock_jumps_back_while_it_runs_stops_with_clock_rollback() {
+    if common::skip_on_postgres("the clock is the server's") {
+        return;
+    }
+    use std::io::{BufReader, Write};
+    let env = RealEnv::new();
+    env.submit("j");
+    let l = env.auth.claim_next("p", "w", secs(3600)).unwrap();
+    let clock = env.dir.path().join("clock");
+    std::fs::write(&clock, "+0\n").unwrap();
+    let mut c = common::child_with_clock_file("keeper_child", &clock)
+        .env("TENURE_KEEPER_DB", env.path())
+        .env("TENURE_KEEPER_REPORT", "1")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    stdin
+        .write_all(l.export_token().unwrap().expose().as_bytes())
+        .unwrap();
+    drop(stdin);
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    common::read_until(&mut out, "KEEPING");
+    // Renewed by the child: later than the parent's own expiry.
+    let renewed = env.auth.job("p", "j").unwrap().expires_us.unwrap();
+    assert!(renewed > l.expires_us());
+    std::fs::write(&clock, "-2h\n").unwrap();
+    let line = common::read_until(&mut out, "STOPPED");
+    assert!(line.starts_with("STOPPED clock_rollback"), "{line}");
+    assert!(c.wait().unwrap().success());
+    // The refused renewal changed nothing: the lease is still the child's
+    // last renewal, still held.
+    let v = env.auth.job("p", "j").unwrap();
+    assert_eq!(v.state, JobState::Claimed);
+    assert!(v.expires_us.unwrap() >= renewed);
 }

@@ -318,6 +318,14 @@ fn wait_child() {
             Ok(l) => println!("CLAIMED {} attempt {}", l.job(), l.attempt()),
             Err(e) => println!("REFUSED {}", e.code().name()),
         },
+        // Its clock jumps while it waits (see the parent test).
+        "jump" => {
+            println!("WAITING");
+            let l = a
+                .claim_next_wait("p", "jumper", secs(60), LONG, None)
+                .unwrap();
+            println!("CLAIMED {} attempt {}", l.job(), l.attempt());
+        }
         other => panic!("unknown mode {other}"),
     }
 }
@@ -417,4 +425,36 @@ fn a_waiter_survives_a_lost_listen_connection() {
     h.join().unwrap();
     assert_eq!(l.job(), "j");
     assert!(t0.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_clock_that_jumps_forward_during_a_wait_expires_the_lease_for_the_waiter() {
+    if common::skip_on_postgres("the clock is the server's") {
+        return;
+    }
+    let env = RealEnv::new();
+    env.submit("j");
+    let _held = env.auth.claim_next("p", "holder", secs(3600)).unwrap();
+    let clock = env.dir.path().join("clock");
+    std::fs::write(&clock, "+0\n").unwrap();
+    let mut c = common::child_with_clock_file("wait_child", &clock)
+        .env("TENURE_WAIT_MODE", "jump")
+        .env("TENURE_WAIT_DB", env.path())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    read_until(&mut out, "WAITING");
+    std::thread::sleep(ms(500));
+    assert_eq!(
+        env.auth.job("p", "j").unwrap().holder.as_deref(),
+        Some("holder")
+    );
+    // Two hours later by the waiter's clock the one-hour lease has expired:
+    // it notices within its next look at the expiries, without a commit.
+    let t0 = Instant::now();
+    std::fs::write(&clock, "+2h\n").unwrap();
+    let line = read_until(&mut out, "CLAIMED");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(line, "CLAIMED j attempt 2");
+    assert!(c.wait().unwrap().success());
 }

@@ -160,6 +160,23 @@ pub fn child_under_faketime(entry: &str, offset: &str) -> std::process::Command 
     c
 }
 
+/// The same with libfaketime preloaded directly, reading the offset from
+/// `file` at every clock reading (`FAKETIME_NO_CACHE`): writing `+2h` into
+/// it makes the child's wall clock jump while it runs.
+pub fn child_with_clock_file(entry: &str, file: &std::path::Path) -> std::process::Command {
+    const LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+    assert!(
+        std::path::Path::new(LIB).exists(),
+        "libfaketime (Debian package libfaketime) must be installed: cargo xtask test does it"
+    );
+    let mut c = child(entry);
+    c.env("LD_PRELOAD", LIB)
+        .env("FAKETIME_TIMESTAMP_FILE", file)
+        .env("FAKETIME_NO_CACHE", "1")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    c
+}
+
 /// Run a child made by [`child_under_faketime`] with `stdin`; its stdout.
 pub fn run_child(mut c: std::process::Command, stdin: &str) -> String {
     use std::io::Write;
