@@ -147,8 +147,11 @@ pub(crate) fn claim_next_wait(
             let mut until = deadline.min(now + SLICE);
             let mut timed = false;
             if let Some(at_us) = next {
-                let wake = now + Duration::from_micros(at_us.saturating_sub(now_us).max(0) as u64);
-                let wake = if at_us <= now_us { now + RETRY } else { wake };
+                let wake = if at_us <= now_us {
+                    now + RETRY
+                } else {
+                    now + Duration::from_micros(at_us.abs_diff(now_us))
+                };
                 if wake <= until {
                     until = wake;
                     timed = true;
