@@ -185,6 +185,8 @@ fn steps() -> Result {
         "warnings",
     ]))?;
     step("cargo test (workspace)");
+    // The wait and keeper clock-jump tests run processes under libfaketime.
+    util::apt_install(&["faketime", "libfaketime"])?;
     run(cargo().args(["test", "--locked", "--workspace"]))?;
     step("C ABI (abi-check, C suites, dist + pkg-config)");
     capi::test()?;
