@@ -115,7 +115,7 @@ mod list;
 /// shared library's soname number, `libtenure.so.1`).
 pub const TENURE_ABI_MAJOR: u32 = 1;
 /// Minor version of the C ABI (bumped when symbols or fields are added).
-pub const TENURE_ABI_MINOR: u32 = 0;
+pub const TENURE_ABI_MINOR: u32 = 1;
 /// The ABI version as one number: `(major << 16) | minor`, as returned by
 /// `tenure_abi_version()`.
 pub const TENURE_ABI_VERSION: u32 = (TENURE_ABI_MAJOR << 16) | TENURE_ABI_MINOR;
@@ -167,7 +167,7 @@ mod tests {
         );
         let v = unsafe { CStr::from_ptr(tenure_version()) };
         assert_eq!(v.to_str().unwrap(), tenure::VERSION);
-        assert_eq!(tenure_abi_version(), 1 << 16);
+        assert_eq!(tenure_abi_version(), 1 << 16 | 1);
     }
 
     #[test]
@@ -176,6 +176,7 @@ mod tests {
         shared::<authority::tenure_authority>();
         shared::<lease::tenure_lease>();
         shared::<edit::tenure_edit>(); // via its internal mutex
+        shared::<options::tenure_options>(); // via its internal mutex
         shared::<view::tenure_job_view>();
         shared::<view::tenure_job_list>();
         shared::<list::tenure_production_list>();
