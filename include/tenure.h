@@ -19,8 +19,10 @@
  *   until it is freed; list/view accessors return NULL/0/false for a NULL
  *   handle or an out-of-range index.
  * - Input structs start with size_t struct_size (set by their _init()
- *   function); a later minor may append fields, and an unknown non-zero
- *   tail is rejected. Results are opaque handles read through accessors.
+ *   function) and keep their layout for the whole major; an unknown
+ *   non-zero tail is rejected. Options added after ABI 1.0 are setters of
+ *   the tenure_options handle (ABI 1.1), other additions new functions.
+ *   Results are opaque handles read through accessors.
  * - Thread safety: tenure_authority and tenure_lease may be shared by
  *   threads; a tenure_edit is used one call at a time (internally locked);
  *   list/view handles are immutable snapshots.

@@ -49,12 +49,16 @@
 //!
 //! Input structs (`tenure_open_options`, `tenure_job_spec`,
 //! `tenure_list_query`) begin with `size_t struct_size`, filled in by their
-//! `tenure_*_init()` function. A later minor version may append fields; the
-//! library reads only the fields covered by `struct_size` and, if the caller
-//! passes a larger struct than it knows, requires the unknown tail to be all
-//! zero bytes (fields are designed so that zero means "the old behaviour"),
-//! otherwise `TENURE_INVALID_ARGUMENT`. Results are opaque handles read
-//! through accessor functions, so new fields are new accessors.
+//! `tenure_*_init()` function. Their layout is fixed for the whole major: a
+//! client built against an older header passes its own `struct_size` and
+//! calls an `_init()` that must not write past it, so a struct of a released
+//! minor never grows. If the caller passes a larger struct than the library
+//! knows, the unknown tail must be all zero bytes, otherwise
+//! `TENURE_INVALID_ARGUMENT`. What a struct has no field for is added as a
+//! function: store options as setters of the `tenure_options` handle (ABI
+//! 1.1, `tenure_authority_open_with()`), the rest as new functions. Results
+//! are opaque handles read through accessor functions, so new fields are
+//! new accessors.
 //!
 //! # Thread safety
 //!
