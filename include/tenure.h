@@ -19,8 +19,10 @@
  *   until it is freed; list/view accessors return NULL/0/false for a NULL
  *   handle or an out-of-range index.
  * - Input structs start with size_t struct_size (set by their _init()
- *   function); a later minor may append fields, and an unknown non-zero
- *   tail is rejected. Results are opaque handles read through accessors.
+ *   function) and keep their layout for the whole major; an unknown
+ *   non-zero tail is rejected. Options added after ABI 1.0 are setters of
+ *   the tenure_options handle (ABI 1.1), other additions new functions.
+ *   Results are opaque handles read through accessors.
  * - Thread safety: tenure_authority and tenure_lease may be shared by
  *   threads; a tenure_edit is used one call at a time (internally locked);
  *   list/view handles are immutable snapshots.
@@ -47,7 +49,7 @@
 /**
  * Minor version of the C ABI (bumped when symbols or fields are added).
  */
-#define TENURE_ABI_MINOR 0
+#define TENURE_ABI_MINOR 1
 
 /**
  * The ABI version as one number: `(major << 16) | minor`, as returned by
@@ -370,6 +372,17 @@ typedef struct tenure_job_view tenure_job_view;
 typedef struct tenure_lease tenure_lease;
 
 /**
+ * Store options as a handle (ABI 1.1), for the options
+ * `tenure_open_options` has no field for: made by `tenure_options_new()`
+ * from a `tenure_open_options` (or the defaults), changed by the
+ * `tenure_options_set_*()` functions, passed to
+ * `tenure_authority_open_with()` (any number of times) and freed with
+ * `tenure_options_free()`. Later options are new setters, so nothing about
+ * the handle changes for old callers. Thread-safe (internally locked).
+ */
+typedef struct tenure_options tenure_options;
+
+/**
  * A snapshot of the productions.
  */
 typedef struct tenure_production_list tenure_production_list;
@@ -522,6 +535,31 @@ tenure_status tenure_job_spec_init(struct tenure_job_spec *spec);
 tenure_status tenure_list_query_init(struct tenure_list_query *query);
 
 /**
+ * Make an options handle (ABI 1.1) holding the settings of `*base`
+ * (validated as `tenure_authority_open()` does), or the defaults when
+ * `base` is NULL; group commit starts on. `*out_options` receives a
+ * handle to free with `tenure_options_free()`.
+ */
+tenure_status tenure_options_new(const struct tenure_open_options *base,
+                                 struct tenure_options **out_options);
+
+/**
+ * Group commit (ABI 1.1; on by default): with it on, one-step calls
+ * that threads make at the same time through one authority handle of a
+ * SQLite store share one write transaction and one commit, each with
+ * its own checks and outcome, and each returns only after that commit;
+ * off, every call is its own transaction. Explicit edits and
+ * PostgreSQL stores are never grouped (docs/design.md, "Group commit").
+ */
+tenure_status tenure_options_set_group_commit(struct tenure_options *options, bool on);
+
+/**
+ * Free an options handle (NULL is a no-op). Authorities opened with it are
+ * not affected.
+ */
+void tenure_options_free(struct tenure_options *options);
+
+/**
  * Open or create the store at `path` (UTF-8). `options` may be NULL for the
  * defaults. On success `*out` receives a handle to free with
  * `tenure_authority_free()`. A store newer than this library is refused
@@ -531,6 +569,15 @@ tenure_status tenure_list_query_init(struct tenure_list_query *query);
 tenure_status tenure_authority_open(const char *path,
                                     const struct tenure_open_options *options,
                                     struct tenure_authority **out);
+
+/**
+ * Open or create the store at `path` as `tenure_authority_open()` does,
+ * with the settings of an options handle (ABI 1.1; required, see
+ * `tenure_options_new()`), which stays the caller's to free.
+ */
+tenure_status tenure_authority_open_with(const char *path,
+                                         const struct tenure_options *options,
+                                         struct tenure_authority **out);
 
 /**
  * Close a handle (NULL is a no-op). Leases and edits made from it stay

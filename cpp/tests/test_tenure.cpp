@@ -650,8 +650,25 @@ TEST_CASE("threads: one Lease shared by racing threads: exactly one completion w
   CHECK(a.facts("p", "j").size() > 1);
 }
 
+TEST_CASE("Options: group commit is on by default and switches off") {
+  CHECK(tenure::Options().group_commit());
+  CHECK_FALSE(tenure::Options().group_commit(false).group_commit());
+  CHECK(tenure::Options().group_commit(false).group_commit(true).group_commit());
+  // Bad struct settings are still refused when opening.
+  CHECK_THROWS_AS(tenure::Authority::open(fresh_db("bad-options"),
+                                          tenure::Options().group_commit(false).busy_timeout(
+                                              std::chrono::hours(2))),
+                  tenure::InvalidArgument);
+}
+
 TEST_CASE("threads: one Authority shared by many workers; every job done exactly once") {
-  const auto a = tenure::Authority::open(fresh_db("threads"), tenure::Options().busy_timeout(60s));
+  bool group = true;
+  SUBCASE("group commit on") { group = true; }
+  SUBCASE("group commit off") { group = false; }
+  CAPTURE(group);
+  const auto a = tenure::Authority::open(
+      fresh_db(group ? "threads" : "threads-ungrouped"),
+      tenure::Options().busy_timeout(60s).group_commit(group));
   a.create_production("p");
   constexpr int kJobs = 40;
   constexpr int kThreads = 4;

@@ -1,9 +1,10 @@
 //! Link settings for the cargo-built `libtenure.so`: soname `libtenure.so.1`
 //! (the ABI major).
 //!
-//! Symbol versioning (`TENURE_1.0`, only `tenure_*` exported) is applied by
-//! `cargo xtask` when it links the distributed `libtenure.so.1.0.0` from
-//! `libtenure.a` with `tenure.map`: rustc passes its own anonymous version
+//! Symbol versioning (only the `tenure_*` names of `tenure.map` exported,
+//! each in the node `TENURE_1.<minor>` of the minor that added it) is
+//! applied by `cargo xtask` when it links the distributed
+//! `libtenure.so.1.<minor>.0` from `libtenure.a` with `tenure.map`: rustc passes its own anonymous version
 //! script to every cdylib link, and a second script can neither be combined
 //! with it (GNU ld: "anonymous version tag cannot be combined with other
 //! version tags") nor override its assignments (lld keeps the first), so a

@@ -107,6 +107,38 @@ static void authority_entry_points(const char *dir) {
   OK(tenure_authority_open(path_in(dir, "bad.db"), &newer.o, &a));
   REQUIRE(a != NULL);
 
+  /* the options handle and open_with (ABI 1.1): bad settings are refused
+   * when the handle is made, NULLs everywhere, nothing is created */
+  tenure_options *opts = NULL;
+  EXPECT(tenure_options_new(NULL, NULL), INV);
+  OK(tenure_open_options_init(&o));
+  o.struct_size = 4;
+  EXPECT(tenure_options_new(&o, &opts), INV);
+  OK(tenure_open_options_init(&o));
+  o.synchronous = 9;
+  EXPECT(tenure_options_new(&o, &opts), INV);
+  OK(tenure_open_options_init(&o));
+  o.busy_timeout_us = -1;
+  EXPECT(tenure_options_new(&o, &opts), INV);
+  newer.future = 1;
+  EXPECT(tenure_options_new(&newer.o, &opts), INV);
+  newer.future = 0;
+  CHECK(opts == NULL);
+  OK(tenure_options_new(&newer.o, &opts));
+  REQUIRE(opts != NULL);
+  EXPECT(tenure_options_set_group_commit(NULL, false), INV);
+  OK(tenure_options_set_group_commit(opts, false));
+  tenure_authority *w = NULL;
+  EXPECT(tenure_authority_open_with(NULL, opts, &w), INV);
+  EXPECT(tenure_authority_open_with(BAD_UTF8, opts, &w), INV);
+  EXPECT(tenure_authority_open_with("", opts, &w), INV);
+  EXPECT(tenure_authority_open_with(path_in(dir, "w.db"), NULL, &w), INV);
+  EXPECT(tenure_authority_open_with(path_in(dir, "w.db"), opts, NULL), INV);
+  CHECK(w == NULL);
+  CHECK(access(path_in(dir, "w.db"), F_OK) != 0);
+  tenure_options_free(opts);
+  tenure_options_free(NULL);
+
   make_production(a, "p");
   submit_job(a, "p", "j", 3);
   submit_job(a, "p", "k", 3);

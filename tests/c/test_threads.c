@@ -1,5 +1,7 @@
 /* Threads sharing one tenure_authority claim and complete a whole
- * production: every job is completed exactly once. Also: one lease handle
+ * production: every job is completed exactly once, with group commit on
+ * (the default of tenure_authority_open) and off (tenure_options_set_group_commit
+ * through tenure_authority_open_with, ABI 1.1). Also: one lease handle
  * shared by several threads, and the per-thread last error message.
  * Usage: test_threads DIR (or PostgreSQL, see harness.h) */
 #include <pthread.h>
@@ -13,13 +15,14 @@
 static tenure_authority *auth;
 static atomic_int completed_by_job[JOBS];
 static atomic_int completions;
+static const char *production;
 
 static void *worker(void *arg) {
   char holder[32];
   snprintf(holder, sizeof holder, "thread-%d", (int)(intptr_t)arg);
   for (;;) {
     tenure_lease *l = NULL;
-    tenure_status st = tenure_authority_claim_next(auth, "prod", holder,
+    tenure_status st = tenure_authority_claim_next(auth, production, holder,
                                                    INT64_C(600000000), &l);
     if (st == TENURE_NO_JOB_AVAILABLE)
       break;
@@ -78,21 +81,18 @@ static void *fresh_thread_error(void *arg) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
-    return 2;
-  }
-  tenure_open_options o;
-  REQUIRE(tenure_open_options_init(&o) == TENURE_OK);
-  o.busy_timeout_us = INT64_C(120000000); /* generous: shared, noisy machines */
-  REQUIRE(tenure_authority_open(store_addr(argv[1], "threads.db"), &o, &auth) ==
-          TENURE_OK);
-  make_production(auth, "prod");
+/* THREADS threads complete the JOBS jobs of a new production of `auth`;
+ * every job exactly once. */
+static void drain(const char *prod) {
+  production = prod;
+  atomic_store(&completions, 0);
+  for (int i = 0; i < JOBS; i++)
+    atomic_store(&completed_by_job[i], 0);
+  make_production(auth, prod);
   char id[32];
   for (int i = 0; i < JOBS; i++) {
     snprintf(id, sizeof id, "job-%02d", i);
-    submit_job(auth, "prod", id, 3);
+    submit_job(auth, prod, id, 3);
   }
 
   pthread_t t[THREADS];
@@ -109,14 +109,14 @@ int main(int argc, char **argv) {
   q.state = TENURE_JOB_COMPLETED;
   q.limit = 1000;
   tenure_job_list *jl = NULL;
-  OK(tenure_authority_jobs(auth, "prod", &q, &jl));
+  OK(tenure_authority_jobs(auth, prod, &q, &jl));
   CHECK(tenure_job_list_len(jl) == JOBS);
   for (size_t i = 0; i < tenure_job_list_len(jl); i++)
     CHECK(tenure_job_view_attempts(tenure_job_list_get(jl, i)) == 1);
   tenure_job_list_free(jl);
   /* the event log shows exactly one completion per job */
   tenure_event_list *el = NULL;
-  OK(tenure_authority_production_events(auth, "prod", 0, 10000, &el));
+  OK(tenure_authority_production_events(auth, prod, 0, 10000, &el));
   int completed_events = 0;
   for (size_t i = 0; i < tenure_event_list_len(el); i++)
     if (streq(tenure_event_list_kind(el, i), "completed"))
@@ -126,8 +126,34 @@ int main(int argc, char **argv) {
   uint64_t violations = 1;
   OK(tenure_authority_check(auth, &violations));
   CHECK(violations == 0);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
+    return 2;
+  }
+  tenure_open_options o;
+  REQUIRE(tenure_open_options_init(&o) == TENURE_OK);
+  o.busy_timeout_us = INT64_C(120000000); /* generous: shared, noisy machines */
+
+  /* group commit off: its own store, opened through an options handle */
+  tenure_options *off = NULL;
+  REQUIRE(tenure_options_new(&o, &off) == TENURE_OK);
+  OK(tenure_options_set_group_commit(off, false));
+  REQUIRE(tenure_authority_open_with(store_addr(argv[1], "threads-off.db"), off,
+                                     &auth) == TENURE_OK);
+  tenure_options_free(off); /* the authority keeps its settings */
+  drain("prod-off");
+  tenure_authority_free(auth);
+
+  /* group commit on (the default) */
+  REQUIRE(tenure_authority_open(store_addr(argv[1], "threads.db"), &o, &auth) ==
+          TENURE_OK);
+  drain("prod");
 
   /* one lease handle shared by several threads */
+  pthread_t t[THREADS];
   submit_job(auth, "prod", "shared", 3);
   OK(tenure_authority_claim(auth, "prod", "shared", "main", INT64_C(600000000),
                             &shared_lease));

@@ -38,7 +38,7 @@ mod values;
 /// `#[no_mangle]` `tenure_*` symbol). Instead the unit test below and the
 /// Python suite compare it with the checked-in, generated header, so a C ABI
 /// bump without a matching projection change fails CI.
-pub const ABI_VERSION: (u32, u32) = (1, 0);
+pub const ABI_VERSION: (u32, u32) = (1, 1);
 
 /// The extension module.
 #[pymodule]

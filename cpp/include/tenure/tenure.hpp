@@ -319,6 +319,7 @@ struct Free {
   void operator()(T* h) const noexcept { F(h); }
 };
 using AuthorityFree = Free<tenure_authority, &tenure_authority_free>;
+using OptionsFree = Free<tenure_options, &tenure_options_free>;
 using LeaseFree = Free<tenure_lease, &tenure_lease_free>;
 using EditFree = Free<tenure_edit, &tenure_edit_free>;
 using JobViewFree = Free<tenure_job_view, &tenure_job_view_free>;
@@ -446,11 +447,22 @@ class Options {
     raw_.busy_timeout_us = to_micros(d);
     return *this;
   }
-  /// The C struct.
+  /// Group commit (default on): concurrent one-step calls of one
+  /// `Authority` on a SQLite store share one transaction and one commit;
+  /// off, every call is its own transaction (`tenure_options_set_group_commit`,
+  /// ABI 1.1; docs/design.md, "Group commit").
+  Options& group_commit(bool on) noexcept {
+    group_commit_ = on;
+    return *this;
+  }
+  /// Whether group commit is on.
+  bool group_commit() const noexcept { return group_commit_; }
+  /// The C struct (the settings it has fields for).
   const tenure_open_options& capi() const noexcept { return raw_; }
 
  private:
   tenure_open_options raw_{};
+  bool group_commit_ = true;
 };
 
 /// One job to submit. Owns copies of its ID and payload. Defaults are the C
@@ -911,8 +923,12 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
   static Authority open(std::string_view path, const Options& options = Options()) {
     check_abi();
     const std::string p = detail::cstr(path, "path");
+    tenure_options* raw = nullptr;
+    check(tenure_options_new(&options.capi(), &raw));
+    const std::unique_ptr<tenure_options, detail::OptionsFree> opts(raw);
+    check(tenure_options_set_group_commit(opts.get(), options.group_commit()));
     tenure_authority* out = nullptr;
-    check(tenure_authority_open(p.c_str(), &options.capi(), &out));
+    check(tenure_authority_open_with(p.c_str(), opts.get(), &out));
     return Authority(out);
   }
   /// Adopt a C handle (may be NULL).

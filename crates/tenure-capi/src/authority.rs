@@ -9,7 +9,7 @@ use crate::lease::tenure_lease;
 use crate::list::{tenure_event_list, tenure_fact_list, tenure_production_list};
 use crate::options::{
     open_options, tenure_cancelled, tenure_job_spec, tenure_list_query, tenure_open_options,
-    tenure_submitted,
+    tenure_options, tenure_submitted,
 };
 use crate::status::tenure_status;
 use crate::view::{tenure_job_list, tenure_job_view};
@@ -40,6 +40,15 @@ pub unsafe extern "C" fn tenure_authority_open(
         out.write(boxed(tenure_authority { inner: auth }));
         Ok(())
     })
+}
+
+export! {
+    /// Open or create the store at `path` as `tenure_authority_open()` does,
+    /// with the settings of an options handle (ABI 1.1; required, see
+    /// `tenure_options_new()`), which stays the caller's to free.
+    fn tenure_authority_open_with(path: *const c_char, options: *const tenure_options)
+        -> out: *mut *mut tenure_authority =
+        boxed(tenure_authority { inner: Authority::open(path, &options.get())? });
 }
 
 /// Close a handle (NULL is a no-op). Leases and edits made from it stay
@@ -198,4 +207,120 @@ export! {
     /// CLI's `check`).
     fn tenure_authority_check(authority: *const tenure_authority)
         -> out_violations: *mut u64 = authority.inner.check()?.violations.len() as u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{
+        tenure_options_free, tenure_options_new, tenure_options_set_group_commit,
+    };
+    use std::ffi::CString;
+    use std::path::PathBuf;
+    use std::time::{Duration, Instant};
+    use tenure::{JobSpec, Options};
+
+    struct Scratch(PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// How a handle is opened: `tenure_authority_open` with NULL options,
+    /// or `tenure_authority_open_with` after setting group commit.
+    #[derive(Clone, Copy, Debug)]
+    enum Open {
+        Plain,
+        With(bool),
+    }
+
+    unsafe fn open(path: &CString, how: Open) -> *mut tenure_authority {
+        let mut a = std::ptr::null_mut();
+        let st = match how {
+            Open::Plain => tenure_authority_open(path.as_ptr(), std::ptr::null(), &mut a),
+            Open::With(on) => {
+                let mut o = std::ptr::null_mut();
+                assert_eq!(
+                    tenure_options_new(std::ptr::null(), &mut o),
+                    tenure_status::TENURE_OK
+                );
+                assert_eq!(
+                    tenure_options_set_group_commit(o, on),
+                    tenure_status::TENURE_OK
+                );
+                let st = tenure_authority_open_with(path.as_ptr(), o, &mut a);
+                tenure_options_free(o);
+                st
+            }
+        };
+        assert_eq!(st, tenure_status::TENURE_OK);
+        a
+    }
+
+    /// While another handle holds the writer lock, a claim through a handle
+    /// with group commit on waits in that handle's commit queue; with it
+    /// off the claim waits for the lock alone and nothing is queued.
+    #[test]
+    fn the_group_commit_switch_reaches_the_authority() {
+        let dir = Scratch(std::env::temp_dir().join(format!(
+            "tenure-capi-group-{}-{:?}",
+            std::process::id(),
+            Instant::now()
+        )));
+        std::fs::create_dir_all(&dir.0).unwrap();
+        for (i, (how, grouped)) in [
+            (Open::Plain, true),
+            (Open::With(true), true),
+            (Open::With(false), false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let path = dir.0.join(format!("s{i}.db"));
+            let cpath = CString::new(path.to_str().unwrap()).unwrap();
+            let a = unsafe { open(&cpath, how) };
+            let inner = unsafe { &(*a).inner };
+            inner.create_production("p").unwrap();
+            inner.submit("p", &JobSpec::new("j", vec![])).unwrap();
+            let holder = Authority::open(path.to_str().unwrap(), &Options::new()).unwrap();
+            let edit = holder.edit().unwrap();
+            let handle = a as usize;
+            let st = std::thread::scope(|sc| {
+                let claim = sc.spawn(move || {
+                    let mut l = std::ptr::null_mut();
+                    let st = unsafe {
+                        tenure_authority_claim(
+                            handle as *const tenure_authority,
+                            c"p".as_ptr(),
+                            c"j".as_ptr(),
+                            c"w".as_ptr(),
+                            60_000_000,
+                            &mut l,
+                        )
+                    };
+                    unsafe { crate::lease::tenure_lease_free(l) };
+                    st
+                });
+                if grouped {
+                    let t0 = Instant::now();
+                    while inner.queued_group_ops() < 1 {
+                        assert!(
+                            t0.elapsed() < Duration::from_secs(4),
+                            "{how:?}: never queued"
+                        );
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                } else {
+                    std::thread::sleep(Duration::from_millis(100));
+                    assert_eq!(inner.queued_group_ops(), 0, "{how:?}");
+                }
+                edit.abort();
+                claim.join().unwrap()
+            });
+            assert_eq!(st, tenure_status::TENURE_OK, "{how:?}");
+            unsafe { tenure_authority_free(a) };
+        }
+    }
 }

@@ -140,6 +140,15 @@ impl<'a, T: Handle + 'a> Arg<'a> for *const T {
     }
 }
 
+/// A handle the call changes (through the handle's own lock), read like a
+/// `const` one.
+impl<'a, T: Handle + 'a> Arg<'a> for *mut T {
+    type Out = &'a T;
+    unsafe fn read(self, name: &'static str) -> R<&'a T> {
+        Arg::read(self.cast_const(), name)
+    }
+}
+
 macro_rules! plain_args {
     ($($t:ty),*) => {$(
         impl Arg<'_> for $t {

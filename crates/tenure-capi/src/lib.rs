@@ -49,12 +49,16 @@
 //!
 //! Input structs (`tenure_open_options`, `tenure_job_spec`,
 //! `tenure_list_query`) begin with `size_t struct_size`, filled in by their
-//! `tenure_*_init()` function. A later minor version may append fields; the
-//! library reads only the fields covered by `struct_size` and, if the caller
-//! passes a larger struct than it knows, requires the unknown tail to be all
-//! zero bytes (fields are designed so that zero means "the old behaviour"),
-//! otherwise `TENURE_INVALID_ARGUMENT`. Results are opaque handles read
-//! through accessor functions, so new fields are new accessors.
+//! `tenure_*_init()` function. Their layout is fixed for the whole major: a
+//! client built against an older header passes its own `struct_size` and
+//! calls an `_init()` that must not write past it, so a struct of a released
+//! minor never grows. If the caller passes a larger struct than the library
+//! knows, the unknown tail must be all zero bytes, otherwise
+//! `TENURE_INVALID_ARGUMENT`. What a struct has no field for is added as a
+//! function: store options as setters of the `tenure_options` handle (ABI
+//! 1.1, `tenure_authority_open_with()`), the rest as new functions. Results
+//! are opaque handles read through accessor functions, so new fields are
+//! new accessors.
 //!
 //! # Thread safety
 //!
@@ -115,7 +119,7 @@ mod list;
 /// shared library's soname number, `libtenure.so.1`).
 pub const TENURE_ABI_MAJOR: u32 = 1;
 /// Minor version of the C ABI (bumped when symbols or fields are added).
-pub const TENURE_ABI_MINOR: u32 = 0;
+pub const TENURE_ABI_MINOR: u32 = 1;
 /// The ABI version as one number: `(major << 16) | minor`, as returned by
 /// `tenure_abi_version()`.
 pub const TENURE_ABI_VERSION: u32 = (TENURE_ABI_MAJOR << 16) | TENURE_ABI_MINOR;
@@ -167,7 +171,7 @@ mod tests {
         );
         let v = unsafe { CStr::from_ptr(tenure_version()) };
         assert_eq!(v.to_str().unwrap(), tenure::VERSION);
-        assert_eq!(tenure_abi_version(), 1 << 16);
+        assert_eq!(tenure_abi_version(), 1 << 16 | 1);
     }
 
     #[test]
@@ -176,6 +180,7 @@ mod tests {
         shared::<authority::tenure_authority>();
         shared::<lease::tenure_lease>();
         shared::<edit::tenure_edit>(); // via its internal mutex
+        shared::<options::tenure_options>(); // via its internal mutex
         shared::<view::tenure_job_view>();
         shared::<view::tenure_job_list>();
         shared::<list::tenure_production_list>();

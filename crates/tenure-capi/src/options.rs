@@ -2,13 +2,16 @@
 //! functions, and their conversion to the core's types.
 
 use std::ffi::{c_char, CStr};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tenure::{
     Cancelled, Fact, JobSpec, JobState, LeaseStatus, ListQuery, Options, Submitted, Synchronous,
 };
 
-use crate::boundary::{boundary, invalid, opt_str_arg, read_sized, str_arg, Arg, R};
+use crate::boundary::{
+    boundary, boxed, free_box, invalid, opt_str_arg, read_sized, str_arg, Arg, Handle, R,
+};
 use crate::status::tenure_status;
 
 // ---------------------------------------------------------------------------
@@ -198,6 +201,66 @@ sized_inits! {
 }
 
 // ---------------------------------------------------------------------------
+// The options handle (ABI 1.1)
+// ---------------------------------------------------------------------------
+
+/// Store options as a handle (ABI 1.1), for the options
+/// `tenure_open_options` has no field for: made by `tenure_options_new()`
+/// from a `tenure_open_options` (or the defaults), changed by the
+/// `tenure_options_set_*()` functions, passed to
+/// `tenure_authority_open_with()` (any number of times) and freed with
+/// `tenure_options_free()`. Later options are new setters, so nothing about
+/// the handle changes for old callers. Thread-safe (internally locked).
+pub struct tenure_options {
+    inner: Mutex<Options>,
+}
+
+impl Handle for tenure_options {}
+
+impl tenure_options {
+    fn lock(&self) -> MutexGuard<'_, Options> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The options as they stand.
+    pub(crate) fn get(&self) -> Options {
+        self.lock().clone()
+    }
+
+    fn set(&self, f: impl FnOnce(Options) -> Options) -> R {
+        let mut o = self.lock();
+        *o = f(o.clone());
+        Ok(())
+    }
+}
+
+export! {
+    /// Make an options handle (ABI 1.1) holding the settings of `*base`
+    /// (validated as `tenure_authority_open()` does), or the defaults when
+    /// `base` is NULL; group commit starts on. `*out_options` receives a
+    /// handle to free with `tenure_options_free()`.
+    fn tenure_options_new(base: *const tenure_open_options)
+        -> out_options: *mut *mut tenure_options =
+        boxed(tenure_options { inner: Mutex::new(base) });
+
+    /// Group commit (ABI 1.1; on by default): with it on, one-step calls
+    /// that threads make at the same time through one authority handle of a
+    /// SQLite store share one write transaction and one commit, each with
+    /// its own checks and outcome, and each returns only after that commit;
+    /// off, every call is its own transaction. Explicit edits and
+    /// PostgreSQL stores are never grouped (docs/design.md, "Group commit").
+    fn tenure_options_set_group_commit(options: *mut tenure_options, on: bool) =
+        options.set(|o| o.group_commit(on));
+}
+
+/// Free an options handle (NULL is a no-op). Authorities opened with it are
+/// not affected.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_options_free(options: *mut tenure_options) {
+    free_box(options)
+}
+
+// ---------------------------------------------------------------------------
 // Conversion to the core's types
 // ---------------------------------------------------------------------------
 
@@ -212,6 +275,14 @@ impl Arg<'_> for *const tenure_list_query {
     type Out = ListQuery;
     unsafe fn read(self, _: &'static str) -> R<ListQuery> {
         list_query(self)
+    }
+}
+
+/// Open options: NULL is the defaults.
+impl Arg<'_> for *const tenure_open_options {
+    type Out = Options;
+    unsafe fn read(self, _: &'static str) -> R<Options> {
+        open_options(self)
     }
 }
 

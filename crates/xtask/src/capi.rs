@@ -2,11 +2,13 @@
 //! against `abi-versions/`, the C test suites and `dist`.
 //!
 //! - `cargo xtask abi-check [--bless]`: the five checks of the ABI contract
-//!   (header drift, exported symbols vs baselines, `abidiff`, a client built
-//!   against the oldest header of the current major, version agreement).
-//!   `--bless` rewrites `include/tenure.h` and creates the baseline folder of
-//!   the current `TENURE_ABI_MAJOR.TENURE_ABI_MINOR` if it does not exist yet
-//!   (an existing baseline is never rewritten: a released ABI is frozen).
+//!   (header drift; exported symbols and the version nodes of `tenure.map`
+//!   vs baselines; `abidiff`; a client built against the oldest header of
+//!   the current major, which must need nothing newer; version agreement).
+//!   `--bless` rewrites `include/tenure.h` and writes the baseline folder of
+//!   the current `TENURE_ABI_MAJOR.TENURE_ABI_MINOR` if it does not exist
+//!   yet or is still unreleased (holds an `UNRELEASED` file); a released
+//!   baseline (no such file) is never rewritten.
 //! - `cargo xtask dist PREFIX`: installs the library, the headers, the
 //!   pkg-config file and the CMake package (`PREFIX/lib/cmake/tenure`, from
 //!   the templates in `cmake/`: `find_package(tenure)` gives the imported
@@ -17,12 +19,14 @@
 //!
 //! The distributed `libtenure.so.<major>.<minor>.0` is linked here from the
 //! cargo-built `libtenure.a` with `crates/tenure-capi/tenure.map` (soname
-//! `libtenure.so.<major>`, only `tenure_*` exported, versioned `TENURE_1.0`):
+//! `libtenure.so.<major>`, only the `tenure_*` names of its version nodes
+//! exported, each versioned `TENURE_<major>.<minor that added it>`):
 //! rustc's own version script for cdylibs cannot be combined with a second
 //! one (see `crates/tenure-capi/build.rs`).
 
 use crate::util::{apt_install, cargo, cargo_metadata, output, root, run, step, Result};
-use std::collections::BTreeSet;
+use crate::version_script;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -243,6 +247,36 @@ fn exported_symbols(so: &Path) -> Result<BTreeSet<String>> {
     Ok(out)
 }
 
+/// The `tenure_*` functions the Rust library defines (global text symbols
+/// of `libtenure.a`), exported or not.
+fn defined_functions(archive: &Path) -> Result<BTreeSet<String>> {
+    let text = output(
+        Command::new("nm")
+            .args(["-g", "--defined-only", "--format=posix"])
+            .arg(archive),
+    )?;
+    let out: BTreeSet<String> = text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (name, kind) = (f.next()?, f.next()?);
+            (kind == "T" && name.starts_with("tenure_")).then(|| name.to_string())
+        })
+        .collect();
+    if out.is_empty() {
+        return Err(format!(
+            "{}: no tenure_* functions found",
+            archive.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// The file whose presence marks a baseline as not yet released: `--bless`
+/// may rewrite it while the ABI version is under development; deleting the
+/// file releases (freezes) the version.
+const UNRELEASED: &str = "UNRELEASED";
+
 /// Baseline folders `abi-versions/<major>.<minor>`, sorted by version.
 fn baselines() -> Result<Vec<(u32, u32, PathBuf)>> {
     let mut v = Vec::new();
@@ -308,7 +342,17 @@ fn abidw(lib: &Lib, out: &Path) -> Result {
 }
 
 fn write_baseline(lib: &Lib, dir: &Path, symbols: &BTreeSet<String>) -> Result {
+    let created = !dir.exists();
     fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    if created {
+        fs::write(
+            dir.join(UNRELEASED),
+            "This ABI version is under development: `cargo xtask abi-check --bless`\n\
+             rewrites this folder. Delete this file when the version is released;\n\
+             from then on the baseline is frozen.\n",
+        )
+        .map_err(|e| e.to_string())?;
+    }
     fs::copy(root().join("include/tenure.h"), dir.join("tenure.h")).map_err(|e| e.to_string())?;
     let mut s = symbols.iter().cloned().collect::<Vec<_>>().join("\n");
     s.push('\n');
@@ -411,7 +455,16 @@ pub fn abi_check(bless: bool) -> Result {
         .filter(|(a, _, _)| *a == major)
         .collect();
     let current_dir = root().join(format!("abi-versions/{major}.{minor}"));
-    if bless && !current_dir.exists() {
+    if let Some((_, m, _)) = bases
+        .iter()
+        .find(|(_, m, dir)| *m != minor && dir.join(UNRELEASED).exists())
+    {
+        return Err(format!(
+            "abi-versions/{major}.{m} is marked {UNRELEASED} but the ABI is {major}.{minor}: \
+             only the version under development may be unreleased"
+        ));
+    }
+    if bless && (!current_dir.exists() || current_dir.join(UNRELEASED).exists()) {
         write_baseline(&lib, &current_dir, &syms)?;
         println!("blessed abi-versions/{major}.{minor}");
         bases = baselines()?
@@ -460,10 +513,31 @@ pub fn abi_check(bless: bool) -> Result {
         ));
     }
     println!("{} symbols match abi-versions/{major}.{minor}", syms.len());
+    let map = root().join("crates/tenure-capi/tenure.map");
+    let nodes = version_script::parse(
+        &fs::read_to_string(&map).map_err(|e| format!("{}: {e}", map.display()))?,
+    )?;
+    let mut base_syms = BTreeMap::new();
+    for (_, m, dir) in &bases {
+        base_syms.insert(*m, read_symbols(&dir.join("symbols.txt"))?);
+    }
+    version_script::check(
+        &nodes,
+        major,
+        minor,
+        &defined_functions(&lib.dir.join("libtenure.a"))?,
+        &base_syms,
+    )?;
+    println!(
+        "tenure.map: {} version nodes, every tenure_* function in exactly one",
+        nodes.len()
+    );
 
     // 3. abidiff against every baseline of this major: an incompatible change
     // (bit 8) always fails; any change (bit 4) fails against the baseline of
-    // the current version (it was not updated).
+    // the current version (it was not updated); against an older baseline
+    // only added functions and variables are allowed (nothing removed or
+    // changed, which covers every type a released function reaches).
     step("abi-check 3/5: abidiff");
     let fresh_abi = work.join("libtenure.abi");
     abidw(&lib, &fresh_abi)?;
@@ -474,15 +548,18 @@ pub fn abi_check(bless: bool) -> Result {
             base.display(),
             fresh_abi.display()
         );
-        let st = Command::new("abidiff")
+        let out = Command::new("abidiff")
             .arg("--no-unreferenced-symbols")
             .arg("--suppressions")
             .arg(root().join("abi-versions/opaque-handles.suppr"))
             .arg(&base)
             .arg(&fresh_abi)
-            .status()
+            .output()
             .map_err(|e| format!("cannot run abidiff: {e}"))?;
-        let code = st.code().ok_or("abidiff was killed")?;
+        let report = String::from_utf8_lossy(&out.stdout);
+        print!("{report}");
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        let code = out.status.code().ok_or("abidiff was killed")?;
         if code & 3 != 0 {
             return Err(format!("abidiff failed to run (exit {code})"));
         }
@@ -494,8 +571,13 @@ pub fn abi_check(bless: bool) -> Result {
         if code & 4 != 0 && *m == minor {
             return Err(format!(
                 "abidiff: the ABI changed but abi-versions/{major}.{minor} was not updated \
-                 (bump TENURE_ABI_MINOR and bless a new baseline)"
+                 (bump TENURE_ABI_MINOR and bless a new baseline, or re-bless the \
+                 unreleased one)"
             ));
+        }
+        if code & 4 != 0 {
+            only_additions(&report)
+                .map_err(|e| format!("abidiff against the released ABI {major}.{m}: {e}"))?;
         }
     }
 
@@ -515,6 +597,15 @@ pub fn abi_check(bless: bool) -> Result {
         &[],
     )?;
     run(sanitizer_env(&mut Command::new(&client)).arg(work.join("client.db")))?;
+    let needs = required_versions(&client)?;
+    let newest = format!("TENURE_{major}.{oldest_minor}");
+    if needs.is_empty() || needs.iter().any(|v| !older_or_same(v, oldest_minor, major)) {
+        return Err(format!(
+            "the client built against the {major}.{oldest_minor} header needs symbol versions \
+             {needs:?}; it may need only {newest} and older"
+        ));
+    }
+    println!("the {major}.{oldest_minor} client runs and needs only {needs:?}");
 
     // 5. Header macros, run-time versions and Cargo agree.
     step("abi-check 5/5: versions agree");
@@ -540,6 +631,55 @@ pub fn abi_check(bless: bool) -> Result {
     println!("{want}");
     println!("abi-check: all 5 checks passed");
     Ok(())
+}
+
+/// From an `abidiff` report against an older baseline: an error unless
+/// every function and variable change is an addition.
+fn only_additions(report: &str) -> Result {
+    for what in ["Functions", "Variables"] {
+        let line = report
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{what} changes summary:")))
+            .ok_or_else(|| format!("no `{what} changes summary` line in the report"))?;
+        for kind in ["Removed", "Changed"] {
+            let n = line
+                .split(',')
+                .find_map(|part| {
+                    let mut f = part.split_whitespace();
+                    let n = f.next()?;
+                    (f.next()? == kind).then_some(n)
+                })
+                .ok_or_else(|| format!("no `{kind}` count in `{line}`"))?;
+            if n != "0" {
+                return Err(format!("{what}: {n} {kind} (only additions are allowed)"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `tenure` symbol versions a program needs (`objdump -T`: the version
+/// in parentheses of each undefined `tenure_*` symbol).
+fn required_versions(bin: &Path) -> Result<BTreeSet<String>> {
+    let text = output(Command::new("objdump").arg("-T").arg(bin))?;
+    Ok(text
+        .lines()
+        .filter(|l| l.contains("*UND*"))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let name = *f.last()?;
+            let ver = f.get(f.len().checked_sub(2)?)?;
+            name.starts_with("tenure_")
+                .then(|| ver.trim_matches(['(', ')']).to_string())
+        })
+        .collect())
+}
+
+/// Whether the symbol version `v` is `TENURE_<major>.<m>` with `m <= minor`.
+fn older_or_same(v: &str, minor: u32, major: u32) -> bool {
+    v.strip_prefix(&format!("TENURE_{major}."))
+        .and_then(|m| m.parse::<u32>().ok())
+        .is_some_and(|m| m <= minor)
 }
 
 /// Run the C test suites against the freshly built library.
@@ -820,6 +960,43 @@ mod tests {
         assert!(config.contains("add_library(tenure::tenure SHARED IMPORTED)"));
         assert!(config.contains("IMPORTED_SONAME \"libtenure.so.1\""));
         assert!(config.contains("/lib/libtenure.so.1.0.0\""));
+    }
+
+    #[test]
+    fn only_additions_accepts_added_functions_and_nothing_else() {
+        let report = |f: &str, v: &str| {
+            format!(
+                "Functions changes summary: {f}\nVariables changes summary: {v}\n\n4 Added functions:\n"
+            )
+        };
+        let none = "0 Removed, 0 Changed, 0 Added variable";
+        only_additions(&report("0 Removed, 0 Changed, 4 Added functions", none)).unwrap();
+        for (f, v, want) in [
+            ("1 Removed, 0 Changed, 4 Added functions", none, "1 Removed"),
+            (
+                "0 Removed, 2 Changed (1 filtered out), 4 Added functions",
+                none,
+                "2 Changed",
+            ),
+            (
+                "0 Removed, 0 Changed, 1 Added function",
+                "0 Removed, 1 Changed, 0 Added variable",
+                "Variables: 1 Changed",
+            ),
+        ] {
+            let err = only_additions(&report(f, v)).unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
+        assert!(only_additions("garbage").is_err());
+    }
+
+    #[test]
+    fn older_or_same_reads_tenure_versions_of_the_major() {
+        assert!(older_or_same("TENURE_1.0", 0, 1));
+        assert!(older_or_same("TENURE_1.0", 1, 1));
+        assert!(!older_or_same("TENURE_1.1", 0, 1));
+        assert!(!older_or_same("TENURE_2.0", 5, 1));
+        assert!(!older_or_same("GLIBC_2.2.5", 5, 1));
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod readme;
 mod torture;
 mod tree;
 mod util;
+mod version_script;
 
 use std::path::PathBuf;
 use util::{cargo, run, step, Result};
