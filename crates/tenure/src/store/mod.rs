@@ -105,6 +105,14 @@ pub(crate) struct NewEvent<'a> {
     pub detail: &'a str,
 }
 
+/// One job's facts for [`Txn::insert_facts_many`].
+#[derive(Debug, Clone)]
+pub(crate) struct JobFacts<'a> {
+    pub production: &'a str,
+    pub job: &'a str,
+    pub facts: Vec<(&'a str, &'a str)>,
+}
+
 /// Why live jobs are scanned: a backend without a store-wide writer lock
 /// (PostgreSQL) may skip rows other transactions hold when claiming, but must
 /// see every row when a coordinator acts on all of them.
@@ -164,6 +172,36 @@ pub(crate) trait Txn: Send {
     fn update_job(&mut self, row: &JobRow) -> Result<()>;
     /// Write only a live claim's expiry (a renewal: no indexed column changes).
     fn update_expiry(&mut self, row: &JobRow) -> Result<()>;
+
+    // Batched primitives (the batched claimant calls): each is the single
+    // primitive applied to many distinct jobs. The defaults loop; a backend
+    // with round trips to save (PostgreSQL) does each in one statement.
+
+    /// [`Txn::job`] of many distinct jobs, in the order asked, each locked
+    /// against concurrent writers in a write transaction. A missing job is
+    /// `None` (and, unlike [`Txn::job`], need not be guarded against a
+    /// concurrent insert: no batched call creates jobs).
+    fn jobs_for_update(&mut self, keys: &[(&str, &str)]) -> Result<Vec<Option<JobRow>>> {
+        keys.iter().map(|(p, j)| self.job(p, j)).collect()
+    }
+    /// [`Txn::update_job`] of many distinct jobs.
+    fn update_jobs(&mut self, rows: &[&JobRow]) -> Result<()> {
+        rows.iter().try_for_each(|r| self.update_job(r))
+    }
+    /// [`Txn::update_expiry`] of many distinct jobs.
+    fn update_expiries(&mut self, rows: &[&JobRow]) -> Result<()> {
+        rows.iter().try_for_each(|r| self.update_expiry(r))
+    }
+    /// [`Txn::insert_facts`] of many distinct jobs.
+    fn insert_facts_many(&mut self, facts: &[JobFacts<'_>]) -> Result<()> {
+        facts
+            .iter()
+            .try_for_each(|f| self.insert_facts(f.production, f.job, &f.facts))
+    }
+    /// [`Txn::append_event`] of many events, in order.
+    fn append_events(&mut self, evs: &[NewEvent<'_>]) -> Result<()> {
+        evs.iter().try_for_each(|e| self.append_event(e).map(|_| ()))
+    }
     /// Jobs stored as requested or claimed, highest priority first, then
     /// oldest, strictly after the `(priority, seq)` cursor.
     fn live_jobs(
