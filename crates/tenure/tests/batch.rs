@@ -1,0 +1,306 @@
+//! The batched calls (`claim_next_many`, `complete_many`, `release_many`,
+//! `fail_many`, `renew_many`) on both backends: every lease of a batch is
+//! checked as the single operation checks it, refused leases change nothing,
+//! a job twice in one batch is refused the second time, edits are all or
+//! nothing, and concurrent batch claims never hand one job out twice.
+mod common;
+use common::*;
+use std::collections::HashMap;
+use tenure::*;
+
+fn code<T: std::fmt::Debug>(r: &Result<T>) -> ErrorCode {
+    r.as_ref().expect_err("expected an error").code()
+}
+
+fn events(a: &Authority) -> Vec<Event> {
+    a.events(0, MAX_PAGE).unwrap()
+}
+
+#[test]
+fn claim_next_many_takes_up_to_n_in_queue_order() {
+    let env = Env::with_jobs(5, 3);
+    let a = &env.auth;
+    for bad in [0, validate::MAX_BATCH + 1] {
+        assert_eq!(
+            code(&a.claim_next_many("p", "w", secs(10), bad)),
+            ErrorCode::InvalidArgument
+        );
+    }
+    assert_eq!(
+        code(&a.claim_next_many("nope", "w", secs(10), 2)),
+        ErrorCode::NotFound
+    );
+    let first = a.claim_next_many("p", "w", secs(10), 3).unwrap();
+    let jobs: Vec<&str> = first.iter().map(|l| l.job()).collect();
+    assert_eq!(jobs, ["j0", "j1", "j2"]);
+    let mut ids: Vec<Uuid> = first.iter().map(|l| l.claim_id()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "each claim has its own claim ID");
+    assert!(first.iter().all(|l| l.attempt() == 1));
+    assert!(first.iter().all(|l| l.status() == LeaseStatus::Active));
+    // Each lease carries its own secret: a token of one is useless for another.
+    let t0 = first[0].export_token().unwrap();
+    assert_eq!(a.import_lease(t0.expose()).unwrap().job(), "j0");
+    let rest = a.claim_next_many("p", "w", secs(10), 10).unwrap();
+    assert_eq!(rest.len(), 2, "fewer than n when fewer are claimable");
+    assert!(a.claim_next_many("p", "w", secs(10), 10).unwrap().is_empty());
+    let claimed = events(a)
+        .iter()
+        .filter(|e| e.kind == EventKind::Claimed)
+        .count();
+    assert_eq!(claimed, 5);
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn claim_next_many_reclaims_expired_and_exhausts_used_up() {
+    let env = Env::new();
+    let a = &env.auth;
+    a.create_production("p").unwrap();
+    a.submit("p", &JobSpec::new("once", b"x".to_vec()).max_attempts(1))
+        .unwrap();
+    a.submit("p", &JobSpec::new("twice", b"y".to_vec()).max_attempts(2))
+        .unwrap();
+    let l = a.claim_next_many("p", "w", secs(1), 2).unwrap();
+    assert_eq!(l.len(), 2);
+    env.clock.advance(2_000_000);
+    let again = a.claim_next_many("p", "w2", secs(10), 5).unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].job(), again[0].attempt()), ("twice", 2));
+    assert_eq!(a.job("p", "once").unwrap().state, JobState::Failed);
+    assert!(events(a).iter().any(|e| e.kind == EventKind::Exhausted));
+    assert!(a.check().unwrap().ok());
+}
+
+/// One job in each state a batch must refuse, plus good leases.
+#[test]
+fn mixed_complete_many_gives_per_lease_errors_and_changes_only_the_accepted() {
+    let env = Env::with_jobs(7, 3);
+    let a = &env.auth;
+    let other = Env::with_jobs(1, 3);
+    let foreign = other.auth.claim("p", "j0", "w", secs(100)).unwrap();
+
+    let good = a.claim("p", "j0", "w", secs(100)).unwrap();
+    let expiring = a.claim("p", "j1", "w", secs(1)).unwrap();
+    let stale = a.claim("p", "j2", "w", secs(1)).unwrap();
+    let cancelled = a.claim("p", "j3", "w", secs(100)).unwrap();
+    let released = a.claim("p", "j4", "w", secs(100)).unwrap();
+    let good2 = a.claim("p", "j5", "w", secs(100)).unwrap();
+    // A second handle on j4's lease, released through the first: the store
+    // says closed while this copy still thinks it is active.
+    let copy = a
+        .import_lease(released.export_token().unwrap().expose())
+        .unwrap();
+    released.release().unwrap();
+    a.cancel("p", "j3").unwrap();
+    env.clock.advance(2_000_000);
+    let replacement = a.claim("p", "j2", "w2", secs(100)).unwrap();
+
+    let before: Vec<JobView> = (1..5)
+        .map(|i| a.job("p", &format!("j{i}")).unwrap())
+        .collect();
+    let n_events = events(a).len();
+    let facts = [Fact::new("k", "v")];
+    let r = a
+        .complete_many(&[
+            (&good, &facts[..]),
+            (&expiring, &[]),
+            (&stale, &[]),
+            (&cancelled, &[]),
+            (&copy, &[]),
+            (&released, &[]),
+            (&foreign, &[]),
+            (&good, &[]),
+            (&good2, &[Fact::new("tenure.x", "reserved")]),
+        ])
+        .unwrap();
+    let codes: Vec<Option<ErrorCode>> = r.iter().map(|x| x.as_ref().err().map(|e| e.code())).collect();
+    assert_eq!(
+        codes,
+        [
+            None,
+            Some(ErrorCode::LeaseExpired),
+            Some(ErrorCode::StaleLease),
+            Some(ErrorCode::Cancelled),
+            Some(ErrorCode::LeaseClosed),
+            Some(ErrorCode::LeaseClosed),
+            Some(ErrorCode::InvalidArgument),
+            Some(ErrorCode::InvalidArgument),
+            Some(ErrorCode::InvalidArgument),
+        ]
+    );
+    // Only the accepted lease changed anything: one event, its facts.
+    assert_eq!(events(a).len(), n_events + 1);
+    assert_eq!(a.job("p", "j0").unwrap().state, JobState::Completed);
+    let keys: Vec<String> = a.facts("p", "j0").unwrap().into_iter().map(|f| f.key).collect();
+    assert_eq!(keys[0], "k");
+    assert!(keys.contains(&"tenure.claim_id".to_string()));
+    let after: Vec<JobView> = (1..5)
+        .map(|i| a.job("p", &format!("j{i}")).unwrap())
+        .collect();
+    assert_eq!(before, after, "refused leases left their jobs untouched");
+    assert!(a.facts("p", "j5").unwrap().is_empty());
+    assert_eq!(good.status(), LeaseStatus::Closed);
+    assert_eq!(good2.status(), LeaseStatus::Active);
+    assert_eq!(copy.status(), LeaseStatus::Active);
+    assert_eq!(replacement.status(), LeaseStatus::Active);
+    // The duplicate was not applied twice: one completion event for j0.
+    let done = events(a)
+        .iter()
+        .filter(|e| e.kind == EventKind::Completed && e.job.as_deref() == Some("j0"))
+        .count();
+    assert_eq!(done, 1);
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn release_fail_and_renew_many_follow_the_single_rules() {
+    let env = Env::with_jobs(4, 1);
+    let a = &env.auth;
+    let ls = a.claim_next_many("p", "w", secs(10), 4).unwrap();
+    // Renewal: a TTL that would not move the expiry is not_extended for
+    // that lease only.
+    env.clock.advance(1_000_000);
+    let before = ls[1].expires_us();
+    let r = a.renew_many(&[&ls[0], &ls[1]], secs(20)).unwrap();
+    assert!(r.iter().all(|x| x.is_ok()));
+    assert_eq!(ls[1].expires_us(), before + 11_000_000);
+    let r = a
+        .renew_many(&[&ls[0], &ls[2]], Ttl::from_micros(1).unwrap())
+        .unwrap();
+    assert_eq!(code(&r[0]), ErrorCode::NotExtended);
+    assert_eq!(code(&r[1]), ErrorCode::NotExtended);
+    // Release on the last attempt fails the job; fail reasons are recorded.
+    let r = a.release_many(&[&ls[0]]).unwrap();
+    assert_eq!(r[0].as_ref().unwrap(), &JobState::Failed);
+    let long = "x".repeat(validate::MAX_REASON_LEN + 1);
+    let r = a
+        .fail_many(&[(&ls[1], "boom", true), (&ls[2], &long, false), (&ls[0], "", false)])
+        .unwrap();
+    assert_eq!(r[0].as_ref().unwrap(), &JobState::Failed);
+    assert_eq!(code(&r[1]), ErrorCode::InvalidArgument);
+    assert_eq!(code(&r[2]), ErrorCode::LeaseClosed, "closed locally");
+    assert_eq!(a.job("p", "j1").unwrap().last_error.as_deref(), Some("boom"));
+    assert_eq!(a.job("p", "j2").unwrap().state, JobState::Claimed);
+    assert_eq!(ls[2].status(), LeaseStatus::Active);
+    assert_eq!(
+        code(&a.release_many(&[])),
+        ErrorCode::InvalidArgument,
+        "an empty batch is refused"
+    );
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn in_an_edit_a_batch_is_all_or_nothing() {
+    let env = Env::with_jobs(3, 3);
+    let a = &env.auth;
+    let ls = a.claim_next_many("p", "w", secs(10), 3).unwrap();
+    a.cancel("p", "j2").unwrap();
+    let n_events = events(a).len();
+    let mut e = a.edit().unwrap();
+    let r = e.complete_many(&[(&ls[0], &[]), (&ls[1], &[]), (&ls[2], &[])]);
+    assert_eq!(code(&r), ErrorCode::Cancelled);
+    // The edit stays usable and nothing of the refused batch is in it.
+    let r = e.complete_many(&[(&ls[0], &[]), (&ls[0], &[])]);
+    assert_eq!(code(&r), ErrorCode::InvalidArgument);
+    let ok = e.complete_many(&[(&ls[0], &[]), (&ls[1], &[])]).unwrap();
+    assert_eq!(ok.len(), 2);
+    assert_eq!(ls[0].status(), LeaseStatus::Active, "settles at commit");
+    e.commit().unwrap();
+    assert_eq!(ls[0].status(), LeaseStatus::Closed);
+    assert_eq!(events(a).len(), n_events + 2);
+    assert_eq!(a.job("p", "j0").unwrap().state, JobState::Completed);
+    assert_eq!(a.job("p", "j1").unwrap().state, JobState::Completed);
+
+    // Claim and complete many atomically; an abort leaves nothing.
+    a.submit("p", &JobSpec::new("k0", b"".to_vec())).unwrap();
+    a.submit("p", &JobSpec::new("k1", b"".to_vec())).unwrap();
+    let mut e = a.edit().unwrap();
+    let ls = e.claim_next_many("p", "w", secs(10), 5).unwrap();
+    assert_eq!(ls.len(), 2);
+    assert!(ls.iter().all(|l| l.status() == LeaseStatus::Pending));
+    assert_eq!(
+        code(&a.complete_many(&[(&ls[0], &[])]).unwrap()[0]),
+        ErrorCode::LeasePending
+    );
+    let items: Vec<(&Lease, &[Fact])> = ls.iter().map(|l| (l, &[][..])).collect();
+    e.complete_many(&items).unwrap();
+    e.abort();
+    assert!(ls.iter().all(|l| l.status() == LeaseStatus::Closed));
+    assert_eq!(a.job("p", "k0").unwrap().state, JobState::Requested);
+    let mut e = a.edit().unwrap();
+    let ls = e.claim_next_many("p", "w", secs(10), 5).unwrap();
+    let items: Vec<(&Lease, &[Fact])> = ls.iter().map(|l| (l, &[][..])).collect();
+    e.complete_many(&items).unwrap();
+    e.commit().unwrap();
+    assert_eq!(a.job("p", "k1").unwrap().state, JobState::Completed);
+    assert!(a.check().unwrap().ok());
+}
+
+/// 16 handles (16 connections on PostgreSQL) claim in batches at once:
+/// no job is ever owned twice, and the event log agrees.
+#[test]
+fn concurrent_batch_claims_never_double_own() {
+    let env = Env::with_jobs(0, 3);
+    let specs: Vec<JobSpec> = (0..400)
+        .map(|i| JobSpec::new(format!("c{i}"), b"p".to_vec()))
+        .collect();
+    env.auth.submit_many("p", &specs).unwrap();
+    let handles: Vec<Authority> = (0..16).map(|_| env.reopen()).collect();
+    let done: Vec<Vec<String>> = std::thread::scope(|sc| {
+        let ts: Vec<_> = handles
+            .iter()
+            .enumerate()
+            .map(|(w, a)| {
+                sc.spawn(move || {
+                    let mut mine = Vec::new();
+                    loop {
+                        let ls = match a.claim_next_many("p", &format!("w{w}"), secs(600), 8) {
+                            Ok(ls) => ls,
+                            Err(e) if e.code() == ErrorCode::Busy => continue,
+                            Err(e) => panic!("{e}"),
+                        };
+                        if ls.is_empty() {
+                            break;
+                        }
+                        let items: Vec<(&Lease, &[Fact])> =
+                            ls.iter().map(|l| (l, &[][..])).collect();
+                        for (l, r) in ls.iter().zip(a.complete_many(&items).unwrap()) {
+                            r.unwrap();
+                            mine.push(l.job().to_string());
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        ts.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for j in done.into_iter().flatten() {
+        *seen.entry(j).or_default() += 1;
+    }
+    assert_eq!(seen.len(), 400);
+    assert!(seen.values().all(|&n| n == 1), "a job completed twice");
+    let mut per_job: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut after = 0;
+    loop {
+        let page = env.auth.events(after, MAX_PAGE).unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for e in &page {
+            let c = per_job.entry(e.job.clone().unwrap_or_default()).or_default();
+            match e.kind {
+                EventKind::Claimed => c.0 += 1,
+                EventKind::Completed => c.1 += 1,
+                _ => {}
+            }
+        }
+    }
+    for i in 0..400 {
+        assert_eq!(per_job[&format!("c{i}")], (1, 1), "job c{i}");
+    }
+    let report = env.auth.check().unwrap();
+    assert!(report.ok(), "{:?}", report.violations);
+}
