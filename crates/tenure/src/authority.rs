@@ -276,7 +276,9 @@ impl Authority {
         }
         Ok(out
             .into_iter()
-            .map(|o| o.unwrap_or_else(|| Err(Error::Internal("a batch item got no outcome".into()))))
+            .map(|o| {
+                o.unwrap_or_else(|| Err(Error::Internal("a batch item got no outcome".into())))
+            })
             .collect())
     }
 

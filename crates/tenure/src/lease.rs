@@ -83,24 +83,23 @@ pub(crate) mod transitions {
     /// One outcome per lease of a batched transition.
     pub(crate) type Outcomes<T> = Result<Vec<Result<(T, Settle)>>>;
 
-    fn settled<T, U>(
-        r: Result<Vec<Result<T>>>,
-        settle: impl Fn(T) -> (U, Settle),
-    ) -> Outcomes<U> {
+    fn settled<T, U>(r: Result<Vec<Result<T>>>, settle: impl Fn(T) -> (U, Settle)) -> Outcomes<U> {
         Ok(r?.into_iter().map(|x| x.map(&settle)).collect())
     }
 
     pub(crate) fn renew_many(s: &mut Session, keys: &[LeaseKey<'_>], ttl: Ttl) -> Outcomes<()> {
-        let r = rules::transition_many(s, keys, |_| Ok(()), |_, row, now| {
-            rules::renewed(row, now, ttl)
-        });
+        let r = rules::transition_many(
+            s,
+            keys,
+            |_| Ok(()),
+            |_, row, now| rules::renewed(row, now, ttl),
+        );
         settled(r, |e| ((), Settle::Expiry(e)))
     }
 
     pub(crate) fn release_many(s: &mut Session, keys: &[LeaseKey<'_>]) -> Outcomes<JobState> {
-        let r = rules::transition_many(s, keys, |_| Ok(()), |_, row, now| {
-            rules::released(row, now)
-        });
+        let r =
+            rules::transition_many(s, keys, |_| Ok(()), |_, row, now| rules::released(row, now));
         settled(r, |st| (st, Settle::Close))
     }
 

@@ -472,8 +472,7 @@ pub(crate) fn current(txn: &mut dyn Txn, key: &LeaseKey<'_>, now: i64) -> Result
 /// [`current`] on a row already read (and, in a write transaction, locked):
 /// the one place a lease is checked, for single and batched transitions.
 fn checked(row: Option<JobRow>, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> {
-    let row =
-        row.ok_or_else(|| Error::NotFound(format!("job {}/{}", key.production, key.job)))?;
+    let row = row.ok_or_else(|| Error::NotFound(format!("job {}/{}", key.production, key.job)))?;
     let n = name(&row);
     // A lease knows its claim ID; a token carries only the secret.
     let (holder, whose) = match key.claim_id {
@@ -754,10 +753,7 @@ pub(crate) fn completed(
         "tenure.claim_id",
         row.claim_id.unwrap_or_default().to_string(),
     ));
-    all.push(p(
-        "tenure.holder",
-        row.holder.clone().unwrap_or_default(),
-    ));
+    all.push(p("tenure.holder", row.holder.clone().unwrap_or_default()));
     all.push(p("tenure.attempt", row.attempts.to_string()));
     all.push(p("tenure.completed_us", now.to_string()));
     if let Some(e) = exec {

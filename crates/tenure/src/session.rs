@@ -216,13 +216,12 @@ impl Session {
                 }
             }
         }
-        if self.mark > self.stored_mark {
-            if let Err(e) = self.txn.set_high_water(self.mark) {
-                let _ = self.txn.rollback();
-                return Err(e);
-            }
+        let mark = (self.mark > self.stored_mark).then_some(self.mark);
+        let r = self.txn.commit_with_mark(mark);
+        if r.is_err() {
+            let _ = self.txn.rollback();
         }
-        self.txn.commit()
+        r
     }
 
     /// A convenience call: one edit of exactly one operation, without a
@@ -326,13 +325,12 @@ impl Session {
         if let Some(p) = pre {
             self.mark = self.mark.max(p);
         }
-        if self.mark > self.stored_mark {
-            if let Err(e) = self.txn.set_high_water(self.mark) {
-                let _ = self.txn.rollback();
-                return Err(e);
-            }
+        let mark = (self.mark > self.stored_mark).then_some(self.mark);
+        let r = self.txn.commit_with_mark(mark);
+        if r.is_err() {
+            let _ = self.txn.rollback();
         }
-        self.txn.commit()
+        r
     }
 
     /// Roll everything back; persist the time failed operations observed.

@@ -43,7 +43,10 @@ fn claim_next_many_takes_up_to_n_in_queue_order() {
     assert_eq!(a.import_lease(t0.expose()).unwrap().job(), "j0");
     let rest = a.claim_next_many("p", "w", secs(10), 10).unwrap();
     assert_eq!(rest.len(), 2, "fewer than n when fewer are claimable");
-    assert!(a.claim_next_many("p", "w", secs(10), 10).unwrap().is_empty());
+    assert!(a
+        .claim_next_many("p", "w", secs(10), 10)
+        .unwrap()
+        .is_empty());
     let claimed = events(a)
         .iter()
         .filter(|e| e.kind == EventKind::Claimed)
@@ -114,7 +117,10 @@ fn mixed_complete_many_gives_per_lease_errors_and_changes_only_the_accepted() {
             (&good2, &[Fact::new("tenure.x", "reserved")]),
         ])
         .unwrap();
-    let codes: Vec<Option<ErrorCode>> = r.iter().map(|x| x.as_ref().err().map(|e| e.code())).collect();
+    let codes: Vec<Option<ErrorCode>> = r
+        .iter()
+        .map(|x| x.as_ref().err().map(|e| e.code()))
+        .collect();
     assert_eq!(
         codes,
         [
@@ -132,7 +138,12 @@ fn mixed_complete_many_gives_per_lease_errors_and_changes_only_the_accepted() {
     // Only the accepted lease changed anything: one event, its facts.
     assert_eq!(events(a).len(), n_events + 1);
     assert_eq!(a.job("p", "j0").unwrap().state, JobState::Completed);
-    let keys: Vec<String> = a.facts("p", "j0").unwrap().into_iter().map(|f| f.key).collect();
+    let keys: Vec<String> = a
+        .facts("p", "j0")
+        .unwrap()
+        .into_iter()
+        .map(|f| f.key)
+        .collect();
     assert_eq!(keys[0], "k");
     assert!(keys.contains(&"tenure.claim_id".to_string()));
     let after: Vec<JobView> = (1..5)
@@ -175,12 +186,19 @@ fn release_fail_and_renew_many_follow_the_single_rules() {
     assert_eq!(r[0].as_ref().unwrap(), &JobState::Failed);
     let long = "x".repeat(validate::MAX_REASON_LEN + 1);
     let r = a
-        .fail_many(&[(&ls[1], "boom", true), (&ls[2], &long, false), (&ls[0], "", false)])
+        .fail_many(&[
+            (&ls[1], "boom", true),
+            (&ls[2], &long, false),
+            (&ls[0], "", false),
+        ])
         .unwrap();
     assert_eq!(r[0].as_ref().unwrap(), &JobState::Failed);
     assert_eq!(code(&r[1]), ErrorCode::InvalidArgument);
     assert_eq!(code(&r[2]), ErrorCode::LeaseClosed, "closed locally");
-    assert_eq!(a.job("p", "j1").unwrap().last_error.as_deref(), Some("boom"));
+    assert_eq!(
+        a.job("p", "j1").unwrap().last_error.as_deref(),
+        Some("boom")
+    );
     assert_eq!(a.job("p", "j2").unwrap().state, JobState::Claimed);
     assert_eq!(ls[2].status(), LeaseStatus::Active);
     assert_eq!(
@@ -290,7 +308,9 @@ fn concurrent_batch_claims_never_double_own() {
         let Some(last) = page.last() else { break };
         after = last.seq;
         for e in &page {
-            let c = per_job.entry(e.job.clone().unwrap_or_default()).or_default();
+            let c = per_job
+                .entry(e.job.clone().unwrap_or_default())
+                .or_default();
             match e.kind {
                 EventKind::Claimed => c.0 += 1,
                 EventKind::Completed => c.1 += 1,
@@ -303,4 +323,62 @@ fn concurrent_batch_claims_never_double_own() {
     }
     let report = env.auth.check().unwrap();
     assert!(report.ok(), "{:?}", report.violations);
+}
+
+/// PostgreSQL: a batched call's round trips do not grow with its size
+/// (the count is deterministic: one thread, pooled connection, statements
+/// already prepared by a warm-up call). The numbers are printed for the
+/// report; `MAX_ROUND_TRIPS` pins them.
+#[test]
+fn pg_batched_calls_take_the_same_round_trips_whatever_their_size() {
+    if !on_postgres() {
+        eprintln!("skipped: PostgreSQL only (round trips)");
+        return;
+    }
+    // With the test clock (no server clock samples): BEGIN with the mark
+    // read; claim-next: production lock, production row, the SKIP LOCKED
+    // scan; transitions: the locked read; then the rows, facts (complete),
+    // events, and the mark with COMMIT. A server clock adds its two samples.
+    const MAX_ROUND_TRIPS: u64 = 7;
+    let env = Env::with_jobs(0, 3);
+    let a = &env.auth;
+    let specs: Vec<JobSpec> = (0..300)
+        .map(|i| JobSpec::new(format!("r{i}"), b"p".to_vec()))
+        .collect();
+    a.submit_many("p", &specs).unwrap();
+    let rt = |f: &mut dyn FnMut()| {
+        let before = stats::pg_round_trips();
+        f();
+        stats::pg_round_trips() - before
+    };
+    let mut counts = Vec::new();
+    for n in [1usize, 1, 10, 100] {
+        let mut ls = Vec::new();
+        let claim = rt(&mut || ls = a.claim_next_many("p", "w", secs(60), n).unwrap());
+        assert_eq!(ls.len(), n);
+        let renew = rt(&mut || {
+            let refs: Vec<&Lease> = ls.iter().collect();
+            assert!(a
+                .renew_many(&refs, secs(120))
+                .unwrap()
+                .iter()
+                .all(|r| r.is_ok()));
+        });
+        let facts = [Fact::new("k", "v")];
+        let complete = rt(&mut || {
+            let items: Vec<(&Lease, &[Fact])> = ls.iter().map(|l| (l, &facts[..])).collect();
+            assert!(a.complete_many(&items).unwrap().iter().all(|r| r.is_ok()));
+        });
+        counts.push((n, claim, renew, complete));
+    }
+    eprintln!("round trips (n, claim_next_many, renew_many, complete_many): {counts:?}");
+    // The first call prepared its statements; after it, sizes 1..100 agree.
+    let warm = &counts[1..];
+    assert!(warm
+        .iter()
+        .all(|c| (c.1, c.2, c.3) == (warm[0].1, warm[0].2, warm[0].3)));
+    assert!(warm
+        .iter()
+        .all(|c| c.1 <= MAX_ROUND_TRIPS && c.2 <= MAX_ROUND_TRIPS && c.3 <= MAX_ROUND_TRIPS));
+    assert!(a.check().unwrap().ok());
 }

@@ -200,7 +200,8 @@ pub(crate) trait Txn: Send {
     }
     /// [`Txn::append_event`] of many events, in order.
     fn append_events(&mut self, evs: &[NewEvent<'_>]) -> Result<()> {
-        evs.iter().try_for_each(|e| self.append_event(e).map(|_| ()))
+        evs.iter()
+            .try_for_each(|e| self.append_event(e).map(|_| ()))
     }
     /// Jobs stored as requested or claimed, highest priority first, then
     /// oldest, strictly after the `(priority, seq)` cursor.
@@ -253,5 +254,13 @@ pub(crate) trait Txn: Send {
     fn rollback_to_savepoint(&mut self) -> Result<()>;
     fn release_savepoint(&mut self) -> Result<()>;
     fn commit(&mut self) -> Result<()>;
+    /// Raise the high-water mark to `mark` (if given) and commit, as one
+    /// step where the backend can (PostgreSQL: one round trip).
+    fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
+        if let Some(m) = mark {
+            self.set_high_water(m)?;
+        }
+        self.commit()
+    }
     fn rollback(&mut self) -> Result<()>;
 }

@@ -160,7 +160,9 @@ mod url;
 
 pub(crate) use url::redact;
 
-use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
+use super::{
+    Backend, JobFacts, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION,
+};
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
 use postgres::error::SqlState;
@@ -220,6 +222,9 @@ const EVENT_HORIZON_REGISTERED: &str =
                          WHERE d.datname = current_database())
        AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()";
 
+/// The durable high-water mark: the largest stripe.
+const HIGH_WATER: &str = "SELECT coalesce(max(value), 0) FROM tenure.marks";
+
 fn map_err(e: postgres::Error) -> Error {
     if let Some(code) = e.code() {
         if *code == SqlState::LOCK_NOT_AVAILABLE
@@ -268,16 +273,19 @@ impl Conn {
         if let Some(s) = self.stmts.get(sql) {
             return Ok(s.clone());
         }
+        crate::stats::round_trip();
         let s = self.client.prepare(sql).map_err(map_err)?;
         self.stmts.insert(sql, s.clone());
         Ok(s)
     }
     fn query(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let st = self.stmt(sql)?;
+        crate::stats::round_trip();
         self.client.query(&st, p).map_err(map_err)
     }
     fn execute(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let st = self.stmt(sql)?;
+        crate::stats::round_trip();
         self.client.execute(&st, p).map_err(map_err)
     }
 }
@@ -293,7 +301,9 @@ struct Pool {
 
 impl Pool {
     fn connect(&self) -> Result<Conn> {
+        crate::stats::round_trip();
         let mut client = tls::connect(&self.config, &self.tls)?;
+        crate::stats::round_trip();
         let pid: i32 = client
             .query_one("SELECT pg_backend_pid()", &[])
             .map_err(map_err)?
@@ -592,12 +602,20 @@ struct PgTxn {
     /// an edit's many submissions to one production take its shared lock
     /// once. Same savepoint rules as `event_reg`.
     held: Vec<(i32, i32, bool, u32)>,
+    /// The high-water mark read with `BEGIN`, until asked for.
+    begin_mark: Option<i64>,
 }
 
 impl PgTxn {
+    /// Begin with `sql` (`BEGIN ...; SET LOCAL ...`) followed, in the same
+    /// round trip, by the read of the high-water mark, which the session
+    /// asks for first ([`Txn::high_water`] answers it once from here).
     fn begin(pool: &Arc<Pool>, sql: &str, write: bool) -> Result<Box<PgTxn>> {
+        let sql = format!("{sql}; {HIGH_WATER}");
         let mut conn = pool.take()?;
-        if let Err(e) = conn.client.batch_execute(sql) {
+        crate::stats::round_trip();
+        let mut r = conn.client.simple_query(&sql);
+        if let Err(e) = r {
             // A connection that died while idle (server restart, failover):
             // try once more on a fresh one.
             if !conn.client.is_closed() {
@@ -606,9 +624,15 @@ impl PgTxn {
                 return Err(map_err(e));
             }
             conn = pool.connect()?;
-            conn.client.batch_execute(sql).map_err(map_err)?;
+            crate::stats::round_trip();
+            r = conn.client.simple_query(&sql);
         }
+        let mark = r.map_err(map_err)?.iter().find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<i64>().ok()),
+            _ => None,
+        });
         Ok(Box::new(PgTxn {
+            begin_mark: mark,
             conn: Some(conn),
             pool: pool.clone(),
             open: true,
@@ -642,6 +666,7 @@ impl PgTxn {
     }
 
     fn batch(&mut self, sql: &str) -> Result<()> {
+        crate::stats::round_trip();
         let r = self.c().client.batch_execute(sql).map_err(map_err);
         self.track(r)
     }
@@ -671,6 +696,7 @@ impl PgTxn {
         let Some(mut conn) = self.conn.take() else {
             return Ok(());
         };
+        crate::stats::round_trip();
         match conn.client.batch_execute(sql) {
             Ok(()) => {
                 self.pool.give_back(conn);
@@ -743,6 +769,7 @@ impl PgTxn {
             // read transaction again (as `begin_read` does); its snapshot
             // comes at the listing, after (2).
             let sql = format!("ROLLBACK; {EVENT_HORIZON_NEXT}; {EVENT_HORIZON_REGISTERED}");
+            crate::stats::round_trip();
             let r = self.c().client.simple_query(&sql).map_err(map_err);
             // (A read transaction takes no advisory locks; none survive.)
             self.held.clear();
@@ -900,7 +927,10 @@ impl Txn for PgTxn {
     }
 
     fn high_water(&mut self) -> Result<i64> {
-        let rows = self.query("SELECT coalesce(max(value), 0) FROM tenure.marks", &[])?;
+        if let Some(m) = self.begin_mark.take() {
+            return Ok(m);
+        }
+        let rows = self.query(HIGH_WATER, &[])?;
         Ok(rows.first().map(|r| r.get(0)).unwrap_or(0))
     }
 
@@ -1080,6 +1110,190 @@ impl Txn for PgTxn {
                 "renewal of job {}/{} touched {n} rows",
                 row.production, row.job
             )));
+        }
+        Ok(())
+    }
+
+    fn jobs_for_update(&mut self, keys: &[(&str, &str)]) -> Result<Vec<Option<JobRow>>> {
+        let prods: Vec<&str> = keys.iter().map(|k| k.0).collect();
+        let names: Vec<&str> = keys.iter().map(|k| k.1).collect();
+        // One statement; rows locked in seq order, so two batches that
+        // share jobs wait for each other instead of deadlocking.
+        let rows = if self.write {
+            self.query(
+                concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM tenure.jobs WHERE (production, job) IN
+                         (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
+                     ORDER BY seq FOR UPDATE"
+                ),
+                &[&prods, &names],
+            )?
+        } else {
+            self.query(
+                concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM tenure.jobs WHERE (production, job) IN
+                         (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))"
+                ),
+                &[&prods, &names],
+            )?
+        };
+        let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
+        for r in &rows {
+            let row = job_row(r)?;
+            found.insert((row.production.clone(), row.job.clone()), row);
+        }
+        Ok(keys
+            .iter()
+            .map(|(p, j)| found.remove(&((*p).to_owned(), (*j).to_owned())))
+            .collect())
+    }
+
+    fn update_jobs(&mut self, rows: &[&JobRow]) -> Result<()> {
+        let seq: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        let state: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
+        let attempts: Vec<i64> = rows.iter().map(|r| i64::from(r.attempts)).collect();
+        let claim: Vec<Option<String>> = rows
+            .iter()
+            .map(|r| r.claim_id.map(|u| u.to_string()))
+            .collect();
+        let digest: Vec<Option<&[u8]>> = rows.iter().map(|r| r.secret_digest.as_deref()).collect();
+        let holder: Vec<Option<&str>> = rows.iter().map(|r| r.holder.as_deref()).collect();
+        let claimed: Vec<Option<i64>> = rows.iter().map(|r| r.claimed_us).collect();
+        let expires: Vec<Option<i64>> = rows.iter().map(|r| r.expires_us).collect();
+        let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
+        let error: Vec<Option<&str>> = rows.iter().map(|r| r.last_error.as_deref()).collect();
+        let n = self.execute(
+            "UPDATE tenure.jobs j SET state = u.state, attempts = u.attempts,
+                 claim_id = u.claim_id, secret_digest = u.secret_digest, holder = u.holder,
+                 claimed_us = u.claimed_us, expires_us = u.expires_us,
+                 updated_us = u.updated_us, last_error = u.last_error
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bytea[],
+                         $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[])
+                  AS u(seq, state, attempts, claim_id, secret_digest, holder, claimed_us,
+                       expires_us, updated_us, last_error)
+             WHERE j.seq = u.seq",
+            &[
+                &seq, &state, &attempts, &claim, &digest, &holder, &claimed, &expires, &updated,
+                &error,
+            ],
+        )?;
+        if n != rows.len() as u64 {
+            return Err(Error::Internal(format!(
+                "a batched update of {} jobs touched {n} rows",
+                rows.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn update_expiries(&mut self, rows: &[&JobRow]) -> Result<()> {
+        let seq: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        let expires: Vec<Option<i64>> = rows.iter().map(|r| r.expires_us).collect();
+        let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
+        let n = self.execute(
+            "UPDATE tenure.jobs j SET expires_us = u.expires_us, updated_us = u.updated_us
+             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])
+                  AS u(seq, expires_us, updated_us)
+             WHERE j.seq = u.seq",
+            &[&seq, &expires, &updated],
+        )?;
+        if n != rows.len() as u64 {
+            return Err(Error::Internal(format!(
+                "a batched renewal of {} jobs touched {n} rows",
+                rows.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn insert_facts_many(&mut self, facts: &[JobFacts<'_>]) -> Result<()> {
+        let (mut prod, mut job, mut ord, mut key, mut value) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for f in facts {
+            for (i, (k, v)) in f.facts.iter().enumerate() {
+                prod.push(f.production);
+                job.push(f.job);
+                ord.push(i as i64);
+                key.push(*k);
+                value.push(*v);
+            }
+        }
+        self.execute(
+            "INSERT INTO tenure.facts (production, job, ord, key, value)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])",
+            &[&prod, &job, &ord, &key, &value],
+        )?;
+        Ok(())
+    }
+
+    fn append_events(&mut self, evs: &[NewEvent<'_>]) -> Result<()> {
+        if evs.is_empty() {
+            return Ok(());
+        }
+        let at: Vec<i64> = evs.iter().map(|e| e.at_us).collect();
+        let prod: Vec<&str> = evs.iter().map(|e| e.production).collect();
+        let job: Vec<Option<&str>> = evs.iter().map(|e| e.job).collect();
+        let kind: Vec<&str> = evs.iter().map(|e| e.kind.as_str()).collect();
+        let state: Vec<Option<&str>> = evs.iter().map(|e| e.state.map(|s| s.as_str())).collect();
+        let claim: Vec<Option<String>> = evs
+            .iter()
+            .map(|e| e.claim_id.map(|u| u.to_string()))
+            .collect();
+        let holder: Vec<Option<&str>> = evs.iter().map(|e| e.holder).collect();
+        let attempt: Vec<Option<i64>> = evs.iter().map(|e| e.attempt.map(i64::from)).collect();
+        let expires: Vec<Option<i64>> = evs.iter().map(|e| e.expires_us).collect();
+        let detail: Vec<&str> = evs.iter().map(|e| e.detail).collect();
+        // Registers the transaction's lower bound first, as the single
+        // insert does (a second registration of a transaction that already
+        // holds one is a harmless higher bound); the sort consumes the whole
+        // join, so the lock is taken before any identity value is drawn.
+        let rows = self.query(
+            concat!(
+                "WITH reg AS MATERIALIZED (
+                     SELECT pg_catalog.pg_advisory_xact_lock_shared($11::bigint | s.n)
+                     FROM (SELECT ",
+                event_seq_next!(),
+                " AS n OFFSET 0) s
+                     WHERE s.n < $12::bigint)
+                 INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id,
+                     holder, attempt, expires_us, detail)
+                 SELECT e.at_us, e.production, e.job, e.kind, e.state, e.claim_id, e.holder,
+                        e.attempt, e.expires_us, e.detail
+                 FROM reg, unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+                                  $6::text[], $7::text[], $8::bigint[], $9::bigint[],
+                                  $10::text[])
+                      WITH ORDINALITY AS e(at_us, production, job, kind, state, claim_id,
+                                           holder, attempt, expires_us, detail, ord)
+                 ORDER BY e.ord
+                 RETURNING seq"
+            ),
+            &[
+                &at,
+                &prod,
+                &job,
+                &kind,
+                &state,
+                &claim,
+                &holder,
+                &attempt,
+                &expires,
+                &detail,
+                &EVENT_REG,
+                &EVENT_REG_LIMIT,
+            ],
+        )?;
+        if rows.len() != evs.len() {
+            return Err(Error::Store(format!(
+                "the event sequence has reached {EVENT_REG_LIMIT}, the most this backend \
+                 can order for tailers"
+            )));
+        }
+        if self.event_reg.is_none() {
+            self.event_reg = Some(self.savepoints);
         }
         Ok(())
     }
@@ -1359,6 +1573,20 @@ impl Txn for PgTxn {
         }
         self.savepoints -= 1;
         Ok(())
+    }
+
+    fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
+        let Some(m) = mark else {
+            return self.commit();
+        };
+        if !self.open || self.failed {
+            return self.commit();
+        }
+        // Numbers only: nothing to quote. One round trip for both.
+        let stripe = self.c().stripe;
+        self.finish(&format!(
+            "UPDATE tenure.marks SET value = greatest(value, {m}) WHERE stripe = {stripe}; COMMIT"
+        ))
     }
 
     fn commit(&mut self) -> Result<()> {
