@@ -300,18 +300,16 @@ impl Authority {
 
     /// Submit many jobs in one transaction: all or nothing. The first
     /// failing submission rolls every one of them back and is the error.
+    /// Each job is decided by the single submission's rules (a repeated ID
+    /// is compared with its first occurrence); on PostgreSQL the new rows
+    /// and their events are written set-based, one statement each.
     ///
     /// This is one operation, not an [`Edit`] of many: an edit isolates each
     /// of its operations in a savepoint so that one failure leaves the edit
-    /// usable, which an all-or-nothing batch never needs (two statements
-    /// saved per job, a round trip each on PostgreSQL).
+    /// usable, which an all-or-nothing batch never needs.
     pub fn submit_many(&self, production: &str, specs: &[JobSpec]) -> Result<Vec<Submitted>> {
-        self.inner.one_step(|s| {
-            specs
-                .iter()
-                .map(|spec| rules::submit(s, production, spec))
-                .collect()
-        })
+        self.inner
+            .one_step(|s| rules::submit_many(s, production, specs))
     }
 
     /// Turn a token from [`Lease::export_token`] back into an active lease,

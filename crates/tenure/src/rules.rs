@@ -133,42 +133,46 @@ pub(crate) fn create_production(s: &mut Session, production: &str) -> Result<boo
     Ok(true)
 }
 
-/// Submit a job: same ID and content is `Existing`; different content is a conflict.
-pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
+/// Validate a submission.
+fn valid_submission(production: &str, spec: &JobSpec) -> Result<()> {
     validate::id("production", production)?;
     validate::id("job", &spec.job)?;
     validate::payload(&spec.payload)?;
-    validate::max_attempts(spec.max_attempts)?;
-    let now = s.observe_now();
-    let prod = production_row(s, production)?;
-    let digest = Sha256::digest(&spec.payload).to_vec();
-    if let Some(existing) = s.txn.job(production, &spec.job)? {
-        let mut diff = Vec::new();
-        if existing.payload_digest != digest {
-            diff.push("payload");
-        }
-        if existing.priority != spec.priority {
-            diff.push("priority");
-        }
-        if existing.max_attempts != spec.max_attempts {
-            diff.push("max_attempts");
-        }
-        return if diff.is_empty() {
-            Ok(Submitted::Existing)
-        } else {
-            Err(Error::Conflict(format!(
-                "job {production}/{} already exists with a different {}",
-                spec.job,
-                diff.join(", ")
-            )))
-        };
+    validate::max_attempts(spec.max_attempts)
+}
+
+/// A submission whose ID exists: same content is `Existing`, different
+/// content is a conflict.
+fn resubmitted(
+    existing: &JobRow,
+    production: &str,
+    spec: &JobSpec,
+    digest: &[u8],
+) -> Result<Submitted> {
+    let mut diff = Vec::new();
+    if existing.payload_digest != digest {
+        diff.push("payload");
     }
-    if prod.cancelled_us.is_some() {
-        return Err(Error::Cancelled(format!(
-            "production {production:?} was cancelled; it takes no new jobs"
-        )));
+    if existing.priority != spec.priority {
+        diff.push("priority");
     }
-    let mut row = JobRow {
+    if existing.max_attempts != spec.max_attempts {
+        diff.push("max_attempts");
+    }
+    if diff.is_empty() {
+        Ok(Submitted::Existing)
+    } else {
+        Err(Error::Conflict(format!(
+            "job {production}/{} already exists with a different {}",
+            spec.job,
+            diff.join(", ")
+        )))
+    }
+}
+
+/// The row of a new submission.
+fn new_job(production: &str, spec: &JobSpec, digest: Vec<u8>, now: i64) -> JobRow {
+    JobRow {
         seq: 0,
         production: production.to_owned(),
         job: spec.job.clone(),
@@ -186,11 +190,119 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
         created_us: now,
         updated_us: now,
         last_error: None,
-    };
+    }
+}
+
+fn cancelled_production(production: &str) -> Error {
+    Error::Cancelled(format!(
+        "production {production:?} was cancelled; it takes no new jobs"
+    ))
+}
+
+/// Submit a job: same ID and content is `Existing`; different content is a conflict.
+pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
+    valid_submission(production, spec)?;
+    let now = s.observe_now();
+    let prod = production_row(s, production)?;
+    let digest = Sha256::digest(&spec.payload).to_vec();
+    if let Some(existing) = s.txn.job(production, &spec.job)? {
+        return resubmitted(&existing, production, spec, &digest);
+    }
+    if prod.cancelled_us.is_some() {
+        return Err(cancelled_production(production));
+    }
+    let mut row = new_job(production, spec, digest, now);
     row.seq = s.txn.insert_job(&row, &spec.payload)?;
     s.txn
         .append_event(&event(&row, EventKind::Submitted, now, ""))?;
     Ok(Submitted::Created)
+}
+
+/// Submit many jobs, all or nothing: the first refused submission is the
+/// error. Each job gets [`submit`]'s outcome, decided by the same rules
+/// ([`resubmitted`]); a job ID repeated in the batch is compared with its
+/// first occurrence. The new rows are inserted unless their ID exists
+/// ([`Txn::insert_new_jobs`], one set-based statement on PostgreSQL), the
+/// IDs that existed are read back to tell `Existing` from a conflict, and
+/// the events are written together.
+pub(crate) fn submit_many(
+    s: &mut Session,
+    production: &str,
+    specs: &[JobSpec],
+) -> Result<Vec<Submitted>> {
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    for spec in specs {
+        valid_submission(production, spec)?;
+    }
+    let now = s.observe_now();
+    let prod = production_row(s, production)?;
+    if prod.cancelled_us.is_some() {
+        // Only resubmissions can succeed: the single rule decides each.
+        return specs
+            .iter()
+            .map(|spec| submit(s, production, spec))
+            .collect();
+    }
+    let digests: Vec<Vec<u8>> = specs
+        .iter()
+        .map(|spec| Sha256::digest(&spec.payload).to_vec())
+        .collect();
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut out: Vec<Option<Submitted>> = vec![None; specs.len()];
+    let mut fresh = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        match first.get(spec.job.as_str()) {
+            Some(&j) => {
+                let earlier = new_job(production, &specs[j], digests[j].clone(), now);
+                out[i] = Some(resubmitted(&earlier, production, spec, &digests[i])?);
+            }
+            None => {
+                first.insert(&spec.job, i);
+                fresh.push(i);
+            }
+        }
+    }
+    let mut rows: Vec<JobRow> = fresh
+        .iter()
+        .map(|&i| new_job(production, &specs[i], digests[i].clone(), now))
+        .collect();
+    let payloads: Vec<&[u8]> = fresh.iter().map(|&i| &specs[i].payload[..]).collect();
+    let seqs = s.txn.insert_new_jobs(&rows, &payloads)?;
+    let existed: Vec<usize> = (0..fresh.len()).filter(|&k| seqs[k].is_none()).collect();
+    if !existed.is_empty() {
+        let keys: Vec<(&str, &str)> = existed
+            .iter()
+            .map(|&k| (production, specs[fresh[k]].job.as_str()))
+            .collect();
+        let found = s.txn.jobs_for_update(&keys)?;
+        for (&k, row) in existed.iter().zip(found) {
+            let i = fresh[k];
+            let row = row.ok_or_else(|| {
+                Error::Internal(format!("job {production}/{} vanished", specs[i].job))
+            })?;
+            out[i] = Some(resubmitted(&row, production, &specs[i], &digests[i])?);
+        }
+    }
+    let mut created = Vec::with_capacity(rows.len());
+    for (k, row) in rows.iter_mut().enumerate() {
+        if let Some(seq) = seqs[k] {
+            row.seq = seq;
+            out[fresh[k]] = Some(Submitted::Created);
+            created.push(k);
+        }
+    }
+    let events: Vec<NewEvent<'_>> = created
+        .iter()
+        .map(|&k| event(&rows[k], EventKind::Submitted, now, ""))
+        .collect();
+    if !events.is_empty() {
+        s.txn.append_events(&events)?;
+    }
+    out.into_iter()
+        .map(|o| o.ok_or_else(|| Error::Internal("a submission got no outcome".into())))
+        .collect()
 }
 
 /// One job transition the rules decided: the row to write, its event and

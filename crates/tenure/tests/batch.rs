@@ -372,6 +372,19 @@ fn pg_batched_calls_take_the_same_round_trips_whatever_their_size() {
         counts.push((n, claim, renew, complete));
     }
     eprintln!("round trips (n, claim_next_many, renew_many, complete_many): {counts:?}");
+    // submit_many: one set-based insert and one events insert per call.
+    let mut submits = Vec::new();
+    for (k, n) in [10usize, 10, 500].into_iter().enumerate() {
+        let specs: Vec<JobSpec> = (0..n)
+            .map(|i| JobSpec::new(format!("s{k}-{i}"), b"p".to_vec()))
+            .collect();
+        submits.push(rt(&mut || {
+            a.submit_many("p", &specs).unwrap();
+        }));
+    }
+    eprintln!("round trips of submit_many (10, 10, 500): {submits:?}");
+    assert_eq!(submits[1], submits[2]);
+    assert!(submits[2] <= MAX_ROUND_TRIPS);
     // The first call prepared its statements; after it, sizes 1..100 agree.
     let warm = &counts[1..];
     assert!(warm
@@ -380,5 +393,65 @@ fn pg_batched_calls_take_the_same_round_trips_whatever_their_size() {
     assert!(warm
         .iter()
         .all(|c| c.1 <= MAX_ROUND_TRIPS && c.2 <= MAX_ROUND_TRIPS && c.3 <= MAX_ROUND_TRIPS));
+    assert!(a.check().unwrap().ok());
+}
+
+/// `submit_many` decides every job by the single submission's rules: new
+/// IDs are created with an event each, identical resubmissions are
+/// `Existing` (also a repeat inside the batch), a different payload under
+/// an existing ID fails the whole batch and leaves nothing behind.
+#[test]
+fn submit_many_follows_the_single_submission_rules() {
+    let env = Env::with_jobs(2, 3);
+    let a = &env.auth;
+    let n_events = events(a).len();
+    let r = a
+        .submit_many(
+            "p",
+            &[
+                JobSpec::new("j0", b"payload 0".to_vec()).max_attempts(3),
+                JobSpec::new("n0", b"a".to_vec()),
+                JobSpec::new("n1", b"b".to_vec()).priority(5),
+                JobSpec::new("n0", b"a".to_vec()),
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        r,
+        [
+            Submitted::Existing,
+            Submitted::Created,
+            Submitted::Created,
+            Submitted::Existing
+        ]
+    );
+    let evs = events(a);
+    assert_eq!(evs.len(), n_events + 2);
+    assert!(evs[n_events..]
+        .iter()
+        .all(|e| e.kind == EventKind::Submitted));
+    assert_eq!(a.payload("p", "n1").unwrap(), b"b");
+    assert_eq!(a.job("p", "n1").unwrap().priority, 5);
+    // Claim order follows priority, then submission order.
+    assert_eq!(a.claim_next("p", "w", secs(10)).unwrap().job(), "n1");
+    for bad in [
+        vec![
+            JobSpec::new("x0", b"x".to_vec()),
+            JobSpec::new("j1", b"other".to_vec()),
+        ],
+        vec![
+            JobSpec::new("x0", b"x".to_vec()),
+            JobSpec::new("x0", b"y".to_vec()),
+        ],
+    ] {
+        assert_eq!(code(&a.submit_many("p", &bad)), ErrorCode::Conflict);
+        assert_eq!(code(&a.job("p", "x0")), ErrorCode::NotFound);
+    }
+    assert_eq!(events(a).len(), n_events + 3);
+    a.cancel_production("p").unwrap();
+    assert_eq!(
+        code(&a.submit_many("p", &[JobSpec::new("late", b"".to_vec())])),
+        ErrorCode::Cancelled
+    );
     assert!(a.check().unwrap().ok());
 }

@@ -408,6 +408,34 @@ pub fn bench(smoke: bool) -> Result {
         });
     }
 
+    // 6: claim_next_many + complete_many, one call each per batch.
+    let mut b1 = None;
+    for size in [1usize, 10, 100] {
+        let jobs = if cfg.smoke { 200 } else { 2_000 }.max(size * 4);
+        let mut v = Vec::new();
+        for _ in 0..cfg.runs {
+            let j = workload(Command::new(&bin).args([
+                "batch-many",
+                "--size",
+                &size.to_string(),
+                "--jobs",
+                &jobs.to_string(),
+                "--sync",
+                "full",
+            ]))?;
+            v.push(num(&j, "jobs_per_s"));
+            raw.push(j);
+        }
+        let r = median(v);
+        let b = *b1.get_or_insert(r);
+        rows.push(Row {
+            name: format!("claim_next_many + complete_many, {size} per call (FULL)"),
+            value: format!("{r:.0} jobs/s"),
+            ratio: Some(("batch 1".into(), r / b)),
+            target: (size == 100).then_some(("≥ 10 × batch 1".into(), r / b >= 10.0)),
+        });
+    }
+
     // Report.
     let mut md = String::new();
     let _ = writeln!(md, "| row | value | ratio | target |\n|---|---:|---:|---|");

@@ -184,6 +184,18 @@ pub(crate) trait Txn: Send {
     fn jobs_for_update(&mut self, keys: &[(&str, &str)]) -> Result<Vec<Option<JobRow>>> {
         keys.iter().map(|(p, j)| self.job(p, j)).collect()
     }
+    /// Insert many new jobs of distinct IDs, each unless its ID exists:
+    /// the new row's sequence, or `None` where the ID was already taken
+    /// (the row is then left as it is). Rows are inserted in order.
+    fn insert_new_jobs(&mut self, rows: &[JobRow], payloads: &[&[u8]]) -> Result<Vec<Option<i64>>> {
+        rows.iter()
+            .zip(payloads)
+            .map(|(r, p)| match self.job(&r.production, &r.job)? {
+                Some(_) => Ok(None),
+                None => self.insert_job(r, p).map(Some),
+            })
+            .collect()
+    }
     /// [`Txn::update_job`] of many distinct jobs.
     fn update_jobs(&mut self, rows: &[&JobRow]) -> Result<()> {
         rows.iter().try_for_each(|r| self.update_job(r))

@@ -1152,6 +1152,60 @@ impl Txn for PgTxn {
             .collect())
     }
 
+    fn insert_new_jobs(&mut self, rows: &[JobRow], payloads: &[&[u8]]) -> Result<Vec<Option<i64>>> {
+        let prod: Vec<&str> = rows.iter().map(|r| r.production.as_str()).collect();
+        let job: Vec<&str> = rows.iter().map(|r| r.job.as_str()).collect();
+        let digest: Vec<&[u8]> = rows.iter().map(|r| &r.payload_digest[..]).collect();
+        let len: Vec<i64> = rows
+            .iter()
+            .map(|r| i64::try_from(r.payload_len).unwrap_or(i64::MAX))
+            .collect();
+        let prio: Vec<i32> = rows.iter().map(|r| r.priority).collect();
+        let max: Vec<i64> = rows.iter().map(|r| i64::from(r.max_attempts)).collect();
+        let state: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
+        let created: Vec<i64> = rows.iter().map(|r| r.created_us).collect();
+        let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
+        // The advisory keys a single submission of each ID takes before it
+        // looks for the row (see `Txn::job`), in key order so that batches
+        // never deadlock on each other: a single submission of one of these
+        // IDs waits for this transaction and then finds the row.
+        let mut keys: Vec<i32> = rows.iter().map(|r| key(&[&r.production, &r.job])).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        // One statement: the locks (the aggregate consumes the CTE before
+        // any row is inserted), then the new IDs in order; an ID that exists
+        // (or that a concurrent transaction inserts first: the insert waits
+        // for it) is left alone and read back by the rules.
+        let out = self.query(
+            "WITH locks AS MATERIALIZED (
+                 SELECT pg_catalog.pg_advisory_xact_lock($11::int, k)
+                 FROM unnest($12::int[]) AS k ORDER BY k)
+             INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
+                 max_attempts, state, attempts, created_us, updated_us, payload)
+             SELECT u.production, u.job, u.digest, u.len, u.prio, u.max, u.state, 0,
+                    u.created, u.updated, u.payload
+             FROM (SELECT count(*) AS n FROM locks) l,
+                  unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[], $5::int[],
+                         $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::bytea[])
+                  WITH ORDINALITY
+                  AS u(production, job, digest, len, prio, max, state, created, updated,
+                       payload, ord)
+             WHERE l.n >= 0
+             ORDER BY u.ord
+             ON CONFLICT (production, job) DO NOTHING
+             RETURNING job, seq",
+            &[
+                &prod, &job, &digest, &len, &prio, &max, &state, &created, &updated, &payloads,
+                &CLASS_JOB, &keys,
+            ],
+        )?;
+        let mut seqs: HashMap<String, i64> = out
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+            .collect();
+        Ok(rows.iter().map(|r| seqs.remove(&r.job)).collect())
+    }
+
     fn update_jobs(&mut self, rows: &[&JobRow]) -> Result<()> {
         let seq: Vec<i64> = rows.iter().map(|r| r.seq).collect();
         let state: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
