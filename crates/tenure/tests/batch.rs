@@ -455,3 +455,169 @@ fn submit_many_follows_the_single_submission_rules() {
     );
     assert!(a.check().unwrap().ok());
 }
+
+const STORM_JOBS: usize = 480;
+
+/// The storm: real worker processes (32 on PostgreSQL, 8 on a SQLite file)
+/// drain one production with batched calls only, under short leases that
+/// some workers abandon (as if crashed) for others to reclaim. Every job
+/// completes exactly once, by the claim the store recorded; `check()` finds
+/// no overlapping leases.
+#[test]
+fn storm_of_batch_workers_completes_every_job_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg_db = pg::fresh_database();
+    let db = match &pg_db {
+        Some(d) => std::path::PathBuf::from(&d.url),
+        None => dir.path().join("store.db"),
+    };
+    let workers = if pg_db.is_some() { 32 } else { 8 };
+    let a = Authority::open(&db, &Options::new()).unwrap();
+    a.create_production("st").unwrap();
+    let specs: Vec<JobSpec> = (0..STORM_JOBS)
+        .map(|i| JobSpec::new(format!("s{i:04}"), vec![1]).max_attempts(1000))
+        .collect();
+    a.submit_many("st", &specs).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..workers)
+        .map(|w| {
+            std::process::Command::new(&exe)
+                .args(["--exact", "storm_child", "--ignored", "--nocapture"])
+                .env("TENURE_STORM_DB", &db)
+                .env("TENURE_STORM_WORKER", w.to_string())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut completed: HashMap<String, Vec<String>> = HashMap::new();
+    for (w, c) in children.into_iter().enumerate() {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "worker {w} failed");
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            if let Some(i) = line.find("COMPLETED ") {
+                let parts: Vec<&str> = line[i..].split_whitespace().collect();
+                completed
+                    .entry(parts[1].to_string())
+                    .or_default()
+                    .push(parts[2].to_string());
+            }
+        }
+    }
+    assert_eq!(completed.len(), STORM_JOBS);
+    for (job, claims) in &completed {
+        assert_eq!(claims.len(), 1, "{job} completed {} times", claims.len());
+        let facts = a.facts("st", job).unwrap();
+        let by = facts.iter().find(|f| f.key == "tenure.claim_id").unwrap();
+        assert_eq!(by.value, claims[0]);
+    }
+    let report = a.check().unwrap();
+    assert!(report.ok(), "{:?}", report.violations);
+}
+
+#[test]
+#[ignore = "child-process entry point of storm_of_batch_workers_completes_every_job_once"]
+fn storm_child() {
+    let db = std::env::var("TENURE_STORM_DB").expect("run by the storm test");
+    let w: u64 = std::env::var("TENURE_STORM_WORKER")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let a = Authority::open(
+        &db,
+        &Options::new().busy_timeout(std::time::Duration::from_secs(30)),
+    )
+    .unwrap();
+    let ttl = Ttl::from_micros(1_000_000).unwrap();
+    let holder = format!("storm-{w}");
+    let mut round = w;
+    loop {
+        round += 1;
+        let ls = match a.claim_next_many("st", &holder, ttl, 1 + (round as usize % 16)) {
+            Ok(ls) => ls,
+            // Busy, or a machine so loaded that the commit came after the
+            // new leases' expiry (nothing was claimed): try again.
+            Err(e) if e.code() == ErrorCode::Busy || e.code() == ErrorCode::LeaseExpired => {
+                continue
+            }
+            Err(e) => panic!("{e}"),
+        };
+        if ls.is_empty() {
+            // Leases abandoned by others may still expire: look again
+            // until nothing is live.
+            let live = a
+                .jobs(
+                    "st",
+                    &ListQuery {
+                        state: Some(JobState::Claimed),
+                        limit: 1,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+            let left = a
+                .jobs(
+                    "st",
+                    &ListQuery {
+                        state: Some(JobState::Requested),
+                        limit: 1,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+            let expired = a
+                .jobs(
+                    "st",
+                    &ListQuery {
+                        state: Some(JobState::Expired),
+                        limit: 1,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+            if live.is_empty() && left.is_empty() && expired.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            continue;
+        }
+        if round % 7 == 0 {
+            // Abandon the whole batch, as a crashed worker would.
+            continue;
+        }
+        let refs: Vec<&Lease> = ls.iter().collect();
+        let renewed = match a.renew_many(&refs, ttl) {
+            Ok(r) => r,
+            Err(e) if e.code() == ErrorCode::Busy || e.code() == ErrorCode::LeaseExpired => {
+                continue
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let items: Vec<(&Lease, &[Fact])> = ls
+            .iter()
+            .zip(&renewed)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(l, _)| (l, &[][..]))
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
+        let done = match a.complete_many(&items) {
+            Ok(d) => d,
+            Err(e) if e.code() == ErrorCode::Busy || e.code() == ErrorCode::LeaseExpired => {
+                continue
+            }
+            Err(e) => panic!("{e}"),
+        };
+        for ((l, _), r) in items.iter().zip(done) {
+            match r {
+                Ok(()) => println!("COMPLETED {} {}", l.job(), l.claim_id()),
+                Err(e) => assert!(
+                    matches!(e.code(), ErrorCode::LeaseExpired | ErrorCode::StaleLease),
+                    "{e}"
+                ),
+            }
+        }
+    }
+}
