@@ -531,8 +531,15 @@ fn claim_next_scan(
     // only proves the production exists, which a job the scan finds proves
     // too (productions are never deleted and every job belongs to one).
     let looked_up = s.txn.production_lookup_locks();
+    let exists = |s: &mut Session| -> Result<()> {
+        if s.txn.production_exists(production)? {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!("production {production:?}")))
+        }
+    };
     if looked_up {
-        production_row(s, production)?;
+        exists(s)?;
     }
     let mut cursor = None;
     let mut page = n;
@@ -544,7 +551,7 @@ fn claim_next_scan(
             .live_jobs(production, cursor, page, LiveScan::Claim { now })?;
         if rows.is_empty() {
             if cursor.is_none() && !looked_up {
-                production_row(s, production)?;
+                exists(s)?;
             }
             break;
         }

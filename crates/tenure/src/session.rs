@@ -188,6 +188,35 @@ impl Session {
         }
         if self.guarded {
             crate::fault::stall_precommit();
+            let first = self.deadlines.iter().min_by_key(|d| d.at_us).cloned();
+            // A store with its own clock checks and commits in one request.
+            match self
+                .txn
+                .commit_checked(self.mark, first.as_ref().map(|d| d.at_us))
+            {
+                Ok(None) => {}
+                Ok(Some(Ok(()))) => return Ok(()),
+                Ok(Some(Err(pre))) => {
+                    let _ = self.txn.rollback();
+                    let e = match first {
+                        Some(d) if pre >= self.mark => {
+                            self.mark = pre;
+                            expired(&d, pre)
+                        }
+                        _ => Error::ClockRollback {
+                            now_us: pre,
+                            mark_us: self.mark,
+                        },
+                    };
+                    self.persist_mark(self.mark);
+                    return Err(e);
+                }
+                Err(e) => {
+                    let _ = self.txn.rollback();
+                    self.persist_mark(self.mark);
+                    return Err(e);
+                }
+            }
             let pre = match self.txn.server_now_us() {
                 Ok(Some(t)) => t,
                 Ok(None) => self.clock.now_us(),

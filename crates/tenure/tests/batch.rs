@@ -621,3 +621,53 @@ fn storm_child() {
         }
     }
 }
+
+/// PostgreSQL with the server's clock: the pre-commit check runs on the
+/// server together with COMMIT. A claim whose new expiry the pre-commit
+/// sample has reached is refused (`lease_expired`), leaves nothing behind,
+/// and its observed time still raises the mark; a claim that passes commits.
+#[test]
+fn pg_server_clock_precommit_refusal_changes_nothing() {
+    let Some(db) = pg::fresh_database() else {
+        eprintln!("skipped: PostgreSQL only (server clock)");
+        return;
+    };
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    a.submit("p", &JobSpec::new("j", b"".to_vec())).unwrap();
+    let n_events = events(&a).len();
+    let mark = a.clock().unwrap().mark_us;
+    let one = Ttl::from_micros(1).unwrap();
+    assert_eq!(code(&a.claim("p", "j", "w", one)), ErrorCode::LeaseExpired);
+    assert_eq!(
+        code(&a.claim_next_many("p", "w", one, 4)),
+        ErrorCode::LeaseExpired
+    );
+    assert_eq!(a.job("p", "j").unwrap().state, JobState::Requested);
+    assert_eq!(a.job("p", "j").unwrap().attempts, 0);
+    assert_eq!(events(&a).len(), n_events);
+    assert!(
+        a.clock().unwrap().mark_us > mark,
+        "the refused sample raised the mark"
+    );
+    let specs: Vec<JobSpec> = (0..20)
+        .map(|i| JobSpec::new(format!("k{i}"), b"".to_vec()))
+        .collect();
+    a.submit_many("p", &specs).unwrap();
+    // Round trips with the server's clock (its samples included), after a
+    // warm-up call has prepared the statements.
+    let mut trips = Vec::new();
+    for n in [1usize, 1, 10] {
+        let t0 = stats::pg_round_trips();
+        let ls = a.claim_next_many("p", "w", secs(60), n).unwrap();
+        let t1 = stats::pg_round_trips();
+        let items: Vec<(&Lease, &[Fact])> = ls.iter().map(|l| (l, &[][..])).collect();
+        assert!(a.complete_many(&items).unwrap().iter().all(|r| r.is_ok()));
+        trips.push((n, t1 - t0, stats::pg_round_trips() - t1));
+    }
+    eprintln!("server clock round trips (n, claim_next_many, complete_many): {trips:?}");
+    assert_eq!((trips[1].1, trips[1].2), (trips[2].1, trips[2].2));
+    assert!(trips[2].1 <= 7 && trips[2].2 <= 7);
+    assert!(a.check().unwrap().ok());
+    drop(a);
+}

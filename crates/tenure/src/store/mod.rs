@@ -160,6 +160,14 @@ pub(crate) trait Txn: Send {
         true
     }
     fn production(&mut self, name: &str) -> Result<Option<ProductionRow>>;
+    /// Whether the production exists, with the same lock
+    /// [`Txn::production`] takes in a write transaction, for a caller that
+    /// needs nothing else of the row (claim-next). Productions are never
+    /// deleted, so a backend may answer from a snapshot taken before the
+    /// lock was granted (PostgreSQL: lock and read in one statement).
+    fn production_exists(&mut self, name: &str) -> Result<bool> {
+        Ok(self.production(name)?.is_some())
+    }
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()>;
     fn set_production_cancelled(&mut self, name: &str, at_us: i64) -> Result<()>;
     fn productions(&mut self) -> Result<Vec<ProductionRow>>;
@@ -266,6 +274,21 @@ pub(crate) trait Txn: Send {
     fn rollback_to_savepoint(&mut self) -> Result<()>;
     fn release_savepoint(&mut self) -> Result<()>;
     fn commit(&mut self) -> Result<()>;
+    /// On a store with its own clock ([`Txn::server_now_us`]): the
+    /// pre-commit step in one request. Sample that clock once more; if the
+    /// sample is at or above `mark` and before `deadline` (if any), raise
+    /// the mark to it and commit; otherwise roll back. `Ok(None)`: this
+    /// store cannot (no server clock, or nothing to commit): the session
+    /// samples and commits itself. `Ok(Some(Ok(())))`: committed.
+    /// `Ok(Some(Err(pre)))`: refused at sample `pre`, rolled back.
+    /// Default: `Ok(None)`.
+    fn commit_checked(
+        &mut self,
+        _mark: i64,
+        _deadline: Option<i64>,
+    ) -> Result<Option<std::result::Result<(), i64>>> {
+        Ok(None)
+    }
     /// Raise the high-water mark to `mark` (if given) and commit, as one
     /// step where the backend can (PostgreSQL: one round trip).
     fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {

@@ -222,6 +222,9 @@ const EVENT_HORIZON_REGISTERED: &str =
                          WHERE d.datname = current_database())
        AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()";
 
+/// SQLSTATE of a pre-commit check that refused (see `commit_checked`).
+const PRECOMMIT_REFUSED: &str = "TN001";
+
 /// The durable high-water mark: the largest stripe.
 const HIGH_WATER: &str = "SELECT coalesce(max(value), 0) FROM tenure.marks";
 
@@ -969,6 +972,27 @@ impl Txn for PgTxn {
         self.production_select(name)
     }
 
+    fn production_exists(&mut self, name: &str) -> Result<bool> {
+        let k = key(&[name]);
+        if !self.write
+            || self
+                .held
+                .iter()
+                .any(|&(c, key, _, _)| c == CLASS_PROD && key == k)
+        {
+            return Ok(self.production_select(name)?.is_some());
+        }
+        // The shared lock and the lookup in one statement (`OFFSET 0` keeps
+        // the lock's subquery, and with it the call, in the plan).
+        let rows = self.query(
+            "SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3), l.locked::text
+             FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked OFFSET 0) l",
+            &[&CLASS_PROD, &k, &name],
+        )?;
+        self.held.push((CLASS_PROD, k, true, self.savepoints));
+        Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
+    }
+
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
         self.execute(
             "INSERT INTO tenure.productions (name, created_us, cancelled_us) VALUES ($1, $2, $3)",
@@ -1627,6 +1651,54 @@ impl Txn for PgTxn {
         }
         self.savepoints -= 1;
         Ok(())
+    }
+
+    fn commit_checked(
+        &mut self,
+        mark: i64,
+        deadline: Option<i64>,
+    ) -> Result<Option<std::result::Result<(), i64>>> {
+        if !self.pool.server_clock || !self.open || self.failed || self.conn.is_none() {
+            return Ok(None);
+        }
+        // Numbers only: nothing to quote. The block raises PRECOMMIT_REFUSED
+        // with the sample when the rule refuses; COMMIT then never runs.
+        let stripe = self.c().stripe;
+        let deadline = deadline.map_or_else(|| "NULL".to_owned(), |d| d.to_string());
+        let sql = format!(
+            "DO $tenure$ DECLARE s bigint :=
+                 floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+             BEGIN
+                 IF s < {mark} OR s >= coalesce({deadline}::bigint, s + 1) THEN
+                     RAISE EXCEPTION USING ERRCODE = '{PRECOMMIT_REFUSED}', MESSAGE = s::text;
+                 END IF;
+                 UPDATE tenure.marks SET value = greatest(value, s) WHERE stripe = {stripe};
+             END $tenure$; COMMIT"
+        );
+        self.open = false;
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(None);
+        };
+        crate::stats::round_trip();
+        match conn.client.batch_execute(&sql) {
+            Ok(()) => {
+                self.pool.give_back(conn);
+                Ok(Some(Ok(())))
+            }
+            Err(e) => {
+                let refused = e
+                    .as_db_error()
+                    .filter(|d| d.code().code() == PRECOMMIT_REFUSED)
+                    .and_then(|d| d.message().parse::<i64>().ok());
+                if conn.client.batch_execute("ROLLBACK").is_ok() {
+                    self.pool.give_back(conn);
+                }
+                match refused {
+                    Some(pre) => Ok(Some(Err(pre))),
+                    None => Err(map_err(e)),
+                }
+            }
+        }
     }
 
     fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
