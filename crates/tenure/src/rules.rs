@@ -298,7 +298,7 @@ pub(crate) fn submit_many(
         .map(|&k| event(&rows[k], EventKind::Submitted, now, ""))
         .collect();
     if !events.is_empty() {
-        s.txn.append_events(&events)?;
+        s.txn.write_batch(&[], &[], &[], &events)?;
     }
     out.into_iter()
         .map(|o| o.ok_or_else(|| Error::Internal("a submission got no outcome".into())))
@@ -367,14 +367,8 @@ fn write_many(s: &mut Session, cs: &[Change]) -> Result<()> {
         }
     }
     let (renewed, moved): (Vec<&Change>, Vec<&Change>) = cs.iter().partition(|c| c.expiry_only);
-    if !moved.is_empty() {
-        s.txn
-            .update_jobs(&moved.iter().map(|c| &c.row).collect::<Vec<_>>())?;
-    }
-    if !renewed.is_empty() {
-        s.txn
-            .update_expiries(&renewed.iter().map(|c| &c.row).collect::<Vec<_>>())?;
-    }
+    let rows: Vec<&JobRow> = moved.iter().map(|c| &c.row).collect();
+    let expiries: Vec<&JobRow> = renewed.iter().map(|c| &c.row).collect();
     let facts: Vec<crate::store::JobFacts<'_>> = cs
         .iter()
         .filter(|c| !c.facts.is_empty())
@@ -388,14 +382,11 @@ fn write_many(s: &mut Session, cs: &[Change]) -> Result<()> {
                 .collect(),
         })
         .collect();
-    if !facts.is_empty() {
-        s.txn.insert_facts_many(&facts)?;
-    }
     let events: Vec<NewEvent<'_>> = cs
         .iter()
         .map(|c| event(&c.row, c.kind, c.row.updated_us, &c.detail))
         .collect();
-    s.txn.append_events(&events)
+    s.txn.write_batch(&rows, &expiries, &facts, &events)
 }
 
 /// An expired claim with no attempts left (or a requested job with none),
@@ -573,11 +564,7 @@ fn claim_next_scan(
             }
         }
     }
-    match changes.len() {
-        0 => {}
-        1 => write(s, changes.pop().expect("one change"))?,
-        _ => write_many(s, &changes)?,
-    }
+    write_many(s, &changes)?;
     Ok(out)
 }
 

@@ -204,23 +204,25 @@ pub(crate) trait Txn: Send {
             })
             .collect()
     }
-    /// [`Txn::update_job`] of many distinct jobs.
-    fn update_jobs(&mut self, rows: &[&JobRow]) -> Result<()> {
-        rows.iter().try_for_each(|r| self.update_job(r))
-    }
-    /// [`Txn::update_expiry`] of many distinct jobs.
-    fn update_expiries(&mut self, rows: &[&JobRow]) -> Result<()> {
-        rows.iter().try_for_each(|r| self.update_expiry(r))
-    }
-    /// [`Txn::insert_facts`] of many distinct jobs.
-    fn insert_facts_many(&mut self, facts: &[JobFacts<'_>]) -> Result<()> {
+    /// The writes of many transitions of distinct jobs, together: full row
+    /// updates ([`Txn::update_job`]), expiry-only updates
+    /// ([`Txn::update_expiry`]), facts ([`Txn::insert_facts`]) and events
+    /// ([`Txn::append_event`], in order). The default makes each write
+    /// alone; PostgreSQL makes them all in one statement.
+    fn write_batch(
+        &mut self,
+        rows: &[&JobRow],
+        expiries: &[&JobRow],
+        facts: &[JobFacts<'_>],
+        events: &[NewEvent<'_>],
+    ) -> Result<()> {
+        rows.iter().try_for_each(|r| self.update_job(r))?;
+        expiries.iter().try_for_each(|r| self.update_expiry(r))?;
         facts
             .iter()
-            .try_for_each(|f| self.insert_facts(f.production, f.job, &f.facts))
-    }
-    /// [`Txn::append_event`] of many events, in order.
-    fn append_events(&mut self, evs: &[NewEvent<'_>]) -> Result<()> {
-        evs.iter()
+            .try_for_each(|f| self.insert_facts(f.production, f.job, &f.facts))?;
+        events
+            .iter()
             .try_for_each(|e| self.append_event(e).map(|_| ()))
     }
     /// Jobs stored as requested or claimed, highest priority first, then

@@ -1230,7 +1230,14 @@ impl Txn for PgTxn {
         Ok(rows.iter().map(|r| seqs.remove(&r.job)).collect())
     }
 
-    fn update_jobs(&mut self, rows: &[&JobRow]) -> Result<()> {
+    fn write_batch(
+        &mut self,
+        rows: &[&JobRow],
+        expiries: &[&JobRow],
+        facts: &[JobFacts<'_>],
+        events: &[NewEvent<'_>],
+    ) -> Result<()> {
+        // Full row updates.
         let seq: Vec<i64> = rows.iter().map(|r| r.seq).collect();
         let state: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
         let attempts: Vec<i64> = rows.iter().map(|r| i64::from(r.attempts)).collect();
@@ -1244,133 +1251,154 @@ impl Txn for PgTxn {
         let expires: Vec<Option<i64>> = rows.iter().map(|r| r.expires_us).collect();
         let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
         let error: Vec<Option<&str>> = rows.iter().map(|r| r.last_error.as_deref()).collect();
-        let n = self.execute(
-            "UPDATE tenure.jobs j SET state = u.state, attempts = u.attempts,
-                 claim_id = u.claim_id, secret_digest = u.secret_digest, holder = u.holder,
-                 claimed_us = u.claimed_us, expires_us = u.expires_us,
-                 updated_us = u.updated_us, last_error = u.last_error
-             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bytea[],
-                         $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[])
-                  AS u(seq, state, attempts, claim_id, secret_digest, holder, claimed_us,
-                       expires_us, updated_us, last_error)
-             WHERE j.seq = u.seq",
-            &[
-                &seq, &state, &attempts, &claim, &digest, &holder, &claimed, &expires, &updated,
-                &error,
-            ],
-        )?;
-        if n != rows.len() as u64 {
-            return Err(Error::Internal(format!(
-                "a batched update of {} jobs touched {n} rows",
-                rows.len()
-            )));
-        }
-        Ok(())
-    }
-
-    fn update_expiries(&mut self, rows: &[&JobRow]) -> Result<()> {
-        let seq: Vec<i64> = rows.iter().map(|r| r.seq).collect();
-        let expires: Vec<Option<i64>> = rows.iter().map(|r| r.expires_us).collect();
-        let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
-        let n = self.execute(
-            "UPDATE tenure.jobs j SET expires_us = u.expires_us, updated_us = u.updated_us
-             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])
-                  AS u(seq, expires_us, updated_us)
-             WHERE j.seq = u.seq",
-            &[&seq, &expires, &updated],
-        )?;
-        if n != rows.len() as u64 {
-            return Err(Error::Internal(format!(
-                "a batched renewal of {} jobs touched {n} rows",
-                rows.len()
-            )));
-        }
-        Ok(())
-    }
-
-    fn insert_facts_many(&mut self, facts: &[JobFacts<'_>]) -> Result<()> {
-        let (mut prod, mut job, mut ord, mut key, mut value) =
+        // Expiry-only updates (renewals).
+        let x_seq: Vec<i64> = expiries.iter().map(|r| r.seq).collect();
+        let x_expires: Vec<Option<i64>> = expiries.iter().map(|r| r.expires_us).collect();
+        let x_updated: Vec<i64> = expiries.iter().map(|r| r.updated_us).collect();
+        // Facts.
+        let (mut f_prod, mut f_job, mut f_ord, mut f_key, mut f_value) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for f in facts {
             for (i, (k, v)) in f.facts.iter().enumerate() {
-                prod.push(f.production);
-                job.push(f.job);
-                ord.push(i as i64);
-                key.push(*k);
-                value.push(*v);
+                f_prod.push(f.production);
+                f_job.push(f.job);
+                f_ord.push(i as i64);
+                f_key.push(*k);
+                f_value.push(*v);
             }
         }
-        self.execute(
-            "INSERT INTO tenure.facts (production, job, ord, key, value)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])",
-            &[&prod, &job, &ord, &key, &value],
-        )?;
-        Ok(())
-    }
-
-    fn append_events(&mut self, evs: &[NewEvent<'_>]) -> Result<()> {
-        if evs.is_empty() {
-            return Ok(());
-        }
-        let at: Vec<i64> = evs.iter().map(|e| e.at_us).collect();
-        let prod: Vec<&str> = evs.iter().map(|e| e.production).collect();
-        let job: Vec<Option<&str>> = evs.iter().map(|e| e.job).collect();
-        let kind: Vec<&str> = evs.iter().map(|e| e.kind.as_str()).collect();
-        let state: Vec<Option<&str>> = evs.iter().map(|e| e.state.map(|s| s.as_str())).collect();
-        let claim: Vec<Option<String>> = evs
+        // Events.
+        let e_at: Vec<i64> = events.iter().map(|e| e.at_us).collect();
+        let e_prod: Vec<&str> = events.iter().map(|e| e.production).collect();
+        let e_job: Vec<Option<&str>> = events.iter().map(|e| e.job).collect();
+        let e_kind: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        let e_state: Vec<Option<&str>> =
+            events.iter().map(|e| e.state.map(|s| s.as_str())).collect();
+        let e_claim: Vec<Option<String>> = events
             .iter()
             .map(|e| e.claim_id.map(|u| u.to_string()))
             .collect();
-        let holder: Vec<Option<&str>> = evs.iter().map(|e| e.holder).collect();
-        let attempt: Vec<Option<i64>> = evs.iter().map(|e| e.attempt.map(i64::from)).collect();
-        let expires: Vec<Option<i64>> = evs.iter().map(|e| e.expires_us).collect();
-        let detail: Vec<&str> = evs.iter().map(|e| e.detail).collect();
-        // Registers the transaction's lower bound first, as the single
-        // insert does (a second registration of a transaction that already
-        // holds one is a harmless higher bound); the sort consumes the whole
-        // join, so the lock is taken before any identity value is drawn.
-        let rows = self.query(
+        let e_holder: Vec<Option<&str>> = events.iter().map(|e| e.holder).collect();
+        let e_attempt: Vec<Option<i64>> = events.iter().map(|e| e.attempt.map(i64::from)).collect();
+        let e_expires: Vec<Option<i64>> = events.iter().map(|e| e.expires_us).collect();
+        let e_detail: Vec<&str> = events.iter().map(|e| e.detail).collect();
+        // One statement. Its data-modifying parts touch disjoint rows (the
+        // jobs are distinct). The events register the transaction's lower
+        // bound first, as the single insert does (a transaction that
+        // already holds one takes a harmless higher one); the sort consumes
+        // the whole join, so the lock is taken before any identity value
+        // is drawn (see the module docs).
+        let out = self.query(
             concat!(
                 "WITH reg AS MATERIALIZED (
-                     SELECT pg_catalog.pg_advisory_xact_lock_shared($11::bigint | s.n)
+                     SELECT pg_catalog.pg_advisory_xact_lock_shared($29::bigint | s.n)
                      FROM (SELECT ",
                 event_seq_next!(),
                 " AS n OFFSET 0) s
-                     WHERE s.n < $12::bigint)
-                 INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id,
-                     holder, attempt, expires_us, detail)
-                 SELECT e.at_us, e.production, e.job, e.kind, e.state, e.claim_id, e.holder,
-                        e.attempt, e.expires_us, e.detail
-                 FROM reg, unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
-                                  $6::text[], $7::text[], $8::bigint[], $9::bigint[],
-                                  $10::text[])
-                      WITH ORDINALITY AS e(at_us, production, job, kind, state, claim_id,
-                                           holder, attempt, expires_us, detail, ord)
-                 ORDER BY e.ord
-                 RETURNING seq"
+                     WHERE s.n < $30::bigint),
+                 upd AS (
+                     UPDATE tenure.jobs j SET state = u.state, attempts = u.attempts,
+                         claim_id = u.claim_id, secret_digest = u.secret_digest,
+                         holder = u.holder, claimed_us = u.claimed_us,
+                         expires_us = u.expires_us, updated_us = u.updated_us,
+                         last_error = u.last_error
+                     FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],
+                                 $5::bytea[], $6::text[], $7::bigint[], $8::bigint[],
+                                 $9::bigint[], $10::text[])
+                          AS u(seq, state, attempts, claim_id, secret_digest, holder,
+                               claimed_us, expires_us, updated_us, last_error)
+                     WHERE j.seq = u.seq
+                     RETURNING 1),
+                 exp AS (
+                     UPDATE tenure.jobs j SET expires_us = u.expires_us,
+                         updated_us = u.updated_us
+                     FROM unnest($11::bigint[], $12::bigint[], $13::bigint[])
+                          AS u(seq, expires_us, updated_us)
+                     WHERE j.seq = u.seq
+                     RETURNING 1),
+                 fct AS (
+                     INSERT INTO tenure.facts (production, job, ord, key, value)
+                     SELECT * FROM unnest($14::text[], $15::text[], $16::bigint[],
+                                          $17::text[], $18::text[])
+                     RETURNING 1),
+                 ev AS (
+                     INSERT INTO tenure.events (at_us, production, job, kind, state,
+                         claim_id, holder, attempt, expires_us, detail)
+                     SELECT e.at_us, e.production, e.job, e.kind, e.state, e.claim_id,
+                            e.holder, e.attempt, e.expires_us, e.detail
+                     FROM reg, unnest($19::bigint[], $20::text[], $21::text[], $22::text[],
+                                      $23::text[], $24::text[], $25::text[], $26::bigint[],
+                                      $27::bigint[], $28::text[])
+                          WITH ORDINALITY AS e(at_us, production, job, kind, state,
+                                               claim_id, holder, attempt, expires_us,
+                                               detail, ord)
+                     ORDER BY e.ord
+                     RETURNING 1)
+                 SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM exp),
+                        (SELECT count(*) FROM fct), (SELECT count(*) FROM ev)"
             ),
             &[
-                &at,
-                &prod,
-                &job,
-                &kind,
+                &seq,
                 &state,
+                &attempts,
                 &claim,
+                &digest,
                 &holder,
-                &attempt,
+                &claimed,
                 &expires,
-                &detail,
+                &updated,
+                &error,
+                &x_seq,
+                &x_expires,
+                &x_updated,
+                &f_prod,
+                &f_job,
+                &f_ord,
+                &f_key,
+                &f_value,
+                &e_at,
+                &e_prod,
+                &e_job,
+                &e_kind,
+                &e_state,
+                &e_claim,
+                &e_holder,
+                &e_attempt,
+                &e_expires,
+                &e_detail,
                 &EVENT_REG,
                 &EVENT_REG_LIMIT,
             ],
         )?;
-        if rows.len() != evs.len() {
+        let counts: Vec<i64> = out
+            .first()
+            .map(|r| (0..4).map(|i| r.get::<_, i64>(i)).collect())
+            .unwrap_or_default();
+        let n = |v: usize| v as i64;
+        if counts.len() == 4 && counts[3] != n(events.len()) {
             return Err(Error::Store(format!(
                 "the event sequence has reached {EVENT_REG_LIMIT}, the most this backend \
                  can order for tailers"
             )));
         }
-        if self.event_reg.is_none() {
+        if counts
+            != [
+                n(rows.len()),
+                n(expiries.len()),
+                n(f_prod.len()),
+                n(events.len()),
+            ]
+        {
+            return Err(Error::Internal(format!(
+                "a batched write touched {counts:?} rows, expected {} updates, {} renewals, \
+                 {} facts and {} events",
+                rows.len(),
+                expiries.len(),
+                f_prod.len(),
+                events.len()
+            )));
+        }
+        if !events.is_empty() && self.event_reg.is_none() {
             self.event_reg = Some(self.savepoints);
         }
         Ok(())
