@@ -549,37 +549,17 @@ fn storm_child() {
         if ls.is_empty() {
             // Leases abandoned by others may still expire: look again
             // until nothing is live.
-            let live = a
-                .jobs(
-                    "st",
-                    &ListQuery {
-                        state: Some(JobState::Claimed),
+            let unfinished = [JobState::Claimed, JobState::Requested, JobState::Expired]
+                .into_iter()
+                .any(|state| {
+                    let q = ListQuery {
+                        state: Some(state),
                         limit: 1,
                         ..Default::default()
-                    },
-                )
-                .unwrap();
-            let left = a
-                .jobs(
-                    "st",
-                    &ListQuery {
-                        state: Some(JobState::Requested),
-                        limit: 1,
-                        ..Default::default()
-                    },
-                )
-                .unwrap();
-            let expired = a
-                .jobs(
-                    "st",
-                    &ListQuery {
-                        state: Some(JobState::Expired),
-                        limit: 1,
-                        ..Default::default()
-                    },
-                )
-                .unwrap();
-            if live.is_empty() && left.is_empty() && expired.is_empty() {
+                    };
+                    !a.jobs("st", &q).unwrap().is_empty()
+                });
+            if !unfinished {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));

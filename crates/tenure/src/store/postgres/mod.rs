@@ -209,6 +209,27 @@ macro_rules! event_seq_next {
              pg_catalog.pg_get_serial_sequence('tenure.events', 'seq')::regclass) + 1, 0)"
     };
 }
+/// `WITH reg AS MATERIALIZED (...)`: a writer's event registration (the
+/// shared lock `EVENT_REG | n`, `n` the sequence's next value, if below the
+/// limit), parameters `$key` (`EVENT_REG`) and `$limit` (`EVENT_REG_LIMIT`).
+/// An insert that reads its rows from `reg` takes the lock before drawing
+/// any identity value (see the module docs).
+macro_rules! event_registration {
+    ($key:literal, $limit:literal) => {
+        concat!(
+            "WITH reg AS MATERIALIZED (
+                 SELECT pg_catalog.pg_advisory_xact_lock_shared(",
+            $key,
+            "::bigint | s.n)
+                 FROM (SELECT ",
+            event_seq_next!(),
+            " AS n OFFSET 0) s
+                 WHERE s.n < ",
+            $limit,
+            "::bigint)"
+        )
+    };
+}
 /// Step (1) of a reader's horizon: the events sequence's next value.
 const EVENT_HORIZON_NEXT: &str = concat!("SELECT ", event_seq_next!());
 /// Step (2): the smallest lower bound registered by an event writer of this
@@ -1141,30 +1162,19 @@ impl Txn for PgTxn {
     fn jobs_for_update(&mut self, keys: &[(&str, &str)]) -> Result<Vec<Option<JobRow>>> {
         let prods: Vec<&str> = keys.iter().map(|k| k.0).collect();
         let names: Vec<&str> = keys.iter().map(|k| k.1).collect();
-        // One statement; rows locked in seq order, so two batches that
-        // share jobs wait for each other instead of deadlocking.
-        let rows = if self.write {
-            self.query(
-                concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM tenure.jobs WHERE (production, job) IN
-                         (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
-                     ORDER BY seq FOR UPDATE"
-                ),
-                &[&prods, &names],
-            )?
-        } else {
-            self.query(
-                concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM tenure.jobs WHERE (production, job) IN
-                         (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))"
-                ),
-                &[&prods, &names],
-            )?
-        };
+        // One statement (write transactions only, like every batched
+        // call); rows locked in seq order, so two batches that share jobs
+        // wait for each other instead of deadlocking.
+        let rows = self.query(
+            concat!(
+                "SELECT ",
+                job_cols!(),
+                " FROM tenure.jobs WHERE (production, job) IN
+                     (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
+                 ORDER BY seq FOR UPDATE"
+            ),
+            &[&prods, &names],
+        )?;
         let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
         for r in &rows {
             let row = job_row(r)?;
@@ -1290,12 +1300,8 @@ impl Txn for PgTxn {
         // is drawn (see the module docs).
         let out = self.query(
             concat!(
-                "WITH reg AS MATERIALIZED (
-                     SELECT pg_catalog.pg_advisory_xact_lock_shared($29::bigint | s.n)
-                     FROM (SELECT ",
-                event_seq_next!(),
-                " AS n OFFSET 0) s
-                     WHERE s.n < $30::bigint),
+                event_registration!("$29", "$30"),
+                ",
                  upd AS (
                      UPDATE tenure.jobs j SET state = u.state, attempts = u.attempts,
                          claim_id = u.claim_id, secret_digest = u.secret_digest,
@@ -1534,12 +1540,8 @@ impl Txn for PgTxn {
             // is drawn in the projection (see the module docs).
             let rows = self.query(
                 concat!(
-                    "WITH reg AS MATERIALIZED (
-                         SELECT pg_catalog.pg_advisory_xact_lock_shared($11::bigint | s.n)
-                         FROM (SELECT ",
-                    event_seq_next!(),
-                    " AS n OFFSET 0) s
-                         WHERE s.n < $12::bigint)
+                    event_registration!("$11", "$12"),
+                    "
                      INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id,
                          holder, attempt, expires_us, detail)
                      SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
