@@ -412,8 +412,10 @@ pub fn bench(smoke: bool) -> Result {
                 row["submit_per_s"],
             ));
         }
-        json.extend(rows);
+        let from = json.len();
         crate::pg_peer::bench(&server, smoke, &mut md, &mut json)?;
+        md.push_str(&batched_targets(&rows, &json[from..]));
+        json.extend(rows);
         drop(server);
     }
     let dir = crate::util::root().join("bench/results");
@@ -432,6 +434,61 @@ pub fn bench(smoke: bool) -> Result {
         .map_err(|e| e.to_string())?;
     println!("\n{md}");
     Ok(())
+}
+
+/// The batched calls' targets on one server: batch 16 at 4 connections
+/// against batch 1 at 4 connections and against procrastinate's drain with
+/// 4 worker processes, and bulk submit against procrastinate's
+/// `batch_defer` (tenure's rows from the Rust harness, the peer's from
+/// `bench/pg_peer.py`, on the same server in the same run).
+fn batched_targets(rows: &[serde_json::Value], peer: &[serde_json::Value]) -> String {
+    let rate = |b: u64| {
+        rows.iter()
+            .find(|r| r["connections"] == 4 && r["batch"] == b)
+            .and_then(|r| r["cycles_per_s"].as_f64())
+    };
+    let mut submits: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r["submit_per_s"].as_f64())
+        .collect();
+    submits.sort_by(f64::total_cmp);
+    let submit = submits.get(submits.len() / 2).copied();
+    let summary = peer
+        .iter()
+        .find(|r| r["workload"] == "pg-peer-summary" && r["workers"] == 4);
+    let q_drain = summary.and_then(|s| s["procrastinate_jobs_per_s"].as_f64());
+    let q_enqueue = summary.and_then(|s| s["procrastinate_enqueue_per_s"].as_f64());
+    let mut md = String::from("\n| batched calls: target | ratio | met |\n|---|---:|---|\n");
+    for (what, x, base, want) in [
+        (
+            "claim_next_many + complete_many, batch 16, 4 connections ≥ 5 × batch 1 at 4 connections",
+            rate(16),
+            rate(1),
+            5.0,
+        ),
+        (
+            "the same ≥ 5 × procrastinate's drain with 4 worker processes (Rust harness vs Python peer)",
+            rate(16),
+            q_drain,
+            5.0,
+        ),
+        (
+            "bulk submit (submit_many, chunks of 1000) ≥ 1.0 × procrastinate batch_defer (chunks of 1000)",
+            submit,
+            q_enqueue,
+            1.0,
+        ),
+    ] {
+        match (x, base) {
+            (Some(x), Some(b)) if b > 0.0 => md.push_str(&format!(
+                "| {what} | {:.2} | {} |\n",
+                x / b,
+                if x / b >= want { "yes" } else { "no" }
+            )),
+            _ => md.push_str(&format!("| {what} | n/a | not measured |\n")),
+        }
+    }
+    md
 }
 
 const C_WORKER: &str = r#"
@@ -524,4 +581,26 @@ fn c_lifecycle(server: &Server) -> Result {
     })();
     let _ = std::fs::remove_dir_all(&tmp);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batched_targets_are_ratios_of_the_same_run() {
+        let j = |s: &str| parse_json(s, "row").unwrap();
+        let rows = [
+            j(r#"{"connections":4,"batch":1,"cycles_per_s":100.0,"submit_per_s":900.0}"#),
+            j(r#"{"connections":4,"batch":16,"cycles_per_s":600.0,"submit_per_s":1100.0}"#),
+        ];
+        let peer = [j(
+            r#"{"workload":"pg-peer-summary","workers":4,"procrastinate_jobs_per_s":200.0,"procrastinate_enqueue_per_s":1000.0}"#,
+        )];
+        let md = batched_targets(&rows, &peer);
+        assert!(md.contains("≥ 5 × batch 1 at 4 connections | 6.00 | yes |"), "{md}");
+        assert!(md.contains("(Rust harness vs Python peer) | 3.00 | no |"), "{md}");
+        assert!(md.contains("batch_defer (chunks of 1000) | 1.10 | yes |"), "{md}");
+        assert!(batched_targets(&rows, &[]).contains("not measured"));
+    }
 }
