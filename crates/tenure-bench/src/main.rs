@@ -51,6 +51,7 @@ fn main() {
         "lifecycle" => lifecycle(&args),
         "claim-next" => claim_next_scale(&args),
         "batch" => batch(&args),
+        "batch-many" => batch_many(&args),
         "threads" => threads(&args),
         "contend" => contend(&args),
         "contend-worker" => contend_worker(&args),
@@ -233,16 +234,7 @@ fn claim_next_scale(a: &Args) -> String {
 
 /// `size` claims and completions per edit; reports jobs per second.
 fn batch(a: &Args) -> String {
-    let size: usize = arg(a, "size", 1);
-    let jobs: usize = arg(a, "jobs", 300);
-    let (s, pragma) = sync(a);
-    let dir = tempdir();
-    let auth = Authority::open(dir.join("t.db"), &Options::new().synchronous(s)).unwrap();
-    seed(&auth, "bench", jobs, "j");
-    let start = Instant::now();
-    let mut done = 0;
-    while done < jobs {
-        let k = size.min(jobs - done);
+    drain_in_batches(a, "batch", |auth, k| {
         let mut e = auth.edit().unwrap();
         let leases: Vec<_> = (0..k)
             .map(|_| e.claim_next("bench", "w", ttl(30_000_000)).unwrap())
@@ -253,12 +245,46 @@ fn batch(a: &Args) -> String {
             e.complete(l, &[]).unwrap();
         }
         e.commit().unwrap();
+    })
+}
+
+/// `size` claims in one `claim_next_many` call, then their completions in
+/// one `complete_many` call (each call one transaction); reports jobs per
+/// second.
+fn batch_many(a: &Args) -> String {
+    drain_in_batches(a, "batch-many", |auth, k| {
+        let leases = auth
+            .claim_next_many("bench", "w", ttl(30_000_000), k)
+            .unwrap();
+        assert_eq!(leases.len(), k);
+        let items: Vec<(&tenure::Lease, &[tenure::Fact])> =
+            leases.iter().map(|l| (l, &[][..])).collect();
+        for r in auth.complete_many(&items).unwrap() {
+            r.unwrap();
+        }
+    })
+}
+
+/// Seed `--jobs` jobs, then drain them `--size` at a time with `step`
+/// (claim and complete `k` jobs); reports jobs per second as `name`.
+fn drain_in_batches(a: &Args, name: &str, step: impl Fn(&Authority, usize)) -> String {
+    let size: usize = arg(a, "size", 1);
+    let jobs: usize = arg(a, "jobs", 300);
+    let (s, pragma) = sync(a);
+    let dir = tempdir();
+    let auth = Authority::open(dir.join("t.db"), &Options::new().synchronous(s)).unwrap();
+    seed(&auth, "bench", jobs, "j");
+    let start = Instant::now();
+    let mut done = 0;
+    while done < jobs {
+        let k = size.min(jobs - done);
+        step(&auth, k);
         done += k;
     }
     let secs = start.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&dir);
     format!(
-        r#"{{"workload":"batch","size":{size},"sync":"{pragma}","jobs":{jobs},"seconds":{secs:.6},"jobs_per_s":{:.2}}}"#,
+        r#"{{"workload":"{name}","size":{size},"sync":"{pragma}","jobs":{jobs},"seconds":{secs:.6},"jobs_per_s":{:.2}}}"#,
         jobs as f64 / secs
     )
 }

@@ -6,12 +6,13 @@ use crate::edit::Edit;
 use crate::error::{Error, Result};
 use crate::group::Combiner;
 use crate::inner::Inner;
+use crate::lease::transitions::Outcomes;
 use crate::lease::Lease;
 use crate::model::{
     CheckReport, ClockReading, Event, JobSpec, JobView, LeaseStatus, ListQuery, ProductionView,
     PublishedFact, Submitted,
 };
-use crate::rules;
+use crate::rules::{self, LeaseKey};
 use crate::session::Session;
 use crate::store::sqlite::{SqliteBackend, Synchronous};
 use crate::store::SCHEMA_VERSION;
@@ -226,6 +227,64 @@ impl Authority {
         Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0)
     }
 
+    /// A batched transition of many leases as one step: leases of another
+    /// handle, or closed or pending ones, are refused locally (their
+    /// outcome, nothing asked of the store); the rest go to `f` together,
+    /// and each accepted lease settles once the commit returned. A commit
+    /// refused for a deadline (a lease that expired between its check and
+    /// the commit) changed nothing: the step runs again, and that lease is
+    /// then refused by its own check.
+    fn lease_batch<T: Send + 'static>(
+        &self,
+        leases: &[&Lease],
+        mut f: impl FnMut(&mut Session, &[LeaseKey<'_>], &[usize]) -> Outcomes<T> + Send,
+    ) -> Result<Vec<Result<T>>> {
+        crate::validate::batch(leases.len())?;
+        let mut out: Vec<Option<Result<T>>> = leases.iter().map(|_| None).collect();
+        let (mut idx, mut keys) = (Vec::new(), Vec::new());
+        for (i, l) in leases.iter().enumerate() {
+            let local = if Arc::ptr_eq(&self.inner, &l.inner) {
+                l.usable_in(0)
+            } else {
+                Err(Error::invalid(
+                    "the lease belongs to another authority handle",
+                ))
+            };
+            match local {
+                Ok(()) => {
+                    idx.push(i);
+                    keys.push(l.key());
+                }
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        if !keys.is_empty() {
+            let mut rounds = 0;
+            let done = loop {
+                rounds += 1;
+                match self.inner.one_step(|s| f(s, &keys, &idx)) {
+                    Err(Error::LeaseExpired(_)) if rounds < 4 => continue,
+                    r => break r?,
+                }
+            };
+            if done.len() != idx.len() {
+                return Err(Error::Internal("a batch lost outcomes".into()));
+            }
+            for (i, r) in idx.into_iter().zip(done) {
+                out[i] = Some(r.map(|(v, settle)| {
+                    settle.apply(&leases[i].local);
+                    v
+                }));
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| Err(Error::Internal("a batch item got no outcome".into())))
+            })
+            .collect())
+    }
+
     crate::ops::shared_operations!();
 
     /// Claim the next claimable job of `production`, waiting up to `timeout`
@@ -275,18 +334,16 @@ impl Authority {
 
     /// Submit many jobs in one transaction: all or nothing. The first
     /// failing submission rolls every one of them back and is the error.
+    /// Each job is decided by the single submission's rules (a repeated ID
+    /// is compared with its first occurrence); on PostgreSQL the new rows
+    /// and their events are written set-based, one statement each.
     ///
     /// This is one operation, not an [`Edit`] of many: an edit isolates each
     /// of its operations in a savepoint so that one failure leaves the edit
-    /// usable, which an all-or-nothing batch never needs (two statements
-    /// saved per job, a round trip each on PostgreSQL).
+    /// usable, which an all-or-nothing batch never needs.
     pub fn submit_many(&self, production: &str, specs: &[JobSpec]) -> Result<Vec<Submitted>> {
-        self.inner.one_step(|s| {
-            specs
-                .iter()
-                .map(|spec| rules::submit(s, production, spec))
-                .collect()
-        })
+        self.inner
+            .one_step(|s| rules::submit_many(s, production, specs))
     }
 
     /// Turn a token from [`Lease::export_token`] back into an active lease,

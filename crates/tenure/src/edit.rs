@@ -2,7 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::inner::Inner;
-use crate::lease::{lock, transitions, Lease, Settle, Shared};
+use crate::lease::transitions::{self, Outcomes};
+use crate::lease::{lock, Lease, Settle, Shared};
 use crate::model::{Execution, Fact, JobState, LeaseStatus};
 use crate::rules::{self, LeaseKey};
 use crate::session::Session;
@@ -73,6 +74,31 @@ impl Edit {
         let lease = Lease::new(self.inner.clone(), m, LeaseStatus::Pending, self.id);
         self.effects.push(Effect::Activate(lease.local.clone()));
         lease
+    }
+
+    /// A batched transition of many leases inside this edit: all or
+    /// nothing. A lease this edit cannot use, or any lease the rules
+    /// refuse, fails the whole step (its savepoint rolls back, the edit
+    /// stays usable) with that lease's error; otherwise every lease settles
+    /// when the edit commits.
+    fn lease_batch<T>(
+        &mut self,
+        leases: &[&Lease],
+        f: impl FnOnce(&mut Session, &[LeaseKey<'_>], &[usize]) -> Outcomes<T>,
+    ) -> Result<Vec<Result<T>>> {
+        crate::validate::batch(leases.len())?;
+        for l in leases {
+            self.own(l)?;
+        }
+        let keys: Vec<LeaseKey<'_>> = leases.iter().map(|l| l.key()).collect();
+        let idx: Vec<usize> = (0..leases.len()).collect();
+        let done = self.step(|s| f(s, &keys, &idx)?.into_iter().collect::<Result<Vec<_>>>())?;
+        let mut out = Vec::with_capacity(done.len());
+        for (l, (v, settle)) in leases.iter().zip(done) {
+            self.effects.push(Effect::Settle(l.local.clone(), settle));
+            out.push(Ok(v));
+        }
+        Ok(out)
     }
 
     crate::ops::shared_operations!(mut);

@@ -79,6 +79,59 @@ pub(crate) mod transitions {
         rules::complete(s, k, facts, exec)?;
         Ok(((), Settle::Close))
     }
+
+    /// One outcome per lease of a batched transition.
+    pub(crate) type Outcomes<T> = Result<Vec<Result<(T, Settle)>>>;
+
+    fn settled<T, U>(r: Result<Vec<Result<T>>>, settle: impl Fn(T) -> (U, Settle)) -> Outcomes<U> {
+        Ok(r?.into_iter().map(|x| x.map(&settle)).collect())
+    }
+
+    pub(crate) fn renew_many(s: &mut Session, keys: &[LeaseKey<'_>], ttl: Ttl) -> Outcomes<()> {
+        let r = rules::transition_many(
+            s,
+            keys,
+            |_| Ok(()),
+            |_, row, now| rules::renewed(row, now, ttl),
+        );
+        settled(r, |e| ((), Settle::Expiry(e)))
+    }
+
+    pub(crate) fn release_many(s: &mut Session, keys: &[LeaseKey<'_>]) -> Outcomes<JobState> {
+        let r =
+            rules::transition_many(s, keys, |_| Ok(()), |_, row, now| rules::released(row, now));
+        settled(r, |st| (st, Settle::Close))
+    }
+
+    /// `args[i]`: the reason and permanence for `keys[i]`.
+    pub(crate) fn fail_many(
+        s: &mut Session,
+        keys: &[LeaseKey<'_>],
+        args: &[(&str, bool)],
+    ) -> Outcomes<JobState> {
+        let r = rules::transition_many(
+            s,
+            keys,
+            |i| crate::validate::reason(args[i].0),
+            |i, row, now| rules::failed(row, now, args[i].0, args[i].1),
+        );
+        settled(r, |st| (st, Settle::Close))
+    }
+
+    /// `facts[i]`: the facts `keys[i]` publishes.
+    pub(crate) fn complete_many(
+        s: &mut Session,
+        keys: &[LeaseKey<'_>],
+        facts: &[&[Fact]],
+    ) -> Outcomes<()> {
+        let r = rules::transition_many(
+            s,
+            keys,
+            |i| rules::valid_completion(facts[i], None),
+            |i, row, now| rules::completed(row, now, facts[i], None),
+        );
+        settled(r, |()| ((), Settle::Close))
+    }
 }
 
 pub(crate) fn lock(l: &Shared) -> std::sync::MutexGuard<'_, Local> {

@@ -7,7 +7,10 @@
 //! - `step(f)`: run one rule step (`Authority`: a one-step edit;
 //!   `Edit`: a savepoint inside the open edit);
 //! - `mint(m)`: turn a minted claim into a [`crate::Lease`] (`Authority`:
-//!   active; `Edit`: pending until the edit commits).
+//!   active; `Edit`: pending until the edit commits);
+//! - `lease_batch(leases, f)`: run one batched transition of many leases
+//!   (`Authority`: one step, one outcome per lease, each lease settling once
+//!   the commit returned; `Edit`: all or nothing inside the edit).
 //!
 //! The macro's argument is the receiver's mutability: nothing for `&self`,
 //! `mut` for `&mut self`.
@@ -89,6 +92,82 @@ macro_rules! shared_operations {
             let m = self.step(|s| $crate::rules::claim_next(s, production, holder, ttl))?;
             let m = $crate::ops::claimed_next(m, production)?;
             Ok(self.mint(m))
+        }
+
+        /// Claim up to `n` (1 ..= [`MAX_BATCH`](crate::validate::MAX_BATCH))
+        /// jobs of a production in one operation, in claim-next order, each
+        /// with its own claim ID, secret and attempt. Fewer (possibly none:
+        /// an empty list, not an error) when fewer are claimable.
+        pub fn claim_next_many(
+            &$($mut)? self,
+            production: &str,
+            holder: &str,
+            ttl: $crate::Ttl,
+            n: usize,
+        ) -> $crate::Result<Vec<$crate::Lease>> {
+            let ms =
+                self.step(|s| $crate::rules::claim_next_many(s, production, holder, ttl, n))?;
+            let mut out = Vec::with_capacity(ms.len());
+            for m in ms {
+                out.push(self.mint(m));
+            }
+            Ok(out)
+        }
+
+        /// Renew many leases to `now + ttl` in one operation (each as
+        /// [`Lease::renew`](crate::Lease::renew)). The outer error means
+        /// nothing was done; otherwise one outcome per lease, in order.
+        /// In an [`Edit`](crate::Edit): all or nothing, the first refusal
+        /// is the error.
+        pub fn renew_many(
+            &$($mut)? self,
+            leases: &[&$crate::Lease],
+            ttl: $crate::Ttl,
+        ) -> $crate::Result<Vec<$crate::Result<()>>> {
+            self.lease_batch(leases, |s, keys, _| {
+                $crate::lease::transitions::renew_many(s, keys, ttl)
+            })
+        }
+
+        /// Release many leases in one operation (each as
+        /// [`Lease::release`](crate::Lease::release)); outcomes as
+        /// [`renew_many`](Self::renew_many).
+        pub fn release_many(
+            &$($mut)? self,
+            leases: &[&$crate::Lease],
+        ) -> $crate::Result<Vec<$crate::Result<$crate::JobState>>> {
+            self.lease_batch(leases, |s, keys, _| {
+                $crate::lease::transitions::release_many(s, keys)
+            })
+        }
+
+        /// Fail many leases in one operation, each with its reason and
+        /// permanence (as [`Lease::fail`](crate::Lease::fail)); outcomes as
+        /// [`renew_many`](Self::renew_many).
+        pub fn fail_many(
+            &$($mut)? self,
+            items: &[(&$crate::Lease, &str, bool)],
+        ) -> $crate::Result<Vec<$crate::Result<$crate::JobState>>> {
+            let leases: Vec<&$crate::Lease> = items.iter().map(|x| x.0).collect();
+            self.lease_batch(&leases, |s, keys, idx| {
+                let args: Vec<(&str, bool)> = idx.iter().map(|&i| (items[i].1, items[i].2)).collect();
+                $crate::lease::transitions::fail_many(s, keys, &args)
+            })
+        }
+
+        /// Complete many leases in one operation, each publishing its facts
+        /// and provenance (as [`Lease::complete`](crate::Lease::complete));
+        /// the accepted completions commit together. Outcomes as
+        /// [`renew_many`](Self::renew_many).
+        pub fn complete_many(
+            &$($mut)? self,
+            items: &[(&$crate::Lease, &[$crate::Fact])],
+        ) -> $crate::Result<Vec<$crate::Result<()>>> {
+            let leases: Vec<&$crate::Lease> = items.iter().map(|x| x.0).collect();
+            self.lease_batch(&leases, |s, keys, idx| {
+                let facts: Vec<&[$crate::Fact]> = idx.iter().map(|&i| items[i].1).collect();
+                $crate::lease::transitions::complete_many(s, keys, &facts)
+            })
         }
     };
 }

@@ -133,42 +133,46 @@ pub(crate) fn create_production(s: &mut Session, production: &str) -> Result<boo
     Ok(true)
 }
 
-/// Submit a job: same ID and content is `Existing`; different content is a conflict.
-pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
+/// Validate a submission.
+fn valid_submission(production: &str, spec: &JobSpec) -> Result<()> {
     validate::id("production", production)?;
     validate::id("job", &spec.job)?;
     validate::payload(&spec.payload)?;
-    validate::max_attempts(spec.max_attempts)?;
-    let now = s.observe_now();
-    let prod = production_row(s, production)?;
-    let digest = Sha256::digest(&spec.payload).to_vec();
-    if let Some(existing) = s.txn.job(production, &spec.job)? {
-        let mut diff = Vec::new();
-        if existing.payload_digest != digest {
-            diff.push("payload");
-        }
-        if existing.priority != spec.priority {
-            diff.push("priority");
-        }
-        if existing.max_attempts != spec.max_attempts {
-            diff.push("max_attempts");
-        }
-        return if diff.is_empty() {
-            Ok(Submitted::Existing)
-        } else {
-            Err(Error::Conflict(format!(
-                "job {production}/{} already exists with a different {}",
-                spec.job,
-                diff.join(", ")
-            )))
-        };
+    validate::max_attempts(spec.max_attempts)
+}
+
+/// A submission whose ID exists: same content is `Existing`, different
+/// content is a conflict.
+fn resubmitted(
+    existing: &JobRow,
+    production: &str,
+    spec: &JobSpec,
+    digest: &[u8],
+) -> Result<Submitted> {
+    let mut diff = Vec::new();
+    if existing.payload_digest != digest {
+        diff.push("payload");
     }
-    if prod.cancelled_us.is_some() {
-        return Err(Error::Cancelled(format!(
-            "production {production:?} was cancelled; it takes no new jobs"
-        )));
+    if existing.priority != spec.priority {
+        diff.push("priority");
     }
-    let mut row = JobRow {
+    if existing.max_attempts != spec.max_attempts {
+        diff.push("max_attempts");
+    }
+    if diff.is_empty() {
+        Ok(Submitted::Existing)
+    } else {
+        Err(Error::Conflict(format!(
+            "job {production}/{} already exists with a different {}",
+            spec.job,
+            diff.join(", ")
+        )))
+    }
+}
+
+/// The row of a new submission.
+fn new_job(production: &str, spec: &JobSpec, digest: Vec<u8>, now: i64) -> JobRow {
+    JobRow {
         seq: 0,
         production: production.to_owned(),
         job: spec.job.clone(),
@@ -186,7 +190,28 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
         created_us: now,
         updated_us: now,
         last_error: None,
-    };
+    }
+}
+
+fn cancelled_production(production: &str) -> Error {
+    Error::Cancelled(format!(
+        "production {production:?} was cancelled; it takes no new jobs"
+    ))
+}
+
+/// Submit a job: same ID and content is `Existing`; different content is a conflict.
+pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
+    valid_submission(production, spec)?;
+    let now = s.observe_now();
+    let prod = production_row(s, production)?;
+    let digest = Sha256::digest(&spec.payload).to_vec();
+    if let Some(existing) = s.txn.job(production, &spec.job)? {
+        return resubmitted(&existing, production, spec, &digest);
+    }
+    if prod.cancelled_us.is_some() {
+        return Err(cancelled_production(production));
+    }
+    let mut row = new_job(production, spec, digest, now);
     row.seq = s.txn.insert_job(&row, &spec.payload)?;
     s.txn
         .append_event(&event(&row, EventKind::Submitted, now, ""))?;
@@ -194,19 +219,200 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
     Ok(Submitted::Created)
 }
 
-/// Record an expired claim with no attempts left (or a requested job with
-/// none) as failed.
-fn exhaust(s: &mut Session, mut row: JobRow, now: i64) -> Result<()> {
-    row.state = Stored::Failed;
-    row.updated_us = now;
-    row.last_error = Some(EXHAUSTED.to_owned());
-    s.txn.update_job(&row)?;
+/// Submit many jobs, all or nothing: the first refused submission is the
+/// error. Each job gets [`submit`]'s outcome, decided by the same rules
+/// ([`resubmitted`]); a job ID repeated in the batch is compared with its
+/// first occurrence. The new rows are inserted unless their ID exists
+/// ([`Txn::insert_new_jobs`], one set-based statement on PostgreSQL), the
+/// IDs that existed are read back to tell `Existing` from a conflict, and
+/// the events are written together.
+pub(crate) fn submit_many(
+    s: &mut Session,
+    production: &str,
+    specs: &[JobSpec],
+) -> Result<Vec<Submitted>> {
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    for spec in specs {
+        valid_submission(production, spec)?;
+    }
+    let now = s.observe_now();
+    let prod = production_row(s, production)?;
+    if prod.cancelled_us.is_some() {
+        // Only resubmissions can succeed: the single rule decides each.
+        return specs
+            .iter()
+            .map(|spec| submit(s, production, spec))
+            .collect();
+    }
+    let digests: Vec<Vec<u8>> = specs
+        .iter()
+        .map(|spec| Sha256::digest(&spec.payload).to_vec())
+        .collect();
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut out: Vec<Option<Submitted>> = vec![None; specs.len()];
+    let mut fresh = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        match first.get(spec.job.as_str()) {
+            Some(&j) => {
+                let earlier = new_job(production, &specs[j], digests[j].clone(), now);
+                out[i] = Some(resubmitted(&earlier, production, spec, &digests[i])?);
+            }
+            None => {
+                first.insert(&spec.job, i);
+                fresh.push(i);
+            }
+        }
+    }
+    let mut rows: Vec<JobRow> = fresh
+        .iter()
+        .map(|&i| new_job(production, &specs[i], digests[i].clone(), now))
+        .collect();
+    let payloads: Vec<&[u8]> = fresh.iter().map(|&i| &specs[i].payload[..]).collect();
+    let seqs = s.txn.insert_new_jobs(&rows, &payloads)?;
+    let existed: Vec<usize> = (0..fresh.len()).filter(|&k| seqs[k].is_none()).collect();
+    if !existed.is_empty() {
+        let keys: Vec<(&str, &str)> = existed
+            .iter()
+            .map(|&k| (production, specs[fresh[k]].job.as_str()))
+            .collect();
+        let found = s.txn.jobs_for_update(&keys)?;
+        for (&k, row) in existed.iter().zip(found) {
+            let i = fresh[k];
+            let row = row.ok_or_else(|| {
+                Error::Internal(format!("job {production}/{} vanished", specs[i].job))
+            })?;
+            out[i] = Some(resubmitted(&row, production, &specs[i], &digests[i])?);
+        }
+    }
+    let mut created = Vec::with_capacity(rows.len());
+    for (k, row) in rows.iter_mut().enumerate() {
+        if let Some(seq) = seqs[k] {
+            row.seq = seq;
+            out[fresh[k]] = Some(Submitted::Created);
+            created.push(k);
+        }
+    }
+    let events: Vec<NewEvent<'_>> = created
+        .iter()
+        .map(|&k| event(&rows[k], EventKind::Submitted, now, ""))
+        .collect();
+    if !events.is_empty() {
+        s.txn.write_batch(&[], &[], &[], &events)?;
+        s.work_ready(production);
+    }
+    out.into_iter()
+        .map(|o| o.ok_or_else(|| Error::Internal("a submission got no outcome".into())))
+        .collect()
+}
+
+/// One job transition the rules decided: the row to write, its event and
+/// the deadline its commit must precede. Single operations write one with
+/// [`write`]; batched ones write many set-based with [`write_many`].
+pub(crate) struct Change {
+    row: JobRow,
+    kind: EventKind,
+    detail: String,
+    /// Facts to publish with it (a completion's caller facts and provenance).
+    facts: Vec<(String, String)>,
+    /// Only the expiry moved (a renewal): no indexed column changes.
+    expiry_only: bool,
+    deadline: Option<(i64, String)>,
+}
+
+impl Change {
+    fn new(row: JobRow, kind: EventKind, detail: String) -> Change {
+        Change {
+            row,
+            kind,
+            detail,
+            facts: Vec::new(),
+            expiry_only: false,
+            deadline: None,
+        }
+    }
+}
+
+/// Write one decided transition: the row, its facts, its event.
+fn write(s: &mut Session, c: Change) -> Result<()> {
+    if let Some((at, what)) = c.deadline.clone() {
+        s.deadline(at, what);
+    }
+    ring_if_claimable(s, &c);
+    if c.expiry_only {
+        s.txn.update_expiry(&c.row)?;
+    } else {
+        s.txn.update_job(&c.row)?;
+    }
+    if !c.facts.is_empty() {
+        let pairs: Vec<(&str, &str)> = c
+            .facts
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        s.txn.insert_facts(&c.row.production, &c.row.job, &pairs)?;
+    }
     s.txn
-        .append_event(&event(&row, EventKind::Exhausted, now, EXHAUSTED))?;
+        .append_event(&event(&c.row, c.kind, c.row.updated_us, &c.detail))?;
     Ok(())
 }
 
-fn mint(s: &mut Session, mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<Minted> {
+/// A transition that leaves a job `requested` (a release, a retryable
+/// failure) may have made work claimable: flag the production so that the
+/// commit rings the doorbell for waiters.
+fn ring_if_claimable(s: &mut Session, c: &Change) {
+    if c.row.state == Stored::Requested && !c.expiry_only {
+        s.work_ready(&c.row.production);
+    }
+}
+
+/// Write many decided transitions of distinct jobs at once: the rows, the
+/// facts and the events, each set-based where the backend can.
+fn write_many(s: &mut Session, cs: &[Change]) -> Result<()> {
+    if cs.is_empty() {
+        return Ok(());
+    }
+    for c in cs {
+        if let Some((at, what)) = &c.deadline {
+            s.deadline(*at, what.clone());
+        }
+        ring_if_claimable(s, c);
+    }
+    let (renewed, moved): (Vec<&Change>, Vec<&Change>) = cs.iter().partition(|c| c.expiry_only);
+    let rows: Vec<&JobRow> = moved.iter().map(|c| &c.row).collect();
+    let expiries: Vec<&JobRow> = renewed.iter().map(|c| &c.row).collect();
+    let facts: Vec<crate::store::JobFacts<'_>> = cs
+        .iter()
+        .filter(|c| !c.facts.is_empty())
+        .map(|c| crate::store::JobFacts {
+            production: &c.row.production,
+            job: &c.row.job,
+            facts: c
+                .facts
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+        })
+        .collect();
+    let events: Vec<NewEvent<'_>> = cs
+        .iter()
+        .map(|c| event(&c.row, c.kind, c.row.updated_us, &c.detail))
+        .collect();
+    s.txn.write_batch(&rows, &expiries, &facts, &events)
+}
+
+/// An expired claim with no attempts left (or a requested job with none),
+/// recorded as failed.
+fn exhausted(mut row: JobRow, now: i64) -> Change {
+    row.state = Stored::Failed;
+    row.updated_us = now;
+    row.last_error = Some(EXHAUSTED.to_owned());
+    Change::new(row, EventKind::Exhausted, EXHAUSTED.to_owned())
+}
+
+/// A new claim of a claimable row.
+fn minted(mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<(Change, Minted)> {
     let previous = (classify(&row, now) == JobState::Expired)
         .then_some(row.claim_id)
         .flatten();
@@ -223,22 +429,28 @@ fn mint(s: &mut Session, mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> R
     row.claimed_us = Some(now);
     row.expires_us = Some(expires);
     row.updated_us = now;
-    s.txn.update_job(&row)?;
     let detail = previous
         .map(|p| format!("reclaimed after claim {p} expired"))
         .unwrap_or_default();
-    s.txn
-        .append_event(&event(&row, EventKind::Claimed, now, &detail))?;
-    s.deadline(expires, format!("the new claim on {}", name(&row)));
-    Ok(Minted {
-        production: row.production,
-        job: row.job,
+    let m = Minted {
+        production: row.production.clone(),
+        job: row.job.clone(),
         claim_id,
         attempt: row.attempts,
         holder: holder.to_owned(),
         expires_us: expires,
         secret,
-    })
+    };
+    let what = format!("the new claim on {}", name(&row));
+    let mut c = Change::new(row, EventKind::Claimed, detail);
+    c.deadline = Some((expires, what));
+    Ok((c, m))
+}
+
+fn mint(s: &mut Session, row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<Minted> {
+    let (c, m) = minted(row, holder, ttl, now)?;
+    write(s, c)?;
+    Ok(m)
 }
 
 /// Claim a named job.
@@ -287,6 +499,34 @@ pub(crate) fn claim_next(
     holder: &str,
     ttl: Ttl,
 ) -> Result<Option<Minted>> {
+    // The head of the queue is almost always claimable (the scan already
+    // leaves out leases still held): read one row first.
+    Ok(claim_next_scan(s, production, holder, ttl, 1)?.pop())
+}
+
+/// Claim up to `n` (1 ..= [`validate::MAX_BATCH`]) claimable jobs in queue
+/// order, each with its own claim ID, secret and attempt, written together;
+/// fewer (possibly none) when fewer are claimable. Expired claims with no
+/// attempts left met on the way are recorded as failed.
+pub(crate) fn claim_next_many(
+    s: &mut Session,
+    production: &str,
+    holder: &str,
+    ttl: Ttl,
+    n: usize,
+) -> Result<Vec<Minted>> {
+    validate::batch(n)?;
+    claim_next_scan(s, production, holder, ttl, n)
+}
+
+/// The claim-next rule for `n` claims (see [`claim_next`]).
+fn claim_next_scan(
+    s: &mut Session,
+    production: &str,
+    holder: &str,
+    ttl: Ttl,
+    n: usize,
+) -> Result<Vec<Minted>> {
     validate::id("production", production)?;
     validate::holder(holder)?;
     let now = s.guarded_sample()?;
@@ -295,36 +535,50 @@ pub(crate) fn claim_next(
     // only proves the production exists, which a job the scan finds proves
     // too (productions are never deleted and every job belongs to one).
     let looked_up = s.txn.production_lookup_locks();
+    let exists = |s: &mut Session| -> Result<()> {
+        if s.txn.production_exists(production)? {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!("production {production:?}")))
+        }
+    };
     if looked_up {
-        production_row(s, production)?;
+        exists(s)?;
     }
     let mut cursor = None;
-    // The head of the queue is almost always claimable (the scan already
-    // leaves out leases still held): read one row first, then larger pages
-    // past the rows the rule passes over.
-    let mut page = 1;
-    loop {
+    let mut page = n;
+    let mut out = Vec::new();
+    let mut changes = Vec::new();
+    'scan: loop {
         let rows = s
             .txn
             .live_jobs(production, cursor, page, LiveScan::Claim { now })?;
         if rows.is_empty() {
             if cursor.is_none() && !looked_up {
-                production_row(s, production)?;
+                exists(s)?;
             }
-            return Ok(None);
+            break;
         }
-        page = 64;
+        // Larger pages past the rows the rule passes over.
+        page = (n - out.len()).max(64);
         for row in rows {
             cursor = Some((row.priority, row.seq));
             match classify(&row, now) {
                 JobState::Claimed => continue,
                 JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
-                    return mint(s, row, holder, ttl, now).map(Some);
+                    let (c, m) = minted(row, holder, ttl, now)?;
+                    changes.push(c);
+                    out.push(m);
+                    if out.len() == n {
+                        break 'scan;
+                    }
                 }
-                _ => exhaust(s, row, now)?,
+                _ => changes.push(exhausted(row, now)),
             }
         }
     }
+    write_many(s, &changes)?;
+    Ok(out)
 }
 
 /// When work not claimable now may become claimable without any commit:
@@ -340,7 +594,14 @@ pub(crate) fn next_claimable_us(txn: &mut dyn Txn, production: &str) -> Result<O
 /// The authoritative check of a claimant's lease (invariant 2): production,
 /// job, current claim ID, secret digest (constant time), state and expiry.
 pub(crate) fn current(txn: &mut dyn Txn, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> {
-    let row = job_row(txn, key.production, key.job)?;
+    let row = txn.job(key.production, key.job)?;
+    checked(row, key, now)
+}
+
+/// [`current`] on a row already read (and, in a write transaction, locked):
+/// the one place a lease is checked, for single and batched transitions.
+fn checked(row: Option<JobRow>, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> {
+    let row = row.ok_or_else(|| Error::NotFound(format!("job {}/{}", key.production, key.job)))?;
     let n = name(&row);
     // A lease knows its claim ID; a token carries only the secret.
     let (holder, whose) = match key.claim_id {
@@ -392,11 +653,79 @@ pub(crate) fn current(txn: &mut dyn Txn, key: &LeaseKey<'_>, now: i64) -> Result
     }
 }
 
-/// Renew: the new expiry (sample + TTL) must be later than the current one,
-/// and the commit must land before the current one.
-pub(crate) fn renew(s: &mut Session, key: &LeaseKey<'_>, ttl: Ttl) -> Result<i64> {
+/// One claimant transition: sample, check the lease, decide, write.
+fn transition<T>(
+    s: &mut Session,
+    key: &LeaseKey<'_>,
+    decide: impl FnOnce(JobRow, i64) -> Result<(Change, T)>,
+) -> Result<T> {
     let now = s.guarded_sample()?;
-    let mut row = current(s.txn.as_mut(), key, now)?;
+    let row = current(s.txn.as_mut(), key, now)?;
+    let (c, out) = decide(row, now)?;
+    write(s, c)?;
+    Ok(out)
+}
+
+/// Many claimant transitions in one operation: `valid(i)` checks item `i`'s
+/// own arguments; then one clock sample, one locked read of every job, and
+/// each lease checked by [`checked`] and decided by `decide` exactly as
+/// alone; the accepted transitions are written together. The outcome is one
+/// result per item: a refused item (invalid, a second item on the same job,
+/// or a lease the rules refuse) writes nothing. The outer error means the
+/// whole operation failed (clock rollback, store, busy).
+pub(crate) fn transition_many<T>(
+    s: &mut Session,
+    keys: &[LeaseKey<'_>],
+    mut valid: impl FnMut(usize) -> Result<()>,
+    mut decide: impl FnMut(usize, JobRow, i64) -> Result<(Change, T)>,
+) -> Result<Vec<Result<T>>> {
+    validate::batch(keys.len())?;
+    let mut out: Vec<Option<Result<T>>> = keys.iter().map(|_| None).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        if let Err(e) = valid(i) {
+            out[i] = Some(Err(e));
+        } else if !seen.insert((k.production, k.job)) {
+            out[i] = Some(Err(Error::invalid(format!(
+                "job {}/{} appears more than once in this batch; only its first lease was used",
+                k.production, k.job
+            ))));
+        } else {
+            todo.push(i);
+        }
+    }
+    if !todo.is_empty() {
+        let now = s.guarded_sample()?;
+        let lookup: Vec<(&str, &str)> = todo
+            .iter()
+            .map(|&i| (keys[i].production, keys[i].job))
+            .collect();
+        let rows = s.txn.jobs_for_update(&lookup)?;
+        if rows.len() != todo.len() {
+            return Err(Error::Internal("a batched read lost rows".into()));
+        }
+        let mut changes = Vec::with_capacity(todo.len());
+        for (&i, row) in todo.iter().zip(rows) {
+            match checked(row, &keys[i], now).and_then(|row| decide(i, row, now)) {
+                Ok((c, v)) => {
+                    changes.push(c);
+                    out[i] = Some(Ok(v));
+                }
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        write_many(s, &changes)?;
+    }
+    Ok(out
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Err(Error::Internal("a batch item got no outcome".into()))))
+        .collect())
+}
+
+/// Renewal: the new expiry (sample + TTL) must be later than the current
+/// one, and the commit must land before the current one.
+pub(crate) fn renewed(mut row: JobRow, now: i64, ttl: Ttl) -> Result<(Change, i64)> {
     let old = row.expires_us.unwrap_or(i64::MIN);
     let new = now
         .checked_add(ttl.as_micros())
@@ -407,67 +736,68 @@ pub(crate) fn renew(s: &mut Session, key: &LeaseKey<'_>, ttl: Ttl) -> Result<i64
             name(&row)
         )));
     }
-    s.deadline(old, format!("the lease on {} being renewed", name(&row)));
+    let what = format!("the lease on {} being renewed", name(&row));
     row.expires_us = Some(new);
     row.updated_us = now;
-    s.txn.update_expiry(&row)?;
-    s.txn
-        .append_event(&event(&row, EventKind::Renewed, now, ""))?;
-    Ok(new)
+    let mut c = Change::new(row, EventKind::Renewed, String::new());
+    c.expiry_only = true;
+    c.deadline = Some((old, what));
+    Ok((c, new))
+}
+
+/// Renew one lease (see [`renewed`]).
+pub(crate) fn renew(s: &mut Session, key: &LeaseKey<'_>, ttl: Ttl) -> Result<i64> {
+    transition(s, key, |row, now| renewed(row, now, ttl))
+}
+
+/// The deadline of a lease that ends (release, fail, complete): its expiry.
+fn ending(row: &JobRow, verb: &str) -> Option<(i64, String)> {
+    Some((
+        row.expires_us.unwrap_or(i64::MIN),
+        format!("the lease on {} being {verb}", name(row)),
+    ))
 }
 
 /// Release: back to requested (failed if that was the last attempt).
-pub(crate) fn release(s: &mut Session, key: &LeaseKey<'_>) -> Result<JobState> {
-    let now = s.guarded_sample()?;
-    let mut row = current(s.txn.as_mut(), key, now)?;
-    s.deadline(
-        row.expires_us.unwrap_or(i64::MIN),
-        format!("the lease on {} being released", name(&row)),
-    );
+pub(crate) fn released(mut row: JobRow, now: i64) -> Result<(Change, JobState)> {
+    let deadline = ending(&row, "released");
     if row.attempts < row.max_attempts {
         row.state = Stored::Requested;
-        s.work_ready(key.production);
     } else {
         row.state = Stored::Failed;
         row.last_error = Some(RELEASED_LAST.to_owned());
     }
     row.updated_us = now;
-    s.txn.update_job(&row)?;
     let detail = row
         .last_error
         .clone()
-        .filter(|_| row.state == Stored::Failed);
-    s.txn.append_event(&event(
-        &row,
-        EventKind::Released,
-        now,
-        detail.as_deref().unwrap_or(""),
-    ))?;
-    Ok(row.state.as_job_state())
+        .filter(|_| row.state == Stored::Failed)
+        .unwrap_or_default();
+    let state = row.state.as_job_state();
+    let mut c = Change::new(row, EventKind::Released, detail);
+    c.deadline = deadline;
+    Ok((c, state))
+}
+
+/// Release one lease (see [`released`]).
+pub(crate) fn release(s: &mut Session, key: &LeaseKey<'_>) -> Result<JobState> {
+    transition(s, key, released)
 }
 
 /// Fail: back to requested if retryable and attempts remain, else failed.
-pub(crate) fn fail(
-    s: &mut Session,
-    key: &LeaseKey<'_>,
+/// `reason` was checked with [`validate::reason`].
+pub(crate) fn failed(
+    mut row: JobRow,
+    now: i64,
     reason: &str,
     permanent: bool,
-) -> Result<JobState> {
-    validate::reason(reason)?;
-    let now = s.guarded_sample()?;
-    let mut row = current(s.txn.as_mut(), key, now)?;
-    s.deadline(
-        row.expires_us.unwrap_or(i64::MIN),
-        format!("the lease on {} being failed", name(&row)),
-    );
+) -> Result<(Change, JobState)> {
+    let deadline = ending(&row, "failed");
     row.state = if permanent || row.attempts >= row.max_attempts {
         Stored::Failed
     } else {
         Stored::Requested
     };
-    if row.state == Stored::Requested {
-        s.work_ready(key.production);
-    }
     row.updated_us = now;
     row.last_error = Some(if reason.is_empty() {
         if row.state == Stored::Failed && !permanent {
@@ -478,15 +808,26 @@ pub(crate) fn fail(
     } else {
         reason.to_owned()
     });
-    s.txn.update_job(&row)?;
     let detail = format!(
         "{}{}",
         if permanent { "permanent: " } else { "" },
         row.last_error.as_deref().unwrap_or("")
     );
-    s.txn
-        .append_event(&event(&row, EventKind::Failed, now, &detail))?;
-    Ok(row.state.as_job_state())
+    let state = row.state.as_job_state();
+    let mut c = Change::new(row, EventKind::Failed, detail);
+    c.deadline = deadline;
+    Ok((c, state))
+}
+
+/// Fail one lease (see [`failed`]).
+pub(crate) fn fail(
+    s: &mut Session,
+    key: &LeaseKey<'_>,
+    reason: &str,
+    permanent: bool,
+) -> Result<JobState> {
+    validate::reason(reason)?;
+    transition(s, key, |row, now| failed(row, now, reason, permanent))
 }
 
 fn validate_execution(e: &Execution) -> Result<()> {
@@ -508,13 +849,8 @@ fn validate_execution(e: &Execution) -> Result<()> {
     Ok(())
 }
 
-/// Complete and publish facts plus provenance in the same transaction.
-pub(crate) fn complete(
-    s: &mut Session,
-    key: &LeaseKey<'_>,
-    facts: &[Fact],
-    exec: Option<&Execution>,
-) -> Result<()> {
+/// Check a completion's caller facts (and execution record).
+pub(crate) fn valid_completion(facts: &[Fact], exec: Option<&Execution>) -> Result<()> {
     let pairs: Vec<(&str, &str)> = facts
         .iter()
         .map(|f| (f.key.as_str(), f.value.as_str()))
@@ -523,14 +859,58 @@ pub(crate) fn complete(
     if let Some(e) = exec {
         validate_execution(e)?;
     }
-    let now = s.guarded_sample()?;
-    let mut row = current(s.txn.as_mut(), key, now)?;
-    s.deadline(
-        row.expires_us.unwrap_or(i64::MIN),
-        format!("the lease on {} being completed", name(&row)),
-    );
-    let claim_id = row.claim_id.unwrap_or_default();
+    Ok(())
+}
+
+/// Complete: the caller's facts (checked by [`valid_completion`]) plus
+/// provenance, published with the completion.
+pub(crate) fn completed(
+    mut row: JobRow,
+    now: i64,
+    facts: &[Fact],
+    exec: Option<&Execution>,
+) -> Result<(Change, ())> {
+    let deadline = ending(&row, "completed");
+    row.state = Stored::Completed;
+    row.updated_us = now;
+    let mut all: Vec<(String, String)> = facts
+        .iter()
+        .map(|f| (f.key.clone(), f.value.clone()))
+        .collect();
+    let p = |k: &str, v: String| (k.to_owned(), v);
+    all.push(p(
+        "tenure.claim_id",
+        row.claim_id.unwrap_or_default().to_string(),
+    ));
+    all.push(p("tenure.holder", row.holder.clone().unwrap_or_default()));
+    all.push(p("tenure.attempt", row.attempts.to_string()));
+    all.push(p("tenure.completed_us", now.to_string()));
     if let Some(e) = exec {
+        all.push(p("tenure.exec.nonce", e.nonce.to_string()));
+        all.push(p("tenure.exec.output", e.output_path.clone()));
+        all.push(p("tenure.exec.sha256", e.output_sha256.clone()));
+        all.push(p("tenure.exec.size", e.output_size.to_string()));
+        all.push(p("tenure.exec.exit_status", e.exit_status.to_string()));
+    }
+    let mut c = Change::new(row, EventKind::Completed, String::new());
+    c.facts = all;
+    c.deadline = deadline;
+    Ok((c, ()))
+}
+
+/// Complete one lease and publish facts plus provenance in the same
+/// transaction; an execution's nonce is accepted once.
+pub(crate) fn complete(
+    s: &mut Session,
+    key: &LeaseKey<'_>,
+    facts: &[Fact],
+    exec: Option<&Execution>,
+) -> Result<()> {
+    valid_completion(facts, exec)?;
+    let now = s.guarded_sample()?;
+    let row = current(s.txn.as_mut(), key, now)?;
+    if let Some(e) = exec {
+        let claim_id = row.claim_id.unwrap_or_default();
         if !s
             .txn
             .insert_nonce(&e.nonce, &row.production, &row.job, &claim_id, now)?
@@ -541,32 +921,8 @@ pub(crate) fn complete(
             )));
         }
     }
-    row.state = Stored::Completed;
-    row.updated_us = now;
-    s.txn.update_job(&row)?;
-    let claim_s = claim_id.to_string();
-    let attempt_s = row.attempts.to_string();
-    let now_s = now.to_string();
-    let mut all = pairs;
-    all.push(("tenure.claim_id", &claim_s));
-    all.push(("tenure.holder", row.holder.as_deref().unwrap_or("")));
-    all.push(("tenure.attempt", &attempt_s));
-    all.push(("tenure.completed_us", &now_s));
-    let (nonce_s, size_s, exit_s);
-    if let Some(e) = exec {
-        nonce_s = e.nonce.to_string();
-        size_s = e.output_size.to_string();
-        exit_s = e.exit_status.to_string();
-        all.push(("tenure.exec.nonce", &nonce_s));
-        all.push(("tenure.exec.output", &e.output_path));
-        all.push(("tenure.exec.sha256", &e.output_sha256));
-        all.push(("tenure.exec.size", &size_s));
-        all.push(("tenure.exec.exit_status", &exit_s));
-    }
-    s.txn.insert_facts(&row.production, &row.job, &all)?;
-    s.txn
-        .append_event(&event(&row, EventKind::Completed, now, ""))?;
-    Ok(())
+    let (c, ()) = completed(row, now, facts, exec)?;
+    write(s, c)
 }
 
 /// Coordinator cancel of one job. Cancelling a cancelled job is a no-op;
@@ -621,7 +977,7 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
         for row in rows {
             cursor = Some((row.priority, row.seq));
             if classify(&row, now) == JobState::Failed {
-                exhaust(s, row, now)?;
+                write(s, exhausted(row, now))?;
             } else if cancel_row(s, row, now, "production cancelled by the coordinator")?
                 == Cancelled::Cancelled
             {

@@ -152,15 +152,17 @@ impl Session {
         }
     }
 
-    /// Hand the doorbell flags to the transaction, then COMMIT.
-    fn commit_txn(&mut self) -> Result<()> {
+    /// Hand the doorbell flags to the transaction; every commit path runs
+    /// this first, and the transaction rings (or notifies) only when its
+    /// COMMIT succeeds.
+    fn hand_over_work(&mut self) -> Result<()> {
         for p in std::mem::take(&mut self.work) {
             if let Err(e) = self.txn.notify_work(&p) {
                 let _ = self.txn.rollback();
                 return Err(e);
             }
         }
-        self.txn.commit()
+        Ok(())
     }
 
     /// Run one operation inside a savepoint.
@@ -213,8 +215,41 @@ impl Session {
             self.persist_mark(self.failed_mark);
             return Err(e);
         }
+        if let Err(e) = self.hand_over_work() {
+            self.persist_mark(self.failed_mark.max(self.mark));
+            return Err(e);
+        }
         if self.guarded {
             crate::fault::stall_precommit();
+            let first = self.deadlines.iter().min_by_key(|d| d.at_us).cloned();
+            // A store with its own clock checks and commits in one request.
+            match self
+                .txn
+                .commit_checked(self.mark, first.as_ref().map(|d| d.at_us))
+            {
+                Ok(None) => {}
+                Ok(Some(Ok(()))) => return Ok(()),
+                Ok(Some(Err(pre))) => {
+                    let _ = self.txn.rollback();
+                    let e = match first {
+                        Some(d) if pre >= self.mark => {
+                            self.mark = pre;
+                            expired(&d, pre)
+                        }
+                        _ => Error::ClockRollback {
+                            now_us: pre,
+                            mark_us: self.mark,
+                        },
+                    };
+                    self.persist_mark(self.mark);
+                    return Err(e);
+                }
+                Err(e) => {
+                    let _ = self.txn.rollback();
+                    self.persist_mark(self.mark);
+                    return Err(e);
+                }
+            }
             let pre = match self.txn.server_now_us() {
                 Ok(Some(t)) => t,
                 Ok(None) => self.clock.now_us(),
@@ -243,13 +278,12 @@ impl Session {
                 }
             }
         }
-        if self.mark > self.stored_mark {
-            if let Err(e) = self.txn.set_high_water(self.mark) {
-                let _ = self.txn.rollback();
-                return Err(e);
-            }
+        let mark = (self.mark > self.stored_mark).then_some(self.mark);
+        let r = self.txn.commit_with_mark(mark);
+        if r.is_err() {
+            let _ = self.txn.rollback();
         }
-        self.commit_txn()
+        r
     }
 
     /// A convenience call: one edit of exactly one operation, without a
@@ -351,16 +385,19 @@ impl Session {
             self.persist_mark(self.failed_mark);
             return Err(e);
         }
+        if let Err(e) = self.hand_over_work() {
+            self.persist_mark(self.failed_mark);
+            return Err(e);
+        }
         if let Some(p) = pre {
             self.mark = self.mark.max(p);
         }
-        if self.mark > self.stored_mark {
-            if let Err(e) = self.txn.set_high_water(self.mark) {
-                let _ = self.txn.rollback();
-                return Err(e);
-            }
+        let mark = (self.mark > self.stored_mark).then_some(self.mark);
+        let r = self.txn.commit_with_mark(mark);
+        if r.is_err() {
+            let _ = self.txn.rollback();
         }
-        self.commit_txn()
+        r
     }
 
     /// Roll everything back; persist the time failed operations observed.

@@ -27,3 +27,20 @@ pub(crate) fn record_lock_wait(d: Duration) {
         WAITS.lock().unwrap_or_else(|p| p.into_inner()).push(us);
     }
 }
+
+thread_local! {
+    static ROUND_TRIPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// PostgreSQL round trips (a request and its answer: a statement, a
+/// prepare, a `BEGIN`/`COMMIT`, a connect) this thread has made so far.
+/// Each call runs on its caller's thread, so the difference around a call
+/// is that call's round trips (tests and the benchmark report them).
+pub fn pg_round_trips() -> u64 {
+    ROUND_TRIPS.with(|c| c.get())
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) fn round_trip() {
+    ROUND_TRIPS.with(|c| c.set(c.get() + 1));
+}

@@ -21,8 +21,21 @@ pub const MAX_FACTS: usize = 64;
 pub const MAX_FACT_VALUE_LEN: usize = 4096;
 /// Largest `max_attempts`.
 pub const MAX_ATTEMPTS_LIMIT: u32 = 1000;
+/// Most leases or claims one batched call takes (`claim_next_many`,
+/// `complete_many`, `release_many`, `fail_many`, `renew_many`).
+pub const MAX_BATCH: usize = 1000;
 /// Fact keys with this prefix are written by the authority only (provenance).
 pub const RESERVED_FACT_PREFIX: &str = "tenure.";
+
+/// Check the size of a batched call: 1 ..= [`MAX_BATCH`] items.
+pub fn batch(n: usize) -> Result<()> {
+    if n == 0 || n > MAX_BATCH {
+        return Err(Error::invalid(format!(
+            "a batch takes 1 to {MAX_BATCH} items, not {n}"
+        )));
+    }
+    Ok(())
+}
 
 /// Check a production, job or fact-key ID (`what` names it in the message).
 pub fn id(what: &str, s: &str) -> Result<()> {

@@ -4,7 +4,12 @@
 //! For each connection count C it seeds a fresh database with jobs, then runs
 //! P worker processes (P = 1 for C = 1, else 4) with C / P threads each; every
 //! thread loops claim-next + complete on its own pooled connection for the
-//! given time. Output: one `BENCH {json}` line per C.
+//! given time: claim-next + complete one job at a time (batch 1), or
+//! `claim_next_many` + `complete_many` of B jobs per call (batch B, from
+//! `TENURE_BENCH_BATCHES`, e.g. `1,16`). Seeding is timed too: `submit_many`
+//! in chunks of 1000 (the bulk-submit rate). Output: one `BENCH {json}` line
+//! per (C, B), with the round trips one batched claim + completion of B jobs
+//! takes on this thread (deterministic; see `stats::pg_round_trips`).
 mod common;
 use common::*;
 use std::process::{Command, Stdio};
@@ -28,18 +33,47 @@ fn pg_bench() {
         .split(',')
         .map(|c| c.parse().unwrap())
         .collect();
+    let batches: Vec<u64> = std::env::var("TENURE_BENCH_BATCHES")
+        .unwrap_or_else(|_| "1".into())
+        .split(',')
+        .map(|c| c.parse().unwrap())
+        .collect();
     let exe = std::env::current_exe().unwrap();
-    for c in conns {
+    for c in conns
+        .iter()
+        .flat_map(|&c| batches.iter().map(move |&b| (c, b)))
+    {
+        let (c, batch) = c;
         let db = pg::fresh_database().unwrap();
         let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
         a.create_production("b").unwrap();
         let seed = env_num("TENURE_BENCH_JOBS", 20_000) as usize;
+        let t = Instant::now();
         for chunk in (0..seed).collect::<Vec<_>>().chunks(1000) {
             let specs: Vec<JobSpec> = chunk
                 .iter()
                 .map(|i| JobSpec::new(format!("job-{i:07}"), vec![0u8; 64]))
                 .collect();
             a.submit_many("b", &specs).unwrap();
+        }
+        let submit_per_s = seed as f64 / t.elapsed().as_secs_f64();
+        // Round trips of one batched claim + completion of `batch` jobs,
+        // measured on a second production so the drain's queue is intact.
+        a.create_production("rt").unwrap();
+        let specs: Vec<JobSpec> = (0..2 * batch)
+            .map(|i| JobSpec::new(format!("rt-{i}"), vec![0u8; 64]))
+            .collect();
+        a.submit_many("rt", &specs).unwrap();
+        let mut trips = 0;
+        for _ in 0..2 {
+            // The second pass runs on prepared statements.
+            let before = stats::pg_round_trips();
+            let ls = a
+                .claim_next_many("rt", "rt", secs(60), batch as usize)
+                .unwrap();
+            let items: Vec<(&Lease, &[Fact])> = ls.iter().map(|l| (l, &[][..])).collect();
+            a.complete_many(&items).unwrap();
+            trips = stats::pg_round_trips() - before;
         }
         let procs = if c == 1 { 1 } else { 4.min(c) };
         let threads = c / procs;
@@ -49,6 +83,7 @@ fn pg_bench() {
                     .args(["--exact", "pg_bench_worker", "--ignored", "--nocapture"])
                     .env("TENURE_BENCH_DB", &db.url)
                     .env("TENURE_BENCH_THREADS", threads.to_string())
+                    .env("TENURE_BENCH_BATCH", batch.to_string())
                     .env("TENURE_BENCH_MILLIS", millis.to_string())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::inherit())
@@ -75,7 +110,8 @@ fn pg_bench() {
         assert!(a.check().unwrap().ok());
         println!(
             "BENCH {{\"workload\":\"pg-lifecycle\",\"connections\":{c},\"processes\":{procs},\
-             \"cycles\":{total},\"busy\":{busy},\"cycles_per_s\":{:.1}}}",
+             \"batch\":{batch},\"round_trips\":{trips},\"cycles\":{total},\"busy\":{busy},\
+             \"cycles_per_s\":{:.1},\"submit_per_s\":{submit_per_s:.1}}}",
             total as f64 / secs
         );
     }
@@ -87,6 +123,7 @@ fn pg_bench_worker() {
     let url = std::env::var("TENURE_BENCH_DB").expect("run by pg_bench");
     let threads = env_num("TENURE_BENCH_THREADS", 1);
     let millis = env_num("TENURE_BENCH_MILLIS", 3000);
+    let batch = env_num("TENURE_BENCH_BATCH", 1) as usize;
     let a = Authority::open(url.as_str(), &Options::new()).unwrap();
     let start = Instant::now();
     let end = start + Duration::from_millis(millis);
@@ -97,7 +134,22 @@ fn pg_bench_worker() {
                 s.spawn(move || {
                     let holder = format!("bench-{}-{t}", std::process::id());
                     let (mut n, mut busy) = (0u64, 0u64);
-                    while Instant::now() < end {
+                    while Instant::now() < end && batch > 1 {
+                        match a.claim_next_many("b", &holder, secs(60), batch) {
+                            Ok(ls) if ls.is_empty() => break,
+                            Ok(ls) => {
+                                let items: Vec<(&Lease, &[Fact])> =
+                                    ls.iter().map(|l| (l, &[][..])).collect();
+                                for r in a.complete_many(&items).unwrap() {
+                                    r.unwrap();
+                                }
+                                n += ls.len() as u64;
+                            }
+                            Err(e) if e.code() == ErrorCode::Busy => busy += 1,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                    while Instant::now() < end && batch == 1 {
                         match a.claim_next("b", &holder, secs(60)) {
                             Ok(l) => {
                                 l.complete(&[]).unwrap();

@@ -392,32 +392,16 @@ pub fn bench(smoke: bool) -> Result {
         raw.push(j);
     }
 
-    // 5: batched claims.
-    let mut b1 = None;
-    for size in [1usize, 10, 100] {
-        let jobs = if cfg.smoke { 200 } else { 2_000 }.max(size * 4);
-        let mut v = Vec::new();
-        for _ in 0..cfg.runs {
-            let j = workload(Command::new(&bin).args([
-                "batch",
-                "--size",
-                &size.to_string(),
-                "--jobs",
-                &jobs.to_string(),
-                "--sync",
-                "full",
-            ]))?;
-            v.push(num(&j, "jobs_per_s"));
-            raw.push(j);
-        }
-        let r = median(v);
-        let b = *b1.get_or_insert(r);
-        rows.push(Row {
-            name: format!("batched claims, {size} per edit (FULL)"),
-            value: format!("{r:.0} jobs/s"),
-            ratio: Some(("batch 1".into(), r / b)),
-            target: (size == 100).then_some(("≥ 10 × batch 1".into(), r / b >= 10.0)),
-        });
+    // 5: batched claims: claims and completions by name in one edit each;
+    // 6: claim_next_many + complete_many, one call each per batch.
+    for (workload, what) in [
+        ("batch", "batched claims, {size} per edit (FULL)"),
+        (
+            "batch-many",
+            "claim_next_many + complete_many, {size} per call (FULL)",
+        ),
+    ] {
+        batch_rows(&bin, &cfg, workload, what, &mut rows, &mut raw)?;
     }
 
     // 7: waiting for work and keeping leases alive.
@@ -539,6 +523,46 @@ fn keepers(bin: &std::path::Path, cfg: &Cfg, rows: &mut Vec<Row>, raw: &mut Vec<
 }
 
 /// "1 thread", "4 threads", "1 process", "8 processes".
+/// The rows of one batched SQLite workload at batch sizes 1, 10 and 100
+/// (FULL), each as a ratio to batch 1; the target: 100 ≥ 10 × batch 1.
+/// `what` names the row, `{size}` standing for the batch size.
+fn batch_rows(
+    bin: &std::path::Path,
+    cfg: &Cfg,
+    workload_name: &str,
+    what: &str,
+    rows: &mut Vec<Row>,
+    raw: &mut Vec<Value>,
+) -> Result {
+    let mut b1 = None;
+    for size in [1usize, 10, 100] {
+        let jobs = if cfg.smoke { 200 } else { 2_000 }.max(size * 4);
+        let mut v = Vec::new();
+        for _ in 0..cfg.runs {
+            let j = workload(Command::new(bin).args([
+                workload_name,
+                "--size",
+                &size.to_string(),
+                "--jobs",
+                &jobs.to_string(),
+                "--sync",
+                "full",
+            ]))?;
+            v.push(num(&j, "jobs_per_s"));
+            raw.push(j);
+        }
+        let r = median(v);
+        let b = *b1.get_or_insert(r);
+        rows.push(Row {
+            name: what.replace("{size}", &size.to_string()),
+            value: format!("{r:.0} jobs/s"),
+            ratio: Some(("batch 1".into(), r / b)),
+            target: (size == 100).then_some(("≥ 10 × batch 1".into(), r / b >= 10.0)),
+        });
+    }
+    Ok(())
+}
+
 fn count(n: usize, what: &str) -> String {
     match (n, what.ends_with('s')) {
         (1, _) => format!("1 {what}"),

@@ -69,17 +69,26 @@ fn free_port() -> Result<u16> {
 }
 
 /// initdb + start (plain TCP only); the returned guard stops the server.
+/// Tuned for tests: `fsync`, `full_page_writes` and `synchronous_commit`
+/// off (a commit is acknowledged before it is on disk).
 pub fn start() -> Result<Server> {
-    start_server(false)
+    start_server(false, false)
+}
+
+/// Like [`start`], but durable: `fsync`, `full_page_writes` and
+/// `synchronous_commit` on (PostgreSQL's defaults), so every commit waits
+/// for its WAL flush. The benchmark runs its rows on both.
+pub fn start_durable() -> Result<Server> {
+    start_server(false, true)
 }
 
 /// Like [`start`], with TLS on as well (see [`crate::pg_tls`]); plain
 /// connections keep working.
 pub fn start_with_tls() -> Result<Server> {
-    start_server(true)
+    start_server(true, false)
 }
 
-fn start_server(tls: bool) -> Result<Server> {
+fn start_server(tls: bool, durable: bool) -> Result<Server> {
     let (initdb, pg_ctl) = bins()?;
     let as_root = is_root();
     let dir = std::env::temp_dir().join(format!("tenure-pg-{}", std::process::id()));
@@ -99,12 +108,14 @@ fn start_server(tls: bool) -> Result<Server> {
     run(as_server_user(as_root, &initdb, &dir)
         .arg("-D")
         .arg(&data)
-        .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+        .args(["-U", "postgres", "--auth=trust", "-E", "UTF8"])
+        .args((!durable).then_some("--no-sync"))
         .stdout(std::process::Stdio::null()))?;
     let port = free_port()?;
+    let onoff = if durable { "on" } else { "off" };
     let mut opts = format!(
-        "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off -c full_page_writes=off \
-         -c synchronous_commit=off -c max_connections=400",
+        "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync={onoff} \
+         -c full_page_writes={onoff} -c synchronous_commit={onoff} -c max_connections=400",
         dir.display()
     );
     if tls {
@@ -320,70 +331,116 @@ pub fn bench(smoke: bool) -> Result {
         "PostgreSQL benchmark ({})",
         if smoke { "smoke" } else { "full" }
     ));
-    let server = start()?;
-    let out = output(
-        cargo()
-            .args([
-                "test",
-                "--locked",
-                "--release",
-                "-p",
-                "tenure",
-                "--test",
-                "pg_bench",
-                "--",
-            ])
-            .args(["--ignored", "--exact", "pg_bench", "--nocapture"])
-            .env("TENURE_TEST_BACKEND", "postgres")
-            .env("TENURE_TEST_PG_URL", &server.url)
-            .env("TENURE_BENCH_MILLIS", if smoke { "300" } else { "5000" })
-            .env("TENURE_BENCH_JOBS", if smoke { "2000" } else { "60000" })
-            .env(
-                "TENURE_BENCH_CONNS",
-                if smoke { "1,4" } else { "1,4,16,64" },
-            ),
-    )?;
-    let mut md = String::from(
-        "| PostgreSQL workload (claim-next + complete, server on this machine) | value |\n|---|---:|\n",
-    );
+    let mut md = String::new();
     let mut json = Vec::new();
-    for line in out
-        .lines()
-        .filter_map(|l| l.split_once("BENCH ").map(|x| x.1))
-    {
-        let row = parse_json(line, "pg_bench BENCH line")?;
+    // Every row twice: on the tests' server (no fsync) and on a durable one.
+    for durable in [false, true] {
+        let (server, label) = if durable {
+            (
+                start_durable()?,
+                "durable server: fsync, full_page_writes, synchronous_commit on",
+            )
+        } else {
+            (
+                start()?,
+                "no-fsync server: fsync, full_page_writes, synchronous_commit off",
+            )
+        };
+        step(&format!("PostgreSQL benchmark on the {label}"));
+        let out = output(
+            cargo()
+                .args([
+                    "test",
+                    "--locked",
+                    "--release",
+                    "-p",
+                    "tenure",
+                    "--test",
+                    "pg_bench",
+                    "--",
+                ])
+                .args(["--ignored", "--exact", "pg_bench", "--nocapture"])
+                .env("TENURE_TEST_BACKEND", "postgres")
+                .env("TENURE_TEST_PG_URL", &server.url)
+                .env("TENURE_BENCH_MILLIS", if smoke { "300" } else { "5000" })
+                .env("TENURE_BENCH_JOBS", if smoke { "2000" } else { "60000" })
+                .env("TENURE_BENCH_BATCHES", "1,16")
+                .env(
+                    "TENURE_BENCH_CONNS",
+                    if smoke { "1,4" } else { "1,4,16,64" },
+                ),
+        )?;
         md.push_str(&format!(
-            "| {} connections in {} processes ({} busy retries) | {} cycles/s |\n",
-            row["connections"], row["processes"], row["busy"], row["cycles_per_s"]
+            "\n**{label}**\n\n| PostgreSQL workload (server on this machine) | value | \
+             round trips per batched claim + completion | bulk submit (submit_many, chunks of 1000) |\n\
+             |---|---:|---:|---:|\n",
         ));
-        json.push(row);
+        let mut rows = Vec::new();
+        for line in out
+            .lines()
+            .filter_map(|l| l.split_once("BENCH ").map(|x| x.1))
+        {
+            let mut row = parse_json(line, "pg_bench BENCH line")?;
+            row["server"] = serde_json::Value::from(if durable { "durable" } else { "no-fsync" });
+            rows.push(row);
+        }
+        if rows.is_empty() {
+            return Err(format!("no benchmark rows in the output:\n{out}"));
+        }
+        let rate = |c: &serde_json::Value, b: u64| {
+            rows.iter()
+                .find(|r| r["connections"] == *c && r["batch"] == b)
+                .and_then(|r| r["cycles_per_s"].as_f64())
+        };
+        for row in &rows {
+            let how = if row["batch"] == 1 {
+                "claim_next + complete".to_string()
+            } else {
+                format!("claim_next_many + complete_many, batch {}", row["batch"])
+            };
+            let ratio = match (rate(&row["connections"], 1), row["cycles_per_s"].as_f64()) {
+                (Some(b1), Some(x)) if row["batch"] != 1 => format!(" ({:.2} × batch 1)", x / b1),
+                _ => String::new(),
+            };
+            md.push_str(&format!(
+                "| {how}, {} connections in {} processes ({} busy retries) | {} jobs/s{ratio} | {} | {} jobs/s |\n",
+                row["connections"],
+                row["processes"],
+                row["busy"],
+                row["cycles_per_s"],
+                row["round_trips"],
+                row["submit_per_s"],
+            ));
+        }
+        let from = json.len();
+        crate::pg_peer::bench(&server, smoke, &mut md, &mut json)?;
+        md.push_str(&batched_targets(&rows, &json[from..]));
+        json.extend(rows);
+        // Waiting for work on PostgreSQL (LISTEN/NOTIFY): the rows of
+        // `bench::waiting` on a database of this server.
+        let bin = crate::bench::bench_bin()?;
+        let cfg = crate::bench::Cfg {
+            smoke,
+            runs: 1,
+            cycles: 0,
+        };
+        let mut waits = Vec::new();
+        crate::bench::waiting(
+            &bin,
+            &cfg,
+            Some(&server.database("bench_wait")?),
+            &mut waits,
+            &mut json,
+        )?;
+        md.push_str(&format!(
+            "\n| waiting ({label}) | value | target |\n|---|---:|---|\n"
+        ));
+        for r in &waits {
+            md.push_str(&r.markdown_cells());
+            md.push('\n');
+        }
+        drop(server);
     }
-    if json.is_empty() {
-        return Err(format!("no benchmark rows in the output:\n{out}"));
-    }
-    crate::pg_peer::bench(&server, smoke, &mut md, &mut json)?;
-    // Waiting for work on PostgreSQL (LISTEN/NOTIFY): the rows of
-    // `bench::waiting` on a database of this server.
-    let bin = crate::bench::bench_bin()?;
-    let cfg = crate::bench::Cfg {
-        smoke,
-        runs: 1,
-        cycles: 0,
-    };
-    let mut rows = Vec::new();
-    crate::bench::waiting(
-        &bin,
-        &cfg,
-        Some(&server.database("bench_wait")?),
-        &mut rows,
-        &mut json,
-    )?;
-    md.push_str("\n| waiting (PostgreSQL) | value | target |\n|---|---:|---|\n");
-    for r in &rows {
-        md.push_str(&r.markdown_cells());
-        md.push('\n');
-    }
-    drop(server);
     let dir = crate::util::root().join("bench/results");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let stamp = std::time::SystemTime::now()
@@ -400,6 +457,61 @@ pub fn bench(smoke: bool) -> Result {
         .map_err(|e| e.to_string())?;
     println!("\n{md}");
     Ok(())
+}
+
+/// The batched calls' targets on one server: batch 16 at 4 connections
+/// against batch 1 at 4 connections and against procrastinate's drain with
+/// 4 worker processes, and bulk submit against procrastinate's
+/// `batch_defer` (tenure's rows from the Rust harness, the peer's from
+/// `bench/pg_peer.py`, on the same server in the same run).
+fn batched_targets(rows: &[serde_json::Value], peer: &[serde_json::Value]) -> String {
+    let rate = |b: u64| {
+        rows.iter()
+            .find(|r| r["connections"] == 4 && r["batch"] == b)
+            .and_then(|r| r["cycles_per_s"].as_f64())
+    };
+    let mut submits: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r["submit_per_s"].as_f64())
+        .collect();
+    submits.sort_by(f64::total_cmp);
+    let submit = submits.get(submits.len() / 2).copied();
+    let summary = peer
+        .iter()
+        .find(|r| r["workload"] == "pg-peer-summary" && r["workers"] == 4);
+    let q_drain = summary.and_then(|s| s["procrastinate_jobs_per_s"].as_f64());
+    let q_enqueue = summary.and_then(|s| s["procrastinate_enqueue_per_s"].as_f64());
+    let mut md = String::from("\n| batched calls: target | ratio | met |\n|---|---:|---|\n");
+    for (what, x, base, want) in [
+        (
+            "claim_next_many + complete_many, batch 16, 4 connections ≥ 5 × batch 1 at 4 connections",
+            rate(16),
+            rate(1),
+            5.0,
+        ),
+        (
+            "the same ≥ 5 × procrastinate's drain with 4 worker processes (Rust harness vs Python peer)",
+            rate(16),
+            q_drain,
+            5.0,
+        ),
+        (
+            "bulk submit (submit_many, chunks of 1000) ≥ 1.0 × procrastinate batch_defer (chunks of 1000)",
+            submit,
+            q_enqueue,
+            1.0,
+        ),
+    ] {
+        match (x, base) {
+            (Some(x), Some(b)) if b > 0.0 => md.push_str(&format!(
+                "| {what} | {:.2} | {} |\n",
+                x / b,
+                if x / b >= want { "yes" } else { "no" }
+            )),
+            _ => md.push_str(&format!("| {what} | n/a | not measured |\n")),
+        }
+    }
+    md
 }
 
 const C_WORKER: &str = r#"
@@ -492,4 +604,26 @@ fn c_lifecycle(server: &Server) -> Result {
     })();
     let _ = std::fs::remove_dir_all(&tmp);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batched_targets_are_ratios_of_the_same_run() {
+        let j = |s: &str| parse_json(s, "row").unwrap();
+        let rows = [
+            j(r#"{"connections":4,"batch":1,"cycles_per_s":100.0,"submit_per_s":900.0}"#),
+            j(r#"{"connections":4,"batch":16,"cycles_per_s":600.0,"submit_per_s":1100.0}"#),
+        ];
+        let peer = [j(
+            r#"{"workload":"pg-peer-summary","workers":4,"procrastinate_jobs_per_s":200.0,"procrastinate_enqueue_per_s":1000.0}"#,
+        )];
+        let md = batched_targets(&rows, &peer);
+        assert!(md.contains("≥ 5 × batch 1 at 4 connections | 6.00 | yes |"), "{md}");
+        assert!(md.contains("(Rust harness vs Python peer) | 3.00 | no |"), "{md}");
+        assert!(md.contains("batch_defer (chunks of 1000) | 1.10 | yes |"), "{md}");
+        assert!(batched_targets(&rows, &[]).contains("not measured"));
+    }
 }

@@ -105,6 +105,14 @@ pub(crate) struct NewEvent<'a> {
     pub detail: &'a str,
 }
 
+/// One job's facts for [`Txn::insert_facts_many`].
+#[derive(Debug, Clone)]
+pub(crate) struct JobFacts<'a> {
+    pub production: &'a str,
+    pub job: &'a str,
+    pub facts: Vec<(&'a str, &'a str)>,
+}
+
 /// Why live jobs are scanned: a backend without a store-wide writer lock
 /// (PostgreSQL) may skip rows other transactions hold when claiming, but must
 /// see every row when a coordinator acts on all of them.
@@ -155,6 +163,14 @@ pub(crate) trait Txn: Send {
         true
     }
     fn production(&mut self, name: &str) -> Result<Option<ProductionRow>>;
+    /// Whether the production exists, with the same lock
+    /// [`Txn::production`] takes in a write transaction, for a caller that
+    /// needs nothing else of the row (claim-next). Productions are never
+    /// deleted, so a backend may answer from a snapshot taken before the
+    /// lock was granted (PostgreSQL: lock and read in one statement).
+    fn production_exists(&mut self, name: &str) -> Result<bool> {
+        Ok(self.production(name)?.is_some())
+    }
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()>;
     fn set_production_cancelled(&mut self, name: &str, at_us: i64) -> Result<()>;
     fn productions(&mut self) -> Result<Vec<ProductionRow>>;
@@ -167,6 +183,51 @@ pub(crate) trait Txn: Send {
     fn update_job(&mut self, row: &JobRow) -> Result<()>;
     /// Write only a live claim's expiry (a renewal: no indexed column changes).
     fn update_expiry(&mut self, row: &JobRow) -> Result<()>;
+
+    // Batched primitives (the batched claimant calls): each is the single
+    // primitive applied to many distinct jobs. The defaults loop; a backend
+    // with round trips to save (PostgreSQL) does each in one statement.
+
+    /// [`Txn::job`] of many distinct jobs, in the order asked, each locked
+    /// against concurrent writers in a write transaction. A missing job is
+    /// `None` (and, unlike [`Txn::job`], need not be guarded against a
+    /// concurrent insert: no batched call creates jobs).
+    fn jobs_for_update(&mut self, keys: &[(&str, &str)]) -> Result<Vec<Option<JobRow>>> {
+        keys.iter().map(|(p, j)| self.job(p, j)).collect()
+    }
+    /// Insert many new jobs of distinct IDs, each unless its ID exists:
+    /// the new row's sequence, or `None` where the ID was already taken
+    /// (the row is then left as it is). Rows are inserted in order.
+    fn insert_new_jobs(&mut self, rows: &[JobRow], payloads: &[&[u8]]) -> Result<Vec<Option<i64>>> {
+        rows.iter()
+            .zip(payloads)
+            .map(|(r, p)| match self.job(&r.production, &r.job)? {
+                Some(_) => Ok(None),
+                None => self.insert_job(r, p).map(Some),
+            })
+            .collect()
+    }
+    /// The writes of many transitions of distinct jobs, together: full row
+    /// updates ([`Txn::update_job`]), expiry-only updates
+    /// ([`Txn::update_expiry`]), facts ([`Txn::insert_facts`]) and events
+    /// ([`Txn::append_event`], in order). The default makes each write
+    /// alone; PostgreSQL makes them all in one statement.
+    fn write_batch(
+        &mut self,
+        rows: &[&JobRow],
+        expiries: &[&JobRow],
+        facts: &[JobFacts<'_>],
+        events: &[NewEvent<'_>],
+    ) -> Result<()> {
+        rows.iter().try_for_each(|r| self.update_job(r))?;
+        expiries.iter().try_for_each(|r| self.update_expiry(r))?;
+        facts
+            .iter()
+            .try_for_each(|f| self.insert_facts(f.production, f.job, &f.facts))?;
+        events
+            .iter()
+            .try_for_each(|e| self.append_event(e).map(|_| ()))
+    }
     /// Jobs stored as requested or claimed, highest priority first, then
     /// oldest, strictly after the `(priority, seq)` cursor.
     fn live_jobs(
@@ -227,5 +288,28 @@ pub(crate) trait Txn: Send {
     fn rollback_to_savepoint(&mut self) -> Result<()>;
     fn release_savepoint(&mut self) -> Result<()>;
     fn commit(&mut self) -> Result<()>;
+    /// On a store with its own clock ([`Txn::server_now_us`]): the
+    /// pre-commit step in one request. Sample that clock once more; if the
+    /// sample is at or above `mark` and before `deadline` (if any), raise
+    /// the mark to it and commit; otherwise roll back. `Ok(None)`: this
+    /// store cannot (no server clock, or nothing to commit): the session
+    /// samples and commits itself. `Ok(Some(Ok(())))`: committed.
+    /// `Ok(Some(Err(pre)))`: refused at sample `pre`, rolled back.
+    /// Default: `Ok(None)`.
+    fn commit_checked(
+        &mut self,
+        _mark: i64,
+        _deadline: Option<i64>,
+    ) -> Result<Option<std::result::Result<(), i64>>> {
+        Ok(None)
+    }
+    /// Raise the high-water mark to `mark` (if given) and commit, as one
+    /// step where the backend can (PostgreSQL: one round trip).
+    fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
+        if let Some(m) = mark {
+            self.set_high_water(m)?;
+        }
+        self.commit()
+    }
     fn rollback(&mut self) -> Result<()>;
 }

@@ -161,7 +161,9 @@ mod url;
 
 pub(crate) use url::redact;
 
-use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
+use super::{
+    Backend, JobFacts, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION,
+};
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
 use postgres::error::SqlState;
@@ -208,6 +210,27 @@ macro_rules! event_seq_next {
              pg_catalog.pg_get_serial_sequence('tenure.events', 'seq')::regclass) + 1, 0)"
     };
 }
+/// `WITH reg AS MATERIALIZED (...)`: a writer's event registration (the
+/// shared lock `EVENT_REG | n`, `n` the sequence's next value, if below the
+/// limit), parameters `$key` (`EVENT_REG`) and `$limit` (`EVENT_REG_LIMIT`).
+/// An insert that reads its rows from `reg` takes the lock before drawing
+/// any identity value (see the module docs).
+macro_rules! event_registration {
+    ($key:literal, $limit:literal) => {
+        concat!(
+            "WITH reg AS MATERIALIZED (
+                 SELECT pg_catalog.pg_advisory_xact_lock_shared(",
+            $key,
+            "::bigint | s.n)
+                 FROM (SELECT ",
+            event_seq_next!(),
+            " AS n OFFSET 0) s
+                 WHERE s.n < ",
+            $limit,
+            "::bigint)"
+        )
+    };
+}
 /// Step (1) of a reader's horizon: the events sequence's next value.
 const EVENT_HORIZON_NEXT: &str = concat!("SELECT ", event_seq_next!());
 /// Step (2): the smallest lower bound registered by an event writer of this
@@ -220,6 +243,12 @@ const EVENT_HORIZON_REGISTERED: &str =
        AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
                          WHERE d.datname = current_database())
        AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()";
+
+/// SQLSTATE of a pre-commit check that refused (see `commit_checked`).
+const PRECOMMIT_REFUSED: &str = "TN001";
+
+/// The durable high-water mark: the largest stripe.
+const HIGH_WATER: &str = "SELECT coalesce(max(value), 0) FROM tenure.marks";
 
 fn map_err(e: postgres::Error) -> Error {
     if let Some(code) = e.code() {
@@ -269,16 +298,19 @@ impl Conn {
         if let Some(s) = self.stmts.get(sql) {
             return Ok(s.clone());
         }
+        crate::stats::round_trip();
         let s = self.client.prepare(sql).map_err(map_err)?;
         self.stmts.insert(sql, s.clone());
         Ok(s)
     }
     fn query(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let st = self.stmt(sql)?;
+        crate::stats::round_trip();
         self.client.query(&st, p).map_err(map_err)
     }
     fn execute(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let st = self.stmt(sql)?;
+        crate::stats::round_trip();
         self.client.execute(&st, p).map_err(map_err)
     }
 }
@@ -294,7 +326,9 @@ struct Pool {
 
 impl Pool {
     fn connect(&self) -> Result<Conn> {
+        crate::stats::round_trip();
         let mut client = tls::connect(&self.config, &self.tls)?;
+        crate::stats::round_trip();
         let pid: i32 = client
             .query_one("SELECT pg_backend_pid()", &[])
             .map_err(map_err)?
@@ -612,12 +646,20 @@ struct PgTxn {
     held: Vec<(i32, i32, bool, u32)>,
     /// Productions to `NOTIFY` about with the COMMIT (see [`Txn::notify_work`]).
     notify: Vec<String>,
+    /// The high-water mark read with `BEGIN`, until asked for.
+    begin_mark: Option<i64>,
 }
 
 impl PgTxn {
+    /// Begin with `sql` (`BEGIN ...; SET LOCAL ...`) followed, in the same
+    /// round trip, by the read of the high-water mark, which the session
+    /// asks for first ([`Txn::high_water`] answers it once from here).
     fn begin(pool: &Arc<Pool>, sql: &str, write: bool) -> Result<Box<PgTxn>> {
+        let sql = format!("{sql}; {HIGH_WATER}");
         let mut conn = pool.take()?;
-        if let Err(e) = conn.client.batch_execute(sql) {
+        crate::stats::round_trip();
+        let mut r = conn.client.simple_query(&sql);
+        if let Err(e) = r {
             // A connection that died while idle (server restart, failover):
             // try once more on a fresh one.
             if !conn.client.is_closed() {
@@ -626,9 +668,15 @@ impl PgTxn {
                 return Err(map_err(e));
             }
             conn = pool.connect()?;
-            conn.client.batch_execute(sql).map_err(map_err)?;
+            crate::stats::round_trip();
+            r = conn.client.simple_query(&sql);
         }
+        let mark = r.map_err(map_err)?.iter().find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<i64>().ok()),
+            _ => None,
+        });
         Ok(Box::new(PgTxn {
+            begin_mark: mark,
             conn: Some(conn),
             pool: pool.clone(),
             open: true,
@@ -663,6 +711,7 @@ impl PgTxn {
     }
 
     fn batch(&mut self, sql: &str) -> Result<()> {
+        crate::stats::round_trip();
         let r = self.c().client.batch_execute(sql).map_err(map_err);
         self.track(r)
     }
@@ -684,6 +733,18 @@ impl PgTxn {
         Ok(())
     }
 
+    /// The `NOTIFY`s to send in the COMMIT's request (so they are
+    /// delivered only if it commits), emptied. Production IDs are validated
+    /// (`[A-Za-z0-9._:@+-]`), so they are safe inside a literal;
+    /// `notify_work` sent anything else at once.
+    fn take_notifies(&mut self) -> String {
+        let mut sql = String::new();
+        for p in std::mem::take(&mut self.notify) {
+            sql.push_str(&format!("NOTIFY {}, '{p}'; ", listen::CHANNEL));
+        }
+        sql
+    }
+
     fn finish(&mut self, sql: &str) -> Result<()> {
         if !self.open {
             return Ok(());
@@ -692,6 +753,7 @@ impl PgTxn {
         let Some(mut conn) = self.conn.take() else {
             return Ok(());
         };
+        crate::stats::round_trip();
         match conn.client.batch_execute(sql) {
             Ok(()) => {
                 self.pool.give_back(conn);
@@ -764,6 +826,7 @@ impl PgTxn {
             // read transaction again (as `begin_read` does); its snapshot
             // comes at the listing, after (2).
             let sql = format!("ROLLBACK; {EVENT_HORIZON_NEXT}; {EVENT_HORIZON_REGISTERED}");
+            crate::stats::round_trip();
             let r = self.c().client.simple_query(&sql).map_err(map_err);
             // (A read transaction takes no advisory locks; none survive.)
             self.held.clear();
@@ -921,7 +984,10 @@ impl Txn for PgTxn {
     }
 
     fn high_water(&mut self) -> Result<i64> {
-        let rows = self.query("SELECT coalesce(max(value), 0) FROM tenure.marks", &[])?;
+        if let Some(m) = self.begin_mark.take() {
+            return Ok(m);
+        }
+        let rows = self.query(HIGH_WATER, &[])?;
         Ok(rows.first().map(|r| r.get(0)).unwrap_or(0))
     }
 
@@ -958,6 +1024,27 @@ impl Txn for PgTxn {
         // Not there: serialize creators of this name, then look again.
         self.advisory(CLASS_PROD_CREATE, key(&[name]), false)?;
         self.production_select(name)
+    }
+
+    fn production_exists(&mut self, name: &str) -> Result<bool> {
+        let k = key(&[name]);
+        if !self.write
+            || self
+                .held
+                .iter()
+                .any(|&(c, key, _, _)| c == CLASS_PROD && key == k)
+        {
+            return Ok(self.production_select(name)?.is_some());
+        }
+        // The shared lock and the lookup in one statement (`OFFSET 0` keeps
+        // the lock's subquery, and with it the call, in the plan).
+        let rows = self.query(
+            "SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3), l.locked::text
+             FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked OFFSET 0) l",
+            &[&CLASS_PROD, &k, &name],
+        )?;
+        self.held.push((CLASS_PROD, k, true, self.savepoints));
+        Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
     }
 
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
@@ -1105,6 +1192,257 @@ impl Txn for PgTxn {
         Ok(())
     }
 
+    fn jobs_for_update(&mut self, keys: &[(&str, &str)]) -> Result<Vec<Option<JobRow>>> {
+        let prods: Vec<&str> = keys.iter().map(|k| k.0).collect();
+        let names: Vec<&str> = keys.iter().map(|k| k.1).collect();
+        // One statement (write transactions only, like every batched
+        // call); rows locked in seq order, so two batches that share jobs
+        // wait for each other instead of deadlocking.
+        let rows = self.query(
+            concat!(
+                "SELECT ",
+                job_cols!(),
+                " FROM tenure.jobs WHERE (production, job) IN
+                     (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
+                 ORDER BY seq FOR UPDATE"
+            ),
+            &[&prods, &names],
+        )?;
+        let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
+        for r in &rows {
+            let row = job_row(r)?;
+            found.insert((row.production.clone(), row.job.clone()), row);
+        }
+        Ok(keys
+            .iter()
+            .map(|(p, j)| found.remove(&((*p).to_owned(), (*j).to_owned())))
+            .collect())
+    }
+
+    fn insert_new_jobs(&mut self, rows: &[JobRow], payloads: &[&[u8]]) -> Result<Vec<Option<i64>>> {
+        let prod: Vec<&str> = rows.iter().map(|r| r.production.as_str()).collect();
+        let job: Vec<&str> = rows.iter().map(|r| r.job.as_str()).collect();
+        let digest: Vec<&[u8]> = rows.iter().map(|r| &r.payload_digest[..]).collect();
+        let len: Vec<i64> = rows
+            .iter()
+            .map(|r| i64::try_from(r.payload_len).unwrap_or(i64::MAX))
+            .collect();
+        let prio: Vec<i32> = rows.iter().map(|r| r.priority).collect();
+        let max: Vec<i64> = rows.iter().map(|r| i64::from(r.max_attempts)).collect();
+        let state: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
+        let created: Vec<i64> = rows.iter().map(|r| r.created_us).collect();
+        let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
+        // The advisory keys a single submission of each ID takes before it
+        // looks for the row (see `Txn::job`), in key order so that batches
+        // never deadlock on each other: a single submission of one of these
+        // IDs waits for this transaction and then finds the row.
+        let mut keys: Vec<i32> = rows.iter().map(|r| key(&[&r.production, &r.job])).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        // One statement: the locks (the aggregate consumes the CTE before
+        // any row is inserted), then the new IDs in order; an ID that exists
+        // (or that a concurrent transaction inserts first: the insert waits
+        // for it) is left alone and read back by the rules.
+        let out = self.query(
+            "WITH locks AS MATERIALIZED (
+                 SELECT pg_catalog.pg_advisory_xact_lock($11::int, k)
+                 FROM unnest($12::int[]) AS k ORDER BY k)
+             INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
+                 max_attempts, state, attempts, created_us, updated_us, payload)
+             SELECT u.production, u.job, u.digest, u.len, u.prio, u.max, u.state, 0,
+                    u.created, u.updated, u.payload
+             FROM (SELECT count(*) AS n FROM locks) l,
+                  unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[], $5::int[],
+                         $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::bytea[])
+                  WITH ORDINALITY
+                  AS u(production, job, digest, len, prio, max, state, created, updated,
+                       payload, ord)
+             WHERE l.n >= 0
+             ORDER BY u.ord
+             ON CONFLICT (production, job) DO NOTHING
+             RETURNING job, seq",
+            &[
+                &prod, &job, &digest, &len, &prio, &max, &state, &created, &updated, &payloads,
+                &CLASS_JOB, &keys,
+            ],
+        )?;
+        let mut seqs: HashMap<String, i64> = out
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+            .collect();
+        Ok(rows.iter().map(|r| seqs.remove(&r.job)).collect())
+    }
+
+    fn write_batch(
+        &mut self,
+        rows: &[&JobRow],
+        expiries: &[&JobRow],
+        facts: &[JobFacts<'_>],
+        events: &[NewEvent<'_>],
+    ) -> Result<()> {
+        // Full row updates.
+        let seq: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        let state: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
+        let attempts: Vec<i64> = rows.iter().map(|r| i64::from(r.attempts)).collect();
+        let claim: Vec<Option<String>> = rows
+            .iter()
+            .map(|r| r.claim_id.map(|u| u.to_string()))
+            .collect();
+        let digest: Vec<Option<&[u8]>> = rows.iter().map(|r| r.secret_digest.as_deref()).collect();
+        let holder: Vec<Option<&str>> = rows.iter().map(|r| r.holder.as_deref()).collect();
+        let claimed: Vec<Option<i64>> = rows.iter().map(|r| r.claimed_us).collect();
+        let expires: Vec<Option<i64>> = rows.iter().map(|r| r.expires_us).collect();
+        let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
+        let error: Vec<Option<&str>> = rows.iter().map(|r| r.last_error.as_deref()).collect();
+        // Expiry-only updates (renewals).
+        let x_seq: Vec<i64> = expiries.iter().map(|r| r.seq).collect();
+        let x_expires: Vec<Option<i64>> = expiries.iter().map(|r| r.expires_us).collect();
+        let x_updated: Vec<i64> = expiries.iter().map(|r| r.updated_us).collect();
+        // Facts.
+        let (mut f_prod, mut f_job, mut f_ord, mut f_key, mut f_value) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for f in facts {
+            for (i, (k, v)) in f.facts.iter().enumerate() {
+                f_prod.push(f.production);
+                f_job.push(f.job);
+                f_ord.push(i as i64);
+                f_key.push(*k);
+                f_value.push(*v);
+            }
+        }
+        // Events.
+        let e_at: Vec<i64> = events.iter().map(|e| e.at_us).collect();
+        let e_prod: Vec<&str> = events.iter().map(|e| e.production).collect();
+        let e_job: Vec<Option<&str>> = events.iter().map(|e| e.job).collect();
+        let e_kind: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        let e_state: Vec<Option<&str>> =
+            events.iter().map(|e| e.state.map(|s| s.as_str())).collect();
+        let e_claim: Vec<Option<String>> = events
+            .iter()
+            .map(|e| e.claim_id.map(|u| u.to_string()))
+            .collect();
+        let e_holder: Vec<Option<&str>> = events.iter().map(|e| e.holder).collect();
+        let e_attempt: Vec<Option<i64>> = events.iter().map(|e| e.attempt.map(i64::from)).collect();
+        let e_expires: Vec<Option<i64>> = events.iter().map(|e| e.expires_us).collect();
+        let e_detail: Vec<&str> = events.iter().map(|e| e.detail).collect();
+        // One statement. Its data-modifying parts touch disjoint rows (the
+        // jobs are distinct). The events register the transaction's lower
+        // bound first, as the single insert does (a transaction that
+        // already holds one takes a harmless higher one); the sort consumes
+        // the whole join, so the lock is taken before any identity value
+        // is drawn (see the module docs).
+        let out = self.query(
+            concat!(
+                event_registration!("$29", "$30"),
+                ",
+                 upd AS (
+                     UPDATE tenure.jobs j SET state = u.state, attempts = u.attempts,
+                         claim_id = u.claim_id, secret_digest = u.secret_digest,
+                         holder = u.holder, claimed_us = u.claimed_us,
+                         expires_us = u.expires_us, updated_us = u.updated_us,
+                         last_error = u.last_error
+                     FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],
+                                 $5::bytea[], $6::text[], $7::bigint[], $8::bigint[],
+                                 $9::bigint[], $10::text[])
+                          AS u(seq, state, attempts, claim_id, secret_digest, holder,
+                               claimed_us, expires_us, updated_us, last_error)
+                     WHERE j.seq = u.seq
+                     RETURNING 1),
+                 exp AS (
+                     UPDATE tenure.jobs j SET expires_us = u.expires_us,
+                         updated_us = u.updated_us
+                     FROM unnest($11::bigint[], $12::bigint[], $13::bigint[])
+                          AS u(seq, expires_us, updated_us)
+                     WHERE j.seq = u.seq
+                     RETURNING 1),
+                 fct AS (
+                     INSERT INTO tenure.facts (production, job, ord, key, value)
+                     SELECT * FROM unnest($14::text[], $15::text[], $16::bigint[],
+                                          $17::text[], $18::text[])
+                     RETURNING 1),
+                 ev AS (
+                     INSERT INTO tenure.events (at_us, production, job, kind, state,
+                         claim_id, holder, attempt, expires_us, detail)
+                     SELECT e.at_us, e.production, e.job, e.kind, e.state, e.claim_id,
+                            e.holder, e.attempt, e.expires_us, e.detail
+                     FROM reg, unnest($19::bigint[], $20::text[], $21::text[], $22::text[],
+                                      $23::text[], $24::text[], $25::text[], $26::bigint[],
+                                      $27::bigint[], $28::text[])
+                          WITH ORDINALITY AS e(at_us, production, job, kind, state,
+                                               claim_id, holder, attempt, expires_us,
+                                               detail, ord)
+                     ORDER BY e.ord
+                     RETURNING 1)
+                 SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM exp),
+                        (SELECT count(*) FROM fct), (SELECT count(*) FROM ev)"
+            ),
+            &[
+                &seq,
+                &state,
+                &attempts,
+                &claim,
+                &digest,
+                &holder,
+                &claimed,
+                &expires,
+                &updated,
+                &error,
+                &x_seq,
+                &x_expires,
+                &x_updated,
+                &f_prod,
+                &f_job,
+                &f_ord,
+                &f_key,
+                &f_value,
+                &e_at,
+                &e_prod,
+                &e_job,
+                &e_kind,
+                &e_state,
+                &e_claim,
+                &e_holder,
+                &e_attempt,
+                &e_expires,
+                &e_detail,
+                &EVENT_REG,
+                &EVENT_REG_LIMIT,
+            ],
+        )?;
+        let counts: Vec<i64> = out
+            .first()
+            .map(|r| (0..4).map(|i| r.get::<_, i64>(i)).collect())
+            .unwrap_or_default();
+        let n = |v: usize| v as i64;
+        if counts.len() == 4 && counts[3] != n(events.len()) {
+            return Err(Error::Store(format!(
+                "the event sequence has reached {EVENT_REG_LIMIT}, the most this backend \
+                 can order for tailers"
+            )));
+        }
+        if counts
+            != [
+                n(rows.len()),
+                n(expiries.len()),
+                n(f_prod.len()),
+                n(events.len()),
+            ]
+        {
+            return Err(Error::Internal(format!(
+                "a batched write touched {counts:?} rows, expected {} updates, {} renewals, \
+                 {} facts and {} events",
+                rows.len(),
+                expiries.len(),
+                f_prod.len(),
+                events.len()
+            )));
+        }
+        if !events.is_empty() && self.event_reg.is_none() {
+            self.event_reg = Some(self.savepoints);
+        }
+        Ok(())
+    }
+
     fn live_jobs(
         &mut self,
         production: &str,
@@ -1235,12 +1573,8 @@ impl Txn for PgTxn {
             // is drawn in the projection (see the module docs).
             let rows = self.query(
                 concat!(
-                    "WITH reg AS MATERIALIZED (
-                         SELECT pg_catalog.pg_advisory_xact_lock_shared($11::bigint | s.n)
-                         FROM (SELECT ",
-                    event_seq_next!(),
-                    " AS n OFFSET 0) s
-                         WHERE s.n < $12::bigint)
+                    event_registration!("$11", "$12"),
+                    "
                      INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id,
                          holder, attempt, expires_us, detail)
                      SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
@@ -1405,6 +1739,70 @@ impl Txn for PgTxn {
         Ok(())
     }
 
+    fn commit_checked(
+        &mut self,
+        mark: i64,
+        deadline: Option<i64>,
+    ) -> Result<Option<std::result::Result<(), i64>>> {
+        if !self.pool.server_clock || !self.open || self.failed || self.conn.is_none() {
+            return Ok(None);
+        }
+        // Numbers only: nothing to quote. The block raises PRECOMMIT_REFUSED
+        // with the sample when the rule refuses; COMMIT then never runs.
+        let stripe = self.c().stripe;
+        let deadline = deadline.map_or_else(|| "NULL".to_owned(), |d| d.to_string());
+        let sql = format!(
+            "DO $tenure$ DECLARE s bigint :=
+                 floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+             BEGIN
+                 IF s < {mark} OR s >= coalesce({deadline}::bigint, s + 1) THEN
+                     RAISE EXCEPTION USING ERRCODE = '{PRECOMMIT_REFUSED}', MESSAGE = s::text;
+                 END IF;
+                 UPDATE tenure.marks SET value = greatest(value, s) WHERE stripe = {stripe};
+             END $tenure$; {notify}COMMIT",
+            notify = self.take_notifies()
+        );
+        self.open = false;
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(None);
+        };
+        crate::stats::round_trip();
+        match conn.client.batch_execute(&sql) {
+            Ok(()) => {
+                self.pool.give_back(conn);
+                Ok(Some(Ok(())))
+            }
+            Err(e) => {
+                let refused = e
+                    .as_db_error()
+                    .filter(|d| d.code().code() == PRECOMMIT_REFUSED)
+                    .and_then(|d| d.message().parse::<i64>().ok());
+                if conn.client.batch_execute("ROLLBACK").is_ok() {
+                    self.pool.give_back(conn);
+                }
+                match refused {
+                    Some(pre) => Ok(Some(Err(pre))),
+                    None => Err(map_err(e)),
+                }
+            }
+        }
+    }
+
+    fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
+        let Some(m) = mark else {
+            return self.commit();
+        };
+        if !self.open || self.failed {
+            return self.commit();
+        }
+        // Numbers only: nothing to quote. One round trip for both.
+        let stripe = self.c().stripe;
+        let notify = self.take_notifies();
+        self.finish(&format!(
+            "UPDATE tenure.marks SET value = greatest(value, {m}) WHERE stripe = {stripe}; {notify}COMMIT"
+        ))
+    }
+
     fn commit(&mut self) -> Result<()> {
         if !self.open {
             return Err(Error::Internal("commit of a finished transaction".into()));
@@ -1415,17 +1813,7 @@ impl Txn for PgTxn {
                 "commit of a transaction whose statement failed; rolled back".into(),
             ));
         }
-        if self.notify.is_empty() {
-            return self.finish("COMMIT");
-        }
-        // Sent in the COMMIT's round trip: delivered only if it commits.
-        // Production IDs are validated (`[A-Za-z0-9._:@+-]`), so they are
-        // safe inside a literal; `notify_work` sent anything else at once.
-        let mut sql = String::new();
-        for p in std::mem::take(&mut self.notify) {
-            sql.push_str(&format!("NOTIFY {}, '{p}'; ", listen::CHANNEL));
-        }
-        sql.push_str("COMMIT");
+        let sql = format!("{}COMMIT", self.take_notifies());
         self.finish(&sql)
     }
 
