@@ -621,9 +621,18 @@ mod tests {
             r#"{"workload":"pg-peer-summary","workers":4,"procrastinate_jobs_per_s":200.0,"procrastinate_enqueue_per_s":1000.0}"#,
         )];
         let md = batched_targets(&rows, &peer);
-        assert!(md.contains("≥ 5 × batch 1 at 4 connections | 6.00 | yes |"), "{md}");
-        assert!(md.contains("(Rust harness vs Python peer) | 3.00 | no |"), "{md}");
-        assert!(md.contains("batch_defer (chunks of 1000) | 1.10 | yes |"), "{md}");
+        assert!(
+            md.contains("≥ 5 × batch 1 at 4 connections | 6.00 | yes |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("(Rust harness vs Python peer) | 3.00 | no |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("batch_defer (chunks of 1000) | 1.10 | yes |"),
+            "{md}"
+        );
         assert!(batched_targets(&rows, &[]).contains("not measured"));
     }
 }
