@@ -44,6 +44,7 @@ mod group;
 mod inner;
 mod lease;
 mod model;
+mod retention;
 mod ops;
 mod rules;
 mod secret;
@@ -61,6 +62,10 @@ pub use clock::{Clock, ManualClock};
 pub use edit::Edit;
 pub use error::{Error, ErrorCode, Result};
 pub use lease::Lease;
+pub use retention::{
+    Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_EVERY, DELETE_STEP_JOBS,
+    PRUNE_STEP_ROWS,
+};
 pub use model::{
     Cancelled, CheckReport, ClockReading, Event, EventKind, Execution, Fact, JobSpec, JobState,
     JobView, LeaseStatus, ListQuery, ProductionView, PublishedFact, Submitted,

@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted};
 use crate::secret::Secret;
 use crate::session::Session;
-use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn};
+use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
+use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn};
 use crate::ttl::Ttl;
 use crate::validate;
 use sha2::{Digest, Sha256};
@@ -142,15 +143,24 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
     let now = s.observe_now();
     let prod = production_row(s, production)?;
     let digest = Sha256::digest(&spec.payload).to_vec();
-    if let Some(existing) = s.txn.job(production, &spec.job)? {
+    // A pruned terminal job answers through its tombstone exactly as its row
+    // did (docs/design.md, "Retention").
+    let existing = match s.txn.job(production, &spec.job)? {
+        Some(row) => Some((row.payload_digest, row.priority, row.max_attempts)),
+        None => s
+            .txn
+            .tombstone(production, &spec.job)?
+            .map(|t| (t.payload_digest, t.priority, t.max_attempts)),
+    };
+    if let Some((payload_digest, priority, max_attempts)) = existing {
         let mut diff = Vec::new();
-        if existing.payload_digest != digest {
+        if payload_digest != digest {
             diff.push("payload");
         }
-        if existing.priority != spec.priority {
+        if priority != spec.priority {
             diff.push("priority");
         }
-        if existing.max_attempts != spec.max_attempts {
+        if max_attempts != spec.max_attempts {
             diff.push("max_attempts");
         }
         return if diff.is_empty() {
@@ -666,4 +676,133 @@ pub(crate) fn stored_for(state: JobState) -> &'static [Stored] {
         JobState::Failed => &[Stored::Failed, Stored::Claimed],
         JobState::Cancelled => &[Stored::Cancelled],
     }
+}
+
+/// The answer to a reader that asks for events after `after` when the
+/// history up to `horizon` was pruned (invariant 13).
+pub(crate) fn history_available(after: u64, horizon: u64) -> Result<()> {
+    if after < horizon {
+        Err(Error::HistoryPruned { after, horizon })
+    } else {
+        Ok(())
+    }
+}
+
+/// One bounded prune step on the authority's clock (a guarded sample:
+/// refused on clock rollback). Removes at most `limit` rows of each kind:
+/// stored-terminal jobs last changed before `now - terminal_job_age` (each
+/// leaves a tombstone; live jobs are never touched), tombstones older than
+/// `tombstone_age`, and the oldest events before `now - event_age` as a
+/// prefix of the log, never the newest event (sequence numbers never go
+/// back). Then gives freed space back in a small step.
+pub(crate) fn prune(s: &mut Session, policy: &Retention, limit: usize) -> Result<PruneReport> {
+    let now = s.guarded_sample()?;
+    let limit = limit.max(1);
+    let mut report = PruneReport::default();
+    if let Some(age) = policy.terminal_job_age {
+        let rows = s
+            .txn
+            .terminal_jobs_before(now.saturating_sub(age.as_micros()), limit)?;
+        report.more |= rows.len() == limit;
+        let stones: Vec<Tombstone> = rows
+            .iter()
+            .map(|r| Tombstone {
+                production: r.production.clone(),
+                job: r.job.clone(),
+                payload_digest: r.payload_digest.clone(),
+                priority: r.priority,
+                max_attempts: r.max_attempts,
+                state: r.state,
+                pruned_us: now,
+            })
+            .collect();
+        s.txn.insert_tombstones(&stones)?;
+        s.txn.delete_jobs(&rows)?;
+        report.jobs = rows.len() as u64;
+    }
+    if let Some(age) = policy.tombstone_age {
+        report.tombstones = s
+            .txn
+            .prune_tombstones(now.saturating_sub(age.as_micros()), limit)?;
+        report.more |= report.tombstones == limit as u64;
+    }
+    if let Some(age) = policy.event_age {
+        let cutoff = now.saturating_sub(age.as_micros());
+        // One more than the bound: the last row read is kept whatever its
+        // age when it may be the newest event.
+        let oldest = s.txn.oldest_events(limit + 1)?;
+        let keep_last = oldest.len() <= limit;
+        let candidates = &oldest[..oldest.len().min(limit)];
+        let prunable = candidates
+            .iter()
+            .take_while(|(_, at)| *at < cutoff)
+            .count();
+        let prunable = if keep_last && prunable == oldest.len() {
+            prunable.saturating_sub(1)
+        } else {
+            prunable
+        };
+        if let Some(&(through, _)) = candidates[..prunable].last() {
+            report.events = s.txn.prune_events_through(through)?;
+        }
+        report.more |= prunable == limit;
+    }
+    if report.jobs + report.tombstones + report.events > 0 {
+        s.txn.reclaim_space()?;
+    }
+    report.horizon = s.txn.history_horizon()?;
+    Ok(report)
+}
+
+/// One step of deleting a finished production (a coordinator write, not
+/// guarded). Refused with `production_live`, changing nothing, while any of
+/// its jobs is observed non-terminal. The first step marks the production
+/// cancelled (no new jobs); each step removes at most
+/// [`DELETE_STEP_JOBS`] jobs with their facts, events and tombstones, and
+/// the last removes the production. Returns what it removed and whether
+/// the production is gone.
+pub(crate) fn delete_production_step(
+    s: &mut Session,
+    production: &str,
+) -> Result<(DeletedCounts, bool)> {
+    validate::id("production", production)?;
+    let now = s.observe_now();
+    let prod = production_row(s, production)?;
+    let mut cursor = None;
+    loop {
+        let rows = s.txn.live_jobs(production, cursor, 256, LiveScan::All)?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in &rows {
+            cursor = Some((row.priority, row.seq));
+            let st = classify(row, now);
+            if !matches!(
+                st,
+                JobState::Completed | JobState::Failed | JobState::Cancelled
+            ) {
+                return Err(Error::ProductionLive(format!(
+                    "production {production:?} still has job {} {st}; cancel it or let it finish",
+                    row.job
+                )));
+            }
+        }
+    }
+    if prod.cancelled_us.is_none() {
+        s.txn.set_production_cancelled(production, now)?;
+    }
+    let mut counts = DeletedCounts::default();
+    let rows = s.txn.jobs_page(production, None, None, DELETE_STEP_JOBS)?;
+    counts.facts = s.txn.delete_jobs(&rows)?;
+    counts.jobs = rows.len() as u64;
+    counts.events = s
+        .txn
+        .delete_production_events(production, DELETE_STEP_JOBS * 4)?;
+    let done = rows.len() < DELETE_STEP_JOBS && counts.events < (DELETE_STEP_JOBS * 4) as u64;
+    if done {
+        counts.tombstones = s.txn.delete_production_tombstones(production)?;
+        s.txn.delete_production(production)?;
+    }
+    s.txn.reclaim_space()?;
+    Ok((counts, done))
 }
