@@ -466,9 +466,9 @@ impl Authority {
             t.history_horizon()
         })?;
         loop {
-            let evs = self.inner.read(|t, _| {
-                t.events(Some(production), last_seq, crate::authority::MAX_PAGE)
-            })?;
+            let evs = self
+                .inner
+                .read(|t, _| t.events(Some(production), last_seq, crate::authority::MAX_PAGE))?;
             if evs.is_empty() {
                 return Ok(n);
             }

@@ -44,8 +44,8 @@ mod group;
 mod inner;
 mod lease;
 mod model;
-mod retention;
 mod ops;
+mod retention;
 mod rules;
 mod secret;
 mod session;
@@ -62,14 +62,14 @@ pub use clock::{Clock, ManualClock};
 pub use edit::Edit;
 pub use error::{Error, ErrorCode, Result};
 pub use lease::Lease;
-pub use retention::{
-    Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_EVERY, DELETE_STEP_JOBS,
-    PRUNE_STEP_ROWS,
-};
 pub use model::{
     Cancelled, CheckReport, ClockReading, Event, EventKind, Execution, Fact, JobSpec, JobState,
     JobView, LeaseStatus, ListQuery, ProductionView, PublishedFact, Submitted,
     DEFAULT_MAX_ATTEMPTS,
+};
+pub use retention::{
+    Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_EVERY, DELETE_STEP_JOBS,
+    PRUNE_STEP_ROWS,
 };
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;

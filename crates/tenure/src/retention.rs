@@ -222,14 +222,21 @@ mod tests {
 
     #[test]
     fn ages_parse_and_print() {
-        for (text, secs) in [("59s", 59), ("15m", 900), ("1d12h", 129_600), ("30d", 2_592_000)] {
+        for (text, secs) in [
+            ("59s", 59),
+            ("15m", 900),
+            ("1d12h", 129_600),
+            ("30d", 2_592_000),
+        ] {
             let a: Age = text.parse().unwrap();
             assert_eq!(a.as_secs(), secs);
             assert_eq!(a.to_string(), text);
         }
         assert_eq!("1h1s".parse::<Age>().unwrap().as_secs(), 3601);
         assert_eq!("60s".parse::<Age>().unwrap().to_string(), "1m");
-        for bad in ["", "0s", "1s1h", "1x", "1.5h", "-1s", "3651d", "1", "s", "1h1h"] {
+        for bad in [
+            "", "0s", "1s1h", "1x", "1.5h", "-1s", "3651d", "1", "s", "1h1h",
+        ] {
             assert_eq!(
                 bad.parse::<Age>().unwrap_err().code(),
                 crate::ErrorCode::InvalidDuration,

@@ -7,9 +7,9 @@
 
 use crate::error::{Error, Result};
 use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted};
+use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::secret::Secret;
 use crate::session::Session;
-use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn};
 use crate::ttl::Ttl;
 use crate::validate;
@@ -733,10 +733,7 @@ pub(crate) fn prune(s: &mut Session, policy: &Retention, limit: usize) -> Result
         let oldest = s.txn.oldest_events(limit + 1)?;
         let keep_last = oldest.len() <= limit;
         let candidates = &oldest[..oldest.len().min(limit)];
-        let prunable = candidates
-            .iter()
-            .take_while(|(_, at)| *at < cutoff)
-            .count();
+        let prunable = candidates.iter().take_while(|(_, at)| *at < cutoff).count();
         let prunable = if keep_last && prunable == oldest.len() {
             prunable.saturating_sub(1)
         } else {

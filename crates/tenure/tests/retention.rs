@@ -282,7 +282,11 @@ fn deleting_a_finished_production_removes_everything_of_it_only() {
     complete_n(&env, "keep", 1);
     let counts = env.auth.delete_production("p").unwrap();
     assert_eq!(counts.jobs, 4);
-    assert_eq!(counts.facts, 3 * 5, "one caller fact and four provenance facts each");
+    assert_eq!(
+        counts.facts,
+        3 * 5,
+        "one caller fact and four provenance facts each"
+    );
     assert!(counts.events >= 10);
     let names: Vec<String> = env
         .auth
@@ -297,11 +301,7 @@ fn deleting_a_finished_production_removes_everything_of_it_only() {
         ErrorCode::NotFound
     );
     assert!(env.auth.production_facts("p").unwrap().is_empty());
-    assert!(env
-        .auth
-        .production_events("p", 0, 0)
-        .unwrap()
-        .is_empty());
+    assert!(env.auth.production_events("p", 0, 0).unwrap().is_empty());
     assert_eq!(env.auth.production_events("keep", 0, 0).unwrap().len(), 4);
     assert_eq!(env.auth.production_facts("keep").unwrap().len(), 5);
     // The name can be used again.
@@ -444,9 +444,7 @@ fn new_sqlite_stores_give_space_back_in_small_steps() {
     }
     let env = Env::new();
     let c = rusqlite::Connection::open(env.path()).unwrap();
-    let mode: i64 = c
-        .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
-        .unwrap();
+    let mode: i64 = c.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, 2, "incremental");
     env.auth.create_production("p").unwrap();
     let big = vec![7u8; 64 * 1024];
@@ -461,9 +459,7 @@ fn new_sqlite_stores_give_space_back_in_small_steps() {
         env.clock.advance(2 * MIN);
         prune_all(&env.auth, &policy(60, 60, 3600));
     }
-    let pages: i64 = c
-        .query_row("PRAGMA page_count", [], |r| r.get(0))
-        .unwrap();
+    let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
     let free: i64 = c
         .query_row("PRAGMA freelist_count", [], |r| r.get(0))
         .unwrap();

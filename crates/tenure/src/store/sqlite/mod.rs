@@ -163,7 +163,7 @@ impl SqliteBackend {
             // below as foreign) the pragma changes nothing.
             conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL;")?;
         }
-                let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::Store(format!(
                 "could not switch {} to WAL (journal_mode is {mode})",
@@ -1027,10 +1027,8 @@ impl Txn for SqliteTxn {
         let n = c
             .prepare_cached("DELETE FROM events WHERE seq <= ?1")?
             .execute([through])?;
-        c.prepare_cached(
-            "UPDATE meta SET value = max(value, ?1) WHERE key = 'history_horizon'",
-        )?
-        .execute([through])?;
+        c.prepare_cached("UPDATE meta SET value = max(value, ?1) WHERE key = 'history_horizon'")?
+            .execute([through])?;
         Ok(n as u64)
     }
 
@@ -1107,18 +1105,20 @@ impl Txn for SqliteTxn {
                 ))
             })
             .optional()?;
-        row.map(|(production, job, payload_digest, priority, max_attempts, state, pruned_us)| {
-            Ok(Tombstone {
-                state: Stored::parse(&state)
-                    .ok_or_else(|| Error::Store(format!("tombstone with state {state:?}")))?,
-                production,
-                job,
-                payload_digest,
-                priority,
-                max_attempts,
-                pruned_us,
-            })
-        })
+        row.map(
+            |(production, job, payload_digest, priority, max_attempts, state, pruned_us)| {
+                Ok(Tombstone {
+                    state: Stored::parse(&state)
+                        .ok_or_else(|| Error::Store(format!("tombstone with state {state:?}")))?,
+                    production,
+                    job,
+                    payload_digest,
+                    priority,
+                    max_attempts,
+                    pruned_us,
+                })
+            },
+        )
         .transpose()
     }
 
