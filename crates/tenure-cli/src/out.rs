@@ -197,10 +197,7 @@ mod tests {
         );
         assert_eq!(super::time(951_782_400_000_000), "2000-02-29T00:00:00.000Z");
     }
-}
 
-#[cfg(test)]
-mod tests {
     #[test]
     fn base64_pads_like_rfc_4648() {
         for (raw, enc) in [

@@ -315,12 +315,165 @@ fn python_lifecycle(server: &Server, py: &Path) -> Result {
 /// (claim-next + complete) with 1, 4, 16 and 64 concurrent connections from
 /// several processes on a throwaway server; writes
 /// `bench/results/<stamp>-postgres.md` and `latest-postgres.md`.
-pub fn bench(smoke: bool) -> Result {
+pub fn bench(smoke: bool, soak_only: bool) -> Result {
     step(&format!(
-        "PostgreSQL benchmark ({})",
-        if smoke { "smoke" } else { "full" }
+        "PostgreSQL benchmark ({}{})",
+        if smoke { "smoke" } else { "full" },
+        if soak_only {
+            ", retention soak only"
+        } else {
+            ""
+        }
     ));
     let server = start()?;
+    let mut md = String::new();
+    let mut json = Vec::new();
+    if !soak_only {
+        throughput(&server, smoke, &mut md, &mut json)?;
+    }
+    soak(&server, smoke, &mut md, &mut json)?;
+    drop(server);
+    let dir = crate::util::root().join("bench/results");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let kind = match (soak_only, smoke) {
+        (true, true) => "soak-smoke",
+        (true, false) => "soak-full",
+        (false, true) => "smoke",
+        (false, false) => "full",
+    };
+    std::fs::write(
+        dir.join(format!("{stamp}-postgres-{kind}.json")),
+        format!("{}\n", serde_json::Value::Array(json)),
+    )
+    .map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("{stamp}-postgres-{kind}.md")), &md)
+        .map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("latest-postgres-{kind}.md")), &md)
+        .map_err(|e| e.to_string())?;
+    println!("\n{md}");
+    Ok(())
+}
+
+/// The retention soak on the server (`tests/pg_bench.rs`, `pg_soak`): 1 M
+/// jobs (smoke: 6 000), retention 60 s (smoke: 2 s), a transaction pinning
+/// xmin for 60 s (smoke: 3 s) from the middle. Rows: hot-table sizes at the
+/// end against after the first tenth (≤ 2 ×), the last tenth's throughput
+/// against the first (≥ 0.9 ×), throughput while pinned against the same
+/// time just before (≥ 0.5 ×), and in the second half of the minute after
+/// the release (≥ 0.9 ×).
+fn soak(
+    server: &Server,
+    smoke: bool,
+    md: &mut String,
+    json: &mut Vec<serde_json::Value>,
+) -> Result {
+    let (jobs, window, keep, pin) = if smoke {
+        ("6000", "600", "2", "3")
+    } else {
+        ("1000000", "100000", "60", "60")
+    };
+    let out = output(
+        cargo()
+            .args([
+                "test",
+                "--locked",
+                "--release",
+                "-p",
+                "tenure",
+                "--test",
+                "pg_bench",
+                "--",
+            ])
+            .args(["--ignored", "--exact", "pg_soak", "--nocapture"])
+            .env("TENURE_TEST_BACKEND", "postgres")
+            .env("TENURE_TEST_PG_URL", &server.url)
+            .env("TENURE_SOAK_JOBS", jobs)
+            .env("TENURE_SOAK_WINDOW", window)
+            .env("TENURE_SOAK_RETENTION_S", keep)
+            .env("TENURE_SOAK_PIN_S", pin),
+    )?;
+    let line = out
+        .lines()
+        .find_map(|l| l.split_once("BENCH ").map(|x| x.1))
+        .ok_or_else(|| format!("no soak row in the output:\n{out}"))?;
+    let row = parse_json(line, "pg_soak BENCH line")?;
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let windows = row["windows"].as_array().cloned().unwrap_or_default();
+    let (Some(first), Some(last)) = (windows.first(), windows.last()) else {
+        return Err(format!("pg soak: no windows in {row}"));
+    };
+    let bytes = |w: &serde_json::Value| -> f64 {
+        w["tables"]
+            .as_object()
+            .map(|t| t.values().map(|v| f(&v["bytes"])).sum())
+            .unwrap_or(f64::NAN)
+    };
+    let dead = |w: &serde_json::Value| -> f64 {
+        w["tables"]
+            .as_object()
+            .map(|t| t.values().map(|v| f(&v["dead"])).sum())
+            .unwrap_or(f64::NAN)
+    };
+    let max_bytes = windows.iter().map(bytes).fold(0.0, f64::max);
+    let max_dead = windows.iter().map(dead).fold(0.0, f64::max);
+    let secs: Vec<f64> = row["per_second"]
+        .as_array()
+        .map(|a| a.iter().map(f).collect())
+        .unwrap_or_default();
+    let mean = |from: f64, to: f64| -> f64 {
+        let (a, b) = (
+            from.max(0.0) as usize,
+            (to.max(0.0) as usize).min(secs.len()),
+        );
+        if b <= a {
+            return f64::NAN;
+        }
+        secs[a..b].iter().sum::<f64>() / (b - a) as f64
+    };
+    let (p0, p1) = (f(&row["pin_start_s"]), f(&row["pin_end_s"]));
+    let len = p1 - p0;
+    let before = mean(p0 - len, p0);
+    let during = mean(p0, p1);
+    let after = mean(p1 + len / 2.0, p1 + len);
+    let growth = bytes(last) / bytes(first);
+    let pace = f(&last["jobs_per_s"]) / f(&first["jobs_per_s"]);
+    let what = format!(
+        "soak: {jobs} jobs (claim-next + complete), retention {keep} s, check ok {}",
+        row["check_ok"]
+    );
+    let yes = |b: bool| if b { "met" } else { "NOT met" };
+    md.push_str(&format!(
+        "\n| PostgreSQL retention soak | value | ratio | target |\n|---|---:|---:|---|\n\
+         | {what}: jobs + events + facts + tombstones size at the end (max {:.1} MiB; dead tuples at the end {:.0}, max {max_dead:.0}) | {:.1} MiB | {growth:.2} × after the first {window} | ≤ 2 × — {} |\n\
+         | {what}: throughput of the last {window} | {:.0} jobs/s | {pace:.2} × the first {window} | ≥ 0.9 × — {} |\n\
+         | xmin pinned {pin} s from the middle: throughput while pinned | {during:.0} jobs/s | {:.2} × the {pin} s before | ≥ 0.5 × — {} |\n\
+         | xmin released: throughput in the second half of the {pin} s after | {after:.0} jobs/s | {:.2} × before the pin | ≥ 0.9 × — {} |\n",
+        max_bytes / 1048576.0,
+        dead(last),
+        bytes(last) / 1048576.0,
+        yes(growth <= 2.0),
+        f(&last["jobs_per_s"]),
+        yes(pace >= 0.9),
+        during / before,
+        yes(during / before >= 0.5),
+        after / before,
+        yes(after / before >= 0.9),
+    ));
+    json.push(row);
+    Ok(())
+}
+
+/// Throughput by connection count, and the peer row.
+fn throughput(
+    server: &Server,
+    smoke: bool,
+    md: &mut String,
+    json: &mut Vec<serde_json::Value>,
+) -> Result {
     let out = output(
         cargo()
             .args([
@@ -343,10 +496,9 @@ pub fn bench(smoke: bool) -> Result {
                 if smoke { "1,4" } else { "1,4,16,64" },
             ),
     )?;
-    let mut md = String::from(
+    md.push_str(
         "| PostgreSQL workload (claim-next + complete, server on this machine) | value |\n|---|---:|\n",
     );
-    let mut json = Vec::new();
     for line in out
         .lines()
         .filter_map(|l| l.split_once("BENCH ").map(|x| x.1))
@@ -361,23 +513,7 @@ pub fn bench(smoke: bool) -> Result {
     if json.is_empty() {
         return Err(format!("no benchmark rows in the output:\n{out}"));
     }
-    crate::pg_peer::bench(&server, smoke, &mut md, &mut json)?;
-    drop(server);
-    let dir = crate::util::root().join("bench/results");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let kind = if smoke { "smoke" } else { "full" };
-    std::fs::write(
-        dir.join(format!("{stamp}-postgres-{kind}.json")),
-        format!("{}\n", serde_json::Value::Array(json)),
-    )
-    .map_err(|e| e.to_string())?;
-    std::fs::write(dir.join(format!("latest-postgres-{kind}.md")), &md)
-        .map_err(|e| e.to_string())?;
-    println!("\n{md}");
+    crate::pg_peer::bench(server, smoke, md, json)?;
     Ok(())
 }
 
