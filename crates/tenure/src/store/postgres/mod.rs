@@ -8,7 +8,7 @@
 //! # Schema
 //!
 //! Every table lives in the schema `tenure` of the database named by the
-//! URL. `tenure.meta` holds the row `('schema_version', 2)`, the PostgreSQL
+//! URL. `tenure.meta` holds the row `('schema_version', 3)`, the PostgreSQL
 //! counterpart of SQLite's `PRAGMA user_version`. Opening reads that row
 //! first, without writing anything: a newer version is refused with
 //! [`Error::SchemaTooNew`] untouched. A missing schema is created in one
@@ -16,8 +16,10 @@
 //! opens from many hosts create it exactly once. A `tenure` schema with
 //! tables but without the version row is refused as "not a tenure store".
 //! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
-//! layout, only ever existed on SQLite), so there is nothing to migrate yet;
-//! a future version migrates forward in the same guarded transaction.
+//! layout, only ever existed on SQLite); a new one is created at 2 and
+//! migrated forward in the same guarded transaction, and a version 2 store
+//! migrates to 3 (retention: tombstones, the history horizon, pruning's
+//! indexes; additions only) in that transaction too.
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
