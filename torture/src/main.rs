@@ -118,7 +118,8 @@ fn open_with(db: &Path, retention: Option<Retention>) -> Result<Authority, Strin
     if let Some(r) = retention {
         o = o.retention(r);
     }
-    Authority::open(db, &o).map_err(|e| format!("store {} does not open cleanly: {e}", db.display()))
+    Authority::open(db, &o)
+        .map_err(|e| format!("store {} does not open cleanly: {e}", db.display()))
 }
 
 fn kill(child: &mut Child) {
