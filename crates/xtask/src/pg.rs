@@ -359,7 +359,7 @@ pub fn bench(smoke: bool, soak_only: bool) -> Result {
 }
 
 /// The retention soak on the server (`tests/pg_bench.rs`, `pg_soak`): 1 M
-/// jobs (smoke: 6 000), retention 60 s (smoke: 2 s), a transaction pinning
+/// jobs (smoke: 10 000), retention 60 s (smoke: 2 s), a transaction pinning
 /// xmin for 60 s (smoke: 3 s) from the middle. Rows: hot-table sizes at the
 /// end against after the first tenth (≤ 2 ×), the last tenth's throughput
 /// against the first (≥ 0.9 ×), throughput while pinned against the same
@@ -372,7 +372,7 @@ fn soak(
     json: &mut Vec<serde_json::Value>,
 ) -> Result {
     let (jobs, window, keep, pin) = if smoke {
-        ("6000", "600", "2", "3")
+        ("10000", "1000", "2", "3")
     } else {
         ("1000000", "100000", "60", "60")
     };

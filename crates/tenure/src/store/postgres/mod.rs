@@ -414,7 +414,10 @@ CREATE TABLE tenure.nonces (
 "#;
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
-/// and the indexes pruning reads by. Additive only, idempotent.
+/// the indexes pruning reads by, and autovacuum settings for the tables
+/// pruning deletes from (vacuumed after 2 % of their rows died rather than
+/// 20 %, without cost delay, so their size stays near their live rows).
+/// Additive only, idempotent.
 const MIGRATE_2_TO_3: &str = r#"
 CREATE TABLE IF NOT EXISTS tenure.tombstones (
     production     TEXT COLLATE "C" NOT NULL,
@@ -431,6 +434,16 @@ CREATE INDEX IF NOT EXISTS jobs_terminal ON tenure.jobs (updated_us)
     WHERE state IN ('completed', 'failed', 'cancelled');
 CREATE INDEX IF NOT EXISTS nonces_by_job ON tenure.nonces (production, job);
 INSERT INTO tenure.meta (key, value) VALUES ('history_horizon', 0) ON CONFLICT DO NOTHING;
+ALTER TABLE tenure.jobs SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE tenure.events SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE tenure.facts SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE tenure.tombstones SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE tenure.nonces SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
 "#;
 
 /// The stored schema version, or `None` if there is no tenure schema.
