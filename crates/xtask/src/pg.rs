@@ -377,20 +377,7 @@ fn soak(
         ("1000000", "100000", "60", "60")
     };
     let out = output(
-        cargo()
-            .args([
-                "test",
-                "--locked",
-                "--release",
-                "-p",
-                "tenure",
-                "--test",
-                "pg_bench",
-                "--",
-            ])
-            .args(["--ignored", "--exact", "pg_soak", "--nocapture"])
-            .env("TENURE_TEST_BACKEND", "postgres")
-            .env("TENURE_TEST_PG_URL", &server.url)
+        pg_bench_test(server, "pg_soak")
             .env("TENURE_SOAK_JOBS", jobs)
             .env("TENURE_SOAK_WINDOW", window)
             .env("TENURE_SOAK_RETENTION_S", keep)
@@ -467,6 +454,26 @@ fn soak(
     Ok(())
 }
 
+/// The ignored benchmark test `name` of `crates/tenure/tests/pg_bench.rs`
+/// (release build) against `server`.
+fn pg_bench_test(server: &Server, name: &str) -> Command {
+    let mut c = cargo();
+    c.args([
+        "test",
+        "--locked",
+        "--release",
+        "-p",
+        "tenure",
+        "--test",
+        "pg_bench",
+        "--",
+    ])
+    .args(["--ignored", "--exact", name, "--nocapture"])
+    .env("TENURE_TEST_BACKEND", "postgres")
+    .env("TENURE_TEST_PG_URL", &server.url);
+    c
+}
+
 /// Throughput by connection count, and the peer row.
 fn throughput(
     server: &Server,
@@ -475,20 +482,7 @@ fn throughput(
     json: &mut Vec<serde_json::Value>,
 ) -> Result {
     let out = output(
-        cargo()
-            .args([
-                "test",
-                "--locked",
-                "--release",
-                "-p",
-                "tenure",
-                "--test",
-                "pg_bench",
-                "--",
-            ])
-            .args(["--ignored", "--exact", "pg_bench", "--nocapture"])
-            .env("TENURE_TEST_BACKEND", "postgres")
-            .env("TENURE_TEST_PG_URL", &server.url)
+        pg_bench_test(server, "pg_bench")
             .env("TENURE_BENCH_MILLIS", if smoke { "300" } else { "5000" })
             .env("TENURE_BENCH_JOBS", if smoke { "2000" } else { "60000" })
             .env(
