@@ -428,7 +428,7 @@ pub fn soak_only(smoke: bool) -> Result {
 
 /// The SQLite soak: 1 M jobs (claim-next + complete) through one store at
 /// FULL with retention of events, terminal jobs and tombstones at 60 s
-/// (smoke: 20 000 jobs, 2 s). Targets: file size at the end ≤ 2 × after the
+/// (smoke: 6 000 jobs, 1 s). Targets: file size at the end ≤ 2 × after the
 /// first window; throughput of the last window ≥ 0.9 × the first.
 fn soak_rows(
     bin: &std::path::Path,
@@ -437,7 +437,7 @@ fn soak_rows(
     raw: &mut Vec<Value>,
 ) -> Result {
     let (jobs, window, keep) = if smoke {
-        (20_000, 2_000, 2)
+        (6_000, 1_000, 1)
     } else {
         (1_000_000, 100_000, 60)
     };

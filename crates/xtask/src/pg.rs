@@ -70,16 +70,22 @@ fn free_port() -> Result<u16> {
 
 /// initdb + start (plain TCP only); the returned guard stops the server.
 pub fn start() -> Result<Server> {
-    start_server(false)
+    start_server(false, false)
+}
+
+/// Like [`start`], but durable: `fsync`, `full_page_writes` and
+/// `synchronous_commit` at their defaults (for the retention soak).
+pub fn start_durable() -> Result<Server> {
+    start_server(false, true)
 }
 
 /// Like [`start`], with TLS on as well (see [`crate::pg_tls`]); plain
 /// connections keep working.
 pub fn start_with_tls() -> Result<Server> {
-    start_server(true)
+    start_server(true, false)
 }
 
-fn start_server(tls: bool) -> Result<Server> {
+fn start_server(tls: bool, durable: bool) -> Result<Server> {
     let (initdb, pg_ctl) = bins()?;
     let as_root = is_root();
     let dir = std::env::temp_dir().join(format!("tenure-pg-{}", std::process::id()));
@@ -103,10 +109,12 @@ fn start_server(tls: bool) -> Result<Server> {
         .stdout(std::process::Stdio::null()))?;
     let port = free_port()?;
     let mut opts = format!(
-        "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off -c full_page_writes=off \
-         -c synchronous_commit=off -c max_connections=400",
+        "-c listen_addresses=127.0.0.1 -p {port} -k {} -c max_connections=400",
         dir.display()
     );
+    if !durable {
+        opts.push_str(" -c fsync=off -c full_page_writes=off -c synchronous_commit=off");
+    }
     if tls {
         let files = crate::pg_tls::prepare(&dir, &data, as_root)?;
         opts.push_str(&files.server_opts());
@@ -325,12 +333,14 @@ pub fn bench(smoke: bool, soak_only: bool) -> Result {
             ""
         }
     ));
-    let server = start()?;
     let mut md = String::new();
     let mut json = Vec::new();
     if !soak_only {
+        let server = start()?;
         throughput(&server, smoke, &mut md, &mut json)?;
     }
+    // The soak runs on a durable server (fsync on), one at a time.
+    let server = start_durable()?;
     soak(&server, smoke, &mut md, &mut json)?;
     drop(server);
     let dir = crate::util::root().join("bench/results");
