@@ -85,6 +85,9 @@ enum Cmd {
     Check,
     /// Remove events and finished jobs older than the given ages.
     Prune(prune::Args),
+    /// Rewrite a SQLite store created before schema 3 so that pruning gives
+    /// space back (holds the writer lock while it runs).
+    Vacuum,
     /// Run a self-contained demonstration with worker processes.
     Demo(demo::Args),
     /// Print the exit-code table.
@@ -119,6 +122,7 @@ fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
         Cmd::Clock => clock::run(ctx),
         Cmd::Check => check::run(ctx),
         Cmd::Prune(a) => prune::run(ctx, a),
+        Cmd::Vacuum => prune::vacuum(ctx),
         Cmd::Demo(a) => demo::run(ctx, a),
         Cmd::ExitCodes => exit_codes::run(),
         Cmd::DemoTask => demo::task(),

@@ -398,6 +398,16 @@ impl Authority {
             .prune_step(policy, crate::retention::PRUNE_STEP_ROWS)
     }
 
+    /// Rewrite a SQLite store so that pruning gives freed space back to the
+    /// file system from then on: a store created before schema 3 has
+    /// `auto_vacuum` off, which only a full `VACUUM` can change. Holds the
+    /// writer lock while it runs (every other writer waits, up to its busy
+    /// timeout): run it in a quiet moment. Nothing to do on PostgreSQL
+    /// (autovacuum). See docs/design.md, "Retention".
+    pub fn vacuum(&self) -> Result<()> {
+        self.inner.backend.compact()
+    }
+
     /// Remove a finished production with its jobs, facts, events and
     /// tombstones. Refused with [`Error::ProductionLive`], changing nothing,
     /// while any of its jobs is not terminal. Runs in bounded steps (each

@@ -467,3 +467,26 @@ fn new_sqlite_stores_give_space_back_in_small_steps() {
     // without reclaiming.
     assert!(pages < 1_600, "{pages} pages, {free} free");
 }
+
+#[test]
+fn vacuum_switches_an_older_file_to_incremental_space_reclaim() {
+    if common::skip_on_postgres("SQLite auto_vacuum") {
+        return;
+    }
+    let env = Env::new();
+    complete_n(&env, "p", 3);
+    {
+        // A file as stores before schema 3 were created: no auto-vacuum.
+        let c = rusqlite::Connection::open(env.path()).unwrap();
+        c.execute_batch("PRAGMA auto_vacuum = NONE; VACUUM;")
+            .unwrap();
+        let mode: i64 = c.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, 0);
+    }
+    env.auth.vacuum().unwrap();
+    let c = rusqlite::Connection::open(env.path()).unwrap();
+    let mode: i64 = c.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, 2, "incremental");
+    assert!(env.auth.check().unwrap().ok());
+    assert_eq!(env.auth.jobs("p", &Default::default()).unwrap().len(), 3);
+}

@@ -1,5 +1,7 @@
 //! `tenure prune`: remove history older than the given ages, on the
-//! authority's clock, in bounded steps (one short transaction each).
+//! authority's clock, in bounded steps (one short transaction each); and
+//! `tenure vacuum`: let a store created before schema 3 give freed space
+//! back from then on.
 
 use super::{Ctx, Done};
 use crate::fail::{usage, R};
@@ -89,4 +91,25 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
         report: total,
         steps,
     })
+}
+
+struct Vacuumed;
+
+impl Render for Vacuumed {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            o,
+            "vacuumed: freed space is given back in small steps from now on"
+        )
+    }
+
+    fn json(&self) -> Value {
+        json!({"vacuumed": true})
+    }
+}
+
+/// `tenure vacuum`.
+pub fn vacuum(ctx: &Ctx) -> R<Done> {
+    ctx.open()?.vacuum()?;
+    Done::show(Vacuumed)
 }

@@ -141,6 +141,13 @@ pub(crate) trait Backend: Send + Sync {
     fn begin_write(&self) -> Result<Box<dyn Txn>>;
     /// Begin a read-only snapshot.
     fn begin_read(&self) -> Result<Box<dyn Txn>>;
+    /// Rewrite the store so that freed space can be given back in small
+    /// steps from then on (SQLite: `auto_vacuum = INCREMENTAL` and a full
+    /// `VACUUM`, which holds the writer lock while it runs). Default:
+    /// nothing to do (PostgreSQL: autovacuum).
+    fn compact(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// One open transaction. Dropping it without `commit` rolls it back.

@@ -482,6 +482,24 @@ impl Backend for SqliteBackend {
         let deadline = std::time::Instant::now() + self.pool.busy;
         Ok(SqliteTxn::begin(&self.pool, "BEGIN DEFERRED", deadline)?)
     }
+
+    /// Switch the file to incremental auto-vacuum (a store created before
+    /// schema 3 has none) with the one full `VACUUM` that takes, at its turn
+    /// at the writer queue; a store already incremental is only vacuumed.
+    fn compact(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + self.pool.busy;
+        #[cfg(target_os = "linux")]
+        let _turn = match &self.pool.writer_queue {
+            Some(q) => Some(q.acquire(deadline)?),
+            None => None,
+        };
+        let conn = self.pool.take()?;
+        conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
+        let r = conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;");
+        conn.busy_timeout(self.pool.busy)?;
+        self.pool.give_back(conn);
+        Ok(r?)
+    }
 }
 
 struct SqliteTxn {
