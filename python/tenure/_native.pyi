@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "Edit",
     "Event",
+    "HistoryPruned",
     "InternalError",
     "InvalidArgument",
     "InvalidDuration",
@@ -35,6 +36,7 @@ __all__ = [
     "NotClaimable",
     "NotExtended",
     "NotFound",
+    "ProductionLive",
     "ProductionView",
     "PublishedFact",
     "SCHEMA_VERSION",
@@ -142,6 +144,12 @@ class StoreError(TenureError):
 
 class InternalError(TenureError):
     """A bug in tenure (an internal invariant broke or a panic was caught)."""
+
+class HistoryPruned(TenureError):
+    """A reader asked for events before the pruned horizon; they are gone."""
+
+class ProductionLive(TenureError):
+    """Deleting a production that still has a live job."""
 
 def error_class(code: int) -> type[TenureError]:
     """The exception class for a stable error number (``ValueError`` if unknown)."""

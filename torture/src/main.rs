@@ -8,7 +8,7 @@
 //! kill lands between and inside groups.
 //!
 //! ```text
-//! tenure-torture crash --iterations N --dir DIR [--cli PATH] [--threads T]
+//! tenure-torture crash --iterations N --dir DIR [--cli PATH] [--threads T] [--prune 1]
 //! tenure-torture storm --procs P --millis MS --dir DIR [--threads T] [--worker-cmd 'CMD ...']...
 //! tenure-torture clock --dir DIR [--faketime PATH]
 //! tenure-torture fuzz --cases N
@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tenure::{
-    Authority, ErrorCode, EventKind, Fact, JobSpec, JobState, ListQuery, Options, Ttl, MAX_PAGE,
+    Age, Authority, ErrorCode, EventKind, Fact, JobSpec, JobState, ListQuery, Options, Retention,
+    Ttl, MAX_PAGE,
 };
 
 mod fuzz;
@@ -94,13 +95,31 @@ fn ttl_ms(ms: u64) -> Ttl {
 }
 
 fn open(db: &Path) -> Result<Authority, String> {
-    Authority::open(
-        db,
-        &Options::new()
-            .busy_timeout(Duration::from_secs(30))
-            .group_commit(true),
-    )
-    .map_err(|e| format!("store {} does not open cleanly: {e}", db.display()))
+    open_with(db, None)
+}
+
+/// The crash campaign's retention policy with `--prune 1`: terminal jobs
+/// go after 1 s, their tombstones after 2 s, events after 3 s (longer than
+/// one iteration, so an iteration's acknowledged events are still there
+/// when it is verified; older iterations' are pruned under it).
+fn crash_retention() -> Retention {
+    let s = |n| Some(Age::from_secs(n).expect("campaign ages are valid"));
+    Retention {
+        event_age: s(3),
+        terminal_job_age: s(1),
+        tombstone_age: s(2),
+    }
+}
+
+fn open_with(db: &Path, retention: Option<Retention>) -> Result<Authority, String> {
+    let mut o = Options::new()
+        .busy_timeout(Duration::from_secs(30))
+        .group_commit(true);
+    if let Some(r) = retention {
+        o = o.retention(r);
+    }
+    Authority::open(db, &o)
+        .map_err(|e| format!("store {} does not open cleanly: {e}", db.display()))
 }
 
 fn kill(child: &mut Child) {
@@ -158,6 +177,7 @@ fn crash(a: &Args) -> Result<(), String> {
     let dir = path_arg(a, "dir")?;
     let cli = a.get("cli").and_then(|v| v.last()).map(PathBuf::from);
     let threads: u64 = arg(a, "threads", 4);
+    let prune: u64 = arg(a, "prune", 0);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut rng = Rng::new(arg(a, "seed", 0x7e11_u64));
@@ -189,9 +209,7 @@ fn crash(a: &Args) -> Result<(), String> {
             seed_jobs(&auth, "crash", seeded, 100)?;
             seeded += 100;
         }
-        let last_seq = auth.events(0, MAX_PAGE).map_err(|e| e.to_string())?.len();
         let before_seq = last_seq_of(&auth)?;
-        let _ = last_seq;
         let log = dir.join(format!("crash-{it}.log"));
         let mut cmd = Command::new(&exe);
         cmd.args(["crash-worker", "--db"])
@@ -202,6 +220,7 @@ fn crash(a: &Args) -> Result<(), String> {
             .arg(&secrets_file)
             .args(["--seed", &rng.next().to_string()])
             .args(["--threads", &threads.to_string()])
+            .args(["--prune", &prune.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let abort_mode = rng.below(3) == 0;
@@ -264,10 +283,27 @@ fn crash(a: &Args) -> Result<(), String> {
             }
         }
         let _ = std::fs::remove_file(&log);
+        if prune != 0 {
+            // Let history age past the policy across iterations.
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
     let found = secrets::scan_store_and_text(&dir, &secrets_file, &[])?;
+    let pruning = if prune != 0 {
+        let r = crash_retention();
+        let horizon = open(&db)?.history_horizon().map_err(|e| e.to_string())?;
+        if horizon == 0 && iterations >= 25 {
+            return Err("crash --prune: nothing was ever pruned".into());
+        }
+        format!(
+            ", pruning on (automatic and explicit steps; terminal jobs {:?}, tombstones {:?}, events {:?}; history horizon of the last store {horizon})",
+            r.terminal_job_age, r.tombstone_age, r.event_age
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "crash: {iterations} iterations of a worker with {threads} threads, group commit on ({killed} SIGKILLed at random points, {aborted} aborted between statements by the fault hook); \
+        "crash: {iterations} iterations of a worker with {threads} threads, group commit on{pruning} ({killed} SIGKILLed at random points, {aborted} aborted between statements by the fault hook); \
          {acked} acknowledged transitions all found; store opened cleanly and `check` passed after every death ({checked_events} events in the last store); \
          secrets scanned: {found}"
     );
@@ -275,7 +311,7 @@ fn crash(a: &Args) -> Result<(), String> {
 }
 
 fn last_seq_of(a: &Authority) -> Result<u64, String> {
-    let mut after = 0;
+    let mut after = a.history_horizon().map_err(|e| e.to_string())?;
     loop {
         let page = a.events(after, MAX_PAGE).map_err(|e| e.to_string())?;
         match page.last() {
@@ -297,14 +333,17 @@ fn crash_worker(a: &Args) -> Result<(), String> {
     let secrets = path_arg(a, "secrets")?;
     let seed: u64 = arg(a, "seed", 1);
     let threads: u64 = arg(a, "threads", 4);
-    let auth = open(&db)?;
+    let prune = (arg(a, "prune", 0u64) != 0).then(crash_retention);
+    let auth = open_with(&db, prune)?;
     // Every thread loops until the process is killed or aborted; their
     // one-step calls share commit groups.
     std::thread::scope(|sc| {
         let hs: Vec<_> = (0..threads.max(1))
             .map(|t| {
                 let (auth, log, secrets) = (&auth, &log, &secrets);
-                sc.spawn(move || crash_thread(auth, log, secrets, seed.wrapping_add(t * 7919)))
+                sc.spawn(move || {
+                    crash_thread(auth, log, secrets, seed.wrapping_add(t * 7919), prune)
+                })
             })
             .collect();
         for h in hs {
@@ -320,7 +359,13 @@ fn crash_worker(a: &Args) -> Result<(), String> {
 
 /// One thread of a crash worker: random transitions, each acknowledged in
 /// the log only after the call returned (its commit is durable).
-fn crash_thread(auth: &Authority, log: &Path, secrets: &Path, seed: u64) -> Result<(), String> {
+fn crash_thread(
+    auth: &Authority,
+    log: &Path,
+    secrets: &Path,
+    seed: u64,
+    prune: Option<Retention>,
+) -> Result<(), String> {
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -382,6 +427,13 @@ fn crash_thread(auth: &Authority, log: &Path, secrets: &Path, seed: u64) -> Resu
                         lease.job(),
                         lease.claim_id(),
                     );
+                }
+            }
+            _ if prune.is_some() && rng.below(2) == 0 => {
+                // An explicit prune step among the transitions (automatic
+                // ones also run inside this handle's write traffic).
+                if let Some(p) = &prune {
+                    let _ = auth.prune(p);
                 }
             }
             _ => {

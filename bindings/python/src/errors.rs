@@ -98,6 +98,10 @@ fn doc(code: ErrorCode) -> String {
         ErrorCode::Internal => {
             "A bug in tenure (an internal invariant broke or a panic was caught)."
         }
+        ErrorCode::HistoryPruned => {
+            "A reader asked for events before the pruned horizon; they are gone."
+        }
+        ErrorCode::ProductionLive => "Deleting a production that still has a live job.",
         _ => "An error of the tenure core.",
     };
     format!(

@@ -12,6 +12,7 @@
 //! tenure-bench wake       --samples N [--url postgres://...]
 //! tenure-bench idle       --waiters W --millis MS [--url postgres://...]
 //! tenure-bench keeper     --leases N --millis MS
+//! tenure-bench soak       --jobs N --window W --retention-secs R --sync full|normal
 //! ```
 //!
 //! `--url` runs a workload on a PostgreSQL database instead of a fresh
@@ -28,7 +29,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tenure::{Authority, ErrorCode, JobSpec, Options, Synchronous, Ttl};
+use tenure::{Age, Authority, ErrorCode, JobSpec, Options, Retention, Synchronous, Ttl};
 
 type Args = HashMap<String, String>;
 
@@ -60,12 +61,75 @@ fn main() {
         "idle" => idle(&args),
         "idle-waiters" => idle_waiters(&args),
         "keeper" => keeper(&args),
+        "soak" => soak(&args),
         other => {
             eprintln!("unknown workload {other}");
             std::process::exit(2);
         }
     };
     println!("{json}");
+}
+
+/// A steady stream through one store with automatic retention (events,
+/// terminal jobs and tombstones all kept `R` s): jobs submitted 1 000 at a
+/// time, each then claimed (claim-next) and completed, one worker thread.
+/// Per window of `W` jobs: throughput, the store file's size at its end,
+/// and the slowest cycle (the automatic prune steps ride on these calls).
+fn soak(a: &Args) -> String {
+    let jobs: usize = arg(a, "jobs", 1_000_000);
+    let window: usize = arg(a, "window", 100_000).clamp(1, jobs.max(1));
+    let keep = Age::from_secs(arg(a, "retention-secs", 60)).unwrap();
+    let (s, pragma) = sync(a);
+    let dir = tempdir();
+    let path = dir.join("soak.db");
+    let policy = Retention {
+        event_age: Some(keep),
+        terminal_job_age: Some(keep),
+        tombstone_age: Some(keep),
+    };
+    let auth = Authority::open(&path, &Options::new().synchronous(s).retention(policy)).unwrap();
+    auth.create_production("soak").unwrap();
+    let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let mut windows = Vec::new();
+    let (mut start, mut slowest) = (Instant::now(), Duration::ZERO);
+    let mut i = 0;
+    while i < jobs {
+        let k = (jobs - i).min(1_000);
+        let specs: Vec<JobSpec> = (i..i + k)
+            .map(|j| JobSpec::new(format!("s{j:09}"), vec![0u8; 64]))
+            .collect();
+        auth.submit_many("soak", &specs).unwrap();
+        for _ in 0..k {
+            let t = Instant::now();
+            let l = auth
+                .claim_next("soak", "soak-worker", ttl(30_000_000))
+                .unwrap();
+            l.complete(&[]).unwrap();
+            slowest = slowest.max(t.elapsed());
+            i += 1;
+            if i % window == 0 || i == jobs {
+                let secs = start.elapsed().as_secs_f64();
+                windows.push(format!(
+                    r#"{{"jobs_done":{i},"jobs_per_s":{:.2},"file_bytes":{},"slowest_cycle_ms":{:.3}}}"#,
+                    (i - windows.len() * window).min(window) as f64 / secs,
+                    size(),
+                    slowest.as_secs_f64() * 1e3
+                ));
+                start = Instant::now();
+                slowest = Duration::ZERO;
+            }
+        }
+    }
+    let horizon = auth.history_horizon().unwrap();
+    let check = auth.check().unwrap();
+    drop(auth);
+    let _ = std::fs::remove_dir_all(&dir);
+    format!(
+        r#"{{"workload":"soak","sync":"{pragma}","jobs":{jobs},"window":{window},"retention_s":{},"history_horizon":{horizon},"check_ok":{},"windows":[{}]}}"#,
+        keep.as_secs(),
+        check.ok(),
+        windows.join(",")
+    )
 }
 
 fn arg<T: std::str::FromStr>(a: &Args, k: &str, default: T) -> T {

@@ -86,6 +86,10 @@ statuses! {
         TENURE_STORE = 20 => c"store",
         /// A bug in the library, or a caught panic.
         TENURE_INTERNAL = 21 => c"internal",
+        /// A reader asked for events before the pruned horizon.
+        TENURE_HISTORY_PRUNED = 23 => c"history_pruned",
+        /// Deleting a production that still has a live job.
+        TENURE_PRODUCTION_LIVE = 24 => c"production_live",
     }
 }
 

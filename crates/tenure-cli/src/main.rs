@@ -23,7 +23,7 @@ mod out;
 use clap::{Parser, Subcommand};
 use cmd::{
     check, claim, clock, complete, demo, events, exec, exit_codes, facts, fail as fail_cmd, init,
-    job, jobs, migrate, production, release, renew, Ctx, Done,
+    job, jobs, migrate, production, prune, release, renew, Ctx, Done,
 };
 use fail::R;
 use std::path::PathBuf;
@@ -54,7 +54,7 @@ enum Cmd {
     Init,
     /// Migrate an existing store to this version's schema; a newer store is refused.
     Migrate,
-    /// Create, list or cancel productions.
+    /// Create, list, cancel, export or delete productions.
     #[command(subcommand)]
     Production(production::Cmd),
     /// Submit, show or cancel jobs.
@@ -83,6 +83,11 @@ enum Cmd {
     Clock,
     /// Offline invariant check; exits 3 on any violation.
     Check,
+    /// Remove events and finished jobs older than the given ages.
+    Prune(prune::Args),
+    /// Rewrite a SQLite store created before schema 3 so that pruning gives
+    /// space back (holds the writer lock while it runs).
+    Vacuum,
     /// Run a self-contained demonstration with worker processes.
     Demo(demo::Args),
     /// Print the exit-code table.
@@ -116,6 +121,8 @@ fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
         Cmd::Facts(a) => facts::run(ctx, a),
         Cmd::Clock => clock::run(ctx),
         Cmd::Check => check::run(ctx),
+        Cmd::Prune(a) => prune::run(ctx, a),
+        Cmd::Vacuum => prune::vacuum(ctx),
         Cmd::Demo(a) => demo::run(ctx, a),
         Cmd::ExitCodes => exit_codes::run(),
         Cmd::DemoTask => demo::task(),

@@ -96,6 +96,25 @@ pub fn clock(c: &ClockReading) -> Value {
     json!({ "now_us": c.now_us, "mark_us": c.mark_us, "blocked": c.blocked })
 }
 
+/// Standard base64 with padding (export payloads).
+pub fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                s.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
 /// A check report.
 pub fn check(r: &CheckReport) -> Value {
     json!({
@@ -103,6 +122,7 @@ pub fn check(r: &CheckReport) -> Value {
         "schema_version": r.schema_version,
         "jobs": r.jobs,
         "events": r.events,
+        "history_horizon": r.history_horizon,
         "violations": r.violations,
     })
 }
@@ -176,5 +196,20 @@ mod tests {
             "2027-01-15T08:00:00.123Z"
         );
         assert_eq!(super::time(951_782_400_000_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn base64_pads_like_rfc_4648() {
+        for (raw, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64(raw.as_bytes()), enc);
+        }
     }
 }

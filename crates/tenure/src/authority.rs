@@ -12,6 +12,7 @@ use crate::model::{
     CheckReport, ClockReading, Event, JobSpec, JobView, LeaseStatus, ListQuery, ProductionView,
     PublishedFact, Submitted,
 };
+use crate::retention::{DeletedCounts, ExportRecord, PruneReport, Retention};
 use crate::rules::{self, LeaseKey};
 use crate::session::Session;
 use crate::store::sqlite::{SqliteBackend, Synchronous};
@@ -38,6 +39,7 @@ pub struct Options {
     synchronous: Synchronous,
     busy_timeout: Duration,
     group_commit: bool,
+    retention: Option<Retention>,
     clock: Option<Arc<dyn Clock>>,
 }
 
@@ -47,6 +49,7 @@ impl Default for Options {
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
             group_commit: true,
+            retention: None,
             clock: None,
         }
     }
@@ -81,6 +84,16 @@ impl Options {
         self.group_commit = on;
         self
     }
+    /// A retention policy this handle applies automatically: one bounded
+    /// prune step ([`Authority::prune`]) after every
+    /// [`crate::AUTO_PRUNE_EVERY`] committed one-step calls, in its own
+    /// short transaction. Off by default (no policy: nothing is ever pruned
+    /// except by an explicit [`Authority::prune`]); see docs/design.md,
+    /// "Retention".
+    pub fn retention(mut self, policy: Retention) -> Options {
+        self.retention = (!policy.is_off()).then_some(policy);
+        self
+    }
     /// Inject a clock (Rust-only `test-clock` feature; never in the C ABI,
     /// the wheel or the CLI).
     #[cfg(feature = "test-clock")]
@@ -96,6 +109,7 @@ impl fmt::Debug for Options {
             .field("synchronous", &self.synchronous)
             .field("busy_timeout", &self.busy_timeout)
             .field("group_commit", &self.group_commit)
+            .field("retention", &self.retention)
             .field("injected_clock", &self.clock.is_some())
             .finish()
     }
@@ -153,6 +167,8 @@ impl Authority {
                 migrated_from: opened.from_version,
                 group: options.group_commit.then(Combiner::default),
                 waits: Default::default(),
+                retention: options.retention,
+                writes: Default::default(),
             }),
         })
     }
@@ -175,6 +191,8 @@ impl Authority {
                 // call, whatever `Options::group_commit` says.
                 group: None,
                 waits: Default::default(),
+                retention: options.retention,
+                writes: Default::default(),
             }),
         })
     }
@@ -425,8 +443,24 @@ impl Authority {
 
     /// Events with sequence number greater than `after`, oldest first, at
     /// most `limit` (0 = 100, capped at 10 000).
+    ///
+    /// If events up to a sequence number at or after `after + 1` were
+    /// pruned, the answer is [`Error::HistoryPruned`] with the horizon
+    /// (never a silent skip): resume after the horizon.
     pub fn events(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
-        self.inner.read(|t, _| t.events(None, after, page(limit)))
+        self.inner.read(|t, _| {
+            // The listing first: on PostgreSQL it may begin a new snapshot,
+            // which the horizon is then read in.
+            let evs = t.events(None, after, page(limit))?;
+            rules::history_available(after, t.history_horizon()?)?;
+            Ok(evs)
+        })
+    }
+
+    /// The history horizon: every event with a sequence number up to it was
+    /// pruned (0: none). A tailer starting afresh starts after it.
+    pub fn history_horizon(&self) -> Result<u64> {
+        self.inner.read(|t, _| t.history_horizon())
     }
 
     /// Events of one production (see [`Authority::events`]).
@@ -437,8 +471,114 @@ impl Authority {
         limit: usize,
     ) -> Result<Vec<Event>> {
         crate::validate::id("production", production)?;
+        self.inner.read(|t, _| {
+            let evs = t.events(Some(production), after, page(limit))?;
+            rules::history_available(after, t.history_horizon()?)?;
+            Ok(evs)
+        })
+    }
+
+    /// One bounded prune step under `policy` (at most
+    /// [`crate::PRUNE_STEP_ROWS`] rows of each kind, one short
+    /// transaction); call again while [`PruneReport::more`]. Ages are
+    /// measured on the authority's clock, sampled like a guarded operation:
+    /// a clock below the high-water mark refuses it
+    /// ([`Error::ClockRollback`]). Live jobs are never touched.
+    pub fn prune(&self, policy: &Retention) -> Result<PruneReport> {
         self.inner
-            .read(|t, _| t.events(Some(production), after, page(limit)))
+            .prune_step(policy, crate::retention::PRUNE_STEP_ROWS)
+    }
+
+    /// Rewrite a SQLite store so that pruning gives freed space back to the
+    /// file system from then on: a store created before schema 3 has
+    /// `auto_vacuum` off, which only a full `VACUUM` can change. Holds the
+    /// writer lock while it runs (every other writer waits, up to its busy
+    /// timeout): run it in a quiet moment. Nothing to do on PostgreSQL
+    /// (autovacuum). See docs/design.md, "Retention".
+    pub fn vacuum(&self) -> Result<()> {
+        self.inner.backend.compact()
+    }
+
+    /// Remove a finished production with its jobs, facts, events and
+    /// tombstones. Refused with [`Error::ProductionLive`], changing nothing,
+    /// while any of its jobs is not terminal. Runs in bounded steps (each
+    /// its own short transaction; the first marks the production cancelled,
+    /// so it takes no new jobs); if interrupted, calling again finishes it.
+    pub fn delete_production(&self, production: &str) -> Result<DeletedCounts> {
+        let mut total = DeletedCounts::default();
+        loop {
+            let (c, done) = self
+                .inner
+                .session()?
+                .single(|s| rules::delete_production_step(s, production))?;
+            total.jobs += c.jobs;
+            total.facts += c.facts;
+            total.events += c.events;
+            total.tombstones += c.tombstones;
+            if done {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Export a production for archiving: `sink` receives its
+    /// [`ExportRecord`]s (the production, its jobs by ID with payloads, its
+    /// facts, then its events by sequence number). Jobs and facts come from
+    /// one snapshot; events are paged like a tailer's. No secret and no
+    /// secret digest is exported. Stops at the first error of `sink`.
+    /// Returns the number of records.
+    pub fn export_production(
+        &self,
+        production: &str,
+        sink: &mut dyn FnMut(ExportRecord) -> Result<()>,
+    ) -> Result<u64> {
+        crate::validate::id("production", production)?;
+        let mut n = 0u64;
+        let mut last_seq = self.inner.read(|t, now| {
+            let p = t
+                .production(production)?
+                .ok_or_else(|| Error::NotFound(format!("production {production:?}")))?;
+            sink(ExportRecord::Production(ProductionView {
+                name: p.name,
+                created_us: p.created_us,
+                cancelled_us: p.cancelled_us,
+            }))?;
+            n += 1;
+            let mut after: Option<String> = None;
+            loop {
+                let rows = t.jobs_page(production, None, after.as_deref(), 1_000)?;
+                for r in &rows {
+                    let payload = t.payload(production, &r.job)?.unwrap_or_default();
+                    sink(ExportRecord::Job {
+                        view: rules::view(r, now),
+                        payload,
+                    })?;
+                    n += 1;
+                }
+                match rows.last() {
+                    Some(r) if rows.len() == 1_000 => after = Some(r.job.clone()),
+                    _ => break,
+                }
+            }
+            for f in t.facts(production, None)? {
+                sink(ExportRecord::Fact(f))?;
+                n += 1;
+            }
+            t.history_horizon()
+        })?;
+        loop {
+            let evs = self
+                .inner
+                .read(|t, _| t.events(Some(production), last_seq, crate::authority::MAX_PAGE))?;
+            if evs.is_empty() {
+                return Ok(n);
+            }
+            for ev in evs {
+                last_seq = ev.seq;
+                sink(ExportRecord::Event(ev))?;
+                n += 1;
+            }
+        }
     }
 
     /// The clock reading, the durable high-water mark, and whether guarded

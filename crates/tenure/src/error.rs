@@ -92,6 +92,18 @@ pub enum Error {
     /// A bug: an invariant of the library itself broke, or a panic was caught.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A reader asked for events after `after`, but the events up to and
+    /// including `horizon` were pruned: resume after `horizon`.
+    #[error("history pruned: events up to sequence number {horizon} were pruned; asked for events after {after}")]
+    HistoryPruned {
+        /// The position the reader asked to continue from.
+        after: u64,
+        /// Every event with a sequence number up to this one is gone.
+        horizon: u64,
+    },
+    /// Deleting a production that still has a live (non-terminal) job.
+    #[error("production live: {0}")]
+    ProductionLive(String),
 }
 
 /// The error table: for every code its number, [`ErrorCode`] variant (named
@@ -203,6 +215,10 @@ error_table! {
         "The store failed: I/O error, corrupt or foreign file, read-only, full disk.";
     21 Internal "internal"
         "A bug: an invariant of the library itself broke, or a panic was caught.";
+    23 HistoryPruned "history_pruned"
+        "A reader asked for events before the pruned horizon; they are gone.";
+    24 ProductionLive "production_live"
+        "Deleting a production that still has a live job.";
 }
 
 impl Error {
@@ -244,7 +260,8 @@ impl Error {
             TokenUnsupportedVersion,
             Busy,
             Store,
-            Internal
+            Internal,
+            ProductionLive
         )
     }
 }
@@ -291,12 +308,17 @@ mod tests {
 
     #[test]
     fn codes_are_stable_and_dense() {
-        for (i, c) in ErrorCode::ALL.iter().enumerate() {
-            assert_eq!(c.as_u32(), i as u32 + 1);
-            assert_eq!(ErrorCode::from_u32(c.as_u32()), Some(*c));
+        // 22 (`hold_limit`) is assigned to another change of this release;
+        // until it lands the table skips it.
+        let numbers: Vec<u32> = ErrorCode::ALL.iter().map(|c| c.as_u32()).collect();
+        let want: Vec<u32> = (1..=24).filter(|n| *n != 22).collect();
+        assert_eq!(numbers, want);
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_u32(c.as_u32()), Some(c));
         }
         assert_eq!(ErrorCode::from_u32(0), None);
         assert_eq!(ErrorCode::from_u32(22), None);
+        assert_eq!(ErrorCode::from_u32(25), None);
         // Spot-check numbers that the C ABI has published.
         assert_eq!(ErrorCode::StaleLease as u32, 7);
         assert_eq!(ErrorCode::ClockRollback as u32, 14);
@@ -362,6 +384,8 @@ mod tests {
             "schema_too_new",
             "store",
             "internal",
+            "history_pruned",
+            "production_live",
         ];
         let names: Vec<_> = ErrorCode::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names, expected);

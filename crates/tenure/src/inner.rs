@@ -6,9 +6,11 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::group::Combiner;
 use crate::model::ClockReading;
+use crate::retention::{PruneReport, Retention, AUTO_PRUNE_EVERY, PRUNE_STEP_ROWS};
 use crate::session::Session;
 use crate::store::{Backend, Txn};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub(crate) struct Inner {
@@ -24,6 +26,11 @@ pub(crate) struct Inner {
     /// The cancel handle every wait on this authority also watches
     /// ([`crate::Authority::cancel_waits`] replaces it with a fresh one).
     pub(crate) waits: std::sync::Mutex<crate::wait::WaitCancel>,
+    /// The retention policy this handle applies in small steps inside its
+    /// write traffic (`Options::retention`); `None`: only explicit prunes.
+    pub(crate) retention: Option<Retention>,
+    /// Committed one-step calls, for the automatic prune cadence.
+    pub(crate) writes: AtomicU64,
 }
 
 impl Inner {
@@ -52,9 +59,33 @@ impl Inner {
         &self,
         f: impl FnMut(&mut Session) -> Result<T> + Send,
     ) -> Result<T> {
-        match &self.group {
+        let r = match &self.group {
             Some(g) => g.run(&self.backend, &self.clock, f),
             None => self.session()?.single(f),
+        };
+        if r.is_ok() {
+            self.after_write();
+        }
+        r
+    }
+
+    /// One prune step in its own short transaction (never inside a commit
+    /// group, so no worker's commit carries it).
+    pub(crate) fn prune_step(&self, policy: &Retention, limit: usize) -> Result<PruneReport> {
+        self.session()?
+            .single(|s| crate::rules::prune(s, policy, limit))
+    }
+
+    /// The automatic retention cadence: one bounded prune step after every
+    /// [`AUTO_PRUNE_EVERY`] committed one-step calls. Its failure (busy, a
+    /// clock rollback) is not the caller's: the next turn tries again.
+    fn after_write(&self) {
+        let Some(policy) = &self.retention else {
+            return;
+        };
+        let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
+        if n % AUTO_PRUNE_EVERY == 0 {
+            let _ = self.prune_step(policy, PRUNE_STEP_ROWS);
         }
     }
 

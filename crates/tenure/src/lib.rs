@@ -47,6 +47,7 @@ mod keeper;
 mod lease;
 mod model;
 mod ops;
+mod retention;
 mod rules;
 mod secret;
 mod session;
@@ -70,6 +71,10 @@ pub use model::{
     Cancelled, CheckReport, ClockReading, Event, EventKind, Execution, Fact, JobSpec, JobState,
     JobView, LeaseStatus, ListQuery, ProductionView, PublishedFact, Submitted,
     DEFAULT_MAX_ATTEMPTS,
+};
+pub use retention::{
+    Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_EVERY, DELETE_STEP_JOBS,
+    PRUNE_STEP_ROWS,
 };
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;

@@ -389,6 +389,9 @@ pub struct CheckReport {
     pub jobs: u64,
     /// Events replayed.
     pub events: u64,
+    /// The history horizon the check started from: events up to this
+    /// sequence number were pruned (0: the whole history was checked).
+    pub history_horizon: u64,
     /// Every violation found; empty means the store is consistent.
     pub violations: Vec<String>,
 }

@@ -7,9 +7,10 @@
 
 use crate::error::{Error, Result};
 use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted};
+use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::secret::Secret;
 use crate::session::Session;
-use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn};
+use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn};
 use crate::ttl::Ttl;
 use crate::validate;
 use sha2::{Digest, Sha256};
@@ -141,10 +142,39 @@ fn valid_submission(production: &str, spec: &JobSpec) -> Result<()> {
     validate::max_attempts(spec.max_attempts)
 }
 
-/// A submission whose ID exists: same content is `Existing`, different
-/// content is a conflict.
+/// What an existing ID was submitted with: its job row, or the tombstone a
+/// pruned terminal job left (docs/design.md, "Retention"), which answers
+/// resubmissions exactly as the row did.
+struct Known<'a> {
+    payload_digest: &'a [u8],
+    priority: i32,
+    max_attempts: u32,
+}
+
+impl<'a> From<&'a JobRow> for Known<'a> {
+    fn from(r: &'a JobRow) -> Known<'a> {
+        Known {
+            payload_digest: &r.payload_digest,
+            priority: r.priority,
+            max_attempts: r.max_attempts,
+        }
+    }
+}
+
+impl<'a> From<&'a crate::store::Tombstone> for Known<'a> {
+    fn from(t: &'a crate::store::Tombstone) -> Known<'a> {
+        Known {
+            payload_digest: &t.payload_digest,
+            priority: t.priority,
+            max_attempts: t.max_attempts,
+        }
+    }
+}
+
+/// A submission whose ID exists (as a job or a tombstone): same content is
+/// `Existing`, different content is a conflict.
 fn resubmitted(
-    existing: &JobRow,
+    existing: Known<'_>,
     production: &str,
     spec: &JobSpec,
     digest: &[u8],
@@ -206,7 +236,10 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
     let prod = production_row(s, production)?;
     let digest = Sha256::digest(&spec.payload).to_vec();
     if let Some(existing) = s.txn.job(production, &spec.job)? {
-        return resubmitted(&existing, production, spec, &digest);
+        return resubmitted((&existing).into(), production, spec, &digest);
+    }
+    if let Some(stone) = s.txn.tombstone(production, &spec.job)? {
+        return resubmitted((&stone).into(), production, spec, &digest);
     }
     if prod.cancelled_us.is_some() {
         return Err(cancelled_production(production));
@@ -257,7 +290,12 @@ pub(crate) fn submit_many(
         match first.get(spec.job.as_str()) {
             Some(&j) => {
                 let earlier = new_job(production, &specs[j], digests[j].clone(), now);
-                out[i] = Some(resubmitted(&earlier, production, spec, &digests[i])?);
+                out[i] = Some(resubmitted(
+                    (&earlier).into(),
+                    production,
+                    spec,
+                    &digests[i],
+                )?);
             }
             None => {
                 first.insert(&spec.job, i);
@@ -280,10 +318,18 @@ pub(crate) fn submit_many(
         let found = s.txn.jobs_for_update(&keys)?;
         for (&k, row) in existed.iter().zip(found) {
             let i = fresh[k];
-            let row = row.ok_or_else(|| {
-                Error::Internal(format!("job {production}/{} vanished", specs[i].job))
-            })?;
-            out[i] = Some(resubmitted(&row, production, &specs[i], &digests[i])?);
+            // Not inserted and no row: a tombstone holds the ID.
+            let verdict = match row {
+                Some(row) => resubmitted((&row).into(), production, &specs[i], &digests[i]),
+                None => match s.txn.tombstone(production, &specs[i].job)? {
+                    Some(t) => resubmitted((&t).into(), production, &specs[i], &digests[i]),
+                    None => Err(Error::Internal(format!(
+                        "job {production}/{} vanished",
+                        specs[i].job
+                    ))),
+                },
+            };
+            out[i] = Some(verdict?);
         }
     }
     let mut created = Vec::with_capacity(rows.len());
@@ -1037,4 +1083,130 @@ pub(crate) fn stored_for(state: JobState) -> &'static [Stored] {
         JobState::Failed => &[Stored::Failed, Stored::Claimed],
         JobState::Cancelled => &[Stored::Cancelled],
     }
+}
+
+/// The answer to a reader that asks for events after `after` when the
+/// history up to `horizon` was pruned (invariant 13).
+pub(crate) fn history_available(after: u64, horizon: u64) -> Result<()> {
+    if after < horizon {
+        Err(Error::HistoryPruned { after, horizon })
+    } else {
+        Ok(())
+    }
+}
+
+/// One bounded prune step on the authority's clock (a guarded sample:
+/// refused on clock rollback). Removes at most `limit` rows of each kind:
+/// stored-terminal jobs last changed before `now - terminal_job_age` (each
+/// leaves a tombstone; live jobs are never touched), tombstones older than
+/// `tombstone_age`, and the oldest events before `now - event_age` as a
+/// prefix of the log, never the newest event (sequence numbers never go
+/// back). Then gives freed space back in a small step.
+pub(crate) fn prune(s: &mut Session, policy: &Retention, limit: usize) -> Result<PruneReport> {
+    let now = s.guarded_sample()?;
+    let limit = limit.max(1);
+    let mut report = PruneReport::default();
+    if let Some(age) = policy.terminal_job_age {
+        let rows = s
+            .txn
+            .terminal_jobs_before(now.saturating_sub(age.as_micros()), limit)?;
+        report.more |= rows.len() == limit;
+        let stones: Vec<Tombstone> = rows
+            .iter()
+            .map(|r| Tombstone {
+                production: r.production.clone(),
+                job: r.job.clone(),
+                payload_digest: r.payload_digest.clone(),
+                priority: r.priority,
+                max_attempts: r.max_attempts,
+                state: r.state,
+                pruned_us: now,
+            })
+            .collect();
+        s.txn.insert_tombstones(&stones)?;
+        s.txn.delete_jobs(&rows)?;
+        report.jobs = rows.len() as u64;
+    }
+    if let Some(age) = policy.tombstone_age {
+        report.tombstones = s
+            .txn
+            .prune_tombstones(now.saturating_sub(age.as_micros()), limit)?;
+        report.more |= report.tombstones == limit as u64;
+    }
+    if let Some(age) = policy.event_age {
+        let cutoff = now.saturating_sub(age.as_micros());
+        // One more than the bound: the last row read is kept whatever its
+        // age when it may be the newest event.
+        let oldest = s.txn.oldest_events(limit + 1)?;
+        let keep_last = oldest.len() <= limit;
+        let candidates = &oldest[..oldest.len().min(limit)];
+        let prunable = candidates.iter().take_while(|(_, at)| *at < cutoff).count();
+        let prunable = if keep_last && prunable == oldest.len() {
+            prunable.saturating_sub(1)
+        } else {
+            prunable
+        };
+        if let Some(&(through, _)) = candidates[..prunable].last() {
+            report.events = s.txn.prune_events_through(through)?;
+        }
+        report.more |= prunable == limit;
+    }
+    if report.jobs + report.tombstones + report.events > 0 {
+        s.txn.reclaim_space()?;
+    }
+    report.horizon = s.txn.history_horizon()?;
+    Ok(report)
+}
+
+/// One step of deleting a finished production (a coordinator write, not
+/// guarded). Refused with `production_live`, changing nothing, while any of
+/// its jobs is observed non-terminal. The first step marks the production
+/// cancelled (no new jobs); each step removes at most
+/// [`DELETE_STEP_JOBS`] jobs with their facts, events and tombstones, and
+/// the last removes the production. Returns what it removed and whether
+/// the production is gone.
+pub(crate) fn delete_production_step(
+    s: &mut Session,
+    production: &str,
+) -> Result<(DeletedCounts, bool)> {
+    validate::id("production", production)?;
+    let now = s.observe_now();
+    let prod = production_row(s, production)?;
+    let mut cursor = None;
+    loop {
+        let rows = s.txn.live_jobs(production, cursor, 256, LiveScan::All)?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in &rows {
+            cursor = Some((row.priority, row.seq));
+            let st = classify(row, now);
+            if !matches!(
+                st,
+                JobState::Completed | JobState::Failed | JobState::Cancelled
+            ) {
+                return Err(Error::ProductionLive(format!(
+                    "production {production:?} still has job {} {st}; cancel it or let it finish",
+                    row.job
+                )));
+            }
+        }
+    }
+    if prod.cancelled_us.is_none() {
+        s.txn.set_production_cancelled(production, now)?;
+    }
+    let mut counts = DeletedCounts::default();
+    let rows = s.txn.jobs_page(production, None, None, DELETE_STEP_JOBS)?;
+    counts.facts = s.txn.delete_jobs(&rows)?;
+    counts.jobs = rows.len() as u64;
+    counts.events = s
+        .txn
+        .delete_production_events(production, DELETE_STEP_JOBS * 4)?;
+    let done = rows.len() < DELETE_STEP_JOBS && counts.events < (DELETE_STEP_JOBS * 4) as u64;
+    if done {
+        counts.tombstones = s.txn.delete_production_tombstones(production)?;
+        s.txn.delete_production(production)?;
+    }
+    s.txn.reclaim_space()?;
+    Ok((counts, done))
 }

@@ -1,14 +1,20 @@
 //! Model-based property test: random operation sequences run against the real
 //! store (with an injected clock) and against a small in-memory reference
 //! model of docs/design.md's rules. Every outcome and the final states must agree.
+//! Prune steps (docs/design.md, "Retention") are interleaved with everything
+//! else: they may only ever remove terminal jobs, a removed job's ID answers
+//! a resubmission through its tombstone until the tombstone expires, and no
+//! operation on a live job ever sees a difference.
 mod common;
 use common::*;
 use proptest::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use tenure::*;
 
 const JOB_NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
 const TTLS: [i64; 3] = [1_000_000, 5_000_000, 10_000_000];
+/// Retention ages (whole seconds) a prune step draws from.
+const AGES: [u64; 3] = [1, 4, 9];
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -52,6 +58,11 @@ enum Op {
         us: i64,
     },
     Reopen,
+    Prune {
+        jobs: usize,
+        tombstones: usize,
+        events: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -68,6 +79,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0..12_000_000i64).prop_map(|us| Op::Forward { us }),
         1 => (0..8_000_000i64).prop_map(|us| Op::Backward { us }),
         1 => Just(Op::Reopen),
+        2 => (0..3usize, 0..3usize, 0..3usize).prop_map(|(jobs, tombstones, events)| Op::Prune { jobs, tombstones, events }),
     ]
 }
 
@@ -76,7 +88,11 @@ fn group_op() -> impl Strategy<Value = Op> {
     op().prop_filter("a one-step call", |o| {
         !matches!(
             o,
-            Op::Import { .. } | Op::Forward { .. } | Op::Backward { .. } | Op::Reopen
+            Op::Import { .. }
+                | Op::Forward { .. }
+                | Op::Backward { .. }
+                | Op::Reopen
+                | Op::Prune { .. }
         )
     })
 }
@@ -144,6 +160,8 @@ struct Model {
     now: i64,
     mark: i64,
     jobs: BTreeMap<String, MJob>,
+    /// Pruned jobs: (variant, max, prio, pruned at).
+    tombstones: BTreeMap<String, (u8, u32, i32, i64)>,
     leases: Vec<MLease>,
     claims: usize,
     seq: usize,
@@ -201,7 +219,9 @@ impl Model {
 
     /// The store's check of a lease (claim `None` = token import).
     fn current(&self, l: &MLease, t: i64) -> Result<(), ErrorCode> {
-        let j = &self.jobs[&l.job];
+        let Some(j) = self.jobs.get(&l.job) else {
+            return Err(ErrorCode::NotFound);
+        };
         if j.claim != Some(l.claim) {
             return Err(ErrorCode::StaleLease);
         }
@@ -379,10 +399,13 @@ impl Model {
             } => {
                 self.mark = self.mark.max(self.now);
                 let name = JOB_NAMES[job];
-                match self.jobs.get(name) {
-                    Some(j) if (j.variant, j.max, j.prio) == (variant, max, prio) => {
-                        Out::Ok("existing".into())
-                    }
+                let existing = self
+                    .jobs
+                    .get(name)
+                    .map(|j| (j.variant, j.max, j.prio))
+                    .or_else(|| self.tombstones.get(name).map(|t| (t.0, t.1, t.2)));
+                match existing {
+                    Some(e) if e == (variant, max, prio) => Out::Ok("existing".into()),
                     Some(_) => Out::Err(ErrorCode::Conflict),
                     None => {
                         self.seq += 1;
@@ -530,7 +553,36 @@ impl Model {
                 Out::Ok(String::new())
             }
             Op::Reopen => Out::Ok(String::new()),
+            Op::Prune { .. } => unreachable!("prune steps are checked in `run`"),
         }
+    }
+
+    /// A prune step that removed `gone` (what the store shows): only jobs
+    /// stored terminal may go, each leaves a tombstone, and tombstones older
+    /// than the step's tombstone age go.
+    fn prune(
+        &mut self,
+        gone: &[String],
+        tombstone_age: u64,
+    ) -> std::result::Result<Out, TestCaseError> {
+        let now = match self.guarded() {
+            Ok(n) => n,
+            Err(c) => return Ok(Out::Err(c)),
+        };
+        for name in gone {
+            let j = self.jobs.remove(name).unwrap();
+            prop_assert!(
+                matches!(j.state, S::Completed | S::Failed | S::Cancelled),
+                "prune removed job {} in state {:?}",
+                name,
+                j.state
+            );
+            self.tombstones
+                .insert(name.clone(), (j.variant, j.max, j.prio, now));
+        }
+        let cutoff = now - tombstone_age as i64 * 1_000_000;
+        self.tombstones.retain(|_, t| t.3 >= cutoff);
+        Ok(Out::Ok("pruned".into()))
     }
 }
 
@@ -622,7 +674,11 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
                 "already".into()
             }
         }),
-        Op::Import { .. } | Op::Forward { .. } | Op::Backward { .. } | Op::Reopen => {
+        Op::Import { .. }
+        | Op::Forward { .. }
+        | Op::Backward { .. }
+        | Op::Reopen
+        | Op::Prune { .. } => {
             unreachable!("not a call that can join a group: {op:?}")
         }
     };
@@ -663,6 +719,7 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         now: T0,
         mark: T0,
         jobs: BTreeMap::new(),
+        tombstones: BTreeMap::new(),
         leases: Vec::new(),
         claims: 0,
         seq: 0,
@@ -712,6 +769,38 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
                 continue;
             }
         };
+        if let Op::Prune {
+            jobs,
+            tombstones,
+            events,
+        } = *op
+        {
+            let age = |i: usize| Some(Age::from_secs(AGES[i]).unwrap());
+            let policy = Retention {
+                event_age: age(events),
+                terminal_job_age: age(jobs),
+                tombstone_age: age(tombstones),
+            };
+            let real = out(a.prune(&policy), |_| "pruned".into());
+            let present: BTreeSet<String> = a
+                .jobs("p", &ListQuery::default())
+                .unwrap()
+                .into_iter()
+                .map(|v| v.job)
+                .collect();
+            let gone: Vec<String> = model
+                .jobs
+                .keys()
+                .filter(|n| !present.contains(*n))
+                .cloned()
+                .collect();
+            if real != Out::Ok("pruned".into()) {
+                prop_assert!(gone.is_empty(), "a refused prune removed {:?}", gone);
+            }
+            let expected = model.prune(&gone, AGES[tombstones])?;
+            prop_assert_eq!(&real, &expected, "step {} {:?}", i, op);
+            continue;
+        }
         let real = match *op {
             Op::Import { lease } => match leases.get(lease) {
                 None => Out::Ok("no lease".into()),
@@ -752,6 +841,10 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         let v = env.auth.job("p", name).unwrap();
         prop_assert_eq!(v.state, model.classify(j, t), "job {}", name);
         prop_assert_eq!(v.attempts, j.attempts, "job {} attempts", name);
+    }
+    for name in model.tombstones.keys() {
+        let e = env.auth.job("p", name).unwrap_err();
+        prop_assert_eq!(e.code(), ErrorCode::NotFound, "pruned job {}", name);
     }
     prop_assert_eq!(env.auth.clock().unwrap().mark_us, model.mark);
     let report = env.auth.check().unwrap();

@@ -170,3 +170,122 @@ fn pg_bench_worker() {
     });
     println!("DONE {done} {:.3} {busy}", start.elapsed().as_secs_f64());
 }
+
+/// Sizes of the hot tables and their dead tuples, for the soak's report.
+fn table_stats(c: &mut postgres::Client) -> String {
+    let rows = c
+        .query(
+            "SELECT relname::text, pg_total_relation_size(relid), n_dead_tup, n_live_tup
+             FROM pg_stat_user_tables WHERE schemaname = 'tenure'
+               AND relname IN ('jobs', 'events', 'tombstones', 'facts') ORDER BY relname",
+            &[],
+        )
+        .unwrap();
+    let parts: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                r#""{}":{{"bytes":{},"dead":{},"live":{}}}"#,
+                r.get::<_, String>(0),
+                r.get::<_, i64>(1),
+                r.get::<_, i64>(2),
+                r.get::<_, i64>(3)
+            )
+        })
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// The PostgreSQL retention soak behind `cargo xtask bench --backend
+/// postgres` (and `--soak`): a steady stream of `TENURE_SOAK_JOBS` jobs
+/// (claim-next + complete, one worker) with automatic retention of events,
+/// terminal jobs and tombstones at `TENURE_SOAK_RETENTION_S`; from the
+/// middle of the stream a second connection holds a transaction open (a
+/// pinned xmin) for `TENURE_SOAK_PIN_S`. Prints one `BENCH {json}` line:
+/// per-window throughput and table sizes / dead tuples, and per-second
+/// throughput with the pin's start and end.
+#[test]
+#[ignore = "benchmark: cargo xtask bench --backend postgres"]
+fn pg_soak() {
+    assert!(on_postgres(), "needs TENURE_TEST_BACKEND=postgres");
+    let jobs = env_num("TENURE_SOAK_JOBS", 1_000_000) as usize;
+    let window = (env_num("TENURE_SOAK_WINDOW", 100_000) as usize).clamp(1, jobs);
+    let keep = Age::from_secs(env_num("TENURE_SOAK_RETENTION_S", 60)).unwrap();
+    let pin = Duration::from_secs(env_num("TENURE_SOAK_PIN_S", 60));
+    let db = pg::fresh_database().unwrap();
+    let policy = Retention {
+        event_age: Some(keep),
+        terminal_job_age: Some(keep),
+        tombstone_age: Some(keep),
+    };
+    let a = Authority::open(db.url.as_str(), &Options::new().retention(policy)).unwrap();
+    a.create_production("soak").unwrap();
+    let mut stats = pg::client(&db.url);
+    let t0 = Instant::now();
+    let mut per_second: Vec<u64> = Vec::new();
+    let mut windows = Vec::new();
+    let mut start = Instant::now();
+    let mut pin_at = None;
+    let mut pinner = None;
+    let mut i = 0;
+    while i < jobs {
+        let k = (jobs - i).min(1_000);
+        let specs: Vec<JobSpec> = (i..i + k)
+            .map(|j| JobSpec::new(format!("s{j:09}"), vec![0u8; 64]))
+            .collect();
+        a.submit_many("soak", &specs).unwrap();
+        for _ in 0..k {
+            let l = a
+                .claim_next("soak", "soak-worker", Ttl::from_micros(30_000_000).unwrap())
+                .unwrap();
+            l.complete(&[]).unwrap();
+            i += 1;
+            let sec = t0.elapsed().as_secs() as usize;
+            if per_second.len() <= sec {
+                per_second.resize(sec + 1, 0);
+            }
+            per_second[sec] += 1;
+            if i == jobs / 2 && pinner.is_none() {
+                let url = db.url.clone();
+                pin_at = Some(t0.elapsed().as_secs_f64());
+                pinner = Some(std::thread::spawn(move || {
+                    let mut c = pg::client(&url);
+                    let mut t = c
+                        .build_transaction()
+                        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                        .start()
+                        .unwrap();
+                    t.query("SELECT count(*) FROM tenure.meta", &[]).unwrap();
+                    std::thread::sleep(pin);
+                    t.commit().unwrap();
+                }));
+            }
+            if i % window == 0 || i == jobs {
+                let secs = start.elapsed().as_secs_f64();
+                let done_here = i - (i - 1) / window * window;
+                windows.push(format!(
+                    r#"{{"jobs_done":{i},"jobs_per_s":{:.2},"tables":{}}}"#,
+                    done_here as f64 / secs,
+                    table_stats(&mut stats)
+                ));
+                start = Instant::now();
+            }
+        }
+    }
+    let pin_end = pinner.map(|p| {
+        p.join().unwrap();
+        pin_at.unwrap_or(0.0) + pin.as_secs_f64()
+    });
+    let report = a.check().unwrap();
+    println!(
+        r#"BENCH {{"workload":"pg-soak","jobs":{jobs},"window":{window},"retention_s":{},"pin_s":{},"pin_start_s":{},"pin_end_s":{},"check_ok":{},"history_horizon":{},"windows":[{}],"per_second":{:?}}}"#,
+        keep.as_secs(),
+        pin.as_secs(),
+        pin_at.unwrap_or(-1.0),
+        pin_end.unwrap_or(-1.0),
+        report.ok(),
+        report.history_horizon,
+        windows.join(","),
+        per_second
+    );
+}

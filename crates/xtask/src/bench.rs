@@ -408,10 +408,95 @@ pub fn bench(smoke: bool) -> Result {
     waiting(&bin, &cfg, None, &mut rows, &mut raw)?;
     keepers(&bin, &cfg, &mut rows, &mut raw)?;
 
-    // Report.
+    // 8: retention soak (a steady stream with automatic pruning).
+    soak_rows(&bin, cfg.smoke, &mut rows, &mut raw)?;
+
+    report(&rows, raw, if cfg.smoke { "smoke" } else { "full" })
+}
+
+/// `cargo xtask bench --soak [--smoke]`: only the retention soak rows.
+pub fn soak_only(smoke: bool) -> Result {
+    step(&format!(
+        "retention soak ({})",
+        if smoke { "smoke" } else { "full" }
+    ));
+    let bin = bench_bin()?;
+    let (mut rows, mut raw) = (Vec::new(), Vec::new());
+    soak_rows(&bin, smoke, &mut rows, &mut raw)?;
+    report(&rows, raw, if smoke { "soak-smoke" } else { "soak-full" })
+}
+
+/// The SQLite soak: 1 M jobs (claim-next + complete) through one store at
+/// FULL with retention of events, terminal jobs and tombstones at 60 s
+/// (smoke: 6 000 jobs, 1 s). Targets: file size at the end ≤ 2 × after the
+/// first window; throughput of the last window ≥ 0.9 × the first.
+fn soak_rows(
+    bin: &std::path::Path,
+    smoke: bool,
+    rows: &mut Vec<Row>,
+    raw: &mut Vec<Value>,
+) -> Result {
+    let (jobs, window, keep) = if smoke {
+        (6_000, 1_000, 1)
+    } else {
+        (1_000_000, 100_000, 60)
+    };
+    let j = workload(Command::new(bin).args([
+        "soak",
+        "--jobs",
+        &jobs.to_string(),
+        "--window",
+        &window.to_string(),
+        "--retention-secs",
+        &keep.to_string(),
+        "--sync",
+        "full",
+    ]))?;
+    let w = j["windows"].as_array().cloned().unwrap_or_default();
+    let (Some(first), Some(last)) = (w.first(), w.last()) else {
+        return Err(format!("soak: no windows in {j}"));
+    };
+    let size = |v: &Value| num(v, "file_bytes");
+    let max_size = w.iter().map(size).fold(0.0, f64::max);
+    let slowest = w
+        .iter()
+        .map(|v| num(v, "slowest_cycle_ms"))
+        .fold(0.0, f64::max);
+    let growth = size(last) / size(first);
+    let pace = num(last, "jobs_per_s") / num(first, "jobs_per_s");
+    let what = format!(
+        "soak: {} (claim-next + complete, FULL), retention {keep} s, check ok {}",
+        count(jobs, "job"),
+        j["check_ok"]
+    );
+    rows.push(Row {
+        name: format!(
+            "{what}: file size after the run (max during it {:.1} MiB)",
+            max_size / 1048576.0
+        ),
+        value: format!("{:.1} MiB", size(last) / 1048576.0),
+        ratio: Some((format!("after the first {}", count(window, "job")), growth)),
+        target: Some(("≤ 2 ×".into(), growth <= 2.0)),
+    });
+    rows.push(Row {
+        name: format!(
+            "{what}: throughput of the last {} (slowest cycle {slowest:.1} ms)",
+            count(window, "job")
+        ),
+        value: format!("{:.0} jobs/s", num(last, "jobs_per_s")),
+        ratio: Some((format!("the first {}", count(window, "job")), pace)),
+        target: Some(("≥ 0.9 ×".into(), pace >= 0.9)),
+    });
+    raw.push(j);
+    Ok(())
+}
+
+/// Write the report of `rows` as `bench/results/<stamp>-<kind>.{md,json}`
+/// and `latest-<kind>.md`.
+fn report(rows: &[Row], raw: Vec<Value>, kind: &str) -> Result {
     let mut md = String::new();
     let _ = writeln!(md, "| row | value | ratio | target |\n|---|---:|---:|---|");
-    for r in &rows {
+    for r in rows {
         let ratio = r
             .ratio
             .as_ref()
@@ -430,7 +515,6 @@ pub fn bench(smoke: bool) -> Result {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let kind = if cfg.smoke { "smoke" } else { "full" };
     let json = format!(
         "{}\n",
         serde_json::json!({"kind": kind, "unix_time": stamp, "workloads": raw})

@@ -6,8 +6,9 @@
 //!   changed a tracked file (see [`tree`]).
 //! - `python`, `readme`, `pg`, `pg-suites`, `cpp`: one part of `test` alone.
 //! - `torture [--quick]`: the reliability campaigns.
-//! - `bench [--smoke] [--backend postgres]`: the benchmarks (SQLite, or the
-//!   PostgreSQL backend on a throwaway server).
+//! - `bench [--smoke] [--soak] [--backend postgres]`: the benchmarks (SQLite,
+//!   or the PostgreSQL backend on a throwaway server); `--soak` runs only the
+//!   retention soak rows.
 //! - `abi-check [--bless]`, `dist PREFIX`: the C ABI checks and install.
 //!
 //! Every cargo command here that resolves dependencies passes `--locked`
@@ -39,7 +40,7 @@ const COMMANDS: &[&str] = &[
     "pg-suites",
     "cpp",
     "torture [--quick]",
-    "bench [--smoke] [--backend postgres]",
+    "bench [--smoke] [--soak] [--backend postgres]",
     "abi-check [--bless]",
     "dist PREFIX",
 ];
@@ -57,9 +58,17 @@ enum Cmd {
     Pg,
     PgSuites,
     Cpp,
-    Torture { quick: bool },
-    Bench { smoke: bool, postgres: bool },
-    AbiCheck { bless: bool },
+    Torture {
+        quick: bool,
+    },
+    Bench {
+        smoke: bool,
+        soak: bool,
+        postgres: bool,
+    },
+    AbiCheck {
+        bless: bool,
+    },
     Dist(PathBuf),
 }
 
@@ -90,11 +99,13 @@ fn parse(args: &[String]) -> Option<Cmd> {
         "torture" => flags(&["--quick"]).map(|f| Cmd::Torture { quick: f[0] }),
         "bench" => {
             let mut smoke = false;
+            let mut soak = false;
             let mut postgres = false;
             let mut it = rest.iter();
             while let Some(a) = it.next() {
                 match *a {
                     "--smoke" if !smoke => smoke = true,
+                    "--soak" if !soak => soak = true,
                     "--backend" if !postgres => match it.next() {
                         Some(&"postgres") => postgres = true,
                         _ => return None,
@@ -102,7 +113,11 @@ fn parse(args: &[String]) -> Option<Cmd> {
                     _ => return None,
                 }
             }
-            Some(Cmd::Bench { smoke, postgres })
+            Some(Cmd::Bench {
+                smoke,
+                soak,
+                postgres,
+            })
         }
         "abi-check" => flags(&["--bless"]).map(|f| Cmd::AbiCheck { bless: f[0] }),
         "dist" => match rest.as_slice() {
@@ -129,10 +144,17 @@ fn main() {
         Cmd::Torture { quick } => torture::torture(quick),
         Cmd::Bench {
             smoke,
+            soak,
             postgres: true,
-        } => pg::bench(smoke),
+        } => pg::bench(smoke, soak),
         Cmd::Bench {
             smoke,
+            soak: true,
+            postgres: false,
+        } => bench::soak_only(smoke),
+        Cmd::Bench {
+            smoke,
+            soak: false,
             postgres: false,
         } => bench::bench(smoke),
         Cmd::AbiCheck { bless } => capi::abi_check(bless),
@@ -251,6 +273,7 @@ mod tests {
             parse(&args("bench --backend postgres --smoke")),
             Some(Cmd::Bench {
                 smoke: true,
+                soak: false,
                 postgres: true
             })
         );
@@ -258,7 +281,16 @@ mod tests {
             parse(&args("bench --smoke")),
             Some(Cmd::Bench {
                 smoke: true,
+                soak: false,
                 postgres: false
+            })
+        );
+        assert_eq!(
+            parse(&args("bench --soak --backend postgres")),
+            Some(Cmd::Bench {
+                smoke: false,
+                soak: true,
+                postgres: true
             })
         );
         assert_eq!(
@@ -283,6 +315,7 @@ mod tests {
             "bench --backend",
             "bench --backend sqlite",
             "bench --smoke --smoke",
+            "bench --soak --soak",
             "abi-check --force",
             "dist",
             "dist a b",

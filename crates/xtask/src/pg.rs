@@ -77,7 +77,8 @@ pub fn start() -> Result<Server> {
 
 /// Like [`start`], but durable: `fsync`, `full_page_writes` and
 /// `synchronous_commit` on (PostgreSQL's defaults), so every commit waits
-/// for its WAL flush. The benchmark runs its rows on both.
+/// for its WAL flush. The benchmark runs its rows on both, and the retention
+/// soak on this one.
 pub fn start_durable() -> Result<Server> {
     start_server(false, true)
 }
@@ -326,136 +327,270 @@ fn python_lifecycle(server: &Server, py: &Path) -> Result {
 /// (claim-next + complete) with 1, 4, 16 and 64 concurrent connections from
 /// several processes on a throwaway server; writes
 /// `bench/results/<stamp>-postgres.md` and `latest-postgres.md`.
-pub fn bench(smoke: bool) -> Result {
+pub fn bench(smoke: bool, soak_only: bool) -> Result {
     step(&format!(
-        "PostgreSQL benchmark ({})",
-        if smoke { "smoke" } else { "full" }
+        "PostgreSQL benchmark ({}{})",
+        if smoke { "smoke" } else { "full" },
+        if soak_only {
+            ", retention soak only"
+        } else {
+            ""
+        }
     ));
     let mut md = String::new();
     let mut json = Vec::new();
-    // Every row twice: on the tests' server (no fsync) and on a durable one.
-    for durable in [false, true] {
-        let (server, label) = if durable {
-            (
-                start_durable()?,
-                "durable server: fsync, full_page_writes, synchronous_commit on",
-            )
-        } else {
-            (
-                start()?,
-                "no-fsync server: fsync, full_page_writes, synchronous_commit off",
-            )
-        };
-        step(&format!("PostgreSQL benchmark on the {label}"));
-        let out = output(
-            cargo()
-                .args([
-                    "test",
-                    "--locked",
-                    "--release",
-                    "-p",
-                    "tenure",
-                    "--test",
-                    "pg_bench",
-                    "--",
-                ])
-                .args(["--ignored", "--exact", "pg_bench", "--nocapture"])
-                .env("TENURE_TEST_BACKEND", "postgres")
-                .env("TENURE_TEST_PG_URL", &server.url)
-                .env("TENURE_BENCH_MILLIS", if smoke { "300" } else { "5000" })
-                .env("TENURE_BENCH_JOBS", if smoke { "2000" } else { "60000" })
-                .env("TENURE_BENCH_BATCHES", "1,16")
-                .env(
-                    "TENURE_BENCH_CONNS",
-                    if smoke { "1,4" } else { "1,4,16,64" },
-                ),
-        )?;
-        md.push_str(&format!(
-            "\n**{label}**\n\n| PostgreSQL workload (server on this machine) | value | \
-             round trips per batched claim + completion | bulk submit (submit_many, chunks of 1000) |\n\
-             |---|---:|---:|---:|\n",
-        ));
-        let mut rows = Vec::new();
-        for line in out
-            .lines()
-            .filter_map(|l| l.split_once("BENCH ").map(|x| x.1))
-        {
-            let mut row = parse_json(line, "pg_bench BENCH line")?;
-            row["server"] = serde_json::Value::from(if durable { "durable" } else { "no-fsync" });
-            rows.push(row);
-        }
-        if rows.is_empty() {
-            return Err(format!("no benchmark rows in the output:\n{out}"));
-        }
-        let rate = |c: &serde_json::Value, b: u64| {
-            rows.iter()
-                .find(|r| r["connections"] == *c && r["batch"] == b)
-                .and_then(|r| r["cycles_per_s"].as_f64())
-        };
-        for row in &rows {
-            let how = if row["batch"] == 1 {
-                "claim_next + complete".to_string()
+    if !soak_only {
+        // Every row twice: on the tests' server (no fsync) and on a durable one.
+        for durable in [false, true] {
+            let (server, label) = if durable {
+                (
+                    start_durable()?,
+                    "durable server: fsync, full_page_writes, synchronous_commit on",
+                )
             } else {
-                format!("claim_next_many + complete_many, batch {}", row["batch"])
+                (
+                    start()?,
+                    "no-fsync server: fsync, full_page_writes, synchronous_commit off",
+                )
             };
-            let ratio = match (rate(&row["connections"], 1), row["cycles_per_s"].as_f64()) {
-                (Some(b1), Some(x)) if row["batch"] != 1 => format!(" ({:.2} × batch 1)", x / b1),
-                _ => String::new(),
-            };
-            md.push_str(&format!(
-                "| {how}, {} connections in {} processes ({} busy retries) | {} jobs/s{ratio} | {} | {} jobs/s |\n",
-                row["connections"],
-                row["processes"],
-                row["busy"],
-                row["cycles_per_s"],
-                row["round_trips"],
-                row["submit_per_s"],
-            ));
+            step(&format!("PostgreSQL benchmark on the {label}"));
+            throughput(&server, durable, label, smoke, &mut md, &mut json)?;
         }
-        let from = json.len();
-        crate::pg_peer::bench(&server, smoke, &mut md, &mut json)?;
-        md.push_str(&batched_targets(&rows, &json[from..]));
-        json.extend(rows);
-        // Waiting for work on PostgreSQL (LISTEN/NOTIFY): the rows of
-        // `bench::waiting` on a database of this server.
-        let bin = crate::bench::bench_bin()?;
-        let cfg = crate::bench::Cfg {
-            smoke,
-            runs: 1,
-            cycles: 0,
-        };
-        let mut waits = Vec::new();
-        crate::bench::waiting(
-            &bin,
-            &cfg,
-            Some(&server.database("bench_wait")?),
-            &mut waits,
-            &mut json,
-        )?;
-        md.push_str(&format!(
-            "\n| waiting ({label}) | value | target |\n|---|---:|---|\n"
-        ));
-        for r in &waits {
-            md.push_str(&r.markdown_cells());
-            md.push('\n');
-        }
-        drop(server);
     }
+    // The soak runs on a durable server (fsync on), one at a time.
+    let server = start_durable()?;
+    soak(&server, smoke, &mut md, &mut json)?;
+    drop(server);
     let dir = crate::util::root().join("bench/results");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let kind = if smoke { "smoke" } else { "full" };
+    let kind = match (soak_only, smoke) {
+        (true, true) => "soak-smoke",
+        (true, false) => "soak-full",
+        (false, true) => "smoke",
+        (false, false) => "full",
+    };
     std::fs::write(
         dir.join(format!("{stamp}-postgres-{kind}.json")),
         format!("{}\n", serde_json::Value::Array(json)),
     )
     .map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("{stamp}-postgres-{kind}.md")), &md)
+        .map_err(|e| e.to_string())?;
     std::fs::write(dir.join(format!("latest-postgres-{kind}.md")), &md)
         .map_err(|e| e.to_string())?;
     println!("\n{md}");
+    Ok(())
+}
+
+/// The retention soak on the server (`tests/pg_bench.rs`, `pg_soak`): 1 M
+/// jobs (smoke: 10 000), retention 60 s (smoke: 2 s), a transaction pinning
+/// xmin for 60 s (smoke: 3 s) from the middle. Rows: hot-table sizes at the
+/// end against after the first tenth (≤ 2 ×), the last tenth's throughput
+/// against the first (≥ 0.9 ×), throughput while pinned against the same
+/// time just before (≥ 0.5 ×), and in the second half of the minute after
+/// the release (≥ 0.9 ×).
+fn soak(
+    server: &Server,
+    smoke: bool,
+    md: &mut String,
+    json: &mut Vec<serde_json::Value>,
+) -> Result {
+    let (jobs, window, keep, pin) = if smoke {
+        ("10000", "1000", "2", "3")
+    } else {
+        ("1000000", "100000", "60", "60")
+    };
+    let out = output(
+        pg_bench_test(server, "pg_soak")
+            .env("TENURE_SOAK_JOBS", jobs)
+            .env("TENURE_SOAK_WINDOW", window)
+            .env("TENURE_SOAK_RETENTION_S", keep)
+            .env("TENURE_SOAK_PIN_S", pin),
+    )?;
+    let line = out
+        .lines()
+        .find_map(|l| l.split_once("BENCH ").map(|x| x.1))
+        .ok_or_else(|| format!("no soak row in the output:\n{out}"))?;
+    let row = parse_json(line, "pg_soak BENCH line")?;
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let windows = row["windows"].as_array().cloned().unwrap_or_default();
+    let (Some(first), Some(last)) = (windows.first(), windows.last()) else {
+        return Err(format!("pg soak: no windows in {row}"));
+    };
+    let bytes = |w: &serde_json::Value| -> f64 {
+        w["tables"]
+            .as_object()
+            .map(|t| t.values().map(|v| f(&v["bytes"])).sum())
+            .unwrap_or(f64::NAN)
+    };
+    let dead = |w: &serde_json::Value| -> f64 {
+        w["tables"]
+            .as_object()
+            .map(|t| t.values().map(|v| f(&v["dead"])).sum())
+            .unwrap_or(f64::NAN)
+    };
+    let max_bytes = windows.iter().map(bytes).fold(0.0, f64::max);
+    let max_dead = windows.iter().map(dead).fold(0.0, f64::max);
+    let secs: Vec<f64> = row["per_second"]
+        .as_array()
+        .map(|a| a.iter().map(f).collect())
+        .unwrap_or_default();
+    let mean = |from: f64, to: f64| -> f64 {
+        let (a, b) = (
+            from.max(0.0) as usize,
+            (to.max(0.0) as usize).min(secs.len()),
+        );
+        if b <= a {
+            return f64::NAN;
+        }
+        secs[a..b].iter().sum::<f64>() / (b - a) as f64
+    };
+    let (p0, p1) = (f(&row["pin_start_s"]), f(&row["pin_end_s"]));
+    let len = p1 - p0;
+    let before = mean(p0 - len, p0);
+    let during = mean(p0, p1);
+    let after = mean(p1 + len / 2.0, p1 + len);
+    let growth = bytes(last) / bytes(first);
+    let pace = f(&last["jobs_per_s"]) / f(&first["jobs_per_s"]);
+    let what = format!(
+        "soak: {jobs} jobs (claim-next + complete), retention {keep} s, check ok {}",
+        row["check_ok"]
+    );
+    let yes = |b: bool| if b { "met" } else { "NOT met" };
+    md.push_str(&format!(
+        "\n| PostgreSQL retention soak | value | ratio | target |\n|---|---:|---:|---|\n\
+         | {what}: jobs + events + facts + tombstones size at the end (max {:.1} MiB; dead tuples at the end {:.0}, max {max_dead:.0}) | {:.1} MiB | {growth:.2} × after the first {window} | ≤ 2 × — {} |\n\
+         | {what}: throughput of the last {window} | {:.0} jobs/s | {pace:.2} × the first {window} | ≥ 0.9 × — {} |\n\
+         | xmin pinned {pin} s from the middle: throughput while pinned | {during:.0} jobs/s | {:.2} × the {pin} s before | ≥ 0.5 × — {} |\n\
+         | xmin released: throughput in the second half of the {pin} s after | {after:.0} jobs/s | {:.2} × before the pin | ≥ 0.9 × — {} |\n",
+        max_bytes / 1048576.0,
+        dead(last),
+        bytes(last) / 1048576.0,
+        yes(growth <= 2.0),
+        f(&last["jobs_per_s"]),
+        yes(pace >= 0.9),
+        during / before,
+        yes(during / before >= 0.5),
+        after / before,
+        yes(after / before >= 0.9),
+    ));
+    json.push(row);
+    Ok(())
+}
+
+/// The ignored benchmark test `name` of `crates/tenure/tests/pg_bench.rs`
+/// (release build) against `server`.
+fn pg_bench_test(server: &Server, name: &str) -> Command {
+    let mut c = cargo();
+    c.args([
+        "test",
+        "--locked",
+        "--release",
+        "-p",
+        "tenure",
+        "--test",
+        "pg_bench",
+        "--",
+    ])
+    .args(["--ignored", "--exact", name, "--nocapture"])
+    .env("TENURE_TEST_BACKEND", "postgres")
+    .env("TENURE_TEST_PG_URL", &server.url);
+    c
+}
+
+/// Throughput by connection count and batch size, the peer row, the
+/// batched targets and the waiting rows on one server.
+fn throughput(
+    server: &Server,
+    durable: bool,
+    label: &str,
+    smoke: bool,
+    md: &mut String,
+    json: &mut Vec<serde_json::Value>,
+) -> Result {
+    let out = output(
+        pg_bench_test(server, "pg_bench")
+            .env("TENURE_BENCH_MILLIS", if smoke { "300" } else { "5000" })
+            .env("TENURE_BENCH_JOBS", if smoke { "2000" } else { "60000" })
+            .env("TENURE_BENCH_BATCHES", "1,16")
+            .env(
+                "TENURE_BENCH_CONNS",
+                if smoke { "1,4" } else { "1,4,16,64" },
+            ),
+    )?;
+    md.push_str(&format!(
+        "\n**{label}**\n\n| PostgreSQL workload (server on this machine) | value | \
+         round trips per batched claim + completion | bulk submit (submit_many, chunks of 1000) |\n\
+         |---|---:|---:|---:|\n",
+    ));
+    let mut rows = Vec::new();
+    for line in out
+        .lines()
+        .filter_map(|l| l.split_once("BENCH ").map(|x| x.1))
+    {
+        let mut row = parse_json(line, "pg_bench BENCH line")?;
+        row["server"] = serde_json::Value::from(if durable { "durable" } else { "no-fsync" });
+        rows.push(row);
+    }
+    if rows.is_empty() {
+        return Err(format!("no benchmark rows in the output:\n{out}"));
+    }
+    let rate = |c: &serde_json::Value, b: u64| {
+        rows.iter()
+            .find(|r| r["connections"] == *c && r["batch"] == b)
+            .and_then(|r| r["cycles_per_s"].as_f64())
+    };
+    for row in &rows {
+        let how = if row["batch"] == 1 {
+            "claim_next + complete".to_string()
+        } else {
+            format!("claim_next_many + complete_many, batch {}", row["batch"])
+        };
+        let ratio = match (rate(&row["connections"], 1), row["cycles_per_s"].as_f64()) {
+            (Some(b1), Some(x)) if row["batch"] != 1 => format!(" ({:.2} × batch 1)", x / b1),
+            _ => String::new(),
+        };
+        md.push_str(&format!(
+            "| {how}, {} connections in {} processes ({} busy retries) | {} jobs/s{ratio} | {} | {} jobs/s |\n",
+            row["connections"],
+            row["processes"],
+            row["busy"],
+            row["cycles_per_s"],
+            row["round_trips"],
+            row["submit_per_s"],
+        ));
+    }
+    let from = json.len();
+    crate::pg_peer::bench(server, smoke, md, json)?;
+    md.push_str(&batched_targets(&rows, &json[from..]));
+    json.extend(rows);
+    // Waiting for work on PostgreSQL (LISTEN/NOTIFY): the rows of
+    // `bench::waiting` on a database of this server.
+    let bin = crate::bench::bench_bin()?;
+    let cfg = crate::bench::Cfg {
+        smoke,
+        runs: 1,
+        cycles: 0,
+    };
+    let mut waits = Vec::new();
+    crate::bench::waiting(
+        &bin,
+        &cfg,
+        Some(&server.database("bench_wait")?),
+        &mut waits,
+        json,
+    )?;
+    md.push_str(&format!(
+        "\n| waiting ({label}) | value | target |\n|---|---:|---|\n"
+    ));
+    for r in &waits {
+        md.push_str(&r.markdown_cells());
+        md.push('\n');
+    }
     Ok(())
 }
 

@@ -108,6 +108,21 @@ pub fn torture(quick: bool) -> Result {
             cli.display().to_string(),
         ],
     )?;
+    // The same with retention on: automatic and explicit prune steps run
+    // among the transitions and get killed too.
+    campaign(
+        "crash",
+        &[
+            "--iterations".into(),
+            s(&plan.crash_iterations.div_ceil(2)),
+            "--dir".into(),
+            work.join("crash-prune").display().to_string(),
+            "--cli".into(),
+            cli.display().to_string(),
+            "--prune".into(),
+            "1".into(),
+        ],
+    )?;
     campaign(
         "clock",
         &[

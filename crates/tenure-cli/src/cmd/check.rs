@@ -18,9 +18,13 @@ impl Render for Check {
         } else {
             format!("{} violation(s)", r.violations.len())
         };
+        let from = match r.history_horizon {
+            0 => "the whole history".to_string(),
+            h => format!("events after {h} (earlier ones were pruned)"),
+        };
         writeln!(
             o,
-            "schema version {}, {} jobs, {} events: {verdict}",
+            "schema version {}, {} jobs, {} events from {from}: {verdict}",
             r.schema_version, r.jobs, r.events
         )?;
         for v in &r.violations {

@@ -16,6 +16,7 @@ pub mod job;
 pub mod jobs;
 pub mod migrate;
 pub mod production;
+pub mod prune;
 pub mod release;
 pub mod renew;
 mod submit;

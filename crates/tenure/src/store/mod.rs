@@ -16,7 +16,7 @@ use crate::model::{Event, EventKind, JobState, PublishedFact};
 use uuid::Uuid;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +90,19 @@ pub(crate) struct ProductionRow {
     pub cancelled_us: Option<i64>,
 }
 
+/// What is kept of a pruned terminal job: enough to answer a late
+/// resubmission of its ID as before (`existing` or `conflict`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tombstone {
+    pub production: String,
+    pub job: String,
+    pub payload_digest: Vec<u8>,
+    pub priority: i32,
+    pub max_attempts: u32,
+    pub state: Stored,
+    pub pruned_us: i64,
+}
+
 /// An event before the store assigns its sequence number.
 #[derive(Debug, Clone)]
 pub(crate) struct NewEvent<'a> {
@@ -139,6 +152,13 @@ pub(crate) trait Backend: Send + Sync {
     /// The store's work doorbell (see [`crate::doorbell`]), which every
     /// commit that called [`Txn::notify_work`] rings.
     fn doorbell(&self) -> Result<std::sync::Arc<dyn crate::doorbell::Doorbell>>;
+    /// Rewrite the store so that freed space can be given back in small
+    /// steps from then on (SQLite: `auto_vacuum = INCREMENTAL` and a full
+    /// `VACUUM`, which holds the writer lock while it runs). Default:
+    /// nothing to do (PostgreSQL: autovacuum).
+    fn compact(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// One open transaction. Dropping it without `commit` rolls it back.
@@ -195,15 +215,19 @@ pub(crate) trait Txn: Send {
     fn jobs_for_update(&mut self, keys: &[(&str, &str)]) -> Result<Vec<Option<JobRow>>> {
         keys.iter().map(|(p, j)| self.job(p, j)).collect()
     }
-    /// Insert many new jobs of distinct IDs, each unless its ID exists:
-    /// the new row's sequence, or `None` where the ID was already taken
-    /// (the row is then left as it is). Rows are inserted in order.
+    /// Insert many new jobs of distinct IDs, each unless its ID exists as a
+    /// job or a tombstone: the new row's sequence, or `None` where the ID
+    /// was already taken (left as it is). Rows are inserted in order.
     fn insert_new_jobs(&mut self, rows: &[JobRow], payloads: &[&[u8]]) -> Result<Vec<Option<i64>>> {
         rows.iter()
             .zip(payloads)
-            .map(|(r, p)| match self.job(&r.production, &r.job)? {
-                Some(_) => Ok(None),
-                None => self.insert_job(r, p).map(Some),
+            .map(|(r, p)| {
+                if self.job(&r.production, &r.job)?.is_some()
+                    || self.tombstone(&r.production, &r.job)?.is_some()
+                {
+                    return Ok(None);
+                }
+                self.insert_job(r, p).map(Some)
             })
             .collect()
     }
@@ -261,6 +285,40 @@ pub(crate) trait Txn: Send {
     /// writer at a time (SQLite) the two listings are the same.
     fn snapshot_events(&mut self, after: u64, limit: usize) -> Result<Vec<Event>> {
         self.events(None, after, limit)
+    }
+
+    /// The history horizon: every event with a sequence number up to it was
+    /// pruned (0: none). Read in the same snapshot as a listing before it.
+    fn history_horizon(&mut self) -> Result<u64>;
+    /// The oldest events still stored (after the horizon), as `(seq, at_us)`
+    /// in sequence order, at most `limit`; never one while an event with a
+    /// smaller sequence number can still commit.
+    fn oldest_events(&mut self, limit: usize) -> Result<Vec<(u64, i64)>>;
+    /// Delete every event with a sequence number up to `through` and raise
+    /// the history horizon to it. Returns how many were deleted.
+    fn prune_events_through(&mut self, through: u64) -> Result<u64>;
+    /// Jobs in a stored terminal state whose `updated_us` is before
+    /// `before_us`, oldest first, at most `limit`.
+    fn terminal_jobs_before(&mut self, before_us: i64, limit: usize) -> Result<Vec<JobRow>>;
+    /// Delete these jobs with their facts and execution nonces. Returns the
+    /// number of facts deleted.
+    fn delete_jobs(&mut self, rows: &[JobRow]) -> Result<u64>;
+    fn insert_tombstones(&mut self, stones: &[Tombstone]) -> Result<()>;
+    fn tombstone(&mut self, production: &str, job: &str) -> Result<Option<Tombstone>>;
+    /// Delete at most `limit` tombstones pruned before `before_us`.
+    fn prune_tombstones(&mut self, before_us: i64, limit: usize) -> Result<u64>;
+    /// Delete at most `limit` events of one production, never the store's
+    /// newest event (so that sequence numbers never go back); returns how
+    /// many.
+    fn delete_production_events(&mut self, production: &str, limit: usize) -> Result<u64>;
+    /// Delete every tombstone of one production; returns how many.
+    fn delete_production_tombstones(&mut self, production: &str) -> Result<u64>;
+    /// Delete the production row itself.
+    fn delete_production(&mut self, production: &str) -> Result<()>;
+    /// Give freed space back to the file system in a small step (SQLite:
+    /// `PRAGMA incremental_vacuum`). Default: nothing to do.
+    fn reclaim_space(&mut self) -> Result<()> {
+        Ok(())
     }
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()>;

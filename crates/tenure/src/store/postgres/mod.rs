@@ -8,7 +8,7 @@
 //! # Schema
 //!
 //! Every table lives in the schema `tenure` of the database named by the
-//! URL. `tenure.meta` holds the row `('schema_version', 2)`, the PostgreSQL
+//! URL. `tenure.meta` holds the row `('schema_version', 3)`, the PostgreSQL
 //! counterpart of SQLite's `PRAGMA user_version`. Opening reads that row
 //! first, without writing anything: a newer version is refused with
 //! [`Error::SchemaTooNew`] untouched. A missing schema is created in one
@@ -16,8 +16,10 @@
 //! opens from many hosts create it exactly once. A `tenure` schema with
 //! tables but without the version row is refused as "not a tenure store".
 //! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
-//! layout, only ever existed on SQLite), so there is nothing to migrate yet;
-//! a future version migrates forward in the same guarded transaction.
+//! layout, only ever existed on SQLite); a new one is created at 2 and
+//! migrated forward in the same guarded transaction, and a version 2 store
+//! migrates to 3 (retention: tombstones, the history horizon, pruning's
+//! indexes; additions only) in that transaction too.
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
@@ -162,7 +164,8 @@ mod url;
 pub(crate) use url::redact;
 
 use super::{
-    Backend, JobFacts, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION,
+    Backend, JobFacts, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn,
+    SCHEMA_VERSION,
 };
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
@@ -446,6 +449,39 @@ CREATE TABLE tenure.nonces (
 );
 "#;
 
+/// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
+/// the indexes pruning reads by, and autovacuum settings for the tables
+/// pruning deletes from (vacuumed after 2 % of their rows died rather than
+/// 20 %, without cost delay, so their size stays near their live rows).
+/// Additive only, idempotent.
+const MIGRATE_2_TO_3: &str = r#"
+CREATE TABLE IF NOT EXISTS tenure.tombstones (
+    production     TEXT COLLATE "C" NOT NULL,
+    job            TEXT COLLATE "C" NOT NULL,
+    payload_digest BYTEA NOT NULL,
+    priority       INT NOT NULL,
+    max_attempts   BIGINT NOT NULL,
+    state          TEXT NOT NULL,
+    pruned_us      BIGINT NOT NULL,
+    PRIMARY KEY (production, job)
+);
+CREATE INDEX IF NOT EXISTS tombstones_by_age ON tenure.tombstones (pruned_us);
+CREATE INDEX IF NOT EXISTS jobs_terminal ON tenure.jobs (updated_us)
+    WHERE state IN ('completed', 'failed', 'cancelled');
+CREATE INDEX IF NOT EXISTS nonces_by_job ON tenure.nonces (production, job);
+INSERT INTO tenure.meta (key, value) VALUES ('history_horizon', 0) ON CONFLICT DO NOTHING;
+ALTER TABLE tenure.jobs SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE tenure.events SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE tenure.facts SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE tenure.tombstones SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE tenure.nonces SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+"#;
+
 /// The stored schema version, or `None` if there is no tenure schema.
 fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     let exists: bool = c
@@ -546,6 +582,15 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
+            Some(2) => {
+                c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
+                c.execute(
+                    "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
+                    &[&i64::from(SCHEMA_VERSION)],
+                )
+                .map_err(map_err)?;
+                Ok(2)
+            }
             Some(v) => Err(Error::Store(format!(
                 "PostgreSQL store has schema version {v}, which never existed on PostgreSQL"
             ))),
@@ -565,6 +610,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                     ));
                 }
                 c.batch_execute(SCHEMA_V2).map_err(map_err)?;
+                c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 c.execute(
                     "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -1258,6 +1304,8 @@ impl Txn for PgTxn {
                   AS u(production, job, digest, len, prio, max, state, created, updated,
                        payload, ord)
              WHERE l.n >= 0
+               AND NOT EXISTS (SELECT 1 FROM tenure.tombstones t
+                               WHERE t.production = u.production AND t.job = u.job)
              ORDER BY u.ord
              ON CONFLICT (production, job) DO NOTHING
              RETURNING job, seq",
@@ -1622,6 +1670,166 @@ impl Txn for PgTxn {
     fn snapshot_events(&mut self, after: u64, limit: usize) -> Result<Vec<Event>> {
         // The checker: this snapshot's events, no horizon, no restart.
         self.events_below(None, after, limit, i64::MAX)
+    }
+
+    fn history_horizon(&mut self) -> Result<u64> {
+        let rows = self.query(
+            "SELECT value FROM tenure.meta WHERE key = 'history_horizon'",
+            &[],
+        )?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0)).max(0) as u64)
+    }
+
+    /// Only below the commit-order horizon (module docs): a pruned prefix
+    /// never has an event with a smaller sequence number commit after it.
+    fn oldest_events(&mut self, limit: usize) -> Result<Vec<(u64, i64)>> {
+        let below = self.event_horizon()?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.query(
+            "SELECT seq, at_us FROM tenure.events WHERE seq < $1 ORDER BY seq LIMIT $2",
+            &[&below, &limit],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1)))
+            .collect())
+    }
+
+    fn prune_events_through(&mut self, through: u64) -> Result<u64> {
+        let through = i64::try_from(through).unwrap_or(i64::MAX);
+        let n = self.execute("DELETE FROM tenure.events WHERE seq <= $1", &[&through])?;
+        self.execute(
+            "UPDATE tenure.meta SET value = greatest(value, $1) WHERE key = 'history_horizon'",
+            &[&through],
+        )?;
+        Ok(n)
+    }
+
+    /// Rows another transaction holds are skipped: the next step takes them.
+    fn terminal_jobs_before(&mut self, before_us: i64, limit: usize) -> Result<Vec<JobRow>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.query(
+            concat!(
+                "SELECT ",
+                job_cols!(),
+                " FROM tenure.jobs
+                 WHERE state IN ('completed', 'failed', 'cancelled') AND updated_us < $1
+                 ORDER BY updated_us LIMIT $2 FOR UPDATE SKIP LOCKED"
+            ),
+            &[&before_us, &limit],
+        )?;
+        jobs(rows)
+    }
+
+    fn delete_jobs(&mut self, rows: &[JobRow]) -> Result<u64> {
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        let prods: Vec<&str> = rows.iter().map(|r| r.production.as_str()).collect();
+        let names: Vec<&str> = rows.iter().map(|r| r.job.as_str()).collect();
+        let n = self.execute("DELETE FROM tenure.jobs WHERE seq = ANY($1)", &[&seqs])?;
+        if n != rows.len() as u64 {
+            return Err(Error::Internal(format!(
+                "deleting {} jobs touched {n} rows",
+                rows.len()
+            )));
+        }
+        let facts = self.execute(
+            "DELETE FROM tenure.facts f USING unnest($1::text[], $2::text[]) AS d(p, j)
+             WHERE f.production = d.p AND f.job = d.j",
+            &[&prods, &names],
+        )?;
+        self.execute(
+            "DELETE FROM tenure.nonces n USING unnest($1::text[], $2::text[]) AS d(p, j)
+             WHERE n.production = d.p AND n.job = d.j",
+            &[&prods, &names],
+        )?;
+        Ok(facts)
+    }
+
+    fn insert_tombstones(&mut self, stones: &[Tombstone]) -> Result<()> {
+        if stones.is_empty() {
+            return Ok(());
+        }
+        let prods: Vec<&str> = stones.iter().map(|t| t.production.as_str()).collect();
+        let names: Vec<&str> = stones.iter().map(|t| t.job.as_str()).collect();
+        let digests: Vec<&[u8]> = stones.iter().map(|t| t.payload_digest.as_slice()).collect();
+        let prios: Vec<i32> = stones.iter().map(|t| t.priority).collect();
+        let maxes: Vec<i64> = stones.iter().map(|t| i64::from(t.max_attempts)).collect();
+        let states: Vec<&str> = stones.iter().map(|t| t.state.as_str()).collect();
+        let at: Vec<i64> = stones.iter().map(|t| t.pruned_us).collect();
+        self.execute(
+            "INSERT INTO tenure.tombstones (production, job, payload_digest, priority,
+                 max_attempts, state, pruned_us)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int[], $5::bigint[],
+                                  $6::text[], $7::bigint[])
+             ON CONFLICT (production, job) DO UPDATE SET
+                 payload_digest = excluded.payload_digest, priority = excluded.priority,
+                 max_attempts = excluded.max_attempts, state = excluded.state,
+                 pruned_us = excluded.pruned_us",
+            &[&prods, &names, &digests, &prios, &maxes, &states, &at],
+        )?;
+        Ok(())
+    }
+
+    fn tombstone(&mut self, production: &str, job: &str) -> Result<Option<Tombstone>> {
+        let rows = self.query(
+            "SELECT production, job, payload_digest, priority, max_attempts, state, pruned_us
+             FROM tenure.tombstones WHERE production = $1 AND job = $2",
+            &[&production, &job],
+        )?;
+        rows.first()
+            .map(|r| {
+                let state: String = r.get(5);
+                Ok(Tombstone {
+                    production: r.get(0),
+                    job: r.get(1),
+                    payload_digest: r.get(2),
+                    priority: r.get(3),
+                    max_attempts: u32_col(r, 4)?,
+                    state: Stored::parse(&state)
+                        .ok_or_else(|| bad(format!("tombstone state {state:?}")))?,
+                    pruned_us: r.get(6),
+                })
+            })
+            .transpose()
+    }
+
+    fn prune_tombstones(&mut self, before_us: i64, limit: usize) -> Result<u64> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.execute(
+            "DELETE FROM tenure.tombstones WHERE (production, job) IN (
+                 SELECT production, job FROM tenure.tombstones WHERE pruned_us < $1
+                 ORDER BY pruned_us LIMIT $2 FOR UPDATE SKIP LOCKED)",
+            &[&before_us, &limit],
+        )
+    }
+
+    fn delete_production_events(&mut self, production: &str, limit: usize) -> Result<u64> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.execute(
+            "DELETE FROM tenure.events WHERE seq IN (
+                 SELECT seq FROM tenure.events WHERE production = $1
+                   AND seq < (SELECT max(seq) FROM tenure.events)
+                 ORDER BY seq LIMIT $2)",
+            &[&production, &limit],
+        )
+    }
+
+    fn delete_production_tombstones(&mut self, production: &str) -> Result<u64> {
+        self.execute(
+            "DELETE FROM tenure.tombstones WHERE production = $1",
+            &[&production],
+        )
+    }
+
+    fn delete_production(&mut self, production: &str) -> Result<()> {
+        self.execute(
+            "DELETE FROM tenure.productions WHERE name = $1",
+            &[&production],
+        )?;
+        Ok(())
     }
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()> {

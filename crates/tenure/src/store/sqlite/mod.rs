@@ -9,7 +9,9 @@
 #[cfg(target_os = "linux")]
 mod writer_queue;
 
-use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
+use super::{
+    Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn, SCHEMA_VERSION,
+};
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
@@ -156,6 +158,13 @@ impl SqliteBackend {
                 shown(path)
             )));
         }
+        if version == 0 && app_id == 0 {
+            // A new store gives freed pages back in small steps
+            // (`reclaim_space`): this must precede its first table and the
+            // switch to WAL. On a file that already has tables (refused
+            // below as foreign) the pragma changes nothing.
+            conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL;")?;
+        }
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::Store(format!(
@@ -256,6 +265,29 @@ CREATE TABLE nonces (
 ) WITHOUT ROWID;
 ";
 
+/// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
+/// and the indexes pruning reads by. Additive only.
+const MIGRATE_2_TO_3: &str = "
+CREATE TABLE IF NOT EXISTS tombstones (
+    production     TEXT NOT NULL,
+    job            TEXT NOT NULL,
+    payload_digest BLOB NOT NULL,
+    priority       INTEGER NOT NULL,
+    max_attempts   INTEGER NOT NULL,
+    state          TEXT NOT NULL,
+    pruned_us      INTEGER NOT NULL,
+    PRIMARY KEY (production, job)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tombstones_by_age ON tombstones (pruned_us);
+CREATE INDEX IF NOT EXISTS jobs_terminal ON jobs (updated_us)
+    WHERE state IN ('completed', 'failed', 'cancelled');
+CREATE INDEX IF NOT EXISTS nonces_by_job ON nonces (production, job);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('history_horizon', 0);
+";
+
+/// How many free pages one reclaim step gives back (4 KiB each).
+const RECLAIM_PAGES: u32 = 512;
+
 /// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
 fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
     // A current store needs no writer lock to open.
@@ -284,7 +316,9 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 conn.execute_batch(SCHEMA_V2)?;
             }
             1 => migrate_1_to_2(conn, now_us)?,
-            v if v == SCHEMA_VERSION => {}
+            // 2: only the additive step below; SCHEMA_VERSION: another
+            // process migrated first (the step is idempotent).
+            v if v == 2 || v == SCHEMA_VERSION => {}
             v => {
                 return Err(Error::SchemaTooNew {
                     found: v,
@@ -292,6 +326,7 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 })
             }
         }
+        conn.execute_batch(MIGRATE_2_TO_3)?;
         if from != SCHEMA_VERSION {
             conn.execute_batch(&format!(
                 "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
@@ -464,6 +499,24 @@ impl Backend for SqliteBackend {
             .poll_bell
             .get_or_init(|| Arc::new(crate::doorbell::PollBell::new()))
             .clone())
+    }
+
+    /// Switch the file to incremental auto-vacuum (a store created before
+    /// schema 3 has none) with the one full `VACUUM` that takes, at its turn
+    /// at the writer queue; a store already incremental is only vacuumed.
+    fn compact(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + self.pool.busy;
+        #[cfg(target_os = "linux")]
+        let _turn = match &self.pool.writer_queue {
+            Some(q) => Some(q.acquire(deadline)?),
+            None => None,
+        };
+        let conn = self.pool.take()?;
+        conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
+        let r = conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;");
+        conn.busy_timeout(self.pool.busy)?;
+        self.pool.give_back(conn);
+        Ok(r?)
     }
 }
 
@@ -985,6 +1038,178 @@ impl Txn for SqliteTxn {
                 collect(rows)
             }
         }
+    }
+
+    fn history_horizon(&mut self) -> Result<u64> {
+        let mut st = self
+            .c()
+            .prepare_cached("SELECT value FROM meta WHERE key = 'history_horizon'")?;
+        let h: Option<i64> = st.query_row([], |r| r.get(0)).optional()?;
+        Ok(h.unwrap_or(0).max(0) as u64)
+    }
+
+    /// One writer at a time: every stored event has committed.
+    fn oldest_events(&mut self, limit: usize) -> Result<Vec<(u64, i64)>> {
+        let mut st = self
+            .c()
+            .prepare_cached("SELECT seq, at_us FROM events ORDER BY seq LIMIT ?1")?;
+        let rows = st.query_map([limit as i64], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)?))
+        })?;
+        collect(rows)
+    }
+
+    fn prune_events_through(&mut self, through: u64) -> Result<u64> {
+        crate::fault::point();
+        let through = i64::try_from(through).unwrap_or(i64::MAX);
+        let c = self.c();
+        let n = c
+            .prepare_cached("DELETE FROM events WHERE seq <= ?1")?
+            .execute([through])?;
+        c.prepare_cached("UPDATE meta SET value = max(value, ?1) WHERE key = 'history_horizon'")?
+            .execute([through])?;
+        Ok(n as u64)
+    }
+
+    fn terminal_jobs_before(&mut self, before_us: i64, limit: usize) -> Result<Vec<JobRow>> {
+        let mut st = self.c().prepare_cached(concat!(
+            "SELECT ",
+            job_cols!(),
+            " FROM jobs INDEXED BY jobs_terminal
+             WHERE state IN ('completed', 'failed', 'cancelled') AND updated_us < ?1
+             ORDER BY updated_us LIMIT ?2"
+        ))?;
+        let rows = st.query_map(params![before_us, limit as i64], job_row)?;
+        collect(rows)
+    }
+
+    fn delete_jobs(&mut self, rows: &[JobRow]) -> Result<u64> {
+        crate::fault::point();
+        let c = self.c();
+        let mut facts = 0;
+        for row in rows {
+            let n = c
+                .prepare_cached("DELETE FROM jobs WHERE seq = ?1")?
+                .execute([row.seq])?;
+            one_row(n, row)?;
+            facts += c
+                .prepare_cached("DELETE FROM facts WHERE production = ?1 AND job = ?2")?
+                .execute([&row.production, &row.job])? as u64;
+            c.prepare_cached("DELETE FROM nonces WHERE production = ?1 AND job = ?2")?
+                .execute([&row.production, &row.job])?;
+        }
+        Ok(facts)
+    }
+
+    fn insert_tombstones(&mut self, stones: &[Tombstone]) -> Result<()> {
+        let c = self.c();
+        let mut st = c.prepare_cached(
+            "INSERT INTO tombstones (production, job, payload_digest, priority, max_attempts,
+                 state, pruned_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (production, job) DO UPDATE SET
+                 payload_digest = excluded.payload_digest, priority = excluded.priority,
+                 max_attempts = excluded.max_attempts, state = excluded.state,
+                 pruned_us = excluded.pruned_us",
+        )?;
+        for t in stones {
+            st.execute(params![
+                t.production,
+                t.job,
+                t.payload_digest,
+                t.priority,
+                t.max_attempts,
+                t.state.as_str(),
+                t.pruned_us
+            ])?;
+        }
+        Ok(())
+    }
+
+    fn tombstone(&mut self, production: &str, job: &str) -> Result<Option<Tombstone>> {
+        let mut st = self.c().prepare_cached(
+            "SELECT production, job, payload_digest, priority, max_attempts, state, pruned_us
+             FROM tombstones WHERE production = ?1 AND job = ?2",
+        )?;
+        let row = st
+            .query_row([production, job], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                    r.get::<_, i32>(3)?,
+                    r.get::<_, u32>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, i64>(6)?,
+                ))
+            })
+            .optional()?;
+        row.map(
+            |(production, job, payload_digest, priority, max_attempts, state, pruned_us)| {
+                Ok(Tombstone {
+                    state: Stored::parse(&state)
+                        .ok_or_else(|| Error::Store(format!("tombstone with state {state:?}")))?,
+                    production,
+                    job,
+                    payload_digest,
+                    priority,
+                    max_attempts,
+                    pruned_us,
+                })
+            },
+        )
+        .transpose()
+    }
+
+    fn prune_tombstones(&mut self, before_us: i64, limit: usize) -> Result<u64> {
+        let n = self
+            .c()
+            .prepare_cached(
+                "DELETE FROM tombstones WHERE (production, job) IN (
+                     SELECT production, job FROM tombstones INDEXED BY tombstones_by_age
+                     WHERE pruned_us < ?1 ORDER BY pruned_us LIMIT ?2)",
+            )?
+            .execute(params![before_us, limit as i64])?;
+        Ok(n as u64)
+    }
+
+    fn delete_production_events(&mut self, production: &str, limit: usize) -> Result<u64> {
+        let n = self
+            .c()
+            .prepare_cached(
+                "DELETE FROM events WHERE seq IN (
+                     SELECT seq FROM events WHERE production = ?1
+                       AND seq < (SELECT max(seq) FROM events)
+                     ORDER BY seq LIMIT ?2)",
+            )?
+            .execute(params![production, limit as i64])?;
+        Ok(n as u64)
+    }
+
+    fn delete_production_tombstones(&mut self, production: &str) -> Result<u64> {
+        let n = self
+            .c()
+            .prepare_cached("DELETE FROM tombstones WHERE production = ?1")?
+            .execute([production])?;
+        Ok(n as u64)
+    }
+
+    fn delete_production(&mut self, production: &str) -> Result<()> {
+        self.c()
+            .prepare_cached("DELETE FROM productions WHERE name = ?1")?
+            .execute([production])?;
+        Ok(())
+    }
+
+    /// At most [`RECLAIM_PAGES`] free pages per step; nothing on a store
+    /// created before schema 3 (`auto_vacuum` off: `Authority::vacuum`).
+    fn reclaim_space(&mut self) -> Result<()> {
+        let mut st = self
+            .c()
+            .prepare(&format!("PRAGMA incremental_vacuum({RECLAIM_PAGES})"))?;
+        let mut rows = st.query([])?;
+        while rows.next()?.is_some() {}
+        Ok(())
     }
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()> {

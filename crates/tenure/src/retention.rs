@@ -1,0 +1,252 @@
+//! Retention: how long history is kept, and what pruning and deleting a
+//! production report (docs/design.md, "Retention").
+//!
+//! The rules that prune and delete are in [`crate::rules`]; this module holds
+//! their public value types and bounds.
+
+use crate::error::{Error, Result};
+use crate::model::{Event, JobView, ProductionView, PublishedFact};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Rows of each kind (terminal jobs, tombstones, events) one prune step
+/// removes at most, so that a step is a short transaction.
+pub const PRUNE_STEP_ROWS: usize = 256;
+
+/// An automatic prune step runs after every this many committed one-step
+/// calls of a handle whose options carry a [`Retention`] policy.
+pub const AUTO_PRUNE_EVERY: u64 = 64;
+
+/// Jobs one step of [`crate::Authority::delete_production`] removes.
+pub const DELETE_STEP_JOBS: usize = 1_000;
+
+/// An age on the authority's clock for retention: whole seconds,
+/// 1 s ..= 3650 days.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Age {
+    secs: u64,
+}
+
+impl Age {
+    /// The longest age: 3650 days.
+    pub const MAX_SECS: u64 = 3650 * 86_400;
+
+    /// An age of `secs` seconds (1 ..= [`Age::MAX_SECS`], else
+    /// [`Error::InvalidDuration`]).
+    pub fn from_secs(secs: u64) -> Result<Age> {
+        if secs == 0 || secs > Age::MAX_SECS {
+            return Err(Error::InvalidDuration(format!(
+                "a retention age must be 1 s ..= 3650 days, not {secs} s"
+            )));
+        }
+        Ok(Age { secs })
+    }
+
+    /// Whole seconds.
+    pub fn as_secs(self) -> u64 {
+        self.secs
+    }
+
+    /// Microseconds.
+    pub fn as_micros(self) -> i64 {
+        // At most 3650 days: far inside i64.
+        self.secs as i64 * 1_000_000
+    }
+}
+
+impl TryFrom<Duration> for Age {
+    type Error = Error;
+
+    /// A whole number of seconds in 1 s ..= 3650 days; a sub-second
+    /// remainder is refused, not rounded.
+    fn try_from(d: Duration) -> Result<Age> {
+        if d.subsec_nanos() != 0 {
+            return Err(Error::InvalidDuration(format!(
+                "a retention age must be whole seconds, not {d:?}"
+            )));
+        }
+        Age::from_secs(d.as_secs())
+    }
+}
+
+impl fmt::Debug for Age {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Age {
+    /// The CLI form: `7d`, `1h30m`, `90s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = self.secs;
+        for (unit, n) in UNITS {
+            if rest >= n {
+                write!(f, "{}{unit}", rest / n)?;
+                rest %= n;
+            }
+        }
+        Ok(())
+    }
+}
+
+const UNITS: [(&str, u64); 4] = [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)];
+
+impl FromStr for Age {
+    type Err = Error;
+
+    /// Parse `<digits><unit>` groups, units `d`, `h`, `m`, `s` in that
+    /// order, each at most once: `60s`, `30d`, `1d12h`.
+    fn from_str(text: &str) -> Result<Age> {
+        let bad = |why: &str| {
+            Error::InvalidDuration(format!(
+                "{:?}: {why} (forms: 60s, 15m, 12h, 30d, 1d12h)",
+                crate::error::bounded(text)
+            ))
+        };
+        if text.is_empty() {
+            return Err(bad("empty age"));
+        }
+        let mut total: u64 = 0;
+        let mut next_unit = 0;
+        let mut rest = text;
+        while !rest.is_empty() {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 || digits > 12 {
+                return Err(bad("expected a number of at most 12 digits"));
+            }
+            let n: u64 = rest[..digits].parse().map_err(|_| bad("bad number"))?;
+            rest = &rest[digits..];
+            let unit = rest.chars().next().ok_or_else(|| bad("missing unit"))?;
+            let at = UNITS[next_unit..]
+                .iter()
+                .position(|(u, _)| u.starts_with(unit))
+                .ok_or_else(|| bad("unknown or repeated unit"))?;
+            next_unit += at + 1;
+            total = n
+                .checked_mul(UNITS[next_unit - 1].1)
+                .and_then(|v| v.checked_add(total))
+                .ok_or_else(|| bad("too long"))?;
+            rest = &rest[unit.len_utf8()..];
+        }
+        Age::from_secs(total)
+    }
+}
+
+/// A retention policy: how old (on the authority's clock) history may get
+/// before pruning removes it. `None` keeps that kind forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Retention {
+    /// Events older than this are pruned, oldest first, as a prefix of the
+    /// log (the history horizon moves up).
+    pub event_age: Option<Age>,
+    /// Jobs in a stored terminal state (completed, failed, cancelled) whose
+    /// last transition is older than this are pruned with their facts; a
+    /// tombstone keeps their ID and content digest.
+    pub terminal_job_age: Option<Age>,
+    /// Tombstones older than this are pruned; the job ID is then new again.
+    /// `None`: tombstones are kept forever.
+    pub tombstone_age: Option<Age>,
+}
+
+impl Retention {
+    /// The documented policy for stores that want one: events and terminal
+    /// jobs 30 days, tombstones 365 days. Never applied unless asked for.
+    pub fn recommended() -> Retention {
+        let days = |d: u64| Age { secs: d * 86_400 };
+        Retention {
+            event_age: Some(days(30)),
+            terminal_job_age: Some(days(30)),
+            tombstone_age: Some(days(365)),
+        }
+    }
+
+    /// True when the policy prunes nothing.
+    pub fn is_off(&self) -> bool {
+        self.event_age.is_none() && self.terminal_job_age.is_none() && self.tombstone_age.is_none()
+    }
+}
+
+/// What one prune step removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PruneReport {
+    /// Terminal jobs removed (each leaves a tombstone).
+    pub jobs: u64,
+    /// Tombstones removed.
+    pub tombstones: u64,
+    /// Events removed.
+    pub events: u64,
+    /// The history horizon after the step: every event with a sequence
+    /// number up to it is gone (0: none ever pruned).
+    pub horizon: u64,
+    /// True when a kind hit the per-step bound: call again for more.
+    pub more: bool,
+}
+
+/// What [`crate::Authority::delete_production`] removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeletedCounts {
+    /// Jobs removed.
+    pub jobs: u64,
+    /// Facts removed.
+    pub facts: u64,
+    /// Events removed.
+    pub events: u64,
+    /// Tombstones removed.
+    pub tombstones: u64,
+}
+
+/// One record of [`crate::Authority::export_production`], in this order:
+/// the production, its jobs by ID (each with its payload), its facts by job,
+/// its events by sequence number. No secret or secret digest is exported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExportRecord {
+    /// The production.
+    Production(ProductionView),
+    /// A job and its payload.
+    Job {
+        /// The job as a listing shows it.
+        view: JobView,
+        /// Its payload.
+        payload: Vec<u8>,
+    },
+    /// A published fact.
+    Fact(PublishedFact),
+    /// An event of the production.
+    Event(Event),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse_and_print() {
+        for (text, secs) in [
+            ("59s", 59),
+            ("15m", 900),
+            ("1d12h", 129_600),
+            ("30d", 2_592_000),
+        ] {
+            let a: Age = text.parse().unwrap();
+            assert_eq!(a.as_secs(), secs);
+            assert_eq!(a.to_string(), text);
+        }
+        assert_eq!("1h1s".parse::<Age>().unwrap().as_secs(), 3601);
+        assert_eq!("60s".parse::<Age>().unwrap().to_string(), "1m");
+        for bad in [
+            "", "0s", "1s1h", "1x", "1.5h", "-1s", "3651d", "1", "s", "1h1h",
+        ] {
+            assert_eq!(
+                bad.parse::<Age>().unwrap_err().code(),
+                crate::ErrorCode::InvalidDuration,
+                "{bad}"
+            );
+        }
+        assert!(Age::try_from(Duration::from_millis(1500)).is_err());
+        assert_eq!(
+            Age::try_from(Duration::from_secs(5)).unwrap().as_micros(),
+            5_000_000
+        );
+    }
+}
