@@ -19,6 +19,7 @@ pub mod production;
 pub mod release;
 pub mod renew;
 mod submit;
+pub mod work;
 
 use crate::exit;
 use crate::fail::{local, usage, R};
