@@ -370,9 +370,13 @@ fn demo_runs_small_and_passes_its_checks() {
         "throughput_per_s",
         "retried_after_failure",
         "unregistered_files",
+        "released_at_stop",
     ] {
         assert!(v.get(k).is_some(), "{k}");
     }
+    // Every worker left stopped cleanly on the final SIGTERM (the killed
+    // one may not have been replaced when the last job finished).
+    assert!(v["workers_stopped"].as_u64().unwrap() >= 2, "{v}");
     // Without --db (and --keep) its temporary directory is removed.
     assert_eq!(files_in(s.dir.path()), Vec::<String>::new());
 
