@@ -38,6 +38,11 @@
 //! between them may leave an unregistered `.tmp` or `.out` file, never partial
 //! facts (facts are published in the one completing transaction).
 //!
+//! [`Runner`] runs the same command the same way (steps 3 to 6, one
+//! implementation) as the handler of a [`worker::Worker`] (`tenure work`):
+//! the worker claims, keeps the lease alive and settles it with the
+//! runner's outcome.
+//!
 //! Decisions where docs/design.md is silent:
 //! * The exit status is authoritative only when the command exited by itself:
 //!   when it did, completion is always attempted and the store decides, even
