@@ -68,7 +68,7 @@ fn two_slots_run_every_job_once_and_report_each() {
     let script = format!("MARKS='{}'\n{script}", marks.display());
     let r = s.run(&work_args(
         &out,
-        &["--slots", "2", "--ttl", "10s", "--until-idle", "1s"],
+        &["--slots", "2", "--ttl", "10s", "--max-jobs", "6"],
         &["sh", "-c", &script],
     ));
     assert_eq!(r.code(), 0, "{}", r.stderr());
@@ -134,7 +134,7 @@ fn a_failing_command_is_retried_then_fails_at_the_attempt_budget() {
     "#;
     let r = s.run(&work_args(
         &out,
-        &["--until-idle", "1s", "--ttl", "10s"],
+        &["--max-jobs", "4", "--ttl", "10s"],
         &["sh", "-c", script],
     ));
     assert_eq!(r.code(), 0, "{}", r.stderr());
@@ -190,14 +190,10 @@ fn sigterm_takes_no_new_job_lets_commands_finish_in_grace_then_releases() {
             .iter()
             .all(|j| marks.join(format!("{j}.pid")).exists())
     });
-    let long_pid: u32 = std::fs::read_to_string(marks.join("long.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let long_pid: u32 = read_pid(&marks.join("long.pid"));
     signal(w.id(), libc::SIGTERM);
     // Give the worker time to see the stop before anything can be claimed.
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::thread::sleep(std::time::Duration::from_secs(1));
     s.run_in(&["job", "submit", "-p", "p", "late"], b"").ok();
     std::fs::write(marks.join("sigtermed"), b"").unwrap();
     let r = Out(w.wait_with_output().unwrap());
@@ -240,11 +236,7 @@ fn a_sigkilled_worker_loses_nothing_its_jobs_come_back_after_expiry() {
         &marks,
     );
     wait_for("the command to start", || marks.join("pid").exists());
-    let orphan: u32 = std::fs::read_to_string(marks.join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let orphan: u32 = read_pid(&marks.join("pid"));
     w.kill().unwrap(); // SIGKILL
     w.wait().unwrap();
     assert_eq!(s.job("j")["state"], "claimed");
@@ -253,7 +245,8 @@ fn a_sigkilled_worker_loses_nothing_its_jobs_come_back_after_expiry() {
     unsafe {
         libc::kill(orphan as libc::pid_t, libc::SIGKILL);
     }
-    let r = s.run(&work_args(&out, &["--max-jobs", "1"], &["cat"]));
+    // --until-idle: stops once no command ran for that long.
+    let r = s.run(&work_args(&out, &["--until-idle", "2s"], &["cat"]));
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let v = &lines(&r)[0];
     assert_eq!(v["outcome"], "completed");
