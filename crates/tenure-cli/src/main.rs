@@ -23,7 +23,7 @@ mod out;
 use clap::{Parser, Subcommand};
 use cmd::{
     check, claim, clock, complete, demo, events, exec, exit_codes, facts, fail as fail_cmd, init,
-    job, jobs, migrate, production, prune, release, renew, Ctx, Done,
+    job, jobs, migrate, production, prune, release, renew, work, Ctx, Done,
 };
 use fail::R;
 use std::path::PathBuf;
@@ -75,6 +75,9 @@ enum Cmd {
     /// Reference executor: claim a job, run COMMAND on it, publish its output.
     #[command(after_help = exec::AFTER_HELP)]
     Exec(exec::Args),
+    /// Worker loop: wait for jobs, run COMMAND on each (as exec does) in N slots.
+    #[command(after_help = work::AFTER_HELP)]
+    Work(work::Args),
     /// Show the transition log.
     Events(events::Args),
     /// Show published facts (with provenance).
@@ -100,7 +103,10 @@ enum Cmd {
 impl Cmd {
     /// Whether the command reports as it goes and must outlive its reader.
     fn keeps_running(&self) -> bool {
-        matches!(self, Cmd::Exec(_) | Cmd::Demo(_) | Cmd::DemoTask)
+        matches!(
+            self,
+            Cmd::Exec(_) | Cmd::Work(_) | Cmd::Demo(_) | Cmd::DemoTask
+        )
     }
 }
 
@@ -117,6 +123,7 @@ fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
         Cmd::Fail(a) => fail_cmd::run(ctx, a),
         Cmd::Complete(a) => complete::run(ctx, a),
         Cmd::Exec(a) => exec::run(ctx, a),
+        Cmd::Work(a) => work::run(ctx, a),
         Cmd::Events(a) => events::run(ctx, a),
         Cmd::Facts(a) => facts::run(ctx, a),
         Cmd::Clock => clock::run(ctx),

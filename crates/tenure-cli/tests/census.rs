@@ -66,6 +66,13 @@ fn census_empty_and_oversize_ids_are_invalid_argument() {
         s.try_claim(&["--job", "j", "--holder", holder, "--ttl", "5m"], &tok)
             .fails(code(ErrorCode::InvalidArgument));
         assert!(!tok.exists(), "{holder:?}");
+        s.run(&["work", "-p", "p", "--holder", holder, "--", "true"])
+            .fails(code(ErrorCode::InvalidArgument));
+    }
+    // `work` refuses a malformed production before waiting on it.
+    for prod in ["", long.as_str()] {
+        s.run(&["work", "-p", prod, "--", "true"])
+            .fails(code(ErrorCode::InvalidArgument));
     }
     // An oversize payload (1 MiB + 1 from stdin).
     s.run_in(
@@ -132,6 +139,21 @@ fn census_durations_negative_zero_huge_are_invalid_duration() {
         ])
         .fails(code(ErrorCode::InvalidDuration));
     assert!(err.contains("invalid duration"), "{err}");
+    // `work`: every duration option, before anything runs.
+    for opt in [
+        "--ttl",
+        "--renew-every",
+        "--wait-timeout",
+        "--grace",
+        "--until-idle",
+    ] {
+        for bad in ["0s", "-1s", "25h", "1500ns", "1h1h", "soon"] {
+            let err = s
+                .run(&["work", "-p", "p", opt, bad, "--", "true"])
+                .fails(code(ErrorCode::InvalidDuration));
+            assert!(err.contains("[invalid_duration]"), "{opt} {bad}: {err}");
+        }
+    }
     let err = s
         .run(&["--json", "demo", "--ttl", "-1s"])
         .fails(code(ErrorCode::InvalidDuration));

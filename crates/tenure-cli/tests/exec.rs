@@ -228,11 +228,7 @@ fn stale_executor_completion_is_rejected_and_cleans_only_its_files() {
 
     // Let A's command finish while A is still stopped, then resume A.
     std::fs::write(marks.join("go"), b"").unwrap();
-    let pid: u32 = std::fs::read_to_string(marks.join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: u32 = read_pid(&marks.join("pid"));
     wait_for("A's command to exit", || proc_state(pid) == Some('Z'));
     signal(a.id(), libc::SIGCONT);
     let r = finish(a);
@@ -283,11 +279,7 @@ fn heartbeat_renews_and_kills_the_command_when_the_lease_is_lost() {
     std::fs::create_dir(&marks).unwrap();
     let a = start_waiting_executor(&s, &out, &marks, "2s");
     wait_for("A's command to start", || marks.join("started").exists());
-    let pid: u32 = std::fs::read_to_string(marks.join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: u32 = read_pid(&marks.join("pid"));
     stop_outside_write(&s.db, a.id());
     wait_for("A's lease to expire", || s.job("j")["state"] == "expired");
     let b = s.run(&exec_args(
@@ -370,9 +362,13 @@ fn demo_runs_small_and_passes_its_checks() {
         "throughput_per_s",
         "retried_after_failure",
         "unregistered_files",
+        "released_at_stop",
     ] {
         assert!(v.get(k).is_some(), "{k}");
     }
+    // Every worker left stopped cleanly on the final SIGTERM (the killed
+    // one may not have been replaced when the last job finished).
+    assert!(v["workers_stopped"].as_u64().unwrap() >= 2, "{v}");
     // Without --db (and --keep) its temporary directory is removed.
     assert_eq!(files_in(s.dir.path()), Vec::<String>::new());
 

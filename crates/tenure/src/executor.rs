@@ -38,6 +38,11 @@
 //! between them may leave an unregistered `.tmp` or `.out` file, never partial
 //! facts (facts are published in the one completing transaction).
 //!
+//! [`Runner`] runs the same command the same way (steps 3 to 6, one
+//! implementation) as the handler of a [`worker::Worker`] (`tenure work`):
+//! the worker claims, keeps the lease alive and settles it with the
+//! runner's outcome.
+//!
 //! Decisions where docs/design.md is silent:
 //! * The exit status is authoritative only when the command exited by itself:
 //!   when it did, completion is always attempted and the store decides, even
@@ -51,16 +56,18 @@
 
 use crate::error::{Error, ErrorCode};
 use crate::model::{Execution, JobState};
+use crate::worker::{self, JobContext, JobResult, Report};
 use crate::{Authority, Lease, Ttl};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex};
-use std::time::Duration;
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// A command exiting with this code fails its lease permanently (no retry).
@@ -167,6 +174,16 @@ pub enum Outcome {
         /// The refused renewal.
         error: Error,
     },
+    /// Only under a [`Runner`]: the worker released the lease unfinished
+    /// (its grace period after a stop ended, or the payload could not be
+    /// read); a command still running was killed and this attempt's files
+    /// removed. The nonce is nil when no command was started.
+    Released {
+        /// Who ran it.
+        attempt: Attempt,
+        /// The job's state after the release (`requested` or `failed`).
+        state: JobState,
+    },
 }
 
 impl Outcome {
@@ -176,7 +193,8 @@ impl Outcome {
             Outcome::Completed { attempt, .. }
             | Outcome::Failed { attempt, .. }
             | Outcome::Rejected { attempt, .. }
-            | Outcome::LeaseLost { attempt, .. } => attempt,
+            | Outcome::LeaseLost { attempt, .. }
+            | Outcome::Released { attempt, .. } => attempt,
         }
     }
 }
@@ -216,27 +234,149 @@ fn lease_gone(code: ErrorCode) -> bool {
     )
 }
 
+/// Create (if missing) and resolve the output directory.
+fn prepare_dir(dir: &Path) -> std::result::Result<PathBuf, ExecError> {
+    fs::create_dir_all(dir).map_err(io_err(format!(
+        "creating output directory {}",
+        dir.display()
+    )))?;
+    fs::canonicalize(dir).map_err(io_err(format!(
+        "resolving output directory {}",
+        dir.display()
+    )))
+}
+
+impl Attempt {
+    /// A lease's attribution with a fresh nonce.
+    fn of(lease: &Lease) -> Attempt {
+        Attempt {
+            production: lease.production().to_owned(),
+            job: lease.job().to_owned(),
+            claim_id: lease.claim_id(),
+            attempt: lease.attempt(),
+            nonce: Uuid::new_v4(),
+        }
+    }
+
+    /// `DIR/<job>.<nonce>.tmp` and `DIR/<job>.<nonce>.out`.
+    fn files(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        (
+            dir.join(format!("{}.{}.tmp", self.job, self.nonce)),
+            dir.join(format!("{}.{}.out", self.job, self.nonce)),
+        )
+    }
+}
+
+/// The command to run and where its output goes.
+struct Cmd<'a> {
+    dir: &'a Path,
+    program: &'a OsString,
+    args: &'a [OsString],
+}
+
+/// How one attempt's command ran, before its lease is settled.
+enum Ran {
+    /// Exit 0: the output is published (fsynced, renamed to `.out`).
+    Published {
+        exec: Execution,
+        output: PathBuf,
+        sha256: String,
+        size: u64,
+    },
+    /// Another exit or a signal: this attempt's files are removed.
+    Failed {
+        exit: Exit,
+        permanent: bool,
+        reason: String,
+    },
+    /// The lease was found gone while the command ran: it was killed and
+    /// this attempt's files are removed.
+    Lost(Error),
+}
+
+/// A local failure of an attempt (its files removed): the reason to fail
+/// the lease with (retryable), and the error.
+type LocalFailure = (&'static str, ExecError);
+
+/// Run `cmd` for the held `lease` (see the module docs, steps 3 to 5): the
+/// one implementation behind [`run_once`] and [`Runner`]. `heartbeat`
+/// renews the lease every TTL/3 from a thread of this call; `watch` is
+/// asked every poll whether the lease is gone (the command is then killed).
+fn run_attempt(
+    cmd: &Cmd<'_>,
+    lease: &Lease,
+    attempt: &Attempt,
+    payload: Vec<u8>,
+    heartbeat: Option<Ttl>,
+    watch: &dyn Fn() -> Option<Error>,
+) -> std::result::Result<Ran, LocalFailure> {
+    let (tmp, out) = attempt.files(cmd.dir);
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| {
+            (
+                "executor: cannot create the output file",
+                io_err(format!("creating {}", tmp.display()))(e),
+            )
+        })?;
+    let run = run_child(cmd, lease, attempt, &tmp, &file, payload, heartbeat, watch);
+    let (exit, lost) = match run {
+        Ok(v) => v,
+        Err(e) => {
+            drop(file);
+            let _ = fs::remove_file(&tmp);
+            return Err(("executor: cannot start the command", e));
+        }
+    };
+    if let Some(error) = lost {
+        drop(file);
+        let _ = fs::remove_file(&tmp);
+        return Ok(Ran::Lost(error));
+    }
+    if exit != Exit::Code(0) {
+        drop(file);
+        let _ = fs::remove_file(&tmp);
+        let reason = match exit {
+            Exit::Code(c) => format!("command exited with status {c}"),
+            Exit::Signal(s) => format!("command killed by signal {s}"),
+        };
+        return Ok(Ran::Failed {
+            exit,
+            permanent: exit == Exit::Code(PERMANENT_EXIT_CODE),
+            reason,
+        });
+    }
+    match publish(file, &tmp, &out, cmd.dir) {
+        Ok((sha256, size)) => Ok(Ran::Published {
+            exec: Execution {
+                nonce: attempt.nonce,
+                output_path: out.to_string_lossy().into_owned(),
+                output_sha256: sha256.clone(),
+                output_size: size,
+                exit_status: 0,
+            },
+            output: out,
+            sha256,
+            size,
+        }),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            let _ = fs::remove_file(&out);
+            Err(("executor: cannot store the output", e))
+        }
+    }
+}
+
 /// Claim one job and execute it (see the module docs).
 pub fn run_once(auth: &Authority, spec: &ExecSpec) -> std::result::Result<Outcome, ExecError> {
-    fs::create_dir_all(&spec.output_dir).map_err(io_err(format!(
-        "creating output directory {}",
-        spec.output_dir.display()
-    )))?;
-    let dir = fs::canonicalize(&spec.output_dir).map_err(io_err(format!(
-        "resolving output directory {}",
-        spec.output_dir.display()
-    )))?;
+    let dir = prepare_dir(&spec.output_dir)?;
     let lease = match &spec.job {
         Some(j) => auth.claim(&spec.production, j, &spec.holder, spec.ttl)?,
         None => auth.claim_next(&spec.production, &spec.holder, spec.ttl)?,
     };
-    let attempt = Attempt {
-        production: lease.production().to_owned(),
-        job: lease.job().to_owned(),
-        claim_id: lease.claim_id(),
-        attempt: lease.attempt(),
-        nonce: Uuid::new_v4(),
-    };
+    let attempt = Attempt::of(&lease);
     let payload = match auth.payload(&attempt.production, &attempt.job) {
         Ok(p) => p,
         Err(e) => {
@@ -244,68 +384,45 @@ pub fn run_once(auth: &Authority, spec: &ExecSpec) -> std::result::Result<Outcom
             return Err(e.into());
         }
     };
-    let tmp = dir.join(format!("{}.{}.tmp", attempt.job, attempt.nonce));
-    let out = dir.join(format!("{}.{}.out", attempt.job, attempt.nonce));
-    let file = match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = lease.fail("executor: cannot create the output file", false);
-            return Err(io_err(format!("creating {}", tmp.display()))(e));
-        }
+    let cmd = Cmd {
+        dir: &dir,
+        program: &spec.program,
+        args: &spec.args,
     };
-    let run = run_child(spec, &lease, &attempt, &tmp, &file, payload);
-    let (exit, lost) = match run {
-        Ok(v) => v,
-        Err(e) => {
-            drop(file);
-            let _ = fs::remove_file(&tmp);
-            let _ = lease.fail("executor: cannot start the command", false);
+    let ran = match run_attempt(&cmd, &lease, &attempt, payload, Some(spec.ttl), &|| None) {
+        Ok(r) => r,
+        Err((reason, e)) => {
+            let _ = lease.fail(reason, false);
             return Err(e);
         }
     };
-    if let Some(error) = lost {
-        drop(file);
-        let _ = fs::remove_file(&tmp);
-        return Ok(Outcome::LeaseLost { attempt, error });
-    }
-    if exit != Exit::Code(0) {
-        drop(file);
-        let _ = fs::remove_file(&tmp);
-        let permanent = exit == Exit::Code(PERMANENT_EXIT_CODE);
-        let reason = match exit {
-            Exit::Code(c) => format!("command exited with status {c}"),
-            Exit::Signal(s) => format!("command killed by signal {s}"),
-        };
-        return Ok(match lease.fail(&reason, permanent) {
-            Ok(state) => Outcome::Failed {
-                attempt,
-                exit,
-                permanent,
-                state,
-            },
-            Err(error) => Outcome::Rejected {
-                attempt,
-                exit,
-                error,
-            },
-        });
-    }
-    let published = publish(file, &tmp, &out, &dir);
-    let (sha256, size) = match published {
-        Ok(v) => v,
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            let _ = fs::remove_file(&out);
-            let _ = lease.fail("executor: cannot store the output", false);
-            return Err(e);
+    let (exec, output, sha256, size) = match ran {
+        Ran::Lost(error) => return Ok(Outcome::LeaseLost { attempt, error }),
+        Ran::Failed {
+            exit,
+            permanent,
+            reason,
+        } => {
+            return Ok(match lease.fail(&reason, permanent) {
+                Ok(state) => Outcome::Failed {
+                    attempt,
+                    exit,
+                    permanent,
+                    state,
+                },
+                Err(error) => Outcome::Rejected {
+                    attempt,
+                    exit,
+                    error,
+                },
+            })
         }
-    };
-    let exec = Execution {
-        nonce: attempt.nonce,
-        output_path: out.to_string_lossy().into_owned(),
-        output_sha256: sha256.clone(),
-        output_size: size,
-        exit_status: 0,
+        Ran::Published {
+            exec,
+            output,
+            sha256,
+            size,
+        } => (exec, output, sha256, size),
     };
     let mut result = lease.complete_execution(&exec, &[]);
     for _ in 0..2 {
@@ -319,15 +436,15 @@ pub fn run_once(auth: &Authority, spec: &ExecSpec) -> std::result::Result<Outcom
     match result {
         Ok(()) => Ok(Outcome::Completed {
             attempt,
-            output: out,
+            output,
             sha256,
             size,
         }),
         Err(error) => {
-            let _ = fs::remove_file(&out);
+            let _ = fs::remove_file(&output);
             Ok(Outcome::Rejected {
                 attempt,
-                exit,
+                exit: Exit::Code(0),
                 error,
             })
         }
@@ -336,19 +453,22 @@ pub fn run_once(auth: &Authority, spec: &ExecSpec) -> std::result::Result<Outcom
 
 /// Spawn the command, feed it the payload, heartbeat until it exits. Returns
 /// its exit and, if the heartbeat found the lease gone, the refusal.
+#[allow(clippy::too_many_arguments)]
 fn run_child(
-    spec: &ExecSpec,
+    cmd: &Cmd<'_>,
     lease: &Lease,
     attempt: &Attempt,
     tmp: &Path,
     file: &File,
     payload: Vec<u8>,
+    heartbeat: Option<Ttl>,
+    watch: &dyn Fn() -> Option<Error>,
 ) -> std::result::Result<(Exit, Option<Error>), ExecError> {
     let stdout = file
         .try_clone()
         .map_err(io_err("duplicating the output file"))?;
-    let mut child = Command::new(&spec.program)
-        .args(&spec.args)
+    let mut child = Command::new(cmd.program)
+        .args(cmd.args)
         .stdin(Stdio::piped())
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::inherit())
@@ -361,10 +481,10 @@ fn run_child(
         .spawn()
         .map_err(io_err(format!(
             "starting {}",
-            Path::new(&spec.program).display()
+            Path::new(cmd.program).display()
         )))?;
     let mut stdin = child.stdin.take();
-    let interval = (spec.ttl.as_duration() / 3).max(Duration::from_millis(1));
+
     let lost = AtomicBool::new(false);
     let refusal: Mutex<Option<Error>> = Mutex::new(None);
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -376,26 +496,36 @@ fn run_child(
             }
         });
         let (lost, refusal) = (&lost, &refusal);
-        scope.spawn(move || loop {
-            match stop_rx.recv_timeout(interval) {
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                _ => return,
-            }
-            if let Err(e) = lease.renew(spec.ttl) {
-                if lease_gone(e.code()) {
-                    *refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    lost.store(true, Ordering::SeqCst);
-                    return;
+        if let Some(ttl) = heartbeat {
+            let interval = (ttl.as_duration() / 3).max(Duration::from_millis(1));
+            scope.spawn(move || loop {
+                match stop_rx.recv_timeout(interval) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
                 }
-            }
-        });
+                if let Err(e) = lease.renew(ttl) {
+                    if lease_gone(e.code()) {
+                        *refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        lost.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                }
+            });
+        }
         let result = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break Ok(Exit::from_status(status)),
                 Ok(None) => {}
                 Err(e) => break Err(io_err("waiting for the command")(e)),
             }
-            if lost.load(Ordering::SeqCst) {
+            let watched = || match watch() {
+                Some(e) => {
+                    *refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    true
+                }
+                None => false,
+            };
+            if lost.load(Ordering::SeqCst) || watched() {
                 let _ = child.kill();
                 break child
                     .wait()
@@ -490,4 +620,259 @@ impl ExecError {
             ExecError::Io { .. } => None,
         }
     }
+}
+
+/// The reference executor as the handler of a [`worker::Worker`]: the
+/// worker waits for jobs, keeps their leases alive and settles them; the
+/// runner runs the command per job exactly as [`run_once`] does (same
+/// files, environment, payload on stdin and exit-status rule) and turns its
+/// end into the worker's outcome: exit 0 completes with the execution's
+/// provenance ([`worker::Outcome::CompleteExecution`]), exit
+/// [`PERMANENT_EXIT_CODE`] fails permanently, any other exit or a signal
+/// fails retryably ([`worker::Outcome::Retry`]). A command is killed when
+/// the worker's keeper finds the lease gone (as the heartbeat does), and
+/// when [`Runner::finish`] is called.
+///
+/// Use: [`Runner::run`] as the handler, [`Runner::settled`] in the report
+/// callback (it gives the attempt's [`Outcome`] and removes this attempt's
+/// files whenever the job did not complete), and [`Runner::finish`] after
+/// [`worker::Worker::join`].
+#[derive(Clone)]
+pub struct Runner {
+    inner: Arc<RunnerInner>,
+}
+
+struct RunnerInner {
+    dir: PathBuf,
+    program: OsString,
+    args: Vec<OsString>,
+    state: Mutex<RunnerState>,
+    cv: Condvar,
+    /// Stopped when a command cannot be run.
+    stop: std::sync::OnceLock<worker::StopHandle>,
+}
+
+struct RunnerState {
+    /// Attempts the worker has not settled yet, by claim ID.
+    attempts: HashMap<Uuid, Record>,
+    /// Commands running.
+    running: usize,
+    /// When the last command ended (or the runner was made).
+    idle_since: Instant,
+    /// [`Runner::finish`] was called: kill what still runs.
+    finished: bool,
+}
+
+/// One attempt: who, and, once its command ended, how it ran.
+struct Record {
+    attempt: Attempt,
+    ran: Option<std::result::Result<Ran, ExecError>>,
+}
+
+impl Runner {
+    /// A runner of `program args...`, output in `output_dir` (created if
+    /// missing).
+    pub fn new(
+        output_dir: &Path,
+        program: OsString,
+        args: Vec<OsString>,
+    ) -> std::result::Result<Runner, ExecError> {
+        Ok(Runner {
+            inner: Arc::new(RunnerInner {
+                dir: prepare_dir(output_dir)?,
+                program,
+                args,
+                state: Mutex::new(RunnerState {
+                    attempts: HashMap::new(),
+                    running: 0,
+                    idle_since: Instant::now(),
+                    finished: false,
+                }),
+                cv: Condvar::new(),
+                stop: std::sync::OnceLock::new(),
+            }),
+        })
+    }
+
+    /// Stop `handle`'s worker when a command cannot be run (missing
+    /// program, output directory trouble), before that job is failed, so no
+    /// other slot takes it again: as [`run_loop`] stops there.
+    pub fn stop_on_failure(&self, handle: worker::StopHandle) {
+        let _ = self.inner.stop.set(handle);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, RunnerState> {
+        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The worker's handler: run the command for `ctx`'s job.
+    pub fn run(&self, ctx: &JobContext<'_>) -> worker::Outcome {
+        let lease = ctx.lease();
+        let attempt = Attempt::of(lease);
+        {
+            let mut st = self.lock();
+            st.running += 1;
+            st.attempts.insert(
+                attempt.claim_id,
+                Record {
+                    attempt: attempt.clone(),
+                    ran: None,
+                },
+            );
+        }
+        let cmd = Cmd {
+            dir: &self.inner.dir,
+            program: &self.inner.program,
+            args: &self.inner.args,
+        };
+        let watch = || {
+            if self.lock().finished {
+                return Some(Error::LeaseClosed(
+                    "the worker stopped and released the lease".into(),
+                ));
+            }
+            ctx.lease_lost().filter(|e| lease_gone(e.code()))
+        };
+        let ran = run_attempt(&cmd, lease, &attempt, ctx.payload().to_vec(), None, &watch);
+        let retry = |reason: String| worker::Outcome::Retry {
+            reason,
+            delay: None,
+        };
+        let outcome = match &ran {
+            Ok(Ran::Published { exec, .. }) => worker::Outcome::CompleteExecution(exec.clone()),
+            Ok(Ran::Failed {
+                permanent: true,
+                reason,
+                ..
+            }) => worker::Outcome::Fail(reason.clone()),
+            Ok(Ran::Failed { reason, .. }) => retry(reason.clone()),
+            Ok(Ran::Lost(e)) => retry(format!("executor: the lease was lost: {e}")),
+            Err((reason, _)) => retry((*reason).to_owned()),
+        };
+        if ran.is_err() {
+            if let Some(h) = self.inner.stop.get() {
+                h.stop();
+            }
+        }
+        let mut st = self.lock();
+        st.running -= 1;
+        if st.running == 0 {
+            st.idle_since = Instant::now();
+        }
+        match st.attempts.get_mut(&attempt.claim_id) {
+            Some(r) => r.ran = Some(ran.map_err(|(_, e)| e)),
+            // Already settled (released at the end of the grace period).
+            None => remove_files(&self.inner.dir, &attempt),
+        }
+        drop(st);
+        self.inner.cv.notify_all();
+        outcome
+    }
+
+    /// The worker's report of a job this runner ran, as an executor
+    /// [`Outcome`] (an [`ExecError`] when the command could not be run: the
+    /// lease was failed retryably). Whenever the job did not complete, this
+    /// attempt's files are removed.
+    pub fn settled(&self, report: &Report) -> std::result::Result<Outcome, ExecError> {
+        let record = self.lock().attempts.remove(&report.claim_id);
+        let (attempt, ran) = match record {
+            Some(r) => (r.attempt, r.ran),
+            None => (
+                Attempt {
+                    production: report.production.clone(),
+                    job: report.job.clone(),
+                    claim_id: report.claim_id,
+                    attempt: report.attempt,
+                    nonce: Uuid::nil(),
+                },
+                None,
+            ),
+        };
+        if !matches!(report.result, JobResult::Completed) {
+            remove_files(&self.inner.dir, &attempt);
+        }
+        Ok(match (&report.result, ran) {
+            (JobResult::Released(state), _) => Outcome::Released {
+                attempt,
+                state: *state,
+            },
+            (
+                JobResult::Completed,
+                Some(Ok(Ran::Published {
+                    output,
+                    sha256,
+                    size,
+                    ..
+                })),
+            ) => Outcome::Completed {
+                attempt,
+                output,
+                sha256,
+                size,
+            },
+            (
+                JobResult::Failed(state),
+                Some(Ok(Ran::Failed {
+                    exit, permanent, ..
+                })),
+            ) => Outcome::Failed {
+                attempt,
+                exit,
+                permanent,
+                state: *state,
+            },
+            (JobResult::Lost(_), Some(Ok(Ran::Lost(error)))) => {
+                Outcome::LeaseLost { attempt, error }
+            }
+            (JobResult::Lost(error), Some(Ok(Ran::Published { .. }))) => Outcome::Rejected {
+                attempt,
+                exit: Exit::Code(0),
+                error: error.clone(),
+            },
+            (JobResult::Lost(error), Some(Ok(Ran::Failed { exit, .. }))) => Outcome::Rejected {
+                attempt,
+                exit,
+                error: error.clone(),
+            },
+            (JobResult::Lost(error), _) => Outcome::LeaseLost {
+                attempt,
+                error: error.clone(),
+            },
+            (_, Some(Err(e))) => return Err(e),
+            (result, _) => {
+                return Err(ExecError::Tenure(Error::Internal(format!(
+                    "the worker settled {}/{} as {result:?} but its command did not run so",
+                    attempt.production, attempt.job
+                ))))
+            }
+        })
+    }
+
+    /// How long no command has been running (`None` while one runs).
+    pub fn idle_for(&self) -> Option<Duration> {
+        let st = self.lock();
+        (st.running == 0).then(|| st.idle_since.elapsed())
+    }
+
+    /// After [`worker::Worker::join`]: kill the commands still running
+    /// (their leases were released) and wait up to `timeout` for their
+    /// attempts' files to be removed.
+    pub fn finish(&self, timeout: Duration) {
+        let mut st = self.lock();
+        st.finished = true;
+        let _ = self
+            .inner
+            .cv
+            .wait_timeout_while(st, timeout, |st| st.running > 0);
+    }
+}
+
+/// Remove an attempt's `.tmp` and `.out` (whichever exist).
+fn remove_files(dir: &Path, attempt: &Attempt) {
+    if attempt.nonce.is_nil() {
+        return;
+    }
+    let (tmp, out) = attempt.files(dir);
+    let _ = fs::remove_file(tmp);
+    let _ = fs::remove_file(out);
 }

@@ -22,7 +22,7 @@ use crate::authority::Authority;
 use crate::error::{Error, Result};
 use crate::keeper::Keeper;
 use crate::lease::Lease;
-use crate::model::{Fact, JobState};
+use crate::model::{Execution, Fact, JobState};
 use crate::ttl::{self, Ttl};
 use crate::wait::WaitCancel;
 use std::collections::HashMap;
@@ -114,6 +114,10 @@ impl WorkerConfig {
 pub enum Outcome {
     /// Complete the job, publishing these facts.
     Complete(Vec<Fact>),
+    /// Complete the job as the reference executor
+    /// ([`Lease::complete_execution`]): consumes the execution nonce and
+    /// records the output's provenance.
+    CompleteExecution(Execution),
     /// Fail retryably: the job is requested again while attempts remain.
     /// `delay` is the back-off before it may be claimed again; stores
     /// without delayed jobs ignore it (see `retry` in this module).
@@ -501,15 +505,22 @@ fn run_job(
             Ok(s) => JobResult::Released(s),
             Err(e) => JobResult::Lost(e),
         },
-        Some(Ok(Outcome::Complete(facts))) => match lease.complete(&facts) {
-            Ok(()) => JobResult::Completed,
-            Err(e) => JobResult::Lost(e),
-        },
+        Some(Ok(Outcome::Complete(facts))) => completed(lease.complete(&facts)),
+        Some(Ok(Outcome::CompleteExecution(exec))) => {
+            completed(lease.complete_execution(&exec, &[]))
+        }
         Some(Ok(Outcome::Retry { reason, delay })) => settle(retry(&lease, &reason, delay)),
         Some(Ok(Outcome::Fail(reason))) => settle(lease.fail(&reason, true)),
         Some(Err(_)) => settle(retry(&lease, "the handler panicked", None)),
     };
     rep(report(&lease, result));
+}
+
+fn completed(r: Result<()>) -> JobResult {
+    match r {
+        Ok(()) => JobResult::Completed,
+        Err(e) => JobResult::Lost(e),
+    }
 }
 
 fn settle(r: Result<JobState>) -> JobResult {

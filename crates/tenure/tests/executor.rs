@@ -163,3 +163,98 @@ fn cancelled_while_running_removes_only_own_files() {
     assert_eq!(files(&out), ["j.someone-else.out"]);
     assert!(auth.facts("p", "j").unwrap().is_empty());
 }
+
+/// [`executor::Runner`] as a worker's handler: exit 0 completes with the
+/// executor's provenance, a failing command fails the job; at the end of the
+/// grace period after a stop the lease still held is released, its command
+/// killed and its files removed.
+#[test]
+fn a_runner_under_a_worker_completes_fails_and_releases_at_grace_end() {
+    use std::sync::{mpsc, Mutex};
+    use std::time::Duration;
+    use tenure::worker::{Worker, WorkerConfig};
+    let (dir, auth) = setup(&[("ok", "hello"), ("bad", "x"), ("long", "y")]);
+    let out = dir.path().join("out");
+    let marks = dir.path().join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let script = format!(
+        r#"case "$TENURE_JOB" in
+             ok) tr a-z A-Z ;;
+             bad) exit {PERMANENT_EXIT_CODE} ;;
+             long) echo $$ > '{m}/pid'; exec sleep 60 ;;
+           esac"#,
+        m = marks.display()
+    );
+    let runner =
+        executor::Runner::new(&out, "sh".into(), vec!["-c".into(), script.into()]).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let config = WorkerConfig::new("p", "runner-test", Ttl::from_micros(30_000_000).unwrap())
+        .slots(3)
+        .grace(Duration::from_millis(300));
+    let w = Worker::start(
+        &auth,
+        config,
+        {
+            let r = runner.clone();
+            move |c| r.run(c)
+        },
+        {
+            let r = runner.clone();
+            move |rep| tx.lock().unwrap().send(r.settled(&rep).unwrap()).unwrap()
+        },
+    )
+    .unwrap();
+    let mut got: Vec<Outcome> = (0..2)
+        .map(|_| rx.recv_timeout(Duration::from_secs(20)).unwrap())
+        .collect();
+    let pid_file = marks.join("pid");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !pid_file.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the long command never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    w.stop(); // grace ends with `long` still running
+    runner.finish(Duration::from_secs(5));
+    got.push(rx.recv_timeout(Duration::from_secs(5)).unwrap());
+    got.sort_by(|a, b| a.attempt().job.cmp(&b.attempt().job));
+    match &got[..] {
+        [Outcome::Failed {
+            permanent: true,
+            state: JobState::Failed,
+            exit: Exit::Code(PERMANENT_EXIT_CODE),
+            ..
+        }, Outcome::Released {
+            state: JobState::Requested,
+            ..
+        }, Outcome::Completed { output, sha256, .. }] => {
+            assert_eq!(std::fs::read(output).unwrap(), b"HELLO");
+            let facts = auth.facts("p", "ok").unwrap();
+            let fact = |k: &str| facts.iter().find(|f| f.key == k).unwrap().value.clone();
+            assert_eq!(fact("tenure.exec.sha256"), *sha256);
+            assert_eq!(
+                fact("tenure.exec.nonce"),
+                got[2].attempt().nonce.to_string()
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // The released job's command was killed; only `ok`'s output is left.
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signal 0 only asks whether the process exists.
+    assert_ne!(
+        unsafe { libc::kill(pid, 0) },
+        0,
+        "the long command still runs"
+    );
+    assert_eq!(files(&out).len(), 1, "{:?}", files(&out));
+    assert_eq!(auth.job("p", "long").unwrap().state, JobState::Requested);
+    assert!(auth.check().unwrap().ok());
+}

@@ -1,18 +1,21 @@
-//! `tenure demo`: a production run by several worker processes, with one
-//! worker killed (SIGKILL) mid-lease, one paused (SIGSTOP) until its job was
-//! reclaimed and completed by another (its late completion is rejected), and
-//! a few jobs cancelled by the coordinator; then a summary and `check`.
+//! `tenure demo`: a production run by several waiting worker processes,
+//! with one worker killed (SIGKILL) mid-lease, one paused (SIGSTOP) until its
+//! job was reclaimed and completed by another (its late completion is
+//! rejected), a few jobs cancelled by the coordinator, and a graceful stop of
+//! every worker (SIGTERM) at the end; then a summary and `check`.
 //!
-//! Workers are `tenure exec --loop --json` processes (this same binary via
-//! `std::env::current_exe()`) running the hidden `__demo-task` command:
+//! Workers are `tenure work --json` processes (this same binary via
+//! `std::env::current_exe()`): the worker loop, whose slots wait for jobs,
+//! keep each lease alive and run the hidden `__demo-task` command on it:
 //! it sleeps briefly, then prints the SHA-256 of its payload. Payloads
 //! starting with `flaky` fail (exit 1, retryable) on their first attempt;
 //! payloads starting with `broken` exit 100 (permanent failure).
 //!
 //! The demo only checks what must hold whatever the timing: every job ends
 //! terminal, the counts add up, every completed job's registered output file
-//! exists with the registered SHA-256, and `check` finds no violation. The
-//! reclaim/stale counts are reported, not asserted (they depend on timing).
+//! exists with the registered SHA-256, every worker stops cleanly on SIGTERM,
+//! and `check` finds no violation. The reclaim/stale counts are reported,
+//! not asserted (they depend on timing).
 
 use super::{Ctx, Done};
 use crate::exit;
@@ -39,6 +42,9 @@ pub struct Args {
     /// How many worker processes to run (1..=32).
     #[arg(long, default_value_t = 4)]
     workers: usize,
+    /// Slots (jobs at a time) of each worker process (1..=8).
+    #[arg(long, default_value_t = 2)]
+    slots: usize,
     /// Lease TTL of the workers (a killed worker's job is reclaimable after it).
     #[arg(long, default_value = "2s", allow_hyphen_values = true)]
     ttl: String,
@@ -94,6 +100,7 @@ struct Demo {
     log_dir: PathBuf,
     production: String,
     ttl: String,
+    slots: usize,
     tx: mpsc::Sender<Value>,
 }
 
@@ -105,8 +112,15 @@ impl Demo {
         let mut child = Command::new(&self.exe)
             .arg("--db")
             .arg(&self.db)
-            .args(["--json", "exec", "--loop", "-p", &self.production])
-            .args(["--holder", &holder, "--ttl", &self.ttl, "--out-dir"])
+            .args(["--json", "work", "-p", &self.production])
+            .args(["--holder", &holder, "--ttl", &self.ttl])
+            .args([
+                "--slots",
+                &self.slots.to_string(),
+                "--grace",
+                "5s",
+                "--out-dir",
+            ])
             .arg(&self.out_dir)
             .arg("--")
             .arg(&self.exe)
@@ -201,6 +215,7 @@ struct Counts {
     rejected: u64,
     rejected_by: HashMap<String, u64>,
     lost: u64,
+    released: u64,
 }
 
 impl Counts {
@@ -215,6 +230,7 @@ impl Counts {
                 *self.rejected_by.entry(code).or_default() += 1;
             }
             Some("lease_lost") => self.lost += 1,
+            Some("released") => self.released += 1,
             _ => {}
         }
     }
@@ -222,8 +238,13 @@ impl Counts {
 
 /// Run the demo.
 pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
-    if !(1..=5000).contains(&a.jobs) || !(1..=32).contains(&a.workers) {
-        return Err(usage("demo: --jobs must be 1..=5000 and --workers 1..=32"));
+    if !(1..=5000).contains(&a.jobs)
+        || !(1..=32).contains(&a.workers)
+        || !(1..=8).contains(&a.slots)
+    {
+        return Err(usage(
+            "demo: --jobs must be 1..=5000, --workers 1..=32 and --slots 1..=8",
+        ));
     }
     let ttl = super::ttl(&a.ttl)?;
     let stamp = std::time::SystemTime::now()
@@ -257,6 +278,8 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
     let production = format!("demo-{stamp}");
     let auth = Authority::open(&db, &Options::new())?;
     auth.create_production(&production)?;
+    // Back-off seam: once stores delay retries, flaky jobs back off with
+    // auth.set_production_backoff(&production, Some(Backoff::exponential(250ms, 2s)))?;
     let n = a.jobs;
     let specs: Vec<JobSpec> = (1..=n)
         .map(|i| {
@@ -284,12 +307,14 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
         log_dir,
         production: production.clone(),
         ttl: a.ttl.clone(),
+        slots: a.slots,
         tx,
     };
     if !json {
         eprintln!(
-            "tenure demo: {n} jobs, {} worker process(es), lease TTL {ttl}, store {}",
+            "tenure demo: {n} jobs, {} worker process(es) of {} slot(s), lease TTL {ttl}, store {}",
             a.workers,
+            a.slots,
             db.display()
         );
     }
@@ -401,27 +426,21 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
                 paused = None;
             }
         }
-        // Reap exited workers; keep the pool full while work remains.
-        let mut alive = 0;
+        // Replace a worker that exited (the killed one) while work remains.
         for (slot, w) in workers.iter_mut().enumerate() {
             let exited = match w {
                 Some(wk) => matches!(wk.child.try_wait(), Ok(Some(_))),
                 None => true,
             };
-            if !exited {
-                alive += 1;
-                continue;
-            }
             let recent = w
                 .as_ref()
                 .is_some_and(|wk| wk.spawned.elapsed() < Duration::from_millis(300));
-            if finished < n && !recent {
+            if exited && finished < n && !recent {
                 let generation = w.as_ref().map_or(2, |wk| wk.generation + 1);
                 *w = Some(demo.spawn(slot, generation)?);
-                alive += 1;
             }
         }
-        if finished == n && alive == 0 && paused.is_none() {
+        if finished == n && paused.is_none() {
             break;
         }
         if started.elapsed() > DEADLINE {
@@ -430,12 +449,34 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    for w in workers.iter_mut().flatten() {
+    // The graceful stop: SIGTERM every worker (nothing is left to run, so
+    // each releases nothing and exits 0 once its slots ended their waits).
+    let mut stopped = 0u64;
+    let mut unclean = Vec::new();
+    for (slot, w) in workers.iter_mut().enumerate() {
+        let Some(w) = w else { continue };
         signal(&w.child, libc::SIGCONT);
-        if timed_out {
-            let _ = w.child.kill();
+        signal(
+            &w.child,
+            if timed_out {
+                libc::SIGKILL
+            } else {
+                libc::SIGTERM
+            },
+        );
+        match w.child.wait() {
+            Ok(st) if st.success() => stopped += 1,
+            // Still starting up (no handlers yet): ended by the signal itself.
+            Ok(st) if st.code().is_none() && w.spawned.elapsed() < Duration::from_secs(1) => {
+                stopped += 1
+            }
+            Ok(st) => unclean.push(format!(
+                "worker-{}.{} did not stop cleanly on SIGTERM ({st})",
+                slot + 1,
+                w.generation
+            )),
+            Err(e) => unclean.push(format!("worker-{}: {e}", slot + 1)),
         }
-        let _ = w.child.wait();
     }
     // Let the reader threads drain the last lines.
     let drain_until = Instant::now() + Duration::from_secs(2);
@@ -465,6 +506,8 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
             paused_job,
             elapsed,
             timed_out,
+            stopped,
+            unclean,
             db,
         },
     )
@@ -478,6 +521,10 @@ struct Run {
     paused_job: Option<String>,
     elapsed: Duration,
     timed_out: bool,
+    /// Workers that stopped cleanly on the final SIGTERM.
+    stopped: u64,
+    /// Workers that did not.
+    unclean: Vec<String>,
     db: PathBuf,
 }
 
@@ -548,7 +595,7 @@ impl Render for Report {
             row(
                 "retried after failure",
                 c.retried.to_string(),
-                "(flaky jobs, exit 1 on attempt 1)".into(),
+                "(flaky jobs, exit 1 on attempt 1: retryable)".into(),
             ),
             row(
                 "reclaimed after expiry",
@@ -566,7 +613,15 @@ impl Render for Report {
             row(
                 "leases lost while running",
                 c.lost.to_string(),
-                "(heartbeat refused; command killed)".into(),
+                "(renewal refused; command killed)".into(),
+            ),
+            row(
+                "graceful stop",
+                format!("{} worker(s)", self.run.stopped),
+                format!(
+                    "(SIGTERM: no new jobs, grace, {} lease(s) released)",
+                    c.released
+                ),
             ),
             row(
                 "unregistered output files",
@@ -622,6 +677,8 @@ impl Render for Report {
             "stale_completions_rejected": c.rejected,
             "rejected_by_code": c.rejected_by,
             "leases_lost": c.lost,
+            "released_at_stop": c.released,
+            "workers_stopped": self.run.stopped,
             "unregistered_files": self.unregistered,
             "killed_job": self.run.killed,
             "paused_job": self.run.paused_job,
@@ -688,6 +745,7 @@ fn summarize(auth: &Authority, production: &str, out_dir: &Path, a: &Args, run: 
     if run.timed_out {
         problems.push(format!("gave up after {DEADLINE:?}"));
     }
+    problems.extend(run.unclean.iter().cloned());
     Ok(Report {
         store: run.db.display().to_string(),
         production: production.to_owned(),

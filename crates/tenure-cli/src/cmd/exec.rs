@@ -56,9 +56,7 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     let spec = ExecSpec {
         production: a.p.production,
         job: a.job,
-        holder: a
-            .holder
-            .unwrap_or_else(|| format!("{}:{}", hostname(), std::process::id())),
+        holder: a.holder.unwrap_or_else(default_holder),
         ttl: ttl(&a.ttl)?,
         output_dir: a.out_dir,
         program: a.command[0].clone(),
@@ -81,7 +79,13 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
         Outcome::Rejected { error, .. } | Outcome::LeaseLost { error, .. } => {
             exit::for_code(error.code())
         }
+        Outcome::Released { .. } => exit::FAILURE,
     })
+}
+
+/// The default holder: `HOSTNAME:PID`.
+pub fn default_holder() -> String {
+    format!("{}:{}", hostname(), std::process::id())
 }
 
 fn hostname() -> String {
@@ -92,8 +96,8 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// One executor outcome.
-struct Report<'a>(&'a Outcome);
+/// One executor outcome (of `exec` and of `work`).
+pub struct Report<'a>(pub &'a Outcome);
 
 fn exit_fields(v: &mut Value, e: &Exit) {
     let (status, signal) = match e {
@@ -147,6 +151,10 @@ impl Render for Report<'_> {
                 o,
                 "lease lost on {p}/{j} (attempt {n}): {error}; command killed, own output removed"
             ),
+            Outcome::Released { state, .. } => writeln!(
+                o,
+                "released {p}/{j} (attempt {n}) unfinished; job is {state}"
+            ),
         }
     }
 
@@ -157,7 +165,7 @@ impl Render for Report<'_> {
             "job": a.job,
             "claim_id": a.claim_id.to_string(),
             "attempt": a.attempt,
-            "nonce": a.nonce.to_string(),
+            "nonce": (!a.nonce.is_nil()).then(|| a.nonce.to_string()),
         });
         match self.0 {
             Outcome::Completed {
@@ -191,6 +199,10 @@ impl Render for Report<'_> {
             Outcome::LeaseLost { error, .. } => {
                 v["outcome"] = json!("lease_lost");
                 v["error"] = error_json(error);
+            }
+            Outcome::Released { state, .. } => {
+                v["outcome"] = json!("released");
+                v["state"] = json!(state.as_str());
             }
         }
         v

@@ -20,6 +20,7 @@ pub mod prune;
 pub mod release;
 pub mod renew;
 mod submit;
+pub mod work;
 
 use crate::exit;
 use crate::fail::{local, usage, R};

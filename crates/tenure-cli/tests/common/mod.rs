@@ -252,3 +252,11 @@ pub fn in_namespace(script: &str, envs: &[(&str, &Path)]) -> Out {
     }
     panic!("this test needs a private mount (`unshare -m` as root or `unshare -Urm`): {attempts:?}")
 }
+
+/// A process ID a test command wrote into `file` (`echo $$ > FILE`).
+pub fn read_pid(file: &Path) -> u32 {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {e}: {text:?}", file.display()))
+}
