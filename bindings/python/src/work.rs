@@ -217,6 +217,8 @@ fn keeper_status(s: KeeperStatus) -> &'static str {
 #[pyclass(frozen, module = "tenure")]
 pub struct Keeper {
     inner: ProcessBound<Mutex<tenure::Keeper>>,
+    /// The refusal as one Python object (every read gives the same one).
+    refusal: pyo3::sync::PyOnceLock<Py<PyAny>>,
     production: String,
     job: String,
     claim_id: String,
@@ -227,6 +229,7 @@ impl Keeper {
         let k = lease.keep_alive(ttl, every).map_err(to_py)?;
         Ok(Keeper {
             inner: ProcessBound::new(Mutex::new(k)),
+            refusal: pyo3::sync::PyOnceLock::new(),
             production: lease.production().to_owned(),
             job: lease.job().to_owned(),
             claim_id: lease.claim_id().to_string(),
@@ -238,6 +241,17 @@ impl Keeper {
     fn read<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&tenure::Keeper) -> T + Send) -> PyResult<T> {
         let m = self.inner.get("Keeper")?;
         Ok(py.detach(|| f(&lock(m))))
+    }
+
+    /// The refusal, the same exception object each time.
+    fn refusal(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        if let Some(e) = self.refusal.get(py) {
+            return Ok(Some(e.clone_ref(py)));
+        }
+        let Some(e) = self.read(py, |k| k.error())? else {
+            return Ok(None);
+        };
+        Ok(Some(self.refusal.get_or_init(py, || exception(py, e)).clone_ref(py)))
     }
 }
 
@@ -252,8 +266,7 @@ impl Keeper {
     /// The refused renewal's error (a ``TenureError`` instance), or None.
     #[getter]
     fn error(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let e = self.read(py, |k| k.error())?;
-        Ok(e.map(|e| exception(py, e)))
+        self.refusal(py)
     }
 
     /// How many renewals this keeper has made.
@@ -287,8 +300,8 @@ impl Keeper {
         let _ = (exc_value, traceback);
         self.stop(py)?;
         if exc_type.is_none() {
-            if let Some(e) = self.read(py, |k| k.error())? {
-                return Err(to_py(e));
+            if let Some(e) = self.refusal(py)? {
+                return Err(PyErr::from_value(e.into_bound(py)));
             }
         }
         Ok(false)
