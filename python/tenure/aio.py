@@ -776,6 +776,7 @@ class WorkerStats:
 
 
 _MAX_REASON = 1024
+_WAIT_TIMEOUT = timedelta(seconds=60)
 _BUSY_PAUSE = 0.1
 """Seconds a worker task pauses after a wait for work ended with ``Busy``."""
 
@@ -796,10 +797,10 @@ class Worker:
     whether permanently; any other exception is a retryable failure whose
     reason is the exception's class and text, at most 1024 bytes).
 
-    Each task waits for work with :meth:`Authority.claim_next_wait` (waits
-    of ``wait_timeout``; with ``until_idle``, a single attempt).
-    :meth:`run` returns when ``stop`` is set, when ``until_idle`` is true and
-    no job is claimable, or raises ``CancelledError`` when its task is
+    Each task waits for work with :meth:`Authority.claim_next_wait`, waits of
+    ``wait_timeout`` (60 s unless given; with ``until_idle``, zero: a single
+    attempt). :meth:`run` returns when ``stop`` is set, when ``until_idle``
+    is true and a wait found nothing claimable, or raises ``CancelledError`` when its task is
     cancelled. Stopping takes no new jobs (the waits are cancelled at once;
     a claim that lands after the stop is released), gives running handlers
     ``grace`` to finish, then cancels them and releases their leases. A
@@ -812,7 +813,7 @@ class Worker:
                  concurrency: int = 16, ttl: timedelta = timedelta(seconds=30),
                  renew_every: Optional[timedelta] = None,
                  grace: timedelta = timedelta(seconds=10), until_idle: bool = False,
-                 wait_timeout: timedelta = timedelta(seconds=60)) -> None:
+                 wait_timeout: Optional[timedelta] = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._auth = auth
@@ -825,7 +826,11 @@ class Worker:
             raise TypeError("grace must be a non-negative datetime.timedelta")
         self._grace = grace
         self._until_idle = until_idle
-        self._wait_timeout = timedelta(0) if until_idle else _duration(wait_timeout, "wait_timeout")
+        if wait_timeout is None:
+            wait_timeout = timedelta(0) if until_idle else _WAIT_TIMEOUT
+        elif wait_timeout != timedelta(0):
+            wait_timeout = _duration(wait_timeout, "wait_timeout")
+        self._wait_timeout = wait_timeout
         self._quit_event: Optional[asyncio.Event] = None
         self._waits = _native.WaitCancel()
         self.stats = WorkerStats()
