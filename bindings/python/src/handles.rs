@@ -8,10 +8,10 @@
 
 use crate::convert::{self, unlocked, ProcessBound};
 use crate::errors::to_py;
-use crate::work::{self, CancelNode, Keeper, WaitCancel};
 use crate::values::{
     q, CheckReport, ClockReading, Event, JobSpec, JobView, ProductionView, PublishedFact,
 };
+use crate::work::{self, CancelNode, Keeper, WaitCancel};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;

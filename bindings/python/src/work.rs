@@ -238,7 +238,11 @@ impl Keeper {
 
     /// Read the keeper with the GIL released: `stop()` on another thread
     /// holds the lock while it joins the keeper's thread.
-    fn read<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&tenure::Keeper) -> T + Send) -> PyResult<T> {
+    fn read<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&tenure::Keeper) -> T + Send,
+    ) -> PyResult<T> {
         let m = self.inner.get("Keeper")?;
         Ok(py.detach(|| f(&lock(m))))
     }
@@ -251,7 +255,11 @@ impl Keeper {
         let Some(e) = self.read(py, |k| k.error())? else {
             return Ok(None);
         };
-        Ok(Some(self.refusal.get_or_init(py, || exception(py, e)).clone_ref(py)))
+        Ok(Some(
+            self.refusal
+                .get_or_init(py, || exception(py, e))
+                .clone_ref(py),
+        ))
     }
 }
 
@@ -366,6 +374,7 @@ impl Complete {
 /// ``Retry`` whose reason is ``"Class: text"``.
 #[pyclass(frozen, module = "tenure")]
 pub struct Retry {
+    /// Recorded as the job's last error.
     #[pyo3(get)]
     reason: String,
     delay: Option<Duration>,
@@ -403,6 +412,7 @@ impl Retry {
 /// A handler's result: fail the job permanently.
 #[pyclass(frozen, module = "tenure")]
 pub struct Fail {
+    /// Recorded as the job's last error.
     #[pyo3(get)]
     reason: String,
 }
@@ -435,17 +445,22 @@ unsafe impl Send for ContextPtr {}
 /// result), so the secret never reaches the handler.
 #[pyclass(frozen, module = "tenure")]
 pub struct Job {
+    /// Production ID.
     #[pyo3(get)]
     production: String,
     /// The job's ID.
     #[pyo3(get)]
     id: String,
+    /// The claim running it (UUID text).
     #[pyo3(get)]
     claim_id: String,
+    /// Which attempt this is (1-based).
     #[pyo3(get)]
     attempt: u32,
+    /// The worker's holder.
     #[pyo3(get)]
     holder: String,
+    /// The job's payload.
     #[pyo3(get)]
     payload: Py<PyBytes>,
     ctx: Mutex<Option<ContextPtr>>,
@@ -527,18 +542,25 @@ impl Job {
 /// is the ``TenureError`` instance).
 #[pyclass(frozen, module = "tenure")]
 pub struct Report {
+    /// Production ID.
     #[pyo3(get)]
     production: String,
+    /// Job ID.
     #[pyo3(get)]
     job: String,
+    /// The claim that ran it (UUID text).
     #[pyo3(get)]
     claim_id: String,
+    /// Which attempt it was (1-based).
     #[pyo3(get)]
     attempt: u32,
+    /// ``"completed"``, ``"failed"``, ``"released"`` or ``"lost"``.
     #[pyo3(get)]
     result: &'static str,
+    /// The job's new state after ``"failed"`` / ``"released"``, else None.
     #[pyo3(get)]
     state: Option<&'static str>,
+    /// The refusal (a ``TenureError`` instance) after ``"lost"``, else None.
     #[pyo3(get)]
     error: Option<Py<PyAny>>,
 }
@@ -590,11 +612,7 @@ fn reason(py: Python<'_>, e: &PyErr) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".into());
-    let text = e
-        .value(py)
-        .str()
-        .map(|s| s.to_string())
-        .unwrap_or_default();
+    let text = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
     let mut r = format!("{class}: {text}");
     let mut cut = r.len().min(tenure::validate::MAX_REASON_LEN);
     while !r.is_char_boundary(cut) {
@@ -823,7 +841,11 @@ impl Worker {
     /// Python's ``signal`` module (so only from the main thread). The
     /// previous handlers are replaced.
     #[pyo3(signature = (signals = None))]
-    fn stop_on_signals(&self, py: Python<'_>, signals: Option<Vec<Bound<'_, PyAny>>>) -> PyResult<()> {
+    fn stop_on_signals(
+        &self,
+        py: Python<'_>,
+        signals: Option<Vec<Bound<'_, PyAny>>>,
+    ) -> PyResult<()> {
         let signal = py.import("signal")?;
         let signals = match signals {
             Some(s) => s,
