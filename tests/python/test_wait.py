@@ -14,7 +14,7 @@ from typing import Union
 import pytest
 
 import tenure
-from conftest import LONG, PY, fresh_store, python_env
+from conftest import LONG, PY, python_env
 
 FOREVER = timedelta(minutes=10)
 
@@ -175,18 +175,25 @@ except KeyboardInterrupt:
 """
 
 
-def test_sigint_interrupts_a_wait_on_the_main_thread(auth: tenure.Authority, prod: str) -> None:
+def signal_a_waiting_process(script: str, auth: tenure.Authority, prod: str,
+                             sig: signal.Signals) -> list[str]:
+    """Run ``script`` (which prints ``waiting`` and then waits for work on its
+    main thread), send it ``sig`` while it waits, and return its output words."""
     before = kinds(auth, prod)
-    p = subprocess.Popen([PY, "-c", INTERRUPTED, auth.path, prod], stdout=subprocess.PIPE,
+    p = subprocess.Popen([PY, "-c", script, auth.path, prod], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=python_env())
     assert p.stdout is not None
     assert p.stdout.readline().split() == ["waiting"]
     time.sleep(0.3)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
-    assert out.split() == ["interrupted"]
-    assert kinds(auth, prod) == before
+    assert kinds(auth, prod) == before  # the wait changed nothing
+    return out.split()
+
+
+def test_sigint_interrupts_a_wait_on_the_main_thread(auth: tenure.Authority, prod: str) -> None:
+    assert signal_a_waiting_process(INTERRUPTED, auth, prod, signal.SIGINT) == ["interrupted"]
 
 
 TERMINATED = """
@@ -203,18 +210,6 @@ except tenure.NoJobAvailable as e:
 """
 
 
-def test_a_python_signal_handler_can_cancel_a_wait(tmp_path: Path) -> None:
+def test_a_python_signal_handler_can_cancel_a_wait(auth: tenure.Authority, prod: str) -> None:
     """A handler that cancels the wait's handle runs while the main thread waits."""
-    store = fresh_store(tmp_path, "sig.db")
-    auth = tenure.Authority(store)
-    auth.create_production("p")
-    p = subprocess.Popen([PY, "-c", TERMINATED, str(store), "p"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=python_env())
-    assert p.stdout is not None
-    assert p.stdout.readline().split() == ["waiting"]
-    time.sleep(0.3)
-    p.send_signal(signal.SIGTERM)
-    out, err = p.communicate(timeout=120)
-    assert p.returncode == 0, err
-    assert out.split() == ["cancelled"]
-    assert not auth.jobs("p")
+    assert signal_a_waiting_process(TERMINATED, auth, prod, signal.SIGTERM) == ["cancelled"]
