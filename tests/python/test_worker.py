@@ -63,6 +63,7 @@ def test_outcomes_retry_fail_and_exceptions(auth: tenure.Authority, prod: str) -
     auth.submit(prod, "raises", b"raises", max_attempts=1)
     auth.submit(prod, "wrong", b"wrong", max_attempts=1)
     auth.submit(prod, "plain", b"plain")
+    auth.submit(prod, "reserved", b"reserved", max_attempts=1)
     reports: list[tenure.Report] = []
 
     def handle(job: tenure.Job) -> object:
@@ -76,11 +77,13 @@ def test_outcomes_retry_fail_and_exceptions(auth: tenure.Authority, prod: str) -
             raise ValueError("boom")
         if job.payload == b"wrong":
             return 42  # not a result: a retryable failure naming the TypeError
+        if job.payload == b"reserved":
+            return {"tenure.holder": "forged"}  # refused facts: a retry naming why
         return None  # complete without facts
 
     with tenure.Worker(auth, prod, "w", handle, ttl=LONG, slots=2,  # type: ignore[arg-type]
                        report=reports.append) as w:
-        wait_until(lambda: len(reports) == 7, "seven reports")
+        wait_until(lambda: len(reports) == 8, "eight reports")
         w.stop()
         assert w.join()
     by_job: dict[str, list[tuple[str, object]]] = {}
@@ -91,6 +94,7 @@ def test_outcomes_retry_fail_and_exceptions(auth: tenure.Authority, prod: str) -
         "bad": [("failed", "failed")],
         "raises": [("failed", "failed")],
         "wrong": [("failed", "failed")],
+        "reserved": [("failed", "failed")],
         "plain": [("completed", None)],
     }
     assert auth.job(prod, "flaky").state == "completed"
@@ -99,6 +103,7 @@ def test_outcomes_retry_fail_and_exceptions(auth: tenure.Authority, prod: str) -
     assert bad.state == "failed" and bad.attempts == 1 and bad.last_error == "bad input"
     assert auth.job(prod, "raises").last_error == "ValueError: boom"
     assert (auth.job(prod, "wrong").last_error or "").startswith("TypeError: ")
+    assert (auth.job(prod, "reserved").last_error or "").startswith("InvalidArgument: ")
 
 
 def test_result_values() -> None:
@@ -113,6 +118,12 @@ def test_result_values() -> None:
         tenure.Retry("x", delay=1.5)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         tenure.Complete({"k": 1})  # type: ignore[dict-item]
+    # Checked by the core's rules when made, not at the completion.
+    with pytest.raises(tenure.InvalidArgument):
+        tenure.Complete({"tenure.mine": "reserved"})
+    for make in (tenure.Fail, tenure.Retry):
+        with pytest.raises(tenure.InvalidArgument):
+            make("x" * 1025)
 
 
 def test_worker_arguments(auth: tenure.Authority, prod: str) -> None:

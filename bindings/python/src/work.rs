@@ -330,8 +330,21 @@ impl Keeper {
     }
 }
 
+/// Caller facts, checked by the core's rule now, so that a handler's bad
+/// facts are its error (a retry naming it) instead of a refused completion.
+fn checked_facts(facts: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<tenure::Fact>> {
+    let facts = convert::facts(facts)?;
+    let pairs: Vec<(&str, &str)> = facts
+        .iter()
+        .map(|f| (f.key.as_str(), f.value.as_str()))
+        .collect();
+    tenure::validate::facts(&pairs).map_err(to_py)?;
+    Ok(facts)
+}
+
 /// A handler's result: complete the job, publishing ``facts`` (a
-/// ``dict[str, str]`` or an iterable of pairs). Returning the facts (or
+/// ``dict[str, str]`` or an iterable of pairs, checked like
+/// ``Lease.complete``'s: else ``InvalidArgument``). Returning the facts (or
 /// None) from the handler means the same.
 #[pyclass(frozen, module = "tenure")]
 pub struct Complete {
@@ -344,7 +357,7 @@ impl Complete {
     #[pyo3(signature = (facts = None))]
     fn new(facts: Option<&Bound<'_, PyAny>>) -> PyResult<Complete> {
         Ok(Complete {
-            facts: convert::facts(facts)?,
+            facts: checked_facts(facts)?,
         })
     }
 
@@ -370,8 +383,9 @@ impl Complete {
 /// A handler's result: fail the job retryably (requested again while
 /// attempts remain). ``delay`` (a ``datetime.timedelta``) is the back-off
 /// before the next attempt, for stores that schedule retries; this store
-/// requests the job again at once. An exception from the handler is a
-/// ``Retry`` whose reason is ``"Class: text"``.
+/// requests the job again at once. ``reason`` is checked like
+/// ``Lease.fail``'s (at most 1 KiB: else ``InvalidArgument``). An exception
+/// from the handler is a ``Retry`` whose reason is ``"Class: text"``.
 #[pyclass(frozen, module = "tenure")]
 pub struct Retry {
     /// Recorded as the job's last error.
@@ -385,6 +399,7 @@ impl Retry {
     #[new]
     #[pyo3(signature = (reason = String::new(), *, delay = None))]
     fn new(reason: String, delay: Option<&Bound<'_, PyAny>>) -> PyResult<Retry> {
+        tenure::validate::reason(&reason).map_err(to_py)?;
         let delay = delay
             .filter(|d| !d.is_none())
             .map(|d| convert::wait(d, "delay"))
@@ -409,7 +424,8 @@ impl Retry {
     }
 }
 
-/// A handler's result: fail the job permanently.
+/// A handler's result: fail the job permanently. ``reason`` is checked
+/// like ``Lease.fail``'s (at most 1 KiB: else ``InvalidArgument``).
 #[pyclass(frozen, module = "tenure")]
 pub struct Fail {
     /// Recorded as the job's last error.
@@ -421,8 +437,9 @@ pub struct Fail {
 impl Fail {
     #[new]
     #[pyo3(signature = (reason = String::new()))]
-    fn new(reason: String) -> Fail {
-        Fail { reason }
+    fn new(reason: String) -> PyResult<Fail> {
+        tenure::validate::reason(&reason).map_err(to_py)?;
+        Ok(Fail { reason })
     }
 
     fn __repr__(&self) -> String {
@@ -637,7 +654,7 @@ fn outcome(v: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     if let Ok(f) = v.cast::<Fail>() {
         return Ok(Outcome::Fail(f.get().reason.clone()));
     }
-    Ok(Outcome::Complete(convert::facts(Some(v))?))
+    Ok(Outcome::Complete(checked_facts(Some(v))?))
 }
 
 fn run_handler(handler: &Py<PyAny>, ctx: &JobContext<'_>) -> Outcome {
