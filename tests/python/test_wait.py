@@ -14,7 +14,7 @@ from typing import Union
 import pytest
 
 import tenure
-from conftest import LONG, PY, python_env
+from conftest import LONG, PY, python_env, wait_until
 
 FOREVER = timedelta(minutes=10)
 
@@ -213,3 +213,29 @@ except tenure.NoJobAvailable as e:
 def test_a_python_signal_handler_can_cancel_a_wait(auth: tenure.Authority, prod: str) -> None:
     """A handler that cancels the wait's handle runs while the main thread waits."""
     assert signal_a_waiting_process(TERMINATED, auth, prod, signal.SIGTERM) == ["cancelled"]
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_a_claim_that_lands_with_an_interrupt_is_released(auth: tenure.Authority,
+                                                          prod: str) -> None:
+    """A signal handler raising on the main thread ends the wait; when the
+    wait had claimed a job by then, the claim is released (the caller never
+    receives the lease) and the handler's exception propagates."""
+    def handler(signum: int, frame: object) -> None:
+        auth.submit(prod, "j")  # rings the doorbell: the wait claims it
+        wait_until(lambda: auth.job(prod, "j").state == "claimed", "the claim")
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        threading.Timer(0.2, lambda: signal.raise_signal(signal.SIGUSR1)).start()
+        with pytest.raises(Interrupted):
+            auth.claim_next_wait(prod, "w", LONG, FOREVER)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert kinds(auth, prod)[-3:] == ["submitted", "claimed", "released"]
+    view = auth.job(prod, "j")
+    assert view.state == "requested" and view.attempts == 1
