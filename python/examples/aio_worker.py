@@ -3,10 +3,11 @@
 Usage: ``python aio_worker.py STORE PRODUCTION HOLDER [CONCURRENCY]``
 
 Runs ``CONCURRENCY`` (default 16) handler tasks on one event loop; each
-claims a job, hashes its payload under a keeper and completes it with the
-hash as facts. Prints one line per job its handler finished
-(``handled <job>``; the completion commits right after) and exits 0 when
-nothing is claimable any more; SIGTERM or SIGINT stop it
+waits for a job with the native wait for work (``claim_next_wait`` on a
+thread, so the loop never blocks), hashes its payload under a keeper and
+completes it with the hash as facts. Prints one line per job its handler
+finished (``handled <job>``; the completion commits right after) and exits 0
+once no job became claimable within half a second; SIGTERM or SIGINT stop it
 gracefully (no new jobs, running handlers finish within 10 s, the rest are
 released). Type-checked with ``mypy --strict`` and run as a real process by
 the test suite.
@@ -24,6 +25,7 @@ import tenure
 from tenure import aio
 
 TTL = timedelta(minutes=10)
+IDLE = timedelta(milliseconds=500)
 
 
 async def handle(job: aio.Job) -> dict[str, str]:
@@ -44,7 +46,8 @@ async def main(argv: list[str]) -> int:
         loop.add_signal_handler(sig, stop.set)
     async with await aio.open(store, busy_timeout=timedelta(minutes=2)) as auth:
         worker = aio.Worker(auth, production, holder, handle, concurrency=concurrency,
-                            ttl=TTL, until_idle=True, grace=timedelta(seconds=10))
+                            ttl=TTL, until_idle=True, wait_timeout=IDLE,
+                            grace=timedelta(seconds=10))
         try:
             stats = await worker.run(stop)
         except tenure.TenureError as e:

@@ -1,11 +1,15 @@
-"""A typed tenure worker: claim jobs until the production is empty.
+"""A typed tenure worker: the worker loop over one production.
 
-Usage: ``python worker.py STORE PRODUCTION HOLDER``
+Usage: ``python worker.py STORE PRODUCTION HOLDER [SLOTS]``
 
-Prints one line per completed job (``completed <job> <claim_id>``) and exits
-0 when nothing is claimable any more. It is type-checked with
-``mypy --strict`` by the test suite and used as the worker process of the
-multi-process contention test.
+Runs ``tenure.Worker``, the core's worker loop, with ``SLOTS`` (default 4)
+jobs at a time: it waits for work, keeps each job's lease alive while the
+handler hashes the payload, and completes the job with the hash as facts
+(a payload ``fail`` fails it for good). Prints one line per completed job
+(``completed <job> <claim_id>``). Stops on SIGTERM or SIGINT (running
+handlers get 10 s to finish, then their leases are released), or once the
+production has nothing left to run; exits 0. Type-checked with
+``mypy --strict`` and run as real processes by the test suite.
 """
 
 from __future__ import annotations
@@ -14,57 +18,55 @@ import hashlib
 import sys
 import threading
 from datetime import timedelta
+from typing import Union
 
 import tenure
 
 TTL = timedelta(minutes=10)
-HEARTBEAT = timedelta(minutes=1)
+GRACE = timedelta(seconds=10)
+LOOK = timedelta(milliseconds=100)
 
 
-def work(payload: bytes) -> dict[str, str]:
-    """The job itself: here, hash the payload."""
-    return {"sha256": hashlib.sha256(payload).hexdigest(), "size": str(len(payload))}
+def handle(job: tenure.Job) -> Union[tenure.Complete, tenure.Fail]:
+    """The job itself: hash the payload. The worker settles the job with
+    the result (an exception would be a retryable failure)."""
+    if job.payload == b"fail":
+        return tenure.Fail("refused by the example")
+    return tenure.Complete({
+        "sha256": hashlib.sha256(job.payload).hexdigest(),
+        "size": str(len(job.payload)),
+        "worker": job.holder,
+    })
 
 
-def heartbeat(lease: tenure.Lease, stop: threading.Event) -> None:
-    """Renew the lease until ``stop`` is set (a lease never renews itself)."""
-    while not stop.wait(HEARTBEAT.total_seconds()):
-        try:
-            lease.renew(TTL)
-        except tenure.TenureError:
-            return  # lost it: the completion below will say how
-
-
-def run_one(auth: tenure.Authority, production: str, holder: str) -> tenure.Lease | None:
-    """Claim, work, complete one job; None when nothing is claimable."""
-    try:
-        lease = auth.claim_next(production, holder, TTL)
-    except tenure.NoJobAvailable:
-        return None
-    stop = threading.Event()
-    beat = threading.Thread(target=heartbeat, args=(lease, stop), daemon=True)
-    beat.start()
-    try:
-        facts = work(auth.payload(lease.production, lease.job))
-        facts["worker"] = holder
-        lease.complete(facts)
-    except (tenure.StaleLease, tenure.LeaseExpired, tenure.Cancelled) as e:
-        print(f"lost {lease.job}: {type(e).__name__} (code {e.code})", file=sys.stderr)
-    finally:
-        stop.set()
-        beat.join()
-    return lease
+def nothing_left(auth: tenure.Authority, production: str) -> bool:
+    """No job requested, claimed or expired: every job is settled."""
+    return not any(auth.jobs(production, state=s, limit=1)
+                   for s in ("requested", "claimed", "expired"))
 
 
 def main(argv: list[str]) -> int:
-    store, production, holder = argv
+    store, production, holder = argv[:3]
+    slots = int(argv[3]) if len(argv) > 3 else 4
     auth = tenure.Authority(store, busy_timeout=timedelta(minutes=2))
-    while True:
-        lease = run_one(auth, production, holder)
-        if lease is None:
-            return 0
-        if lease.status == "closed":
-            print(f"completed {lease.job} {lease.claim_id}", flush=True)
+    out = threading.Lock()
+
+    def report(r: tenure.Report) -> None:
+        """Called on a worker thread after each job is settled."""
+        with out:
+            if r.result == "completed":
+                sys.stdout.write(f"completed {r.job} {r.claim_id}\n")
+                sys.stdout.flush()
+            elif r.error is not None:
+                sys.stderr.write(f"lost {r.job}: {type(r.error).__name__} (code {r.error.code})\n")
+
+    worker = tenure.Worker(auth, production, holder, handle, ttl=TTL, slots=slots,
+                           grace=GRACE, report=report)
+    worker.stop_on_signals()
+    while not worker.join(LOOK):
+        if not worker.stopped and nothing_left(auth, production):
+            worker.stop()
+    return 0
 
 
 if __name__ == "__main__":

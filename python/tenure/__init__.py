@@ -41,6 +41,13 @@ Conventions of this package:
   arithmetic, never a float). ``datetime`` covers years 1..9999; a time
   outside that (never a real clock reading) raises ``OverflowError`` from the
   ``*_at`` attribute while ``*_us`` still holds it.
+* Waiting for work: :meth:`Authority.claim_next_wait` blocks (GIL released,
+  signal handlers still run on the main thread) until a job is claimable, its
+  timeout passes, its :class:`WaitCancel` is cancelled or the authority is
+  closed. :meth:`Lease.keep_alive` starts a native :class:`Keeper` (a context
+  manager; it never releases). :class:`Worker` is the core's worker loop
+  running a Python handler that returns :class:`Complete`, :class:`Retry` or
+  :class:`Fail`.
 * :mod:`tenure.aio` is the asyncio API over the same objects.
 * Store calls release the GIL; ``Authority`` and ``Lease`` are safe to share
   between threads. They are not usable in a child process after
@@ -54,6 +61,14 @@ Conventions of this package:
 """
 
 from tenure._native import (
+    Worker,
+    WaitCancel,
+    Retry,
+    Report,
+    Keeper,
+    Job,
+    Fail,
+    Complete,
     ABI_VERSION,
     DEFAULT_MAX_ATTEMPTS,
     MAX_TOKEN_LEN,
@@ -98,6 +113,14 @@ from tenure._native import (
 )
 
 __all__ = [
+    "Worker",
+    "WaitCancel",
+    "Retry",
+    "Report",
+    "Keeper",
+    "Job",
+    "Fail",
+    "Complete",
     "ABI_VERSION",
     "DEFAULT_MAX_ATTEMPTS",
     "MAX_TOKEN_LEN",

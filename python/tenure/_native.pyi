@@ -2,13 +2,21 @@
 
 import datetime
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal, Optional, Union, final
 
 from typing_extensions import Self, TypeAlias
 
 __all__ = [
     "ABI_VERSION",
+    "Complete",
+    "Fail",
+    "Job",
+    "Keeper",
+    "Report",
+    "Retry",
+    "WaitCancel",
+    "Worker",
     "Authority",
     "Busy",
     "Cancelled",
@@ -75,6 +83,9 @@ _EventKind: TypeAlias = Literal[
 _Submitted: TypeAlias = Literal["created", "existing"]
 _CancelOutcome: TypeAlias = Literal["cancelled", "already_cancelled"]
 _Facts: TypeAlias = Union[Mapping[str, str], Iterable[Union[tuple[str, str], "PublishedFact"]], None]
+_KeeperStatus: TypeAlias = Literal["running", "stopped", "lease_closed", "refused"]
+_JobResult: TypeAlias = Literal["completed", "failed", "released", "lost"]
+_Outcome: TypeAlias = Union["Complete", "Retry", "Fail", _Facts]
 
 class TenureError(Exception):
     """Base class of every tenure error; ``code`` is the stable error number."""
@@ -334,7 +345,135 @@ class Lease:
     def release(self) -> _JobState: ...
     def fail(self, reason: str = "", *, permanent: bool = False) -> _JobState: ...
     def complete(self, facts: _Facts = None) -> None: ...
+    def keep_alive(
+        self, ttl: datetime.timedelta, every: Optional[datetime.timedelta] = None
+    ) -> Keeper: ...
     def export_token(self) -> str: ...
+
+@final
+class WaitCancel:
+    """Cancels waits for work at once (final); stands in for a ``threading.Event``."""
+
+    def __new__(cls, parent: Optional[WaitCancel] = None) -> Self: ...
+    def cancel(self) -> None: ...
+    @property
+    def is_cancelled(self) -> bool: ...
+
+@final
+class Keeper:
+    """Renews one lease on a native thread; a context manager that stops it (never releases)."""
+
+    @property
+    def status(self) -> _KeeperStatus: ...
+    @property
+    def error(self) -> Optional[TenureError]: ...
+    @property
+    def renewals(self) -> int: ...
+    def stop(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]] = None,
+        exc_value: Optional[BaseException] = None,
+        traceback: object = None,
+    ) -> bool: ...
+
+@final
+class Complete:
+    """A handler's result: complete the job with these facts."""
+
+    def __new__(cls, facts: _Facts = None) -> Self: ...
+    @property
+    def facts(self) -> list[tuple[str, str]]: ...
+
+@final
+class Retry:
+    """A handler's result: fail retryably (``delay``: the back-off, where the store applies one)."""
+
+    def __new__(cls, reason: str = ..., *, delay: Optional[datetime.timedelta] = None) -> Self: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def delay(self) -> Optional[datetime.timedelta]: ...
+
+@final
+class Fail:
+    """A handler's result: fail permanently."""
+
+    def __new__(cls, reason: str = ...) -> Self: ...
+    @property
+    def reason(self) -> str: ...
+
+@final
+class Job:
+    """What a ``Worker`` handler receives (never the secret)."""
+
+    @property
+    def production(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def claim_id(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def holder(self) -> str: ...
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def stopping(self) -> bool: ...
+    @property
+    def lease_lost(self) -> Optional[TenureError]: ...
+
+@final
+class Report:
+    """One job's outcome as a ``Worker`` reports it."""
+
+    @property
+    def production(self) -> str: ...
+    @property
+    def job(self) -> str: ...
+    @property
+    def claim_id(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def result(self) -> _JobResult: ...
+    @property
+    def state(self) -> Optional[_JobState]: ...
+    @property
+    def error(self) -> Optional[TenureError]: ...
+
+@final
+class Worker:
+    """The core's worker loop running a Python handler on ``slots`` native threads."""
+
+    def __new__(
+        cls,
+        authority: Authority,
+        production: str,
+        holder: str,
+        handler: Callable[[Job], _Outcome],
+        *,
+        ttl: datetime.timedelta,
+        slots: int = 1,
+        renew_every: Optional[datetime.timedelta] = None,
+        wait_timeout: Optional[datetime.timedelta] = None,
+        grace: Optional[datetime.timedelta] = None,
+        report: Optional[Callable[[Report], object]] = None,
+    ) -> Self: ...
+    def stop(self) -> None: ...
+    @property
+    def stopped(self) -> bool: ...
+    def join(self, timeout: Optional[datetime.timedelta] = None) -> bool: ...
+    def stop_on_signals(self, signals: Optional[Sequence[int]] = None) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]] = None,
+        exc_value: Optional[BaseException] = None,
+        traceback: object = None,
+    ) -> bool: ...
 
 @final
 class Edit:
@@ -411,6 +550,23 @@ class Authority:
     def cancel(self, production: str, job: str) -> _CancelOutcome: ...
     def claim(self, production: str, job: str, holder: str, ttl: datetime.timedelta) -> Lease: ...
     def claim_next(self, production: str, holder: str, ttl: datetime.timedelta) -> Lease: ...
+    def claim_next_wait(
+        self,
+        production: str,
+        holder: str,
+        ttl: datetime.timedelta,
+        timeout: datetime.timedelta,
+        cancel: Optional[WaitCancel] = None,
+    ) -> Lease: ...
+    def cancel_waits(self) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]] = None,
+        exc_value: Optional[BaseException] = None,
+        traceback: object = None,
+    ) -> bool: ...
     def import_lease(self, token: str) -> Lease: ...
     def job(self, production: str, job: str) -> JobView: ...
     def payload(self, production: str, job: str) -> bytes: ...

@@ -24,9 +24,10 @@ Quick reference::
 Threads
     An :class:`Authority` owns a ``ThreadPoolExecutor`` (``max_workers``
     threads, 32 unless given); its calls and its leases' calls run there.
-    :meth:`Authority.aclose` (or leaving ``async with``) waits for hand-backs
-    and shuts the pool down; the native authority itself closes when it is
-    collected, as in the synchronous API.
+    :meth:`Authority.aclose` (or leaving ``async with``) cancels its waits
+    for work, waits for hand-backs and shuts the pool down; an authority
+    opened by :func:`open` is then closed (:meth:`tenure.Authority.close`),
+    one wrapped with ``Authority(native)`` stays open for its owner.
 
 Edits
     An edit holds the store's writer lock from its start to its commit or
@@ -39,13 +40,16 @@ Edits
 Cancellation
     A cancelled ``await`` does not stop a native call that already started
     on its thread; it still commits. So every call that mints a lease is
-    cancellation-safe: if ``claim`` / ``claim_next`` is cancelled and the
-    claim then commits (or had committed while the task was being woken),
+    cancellation-safe: if ``claim`` / ``claim_next`` / ``claim_next_wait``
+    is cancelled and the claim then commits (or had committed while the task
+    was being woken),
     the new lease is released on the authority's pool, since the caller never
     received it; if the call had not started yet it never runs. If the
     release itself is refused the lease is already closed or expired;
     ``Busy`` is retried three times, after which the lease is left to expire
-    (never renewed by anyone). :meth:`Authority.settle` waits for pending
+    (never renewed by anyone). A cancelled ``claim_next_wait`` also cancels
+    its native wait (through its own :class:`tenure.WaitCancel`), so the
+    thread it waits on returns at once. :meth:`Authority.settle` waits for pending
     hand-backs. ``import_lease`` is not released on cancellation: the caller
     still holds the token. Inside an edit, a cancelled call leaves the edit
     in an unknown state: the block should let ``CancelledError`` propagate
@@ -56,13 +60,23 @@ Cancellation
     started finish on their thread; their outcome shows in the store and in
     :attr:`Lease.status`.
 
+Waiting for work
+    ``await auth.claim_next_wait(production, holder, ttl, timeout,
+    cancel=None)`` is :meth:`tenure.Authority.claim_next_wait` run on a thread
+    of its own (not the pool, so waiting tasks never starve other calls):
+    the event loop never blocks, and the wait wakes through the same doorbell
+    as the synchronous wait. It ends at a claim, at ``timeout``
+    (``NoJobAvailable``), when ``cancel`` (a :class:`tenure.WaitCancel`) is
+    cancelled, when its task is cancelled, or at :meth:`Authority.aclose`.
+
 Keepers
-    ``async with lease.keep_alive(ttl, every=...)`` renews the lease to
-    now + ``ttl`` every ``every`` (``ttl / 3`` unless given) from a task on the
-    event loop; each renewal runs on the pool. Leaving the block stops it: no
-    renewal starts after that, and one in flight is waited for. It stops on
-    the first refused renewal (any :class:`tenure.TenureError` but ``Busy``,
-    which is retried at the next tick); the error is kept in
+    ``async with lease.keep_alive(ttl, every=...)`` starts the native keeper
+    (:meth:`tenure.Lease.keep_alive`): a native thread, not a task on the
+    event loop, renews the lease to now + ``ttl`` every ``every`` (``ttl / 3``
+    unless given), so a busy loop never delays a renewal. Leaving the block
+    stops it off the loop: no renewal happens after that, and one in flight
+    is waited for. It stops on the first refused renewal (``Busy`` and
+    ``StoreError`` are retried within 100 ms); the error is in
     :attr:`KeepAlive.error` and raised, with its own class and code, when
     the block exits normally (an exception from the block itself takes
     precedence). A keeper never releases: dropping the lease or leaving the
@@ -73,10 +87,10 @@ Workers
     async handler under a keeper, and complete (the handler's facts) or fail
     it (:class:`JobFailed` chooses retryable or permanent; any other exception
     is a retryable failure). It stops on a stop ``asyncio.Event`` or when its
-    task is cancelled: no new claims, running handlers get ``grace`` to
-    finish, then are cancelled and their leases released. The wait for work
-    polls ``claim_next`` with a backoff (1 ms doubling to 100 ms); it is one
-    method, :meth:`Worker._next_lease`.
+    task is cancelled: no new claims (the waits for work are cancelled at
+    once), running handlers get ``grace`` to finish, then are cancelled and
+    their leases released. Each task waits for work with
+    :meth:`Authority.claim_next_wait`.
 
 Times
     The value classes carry aware UTC ``datetime`` attributes beside the
@@ -133,6 +147,23 @@ def _quiet(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
+def _on_own_thread(call: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """Run ``call`` on a new daemon thread; like ``pool.submit``, cancelling
+    the future before the call starts means it never runs."""
+    fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            fut.set_result(call())
+        except BaseException as e:  # handed to the awaiting task
+            fut.set_exception(e)
+
+    threading.Thread(target=run, name="tenure-aio-wait", daemon=True).start()
+    return fut
+
+
 def _release_quietly(lease: _native.Lease) -> None:
     """Hand a lease nobody received back to the store (see the module docs)."""
     for _ in range(_HANDBACK_BUSY_TRIES):
@@ -165,7 +196,7 @@ async def open(  # noqa: A001 - the module's entry point, like io.open
     except BaseException:
         pool.shutdown(wait=False)
         raise
-    return Authority(native, _pool=pool)
+    return Authority(native, _pool=pool, _owned=True)
 
 
 class Authority:
@@ -177,7 +208,8 @@ class Authority:
     """
 
     def __init__(self, native: _native.Authority, *, max_workers: int = DEFAULT_MAX_WORKERS,
-                 _pool: Optional[concurrent.futures.ThreadPoolExecutor] = None) -> None:
+                 _pool: Optional[concurrent.futures.ThreadPoolExecutor] = None,
+                 _owned: bool = False) -> None:
         if not isinstance(native, _native.Authority):
             raise TypeError(f"native must be a tenure.Authority, not {type(native).__name__}")
         self._native = native
@@ -187,6 +219,9 @@ class Authority:
         self._handbacks: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
         self._handed_back = 0
+        self._owned = _owned
+        # The cancel handles of the waits for work in progress.
+        self._waits: set[_native.WaitCancel] = set()
 
     @property
     def native(self) -> _native.Authority:
@@ -221,10 +256,18 @@ class Authority:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Wait for pending hand-backs, then shut the pool down (waiting for
-        calls in flight). Calls made afterwards raise ``RuntimeError``."""
+        """Cancel the waits for work in progress, wait for pending
+        hand-backs, then shut the pool down (waiting for calls in flight)
+        and close an authority :func:`open` opened. Calls made afterwards
+        raise ``RuntimeError`` (or ``InvalidArgument`` once closed)."""
+        with self._lock:
+            waits = list(self._waits)
+        for w in waits:
+            w.cancel()
         await self.settle()
         await asyncio.get_running_loop().run_in_executor(None, self._pool.shutdown)
+        if self._owned:
+            self._native.close()
 
     async def settle(self) -> int:
         """Wait until every cancelled claim still running has finished and
@@ -243,14 +286,18 @@ class Authority:
     async def _run(self, call: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, call)
 
-    async def _mint(self, call: Callable[[], _native.Lease]) -> Lease:
-        """Run a lease-minting call; hand its lease back if the awaiting task
-        is cancelled and the call commits anyway."""
-        fut = self._pool.submit(call)
+    async def _mint(self, call: Callable[[], _native.Lease],
+                    wait: Optional[_native.WaitCancel] = None) -> Lease:
+        """Run a lease-minting call (on the pool; a wait for work, whose
+        cancel handle is ``wait``, on a thread of its own); hand its lease
+        back if the awaiting task is cancelled and the call commits anyway."""
+        fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
         waiter = asyncio.wrap_future(fut)
         try:
             native = await asyncio.shield(waiter)
         except asyncio.CancelledError:
+            if wait is not None:
+                wait.cancel()  # the native wait returns at once
             if not fut.cancel():  # running or done: it may have committed
                 with self._lock:
                     self._handbacks.add(fut)
@@ -322,6 +369,25 @@ class Authority:
         """Claim the next claimable job (cancellation-safe, see the module docs);
         ``NoJobAvailable`` when there is none."""
         return await self._mint(lambda: self._native.claim_next(production, holder, ttl))
+
+    async def claim_next_wait(self, production: str, holder: str, ttl: timedelta,
+                              timeout: timedelta,
+                              cancel: Optional[_native.WaitCancel] = None) -> Lease:
+        """Wait up to ``timeout`` for a claimable job and claim it (see the
+        module docs); ``NoJobAvailable`` at the timeout or when cancelled by
+        ``cancel``, :meth:`aclose` or :meth:`tenure.Authority.close`. A
+        cancelled task cancels the native wait; a claim that committed
+        anyway is handed back."""
+        own = _native.WaitCancel(cancel)
+        with self._lock:
+            self._waits.add(own)
+        try:
+            return await self._mint(
+                lambda: self._native.claim_next_wait(production, holder, ttl, timeout, own),
+                wait=own)
+        finally:
+            with self._lock:
+                self._waits.discard(own)
 
     async def import_lease(self, token: str) -> Lease:
         """Import a token from another process (not released on cancellation:
@@ -463,69 +529,64 @@ def _period(ttl: timedelta, every: Optional[timedelta]) -> tuple[timedelta, time
 
 
 class KeepAlive:
-    """Renews a lease from the event loop while its ``async with`` block runs.
+    """Renews a lease on a native thread while its ``async with`` block runs.
 
-    Every ``every`` (``ttl / 3`` unless given; it must be shorter than
-    ``ttl``) it renews the lease to now + ``ttl`` on the authority's pool.
-    Leaving the block stops it; no renewal starts after that and one in
-    flight is waited for. The first refused renewal (a
-    :class:`tenure.TenureError` other than ``Busy``) stops it and is kept
-    in :attr:`error`; it is raised when the block exits normally. It never
+    Entering starts :meth:`tenure.Lease.keep_alive`: every ``every``
+    (``ttl / 3`` unless given; it must be shorter than ``ttl``) a native
+    thread renews the lease to now + ``ttl``. Leaving the block stops it off
+    the event loop; no renewal happens after that, and one in flight is
+    waited for. The first refused renewal stops it (``Busy`` and
+    ``StoreError`` are retried within 100 ms); the error is in
+    :attr:`error` and raised when the block exits normally. It never
     releases the lease.
     """
 
     def __init__(self, lease: Lease, ttl: timedelta, every: Optional[timedelta] = None) -> None:
         self._lease = lease
         self._ttl, self._every = _period(ttl, every)
-        self.renewals = 0
+        self._keeper: Optional[_native.Keeper] = None
+
+    @property
+    def keeper(self) -> Optional[_native.Keeper]:
+        """The native keeper, once entered."""
+        return self._keeper
+
+    @property
+    def renewals(self) -> int:
         """Renewals that committed."""
-        self.error: Optional[BaseException] = None
+        return 0 if self._keeper is None else self._keeper.renewals
+
+    @property
+    def error(self) -> Optional[BaseException]:
         """The error that stopped the keeper, if one did."""
-        self._stop: Optional[asyncio.Event] = None
-        self._task: Optional[asyncio.Task[None]] = None
+        return None if self._keeper is None else self._keeper.error
 
     @property
     def running(self) -> bool:
-        """True while renewals may still start."""
-        return self._task is not None and not self._task.done() and not (
-            self._stop is not None and self._stop.is_set())
+        """True while renewals may still happen."""
+        return self._keeper is not None and self._keeper.status == "running"
 
     async def __aenter__(self) -> Self:
-        if self._task is not None:
+        if self._keeper is not None:
             raise RuntimeError("a KeepAlive runs once")
-        self._stop = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(self._run(self._stop))
+        self._keeper = self._lease.native.keep_alive(self._ttl, self._every)
         return self
-
-    async def _run(self, stop: asyncio.Event) -> None:
-        period = self._every.total_seconds()
-        while True:
-            try:
-                await asyncio.wait_for(stop.wait(), period)
-                return
-            except asyncio.TimeoutError:
-                pass
-            if stop.is_set():
-                return
-            try:
-                await self._lease.renew(self._ttl)
-            except _native.Busy:
-                continue
-            except Exception as e:  # refused (or a bug): stop and report at exit
-                self.error = e
-                return
-            self.renewals += 1
 
     async def __aexit__(self, exc_type: Optional[type[BaseException]],
                         exc_value: Optional[BaseException],
                         traceback: Optional[TracebackType]) -> None:
-        assert self._stop is not None and self._task is not None
-        self._stop.set()
-        # Shielded: even if this exit is cancelled, the keeper task sees the
-        # stop after any renewal in flight and starts no other.
-        await asyncio.shield(self._task)
-        if self.error is not None and exc_type is None:
-            raise self.error
+        keeper = self._keeper
+        assert keeper is not None
+        # Off the loop (a renewal in flight is waited for) and shielded: even
+        # if this exit is cancelled, the keeper stops.
+        stopping = asyncio.get_running_loop().run_in_executor(self._lease._auth._pool, keeper.stop)
+        try:
+            await asyncio.shield(stopping)
+        except asyncio.CancelledError:
+            stopping.add_done_callback(_quiet)
+            raise
+        if exc_type is None and keeper.error is not None:
+            raise keeper.error
 
 
 def _abort_if_begun(fut: concurrent.futures.Future[_native.Edit]) -> None:
@@ -715,6 +776,9 @@ class WorkerStats:
 
 
 _MAX_REASON = 1024
+_WAIT_TIMEOUT = timedelta(seconds=60)
+_BUSY_PAUSE = 0.1
+"""Seconds a worker task pauses after a wait for work ended with ``Busy``."""
 
 
 def _reason(e: BaseException) -> str:
@@ -733,13 +797,15 @@ class Worker:
     whether permanently; any other exception is a retryable failure whose
     reason is the exception's class and text, at most 1024 bytes).
 
-    :meth:`run` returns when ``stop`` is set, when ``until_idle`` is true and
-    no job is claimable, or raises ``CancelledError`` when its task is
-    cancelled. Stopping takes no new jobs (a claim that lands after the stop
-    is released), gives running handlers ``grace`` to finish, then cancels
-    them and releases their leases. A store error other than
-    ``NoJobAvailable`` and ``Busy`` from the wait for work stops the worker
-    the same way and is raised from :meth:`run`.
+    Each task waits for work with :meth:`Authority.claim_next_wait`, waits of
+    ``wait_timeout`` (60 s unless given; with ``until_idle``, zero: a single
+    attempt). :meth:`run` returns when ``stop`` is set, when ``until_idle``
+    is true and a wait found nothing claimable, or raises ``CancelledError`` when its task is
+    cancelled. Stopping takes no new jobs (the waits are cancelled at once;
+    a claim that lands after the stop is released), gives running handlers
+    ``grace`` to finish, then cancels them and releases their leases. A
+    store error other than ``NoJobAvailable`` and ``Busy`` from the wait for
+    work stops the worker the same way and is raised from :meth:`run`.
     """
 
     def __init__(self, auth: Authority, production: str, holder: str,
@@ -747,8 +813,7 @@ class Worker:
                  concurrency: int = 16, ttl: timedelta = timedelta(seconds=30),
                  renew_every: Optional[timedelta] = None,
                  grace: timedelta = timedelta(seconds=10), until_idle: bool = False,
-                 poll_min: timedelta = timedelta(milliseconds=1),
-                 poll_max: timedelta = timedelta(milliseconds=100)) -> None:
+                 wait_timeout: Optional[timedelta] = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._auth = auth
@@ -761,9 +826,13 @@ class Worker:
             raise TypeError("grace must be a non-negative datetime.timedelta")
         self._grace = grace
         self._until_idle = until_idle
-        self._poll_min = _duration(poll_min, "poll_min").total_seconds()
-        self._poll_max = max(self._poll_min, _duration(poll_max, "poll_max").total_seconds())
+        if wait_timeout is None:
+            wait_timeout = timedelta(0) if until_idle else _WAIT_TIMEOUT
+        elif wait_timeout != timedelta(0):
+            wait_timeout = _duration(wait_timeout, "wait_timeout")
+        self._wait_timeout = wait_timeout
         self._quit_event: Optional[asyncio.Event] = None
+        self._waits = _native.WaitCancel()
         self.stats = WorkerStats()
 
     @property
@@ -774,6 +843,7 @@ class Worker:
     async def run(self, stop: Optional[asyncio.Event] = None) -> WorkerStats:
         """Work until stopped (see the class docs); returns :attr:`stats`."""
         self._quit_event = asyncio.Event()
+        self._waits = _native.WaitCancel()
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(self._watch(stop)) if stop is not None else None
         slots = [loop.create_task(self._slot()) for _ in range(self._concurrency)]
@@ -782,7 +852,7 @@ class Worker:
             await self._until_done_or_failed(slots)
         except asyncio.CancelledError:
             cancelled = True
-        self._quit.set()
+        self._stop_now()
         try:
             await self._drain(slots)
         except asyncio.CancelledError:
@@ -797,9 +867,14 @@ class Worker:
             raise errors[0]
         return self.stats
 
+    def _stop_now(self) -> None:
+        """Take no new jobs: end the waits for work at once."""
+        self._quit.set()
+        self._waits.cancel()
+
     async def _watch(self, stop: asyncio.Event) -> None:
         await stop.wait()
-        self._quit.set()
+        self._stop_now()
 
     async def _until_done_or_failed(self, slots: list[asyncio.Task[None]]) -> None:
         """Until every slot ended, one failed, or the stop came."""
@@ -835,22 +910,22 @@ class Worker:
             await self._process(lease)
 
     async def _next_lease(self) -> Optional[Lease]:
-        """The wait for work: ``claim_next``, polling with a backoff while
-        nothing is claimable (``None`` once stopping, or idle with
-        ``until_idle``). The one place a native wait for work slots in."""
-        delay = self._poll_min
+        """The wait for work (``None`` once stopping, or idle with
+        ``until_idle``)."""
         while not self._quit.is_set():
             try:
-                lease = await self._auth.claim_next(self._production, self._holder, self._ttl)
-            except (_native.NoJobAvailable, _native.Busy) as e:
-                if self._until_idle and isinstance(e, _native.NoJobAvailable):
+                lease = await self._auth.claim_next_wait(
+                    self._production, self._holder, self._ttl, self._wait_timeout, self._waits)
+            except _native.NoJobAvailable:
+                if self._until_idle:
                     return None
+                continue  # a timeout (wait again) or the stop's cancel (the loop ends)
+            except _native.Busy:
                 try:
-                    await asyncio.wait_for(self._quit.wait(), delay)
+                    await asyncio.wait_for(self._quit.wait(), _BUSY_PAUSE)
                     return None
                 except asyncio.TimeoutError:
-                    delay = min(delay * 2, self._poll_max)
-                continue
+                    continue
             if self._quit.is_set():  # the stop came while claiming: take no new job
                 await self._release(lease)
                 return None

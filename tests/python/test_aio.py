@@ -483,7 +483,7 @@ def test_worker_task_cancellation_is_graceful(auth: tenure.Authority, prod: str)
     assert [v.job for v in auth.jobs(prod, state="requested")] == ["j1", "j2", "late"]
 
 
-def test_worker_polls_for_new_work_until_stopped(auth: tenure.Authority, prod: str) -> None:
+def test_worker_waits_for_new_work_until_stopped(auth: tenure.Authority, prod: str) -> None:
     done: list[str] = []
 
     async def handler(job: aio.Job) -> None:
@@ -547,3 +547,81 @@ def test_worker_counts_a_lease_lost_to_a_coordinator_cancel(auth: tenure.Authori
     stats = run(main())
     assert (stats.claimed, stats.completed, stats.lost) == (1, 0, 1)
     assert auth.job(prod, "j").state == "cancelled" and auth.facts(prod, "j") == []
+
+
+# -- waiting for work ----------------------------------------------------------
+
+
+def test_an_async_wait_wakes_on_a_submit_without_blocking_the_loop(auth: tenure.Authority,
+                                                                    prod: str) -> None:
+    async def main() -> None:
+        async with wrap(auth) as a:
+            task = asyncio.ensure_future(a.claim_next_wait(prod, "w", LONG, LONG))
+            ticks = 0
+            while ticks < 20:  # the loop keeps running while the task waits
+                await asyncio.sleep(0.01)
+                ticks += 1
+            assert not task.done()
+            await a.submit(prod, "j")
+            lease = await task
+            assert lease.job == "j" and lease.status == "active"
+            await lease.complete()
+            with pytest.raises(tenure.NoJobAvailable):
+                await a.claim_next_wait(prod, "w", LONG, timedelta(milliseconds=20))
+
+    run(main())
+
+
+def test_a_cancelled_waiting_task_leaves_no_orphaned_claim(auth: tenure.Authority,
+                                                           prod: str) -> None:
+    """Cancelling the task cancels the native wait at once; a claim that
+    committed while the task was being cancelled is handed back."""
+    async def main() -> None:
+        async with wrap(auth) as a:
+            task = asyncio.ensure_future(a.claim_next_wait(prod, "w", LONG, LONG))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # The native wait returned (its 10-minute timeout is far off): nothing claimed.
+            assert await asyncio.wait_for(a.settle(), 30) == 0
+            # Racing a submission with the cancellation, many times: whichever
+            # wins, no claim is left that its caller does not hold.
+            held = []
+            for i in range(20):
+                task = asyncio.ensure_future(a.claim_next_wait(prod, "w", LONG, LONG))
+                await asyncio.sleep(0.01 * (i % 3))
+                await a.submit(prod, f"r{i}")
+                task.cancel()
+                try:
+                    held.append(await task)
+                except asyncio.CancelledError:
+                    pass
+            handed = await a.settle()
+            claimed = {v.job for v in auth.jobs(prod, state="claimed", limit=100)}
+            assert claimed == {lease.job for lease in held}
+            released = [e for e in auth.production_events(prod) if e.kind == "released"]
+            assert len(released) == handed
+            for lease in held:
+                await lease.release()
+
+    run(main())
+
+
+def test_aclose_ends_the_waits_in_progress(store: Union[Path, str]) -> None:
+    async def main() -> None:
+        a = await aio.open(store)
+        await a.create_production("p")
+        cancel = tenure.WaitCancel()
+        tasks = [asyncio.ensure_future(a.claim_next_wait("p", "w", LONG, LONG, c))
+                 for c in (None, cancel)]
+        await asyncio.sleep(0.2)
+        await a.aclose()
+        for t in tasks:
+            with pytest.raises(tenure.NoJobAvailable, match="cancelled"):
+                await t
+        assert not cancel.is_cancelled  # the caller's handle is untouched
+        with pytest.raises(tenure.InvalidArgument, match="closed"):
+            a.native.job("p", "j")  # aio.open opened it, aclose closed it
+
+    run(main())

@@ -52,6 +52,9 @@ lease = auth.claim_next("p", "w", timedelta(seconds=1))
 lease.secret
 x: int = lease.export_token()
 when: int = lease.expires_at
+auth.claim_next_wait("p", "w", timedelta(seconds=1), 5)
+tenure.Retry("x", delay=1.5)
+k: int = lease.keep_alive(timedelta(seconds=1)).status
 from tenure import aio
 async def f(a: aio.Authority) -> None:
     l = a.claim_next("p", "w", timedelta(seconds=1))
@@ -68,6 +71,11 @@ def test_mypy_catches_misuse(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert 'Argument 3 to "claim_next" of "Authority" has incompatible type "int"' in out.stdout
     assert '"Lease" has no attribute "secret"' in out.stdout
+    assert 'Argument 4 to "claim_next_wait" of "Authority" has incompatible type "int"' \
+        in out.stdout
+    assert 'Argument "delay" to "Retry" has incompatible type "float"' in out.stdout
+    assert 'Incompatible types in assignment (expression has type "Literal[\'running\'' \
+        in out.stdout
     assert 'Incompatible types in assignment (expression has type "str"' in out.stdout
     assert 'Incompatible types in assignment (expression has type "datetime"' in out.stdout
     assert '"Coroutine[Any, Any, Lease]" has no attribute "job"' in out.stdout

@@ -41,6 +41,14 @@ pub fn utc(py: Python<'_>, us: i64) -> PyResult<Bound<'_, PyAny>> {
     epoch.bind(py).add(delta)
 }
 
+/// A `datetime.timedelta` of `d` (whole microseconds).
+pub fn timedelta(py: Python<'_>, d: Duration) -> PyResult<Bound<'_, PyAny>> {
+    let td = TIMEDELTA.import(py, "datetime", "timedelta")?;
+    let kw = PyDict::new(py);
+    kw.set_item("microseconds", d.as_micros())?;
+    td.call((), Some(&kw))
+}
+
 /// `utc(us)` for an optional time (`None` stays `None`).
 pub fn opt_utc(py: Python<'_>, us: Option<i64>) -> PyResult<Option<Bound<'_, PyAny>>> {
     us.map(|us| utc(py, us)).transpose()
@@ -211,6 +219,11 @@ pub fn priority(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
     int(obj, "priority")
 }
 
+/// `slots=` of a worker (`from_py_with`; see [`int`]).
+pub fn slots(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
+    int(obj, "slots")
+}
+
 /// `max_attempts=` of a submission (`from_py_with`; see [`int`]).
 pub fn max_attempts(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
     int(obj, "max_attempts")
@@ -263,16 +276,19 @@ pub fn unlocked<T: Send>(
     py: Python<'_>,
     f: impl FnOnce() -> tenure::Result<T> + Send,
 ) -> PyResult<T> {
-    py.detach(|| catch_unwind(AssertUnwindSafe(f)))
-        .unwrap_or_else(|p| {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::Internal(format!("panic caught: {what}")))
-        })
-        .map_err(to_py)
+    py.detach(|| guarded(f)).map_err(to_py)
+}
+
+/// Run a core call, turning a Rust panic into [`Error::Internal`].
+pub fn guarded<T>(f: impl FnOnce() -> tenure::Result<T>) -> tenure::Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(Error::Internal(format!("panic caught: {what}")))
+    })
 }
 
 /// A handle bound to the process that created it. SQLite connections must

@@ -11,10 +11,11 @@ use crate::errors::to_py;
 use crate::values::{
     q, CheckReport, ClockReading, Event, JobSpec, JobView, ProductionView, PublishedFact,
 };
+use crate::work::{self, CancelNode, Keeper, WaitCancel};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tenure::{Error, ListQuery, Options, Synchronous};
 
 fn submitted(s: tenure::Submitted) -> &'static str {
@@ -174,14 +175,31 @@ macro_rules! pymethods_with_shared_ops {
 /// releases the GIL. Not fork-safe by design: a handle used in a process
 /// other than the one that opened it (the child after ``os.fork()``) raises
 /// ``tenure.InvalidArgument``; open a new ``Authority`` in the child instead.
+///
+/// ``close()`` (or leaving ``with tenure.Authority(...) as auth:``) ends
+/// every ``claim_next_wait`` in progress on it and makes the handle
+/// unusable (``InvalidArgument``); leases it gave keep working, and the
+/// store closes once the last of them is gone too.
 #[pyclass(frozen, module = "tenure")]
 pub struct Authority {
-    inner: ProcessBound<tenure::Authority>,
+    /// The core handle; `None` once closed.
+    inner: ProcessBound<Mutex<Option<tenure::Authority>>>,
+    path: PathBuf,
+    migrated_from: u32,
+    /// Cancelled by `close()`: every wait of this handle is its child.
+    closer: Arc<CancelNode>,
 }
 
 impl Authority {
-    fn get(&self) -> PyResult<&tenure::Authority> {
-        self.inner.get("Authority")
+    /// The core handle (a cheap clone of it), unless closed.
+    pub(crate) fn get(&self) -> PyResult<tenure::Authority> {
+        let m = self.inner.get("Authority")?;
+        let g = m.lock().unwrap_or_else(|p| p.into_inner());
+        g.clone().ok_or_else(|| {
+            to_py(Error::InvalidArgument(
+                "this tenure.Authority was closed".into(),
+            ))
+        })
     }
 }
 
@@ -192,7 +210,7 @@ impl Ops for Authority {
         f: impl FnOnce(Target<'_>) -> tenure::Result<T> + Send,
     ) -> PyResult<T> {
         let a = self.get()?;
-        unlocked(py, || f(Target::Authority(a)))
+        unlocked(py, || f(Target::Authority(&a)))
     }
 }
 
@@ -224,8 +242,98 @@ impl Authority {
         }
         let inner = unlocked(py, || tenure::Authority::open(&path, &opts))?;
         Ok(Authority {
-            inner: ProcessBound::new(inner),
+            path: inner.path().to_path_buf(),
+            migrated_from: inner.migrated_from(),
+            inner: ProcessBound::new(Mutex::new(Some(inner))),
+            closer: CancelNode::new(),
         })
+    }
+
+    /// Like ``claim_next``, but when nothing is claimable wait up to
+    /// ``timeout`` (a ``datetime.timedelta``, 0 ..= 24 h; zero makes one
+    /// attempt) for a job to become claimable, then ``NoJobAvailable``.
+    ///
+    /// The wait ends early, with ``NoJobAvailable`` saying so, when
+    /// ``cancel`` (a ``tenure.WaitCancel``) is cancelled or this authority
+    /// is closed. The GIL is released while waiting. On the main thread the
+    /// wait runs on a helper thread while this one runs Python's signal
+    /// handlers at least every 100 ms: if one raises (``KeyboardInterrupt``),
+    /// the wait is cancelled, a claim that committed meanwhile is released,
+    /// and the exception propagates.
+    #[pyo3(signature = (production, holder, ttl, timeout, cancel = None))]
+    fn claim_next_wait(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        holder: &str,
+        ttl: &Bound<'_, PyAny>,
+        timeout: &Bound<'_, PyAny>,
+        cancel: Option<&Bound<'_, WaitCancel>>,
+    ) -> PyResult<Lease> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let timeout = convert::wait(timeout, "timeout")?;
+        let a = self.get()?;
+        let own = CancelNode::new();
+        if let Some(c) = cancel {
+            c.get().node().adopt(&own);
+        }
+        self.closer.adopt(&own);
+        let (production, holder) = (production.to_owned(), holder.to_owned());
+        let token = own.clone();
+        let (r, interrupted) = work::interruptible(
+            py,
+            move || {
+                convert::guarded(|| {
+                    a.claim_next_wait(&production, &holder, ttl, timeout, Some(token.core()))
+                })
+            },
+            || own.cancel(),
+        );
+        if let Some(e) = interrupted {
+            if let Ok(lease) = r {
+                // The caller never receives it: hand it back.
+                let _ = py.detach(|| lease.release());
+            }
+            return Err(e);
+        }
+        r.map(Lease::wrap).map_err(to_py)
+    }
+
+    /// End every ``claim_next_wait`` in progress on this authority at once
+    /// (each raises ``NoJobAvailable`` saying it was cancelled); later
+    /// waits are not affected.
+    fn cancel_waits(&self) -> PyResult<()> {
+        self.get()?.cancel_waits();
+        Ok(())
+    }
+
+    /// Close this handle: end every wait in progress on it, then let go of
+    /// the store (see the class docs). Idempotent.
+    fn close(&self) -> PyResult<()> {
+        let m = self.inner.get("Authority")?;
+        self.closer.cancel();
+        let a = m.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(a) = a {
+            a.cancel_waits();
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Close; never suppresses the exception.
+    #[pyo3(signature = (exc_type = None, exc_value = None, traceback = None))]
+    fn __exit__(
+        &self,
+        exc_type: Option<&Bound<'_, PyType>>,
+        exc_value: Option<&Bound<'_, PyAny>>,
+        traceback: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let _ = (exc_type, exc_value, traceback);
+        self.close()?;
+        Ok(false)
     }
 
     /// The store's path as opened, decoded like every Python file API
@@ -233,13 +341,13 @@ impl Authority {
     /// exactly (a PostgreSQL URL comes back without its password).
     #[getter]
     fn path(&self) -> &std::ffi::OsStr {
-        self.inner.path().as_os_str()
+        self.path.as_os_str()
     }
 
     /// The schema version found when this handle opened the store (0 for a new store).
     #[getter]
     fn migrated_from(&self) -> u32 {
-        self.inner.migrated_from()
+        self.migrated_from
     }
 
     /// Begin an explicit edit: one write transaction holding the writer lock
@@ -247,7 +355,7 @@ impl Authority {
     fn edit(&self, py: Python<'_>) -> PyResult<Edit> {
         let a = self.get()?;
         let e = unlocked(py, || a.edit())?;
-        Ok(Edit::wrap(e, a))
+        Ok(Edit::wrap(e, &a))
     }
 
     /// All productions, by name.
@@ -381,7 +489,7 @@ impl Authority {
     fn __repr__(&self) -> String {
         format!(
             "Authority(path={})",
-            q(&self.inner.path().to_string_lossy())
+            q(&self.path.to_string_lossy())
         )
     }
 }
@@ -493,6 +601,25 @@ impl Lease {
         let facts = convert::facts(facts)?;
         let l = self.get()?;
         unlocked(py, || l.complete(&facts))
+    }
+
+    /// Start a keeper: a native thread that renews this lease to now +
+    /// ``ttl`` every ``every`` (``ttl / 3`` unless given; shorter than
+    /// ``ttl``) until stopped or refused. Use it as a context manager:
+    /// leaving the block stops it; it never releases the lease.
+    #[pyo3(signature = (ttl, every = None))]
+    fn keep_alive(
+        &self,
+        ttl: &Bound<'_, PyAny>,
+        every: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Keeper> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let every = match every {
+            Some(e) => convert::wait(e, "every")?,
+            None => work::default_period(ttl),
+        };
+        let l = self.get()?;
+        Keeper::start(l, ttl, every)
     }
 
     /// The credential as text (``tenure-lease-v1.…``) for another process's

@@ -29,6 +29,7 @@ mod convert;
 mod errors;
 mod handles;
 mod values;
+mod work;
 
 /// The C ABI version (`TENURE_ABI_MAJOR`, `TENURE_ABI_MINOR` in
 /// `include/tenure.h`) this projection corresponds to.
@@ -59,6 +60,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::ClockReading>()?;
     m.add_class::<values::CheckReport>()?;
     m.add_class::<values::JobSpec>()?;
+    m.add_class::<work::WaitCancel>()?;
+    m.add_class::<work::Keeper>()?;
+    m.add_class::<work::Worker>()?;
+    m.add_class::<work::Job>()?;
+    m.add_class::<work::Complete>()?;
+    m.add_class::<work::Retry>()?;
+    m.add_class::<work::Fail>()?;
+    m.add_class::<work::Report>()?;
     m.add_function(wrap_pyfunction!(errors::error_class, m)?)?;
     errors::register(m)?;
     Ok(())

@@ -50,6 +50,9 @@ const PY_SUITES: &[&str] = &[
     "test_threads.py",
     "test_cross_language.py",
     "test_durations.py",
+    "test_wait.py",
+    "test_keeper.py",
+    "test_worker.py",
 ];
 
 /// The environment that points the harnesses at `server`.
