@@ -26,7 +26,7 @@
 //! `test_census.cpp`, `test_census.py`, `test_packaging.py`,
 //! `test_typing.py`):
 //! - C: `test_lifecycle.c`, `test_bad_input.c`, `test_threads.c`,
-//!   `test_token_handoff.c` (ASan/UBSan, as on SQLite);
+//!   `test_token_handoff.c`, `test_wait.c` (ASan/UBSan, as on SQLite);
 //! - C++: `test_tenure.cpp` (with `test_main.cpp`), C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
 //!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`
@@ -39,7 +39,7 @@ use std::process::Command;
 use std::time::Instant;
 
 /// The C suites run on PostgreSQL (`tests/c/test_<name>.c`).
-const C_SUITES: &[&str] = &["lifecycle", "bad_input", "threads", "token_handoff"];
+const C_SUITES: &[&str] = &["lifecycle", "bad_input", "threads", "token_handoff", "wait"];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`).
 const CPP_SOURCES: &[&str] = &["test_main.cpp", "test_tenure.cpp"];
 /// The Python suites run on PostgreSQL (`tests/python/`).
