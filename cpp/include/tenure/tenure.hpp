@@ -736,19 +736,12 @@ class Keeper {
   /// Stop renewing; after it returns no renewal happens. Never releases.
   void stop() const { check(tenure_keeper_stop(h_.get())); }
   /// Running, stopped, the lease closed by its owner, or refused.
-  KeeperState status() const {
-    tenure_keeper_state st{};
-    tenure_status err{};
-    check(tenure_keeper_status(h_.get(), &st, &err));
-    return static_cast<KeeperState>(st);
-  }
+  KeeperState status() const { return raw_status().first; }
   /// The refused renewal that stopped the keeper (its status and message),
   /// if one did.
   std::optional<Error> error() const {
-    tenure_keeper_state st{};
-    tenure_status err{};
-    check(tenure_keeper_status(h_.get(), &st, &err));
-    if (st != TENURE_KEEPER_REFUSED) return std::nullopt;
+    const auto [st, err] = raw_status();
+    if (st != KeeperState::Refused) return std::nullopt;
     std::size_t need = 0;
     (void)tenure_keeper_error_message(h_.get(), nullptr, 0, &need);
     std::string msg(need > 0 ? need : 1, '\0');
@@ -768,6 +761,13 @@ class Keeper {
   std::uint64_t renewals() const noexcept { return tenure_keeper_renewals(h_.get()); }
 
  private:
+  std::pair<KeeperState, tenure_status> raw_status() const {
+    tenure_keeper_state st{};
+    tenure_status err{};
+    check(tenure_keeper_status(h_.get(), &st, &err));
+    return {static_cast<KeeperState>(st), err};
+  }
+
   std::unique_ptr<tenure_keeper, detail::KeeperFree> h_;
 };
 

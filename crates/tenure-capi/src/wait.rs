@@ -63,7 +63,9 @@ export! {
 /// Whether `tenure_wait_cancel_cancel()` was called on this handle (ABI
 /// 1.1; false for NULL). Tells a cancelled wait from a timed-out one.
 #[no_mangle]
-pub unsafe extern "C" fn tenure_wait_cancel_is_cancelled(cancel: *const tenure_wait_cancel) -> bool {
+pub unsafe extern "C" fn tenure_wait_cancel_is_cancelled(
+    cancel: *const tenure_wait_cancel,
+) -> bool {
     value(false, || cancel.as_ref().map(|c| c.inner.is_cancelled()))
 }
 
