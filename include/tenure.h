@@ -25,7 +25,10 @@
  *   Results are opaque handles read through accessors.
  * - Thread safety: tenure_authority and tenure_lease may be shared by
  *   threads; a tenure_edit is used one call at a time (internally locked);
- *   list/view handles are immutable snapshots.
+ *   list/view handles are immutable snapshots; tenure_wait_cancel and
+ *   tenure_keeper (ABI 1.1) may be shared by threads (cancelling is not
+ *   async-signal-safe); a keeper owns what it needs, so its lease and
+ *   authority handles may be freed first.
  * - Secrets: only tenure_lease_export_token() reveals a lease credential.
  *   Messages, views, lists and events never contain one.
  */
@@ -285,6 +288,39 @@ typedef uint32_t tenure_job_state;
 #endif // __cplusplus
 
 /**
+ * What a keeper is doing (`tenure_keeper_status()`, ABI 1.1).
+ */
+enum tenure_keeper_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Renewing every period.
+   */
+  TENURE_KEEPER_RUNNING = 1,
+  /**
+   * Stopped by `tenure_keeper_stop()` (or freed).
+   */
+  TENURE_KEEPER_STOPPED = 2,
+  /**
+   * The lease was closed by its owner (released, failed or completed).
+   */
+  TENURE_KEEPER_LEASE_CLOSED = 3,
+  /**
+   * A renewal was refused; the status says why.
+   */
+  TENURE_KEEPER_REFUSED = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tenure_keeper_state tenure_keeper_state;
+#else
+typedef uint32_t tenure_keeper_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * Local status of a lease handle.
  */
 enum tenure_lease_status
@@ -374,6 +410,17 @@ typedef struct tenure_job_list tenure_job_list;
 typedef struct tenure_job_view tenure_job_view;
 
 /**
+ * A keeper (ABI 1.1): a thread of the library renewing one lease through
+ * the ordinary renewal every period, made by `tenure_lease_keep_alive()`.
+ * It stops at `tenure_keeper_stop()`, at the first refused renewal, or when
+ * the lease is closed by its owner; it never releases the lease. It holds
+ * its own reference to the lease and the store, so the `tenure_lease` and
+ * `tenure_authority` handles it came from may be freed before it (the
+ * store stays open until the keeper is freed). Thread-safe.
+ */
+typedef struct tenure_keeper tenure_keeper;
+
+/**
  * An owning lease on one job. Thread-safe. It holds a private secret that
  * only `tenure_lease_export_token()` reveals. Freeing it never writes.
  */
@@ -394,6 +441,16 @@ typedef struct tenure_options tenure_options;
  * A snapshot of the productions.
  */
 typedef struct tenure_production_list tenure_production_list;
+
+/**
+ * A cancel handle for `tenure_authority_claim_next_wait()` (ABI 1.1).
+ * Thread-safe: one thread may cancel while others wait with it. Cancelling
+ * ends every wait given this handle, now or later, at once; cancellation
+ * is final. `tenure_wait_cancel_cancel()` takes a lock and wakes threads:
+ * it is NOT async-signal-safe. From a signal handler, write to a pipe and
+ * cancel from a thread that reads it.
+ */
+typedef struct tenure_wait_cancel tenure_wait_cancel;
 
 /**
  * How to open a store. Initialise with `tenure_open_options_init()`, then
@@ -1156,6 +1213,115 @@ bool tenure_event_list_expires_us(const struct tenure_event_list *list,
  * borrowed, possibly empty), or NULL if out of range.
  */
 const char *tenure_event_list_detail(const struct tenure_event_list *list, size_t index);
+
+/**
+ * Make a cancel handle that is not cancelled (ABI 1.1). `*out_cancel`
+ * receives a handle to free with `tenure_wait_cancel_free()`.
+ */
+tenure_status tenure_wait_cancel_new(struct tenure_wait_cancel **out_cancel);
+
+/**
+ * Cancel (ABI 1.1): every wait using this handle, now or later, ends at
+ * once with `TENURE_NO_JOB_AVAILABLE` (its message says it was
+ * cancelled). Safe from any thread; not async-signal-safe. Idempotent.
+ */
+tenure_status tenure_wait_cancel_cancel(const struct tenure_wait_cancel *cancel);
+
+/**
+ * Whether `tenure_wait_cancel_cancel()` was called on this handle (ABI
+ * 1.1; false for NULL). Tells a cancelled wait from a timed-out one.
+ */
+bool tenure_wait_cancel_is_cancelled(const struct tenure_wait_cancel *cancel);
+
+/**
+ * Free a cancel handle (ABI 1.1; NULL is a no-op). No wait may still be
+ * using it.
+ */
+void tenure_wait_cancel_free(struct tenure_wait_cancel *cancel);
+
+/**
+ * Claim the next claimable job of `production` as
+ * `tenure_authority_claim_next()` does, waiting up to `timeout_us` (0 ..=
+ * 86 400 000 000; 0 makes one attempt) for one to become claimable (ABI
+ * 1.1). The calling thread sleeps without using CPU until a commit of any
+ * thread or process may have made a job claimable (a submission, a
+ * release, a retryable failure), a lease of the production expires, the
+ * timeout passes, or the wait is cancelled by `cancel` (optional, NULL for
+ * none) or `tenure_authority_cancel_waits()`. Timeout and cancellation
+ * return `TENURE_NO_JOB_AVAILABLE` (`tenure_wait_cancel_is_cancelled()`
+ * tells them apart); any other error of an attempt ends the wait with that
+ * status. `*out_lease` receives an active lease to free with
+ * `tenure_lease_free()`. The authority and `cancel` must stay valid until
+ * the call returns.
+ */
+tenure_status tenure_authority_claim_next_wait(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const char *holder,
+                                               int64_t ttl_us,
+                                               int64_t timeout_us,
+                                               const struct tenure_wait_cancel *cancel,
+                                               struct tenure_lease **out_lease);
+
+/**
+ * Cancel every `tenure_authority_claim_next_wait()` in progress on this
+ * authority handle (ABI 1.1); waits that start later are not affected.
+ * Safe from any thread; not async-signal-safe.
+ */
+tenure_status tenure_authority_cancel_waits(const struct tenure_authority *authority);
+
+/**
+ * Keep `lease` alive (ABI 1.1): renew it for `ttl_us` every `every_us`
+ * (positive, shorter than `ttl_us`, else `TENURE_INVALID_DURATION`) on a
+ * thread of its own, until stopped or refused. Renewals show in
+ * `tenure_lease_expires_us()` of this handle. Only an active lease can
+ * be kept alive. `*out_keeper` receives a handle to free with
+ * `tenure_keeper_free()`.
+ */
+tenure_status tenure_lease_keep_alive(const struct tenure_lease *lease,
+                                      int64_t ttl_us,
+                                      int64_t every_us,
+                                      struct tenure_keeper **out_keeper);
+
+/**
+ * Stop the keeper and wait for its thread (ABI 1.1): after it returns no
+ * renewal happens (one under way finishes first). Never releases the
+ * lease. Idempotent.
+ */
+tenure_status tenure_keeper_stop(const struct tenure_keeper *keeper);
+
+/**
+ * The keeper's state (ABI 1.1): `*out_state` a `tenure_keeper_state`,
+ * `*out_error_status` the refused renewal's status when the state is
+ * `TENURE_KEEPER_REFUSED` (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`,
+ * `TENURE_CANCELLED`, `TENURE_CLOCK_ROLLBACK`, ...), else `TENURE_OK`.
+ * `tenure_keeper_error_message()` gives the refusal's message.
+ */
+tenure_status tenure_keeper_status(const struct tenure_keeper *keeper,
+                                   tenure_keeper_state *out_state,
+                                   tenure_status *out_error_status);
+
+/**
+ * How many renewals the keeper has made (ABI 1.1; 0 for NULL).
+ */
+uint64_t tenure_keeper_renewals(const struct tenure_keeper *keeper);
+
+/**
+ * Copy the message of the renewal refusal that stopped the keeper into
+ * `buf` (ABI 1.1; `cap` bytes, NUL-terminated; `buf` may be NULL when `cap`
+ * is 0); `""` when no refusal stopped it. `*out_size` receives the size
+ * needed including the NUL; if `cap` is smaller, nothing is copied and
+ * `TENURE_INVALID_ARGUMENT` is returned with `*out_size` set.
+ */
+tenure_status tenure_keeper_error_message(const struct tenure_keeper *keeper,
+                                          char *buf,
+                                          size_t cap,
+                                          size_t *out_size);
+
+/**
+ * Stop the keeper as `tenure_keeper_stop()` does and free it (ABI 1.1;
+ * NULL is a no-op). Never releases the lease.
+ */
+void tenure_keeper_free(struct tenure_keeper *keeper);
 
 #ifdef __cplusplus
 }  // extern "C"

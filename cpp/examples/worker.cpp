@@ -1,6 +1,10 @@
-// An example C++ worker: claims jobs one after another from a production
-// that any other program (any language) filled, "processes" each payload,
-// keeps its lease alive while working and completes the job with facts.
+// An example C++ worker built on `tenure::Worker`: four slots drain a
+// production that any other program (any language) filled. Each slot waits
+// for a job, the worker keeps its lease alive while the handler "processes"
+// the payload, and the job is completed with facts. The worker stops when
+// no job of the production is left to run, or on SIGTERM / SIGINT (running
+// handlers then get a grace period; leases still held after it are
+// released).
 //
 //   worker DB PRODUCTION HOLDER
 //
@@ -12,10 +16,14 @@
 // the payload, 16 hex digits), next to the authority's own provenance.
 #include <tenure/tenure.hpp>
 
+#include <signal.h>
+#include <time.h>
+
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,6 +40,17 @@ std::string fnv1a_hex(const std::vector<std::uint8_t>& data) {
   return buf;
 }
 
+/// Whether a job of `production` is still waiting, running or expired.
+bool work_left(const tenure::Authority& authority, const std::string& production) {
+  for (tenure::JobState s : {tenure::JobState::Requested, tenure::JobState::Claimed, tenure::JobState::Expired}) {
+    tenure::ListQuery q;
+    q.state = s;
+    q.limit = 1;
+    if (!authority.jobs(production, q).empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,35 +61,41 @@ int main(int argc, char** argv) {
   }
   const std::string production = argv[2];
   const std::string holder = argv[3];
+  // SIGTERM and SIGINT are taken synchronously by the main thread (blocked
+  // here, before the worker's threads start, so they inherit the mask).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   try {
     // Throws tenure::AbiMismatch if the loaded libtenure cannot serve this header.
     const tenure::Authority authority = tenure::Authority::open(argv[1]);
+    std::mutex out;
     int completed = 0;
-    for (;;) {
-      tenure::Lease lease = [&] {
-        try {
-          return authority.claim_next(production, holder, 30s);
-        } catch (const tenure::NoJobAvailable&) {
-          return tenure::Lease(nullptr);
-        }
-      }();
-      if (lease.capi() == nullptr) break;
-
-      const std::vector<std::uint8_t> payload = authority.payload(production, lease.job());
-      lease.renew(std::chrono::minutes(2));  // a long job would do this from a heartbeat
-      try {
-        lease.complete({{"bytes", std::to_string(payload.size())}, {"fnv1a", fnv1a_hex(payload)}});
-      } catch (const tenure::StaleLease& e) {
-        // someone else owns the job now: our work is not registered
-        std::fprintf(stderr, "lost %s: %s\n", lease.job().c_str(), e.what());
-        continue;
-      } catch (const tenure::LeaseExpired& e) {
-        std::fprintf(stderr, "lost %s: %s\n", lease.job().c_str(), e.what());
-        continue;
-      }
-      std::printf("completed %s (attempt %u, %zu bytes)\n", lease.job().c_str(), lease.attempt(), payload.size());
-      ++completed;
+    tenure::Worker worker(
+        authority, tenure::WorkerConfig(production, holder, 30s).slots(4).wait_timeout(500ms).grace(10s),
+        [](const tenure::JobContext& job) -> tenure::Outcome {
+          const std::vector<std::uint8_t>& payload = job.payload();
+          return tenure::Complete{{{"bytes", std::to_string(payload.size())}, {"fnv1a", fnv1a_hex(payload)}}};
+        },
+        [&](const tenure::Report& r) {
+          const std::lock_guard<std::mutex> lk(out);
+          if (r.result == tenure::JobResult::Completed) {
+            std::printf("completed %s (attempt %u)\n", r.job.c_str(), r.attempt);
+            ++completed;
+          } else {
+            std::fprintf(stderr, "not completed %s: %s\n", r.job.c_str(),
+                         r.error ? r.error->what() : std::string(tenure::state_name(r.state)).c_str());
+          }
+        });
+    const timespec poll{0, 100 * 1000 * 1000};
+    while (work_left(authority, production)) {
+      if (sigtimedwait(&stop_signals, nullptr, &poll) > 0) break;
     }
+    worker.stop();
+    worker.join();
+    const std::lock_guard<std::mutex> lk(out);
     std::printf("worker %s: %d completed\n", holder.c_str(), completed);
     return 0;
   } catch (const tenure::Error& e) {

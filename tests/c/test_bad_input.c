@@ -61,14 +61,6 @@ static char LONG_REASON[1026];
     EXPECT(CALL, DUR);                                                     \
   } while (0)
 
-static size_t event_count(tenure_authority *a) {
-  tenure_event_list *el = NULL;
-  REQUIRE(tenure_authority_events(a, 0, 10000, &el) == TENURE_OK);
-  size_t n = tenure_event_list_len(el);
-  tenure_event_list_free(el);
-  return n;
-}
-
 static tenure_lease *const POISON_LEASE = (tenure_lease *)0x1;
 
 static void authority_entry_points(const char *dir) {
@@ -326,6 +318,67 @@ static void authority_entry_points(const char *dir) {
   EXPECT(tenure_lease_export_token(l, NULL, 10, &need), INV);
   EXPECT(tenure_lease_export_token(l, tok, sizeof tok, NULL), INV);
   CHECK(need == 5);
+
+  /* waiting for work and keep-alive (ABI 1.1); "k" is claimable, yet no
+   * bad call claims it or waits */
+  EXPECT(tenure_wait_cancel_new(NULL), INV);
+  tenure_wait_cancel *wc = NULL;
+  OK(tenure_wait_cancel_new(&wc));
+  REQUIRE(wc != NULL);
+  EXPECT(tenure_wait_cancel_cancel(NULL), INV);
+  CHECK(!tenure_wait_cancel_is_cancelled(NULL));
+  CHECK(!tenure_wait_cancel_is_cancelled(wc));
+  EXPECT(tenure_authority_cancel_waits(NULL), INV);
+  EXPECT(tenure_authority_claim_next_wait(NULL, "p", "w", 1000000, 0, wc, &out), INV);
+  BAD_ID(tenure_authority_claim_next_wait(a, S, "w", 1000000, 0, wc, &out));
+  BAD_HOLDER(tenure_authority_claim_next_wait(a, "p", S, 1000000, 0, wc, &out));
+  EXPECT(tenure_authority_claim_next_wait(a, "p", "w", 1000000, 0, wc, NULL), INV);
+  BAD_TTL(tenure_authority_claim_next_wait(a, "p", "w", T, 0, NULL, &out));
+  {
+    /* a timeout may be 0 (one attempt) but not negative or over 24 h */
+    const int64_t bad_timeouts[] = {-1, INT64_MIN, INT64_C(86400000001), INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_timeouts / sizeof bad_timeouts[0]; i++)
+      EXPECT(tenure_authority_claim_next_wait(a, "p", "w", 1000000, bad_timeouts[i], wc, &out),
+             DUR);
+  }
+  CHECK(out == POISON_LEASE);
+  CHECK(!tenure_wait_cancel_is_cancelled(wc));
+  tenure_wait_cancel_free(wc);
+  tenure_wait_cancel_free(NULL);
+
+  tenure_keeper *kp = (tenure_keeper *)0x1;
+  EXPECT(tenure_lease_keep_alive(NULL, 1000000, 100000, &kp), INV);
+  EXPECT(tenure_lease_keep_alive(l, 1000000, 100000, NULL), INV);
+  BAD_TTL(tenure_lease_keep_alive(l, T, 100000, &kp));
+  {
+    /* the period: positive, at most 24 h, shorter than the TTL */
+    const int64_t bad_every[] = {0, -1, INT64_MIN, 1000000, 1000001, INT64_C(86400000001),
+                                 INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_every / sizeof bad_every[0]; i++)
+      EXPECT(tenure_lease_keep_alive(l, 1000000, bad_every[i], &kp), DUR);
+  }
+  CHECK(kp == (tenure_keeper *)0x1);
+  kp = NULL;
+  OK(tenure_lease_keep_alive(l, 60000000, 50000000, &kp)); /* no renewal during this test */
+  REQUIRE(kp != NULL);
+  EXPECT(tenure_keeper_stop(NULL), INV);
+  tenure_keeper_state ks = 77;
+  tenure_status kerr = 77;
+  EXPECT(tenure_keeper_status(NULL, &ks, &kerr), INV);
+  EXPECT(tenure_keeper_status(kp, NULL, &kerr), INV);
+  EXPECT(tenure_keeper_status(kp, &ks, NULL), INV);
+  CHECK(ks == 77 && kerr == 77);
+  CHECK(tenure_keeper_renewals(NULL) == 0);
+  char kmsg[8];
+  size_t kneed = 5;
+  EXPECT(tenure_keeper_error_message(NULL, kmsg, sizeof kmsg, &kneed), INV);
+  EXPECT(tenure_keeper_error_message(kp, NULL, 4, &kneed), INV);
+  EXPECT(tenure_keeper_error_message(kp, kmsg, sizeof kmsg, NULL), INV);
+  CHECK(kneed == 5);
+  OK(tenure_keeper_status(kp, &ks, &kerr));
+  CHECK(ks == TENURE_KEEPER_RUNNING && kerr == TENURE_OK);
+  tenure_keeper_free(kp); /* stops; never releases */
+  tenure_keeper_free(NULL);
 
   /* accessors with NULL / out-of-range arguments */
   CHECK(tenure_lease_production(NULL) == NULL);

@@ -9,11 +9,13 @@
 //
 // Contract of the projection (decisions docs/design.md leaves to the
 // projections):
-// - Handles: `Authority`, `Lease` and `Edit` are move-only RAII owners of the
-//   C handles (`std::unique_ptr` with the C `_free` as deleter); `capi()`
+// - Handles: `Authority`, `Lease`, `Edit`, `WaitCancel` and `Keeper` are
+//   move-only RAII owners of the C handles (`std::unique_ptr` with the C `_free` as deleter); `capi()`
 //   returns the raw handle (still owned). Destructors never throw. Destroying
 //   a `Lease` frees memory only: it never writes, renews or releases.
-//   Destroying an open `Edit` aborts it (the C `tenure_edit_free`). A
+//   Destroying an open `Edit` aborts it (the C `tenure_edit_free`).
+//   Destroying a `Keeper` stops its renewals and never releases the lease.
+//   A
 //   moved-from object holds no handle; using it throws `InvalidArgument`
 //   (the C ABI rejects the NULL handle) and its accessors return empty values.
 // - Strings: `std::string_view` in, `std::string` out. A view containing a
@@ -36,7 +38,9 @@
 //   microsecond resolution (µs since the Unix epoch, exactly as stored).
 // - Threads: an `Authority` and a `Lease` may be shared by threads (all their
 //   member functions are `const` and thread-safe); an `Edit` is used by one
-//   thread at a time.
+//   thread at a time; `WaitCancel` and `Keeper` are thread-safe.
+// - Worker: `tenure::Worker` only sequences C calls (wait, keep alive, read
+//   the payload, complete / fail / release); it adds no rule.
 // - Secrets: only `Lease::export_token()` reveals a lease credential. No type
 //   here has a stream operator or other text form that could print one.
 // - ABI: `tenure::abi_version` holds the header's version; `check_abi()`
@@ -64,22 +68,32 @@
 
 #include <tenure.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ratio>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #if TENURE_HPP_CPLUSPLUS >= 202002L
 #include <span>
+#include <stop_token>
 #endif
 
 namespace tenure {
@@ -331,6 +345,8 @@ using JobListFree = Free<tenure_job_list, &tenure_job_list_free>;
 using ProductionListFree = Free<tenure_production_list, &tenure_production_list_free>;
 using FactListFree = Free<tenure_fact_list, &tenure_fact_list_free>;
 using EventListFree = Free<tenure_event_list, &tenure_event_list_free>;
+using WaitCancelFree = Free<tenure_wait_cancel, &tenure_wait_cancel_free>;
+using KeeperFree = Free<tenure_keeper, &tenure_keeper_free>;
 
 }  // namespace detail
 
@@ -662,6 +678,104 @@ inline std::vector<Event> events_from(tenure_event_list* raw) {
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
+// Waiting for work and keep-alive (ABI 1.1)
+// ---------------------------------------------------------------------------
+
+/// A cancel handle for `Authority::claim_next_wait` (`tenure_wait_cancel`).
+/// Move-only; thread-safe: one thread cancels while others wait with it.
+/// Cancellation is final and ends every wait using the handle, now or
+/// later. `cancel()` is not async-signal-safe.
+class WaitCancel {
+ public:
+  /// A new handle that is not cancelled.
+  WaitCancel() {
+    tenure_wait_cancel* raw = nullptr;
+    check(tenure_wait_cancel_new(&raw));
+    h_.reset(raw);
+  }
+  /// Adopt a C handle (may be NULL).
+  explicit WaitCancel(tenure_wait_cancel* adopt) noexcept : h_(adopt) {}
+  WaitCancel(WaitCancel&&) noexcept = default;
+  WaitCancel& operator=(WaitCancel&&) noexcept = default;
+  WaitCancel(const WaitCancel&) = delete;
+  WaitCancel& operator=(const WaitCancel&) = delete;
+  ~WaitCancel() = default;
+
+  /// The C handle (still owned by this object).
+  tenure_wait_cancel* capi() const noexcept { return h_.get(); }
+  /// Cancel every wait using this handle (idempotent).
+  void cancel() const { check(tenure_wait_cancel_cancel(h_.get())); }
+  /// Whether `cancel()` was called (tells a cancelled wait from a timeout).
+  bool is_cancelled() const noexcept { return tenure_wait_cancel_is_cancelled(h_.get()); }
+
+ private:
+  std::unique_ptr<tenure_wait_cancel, detail::WaitCancelFree> h_;
+};
+
+/// What a `Keeper` is doing (`tenure_keeper_state`).
+enum class KeeperState : std::uint32_t {
+  Running = TENURE_KEEPER_RUNNING,
+  Stopped = TENURE_KEEPER_STOPPED,
+  LeaseClosed = TENURE_KEEPER_LEASE_CLOSED,
+  Refused = TENURE_KEEPER_REFUSED,
+};
+
+/// Renews one lease on a library thread (`tenure_keeper`, made by
+/// `Lease::keep_alive`). Move-only RAII: the destructor stops it (waiting
+/// for a renewal under way) and never releases the lease; it never throws.
+/// Thread-safe. It owns what it needs: the `Lease` and `Authority` it came
+/// from may be destroyed first.
+class Keeper {
+ public:
+  /// Adopt a C handle (may be NULL).
+  explicit Keeper(tenure_keeper* adopt) noexcept : h_(adopt) {}
+  Keeper(Keeper&&) noexcept = default;
+  Keeper& operator=(Keeper&&) noexcept = default;
+  Keeper(const Keeper&) = delete;
+  Keeper& operator=(const Keeper&) = delete;
+  ~Keeper() = default;
+
+  /// The C handle (still owned by this object).
+  tenure_keeper* capi() const noexcept { return h_.get(); }
+  /// Stop renewing; after it returns no renewal happens. Never releases.
+  void stop() const { check(tenure_keeper_stop(h_.get())); }
+  /// Running, stopped, the lease closed by its owner, or refused.
+  KeeperState status() const { return raw_status().first; }
+  /// The refused renewal that stopped the keeper (its status and message),
+  /// if one did.
+  std::optional<Error> error() const {
+    const auto [st, err] = raw_status();
+    if (st != KeeperState::Refused) return std::nullopt;
+    std::size_t need = 0;
+    (void)tenure_keeper_error_message(h_.get(), nullptr, 0, &need);
+    std::string msg(need > 0 ? need : 1, '\0');
+    if (tenure_keeper_error_message(h_.get(), &msg[0], msg.size(), &need) == TENURE_OK && need > 0) {
+      msg.resize(need - 1);
+    } else {
+      msg = std::string(status_name(err));
+    }
+    return Error(err, msg);
+  }
+  /// Throw the refusal's own exception class (`StaleLease`, `Cancelled`,
+  /// ...) if a refused renewal stopped the keeper; else do nothing.
+  void throw_if_refused() const {
+    if (const std::optional<Error> e = error()) throw_status(e->status(), e->what());
+  }
+  /// How many renewals it has made.
+  std::uint64_t renewals() const noexcept { return tenure_keeper_renewals(h_.get()); }
+
+ private:
+  std::pair<KeeperState, tenure_status> raw_status() const {
+    tenure_keeper_state st{};
+    tenure_status err{};
+    check(tenure_keeper_status(h_.get(), &st, &err));
+    return {static_cast<KeeperState>(st), err};
+  }
+
+  std::unique_ptr<tenure_keeper, detail::KeeperFree> h_;
+};
+
+// ---------------------------------------------------------------------------
 // Lease
 // ---------------------------------------------------------------------------
 
@@ -720,6 +834,17 @@ class Lease {
     std::vector<std::string> keep;
     const std::vector<tenure_fact> c = detail::c_facts(facts, keep);
     check(tenure_lease_complete(h_.get(), c.empty() ? nullptr : c.data(), c.size()));
+  }
+  /// Keep the lease alive: a `Keeper` renews it for `ttl` every `every`
+  /// (shorter than `ttl`; both exact µs) until stopped, destroyed, refused,
+  /// or the lease is closed. Renewals show in `expires()`. Never releases.
+  template <class Rep1, class Period1, class Rep2, class Period2>
+  Keeper keep_alive(std::chrono::duration<Rep1, Period1> ttl, std::chrono::duration<Rep2, Period2> every) const {
+    const std::int64_t ttl_us = to_micros(ttl);
+    const std::int64_t every_us = to_micros(every);
+    tenure_keeper* out = nullptr;
+    check(tenure_lease_keep_alive(h_.get(), ttl_us, every_us, &out));
+    return Keeper(out);
   }
   /// Export the credential as token text (`tenure-lease-v1.…`). It is a
   /// password: keep it out of logs and command lines. Only an active lease
@@ -1057,6 +1182,44 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     check(tenure_authority_check(h_.get(), &n));
     return n;
   }
+  /// Claim the next claimable job, waiting up to `timeout` (exact µs, 0 ..=
+  /// 24 h; zero makes one attempt) for one: the thread sleeps until a
+  /// commit of any thread or process may have made a job claimable, a lease
+  /// of the production expires, the timeout passes, or `cancel` (or
+  /// `cancel_waits()`) cancels it. Timeout and cancellation throw
+  /// `NoJobAvailable` (`cancel.is_cancelled()` tells them apart).
+  template <class Rep1, class Period1, class Rep2, class Period2>
+  Lease claim_next_wait(std::string_view production, std::string_view holder,
+                        std::chrono::duration<Rep1, Period1> ttl, std::chrono::duration<Rep2, Period2> timeout,
+                        const WaitCancel& cancel) const {
+    return wait(production, holder, to_micros(ttl), to_micros(timeout), cancel.capi());
+  }
+#if TENURE_HPP_CPLUSPLUS >= 202002L
+  /// As above; a stop request on `stop` cancels the wait (a
+  /// `std::stop_callback` cancels a `WaitCancel` of this call). A token
+  /// without a stop state (the default) waits until a job or the timeout.
+  template <class Rep1, class Period1, class Rep2, class Period2>
+  Lease claim_next_wait(std::string_view production, std::string_view holder,
+                        std::chrono::duration<Rep1, Period1> ttl, std::chrono::duration<Rep2, Period2> timeout,
+                        std::stop_token stop = {}) const {
+    const std::int64_t ttl_us = to_micros(ttl);
+    const std::int64_t timeout_us = to_micros(timeout);
+    if (!stop.stop_possible()) return wait(production, holder, ttl_us, timeout_us, nullptr);
+    const WaitCancel cancel;
+    const std::stop_callback on_stop(stop, [&cancel]() noexcept { (void)tenure_wait_cancel_cancel(cancel.capi()); });
+    return wait(production, holder, ttl_us, timeout_us, cancel.capi());
+  }
+#else
+  /// As above, without a cancel handle (`cancel_waits()` still ends it).
+  template <class Rep1, class Period1, class Rep2, class Period2>
+  Lease claim_next_wait(std::string_view production, std::string_view holder,
+                        std::chrono::duration<Rep1, Period1> ttl, std::chrono::duration<Rep2, Period2> timeout) const {
+    return wait(production, holder, to_micros(ttl), to_micros(timeout), nullptr);
+  }
+#endif
+  /// End every `claim_next_wait` in progress on this authority (waits that
+  /// start later are not affected).
+  void cancel_waits() const { check(tenure_authority_cancel_waits(h_.get())); }
   /// Begin an explicit edit (takes the writer lock).
   Edit edit() const {
     tenure_edit* out = nullptr;
@@ -1065,7 +1228,417 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
   }
 
  private:
+  Lease wait(std::string_view production, std::string_view holder, std::int64_t ttl_us, std::int64_t timeout_us,
+             const tenure_wait_cancel* cancel) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string hd = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(tenure_authority_claim_next_wait(h_.get(), p.c_str(), hd.c_str(), ttl_us, timeout_us, cancel, &out));
+    return Lease(out);
+  }
+
   std::unique_ptr<tenure_authority, detail::AuthorityFree> h_;
+};
+
+// ---------------------------------------------------------------------------
+// Worker loop
+// ---------------------------------------------------------------------------
+
+/// Handler outcome: complete the job, publishing `facts`.
+struct Complete {
+  std::vector<Fact> facts;
+};
+/// Handler outcome: fail retryably (requested again while attempts remain).
+/// `delay` is the back-off before the next attempt: it is not applied yet
+/// (the job is requested again at once) until the C ABI has a delayed
+/// failure; then `Worker` passes it on.
+struct Retry {
+  std::string reason;
+  std::chrono::microseconds delay{0};
+};
+/// Handler outcome: fail permanently.
+struct Fail {
+  std::string reason;
+};
+/// What a `Worker` handler decided about its job.
+using Outcome = std::variant<Complete, Retry, Fail>;
+
+/// What happened to one job a `Worker` claimed.
+enum class JobResult : std::uint32_t {
+  Completed,  ///< completed with the handler's facts
+  Failed,     ///< failed (`Retry`, `Fail`, or the handler threw: a retry); `Report::state` is the new state
+  Released,   ///< released unfinished (grace period over, payload unreadable); `Report::state`
+  Lost,       ///< the lease was refused or the final call failed; `Report::error` says why
+};
+
+/// One job's report (`Worker`'s report callback).
+struct Report {
+  std::string production;
+  std::string job;
+  std::string claim_id;
+  std::uint32_t attempt = 0;
+  JobResult result = JobResult::Lost;
+  JobState state = JobState::Any;  ///< the job's new state (`Failed`, `Released`)
+  std::optional<Error> error;      ///< why (`Lost`)
+};
+
+/// How a `Worker` runs: one slot, renewal every `ttl / 3`, waits of 60 s,
+/// grace 30 s. Durations convert exactly (`to_micros`); their ranges are
+/// the core's (checked by the C calls the worker makes).
+class WorkerConfig {
+ public:
+  template <class Rep, class Period>
+  WorkerConfig(std::string_view production, std::string_view holder, std::chrono::duration<Rep, Period> ttl)
+      : production_(detail::cstr(production, "production ID")),
+        holder_(detail::cstr(holder, "holder")),
+        ttl_(to_micros(ttl)),
+        renew_every_(std::max<std::int64_t>(ttl_.count() / 3, 1)) {}
+  /// Concurrent jobs: one thread each (at least 1).
+  WorkerConfig& slots(std::size_t n) {
+    if (n == 0) throw InvalidArgument("invalid argument: a worker needs at least one slot");
+    slots_ = n;
+    return *this;
+  }
+  /// The keep-alive period (shorter than the TTL).
+  template <class Rep, class Period>
+  WorkerConfig& renew_every(std::chrono::duration<Rep, Period> d) {
+    renew_every_ = std::chrono::microseconds(to_micros(d));
+    return *this;
+  }
+  /// How long one wait lasts before the slot waits again (a stop ends
+  /// waits at once).
+  template <class Rep, class Period>
+  WorkerConfig& wait_timeout(std::chrono::duration<Rep, Period> d) {
+    wait_timeout_ = std::chrono::microseconds(to_micros(d));
+    return *this;
+  }
+  /// How long running handlers may go on after a stop before their leases
+  /// are released.
+  template <class Rep, class Period>
+  WorkerConfig& grace(std::chrono::duration<Rep, Period> d) {
+    grace_ = std::chrono::microseconds(to_micros(d));
+    return *this;
+  }
+  const std::string& production() const noexcept { return production_; }
+  const std::string& holder() const noexcept { return holder_; }
+  std::size_t slots() const noexcept { return slots_; }
+  std::chrono::microseconds ttl() const noexcept { return ttl_; }
+  std::chrono::microseconds renew_every() const noexcept { return renew_every_; }
+  std::chrono::microseconds wait_timeout() const noexcept { return wait_timeout_; }
+  std::chrono::microseconds grace() const noexcept { return grace_; }
+
+ private:
+  std::string production_;
+  std::string holder_;
+  std::chrono::microseconds ttl_;
+  std::chrono::microseconds renew_every_;
+  std::size_t slots_ = 1;
+  std::chrono::microseconds wait_timeout_ = std::chrono::seconds(60);
+  std::chrono::microseconds grace_ = std::chrono::seconds(30);
+};
+
+namespace detail {
+
+/// A job a worker slot is running: whoever takes it first (its slot when
+/// the handler returns, or `Worker::join` when the grace period ends)
+/// settles and reports it.
+struct Held {
+  Held(Lease l, Keeper k) : lease(std::move(l)), keeper(std::move(k)) {}
+  Lease lease;
+  Keeper keeper;
+  std::atomic<bool> taken{false};
+
+  /// True for the first caller; stops the keeper.
+  bool take() noexcept {
+    if (taken.exchange(true)) return false;
+    (void)tenure_keeper_stop(keeper.capi());
+    return true;
+  }
+};
+
+}  // namespace detail
+
+/// What a `Worker` handler sees of its job.
+class JobContext {
+ public:
+  /// The job's lease (kept alive by the worker, which also settles it).
+  const Lease& lease() const noexcept { return held_->lease; }
+  std::string production() const { return held_->lease.production(); }
+  std::string job() const { return held_->lease.job(); }
+  std::uint32_t attempt() const noexcept { return held_->lease.attempt(); }
+  const std::vector<std::uint8_t>& payload() const noexcept { return payload_; }
+  /// The worker is stopping: finish soon (within the grace period).
+  bool stopping() const noexcept { return cancel_->is_cancelled(); }
+  /// The refusal that stopped the lease's renewals, if any: the lease is
+  /// lost and the handler's work will not be accepted.
+  std::optional<Error> lease_lost() const { return held_->keeper.error(); }
+
+ private:
+  friend class Worker;
+  JobContext(const detail::Held* held, std::vector<std::uint8_t> payload, const WaitCancel* cancel)
+      : held_(held), payload_(std::move(payload)), cancel_(cancel) {}
+  const detail::Held* held_;
+  std::vector<std::uint8_t> payload_;
+  const WaitCancel* cancel_;
+};
+
+/// A worker loop over the C pieces: `slots` threads, each waits for a job
+/// (`claim_next_wait` with the worker's `WaitCancel`), keeps it alive
+/// (`keep_alive`), reads its payload, runs the handler and settles the job
+/// with its `Outcome` (`complete`, `fail`), then reports it. A handler that
+/// throws is a retryable failure. A wait refused for bad input
+/// (`InvalidArgument`, `InvalidDuration`: the configuration) stops the
+/// worker and `join()` throws it; other failed waits pause the slot 1 s.
+///
+/// Stop (`stop()`, from any thread but not a signal handler): waits are
+/// cancelled at once, so no new job is taken; running handlers go on for
+/// the grace period. `join()` returns once every slot finished or the grace
+/// period ended, then releases the leases still held (reported
+/// `Released`). Destroying a `Worker` stops it and does the same. A handler
+/// still running then keeps its (detached) thread; its outcome is not
+/// applied. The `Authority` must outlive the worker; the handler and the
+/// report callback are called from the slot threads (and `join()`), at the
+/// same time for different jobs. Every rule is the core's: the worker only
+/// sequences C calls.
+class Worker {
+ public:
+  using Handler = std::function<Outcome(const JobContext&)>;
+  using Reporter = std::function<void(const Report&)>;
+
+  /// Start `config.slots()` threads on `authority`.
+  Worker(const Authority& authority, WorkerConfig config, Handler handler, Reporter report = {})
+      : s_(std::make_shared<Shared>(authority, std::move(config), std::move(handler), std::move(report))) {
+    const std::size_t n = s_->cfg.slots();
+    s_->active = n;
+    threads_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      try {
+        threads_.emplace_back([s = s_] {
+          slot(*s);
+          {
+            const std::lock_guard<std::mutex> lk(s->m);
+            --s->active;
+          }
+          s->cv.notify_all();
+        });
+      } catch (...) {
+        {
+          const std::lock_guard<std::mutex> lk(s_->m);
+          s_->active -= n - i;
+        }
+        stop();
+        finish();
+        throw;
+      }
+    }
+  }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  Worker(Worker&&) = delete;
+  Worker& operator=(Worker&&) = delete;
+  /// Stops the worker and waits as `join()` does; never throws.
+  ~Worker() {
+    stop();
+    try {
+      finish();
+    } catch (...) {
+    }
+  }
+
+  /// Take no new jobs; the grace period starts now. Idempotent; any thread.
+  void stop() noexcept { s_->stop(); }
+  /// Whether `stop()` was called (or a bad configuration stopped it).
+  bool stopping() const noexcept { return s_->cancel.is_cancelled(); }
+  /// Wait until the worker is stopped and its slots finished, or the grace
+  /// period after the stop passed; release every lease still held. Throws
+  /// the error that stopped a misconfigured worker.
+  void join() { finish(); }
+
+ private:
+  struct Shared {
+    Shared(const Authority& a, WorkerConfig c, Handler h, Reporter r)
+        : auth(&a), cfg(std::move(c)), handler(std::move(h)), report(std::move(r)) {}
+    const Authority* auth;
+    WorkerConfig cfg;
+    Handler handler;
+    Reporter report;
+    WaitCancel cancel;
+    std::mutex m;
+    std::condition_variable cv;
+    std::optional<std::chrono::steady_clock::time_point> stopped_at;
+    std::size_t active = 0;
+    std::map<std::uint64_t, std::shared_ptr<detail::Held>> held;
+    std::uint64_t next = 0;
+    std::optional<Error> fatal;
+
+    void stop() noexcept {
+      {
+        const std::lock_guard<std::mutex> lk(m);
+        if (!stopped_at) stopped_at = std::chrono::steady_clock::now();
+      }
+      (void)tenure_wait_cancel_cancel(cancel.capi());
+      cv.notify_all();
+    }
+    void tell(const Report& r) const noexcept {
+      if (!report) return;
+      try {
+        report(r);
+      } catch (...) {
+      }
+    }
+  };
+
+  static Report report_of(const Lease& l, JobResult result) {
+    Report r;
+    r.production = l.production();
+    r.job = l.job();
+    r.claim_id = l.claim_id();
+    r.attempt = l.attempt();
+    r.result = result;
+    return r;
+  }
+  static Report lost(const Lease& l, const Error& e) {
+    Report r = report_of(l, JobResult::Lost);
+    r.error = e;
+    return r;
+  }
+  static Report released(const Lease& l) {
+    try {
+      Report r = report_of(l, JobResult::Released);
+      r.state = l.release();
+      return r;
+    } catch (const Error& e) {
+      return lost(l, e);
+    }
+  }
+  static Report failed(const Lease& l, const std::string& reason, bool permanent) {
+    try {
+      Report r = report_of(l, JobResult::Failed);
+      r.state = l.fail(reason, permanent);
+      return r;
+    } catch (const Error& e) {
+      return lost(l, e);
+    }
+  }
+
+  static void slot(Shared& s) {
+    while (!s.cancel.is_cancelled()) {
+      Lease lease(nullptr);
+      try {
+        lease = s.auth->claim_next_wait(s.cfg.production(), s.cfg.holder(), s.cfg.ttl(), s.cfg.wait_timeout(),
+                                        s.cancel);
+      } catch (const NoJobAvailable&) {
+        continue;
+      } catch (const Error& e) {
+        std::unique_lock<std::mutex> lk(s.m);
+        if (e.status() == TENURE_INVALID_ARGUMENT || e.status() == TENURE_INVALID_DURATION) {
+          if (!s.fatal) s.fatal = e;
+          lk.unlock();
+          s.stop();
+        } else {
+          s.cv.wait_for(lk, std::chrono::seconds(1), [&s] { return s.stopped_at.has_value(); });
+        }
+        continue;
+      } catch (...) {
+        continue;  // out of memory converting a message: try again
+      }
+      run_job(s, std::move(lease));
+    }
+  }
+
+  static void run_job(Shared& s, Lease lease) {
+    Keeper keeper(nullptr);
+    try {
+      keeper = lease.keep_alive(s.cfg.ttl(), s.cfg.renew_every());
+    } catch (const Error& e) {
+      Report r = released(lease);
+      r.result = JobResult::Lost;
+      r.error = e;
+      s.tell(r);
+      if (e.status() == TENURE_INVALID_DURATION) {
+        {
+          const std::lock_guard<std::mutex> lk(s.m);
+          if (!s.fatal) s.fatal = e;
+        }
+        s.stop();
+      }
+      return;
+    }
+    const auto held = std::make_shared<detail::Held>(std::move(lease), std::move(keeper));
+    std::uint64_t id = 0;
+    {
+      const std::lock_guard<std::mutex> lk(s.m);
+      id = s.next++;
+      s.held.emplace(id, held);
+    }
+    std::optional<Outcome> outcome;
+    std::optional<std::vector<std::uint8_t>> payload;
+    try {
+      payload = s.auth->payload(held->lease.production(), held->lease.job());
+    } catch (...) {
+    }
+    if (payload) {
+      const JobContext ctx(held.get(), std::move(*payload), &s.cancel);
+      try {
+        outcome = s.handler(ctx);
+      } catch (const std::exception& e) {
+        outcome = Retry{std::string("the handler threw: ") + e.what(), {}};
+      } catch (...) {
+        outcome = Retry{"the handler threw", {}};
+      }
+    }
+    {
+      const std::lock_guard<std::mutex> lk(s.m);
+      s.held.erase(id);
+    }
+    if (!held->take()) return;  // the grace period ended: join() released and reported it
+    const Lease& l = held->lease;
+    if (!outcome) {
+      s.tell(released(l));
+    } else if (const Complete* c = std::get_if<Complete>(&*outcome)) {
+      try {
+        l.complete(c->facts);
+        s.tell(report_of(l, JobResult::Completed));
+      } catch (const Error& e) {
+        s.tell(lost(l, e));
+      }
+    } else if (const Retry* r = std::get_if<Retry>(&*outcome)) {
+      // `r->delay` is applied once the C ABI has a delayed failure.
+      s.tell(failed(l, r->reason, false));
+    } else if (const Fail* f = std::get_if<Fail>(&*outcome)) {
+      s.tell(failed(l, f->reason, true));
+    }
+  }
+
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    std::unique_lock<std::mutex> lk(s_->m);
+    s_->cv.wait(lk, [this] { return s_->stopped_at.has_value(); });
+    const auto grace_end = *s_->stopped_at + s_->cfg.grace();
+    s_->cv.wait_until(lk, grace_end, [this] { return s_->active == 0; });
+    std::map<std::uint64_t, std::shared_ptr<detail::Held>> left;
+    left.swap(s_->held);
+    const bool all_done = s_->active == 0;
+    const std::optional<Error> fatal = s_->fatal;
+    lk.unlock();
+    for (const auto& entry : left) {
+      if (entry.second->take()) s_->tell(released(entry.second->lease));
+    }
+    for (std::thread& t : threads_) {
+      if (all_done) {
+        t.join();
+      } else {
+        t.detach();  // a handler still running keeps its thread
+      }
+    }
+    threads_.clear();
+    if (fatal) throw_status(fatal->status(), fatal->what());
+  }
+
+  std::shared_ptr<Shared> s_;
+  std::vector<std::thread> threads_;
+  bool finished_ = false;
 };
 
 }  // namespace tenure

@@ -16,7 +16,10 @@
 //!   share, and those `tenure_lease_*` and `tenure_edit_*` share, each
 //!   defined once;
 //! - `authority`, `lease`, `edit`: the handles and their operations;
-//! - `view`, `list`: immutable snapshots read through accessors.
+//! - `view`, `list`: immutable snapshots read through accessors;
+//! - `wait`: waiting for work (`tenure_wait_cancel`,
+//!   `tenure_authority_claim_next_wait`) and keep-alive (`tenure_keeper`),
+//!   ABI 1.1.
 //!
 //! # Conventions (they hold for every export)
 //!
@@ -68,6 +71,10 @@
 //! - `tenure_edit`: may be used from any thread, one call at a time; calls
 //!   from several threads are serialized by an internal mutex.
 //! - List/view handles are immutable snapshots: thread-safe to read.
+//! - `tenure_wait_cancel` (ABI 1.1): thread-safe; one thread cancels while
+//!   others wait with it. Cancelling is not async-signal-safe.
+//! - `tenure_keeper` (ABI 1.1): thread-safe (internally locked); it owns
+//!   what it needs, so the lease and authority handles may be freed first.
 //! - The last-error message is per thread.
 //!
 //! # Errors and secrets
@@ -110,6 +117,8 @@ mod edit;
 mod view;
 
 mod list;
+
+mod wait;
 
 // ---------------------------------------------------------------------------
 // Versions
@@ -186,5 +195,7 @@ mod tests {
         shared::<list::tenure_production_list>();
         shared::<list::tenure_fact_list>();
         shared::<list::tenure_event_list>();
+        shared::<wait::tenure_wait_cancel>();
+        shared::<wait::tenure_keeper>(); // via its internal mutex
     }
 }

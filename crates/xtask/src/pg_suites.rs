@@ -26,8 +26,9 @@
 //! `test_census.cpp`, `test_census.py`, `test_packaging.py`,
 //! `test_typing.py`):
 //! - C: `test_lifecycle.c`, `test_bad_input.c`, `test_threads.c`,
-//!   `test_token_handoff.c` (ASan/UBSan, as on SQLite);
-//! - C++: `test_tenure.cpp` (with `test_main.cpp`), C++20, ASan/UBSan;
+//!   `test_token_handoff.c`, `test_wait.c` (ASan/UBSan, as on SQLite);
+//! - C++: `test_tenure.cpp` and `test_wait.cpp` (with `test_main.cpp`),
+//!   C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
 //!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`
 //!   against the wheel installed into `.venv` (built and installed here, so
@@ -39,9 +40,9 @@ use std::process::Command;
 use std::time::Instant;
 
 /// The C suites run on PostgreSQL (`tests/c/test_<name>.c`).
-const C_SUITES: &[&str] = &["lifecycle", "bad_input", "threads", "token_handoff"];
+const C_SUITES: &[&str] = &["lifecycle", "bad_input", "threads", "token_handoff", "wait"];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`).
-const CPP_SOURCES: &[&str] = &["test_main.cpp", "test_tenure.cpp"];
+const CPP_SOURCES: &[&str] = &["test_main.cpp", "test_tenure.cpp", "test_wait.cpp"];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
     "test_lifecycle.py",
@@ -128,7 +129,7 @@ pub fn run(server: &Server) -> Result {
         ));
     }
 
-    step("PostgreSQL: the C++ suite (test_tenure.cpp) against the server");
+    step("PostgreSQL: the C++ suite (test_tenure.cpp, test_wait.cpp) against the server");
     apt_install(&["g++", "doctest-dev"])?;
     let work = crate::capi::target_dir()?.join("cpp-pg-suite");
     let _ = std::fs::remove_dir_all(&work);
@@ -149,7 +150,7 @@ pub fn run(server: &Server) -> Result {
         .unwrap_or("")
         .trim_start_matches("[doctest] ");
     summary.push(format!(
-        "C++ test_tenure.cpp: {cases}; {} subcase(s) skipped",
+        "C++ test_tenure.cpp, test_wait.cpp: {cases}; {} subcase(s) skipped",
         skips(&out)
     ));
 

@@ -1,0 +1,303 @@
+// Waiting for work, keep-alive and the worker loop through the C++
+// projection (ABI 1.1): claim_next_wait wakes on a submit, times out, is
+// cancelled by a WaitCancel (and, in C++20, a std::stop_token); Keeper is
+// RAII (destruction stops it, never releases) and reports refusals with
+// their own class; tenure::Worker runs every job once on its slots, settles
+// each with the handler's outcome, and releases what is still held when
+// the grace period after a stop ends.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "support.hpp"
+
+using namespace std::chrono_literals;
+using testsupport::fresh_db;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+static_assert(!std::is_copy_constructible<tenure::Keeper>::value, "Keeper is move-only");
+static_assert(std::is_nothrow_move_constructible<tenure::Keeper>::value, "");
+static_assert(std::is_nothrow_destructible<tenure::Keeper>::value, "");
+static_assert(!std::is_copy_constructible<tenure::WaitCancel>::value, "WaitCancel is move-only");
+static_assert(!std::is_copy_constructible<tenure::Worker>::value, "");
+static_assert(std::is_nothrow_destructible<tenure::Worker>::value, "");
+
+tenure::Authority store(const char* name) {
+  tenure::Authority a = tenure::Authority::open(fresh_db(name));
+  a.create_production("p");
+  return a;
+}
+
+std::size_t event_count(const tenure::Authority& a) { return a.events(0, 10000).size(); }
+
+}  // namespace
+
+TEST_CASE("wait: a waiter wakes on a submit from another thread") {
+  const tenure::Authority a = store("cpp-wait-wake");
+  const auto t0 = steady::now();
+  std::thread submitter([&a] {
+    std::this_thread::sleep_for(300ms);
+    a.submit("p", tenure::JobSpec("late"));
+  });
+  const tenure::WaitCancel cancel;
+  tenure::Lease l = a.claim_next_wait("p", "waiter", 60s, 30s, cancel);
+  submitter.join();
+  CHECK(steady::now() - t0 >= 250ms);
+  CHECK(steady::now() - t0 < 10s);
+  CHECK(l.job() == "late");
+  CHECK(l.status() == tenure::LeaseStatus::Active);
+}
+
+TEST_CASE("wait: timeout, zero timeout and cancel end the wait with NoJobAvailable, changing nothing") {
+  const tenure::Authority a = store("cpp-wait-timeout");
+  const std::size_t before = event_count(a);
+  const tenure::WaitCancel cancel;
+  auto t0 = steady::now();
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, 300ms, cancel), tenure::NoJobAvailable);
+  CHECK(steady::now() - t0 >= 290ms);
+  CHECK_FALSE(cancel.is_cancelled());
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, 0s, cancel), tenure::NoJobAvailable);
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, -1s, cancel), tenure::InvalidDuration);
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, std::chrono::nanoseconds(1500), cancel), tenure::InvalidDuration);
+  CHECK_THROWS_AS(a.claim_next_wait("nope", "w", 1s, 10s, cancel), tenure::NotFound);
+
+  std::thread canceller([&cancel] {
+    std::this_thread::sleep_for(300ms);
+    cancel.cancel();
+  });
+  t0 = steady::now();
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, 60s, cancel), tenure::NoJobAvailable);
+  canceller.join();
+  CHECK(steady::now() - t0 < 10s);
+  CHECK(cancel.is_cancelled());
+  CHECK(event_count(a) == before);
+
+  // cancel_waits ends a wait without a handle
+  std::thread all([&a] {
+    std::this_thread::sleep_for(300ms);
+    a.cancel_waits();
+  });
+  t0 = steady::now();
+#if TENURE_HPP_CPLUSPLUS >= 202002L
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, 60s), tenure::NoJobAvailable);
+#else
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, 60s), tenure::NoJobAvailable);
+#endif
+  all.join();
+  CHECK(steady::now() - t0 < 10s);
+  CHECK(event_count(a) == before);
+}
+
+#if TENURE_HPP_CPLUSPLUS >= 202002L
+TEST_CASE("wait: a std::stop_token request cancels the wait (C++20)") {
+  const tenure::Authority a = store("cpp-wait-stop-token");
+  std::stop_source src;
+  std::thread stopper([&src] {
+    std::this_thread::sleep_for(300ms);
+    src.request_stop();
+  });
+  const auto t0 = steady::now();
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, 60s, src.get_token()), tenure::NoJobAvailable);
+  stopper.join();
+  CHECK(steady::now() - t0 >= 250ms);
+  CHECK(steady::now() - t0 < 10s);
+  // already requested: ends at once, even with a job ready
+  a.submit("p", tenure::JobSpec("j"));
+  CHECK_THROWS_AS(a.claim_next_wait("p", "w", 1s, 60s, src.get_token()), tenure::NoJobAvailable);
+  CHECK(a.job("p", "j").state == tenure::JobState::Requested);
+  // a token without a stop state just waits for the job
+  tenure::Lease l = a.claim_next_wait("p", "w", 1s, 10s, std::stop_token{});
+  CHECK(l.job() == "j");
+}
+#endif
+
+TEST_CASE("keeper: keeps a short lease alive; destruction stops it and never releases") {
+  const tenure::Authority a = store("cpp-keeper");
+  a.submit("p", tenure::JobSpec("j"));
+  const tenure::Lease l = a.claim("p", "j", "w", 400ms);
+  const auto first = l.expires();
+  {
+    const tenure::Keeper k = l.keep_alive(400ms, 80ms);
+    std::this_thread::sleep_for(1200ms);
+    CHECK(k.status() == tenure::KeeperState::Running);
+    CHECK(k.renewals() >= 3);
+    CHECK_FALSE(k.error().has_value());
+    CHECK(l.expires() > first + 700ms);
+    CHECK(a.job("p", "j").state == tenure::JobState::Claimed);
+  }
+  const std::size_t events = event_count(a);
+  std::this_thread::sleep_for(700ms);
+  CHECK(event_count(a) == events);  // no renewal, no release
+  CHECK(a.job("p", "j").state == tenure::JobState::Expired);
+
+  CHECK_THROWS_AS(l.keep_alive(1s, 1s), tenure::InvalidDuration);
+  CHECK_THROWS_AS(l.keep_alive(1s, 0s), tenure::InvalidDuration);
+  CHECK_THROWS_AS(l.keep_alive(1s, std::chrono::nanoseconds(1500)), tenure::InvalidDuration);
+  const tenure::Keeper empty(nullptr);
+  CHECK_THROWS_AS(empty.stop(), tenure::InvalidArgument);
+  CHECK(empty.renewals() == 0);
+}
+
+TEST_CASE("keeper: a refused renewal is reported with its own class; stop() ends renewals") {
+  const tenure::Authority a = store("cpp-keeper-refused");
+  a.submit("p", tenure::JobSpec("c"));
+  a.submit("p", tenure::JobSpec("s"));
+  const tenure::Lease l = a.claim("p", "c", "w", 60s);
+  const tenure::Keeper k = l.keep_alive(60s, 50ms);
+  a.cancel("p", "c");
+  for (int i = 0; i < 500 && k.status() == tenure::KeeperState::Running; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(k.status() == tenure::KeeperState::Refused);
+  REQUIRE(k.error().has_value());
+  CHECK(k.error()->status() == TENURE_CANCELLED);
+  CHECK(std::string(k.error()->what()).find("p/c") != std::string::npos);
+  CHECK_THROWS_AS(k.throw_if_refused(), tenure::Cancelled);
+
+  const tenure::Lease s = a.claim("p", "s", "w", 60s);
+  const tenure::Keeper ks = s.keep_alive(60s, 20ms);
+  std::this_thread::sleep_for(150ms);
+  ks.stop();
+  CHECK(ks.status() == tenure::KeeperState::Stopped);
+  const std::uint64_t n = ks.renewals();
+  CHECK(n >= 1);
+  std::this_thread::sleep_for(200ms);
+  CHECK(ks.renewals() == n);
+  ks.throw_if_refused();  // nothing to throw
+  s.complete();
+}
+
+namespace {
+
+struct Reports {
+  std::mutex m;
+  std::vector<tenure::Report> all;
+  void add(const tenure::Report& r) {
+    const std::lock_guard<std::mutex> lk(m);
+    all.push_back(r);
+  }
+  std::size_t size() {
+    const std::lock_guard<std::mutex> lk(m);
+    return all.size();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("worker: slots run every job once, settle it with the handler's outcome and report it") {
+  const tenure::Authority a = store("cpp-worker");
+  for (int i = 0; i < 12; ++i) a.submit("p", tenure::JobSpec("ok-" + std::to_string(i)).payload("x", 1));
+  a.submit("p", tenure::JobSpec("retry").max_attempts(2));
+  a.submit("p", tenure::JobSpec("fail"));
+  a.submit("p", tenure::JobSpec("throw").max_attempts(1));
+  Reports reports;
+  std::atomic<int> concurrent{0}, most{0}, runs{0};
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig("p", "cpp-worker", 10s).slots(4).wait_timeout(200ms),
+        [&](const tenure::JobContext& job) -> tenure::Outcome {
+          ++runs;
+          const int now = ++concurrent;
+          int seen = most.load();
+          while (now > seen && !most.compare_exchange_weak(seen, now)) {
+          }
+          std::this_thread::sleep_for(50ms);
+          --concurrent;
+          CHECK(job.lease().status() == tenure::LeaseStatus::Active);
+          CHECK_FALSE(job.lease_lost().has_value());
+          CHECK_FALSE(job.stopping());
+          if (job.job() == "retry") return tenure::Retry{"again", 10ms};
+          if (job.job() == "fail") return tenure::Fail{"no"};
+          if (job.job() == "throw") throw std::runtime_error("boom");
+          return tenure::Complete{{{"bytes", std::to_string(job.payload().size())}}};
+        },
+        [&](const tenure::Report& r) { reports.add(r); });
+    for (int i = 0; i < 1000 && reports.size() < 16; ++i) std::this_thread::sleep_for(10ms);
+    w.stop();
+    w.join();
+  }
+  CHECK(runs.load() == 16);  // 12 + retry twice + fail + throw
+  CHECK(most.load() > 1);
+  CHECK(most.load() <= 4);
+  REQUIRE(reports.all.size() == 16);
+  std::map<std::string, std::vector<tenure::Report>> by_job;
+  for (const tenure::Report& r : reports.all) by_job[r.job].push_back(r);
+  for (int i = 0; i < 12; ++i) {
+    const std::string id = "ok-" + std::to_string(i);
+    REQUIRE(by_job[id].size() == 1);
+    CHECK(by_job[id][0].result == tenure::JobResult::Completed);
+    CHECK(a.job("p", id).state == tenure::JobState::Completed);
+    bool has = false;
+    for (const tenure::PublishedFact& f : a.facts("p", id)) has |= f.key == "bytes" && f.value == "1";
+    CHECK(has);
+  }
+  REQUIRE(by_job["retry"].size() == 2);
+  CHECK(by_job["retry"][0].result == tenure::JobResult::Failed);
+  CHECK(by_job["retry"][0].state == tenure::JobState::Requested);
+  CHECK(by_job["retry"][1].state == tenure::JobState::Failed);
+  CHECK(by_job["retry"][1].attempt == 2);
+  CHECK(by_job["fail"][0].state == tenure::JobState::Failed);
+  CHECK(by_job["throw"][0].result == tenure::JobResult::Failed);
+  CHECK(a.job("p", "throw").last_error.value_or("").find("boom") != std::string::npos);
+  CHECK(a.job("p", "fail").last_error.value_or("") == "no");
+}
+
+TEST_CASE("worker: at the end of the grace period held leases are released and reported") {
+  const tenure::Authority a = store("cpp-worker-grace");
+  a.submit("p", tenure::JobSpec("slow"));
+  a.submit("p", tenure::JobSpec("quick"));
+  Reports reports;
+  std::atomic<bool> release_slow{false};
+  std::atomic<int> started{0};
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig("p", "w", 10s).slots(2).grace(300ms),
+        [&](const tenure::JobContext& job) -> tenure::Outcome {
+          ++started;
+          if (job.job() == "slow") {
+            while (!release_slow.load()) std::this_thread::sleep_for(5ms);
+          } else {
+            while (!job.stopping()) std::this_thread::sleep_for(5ms);  // finishes within the grace
+          }
+          return tenure::Complete{};
+        },
+        [&](const tenure::Report& r) { reports.add(r); });
+    for (int i = 0; i < 1000 && started.load() < 2; ++i) std::this_thread::sleep_for(10ms);
+    REQUIRE(started.load() == 2);
+    const auto t0 = steady::now();
+    w.stop();
+    CHECK(w.stopping());
+    w.join();
+    CHECK(steady::now() - t0 >= 250ms);
+    CHECK(steady::now() - t0 < 10s);
+  }
+  REQUIRE(reports.size() == 2);
+  std::map<std::string, tenure::Report> by_job;
+  for (const tenure::Report& r : reports.all) by_job.emplace(r.job, r);
+  CHECK(by_job.at("quick").result == tenure::JobResult::Completed);
+  CHECK(by_job.at("slow").result == tenure::JobResult::Released);
+  CHECK(by_job.at("slow").state == tenure::JobState::Requested);
+  CHECK(a.job("p", "slow").state == tenure::JobState::Requested);
+  // the slow handler's outcome is not applied once it returns
+  release_slow = true;
+  std::this_thread::sleep_for(200ms);
+  CHECK(a.job("p", "slow").state == tenure::JobState::Requested);
+  CHECK(reports.size() == 2);
+}
+
+TEST_CASE("worker: a configuration the core refuses stops the worker and join() throws it") {
+  const tenure::Authority a = store("cpp-worker-bad");
+  tenure::Worker w(a, tenure::WorkerConfig("p", "bad\nholder", 10s), [](const tenure::JobContext&) -> tenure::Outcome {
+    return tenure::Complete{};
+  });
+  CHECK_THROWS_AS(w.join(), tenure::InvalidArgument);
+  CHECK(w.stopping());
+  CHECK_THROWS_AS(tenure::WorkerConfig("p", "w", 10s).slots(0), tenure::InvalidArgument);
+}
