@@ -16,7 +16,9 @@
 //!   share, and those `tenure_lease_*` and `tenure_edit_*` share, each
 //!   defined once;
 //! - `authority`, `lease`, `edit`: the handles and their operations;
-//! - `view`, `list`: immutable snapshots read through accessors.
+//! - `view`, `list`: immutable snapshots read through accessors;
+//! - `retention`: the retention option, prune, delete and export of a
+//!   production, the history horizon and vacuum (ABI 1.1).
 //!
 //! # Conventions (they hold for every export)
 //!
@@ -110,6 +112,8 @@ mod edit;
 mod view;
 
 mod list;
+
+mod retention;
 
 // ---------------------------------------------------------------------------
 // Versions
