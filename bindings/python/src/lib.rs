@@ -59,6 +59,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::ClockReading>()?;
     m.add_class::<values::CheckReport>()?;
     m.add_class::<values::JobSpec>()?;
+    m.add_class::<values::Retention>()?;
+    m.add_class::<values::PruneReport>()?;
+    m.add_class::<values::DeletedCounts>()?;
     m.add_function(wrap_pyfunction!(errors::error_class, m)?)?;
     errors::register(m)?;
     Ok(())

@@ -60,7 +60,9 @@
 //! function: store options as setters of the `tenure_options` handle (ABI
 //! 1.1, `tenure_authority_open_with()`), the rest as new functions. Results
 //! are opaque handles read through accessor functions, so new fields are
-//! new accessors.
+//! new accessors; the exceptions are the plain result records of counts
+//! (`tenure_prune_report`, `tenure_deleted_counts`, ABI 1.1), whose layout
+//! is fixed for the major (a later result is a new function).
 //!
 //! # Thread safety
 //!
