@@ -22,7 +22,9 @@
  *   function) and keep their layout for the whole major; an unknown
  *   non-zero tail is rejected. Options added after ABI 1.0 are setters of
  *   the tenure_options handle (ABI 1.1), other additions new functions.
- *   Results are opaque handles read through accessors.
+ *   Results are opaque handles read through accessors, except the plain
+ *   result records of counts (tenure_prune_report, tenure_deleted_counts),
+ *   whose layout is fixed for the major.
  * - Thread safety: tenure_authority and tenure_lease may be shared by
  *   threads; a tenure_edit is used one call at a time (internally locked);
  *   list/view handles are immutable snapshots.
