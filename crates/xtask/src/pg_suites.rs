@@ -50,6 +50,7 @@ const PY_SUITES: &[&str] = &[
     "test_threads.py",
     "test_cross_language.py",
     "test_durations.py",
+    "test_retention.py",
 ];
 
 /// The environment that points the harnesses at `server`.
