@@ -22,7 +22,9 @@
  *   function) and keep their layout for the whole major; an unknown
  *   non-zero tail is rejected. Options added after ABI 1.0 are setters of
  *   the tenure_options handle (ABI 1.1), other additions new functions.
- *   Results are opaque handles read through accessors.
+ *   Results are opaque handles read through accessors, except the plain
+ *   result records of counts (tenure_prune_report, tenure_deleted_counts),
+ *   whose layout is fixed for the major.
  * - Thread safety: tenure_authority and tenure_lease may be shared by
  *   threads; a tenure_edit is used one call at a time (internally locked);
  *   list/view handles are immutable snapshots; tenure_wait_cancel and
@@ -174,6 +176,14 @@ enum tenure_status
    * A bug in the library, or a caught panic.
    */
   TENURE_INTERNAL = 21,
+  /**
+   * A reader asked for events before the pruned horizon.
+   */
+  TENURE_HISTORY_PRUNED = 23,
+  /**
+   * Deleting a production that still has a live job.
+   */
+  TENURE_PRODUCTION_LIVE = 24,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -532,6 +542,67 @@ typedef struct tenure_fact {
    */
   const char *value;
 } tenure_fact;
+
+/**
+ * What one prune step removed (ABI 1.1), written by
+ * `tenure_authority_prune()` on success. A result record: its layout is
+ * fixed for the whole major (a later result would be a new function).
+ */
+typedef struct tenure_prune_report {
+  /**
+   * Terminal jobs removed (each leaves a tombstone).
+   */
+  uint64_t jobs;
+  /**
+   * Tombstones removed.
+   */
+  uint64_t tombstones;
+  /**
+   * Events removed.
+   */
+  uint64_t events;
+  /**
+   * The history horizon after the step: every event with a sequence
+   * number up to it is gone (0: none ever pruned).
+   */
+  uint64_t horizon;
+  /**
+   * True when a kind hit the per-step bound: call again for more.
+   */
+  bool more;
+} tenure_prune_report;
+
+/**
+ * What `tenure_authority_delete_production()` removed (ABI 1.1). A result
+ * record: its layout is fixed for the whole major.
+ */
+typedef struct tenure_deleted_counts {
+  /**
+   * Jobs removed.
+   */
+  uint64_t jobs;
+  /**
+   * Facts removed.
+   */
+  uint64_t facts;
+  /**
+   * Events removed.
+   */
+  uint64_t events;
+  /**
+   * Tombstones removed.
+   */
+  uint64_t tombstones;
+} tenure_deleted_counts;
+
+/**
+ * Receives one export record (`tenure_authority_export_production()`):
+ * `line` is one line of JSON, NUL-terminated, `len` bytes without the NUL
+ * and without a newline, borrowed for the call only; `ctx` is the caller's
+ * pointer. Return 0 to continue, anything else to stop the export. It must
+ * not unwind (no C++ exception, no `longjmp`) through the library.
+ */
+typedef int (*tenure_export_sink)(const char *line, size_t len, void *ctx);
 
 #ifdef __cplusplus
 extern "C" {
@@ -1314,6 +1385,81 @@ tenure_status tenure_keeper_error_message(const struct tenure_keeper *keeper,
  * NULL is a no-op). Never releases the lease.
  */
 void tenure_keeper_free(struct tenure_keeper *keeper);
+
+/**
+ * A retention policy the authorities opened with these options apply
+ * automatically (ABI 1.1; off by default): one bounded prune step after
+ * every 64 committed one-step calls of a handle, in its own short
+ * transaction after the caller's commit. Ages in whole seconds, 1 ..=
+ * 315 360 000 (3650 days), else `TENURE_INVALID_DURATION`; 0 keeps that
+ * kind forever, all three 0 turn automatic retention off
+ * (docs/design.md, "Retention").
+ */
+tenure_status tenure_options_set_retention(struct tenure_options *options,
+                                           uint64_t event_age_s,
+                                           uint64_t terminal_job_age_s,
+                                           uint64_t tombstone_age_s);
+
+/**
+ * One bounded prune step (ABI 1.1) with the given ages (as
+ * `tenure_options_set_retention()`: whole seconds, 0 keeps that kind):
+ * at most 256 rows of each kind in one short transaction; call again
+ * while `out_report->more`. Ages are measured on the authority's clock,
+ * sampled like a guarded operation (`TENURE_CLOCK_ROLLBACK` while it
+ * reads below the high-water mark). Jobs that are not stored terminal
+ * are never touched.
+ */
+tenure_status tenure_authority_prune(const struct tenure_authority *authority,
+                                     uint64_t event_age_s,
+                                     uint64_t terminal_job_age_s,
+                                     uint64_t tombstone_age_s,
+                                     struct tenure_prune_report *out_report);
+
+/**
+ * Remove a finished production with its jobs, facts, events and
+ * tombstones (ABI 1.1). `TENURE_PRODUCTION_LIVE`, changing nothing,
+ * while any of its jobs is not terminal; `TENURE_NOT_FOUND` for an
+ * unknown production. Runs in bounded steps, each its own transaction
+ * (the first marks the production cancelled); if interrupted, calling
+ * again finishes it. `*out_counts` receives what was removed.
+ */
+tenure_status tenure_authority_delete_production(const struct tenure_authority *authority,
+                                                 const char *production,
+                                                 struct tenure_deleted_counts *out_counts);
+
+/**
+ * The history horizon (ABI 1.1): every event with a sequence number up
+ * to `*out_seq` was pruned (0: none). An event listing asked for events
+ * after a position below it is `TENURE_HISTORY_PRUNED` (its message
+ * names the horizon); a tailer resumes after this number.
+ */
+tenure_status tenure_authority_history_horizon(const struct tenure_authority *authority,
+                                               uint64_t *out_seq);
+
+/**
+ * Rewrite a SQLite store so that pruning gives freed space back to the
+ * file system (ABI 1.1): switches a store created before schema 3 to
+ * incremental auto-vacuum with a full `VACUUM`, holding the writer lock
+ * while it runs (run it in a quiet moment). A no-op on PostgreSQL.
+ */
+tenure_status tenure_authority_vacuum(const struct tenure_authority *authority);
+
+/**
+ * Export a production for archiving (ABI 1.1): `sink` is called once per
+ * record, in order: the production, its jobs by ID (each with its payload
+ * in base64), its facts by job, then its events by sequence number; each
+ * record is one line of JSON, exactly the lines `tenure production export`
+ * writes (docs/cli.md). Jobs and facts come from one snapshot, events are
+ * paged like a tailer's. No secret or secret digest is exported. `ctx` is
+ * passed to `sink` as it is (it may be NULL). If `sink` returns non-zero
+ * the export stops there and the call returns `TENURE_STORE`. On success
+ * `*out_records` receives the number of records.
+ */
+tenure_status tenure_authority_export_production(const struct tenure_authority *authority,
+                                                 const char *production,
+                                                 tenure_export_sink sink,
+                                                 void *ctx,
+                                                 uint64_t *out_records);
 
 #ifdef __cplusplus
 }  // extern "C"

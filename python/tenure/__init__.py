@@ -56,6 +56,12 @@ Conventions of this package:
   leases over with :meth:`Lease.export_token` / :meth:`Authority.import_lease`.
 * ``repr()`` shows attribution and expiry, never a secret;
   :meth:`Lease.export_token` is the only way to obtain the credential.
+* Retention: :class:`Retention` (ages as whole-second ``timedelta``) for
+  :meth:`Authority.prune` or automatic pruning (``Authority(...,
+  retention=...)``, off by default); :meth:`Authority.delete_production`,
+  :meth:`Authority.export_production` (JSON lines, as the CLI writes them),
+  :meth:`Authority.history_horizon`; a reader behind the horizon gets
+  :class:`HistoryPruned` with ``.horizon``.
 * The clock policy is the core's: a conservative local-clock policy with a
   durable high-water mark (``ClockRollback``), not a trusted-time guarantee.
 """
@@ -81,6 +87,7 @@ from tenure._native import (
     ClockReading,
     ClockRollback,
     Conflict,
+    DeletedCounts,
     Edit,
     Event,
     HistoryPruned,
@@ -100,7 +107,9 @@ from tenure._native import (
     NotFound,
     ProductionLive,
     ProductionView,
+    PruneReport,
     PublishedFact,
+    Retention,
     SchemaTooNew,
     StaleLease,
     StoreError,
@@ -133,6 +142,7 @@ __all__ = [
     "ClockReading",
     "ClockRollback",
     "Conflict",
+    "DeletedCounts",
     "Edit",
     "Event",
     "HistoryPruned",
@@ -152,7 +162,9 @@ __all__ = [
     "NotFound",
     "ProductionLive",
     "ProductionView",
+    "PruneReport",
     "PublishedFact",
+    "Retention",
     "SchemaTooNew",
     "StaleLease",
     "StoreError",

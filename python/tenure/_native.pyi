@@ -2,7 +2,7 @@
 
 import datetime
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Literal, Optional, Union, final
 
 from typing_extensions import Self, TypeAlias
@@ -25,6 +25,7 @@ __all__ = [
     "ClockRollback",
     "Conflict",
     "DEFAULT_MAX_ATTEMPTS",
+    "DeletedCounts",
     "Edit",
     "Event",
     "HistoryPruned",
@@ -46,7 +47,9 @@ __all__ = [
     "NotFound",
     "ProductionLive",
     "ProductionView",
+    "PruneReport",
     "PublishedFact",
+    "Retention",
     "SCHEMA_VERSION",
     "SchemaTooNew",
     "StaleLease",
@@ -157,7 +160,14 @@ class InternalError(TenureError):
     """A bug in tenure (an internal invariant broke or a panic was caught)."""
 
 class HistoryPruned(TenureError):
-    """A reader asked for events before the pruned horizon; they are gone."""
+    """A reader asked for events before the pruned horizon; they are gone.
+
+    ``horizon``: every event up to this sequence number was pruned (resume
+    after it); ``after``: the position that was asked for.
+    """
+
+    horizon: int
+    after: int
 
 class ProductionLive(TenureError):
     """Deleting a production that still has a live job."""
@@ -299,7 +309,62 @@ class CheckReport:
     @property
     def violations(self) -> list[str]: ...
     @property
+    def history_horizon(self) -> int: ...
+    @property
     def ok(self) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class Retention:
+    """A retention policy: ages (whole-second ``timedelta``, 1 s ..= 3650 days) or ``None``."""
+
+    def __new__(
+        cls,
+        event_age: Optional[datetime.timedelta] = None,
+        terminal_job_age: Optional[datetime.timedelta] = None,
+        tombstone_age: Optional[datetime.timedelta] = None,
+    ) -> Self: ...
+    @staticmethod
+    def recommended() -> Retention: ...
+    @property
+    def event_age(self) -> Optional[datetime.timedelta]: ...
+    @property
+    def terminal_job_age(self) -> Optional[datetime.timedelta]: ...
+    @property
+    def tombstone_age(self) -> Optional[datetime.timedelta]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class PruneReport:
+    """What one prune step removed."""
+
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def tombstones(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def horizon(self) -> int: ...
+    @property
+    def more(self) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class DeletedCounts:
+    """What ``Authority.delete_production`` removed."""
+
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def facts(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def tombstones(self) -> int: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
 
@@ -528,6 +593,7 @@ class Authority:
         synchronous: Literal["full", "normal"] = "full",
         busy_timeout: Optional[datetime.timedelta] = None,
         group_commit: bool = True,
+        retention: Optional[Retention] = None,
     ) -> Self: ...
     @property
     def path(self) -> str: ...
@@ -584,3 +650,8 @@ class Authority:
     def production_events(self, production: str, after: int = 0, limit: int = 0) -> list[Event]: ...
     def clock(self) -> ClockReading: ...
     def check(self) -> CheckReport: ...
+    def history_horizon(self) -> int: ...
+    def prune(self, retention: Retention) -> PruneReport: ...
+    def delete_production(self, production: str) -> DeletedCounts: ...
+    def export_production(self, production: str) -> Iterator[str]: ...
+    def vacuum(self) -> None: ...

@@ -182,6 +182,7 @@ async def open(  # noqa: A001 - the module's entry point, like io.open
     synchronous: Literal["full", "normal"] = "full",
     busy_timeout: Optional[timedelta] = None,
     group_commit: bool = True,
+    retention: Optional[_native.Retention] = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
 ) -> Authority:
     """Open (or create) a store off the event loop; the arguments are
@@ -192,7 +193,8 @@ async def open(  # noqa: A001 - the module's entry point, like io.open
         native = await loop.run_in_executor(
             pool, lambda: _native.Authority(path, synchronous=synchronous,
                                             busy_timeout=busy_timeout,
-                                            group_commit=group_commit))
+                                            group_commit=group_commit,
+                                            retention=retention))
     except BaseException:
         pool.shutdown(wait=False)
         raise
@@ -432,6 +434,25 @@ class Authority:
 
     async def check(self) -> _native.CheckReport:
         return await self._run(self._native.check)
+
+    # -- retention ------------------------------------------------------------
+
+    async def history_horizon(self) -> int:
+        return await self._run(self._native.history_horizon)
+
+    async def prune(self, retention: _native.Retention) -> _native.PruneReport:
+        return await self._run(lambda: self._native.prune(retention))
+
+    async def delete_production(self, production: str) -> _native.DeletedCounts:
+        return await self._run(lambda: self._native.delete_production(production))
+
+    async def export_production(self, production: str) -> list[str]:
+        """The export's JSON lines (see :meth:`tenure.Authority.export_production`),
+        read off the loop, as a list."""
+        return await self._run(lambda: list(self._native.export_production(production)))
+
+    async def vacuum(self) -> None:
+        await self._run(self._native.vacuum)
 
 
 def _native_lease(lease: Union[Lease, _native.Lease]) -> _native.Lease:

@@ -631,6 +631,70 @@ static void token_input(const char *dir) {
   tenure_authority_free(a);
 }
 
+/* ABI 1.1 retention: NULLs, bad IDs, out-of-range ages, a NULL sink; each
+ * changes nothing (no job, event or production goes, the sink is never
+ * called, out-parameters stay). */
+static int never_called(const char *line, size_t len, void *ctx) {
+  (void)line;
+  (void)len;
+  *(int *)ctx += 1;
+  return 0;
+}
+
+static void retention_entry_points(const char *dir) {
+  tenure_authority *a = NULL;
+  REQUIRE(tenure_authority_open(path_in(dir, "retention.db"), NULL, &a) == TENURE_OK);
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  tenure_cancelled c = 0;
+  REQUIRE(tenure_authority_cancel(a, "p", "j", &c) == TENURE_OK);
+  size_t events_before = event_count(a);
+
+  tenure_options *opts = NULL;
+  REQUIRE(tenure_options_new(NULL, &opts) == TENURE_OK);
+  EXPECT(tenure_options_set_retention(NULL, 1, 1, 1), INV);
+  const uint64_t too_old = UINT64_C(315360001); /* 3650 days + 1 s */
+  EXPECT(tenure_options_set_retention(opts, too_old, 0, 0), DUR);
+  EXPECT(tenure_options_set_retention(opts, 0, too_old, 0), DUR);
+  EXPECT(tenure_options_set_retention(opts, 0, 0, too_old), DUR);
+  EXPECT(tenure_options_set_retention(opts, UINT64_MAX, 0, 0), DUR);
+  tenure_options_free(opts);
+
+  tenure_prune_report r = {7, 7, 7, 7, true};
+  EXPECT(tenure_authority_prune(NULL, 1, 1, 1, &r), INV);
+  EXPECT(tenure_authority_prune(a, 1, 1, 1, NULL), INV);
+  EXPECT(tenure_authority_prune(a, too_old, 1, 1, &r), DUR);
+  EXPECT(tenure_authority_prune(a, 1, too_old, 1, &r), DUR);
+  EXPECT(tenure_authority_prune(a, 1, 1, too_old, &r), DUR);
+  CHECK(r.jobs == 7 && r.tombstones == 7 && r.events == 7 && r.horizon == 7 && r.more);
+
+  tenure_deleted_counts d = {7, 7, 7, 7};
+  EXPECT(tenure_authority_delete_production(NULL, "p", &d), INV);
+  BAD_ID(tenure_authority_delete_production(a, S, &d));
+  EXPECT(tenure_authority_delete_production(a, "p", NULL), INV);
+  CHECK(d.jobs == 7 && d.facts == 7 && d.events == 7 && d.tombstones == 7);
+
+  int calls = 0;
+  uint64_t records = 7;
+  EXPECT(tenure_authority_export_production(NULL, "p", never_called, &calls, &records), INV);
+  BAD_ID(tenure_authority_export_production(a, S, never_called, &calls, &records));
+  EXPECT(tenure_authority_export_production(a, "p", NULL, &calls, &records), INV);
+  EXPECT(tenure_authority_export_production(a, "p", never_called, &calls, NULL), INV);
+  CHECK(calls == 0 && records == 7);
+
+  uint64_t horizon = 7;
+  EXPECT(tenure_authority_history_horizon(NULL, &horizon), INV);
+  EXPECT(tenure_authority_history_horizon(a, NULL), INV);
+  CHECK(horizon == 7);
+  EXPECT(tenure_authority_vacuum(NULL), INV);
+
+  CHECK(event_count(a) == events_before);
+  tenure_job_view *v = NULL;
+  OK(tenure_authority_job(a, "p", "j", &v));
+  tenure_job_view_free(v);
+  tenure_authority_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -642,5 +706,6 @@ int main(int argc, char **argv) {
   authority_entry_points(argv[1]);
   edit_entry_points(argv[1]);
   token_input(argv[1]);
+  retention_entry_points(argv[1]);
   return finish();
 }

@@ -188,9 +188,15 @@ static void read_only(const char *dir) {
     tenure_job_spec_init(&spec);
     spec.job = "k";
     tenure_status s3 = tenure_authority_submit(a, "p", &spec, &sub_);
+    tenure_prune_report r;
+    tenure_status s4 = tenure_authority_prune(a, 1, 1, 1, &r); /* ABI 1.1 */
+    tenure_status s5 = tenure_authority_vacuum(a);
     tenure_lease_free(l);
     tenure_authority_free(a);
-    _exit(s1 == TENURE_STORE && s2 == TENURE_STORE && s3 == TENURE_STORE ? 11 : 3);
+    _exit(s1 == TENURE_STORE && s2 == TENURE_STORE && s3 == TENURE_STORE &&
+                  s4 == TENURE_STORE && s5 == TENURE_STORE
+              ? 11
+              : 3);
   }
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);

@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::time::Duration;
-use tenure::{Error, JobState, Ttl};
+use tenure::{Age, Error, JobState, Ttl};
 
 static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static FSENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -126,6 +126,35 @@ pub fn wait(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Duration> {
             "{param} must not be negative"
         )))
     })
+}
+
+/// A retention age: `None` keeps that kind forever; a `timedelta` is
+/// converted exactly, and the core's [`Age`] refuses what is not a whole
+/// number of seconds in 1 s ..= 3650 days (`InvalidDuration`).
+pub fn age(obj: Option<&Bound<'_, PyAny>>, param: &str) -> PyResult<Option<Age>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    let us = timedelta_micros(obj, param)?;
+    let us = u64::try_from(us).map_err(|_| {
+        to_py(Error::InvalidDuration(format!(
+            "{param} must be a positive retention age"
+        )))
+    })?;
+    Age::try_from(Duration::from_micros(us))
+        .map(Some)
+        .map_err(to_py)
+}
+
+/// A retention age as a `datetime.timedelta` (`None` stays `None`).
+pub fn age_timedelta(py: Python<'_>, age: Option<Age>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    let Some(age) = age else {
+        return Ok(None);
+    };
+    let td = TIMEDELTA.import(py, "datetime", "timedelta")?;
+    let kw = PyDict::new(py);
+    kw.set_item("seconds", age.as_secs())?;
+    td.call((), Some(&kw)).map(Some)
 }
 
 /// Caller facts: `None`, a mapping `{key: value}`, or an iterable of

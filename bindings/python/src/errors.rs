@@ -14,6 +14,10 @@
 //! - `Busy` also subclasses `TimeoutError` (the writer lock was not free
 //!   within the busy timeout).
 //!
+//! `HistoryPruned` also carries `horizon` (every event up to this sequence
+//! number was pruned: resume after it) and `after` (the position asked
+//! for) on each instance; the class attributes are 0.
+//!
 //! Nothing here is listed by hand: a code appended to the core gets its
 //! class automatically (and `stubtest` then fails until the `.pyi` names it).
 
@@ -62,6 +66,15 @@ fn extra_bases(py: Python<'_>, code: ErrorCode) -> Vec<Bound<'_, PyType>> {
         | ErrorCode::TokenUnsupportedVersion => vec![py.get_type::<PyValueError>()],
         ErrorCode::Busy => vec![py.get_type::<PyTimeoutError>()],
         _ => Vec::new(),
+    }
+}
+
+/// Integer attributes an error carries beside its message (each instance
+/// gets its value in [`to_py`]; the class holds 0).
+fn extra_attributes(code: ErrorCode) -> &'static [&'static str] {
+    match code {
+        ErrorCode::HistoryPruned => &["horizon", "after"],
+        _ => &[],
     }
 }
 
@@ -124,6 +137,9 @@ fn make_class<'py>(
     if let Some(code) = code {
         dict.set_item("code", code.as_u32())?;
         dict.set_item("code_name", code.name())?;
+        for attr in extra_attributes(code) {
+            dict.set_item(*attr, 0u64)?;
+        }
     }
     let bases = PyTuple::new(py, bases)?;
     let cls = py.get_type::<PyType>().call1((name, bases, dict))?;
@@ -181,9 +197,23 @@ pub fn class_for(py: Python<'_>, code: ErrorCode) -> PyResult<Bound<'_, PyType>>
 /// Convert a core error into the matching Python exception. The message is
 /// the core's `Display`, which never carries a secret.
 pub fn to_py(e: Error) -> PyErr {
-    Python::attach(|py| match class_for(py, e.code()) {
-        Ok(cls) => PyErr::from_type(cls, e.to_string()),
-        Err(err) => err,
+    Python::attach(|py| {
+        let cls = match class_for(py, e.code()) {
+            Ok(cls) => cls,
+            Err(err) => return err,
+        };
+        let Error::HistoryPruned { after, horizon } = e else {
+            return PyErr::from_type(cls, e.to_string());
+        };
+        let made = cls.call1((e.to_string(),)).and_then(|inst| {
+            inst.setattr("horizon", horizon)?;
+            inst.setattr("after", after)?;
+            Ok(inst)
+        });
+        match made {
+            Ok(inst) => PyErr::from_value(inst),
+            Err(err) => err,
+        }
     })
 }
 

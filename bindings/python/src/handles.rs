@@ -9,7 +9,8 @@
 use crate::convert::{self, unlocked, ProcessBound};
 use crate::errors::to_py;
 use crate::values::{
-    q, CheckReport, ClockReading, Event, JobSpec, JobView, ProductionView, PublishedFact,
+    q, CheckReport, ClockReading, DeletedCounts, Event, JobSpec, JobView, ProductionView,
+    PruneReport, PublishedFact, Retention,
 };
 use crate::work::{self, CancelNode, Keeper, WaitCancel};
 use pyo3::prelude::*;
@@ -217,13 +218,14 @@ impl Ops for Authority {
 pymethods_with_shared_ops! {
 impl Authority {
     #[new]
-    #[pyo3(signature = (path, *, synchronous = "full", busy_timeout = None, group_commit = true))]
+    #[pyo3(signature = (path, *, synchronous = "full", busy_timeout = None, group_commit = true, retention = None))]
     fn new(
         py: Python<'_>,
         #[pyo3(from_py_with = convert::store_path)] path: PathBuf,
         synchronous: &str,
         busy_timeout: Option<&Bound<'_, PyAny>>,
         group_commit: bool,
+        retention: Option<PyRef<'_, Retention>>,
     ) -> PyResult<Authority> {
         let sync = match synchronous {
             "full" => Synchronous::Full,
@@ -239,6 +241,9 @@ impl Authority {
             .group_commit(group_commit);
         if let Some(b) = busy_timeout.filter(|b| !b.is_none()) {
             opts = opts.busy_timeout(convert::wait(b, "busy_timeout")?);
+        }
+        if let Some(r) = retention {
+            opts = opts.retention(r.inner);
         }
         let inner = unlocked(py, || tenure::Authority::open(&path, &opts))?;
         Ok(Authority {
@@ -483,7 +488,66 @@ impl Authority {
             jobs: r.jobs,
             events: r.events,
             violations: r.violations,
+            history_horizon: r.history_horizon,
         })
+    }
+
+    /// The history horizon: every event with a sequence number up to it was
+    /// pruned (0: none). ``events`` behind it raise ``HistoryPruned``; a
+    /// tailer resumes after this number.
+    fn history_horizon(&self, py: Python<'_>) -> PyResult<u64> {
+        let a = self.get()?;
+        unlocked(py, || a.history_horizon())
+    }
+
+    /// One bounded prune step under ``retention`` (at most 256 rows of each
+    /// kind, one short transaction); call again while ``more``. Ages are
+    /// measured on the authority's clock (``ClockRollback`` while it reads
+    /// below the high-water mark); jobs that are not terminal are never
+    /// touched.
+    fn prune(&self, py: Python<'_>, retention: PyRef<'_, Retention>) -> PyResult<PruneReport> {
+        let a = self.get()?;
+        let policy = retention.inner;
+        unlocked(py, || a.prune(&policy)).map(PruneReport::from)
+    }
+
+    /// Remove a finished production with its jobs, facts, events and
+    /// tombstones. ``ProductionLive``, changing nothing, while any of its
+    /// jobs is not terminal; calling again finishes an interrupted one.
+    fn delete_production(&self, py: Python<'_>, production: &str) -> PyResult<DeletedCounts> {
+        let a = self.get()?;
+        unlocked(py, || a.delete_production(production)).map(DeletedCounts::from)
+    }
+
+    /// Export a production for archiving: an iterator of ``str``, one JSON
+    /// line (no newline) per record: the production, its jobs with payloads
+    /// (``payload_base64``), its facts, then its events, exactly the lines
+    /// ``tenure production export`` writes (``json.loads`` each for a
+    /// ``dict``; its ``record`` field names the kind). The whole export is
+    /// read before the iterator is returned. No secret is exported.
+    fn export_production<'py>(
+        &self,
+        py: Python<'py>,
+        production: &str,
+    ) -> PyResult<Bound<'py, pyo3::types::PyIterator>> {
+        let a = self.get()?;
+        let lines = unlocked(py, || {
+            let mut lines = Vec::new();
+            a.export_production(production, &mut |r| {
+                lines.push(r.to_json_line());
+                Ok(())
+            })?;
+            Ok(lines)
+        })?;
+        pyo3::types::PyList::new(py, lines)?.try_iter()
+    }
+
+    /// Rewrite a SQLite store so that pruning gives freed space back to the
+    /// file system (a full ``VACUUM`` holding the writer lock: a quiet
+    /// moment's job); nothing to do on PostgreSQL.
+    fn vacuum(&self, py: Python<'_>) -> PyResult<()> {
+        let a = self.get()?;
+        unlocked(py, || a.vacuum())
     }
 
     fn __repr__(&self) -> String {

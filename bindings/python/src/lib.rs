@@ -68,6 +68,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<work::Retry>()?;
     m.add_class::<work::Fail>()?;
     m.add_class::<work::Report>()?;
+    m.add_class::<values::Retention>()?;
+    m.add_class::<values::PruneReport>()?;
+    m.add_class::<values::DeletedCounts>()?;
     m.add_function(wrap_pyfunction!(errors::error_class, m)?)?;
     errors::register(m)?;
     Ok(())

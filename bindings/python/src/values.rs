@@ -357,6 +357,10 @@ pub struct CheckReport {
     /// Every violation found; empty means the store is consistent.
     #[pyo3(get)]
     pub violations: Vec<String>,
+    /// The history horizon the log was replayed from: every event up to
+    /// this sequence number was pruned (0: none).
+    #[pyo3(get)]
+    pub history_horizon: u64,
 }
 
 #[pymethods]
@@ -368,10 +372,11 @@ impl CheckReport {
     }
     fn __repr__(&self) -> String {
         format!(
-            "CheckReport(schema_version={}, jobs={}, events={}, violations={})",
+            "CheckReport(schema_version={}, jobs={}, events={}, history_horizon={}, violations={})",
             self.schema_version,
             self.jobs,
             self.events,
+            self.history_horizon,
             self.violations.len()
         )
     }
@@ -429,5 +434,160 @@ impl JobSpec {
         tenure::JobSpec::new(self.job.clone(), self.payload.clone())
             .priority(self.priority)
             .max_attempts(self.max_attempts)
+    }
+}
+
+/// A retention policy: how old, on the authority's clock, history may get
+/// before pruning removes it. Each age is a ``datetime.timedelta`` of whole
+/// seconds, 1 s ..= 3650 days (else ``InvalidDuration``), or ``None`` to
+/// keep that kind forever. ``event_age``: events, oldest first;
+/// ``terminal_job_age``: completed, failed and cancelled jobs with their
+/// facts (a tombstone keeps their ID and content digest);
+/// ``tombstone_age``: tombstones (the ID is then new again).
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct Retention {
+    pub inner: tenure::Retention,
+}
+
+#[pymethods]
+impl Retention {
+    #[new]
+    #[pyo3(signature = (event_age = None, terminal_job_age = None, tombstone_age = None))]
+    fn new(
+        event_age: Option<&Bound<'_, PyAny>>,
+        terminal_job_age: Option<&Bound<'_, PyAny>>,
+        tombstone_age: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Retention> {
+        Ok(Retention {
+            inner: tenure::Retention {
+                event_age: crate::convert::age(event_age, "event_age")?,
+                terminal_job_age: crate::convert::age(terminal_job_age, "terminal_job_age")?,
+                tombstone_age: crate::convert::age(tombstone_age, "tombstone_age")?,
+            },
+        })
+    }
+
+    /// The documented policy for stores that want one: events and terminal
+    /// jobs 30 days, tombstones 365 days (never applied unless asked for).
+    #[staticmethod]
+    fn recommended() -> Retention {
+        Retention {
+            inner: tenure::Retention::recommended(),
+        }
+    }
+
+    /// Events older than this are pruned (``None``: kept forever).
+    #[getter]
+    fn event_age<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        crate::convert::age_timedelta(py, self.inner.event_age)
+    }
+
+    /// Terminal jobs older than this are pruned (``None``: kept forever).
+    #[getter]
+    fn terminal_job_age<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        crate::convert::age_timedelta(py, self.inner.terminal_job_age)
+    }
+
+    /// Tombstones older than this are pruned (``None``: kept forever).
+    #[getter]
+    fn tombstone_age<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        crate::convert::age_timedelta(py, self.inner.tombstone_age)
+    }
+
+    fn __repr__(&self) -> String {
+        let a = |a: Option<tenure::Age>| a.map_or("None".into(), |a| q(&a.to_string()));
+        format!(
+            "Retention(event_age={}, terminal_job_age={}, tombstone_age={})",
+            a(self.inner.event_age),
+            a(self.inner.terminal_job_age),
+            a(self.inner.tombstone_age)
+        )
+    }
+}
+
+/// What one prune step removed (``Authority.prune``).
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct PruneReport {
+    /// Terminal jobs removed (each leaves a tombstone).
+    #[pyo3(get)]
+    pub jobs: u64,
+    /// Tombstones removed.
+    #[pyo3(get)]
+    pub tombstones: u64,
+    /// Events removed.
+    #[pyo3(get)]
+    pub events: u64,
+    /// The history horizon after the step (0: nothing ever pruned).
+    #[pyo3(get)]
+    pub horizon: u64,
+    /// True when a kind hit the per-step bound: call again for more.
+    #[pyo3(get)]
+    pub more: bool,
+}
+
+impl From<tenure::PruneReport> for PruneReport {
+    fn from(r: tenure::PruneReport) -> PruneReport {
+        PruneReport {
+            jobs: r.jobs,
+            tombstones: r.tombstones,
+            events: r.events,
+            horizon: r.horizon,
+            more: r.more,
+        }
+    }
+}
+
+#[pymethods]
+impl PruneReport {
+    fn __repr__(&self) -> String {
+        format!(
+            "PruneReport(jobs={}, tombstones={}, events={}, horizon={}, more={})",
+            self.jobs,
+            self.tombstones,
+            self.events,
+            self.horizon,
+            if self.more { "True" } else { "False" }
+        )
+    }
+}
+
+/// What ``Authority.delete_production`` removed.
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct DeletedCounts {
+    /// Jobs removed.
+    #[pyo3(get)]
+    pub jobs: u64,
+    /// Facts removed.
+    #[pyo3(get)]
+    pub facts: u64,
+    /// Events removed.
+    #[pyo3(get)]
+    pub events: u64,
+    /// Tombstones removed.
+    #[pyo3(get)]
+    pub tombstones: u64,
+}
+
+impl From<tenure::DeletedCounts> for DeletedCounts {
+    fn from(c: tenure::DeletedCounts) -> DeletedCounts {
+        DeletedCounts {
+            jobs: c.jobs,
+            facts: c.facts,
+            events: c.events,
+            tombstones: c.tombstones,
+        }
+    }
+}
+
+#[pymethods]
+impl DeletedCounts {
+    fn __repr__(&self) -> String {
+        format!(
+            "DeletedCounts(jobs={}, facts={}, events={}, tombstones={})",
+            self.jobs, self.facts, self.events, self.tombstones
+        )
     }
 }

@@ -451,6 +451,73 @@ enum class Synchronous : std::uint32_t {
   Normal = TENURE_SYNCHRONOUS_NORMAL,
 };
 
+/// A retention policy (docs/design.md, "Retention"): how old, on the
+/// authority's clock, history may get before pruning removes it. An age not
+/// set keeps that kind forever. Ages are `std::chrono` durations of whole
+/// seconds (integral `Rep`, checked at compile time like every duration
+/// here); a value that is not a whole number of seconds, or not positive,
+/// throws `InvalidDuration` and calls nothing; the upper bound (3650 days)
+/// is the core's, checked through the C ABI.
+class Retention {
+ public:
+  /// Events older than this are pruned, oldest first.
+  template <class Rep, class Period>
+  Retention& event_age(std::chrono::duration<Rep, Period> d) {
+    event_s_ = seconds(d);
+    return *this;
+  }
+  /// Terminal jobs whose last transition is older than this are pruned
+  /// with their facts (a tombstone keeps their ID and content digest).
+  template <class Rep, class Period>
+  Retention& terminal_job_age(std::chrono::duration<Rep, Period> d) {
+    terminal_job_s_ = seconds(d);
+    return *this;
+  }
+  /// Tombstones older than this are pruned; the job ID is then new again.
+  template <class Rep, class Period>
+  Retention& tombstone_age(std::chrono::duration<Rep, Period> d) {
+    tombstone_s_ = seconds(d);
+    return *this;
+  }
+  /// The ages in whole seconds as the C ABI takes them (0: not set).
+  std::uint64_t event_age_s() const noexcept { return event_s_; }
+  std::uint64_t terminal_job_age_s() const noexcept { return terminal_job_s_; }
+  std::uint64_t tombstone_age_s() const noexcept { return tombstone_s_; }
+
+ private:
+  template <class Rep, class Period>
+  static std::uint64_t seconds(std::chrono::duration<Rep, Period> d) {
+    const std::int64_t us = to_micros(d);
+    if (us <= 0) {
+      throw InvalidDuration("invalid duration: a retention age must be positive (leave it unset to keep that kind)");
+    }
+    if (us % 1000000 != 0) {
+      throw InvalidDuration("invalid duration: a retention age must be a whole number of seconds; tenure never rounds");
+    }
+    return static_cast<std::uint64_t>(us / 1000000);
+  }
+  std::uint64_t event_s_ = 0;
+  std::uint64_t terminal_job_s_ = 0;
+  std::uint64_t tombstone_s_ = 0;
+};
+
+/// What one prune step removed (`tenure_prune_report`).
+struct PruneReport {
+  std::uint64_t jobs = 0;        ///< terminal jobs removed (each leaves a tombstone)
+  std::uint64_t tombstones = 0;  ///< tombstones removed
+  std::uint64_t events = 0;      ///< events removed
+  std::uint64_t horizon = 0;     ///< the history horizon after the step
+  bool more = false;             ///< a kind hit the per-step bound: call again
+};
+
+/// What `Authority::delete_production` removed (`tenure_deleted_counts`).
+struct DeletedCounts {
+  std::uint64_t jobs = 0;
+  std::uint64_t facts = 0;
+  std::uint64_t events = 0;
+  std::uint64_t tombstones = 0;
+};
+
 /// How to open a store. Defaults are the C ABI's (`tenure_open_options_init`).
 class Options {
  public:
@@ -477,12 +544,23 @@ class Options {
   }
   /// Whether group commit is on.
   bool group_commit() const noexcept { return group_commit_; }
+  /// A retention policy the authority applies automatically: one bounded
+  /// prune step after every 64 committed one-step calls, in its own short
+  /// transaction (`tenure_options_set_retention`, ABI 1.1; off by default,
+  /// a policy with no age set turns it off).
+  Options& retention(const Retention& policy) noexcept {
+    retention_ = policy;
+    return *this;
+  }
+  /// The automatic retention policy (no age set: off).
+  const Retention& retention() const noexcept { return retention_; }
   /// The C struct (the settings it has fields for).
   const tenure_open_options& capi() const noexcept { return raw_; }
 
  private:
   tenure_open_options raw_{};
   bool group_commit_ = true;
+  Retention retention_{};
 };
 
 /// One job to submit. Owns copies of its ID and payload. Defaults are the C
@@ -1056,6 +1134,8 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     check(tenure_options_new(&options.capi(), &raw));
     const std::unique_ptr<tenure_options, detail::OptionsFree> opts(raw);
     check(tenure_options_set_group_commit(opts.get(), options.group_commit()));
+    const Retention& r = options.retention();
+    check(tenure_options_set_retention(opts.get(), r.event_age_s(), r.terminal_job_age_s(), r.tombstone_age_s()));
     tenure_authority* out = nullptr;
     check(tenure_authority_open_with(p.c_str(), opts.get(), &out));
     return Authority(out);
@@ -1226,6 +1306,66 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     check(tenure_edit_begin(h_.get(), &out));
     return Edit(out);
   }
+  /// The history horizon: every event with a sequence number up to it was
+  /// pruned (0: none). `events` and `production_events` behind it throw
+  /// `HistoryPruned`; a tailer resumes after this number.
+  std::uint64_t history_horizon() const {
+    std::uint64_t seq = 0;
+    check(tenure_authority_history_horizon(h_.get(), &seq));
+    return seq;
+  }
+  /// One bounded prune step under `policy` (at most 256 rows of each kind,
+  /// one short transaction); call again while `more`. Ages are measured on
+  /// the authority's clock (`ClockRollback` while it reads below the
+  /// mark); jobs that are not terminal are never touched.
+  PruneReport prune(const Retention& policy) const {
+    tenure_prune_report r{};
+    check(tenure_authority_prune(h_.get(), policy.event_age_s(), policy.terminal_job_age_s(),
+                                 policy.tombstone_age_s(), &r));
+    return PruneReport{r.jobs, r.tombstones, r.events, r.horizon, r.more};
+  }
+  /// Remove a finished production with its jobs, facts, events and
+  /// tombstones. Throws `ProductionLive`, changing nothing, while any of
+  /// its jobs is not terminal; calling again finishes an interrupted one.
+  DeletedCounts delete_production(std::string_view production) const {
+    const std::string p = detail::cstr(production, "production ID");
+    tenure_deleted_counts c{};
+    check(tenure_authority_delete_production(h_.get(), p.c_str(), &c));
+    return DeletedCounts{c.jobs, c.facts, c.events, c.tombstones};
+  }
+  /// Export a production for archiving: `sink(std::string_view line)` is
+  /// called once per record (the production, its jobs with payloads, its
+  /// facts, its events), each one line of JSON without a newline, exactly
+  /// as `tenure production export` writes it. No secret is exported. An
+  /// exception thrown by `sink` stops the export and is rethrown here.
+  /// Returns the number of records.
+  template <class Sink>
+  std::uint64_t export_production(std::string_view production, Sink&& sink) const {
+    const std::string p = detail::cstr(production, "production ID");
+    struct Ctx {
+      Sink& sink;
+      std::exception_ptr error;
+    } ctx{sink, nullptr};
+    const tenure_export_sink trampoline = [](const char* line, std::size_t len, void* c) noexcept -> int {
+      Ctx& x = *static_cast<Ctx*>(c);
+      try {
+        x.sink(std::string_view(line, len));
+        return 0;
+      } catch (...) {
+        x.error = std::current_exception();
+        return 1;
+      }
+    };
+    std::uint64_t records = 0;
+    const tenure_status st = tenure_authority_export_production(h_.get(), p.c_str(), trampoline, &ctx, &records);
+    if (ctx.error) std::rethrow_exception(ctx.error);
+    check(st);
+    return records;
+  }
+  /// Rewrite a SQLite store so that pruning gives freed space back to the
+  /// file system (a full `VACUUM` holding the writer lock: a quiet
+  /// moment's job); a no-op on PostgreSQL.
+  void vacuum() const { check(tenure_authority_vacuum(h_.get())); }
 
  private:
   Lease wait(std::string_view production, std::string_view holder, std::int64_t ttl_us, std::int64_t timeout_us,

@@ -63,3 +63,37 @@ pub struct tenure_fact {
     /// Value: text up to 4096 bytes.
     pub value: *const c_char,
 }
+
+/// What one prune step removed (ABI 1.1), written by
+/// `tenure_authority_prune()` on success. A result record: its layout is
+/// fixed for the whole major (a later result would be a new function).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tenure_prune_report {
+    /// Terminal jobs removed (each leaves a tombstone).
+    pub jobs: u64,
+    /// Tombstones removed.
+    pub tombstones: u64,
+    /// Events removed.
+    pub events: u64,
+    /// The history horizon after the step: every event with a sequence
+    /// number up to it is gone (0: none ever pruned).
+    pub horizon: u64,
+    /// True when a kind hit the per-step bound: call again for more.
+    pub more: bool,
+}
+
+/// What `tenure_authority_delete_production()` removed (ABI 1.1). A result
+/// record: its layout is fixed for the whole major.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tenure_deleted_counts {
+    /// Jobs removed.
+    pub jobs: u64,
+    /// Facts removed.
+    pub facts: u64,
+    /// Events removed.
+    pub events: u64,
+    /// Tombstones removed.
+    pub tombstones: u64,
+}

@@ -20,6 +20,8 @@
 //! - `wait`: waiting for work (`tenure_wait_cancel`,
 //!   `tenure_authority_claim_next_wait`) and keep-alive (`tenure_keeper`),
 //!   ABI 1.1.
+//! - `retention`: the retention option, prune, delete and export of a
+//!   production, the history horizon and vacuum (ABI 1.1).
 //!
 //! # Conventions (they hold for every export)
 //!
@@ -61,7 +63,9 @@
 //! function: store options as setters of the `tenure_options` handle (ABI
 //! 1.1, `tenure_authority_open_with()`), the rest as new functions. Results
 //! are opaque handles read through accessor functions, so new fields are
-//! new accessors.
+//! new accessors; the exceptions are the plain result records of counts
+//! (`tenure_prune_report`, `tenure_deleted_counts`, ABI 1.1), whose layout
+//! is fixed for the major (a later result is a new function).
 //!
 //! # Thread safety
 //!
@@ -119,6 +123,7 @@ mod view;
 mod list;
 
 mod wait;
+mod retention;
 
 // ---------------------------------------------------------------------------
 // Versions

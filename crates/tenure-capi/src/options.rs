@@ -227,7 +227,7 @@ impl tenure_options {
         self.lock().clone()
     }
 
-    fn set(&self, f: impl FnOnce(Options) -> Options) -> R {
+    pub(crate) fn set(&self, f: impl FnOnce(Options) -> Options) -> R {
         let mut o = self.lock();
         *o = f(o.clone());
         Ok(())

@@ -96,7 +96,9 @@ pub fn clock(c: &ClockReading) -> Value {
     json!({ "now_us": c.now_us, "mark_us": c.mark_us, "blocked": c.blocked })
 }
 
-/// Standard base64 with padding (export payloads).
+/// Standard base64 with padding: the independent reference the export
+/// test checks the core's `payload_base64` against.
+#[cfg(test)]
 pub fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);

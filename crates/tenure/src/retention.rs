@@ -216,6 +216,135 @@ pub enum ExportRecord {
     Event(Event),
 }
 
+impl ExportRecord {
+    /// The record as one line of JSON (no newline), the form `tenure
+    /// production export` writes and the C, C++ and Python exports hand out:
+    /// an object whose `record` field names the kind (`production`, `job`,
+    /// `fact`, `event`) beside the fields of that view; times are µs since
+    /// the Unix epoch (`_us`), absent values `null`, a job's payload is
+    /// `payload_base64` (standard, padded). Keys are in byte order. No
+    /// secret or secret digest appears.
+    pub fn to_json_line(&self) -> String {
+        use json::Value as V;
+        fn opt_str(s: &Option<String>) -> V<'_> {
+            s.as_deref().map_or(V::Null, V::Str)
+        }
+        let opt_int = |n: Option<i64>| n.map_or(V::Null, V::Int);
+        let claim = |c: &Option<uuid::Uuid>| c.map_or(V::Null, |c| V::Text(c.to_string()));
+        let fields: Vec<(&str, V<'_>)> = match self {
+            ExportRecord::Production(p) => vec![
+                ("record", V::Str("production")),
+                ("name", V::Str(&p.name)),
+                ("created_us", V::Int(p.created_us)),
+                ("cancelled_us", opt_int(p.cancelled_us)),
+            ],
+            ExportRecord::Job { view: v, payload } => {
+                use base64::Engine;
+                vec![
+                    ("record", V::Str("job")),
+                    ("production", V::Str(&v.production)),
+                    ("job", V::Str(&v.job)),
+                    ("state", V::Str(v.state.as_str())),
+                    ("attempts", V::Int(v.attempts.into())),
+                    ("max_attempts", V::Int(v.max_attempts.into())),
+                    ("priority", V::Int(v.priority.into())),
+                    ("holder", opt_str(&v.holder)),
+                    ("claim_id", claim(&v.claim_id)),
+                    ("expires_us", opt_int(v.expires_us)),
+                    ("created_us", V::Int(v.created_us)),
+                    ("updated_us", V::Int(v.updated_us)),
+                    ("payload_len", V::UInt(v.payload_len)),
+                    ("last_error", opt_str(&v.last_error)),
+                    (
+                        "payload_base64",
+                        V::Text(base64::engine::general_purpose::STANDARD.encode(payload)),
+                    ),
+                ]
+            }
+            ExportRecord::Fact(f) => vec![
+                ("record", V::Str("fact")),
+                ("production", V::Str(&f.production)),
+                ("job", V::Str(&f.job)),
+                ("key", V::Str(&f.key)),
+                ("value", V::Str(&f.value)),
+            ],
+            ExportRecord::Event(e) => vec![
+                ("record", V::Str("event")),
+                ("seq", V::UInt(e.seq)),
+                ("at_us", V::Int(e.at_us)),
+                ("production", V::Str(&e.production)),
+                ("job", opt_str(&e.job)),
+                ("kind", V::Str(e.kind.as_str())),
+                ("state", e.state.map_or(V::Null, |s| V::Str(s.as_str()))),
+                ("claim_id", claim(&e.claim_id)),
+                ("holder", opt_str(&e.holder)),
+                ("attempt", e.attempt.map_or(V::Null, |a| V::Int(a.into()))),
+                ("expires_us", opt_int(e.expires_us)),
+                ("detail", V::Str(&e.detail)),
+            ],
+        };
+        json::object(fields)
+    }
+}
+
+/// The little JSON writer [`ExportRecord::to_json_line`] needs: flat
+/// objects of strings, integers and nulls.
+mod json {
+    use std::fmt::Write;
+
+    pub(super) enum Value<'a> {
+        Null,
+        Int(i64),
+        UInt(u64),
+        Str(&'a str),
+        Text(String),
+    }
+
+    /// `{"key":value,...}` with the keys in byte order, compact.
+    pub(super) fn object(mut fields: Vec<(&str, Value<'_>)>) -> String {
+        fields.sort_by(|a, b| a.0.cmp(b.0));
+        let mut out = String::from("{");
+        for (i, (k, v)) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            string(&mut out, k);
+            out.push(':');
+            match v {
+                Value::Null => out.push_str("null"),
+                Value::Int(n) => write!(out, "{n}").expect("writing to a String"),
+                Value::UInt(n) => write!(out, "{n}").expect("writing to a String"),
+                Value::Str(s) => string(&mut out, s),
+                Value::Text(s) => string(&mut out, s),
+            }
+        }
+        out.push('}');
+        out
+    }
+
+    /// A JSON string: `"` and `\\` escaped, control characters as `\n`,
+    /// `\t`, ... or `\u00xx`, everything else as it is.
+    fn string(out: &mut String, s: &str) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 => {
+                    write!(out, "\\u{:04x}", c as u32).expect("writing to a String")
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -697,6 +697,7 @@ pub fn c_tests() -> Result {
             "clock",
             "census",
             "wait",
+            "retention",
         ],
         &[],
     )?;

@@ -264,6 +264,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
                 "test_durations.cpp",
                 "test_census.cpp",
                 "test_wait.cpp",
+                "test_retention.cpp",
             ],
             &bin,
         )?;

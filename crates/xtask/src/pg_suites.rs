@@ -54,6 +54,7 @@ const PY_SUITES: &[&str] = &[
     "test_wait.py",
     "test_keeper.py",
     "test_worker.py",
+    "test_retention.py",
 ];
 
 /// The environment that points the harnesses at `server`.

@@ -8,7 +8,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use tenure::{DeletedCounts, ExportRecord, ProductionView};
+use tenure::{DeletedCounts, ProductionView};
 
 #[derive(Subcommand)]
 pub enum Cmd {
@@ -83,37 +83,10 @@ impl Render for Exported {
     }
 }
 
-/// One export record as one JSON object (its `record` field names the kind).
-fn record(r: &ExportRecord) -> Value {
-    match r {
-        ExportRecord::Production(p) => {
-            let mut v = out::production(p);
-            v["record"] = json!("production");
-            v
-        }
-        ExportRecord::Job { view, payload } => {
-            let mut v = out::job(view);
-            v["record"] = json!("job");
-            v["payload_base64"] = json!(out::base64(payload));
-            v
-        }
-        ExportRecord::Fact(f) => {
-            let mut v = out::fact(f);
-            v["record"] = json!("fact");
-            v
-        }
-        ExportRecord::Event(e) => {
-            let mut v = out::event(e);
-            v["record"] = json!("event");
-            v
-        }
-    }
-}
-
 fn export(auth: &tenure::Authority, name: &str, w: &mut dyn Write) -> crate::fail::R<u64> {
     let mut io_err = None;
     let r = auth.export_production(name, &mut |rec| {
-        let line = record(&rec).to_string();
+        let line = rec.to_json_line();
         writeln!(w, "{line}").map_err(|e| {
             io_err = Some(e);
             tenure::Error::Store("export output failed".into())
@@ -223,6 +196,136 @@ pub fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
                 None => export(&auth, &name, &mut BufWriter::new(io::stdout().lock()))?,
             };
             Done::show(Exported { name, records, out })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::out;
+    use serde_json::{json, Value};
+    use tenure::{
+        Event, EventKind, ExportRecord, JobState, JobView, ProductionView, PublishedFact,
+    };
+
+    /// One export record as one JSON object (its `record` field names the kind).
+    pub(super) fn record(r: &ExportRecord) -> Value {
+        match r {
+            ExportRecord::Production(p) => {
+                let mut v = out::production(p);
+                v["record"] = json!("production");
+                v
+            }
+            ExportRecord::Job { view, payload } => {
+                let mut v = out::job(view);
+                v["record"] = json!("job");
+                v["payload_base64"] = json!(out::base64(payload));
+                v
+            }
+            ExportRecord::Fact(f) => {
+                let mut v = out::fact(f);
+                v["record"] = json!("fact");
+                v
+            }
+            ExportRecord::Event(e) => {
+                let mut v = out::event(e);
+                v["record"] = json!("event");
+                v
+            }
+        }
+    }
+
+    /// The core's JSON line of every kind of record is byte for byte the
+    /// CLI's JSON object of the same view, with `record` (and a job's
+    /// `payload_base64`) added: one rendering, whichever surface exports.
+    #[test]
+    fn export_lines_are_the_cli_json_views() {
+        let tricky = "q\"b\\s\n\r\t\u{8}\u{c}\u{1}\u{7f}é/€";
+        let claim = Some(tenure::Uuid::from_u128(
+            0x1234_5678_9abc_def0_1234_5678_9abc_def0,
+        ));
+        let records = [
+            ExportRecord::Production(ProductionView {
+                name: "p".into(),
+                created_us: 1,
+                cancelled_us: None,
+            }),
+            ExportRecord::Production(ProductionView {
+                name: "p".into(),
+                created_us: -5,
+                cancelled_us: Some(i64::MAX),
+            }),
+            ExportRecord::Job {
+                view: JobView {
+                    production: "p".into(),
+                    job: "j".into(),
+                    state: JobState::Failed,
+                    attempts: 3,
+                    max_attempts: 1000,
+                    priority: i32::MIN,
+                    holder: Some(tricky.into()),
+                    claim_id: claim,
+                    expires_us: Some(7),
+                    created_us: 2,
+                    updated_us: 3,
+                    payload_len: 4,
+                    last_error: Some(tricky.into()),
+                },
+                payload: vec![0, 255, 10, 66],
+            },
+            ExportRecord::Job {
+                view: JobView {
+                    production: "p".into(),
+                    job: "k".into(),
+                    state: JobState::Completed,
+                    attempts: 1,
+                    max_attempts: 3,
+                    priority: 0,
+                    holder: None,
+                    claim_id: None,
+                    expires_us: None,
+                    created_us: 2,
+                    updated_us: 3,
+                    payload_len: 0,
+                    last_error: None,
+                },
+                payload: vec![],
+            },
+            ExportRecord::Fact(PublishedFact {
+                production: "p".into(),
+                job: "j".into(),
+                key: "k".into(),
+                value: tricky.into(),
+            }),
+            ExportRecord::Event(Event {
+                seq: u64::MAX,
+                at_us: 9,
+                production: "p".into(),
+                job: Some("j".into()),
+                kind: EventKind::Completed,
+                state: Some(JobState::Completed),
+                claim_id: claim,
+                holder: Some("w".into()),
+                attempt: Some(2),
+                expires_us: Some(10),
+                detail: tricky.into(),
+            }),
+            ExportRecord::Event(Event {
+                seq: 1,
+                at_us: 9,
+                production: "p".into(),
+                job: None,
+                kind: EventKind::ProductionCreated,
+                state: None,
+                claim_id: None,
+                holder: None,
+                attempt: None,
+                expires_us: None,
+                detail: String::new(),
+            }),
+        ];
+        for r in &records {
+            assert_eq!(r.to_json_line(), record(r).to_string(), "{r:?}");
         }
     }
 }
