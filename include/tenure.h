@@ -169,6 +169,10 @@ enum tenure_status
    * A bug in the library, or a caught panic.
    */
   TENURE_INTERNAL = 21,
+  /**
+   * A renewal would extend a lease past its claim's hard ownership limit.
+   */
+  TENURE_HOLD_LIMIT = 22,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

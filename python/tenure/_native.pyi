@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "Edit",
     "Event",
+    "HoldLimit",
     "InternalError",
     "InvalidArgument",
     "InvalidDuration",
@@ -142,6 +143,9 @@ class StoreError(TenureError):
 
 class InternalError(TenureError):
     """A bug in tenure (an internal invariant broke or a panic was caught)."""
+
+class HoldLimit(TenureError):
+    """A renewal would extend a lease past its claim's hard ownership limit."""
 
 def error_class(code: int) -> type[TenureError]:
     """The exception class for a stable error number (``ValueError`` if unknown)."""

@@ -98,6 +98,9 @@ fn doc(code: ErrorCode) -> String {
         ErrorCode::Internal => {
             "A bug in tenure (an internal invariant broke or a panic was caught)."
         }
+        ErrorCode::HoldLimit => {
+            "A renewal would extend a lease past its claim's hard ownership limit."
+        }
         _ => "An error of the tenure core.",
     };
     format!(

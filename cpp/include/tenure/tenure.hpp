@@ -194,6 +194,7 @@ TENURE_HPP_ERROR_CLASS(Busy, TENURE_BUSY)
 TENURE_HPP_ERROR_CLASS(SchemaTooNew, TENURE_SCHEMA_TOO_NEW)
 TENURE_HPP_ERROR_CLASS(Store, TENURE_STORE)
 TENURE_HPP_ERROR_CLASS(Internal, TENURE_INTERNAL)
+TENURE_HPP_ERROR_CLASS(HoldLimit, TENURE_HOLD_LIMIT)
 
 #undef TENURE_HPP_ERROR_CLASS
 
@@ -226,6 +227,7 @@ using InternalError = Internal;
     case TENURE_SCHEMA_TOO_NEW: throw SchemaTooNew(message);
     case TENURE_STORE: throw Store(message);
     case TENURE_INTERNAL: throw Internal(message);
+    case TENURE_HOLD_LIMIT: throw HoldLimit(message);
     default: throw Error(status, message);
   }
 }

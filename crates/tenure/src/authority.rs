@@ -234,6 +234,7 @@ impl Authority {
                     name: p.name,
                     created_us: p.created_us,
                     cancelled_us: p.cancelled_us,
+                    backoff: p.backoff,
                 })
                 .collect())
         })
@@ -272,6 +273,15 @@ impl Authority {
                 .map(|r| rules::view(&r, now))
                 .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))
         })
+    }
+
+    /// When claim-next on `production` may next find work that nobody
+    /// writes: the earliest not-before time of a requested job still
+    /// waiting for it, or the earliest expiry of a claimed job, whichever
+    /// comes first (µs since the epoch; `None` if neither exists; a time
+    /// already past means now).
+    pub fn next_due_us(&self, production: &str) -> Result<Option<i64>> {
+        self.inner.read(|t, _| rules::next_due_us(t, production))
     }
 
     /// A job's payload.

@@ -15,7 +15,8 @@ pub enum Error {
     /// A malformed ID, holder, payload, reason, fact, pointer or number.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// A lease duration that is not a whole number of microseconds in 1 µs..=24 h.
+    /// A duration that is not a whole number of microseconds in its range
+    /// (a lease: 1 µs..=24 h; a delay: 0..=366 days).
     #[error("invalid duration: {0}")]
     InvalidDuration(String),
     /// The production or job does not exist.
@@ -92,6 +93,10 @@ pub enum Error {
     /// A bug: an invariant of the library itself broke, or a panic was caught.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A renewal would extend a lease past its claim's hard ownership
+    /// limit (claim time + the job's max hold); the lease keeps its expiry.
+    #[error("hold limit: {0}")]
+    HoldLimit(String),
 }
 
 /// The error table: for every code its number, [`ErrorCode`] variant (named
@@ -164,7 +169,7 @@ error_table! {
     1 InvalidArgument "invalid_argument"
         "A malformed ID, holder, payload, reason, fact, pointer or number.";
     2 InvalidDuration "invalid_duration"
-        "A lease duration that is not a whole number of microseconds in 1 µs..=24 h.";
+        "A duration that is not a whole number of microseconds in its range (lease 1 µs..=24 h, delay 0..=366 days).";
     3 NotFound "not_found"
         "The production or job does not exist.";
     4 Conflict "conflict"
@@ -203,6 +208,8 @@ error_table! {
         "The store failed: I/O error, corrupt or foreign file, read-only, full disk.";
     21 Internal "internal"
         "A bug: an invariant of the library itself broke, or a panic was caught.";
+    22 HoldLimit "hold_limit"
+        "A renewal would extend a lease past its claim's hard ownership limit.";
 }
 
 impl Error {
@@ -244,7 +251,8 @@ impl Error {
             TokenUnsupportedVersion,
             Busy,
             Store,
-            Internal
+            Internal,
+            HoldLimit
         )
     }
 }
@@ -296,11 +304,12 @@ mod tests {
             assert_eq!(ErrorCode::from_u32(c.as_u32()), Some(*c));
         }
         assert_eq!(ErrorCode::from_u32(0), None);
-        assert_eq!(ErrorCode::from_u32(22), None);
+        assert_eq!(ErrorCode::from_u32(23), None);
         // Spot-check numbers that the C ABI has published.
         assert_eq!(ErrorCode::StaleLease as u32, 7);
         assert_eq!(ErrorCode::ClockRollback as u32, 14);
         assert_eq!(ErrorCode::Internal as u32, 21);
+        assert_eq!(ErrorCode::HoldLimit as u32, 22);
     }
 
     #[test]
@@ -362,6 +371,7 @@ mod tests {
             "schema_too_new",
             "store",
             "internal",
+            "hold_limit",
         ];
         let names: Vec<_> = ErrorCode::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names, expected);
@@ -393,6 +403,7 @@ mod tests {
                 ErrorCode::SchemaTooNew,
             ),
             (Error::Internal(String::new()), ErrorCode::Internal),
+            (Error::HoldLimit(String::new()), ErrorCode::HoldLimit),
         ];
         for (e, c) in cases {
             assert_eq!(e.code(), c);

@@ -69,7 +69,7 @@ pub use model::{
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;
 pub use token::{Token, MAX_TOKEN_LEN, TOKEN_PREFIX};
-pub use ttl::Ttl;
+pub use ttl::{Backoff, Delay, Ttl};
 pub use uuid::Uuid;
 
 /// The library version (from Cargo).

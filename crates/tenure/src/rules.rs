@@ -10,7 +10,7 @@ use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, Job
 use crate::secret::Secret;
 use crate::session::Session;
 use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn};
-use crate::ttl::Ttl;
+use crate::ttl::{Backoff, Delay, Ttl};
 use crate::validate;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -72,7 +72,44 @@ pub(crate) fn view(row: &JobRow, now: i64) -> JobView {
         updated_us: row.updated_us,
         payload_len: row.payload_len,
         last_error: row.last_error.clone(),
+        due_us: row.due_us,
+        max_hold_us: row.max_hold_us,
+        backoff: row.backoff,
     }
+}
+
+/// `now + delay` for a requested row: sets its not-before time and parks it
+/// out of claim-next's scan when that is later than `now`.
+fn schedule(row: &mut JobRow, now: i64, delay: Delay) {
+    if delay.as_micros() == 0 {
+        row.due_us = None;
+        row.parked = false;
+    } else {
+        // At most 366 days after a clock reading: no overflow in practice;
+        // saturate rather than wrap if a clock reads near the end of time.
+        row.due_us = Some(now.saturating_add(delay.as_micros()));
+        row.parked = true;
+    }
+}
+
+/// Whether a requested row is not yet due at `now`.
+fn not_due(row: &JobRow, now: i64) -> Option<i64> {
+    row.due_us
+        .filter(|&d| row.state == Stored::Requested && now < d)
+}
+
+/// The earliest time at which something may change for claim-next in a
+/// production without anyone writing: the earliest not-before time of a
+/// requested job still waiting for it, or the earliest expiry of a claimed
+/// job, whichever comes first (`None` if there is neither). For callers
+/// that wait for claimable work; a time already past means "now".
+pub(crate) fn next_due_us(txn: &mut dyn Txn, production: &str) -> Result<Option<i64>> {
+    validate::id("production", production)?;
+    let (due, expiry) = txn.next_times(production)?;
+    Ok(match (due, expiry) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
 }
 
 fn name(row: &JobRow) -> String {
@@ -117,6 +154,7 @@ pub(crate) fn create_production(s: &mut Session, production: &str) -> Result<boo
         name: production.to_owned(),
         created_us: now,
         cancelled_us: None,
+        backoff: None,
     })?;
     s.txn.append_event(&NewEvent {
         at_us: now,
@@ -139,6 +177,12 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
     validate::id("job", &spec.job)?;
     validate::payload(&spec.payload)?;
     validate::max_attempts(spec.max_attempts)?;
+    if spec.max_hold.is_some_and(|h| h.as_micros() == 0) {
+        return Err(Error::InvalidDuration(format!(
+            "job {production}/{}: a hold limit must be positive",
+            spec.job
+        )));
+    }
     let now = s.observe_now();
     let prod = production_row(s, production)?;
     let digest = Sha256::digest(&spec.payload).to_vec();
@@ -152,6 +196,12 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
         }
         if existing.max_attempts != spec.max_attempts {
             diff.push("max_attempts");
+        }
+        if existing.max_hold_us != spec.max_hold.map(Delay::as_micros) {
+            diff.push("max_hold");
+        }
+        if existing.backoff != spec.backoff {
+            diff.push("backoff");
         }
         return if diff.is_empty() {
             Ok(Submitted::Existing)
@@ -186,10 +236,24 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
         created_us: now,
         updated_us: now,
         last_error: None,
+        due_us: None,
+        parked: false,
+        max_hold_us: spec.max_hold.map(Delay::as_micros),
+        backoff: spec.backoff,
     };
+    schedule(&mut row, now, spec.not_before.unwrap_or_default());
     row.seq = s.txn.insert_job(&row, &spec.payload)?;
+    let detail = row
+        .due_us
+        .map(|d| {
+            format!(
+                "due at {d} µs (after {})",
+                spec.not_before.unwrap_or_default()
+            )
+        })
+        .unwrap_or_default();
     s.txn
-        .append_event(&event(&row, EventKind::Submitted, now, ""))?;
+        .append_event(&event(&row, EventKind::Submitted, now, &detail))?;
     Ok(Submitted::Created)
 }
 
@@ -211,10 +275,15 @@ fn mint(s: &mut Session, mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> R
         .flatten();
     let secret = Secret::generate()?;
     let claim_id = Uuid::new_v4();
-    let expires = now
+    let wanted = now
         .checked_add(ttl.as_micros())
         .ok_or_else(|| Error::InvalidDuration("expiry overflows the clock".into()))?;
+    // A hold limit caps the first expiry too: at most `now + max_hold`.
+    let limit = row.max_hold_us.map(|h| now.saturating_add(h));
+    let expires = limit.map_or(wanted, |l| wanted.min(l));
     row.state = Stored::Claimed;
+    row.due_us = None;
+    row.parked = false;
     row.attempts += 1;
     row.claim_id = Some(claim_id);
     row.secret_digest = Some(secret.digest().to_vec());
@@ -223,9 +292,15 @@ fn mint(s: &mut Session, mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> R
     row.expires_us = Some(expires);
     row.updated_us = now;
     s.txn.update_job(&row)?;
-    let detail = previous
+    let mut detail = previous
         .map(|p| format!("reclaimed after claim {p} expired"))
         .unwrap_or_default();
+    if let Some(l) = limit {
+        if !detail.is_empty() {
+            detail.push_str("; ");
+        }
+        detail.push_str(&format!("hold limit at {l} µs"));
+    }
     s.txn
         .append_event(&event(&row, EventKind::Claimed, now, &detail))?;
     s.deadline(expires, format!("the new claim on {}", name(&row)));
@@ -253,6 +328,12 @@ pub(crate) fn claim(
     validate::holder(holder)?;
     let now = s.guarded_sample()?;
     let row = job_row(s.txn.as_mut(), production, job)?;
+    if let Some(due) = not_due(&row, now) {
+        return Err(Error::NotClaimable(format!(
+            "job {} is not due until {due} µs (now {now} µs)",
+            name(&row)
+        )));
+    }
     match classify(&row, now) {
         JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
             mint(s, row, holder, ttl, now)
@@ -297,6 +378,9 @@ pub(crate) fn claim_next(
     if looked_up {
         production_row(s, production)?;
     }
+    // Jobs whose not-before time has come join the scan; the others stay
+    // out of it, so the scan never walks past jobs that are not due.
+    s.txn.unpark_due(production, now, LiveScan::Claim { now })?;
     let mut cursor = None;
     // The head of the queue is almost always claimable (the scan already
     // leaves out leases still held): read one row first, then larger pages
@@ -315,6 +399,9 @@ pub(crate) fn claim_next(
         page = 64;
         for row in rows {
             cursor = Some((row.priority, row.seq));
+            if not_due(&row, now).is_some() {
+                continue;
+            }
             match classify(&row, now) {
                 JobState::Claimed => continue,
                 JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
@@ -381,27 +468,49 @@ pub(crate) fn current(txn: &mut dyn Txn, key: &LeaseKey<'_>, now: i64) -> Result
     }
 }
 
-/// Renew: the new expiry (sample + TTL) must be later than the current one,
-/// and the commit must land before the current one.
+/// Renew: the new expiry is `min(sample + TTL, claim time + max hold)`; it
+/// must be later than the current one (`not_extended` when sample + TTL is
+/// not, `hold_limit` when only the hold limit stops it), and the commit must
+/// land before the current one.
 pub(crate) fn renew(s: &mut Session, key: &LeaseKey<'_>, ttl: Ttl) -> Result<i64> {
     let now = s.guarded_sample()?;
     let mut row = current(s.txn.as_mut(), key, now)?;
     let old = row.expires_us.unwrap_or(i64::MIN);
-    let new = now
+    let wanted = now
         .checked_add(ttl.as_micros())
         .ok_or_else(|| Error::InvalidDuration("expiry overflows the clock".into()))?;
-    if new <= old {
+    if wanted <= old {
         return Err(Error::NotExtended(format!(
-            "renewing {} by {ttl} gives {new} µs, not later than the current expiry {old} µs",
+            "renewing {} by {ttl} gives {wanted} µs, not later than the current expiry {old} µs",
             name(&row)
         )));
     }
+    let limit = row
+        .max_hold_us
+        .map(|h| row.claimed_us.unwrap_or(now).saturating_add(h));
+    let new = limit.map_or(wanted, |l| wanted.min(l));
+    if new <= old {
+        return Err(Error::HoldLimit(format!(
+            "the lease on {} cannot be renewed past its hold limit at {} µs (claimed at {} µs, \
+             max hold {} µs); it expires at {old} µs",
+            name(&row),
+            limit.unwrap_or_default(),
+            row.claimed_us.unwrap_or_default(),
+            row.max_hold_us.unwrap_or_default()
+        )));
+    }
+    let capped = new < wanted;
     s.deadline(old, format!("the lease on {} being renewed", name(&row)));
     row.expires_us = Some(new);
     row.updated_us = now;
     s.txn.update_expiry(&row)?;
+    let detail = if capped {
+        format!("capped by the hold limit at {new} µs")
+    } else {
+        String::new()
+    };
     s.txn
-        .append_event(&event(&row, EventKind::Renewed, now, ""))?;
+        .append_event(&event(&row, EventKind::Renewed, now, &detail))?;
     Ok(new)
 }
 
@@ -435,11 +544,15 @@ pub(crate) fn release(s: &mut Session, key: &LeaseKey<'_>) -> Result<JobState> {
 }
 
 /// Fail: back to requested if retryable and attempts remain, else failed.
+/// A job back to requested is due after `retry_after` if the caller names
+/// one, else after its own back-off step, else after its production's, else
+/// at once.
 pub(crate) fn fail(
     s: &mut Session,
     key: &LeaseKey<'_>,
     reason: &str,
     permanent: bool,
+    retry_after: Option<Delay>,
 ) -> Result<JobState> {
     validate::reason(reason)?;
     let now = s.guarded_sample()?;
@@ -454,6 +567,15 @@ pub(crate) fn fail(
         Stored::Requested
     };
     row.updated_us = now;
+    if row.state == Stored::Requested {
+        let delay = match retry_after.or_else(|| row.backoff.map(|b| b.delay_for(row.attempts))) {
+            Some(d) => d,
+            None => production_row(s, &row.production)?
+                .backoff
+                .map_or(Delay::ZERO, |b: Backoff| b.delay_for(row.attempts)),
+        };
+        schedule(&mut row, now, delay);
+    }
     row.last_error = Some(if reason.is_empty() {
         if row.state == Stored::Failed && !permanent {
             FAILED_LAST.to_owned()
@@ -465,9 +587,12 @@ pub(crate) fn fail(
     });
     s.txn.update_job(&row)?;
     let detail = format!(
-        "{}{}",
+        "{}{}{}",
         if permanent { "permanent: " } else { "" },
-        row.last_error.as_deref().unwrap_or("")
+        row.last_error.as_deref().unwrap_or(""),
+        row.due_us
+            .map(|d| format!(" (retry due at {d} µs)"))
+            .unwrap_or_default()
     );
     s.txn
         .append_event(&event(&row, EventKind::Failed, now, &detail))?;
@@ -582,6 +707,8 @@ fn cancel_row(s: &mut Session, mut row: JobRow, now: i64, why: &str) -> Result<C
             };
             row.state = Stored::Cancelled;
             row.updated_us = now;
+            row.due_us = None;
+            row.parked = false;
             s.txn.update_job(&row)?;
             s.txn
                 .append_event(&event(&row, EventKind::Cancelled, now, &detail))?;
@@ -596,6 +723,8 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
     validate::id("production", production)?;
     let now = s.observe_now();
     production_row(s, production)?;
+    // Every job must be seen, due or not: bring the parked ones into the scan.
+    s.txn.unpark_due(production, i64::MAX, LiveScan::All)?;
     let mut n = 0;
     let mut cursor = None;
     loop {
@@ -629,6 +758,18 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
         detail: &detail,
     })?;
     Ok(n)
+}
+
+/// Set (or, with `None`, clear) a production's default retry back-off.
+pub(crate) fn set_production_backoff(
+    s: &mut Session,
+    production: &str,
+    backoff: Option<Backoff>,
+) -> Result<()> {
+    validate::id("production", production)?;
+    s.observe_now();
+    production_row(s, production)?;
+    s.txn.set_production_backoff(production, backoff)
 }
 
 /// Validate a decoded token against authoritative state (read snapshot).

@@ -160,9 +160,13 @@ mod url;
 
 pub(crate) use url::redact;
 
-use super::{Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Txn, SCHEMA_VERSION};
+use super::{
+    backoff_cols, backoff_from_cols, Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored,
+    Txn, SCHEMA_VERSION,
+};
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
+use crate::ttl::Backoff;
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
@@ -177,7 +181,7 @@ macro_rules! job_cols {
     () => {
         "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
          state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
-         updated_us, last_error"
+         updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us"
     };
 }
 /// How many rows hold the high-water mark.
@@ -409,6 +413,24 @@ CREATE TABLE tenure.nonces (
 );
 "#;
 
+/// Schema 3: scheduling and hold limits (see the SQLite backend's
+/// `MIGRATE_2_TO_3`, the same change): not-before time, the `parked` flag
+/// with `jobs_ready` replacing `jobs_live` and `jobs_parked`, hold limit,
+/// back-off columns on jobs and productions. Additive.
+const MIGRATE_2_TO_3: &str = r#"
+ALTER TABLE tenure.jobs ADD COLUMN due_us BIGINT;
+ALTER TABLE tenure.jobs ADD COLUMN parked BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE tenure.jobs ADD COLUMN max_hold_us BIGINT CHECK (max_hold_us IS NULL OR max_hold_us > 0);
+ALTER TABLE tenure.jobs ADD COLUMN backoff_base_us BIGINT;
+ALTER TABLE tenure.jobs ADD COLUMN backoff_cap_us BIGINT;
+ALTER TABLE tenure.productions ADD COLUMN backoff_base_us BIGINT;
+ALTER TABLE tenure.productions ADD COLUMN backoff_cap_us BIGINT;
+DROP INDEX IF EXISTS tenure.jobs_live;
+CREATE INDEX jobs_ready ON tenure.jobs (production, priority DESC, seq)
+    WHERE state IN ('requested', 'claimed') AND NOT parked;
+CREATE INDEX jobs_parked ON tenure.jobs (production, due_us) WHERE parked;
+"#;
+
 /// The stored schema version, or `None` if there is no tenure schema.
 fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     let exists: bool = c
@@ -503,6 +525,15 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
+            Some(2) => {
+                c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
+                c.execute(
+                    "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
+                    &[&i64::from(SCHEMA_VERSION)],
+                )
+                .map_err(map_err)?;
+                Ok(2)
+            }
             Some(v) => Err(Error::Store(format!(
                 "PostgreSQL store has schema version {v}, which never existed on PostgreSQL"
             ))),
@@ -522,6 +553,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                     ));
                 }
                 c.batch_execute(SCHEMA_V2).map_err(map_err)?;
+                c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 c.execute(
                     "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -710,14 +742,11 @@ impl PgTxn {
 
     fn production_select(&mut self, name: &str) -> Result<Option<ProductionRow>> {
         let rows = self.query(
-            "SELECT name, created_us, cancelled_us FROM tenure.productions WHERE name = $1",
+            "SELECT name, created_us, cancelled_us, backoff_base_us, backoff_cap_us
+             FROM tenure.productions WHERE name = $1",
             &[&name],
         )?;
-        Ok(rows.first().map(|r| ProductionRow {
-            name: r.get(0),
-            created_us: r.get(1),
-            cancelled_us: r.get(2),
-        }))
+        rows.first().map(production_row).transpose()
     }
 
     /// The event horizon M: every event with a sequence number below M that
@@ -850,6 +879,19 @@ fn job_row(r: &Row) -> Result<JobRow> {
         created_us: r.get(14),
         updated_us: r.get(15),
         last_error: r.get(16),
+        due_us: r.get(17),
+        parked: r.get(18),
+        max_hold_us: r.get(19),
+        backoff: backoff_from_cols(r.get(20), r.get(21))?,
+    })
+}
+
+fn production_row(r: &Row) -> Result<ProductionRow> {
+    Ok(ProductionRow {
+        name: r.get(0),
+        created_us: r.get(1),
+        cancelled_us: r.get(2),
+        backoff: backoff_from_cols(r.get(3), r.get(4))?,
     })
 }
 
@@ -940,9 +982,21 @@ impl Txn for PgTxn {
     }
 
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
+        let (base, cap) = backoff_cols(row.backoff);
         self.execute(
-            "INSERT INTO tenure.productions (name, created_us, cancelled_us) VALUES ($1, $2, $3)",
-            &[&row.name, &row.created_us, &row.cancelled_us],
+            "INSERT INTO tenure.productions (name, created_us, cancelled_us, backoff_base_us,
+                 backoff_cap_us) VALUES ($1, $2, $3, $4, $5)",
+            &[&row.name, &row.created_us, &row.cancelled_us, &base, &cap],
+        )?;
+        Ok(())
+    }
+
+    fn set_production_backoff(&mut self, name: &str, backoff: Option<Backoff>) -> Result<()> {
+        let (base, cap) = backoff_cols(backoff);
+        self.execute(
+            "UPDATE tenure.productions SET backoff_base_us = $2, backoff_cap_us = $3
+             WHERE name = $1",
+            &[&name, &base, &cap],
         )?;
         Ok(())
     }
@@ -972,17 +1026,11 @@ impl Txn for PgTxn {
 
     fn productions(&mut self) -> Result<Vec<ProductionRow>> {
         let rows = self.query(
-            "SELECT name, created_us, cancelled_us FROM tenure.productions ORDER BY name",
+            "SELECT name, created_us, cancelled_us, backoff_base_us, backoff_cap_us
+             FROM tenure.productions ORDER BY name",
             &[],
         )?;
-        Ok(rows
-            .iter()
-            .map(|r| ProductionRow {
-                name: r.get(0),
-                created_us: r.get(1),
-                cancelled_us: r.get(2),
-            })
-            .collect())
+        rows.iter().map(production_row).collect()
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
@@ -1010,11 +1058,14 @@ impl Txn for PgTxn {
         let max = i64::from(row.max_attempts);
         let attempts = i64::from(row.attempts);
         let claim = row.claim_id.map(|u| u.to_string());
+        let (base, cap) = backoff_cols(row.backoff);
         let rows = self.query(
             "INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
                  max_attempts, state, attempts, claim_id, secret_digest, holder, claimed_us,
-                 expires_us, created_us, updated_us, last_error, payload)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                 expires_us, created_us, updated_us, last_error, payload, due_us, parked,
+                 max_hold_us, backoff_base_us, backoff_cap_us)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                 $18, $19, $20, $21, $22)
              RETURNING seq",
             &[
                 &row.production,
@@ -1034,6 +1085,11 @@ impl Txn for PgTxn {
                 &row.updated_us,
                 &row.last_error,
                 &payload,
+                &row.due_us,
+                &row.parked,
+                &row.max_hold_us,
+                &base,
+                &cap,
             ],
         )?;
         rows.first()
@@ -1046,7 +1102,8 @@ impl Txn for PgTxn {
         let claim = row.claim_id.map(|u| u.to_string());
         let n = self.execute(
             "UPDATE tenure.jobs SET state = $2, attempts = $3, claim_id = $4, secret_digest = $5,
-                 holder = $6, claimed_us = $7, expires_us = $8, updated_us = $9, last_error = $10
+                 holder = $6, claimed_us = $7, expires_us = $8, updated_us = $9, last_error = $10,
+                 due_us = $11, parked = $12
              WHERE seq = $1",
             &[
                 &row.seq,
@@ -1059,6 +1116,8 @@ impl Txn for PgTxn {
                 &row.expires_us,
                 &row.updated_us,
                 &row.last_error,
+                &row.due_us,
+                &row.parked,
             ],
         )?;
         if n != 1 {
@@ -1099,7 +1158,7 @@ impl Txn for PgTxn {
                     "SELECT ",
                     job_cols!(),
                     " FROM tenure.jobs
-                     WHERE production = $1 AND state IN ('requested', 'claimed')
+                     WHERE production = $1 AND state IN ('requested', 'claimed') AND NOT parked
                        AND (priority < $2 OR (priority = $2 AND seq > $3))
                        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= $5)
                      ORDER BY priority DESC, seq LIMIT $4 ",
@@ -1129,6 +1188,45 @@ impl Txn for PgTxn {
         // priority < MAX and priority = MAX with any seq.
         let rows = self.query(sql, &[&production, &prio, &seq, &limit, &held_after])?;
         jobs(rows)
+    }
+
+    fn unpark_due(&mut self, production: &str, up_to_us: i64, scan: LiveScan) -> Result<u64> {
+        match scan {
+            // Rows another claim-next is unparking (or a coordinator holds)
+            // are skipped, as claim-next's own scan skips them.
+            LiveScan::Claim { .. } => self.execute(
+                "UPDATE tenure.jobs SET parked = false WHERE seq IN (
+                     SELECT seq FROM tenure.jobs
+                     WHERE production = $1 AND parked AND due_us <= $2
+                     FOR UPDATE SKIP LOCKED)",
+                &[&production, &up_to_us],
+            ),
+            LiveScan::All => {
+                if self.write {
+                    // As the coordinator scan of `live_jobs`: hold the
+                    // production exclusively first.
+                    self.advisory(CLASS_PROD, key(&[production]), false)?;
+                }
+                self.execute(
+                    "UPDATE tenure.jobs SET parked = false
+                     WHERE production = $1 AND parked AND due_us <= $2",
+                    &[&production, &up_to_us],
+                )
+            }
+        }
+    }
+
+    fn next_times(&mut self, production: &str) -> Result<(Option<i64>, Option<i64>)> {
+        let rows = self.query(
+            "SELECT (SELECT min(due_us) FROM tenure.jobs WHERE production = $1 AND parked),
+                    (SELECT min(expires_us) FROM tenure.jobs
+                     WHERE production = $1 AND state = 'claimed')",
+            &[&production],
+        )?;
+        Ok(rows
+            .first()
+            .map(|r| (r.get(0), r.get(1)))
+            .unwrap_or((None, None)))
     }
 
     fn jobs_page(
