@@ -469,6 +469,27 @@ fn a_v2_store_migrates_to_schedules() {
         .unwrap();
     let clock = ManualClock::new(T0);
     let a = Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
+    migrated_v2_store_works(&a, &clock);
+    drop(a);
+    let a = Authority::open(&path, &Options::new().clock(clock)).unwrap();
+    assert_eq!(a.migrated_from(), SCHEMA_VERSION);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, i64::from(SCHEMA_VERSION));
+    let idx: Vec<String> = c
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'jobs_%' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(idx, ["jobs_by_state", "jobs_parked", "jobs_ready"]);
+}
+
+/// The migrated store's checks, shared by both backends.
+fn migrated_v2_store_works(a: &Authority, clock: &ManualClock) {
     assert_eq!(a.migrated_from(), 2);
     let report = a.check().unwrap();
     assert!(report.ok(), "{report:?}");
@@ -500,22 +521,32 @@ fn a_v2_store_migrates_to_schedules() {
         a.claim_next("old", "w", secs(10)).unwrap().expires_us(),
         T0 + 2 * S
     );
-    drop(a);
-    let a = Authority::open(&path, &Options::new().clock(clock)).unwrap();
-    assert_eq!(a.migrated_from(), SCHEMA_VERSION);
-    let c = rusqlite::Connection::open(&path).unwrap();
-    let v: i64 = c
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn a_v2_postgres_store_migrates_to_schedules() {
+    if !on_postgres() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    pg::client(&db.url)
+        .batch_execute(include_str!("fixtures/v2_store_pg.sql"))
         .unwrap();
+    let clock = ManualClock::new(T0);
+    let a = Authority::open(db.url.as_str(), &options().clock(clock.clone())).unwrap();
+    migrated_v2_store_works(&a, &clock);
+    drop(a);
+    let a = Authority::open(db.url.as_str(), &options().clock(clock)).unwrap();
+    assert_eq!(a.migrated_from(), SCHEMA_VERSION);
+    let v: i64 = pg::client(&db.url)
+        .query_one(
+            "SELECT value FROM tenure.meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
     assert_eq!(v, i64::from(SCHEMA_VERSION));
-    let idx: Vec<String> = c
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'jobs_%' ORDER BY name")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
-    assert_eq!(idx, ["jobs_by_state", "jobs_parked", "jobs_ready"]);
 }
 
 #[test]
