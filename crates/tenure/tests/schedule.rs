@@ -573,6 +573,32 @@ fn claim_next_reads_only_due_parked_rows() {
     );
 }
 
+#[test]
+fn check_reports_a_lease_past_its_hold_limit_and_a_misparked_job() {
+    if skip_on_postgres("tampering with a SQLite file") {
+        return;
+    }
+    let env = Env::new();
+    let a = &env.auth;
+    a.create_production("p").unwrap();
+    a.submit("p", &JobSpec::new("h", vec![]).max_hold(delay(10 * S)))
+        .unwrap();
+    a.submit("p", &JobSpec::new("d", vec![]).not_before(delay(10 * S)))
+        .unwrap();
+    a.claim("p", "h", "w", secs(5)).unwrap();
+    assert!(a.check().unwrap().ok());
+    let c = rusqlite::Connection::open(env.path()).unwrap();
+    c.execute_batch(&format!(
+        "UPDATE jobs SET expires_us = {} WHERE job = 'h';
+         UPDATE jobs SET due_us = NULL WHERE job = 'd';",
+        T0 + 11 * S
+    ))
+    .unwrap();
+    let v = a.check().unwrap().violations;
+    assert!(v.iter().any(|m| m.contains("past its hold limit")), "{v:?}");
+    assert!(v.iter().any(|m| m.contains("job p/d: parked")), "{v:?}");
+}
+
 // ---- clock jumps: real processes under libfaketime (SQLite file) ----
 
 /// Run this test binary's `jump_child` under `faketime -f <offset>` with

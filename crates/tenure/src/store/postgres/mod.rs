@@ -16,8 +16,10 @@
 //! opens from many hosts create it exactly once. A `tenure` schema with
 //! tables but without the version row is refused as "not a tenure store".
 //! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
-//! layout, only ever existed on SQLite), so there is nothing to migrate yet;
-//! a future version migrates forward in the same guarded transaction.
+//! layout, only ever existed on SQLite); a fresh store is created at 2 and
+//! migrated forward, and an older store is migrated forward, in the same
+//! guarded transaction (version 3: scheduling and hold limits, see
+//! `MIGRATE_2_TO_3`).
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
