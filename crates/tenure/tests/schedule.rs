@@ -4,8 +4,6 @@
 //! the clock-jump tests run real processes under libfaketime.
 mod common;
 use common::*;
-use std::io::Write;
-use std::process::{Command, Stdio};
 use tenure::*;
 
 const S: i64 = 1_000_000;
@@ -601,32 +599,17 @@ fn check_reports_a_lease_past_its_hold_limit_and_a_misparked_job() {
 
 // ---- clock jumps: real processes under libfaketime (SQLite file) ----
 
-/// Run this test binary's `jump_child` under `faketime -f <offset>` with
-/// `mode`, on the store at `path`; its stdout.
-fn under_faketime(offset: &str, mode: &str, path: &std::path::Path) -> String {
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new("faketime")
-        .args(["-f", offset])
-        .arg(&exe)
-        .args([
-            "--exact",
-            "jump_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("TENURE_JUMP_MODE", mode)
-        .env("TENURE_JUMP_STORE", path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("faketime (Debian package faketime) must be installed: cargo xtask test does it");
-    child.stdin.take().unwrap().write_all(b"").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(out.status.success(), "{offset} {mode}: {text}");
-    text
+/// `jump_child` in `mode` on the store at `path`, under `faketime -f <offset>`.
+fn under_faketime_at(offset: &str, mode: &str, path: &std::path::Path) -> String {
+    under_faketime(
+        offset,
+        "jump_child",
+        &[
+            ("TENURE_JUMP_MODE", mode),
+            ("TENURE_JUMP_STORE", path.to_str().unwrap()),
+        ],
+        "",
+    )
 }
 
 #[test]
@@ -652,10 +635,13 @@ fn clock_jumps_never_make_a_delayed_job_due_early_or_a_deadline_later() {
     // Backward: a process whose clock reads two hours earlier can neither
     // claim the delayed job (clock_rollback: the store has seen later) nor
     // see it due.
-    let out = under_faketime("-2h", "claim-delayed", &path);
+    let out = under_faketime_at("-2h", "claim-delayed", &path);
     assert!(out.contains("REFUSED clock_rollback"), "{out}");
+    // Forward by 30 minutes: still not due.
+    let out = under_faketime_at("+1800", "claim-delayed", &path);
+    assert!(out.contains("REFUSED not_claimable"), "{out}");
     // Forward by 2 h: due now (by that clock); the process claims it.
-    let out = under_faketime("+2h", "claim-delayed", &path);
+    let out = under_faketime_at("+2h", "claim-delayed", &path);
     assert!(out.contains("CLAIMED delayed"), "{out}");
     let a = Authority::open(&path, &Options::new()).unwrap();
     let v = a.job("p", "delayed").unwrap();
@@ -665,7 +651,7 @@ fn clock_jumps_never_make_a_delayed_job_due_early_or_a_deadline_later() {
     // (at +2h30m by its clock), then one whose clock went back (+2h) cannot
     // renew at all, one an hour later (+3h) is held at the limit, and one
     // that jumped forward past the limit (+5h) finds the lease expired.
-    let out = under_faketime("+9000", "claim-held", &path);
+    let out = under_faketime_at("+9000", "claim-held", &path);
     let token = out
         .lines()
         .find_map(|l| l.split_once("TOKEN ").map(|(_, t)| t))
@@ -678,11 +664,11 @@ fn clock_jumps_never_make_a_delayed_job_due_early_or_a_deadline_later() {
         .parse()
         .unwrap();
     std::fs::write(dir.path().join("token"), &token).unwrap();
-    let out = under_faketime("+2h", "renew-held", &path);
+    let out = under_faketime_at("+2h", "renew-held", &path);
     assert!(out.contains("REFUSED clock_rollback"), "{out}");
-    let out = under_faketime("+10800", "renew-held", &path);
+    let out = under_faketime_at("+10800", "renew-held", &path);
     assert!(out.contains("REFUSED hold_limit"), "{out}");
-    let out = under_faketime("+5h", "renew-held", &path);
+    let out = under_faketime_at("+5h", "renew-held", &path);
     assert!(out.contains("REFUSED lease_expired"), "{out}");
     // Nothing ever extended the lease past claim time + 90 minutes.
     let v = a.job("p", "held").unwrap();

@@ -73,6 +73,44 @@ impl Env {
     }
 }
 
+/// Run the ignored test `child` of this test binary under `faketime -f
+/// <offset>` (libfaketime) with `envs`, `stdin` on its standard input; its
+/// standard output (the harness's lines and the child's, possibly on one
+/// line). Fails the calling test if the child fails.
+pub fn under_faketime(offset: &str, child: &str, envs: &[(&str, &str)], stdin: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().unwrap();
+    let mut proc = Command::new("faketime")
+        .args(["-f", offset])
+        .arg(&exe)
+        .args([
+            "--exact",
+            child,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .envs(envs.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("faketime (Debian package faketime) must be installed: cargo xtask test does it");
+    proc.stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = proc.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{child} under faketime {offset} failed: {text}"
+    );
+    text
+}
+
 pub fn open(dir: &tempfile::TempDir, clock: &ManualClock) -> Authority {
     Authority::open(dir.path().join("store.db"), &options().clock(clock.clone())).unwrap()
 }
