@@ -171,6 +171,18 @@ enum tenure_status
    * A bug in the library, or a caught panic.
    */
   TENURE_INTERNAL = 21,
+  /**
+   * A renewal would extend a lease past its claim's hard ownership limit.
+   */
+  TENURE_HOLD_LIMIT = 22,
+  /**
+   * A reader asked for events before the pruned horizon.
+   */
+  TENURE_HISTORY_PRUNED = 23,
+  /**
+   * Deleting a production that still has a live job.
+   */
+  TENURE_PRODUCTION_LIVE = 24,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
