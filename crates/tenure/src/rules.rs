@@ -1011,15 +1011,17 @@ pub(crate) fn fail(
     retry_after: Option<Delay>,
 ) -> Result<JobState> {
     validate::reason(reason)?;
-    let fallback = if retry_after.is_none() {
-        production_backoffs(s, std::slice::from_ref(key))?
+    let now = s.guarded_sample()?;
+    let row = current(s.txn.as_mut(), key, now)?;
+    // The production's back-off is read only when nothing closer decides.
+    let fallback = if retry_after.is_none() && row.backoff.is_none() {
+        s.txn.production(&row.production)?.and_then(|p| p.backoff)
     } else {
-        Default::default()
+        None
     };
-    transition(s, key, |row, now| {
-        let p = fallback.get(row.production.as_str()).copied().flatten();
-        failed(row, now, reason, permanent, retry_after, p)
-    })
+    let (c, state) = failed(row, now, reason, permanent, retry_after, fallback)?;
+    write(s, c)?;
+    Ok(state)
 }
 
 /// The default back-off of each production the leases belong to, for
