@@ -177,6 +177,10 @@ enum tenure_status
    */
   TENURE_INTERNAL = 21,
   /**
+   * A renewal would extend a lease past its claim's hard ownership limit.
+   */
+  TENURE_HOLD_LIMIT = 22,
+  /**
    * A reader asked for events before the pruned horizon.
    */
   TENURE_HISTORY_PRUNED = 23,

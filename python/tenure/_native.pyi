@@ -29,6 +29,7 @@ __all__ = [
     "Edit",
     "Event",
     "HistoryPruned",
+    "HoldLimit",
     "InternalError",
     "InvalidArgument",
     "InvalidDuration",
@@ -159,6 +160,8 @@ class StoreError(TenureError):
 class InternalError(TenureError):
     """A bug in tenure (an internal invariant broke or a panic was caught)."""
 
+class HoldLimit(TenureError):
+    """A renewal would extend a lease past its claim's hard ownership limit."""
 class HistoryPruned(TenureError):
     """A reader asked for events before the pruned horizon; they are gone.
 

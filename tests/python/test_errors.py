@@ -18,11 +18,10 @@ NAMES = [
     "NoJobAvailable", "StaleLease", "LeaseExpired", "LeaseClosed", "LeasePending",
     "NotExtended", "Cancelled", "JobTerminal", "ClockRollback", "TokenMalformed",
     "TokenTooLarge", "TokenUnsupportedVersion", "Busy", "SchemaTooNew", "StoreError",
-    "InternalError", "HistoryPruned", "ProductionLive",
+    "InternalError", "HoldLimit", "HistoryPruned", "ProductionLive",
 ]
-# The stable numbers of NAMES, in order (22, `hold_limit`, belongs to
-# another change of this release).
-CODES = [*range(1, 22), 23, 24]
+# The stable numbers of NAMES, in order.
+CODES = list(range(1, 25))
 
 
 def test_hierarchy_and_codes() -> None:
@@ -155,6 +154,9 @@ def test_every_error_is_reachable(auth: tenure.Authority, prod: str, tmp_path: P
     unreachable = {"InternalError"}
     if report.horizon == 0:
         unreachable.add("HistoryPruned")
+    # A renewal past a hold limit comes with the Python hold-limit calls (not
+    # in this package yet); its mapping is covered by test_hierarchy_and_codes.
+    unreachable.add("HoldLimit")
     if on_postgres():
         # The server's clock is the authority's: a client under libfaketime
         # cannot roll it back (the Rust suite's skew test covers the server).

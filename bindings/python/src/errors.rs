@@ -111,6 +111,9 @@ fn doc(code: ErrorCode) -> String {
         ErrorCode::Internal => {
             "A bug in tenure (an internal invariant broke or a panic was caught)."
         }
+        ErrorCode::HoldLimit => {
+            "A renewal would extend a lease past its claim's hard ownership limit."
+        }
         ErrorCode::HistoryPruned => {
             "A reader asked for events before the pruned horizon; they are gone."
         }

@@ -208,6 +208,7 @@ TENURE_HPP_ERROR_CLASS(Busy, TENURE_BUSY)
 TENURE_HPP_ERROR_CLASS(SchemaTooNew, TENURE_SCHEMA_TOO_NEW)
 TENURE_HPP_ERROR_CLASS(Store, TENURE_STORE)
 TENURE_HPP_ERROR_CLASS(Internal, TENURE_INTERNAL)
+TENURE_HPP_ERROR_CLASS(HoldLimit, TENURE_HOLD_LIMIT)
 TENURE_HPP_ERROR_CLASS(HistoryPruned, TENURE_HISTORY_PRUNED)
 TENURE_HPP_ERROR_CLASS(ProductionLive, TENURE_PRODUCTION_LIVE)
 
@@ -242,6 +243,7 @@ using InternalError = Internal;
     case TENURE_SCHEMA_TOO_NEW: throw SchemaTooNew(message);
     case TENURE_STORE: throw Store(message);
     case TENURE_INTERNAL: throw Internal(message);
+    case TENURE_HOLD_LIMIT: throw HoldLimit(message);
     case TENURE_HISTORY_PRUNED: throw HistoryPruned(message);
     case TENURE_PRODUCTION_LIVE: throw ProductionLive(message);
     default: throw Error(status, message);

@@ -29,7 +29,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tenure::{Age, Authority, ErrorCode, JobSpec, Options, Retention, Synchronous, Ttl};
+use tenure::{Age, Authority, Delay, ErrorCode, JobSpec, Options, Retention, Synchronous, Ttl};
 
 type Args = HashMap<String, String>;
 
@@ -249,9 +249,13 @@ fn lifecycle(a: &Args) -> String {
 
 /// claim_next + complete with `queued` requested jobs behind `queued`
 /// completed ones (NORMAL, so the query cost is not hidden behind fsync).
+/// `--scheduled-pct P` makes P % of the requested jobs due only a day later
+/// and puts them ahead of the others (priority 1, spread through the
+/// submission order): claim-next must pass over them to find due work.
 fn claim_next_scale(a: &Args) -> String {
     let queued: usize = arg(a, "queued", 1000);
-    let cycles: usize = arg(a, "cycles", 500).min(queued);
+    let scheduled_pct: usize = arg(a, "scheduled-pct", 0).min(99);
+    let cycles: usize = arg(a, "cycles", 500).min(queued * (100 - scheduled_pct) / 100);
     let dir = tempdir();
     let auth = Authority::open(
         dir.join("t.db"),
@@ -276,7 +280,15 @@ fn claim_next_scale(a: &Args) -> String {
     while i < queued {
         let k = (queued - i).min(10_000);
         let specs: Vec<JobSpec> = (i..i + k)
-            .map(|j| JobSpec::new(format!("{specs_prefix}{j:08}"), b"p".to_vec()))
+            .map(|j| {
+                let spec = JobSpec::new(format!("{specs_prefix}{j:08}"), b"p".to_vec());
+                if j % 100 < scheduled_pct {
+                    spec.priority(1)
+                        .not_before(Delay::from_micros(86_400_000_000).unwrap())
+                } else {
+                    spec
+                }
+            })
             .collect();
         auth.submit_many("bench", &specs).unwrap();
         i += k;
@@ -291,7 +303,7 @@ fn claim_next_scale(a: &Args) -> String {
     let secs = start.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&dir);
     format!(
-        r#"{{"workload":"claim-next","queued":{queued},"cycles":{cycles},"seconds":{secs:.6},"cycles_per_s":{:.2}}}"#,
+        r#"{{"workload":"claim-next","queued":{queued},"scheduled_pct":{scheduled_pct},"cycles":{cycles},"seconds":{secs:.6},"cycles_per_s":{:.2}}}"#,
         cycles as f64 / secs
     )
 }

@@ -86,6 +86,8 @@ statuses! {
         TENURE_STORE = 20 => c"store",
         /// A bug in the library, or a caught panic.
         TENURE_INTERNAL = 21 => c"internal",
+        /// A renewal would extend a lease past its claim's hard ownership limit.
+        TENURE_HOLD_LIMIT = 22 => c"hold_limit",
         /// A reader asked for events before the pruned horizon.
         TENURE_HISTORY_PRUNED = 23 => c"history_pruned",
         /// Deleting a production that still has a live job.

@@ -345,6 +345,7 @@ impl Authority {
                     name: p.name,
                     created_us: p.created_us,
                     cancelled_us: p.cancelled_us,
+                    backoff: p.backoff,
                 })
                 .collect())
         })
@@ -381,6 +382,17 @@ impl Authority {
                 .map(|r| rules::view(&r, now))
                 .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))
         })
+    }
+
+    /// When claim-next on `production` may next find work that nobody
+    /// writes: the earliest not-before time of a requested job still
+    /// waiting for it, or the earliest expiry of a claimed job, whichever
+    /// comes first (µs since the epoch; `None` if neither exists; a time
+    /// already past means now).
+    pub fn next_due_us(&self, production: &str) -> Result<Option<i64>> {
+        crate::validate::id("production", production)?;
+        self.inner
+            .read(|t, _| rules::next_claimable_us(t, production))
     }
 
     /// A job's payload.
@@ -542,6 +554,7 @@ impl Authority {
                 name: p.name,
                 created_us: p.created_us,
                 cancelled_us: p.cancelled_us,
+                backoff: p.backoff,
             }))?;
             n += 1;
             let mut after: Option<String> = None;

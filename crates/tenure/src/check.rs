@@ -140,6 +140,24 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
             {
                 v.push(format!("job {name}: claimed without a claim ID or expiry"));
             }
+            if row.parked && (row.state != Stored::Requested || row.due_us.is_none()) {
+                v.push(format!(
+                    "job {name}: parked while {} (due time {:?}); only a requested job with a \
+                     due time may be",
+                    row.state.as_str(),
+                    row.due_us
+                ));
+            }
+            if let (Stored::Claimed, Some(hold), Some(claimed), Some(exp)) =
+                (row.state, row.max_hold_us, row.claimed_us, row.expires_us)
+            {
+                if exp > claimed.saturating_add(hold) {
+                    v.push(format!(
+                        "job {name}: lease expires at {exp} µs, past its hold limit at {} µs",
+                        claimed.saturating_add(hold)
+                    ));
+                }
+            }
             if let Some(d) = &row.secret_digest {
                 if d.len() != 32 {
                     v.push(format!(

@@ -7,7 +7,7 @@ use crate::lease::{lock, Lease, Settle, Shared};
 use crate::model::{Execution, Fact, JobState, LeaseStatus};
 use crate::rules::{self, LeaseKey};
 use crate::session::Session;
-use crate::ttl::Ttl;
+use crate::ttl::{Delay, Ttl};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -131,7 +131,22 @@ impl Edit {
 
     /// Fail a lease (see [`Lease::fail`]); it closes when the edit commits.
     pub fn fail(&mut self, lease: &Lease, reason: &str, permanent: bool) -> Result<JobState> {
-        self.transition(lease, |s, k| transitions::fail(s, k, reason, permanent))
+        self.transition(lease, |s, k| {
+            transitions::fail(s, k, reason, permanent, None)
+        })
+    }
+
+    /// Fail a lease retryably with a retry delay (see
+    /// [`Lease::fail_retry_after`]); it closes when the edit commits.
+    pub fn fail_retry_after(
+        &mut self,
+        lease: &Lease,
+        reason: &str,
+        delay: Delay,
+    ) -> Result<JobState> {
+        self.transition(lease, |s, k| {
+            transitions::fail(s, k, reason, false, Some(delay))
+        })
     }
 
     /// Complete with facts (see [`Lease::complete`]); it closes when the

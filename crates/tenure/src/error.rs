@@ -15,7 +15,8 @@ pub enum Error {
     /// A malformed ID, holder, payload, reason, fact, pointer or number.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// A lease duration that is not a whole number of microseconds in 1 µs..=24 h.
+    /// A duration that is not a whole number of microseconds in its range
+    /// (a lease: 1 µs..=24 h; a delay: 0..=366 days).
     #[error("invalid duration: {0}")]
     InvalidDuration(String),
     /// The production or job does not exist.
@@ -104,6 +105,10 @@ pub enum Error {
     /// Deleting a production that still has a live (non-terminal) job.
     #[error("production live: {0}")]
     ProductionLive(String),
+    /// A renewal would extend a lease past its claim's hard ownership
+    /// limit (claim time + the job's max hold); the lease keeps its expiry.
+    #[error("hold limit: {0}")]
+    HoldLimit(String),
 }
 
 /// The error table: for every code its number, [`ErrorCode`] variant (named
@@ -176,7 +181,7 @@ error_table! {
     1 InvalidArgument "invalid_argument"
         "A malformed ID, holder, payload, reason, fact, pointer or number.";
     2 InvalidDuration "invalid_duration"
-        "A lease duration that is not a whole number of microseconds in 1 µs..=24 h.";
+        "A duration that is not a whole number of microseconds in its range (lease 1 µs..=24 h, delay 0..=366 days).";
     3 NotFound "not_found"
         "The production or job does not exist.";
     4 Conflict "conflict"
@@ -215,6 +220,8 @@ error_table! {
         "The store failed: I/O error, corrupt or foreign file, read-only, full disk.";
     21 Internal "internal"
         "A bug: an invariant of the library itself broke, or a panic was caught.";
+    22 HoldLimit "hold_limit"
+        "A renewal would extend a lease past its claim's hard ownership limit.";
     23 HistoryPruned "history_pruned"
         "A reader asked for events before the pruned horizon; they are gone.";
     24 ProductionLive "production_live"
@@ -261,6 +268,7 @@ impl Error {
             Busy,
             Store,
             Internal,
+            HoldLimit,
             ProductionLive
         )
     }
@@ -308,21 +316,19 @@ mod tests {
 
     #[test]
     fn codes_are_stable_and_dense() {
-        // 22 (`hold_limit`) is assigned to another change of this release;
-        // until it lands the table skips it.
         let numbers: Vec<u32> = ErrorCode::ALL.iter().map(|c| c.as_u32()).collect();
-        let want: Vec<u32> = (1..=24).filter(|n| *n != 22).collect();
+        let want: Vec<u32> = (1..=24).collect();
         assert_eq!(numbers, want);
         for c in ErrorCode::ALL {
             assert_eq!(ErrorCode::from_u32(c.as_u32()), Some(c));
         }
         assert_eq!(ErrorCode::from_u32(0), None);
-        assert_eq!(ErrorCode::from_u32(22), None);
         assert_eq!(ErrorCode::from_u32(25), None);
         // Spot-check numbers that the C ABI has published.
         assert_eq!(ErrorCode::StaleLease as u32, 7);
         assert_eq!(ErrorCode::ClockRollback as u32, 14);
         assert_eq!(ErrorCode::Internal as u32, 21);
+        assert_eq!(ErrorCode::HoldLimit as u32, 22);
     }
 
     #[test]
@@ -384,6 +390,7 @@ mod tests {
             "schema_too_new",
             "store",
             "internal",
+            "hold_limit",
             "history_pruned",
             "production_live",
         ];
@@ -417,6 +424,7 @@ mod tests {
                 ErrorCode::SchemaTooNew,
             ),
             (Error::Internal(String::new()), ErrorCode::Internal),
+            (Error::HoldLimit(String::new()), ErrorCode::HoldLimit),
         ];
         for (e, c) in cases {
             assert_eq!(e.code(), c);

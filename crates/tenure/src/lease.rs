@@ -7,7 +7,7 @@ use crate::rules::{LeaseKey, Minted};
 use crate::secret::Secret;
 use crate::session::Session;
 use crate::token::{self, Token};
-use crate::ttl::Ttl;
+use crate::ttl::{Delay, Ttl};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use uuid::Uuid;
@@ -50,7 +50,7 @@ pub(crate) mod transitions {
     use crate::model::{Execution, Fact, JobState};
     use crate::rules::{self, LeaseKey};
     use crate::session::Session;
-    use crate::ttl::Ttl;
+    use crate::ttl::{Delay, Ttl};
 
     pub(crate) fn renew(s: &mut Session, k: &LeaseKey<'_>, ttl: Ttl) -> Result<((), Settle)> {
         let expires_us = rules::renew(s, k, ttl)?;
@@ -66,8 +66,12 @@ pub(crate) mod transitions {
         k: &LeaseKey<'_>,
         reason: &str,
         permanent: bool,
+        retry_after: Option<Delay>,
     ) -> Result<(JobState, Settle)> {
-        Ok((rules::fail(s, k, reason, permanent)?, Settle::Close))
+        Ok((
+            rules::fail(s, k, reason, permanent, retry_after)?,
+            Settle::Close,
+        ))
     }
 
     pub(crate) fn complete(
@@ -103,17 +107,23 @@ pub(crate) mod transitions {
         settled(r, |st| (st, Settle::Close))
     }
 
-    /// `args[i]`: the reason and permanence for `keys[i]`.
+    /// `args[i]`: the reason and permanence for `keys[i]`. A batched
+    /// failure names no retry delay: a retryable one is due after the
+    /// job's or its production's back-off, like [`crate::Lease::fail`].
     pub(crate) fn fail_many(
         s: &mut Session,
         keys: &[LeaseKey<'_>],
         args: &[(&str, bool)],
     ) -> Outcomes<JobState> {
+        let backoffs = rules::production_backoffs(s, keys)?;
         let r = rules::transition_many(
             s,
             keys,
             |i| crate::validate::reason(args[i].0),
-            |i, row, now| rules::failed(row, now, args[i].0, args[i].1),
+            |i, row, now| {
+                let p = backoffs.get(row.production.as_str()).copied().flatten();
+                rules::failed(row, now, args[i].0, args[i].1, None, p)
+            },
         );
         settled(r, |st| (st, Settle::Close))
     }
@@ -251,9 +261,12 @@ impl Lease {
         Ok(out)
     }
 
-    /// Extend the lease to `now + ttl`. The new expiry must be later than the
-    /// current one ([`Error::NotExtended`]) and the renewal must commit before
-    /// the current expiry ([`Error::LeaseExpired`]).
+    /// Extend the lease to `now + ttl`, capped at the claim time plus the
+    /// job's hold limit if it has one ([`Lease::expires_us`] then tells the
+    /// capped expiry). The new expiry must be later than the current one
+    /// ([`Error::NotExtended`]; [`Error::HoldLimit`] when only the hold limit
+    /// stops it) and the renewal must commit before the current expiry
+    /// ([`Error::LeaseExpired`]).
     pub fn renew(&self, ttl: Ttl) -> Result<()> {
         self.transition(|s, k| transitions::renew(s, k, ttl))
     }
@@ -266,9 +279,18 @@ impl Lease {
     }
 
     /// Report failure: requested again if `permanent` is false and attempts
-    /// remain, else failed. `reason` (≤ 1024 bytes) is recorded. Closes the lease.
+    /// remain (due after the job's back-off step, else the production's,
+    /// else at once), else failed. `reason` (≤ 1024 bytes) is recorded. Closes the lease.
     pub fn fail(&self, reason: &str, permanent: bool) -> Result<JobState> {
-        self.transition(|s, k| transitions::fail(s, k, reason, permanent))
+        self.transition(|s, k| transitions::fail(s, k, reason, permanent, None))
+    }
+
+    /// Report a retryable failure and name when to retry: requested again,
+    /// due `delay` after this failure is recorded (zero: at once, whatever
+    /// back-off the job or production has), if attempts remain; else failed.
+    /// Closes the lease.
+    pub fn fail_retry_after(&self, reason: &str, delay: Delay) -> Result<JobState> {
+        self.transition(|s, k| transitions::fail(s, k, reason, false, Some(delay)))
     }
 
     /// Complete the job, publishing `facts` and provenance in the same

@@ -79,7 +79,7 @@ pub use retention::{
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;
 pub use token::{Token, MAX_TOKEN_LEN, TOKEN_PREFIX};
-pub use ttl::Ttl;
+pub use ttl::{Backoff, Delay, Ttl};
 pub use uuid::Uuid;
 pub use wait::WaitCancel;
 

@@ -4,6 +4,7 @@
 //! (holder, claim ID) and expiry only.
 
 use crate::error::{Error, Result};
+use crate::ttl::{Backoff, Delay};
 use std::fmt;
 use std::str::FromStr;
 use uuid::Uuid;
@@ -96,6 +97,17 @@ pub struct JobSpec {
     pub priority: i32,
     /// Claims allowed in total, 1..=1000 (default 3). Release does not refund one.
     pub max_attempts: u32,
+    /// Not claimable until this long after the submission is recorded (by
+    /// the authority's clock). Not part of the job's content: resubmitting
+    /// the same job with another delay is still
+    /// [`Submitted::Existing`] and changes nothing.
+    pub not_before: Option<Delay>,
+    /// Hard ownership limit per claim: no renewal extends a lease past its
+    /// claim time plus this (must be positive). Part of the job's content.
+    pub max_hold: Option<Delay>,
+    /// Retry back-off after a retryable failure that names no delay;
+    /// overrides the production's. Part of the job's content.
+    pub backoff: Option<Backoff>,
 }
 
 impl JobSpec {
@@ -106,6 +118,9 @@ impl JobSpec {
             payload: payload.into(),
             priority: 0,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
+            not_before: None,
+            max_hold: None,
+            backoff: None,
         }
     }
     /// Set the priority.
@@ -118,6 +133,21 @@ impl JobSpec {
         self.max_attempts = n;
         self
     }
+    /// Not claimable before `delay` has passed after submission (zero: at once).
+    pub fn not_before(mut self, delay: Delay) -> JobSpec {
+        self.not_before = Some(delay);
+        self
+    }
+    /// Hard per-claim ownership limit (see [`JobSpec::max_hold`](field@JobSpec::max_hold)).
+    pub fn max_hold(mut self, limit: Delay) -> JobSpec {
+        self.max_hold = Some(limit);
+        self
+    }
+    /// Retry back-off of this job (overrides the production's).
+    pub fn backoff(mut self, policy: Backoff) -> JobSpec {
+        self.backoff = Some(policy);
+        self
+    }
 }
 
 impl fmt::Debug for JobSpec {
@@ -127,6 +157,9 @@ impl fmt::Debug for JobSpec {
             .field("payload_len", &self.payload.len())
             .field("priority", &self.priority)
             .field("max_attempts", &self.max_attempts)
+            .field("not_before", &self.not_before)
+            .field("max_hold", &self.max_hold)
+            .field("backoff", &self.backoff)
             .finish()
     }
 }
@@ -200,6 +233,14 @@ pub struct JobView {
     pub payload_len: u64,
     /// The reason given by the latest failure, if any.
     pub last_error: Option<String>,
+    /// A requested job's not-before time (µs since the epoch): it is not
+    /// claimable while the authority's clock reads earlier. `None` once
+    /// claimed, or when it was due at once.
+    pub due_us: Option<i64>,
+    /// The hard per-claim ownership limit in µs, if the job has one.
+    pub max_hold_us: Option<i64>,
+    /// The job's own retry back-off, if it has one.
+    pub backoff: Option<Backoff>,
 }
 
 /// A production and its job counts by observed state.
@@ -211,6 +252,8 @@ pub struct ProductionView {
     pub created_us: i64,
     /// When it was cancelled, if it was.
     pub cancelled_us: Option<i64>,
+    /// The production's default retry back-off, if set.
+    pub backoff: Option<Backoff>,
 }
 
 /// Paging and filtering for job listings (keyset paging by job ID).

@@ -38,8 +38,21 @@ macro_rules! shared_operations {
             self.step(|s| $crate::rules::cancel_production(s, production))
         }
 
+        /// Set (`Some`) or clear (`None`) a production's default retry
+        /// back-off: a retryable failure that names no delay, of a job
+        /// without its own back-off, makes the job due again after the
+        /// policy's step for the failed attempt. Not an event; jobs already
+        /// waiting keep their due time.
+        pub fn set_production_backoff(
+            &$($mut)? self,
+            production: &str,
+            backoff: Option<$crate::Backoff>,
+        ) -> $crate::Result<()> {
+            self.step(|s| $crate::rules::set_production_backoff(s, production, backoff))
+        }
+
         /// Submit a job. Same ID and same content (payload, priority,
-        /// max_attempts) is [`Submitted::Existing`](crate::Submitted::Existing);
+        /// max_attempts, max_hold, backoff; not the not-before delay) is [`Submitted::Existing`](crate::Submitted::Existing);
         /// different content is [`Error::Conflict`](crate::Error::Conflict).
         /// The production must exist.
         pub fn submit(

@@ -11,7 +11,7 @@ use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::secret::Secret;
 use crate::session::Session;
 use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn};
-use crate::ttl::Ttl;
+use crate::ttl::{Backoff, Delay, Ttl};
 use crate::validate;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -73,7 +73,30 @@ pub(crate) fn view(row: &JobRow, now: i64) -> JobView {
         updated_us: row.updated_us,
         payload_len: row.payload_len,
         last_error: row.last_error.clone(),
+        due_us: row.due_us,
+        max_hold_us: row.max_hold_us,
+        backoff: row.backoff,
     }
+}
+
+/// `now + delay` for a requested row: sets its not-before time and parks it
+/// out of claim-next's scan when that is later than `now`.
+fn schedule(row: &mut JobRow, now: i64, delay: Delay) {
+    if delay.as_micros() == 0 {
+        row.due_us = None;
+        row.parked = false;
+    } else {
+        // At most 366 days after a clock reading: no overflow in practice;
+        // saturate rather than wrap if a clock reads near the end of time.
+        row.due_us = Some(now.saturating_add(delay.as_micros()));
+        row.parked = true;
+    }
+}
+
+/// Whether a requested row is not yet due at `now`.
+fn not_due(row: &JobRow, now: i64) -> Option<i64> {
+    row.due_us
+        .filter(|&d| row.state == Stored::Requested && now < d)
 }
 
 fn name(row: &JobRow) -> String {
@@ -118,6 +141,7 @@ pub(crate) fn create_production(s: &mut Session, production: &str) -> Result<boo
         name: production.to_owned(),
         created_us: now,
         cancelled_us: None,
+        backoff: None,
     })?;
     s.txn.append_event(&NewEvent {
         at_us: now,
@@ -139,16 +163,26 @@ fn valid_submission(production: &str, spec: &JobSpec) -> Result<()> {
     validate::id("production", production)?;
     validate::id("job", &spec.job)?;
     validate::payload(&spec.payload)?;
-    validate::max_attempts(spec.max_attempts)
+    validate::max_attempts(spec.max_attempts)?;
+    if spec.max_hold.is_some_and(|h| h.as_micros() == 0) {
+        return Err(Error::InvalidDuration(format!(
+            "job {production}/{}: a hold limit must be positive",
+            spec.job
+        )));
+    }
+    Ok(())
 }
 
 /// What an existing ID was submitted with: its job row, or the tombstone a
 /// pruned terminal job left (docs/design.md, "Retention"), which answers
-/// resubmissions exactly as the row did.
+/// resubmissions exactly as the row did. The not-before delay is not part
+/// of it: a resubmission later is the same job.
 struct Known<'a> {
     payload_digest: &'a [u8],
     priority: i32,
     max_attempts: u32,
+    max_hold_us: Option<i64>,
+    backoff: Option<Backoff>,
 }
 
 impl<'a> From<&'a JobRow> for Known<'a> {
@@ -157,6 +191,8 @@ impl<'a> From<&'a JobRow> for Known<'a> {
             payload_digest: &r.payload_digest,
             priority: r.priority,
             max_attempts: r.max_attempts,
+            max_hold_us: r.max_hold_us,
+            backoff: r.backoff,
         }
     }
 }
@@ -167,6 +203,8 @@ impl<'a> From<&'a crate::store::Tombstone> for Known<'a> {
             payload_digest: &t.payload_digest,
             priority: t.priority,
             max_attempts: t.max_attempts,
+            max_hold_us: t.max_hold_us,
+            backoff: t.backoff,
         }
     }
 }
@@ -189,6 +227,12 @@ fn resubmitted(
     if existing.max_attempts != spec.max_attempts {
         diff.push("max_attempts");
     }
+    if existing.max_hold_us != spec.max_hold.map(Delay::as_micros) {
+        diff.push("max_hold");
+    }
+    if existing.backoff != spec.backoff {
+        diff.push("backoff");
+    }
     if diff.is_empty() {
         Ok(Submitted::Existing)
     } else {
@@ -202,7 +246,7 @@ fn resubmitted(
 
 /// The row of a new submission.
 fn new_job(production: &str, spec: &JobSpec, digest: Vec<u8>, now: i64) -> JobRow {
-    JobRow {
+    let mut row = JobRow {
         seq: 0,
         production: production.to_owned(),
         job: spec.job.clone(),
@@ -220,7 +264,25 @@ fn new_job(production: &str, spec: &JobSpec, digest: Vec<u8>, now: i64) -> JobRo
         created_us: now,
         updated_us: now,
         last_error: None,
-    }
+        due_us: None,
+        parked: false,
+        max_hold_us: spec.max_hold.map(Delay::as_micros),
+        backoff: spec.backoff,
+    };
+    schedule(&mut row, now, spec.not_before.unwrap_or_default());
+    row
+}
+
+/// The event detail of a new submission: when it is due, if later.
+fn submitted_detail(row: &JobRow, spec: &JobSpec) -> String {
+    row.due_us
+        .map(|d| {
+            format!(
+                "due at {d} µs (after {})",
+                spec.not_before.unwrap_or_default()
+            )
+        })
+        .unwrap_or_default()
 }
 
 fn cancelled_production(production: &str) -> Error {
@@ -246,9 +308,12 @@ pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Resul
     }
     let mut row = new_job(production, spec, digest, now);
     row.seq = s.txn.insert_job(&row, &spec.payload)?;
+    let detail = submitted_detail(&row, spec);
     s.txn
-        .append_event(&event(&row, EventKind::Submitted, now, ""))?;
-    s.work_ready(production);
+        .append_event(&event(&row, EventKind::Submitted, now, &detail))?;
+    if !row.parked {
+        s.work_ready(production);
+    }
     Ok(Submitted::Created)
 }
 
@@ -340,13 +405,20 @@ pub(crate) fn submit_many(
             created.push(k);
         }
     }
+    let details: Vec<String> = created
+        .iter()
+        .map(|&k| submitted_detail(&rows[k], &specs[fresh[k]]))
+        .collect();
     let events: Vec<NewEvent<'_>> = created
         .iter()
-        .map(|&k| event(&rows[k], EventKind::Submitted, now, ""))
+        .zip(&details)
+        .map(|(&k, d)| event(&rows[k], EventKind::Submitted, now, d))
         .collect();
     if !events.is_empty() {
         s.txn.write_batch(&[], &[], &[], &events)?;
-        s.work_ready(production);
+        if created.iter().any(|&k| !rows[k].parked) {
+            s.work_ready(production);
+        }
     }
     out.into_iter()
         .map(|o| o.ok_or_else(|| Error::Internal("a submission got no outcome".into())))
@@ -408,7 +480,9 @@ fn write(s: &mut Session, c: Change) -> Result<()> {
 /// failure) may have made work claimable: flag the production so that the
 /// commit rings the doorbell for waiters.
 fn ring_if_claimable(s: &mut Session, c: &Change) {
-    if c.row.state == Stored::Requested && !c.expiry_only {
+    // A job parked until a later due time is not claimable now: the
+    // waiter's timed wake covers it ([`next_claimable_us`]).
+    if c.row.state == Stored::Requested && !c.row.parked && !c.expiry_only {
         s.work_ready(&c.row.production);
     }
 }
@@ -464,10 +538,15 @@ fn minted(mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<(Change, 
         .flatten();
     let secret = Secret::generate()?;
     let claim_id = Uuid::new_v4();
-    let expires = now
+    let wanted = now
         .checked_add(ttl.as_micros())
         .ok_or_else(|| Error::InvalidDuration("expiry overflows the clock".into()))?;
+    // A hold limit caps the first expiry too: at most `now + max_hold`.
+    let limit = row.max_hold_us.map(|h| now.saturating_add(h));
+    let expires = limit.map_or(wanted, |l| wanted.min(l));
     row.state = Stored::Claimed;
+    row.due_us = None;
+    row.parked = false;
     row.attempts += 1;
     row.claim_id = Some(claim_id);
     row.secret_digest = Some(secret.digest().to_vec());
@@ -475,9 +554,15 @@ fn minted(mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<(Change, 
     row.claimed_us = Some(now);
     row.expires_us = Some(expires);
     row.updated_us = now;
-    let detail = previous
+    let mut detail = previous
         .map(|p| format!("reclaimed after claim {p} expired"))
         .unwrap_or_default();
+    if let Some(l) = limit {
+        if !detail.is_empty() {
+            detail.push_str("; ");
+        }
+        detail.push_str(&format!("hold limit at {l} µs"));
+    }
     let m = Minted {
         production: row.production.clone(),
         job: row.job.clone(),
@@ -512,6 +597,12 @@ pub(crate) fn claim(
     validate::holder(holder)?;
     let now = s.guarded_sample()?;
     let row = job_row(s.txn.as_mut(), production, job)?;
+    if let Some(due) = not_due(&row, now) {
+        return Err(Error::NotClaimable(format!(
+            "job {} is not due until {due} µs (now {now} µs)",
+            name(&row)
+        )));
+    }
     match classify(&row, now) {
         JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
             mint(s, row, holder, ttl, now)
@@ -591,6 +682,9 @@ fn claim_next_scan(
     if looked_up {
         exists(s)?;
     }
+    // Jobs whose not-before time has come join the scan; the others stay
+    // out of it, so the scan never walks past jobs that are not due.
+    s.txn.unpark_due(production, now, LiveScan::Claim { now })?;
     let mut cursor = None;
     let mut page = n;
     let mut out = Vec::new();
@@ -609,6 +703,9 @@ fn claim_next_scan(
         page = (n - out.len()).max(64);
         for row in rows {
             cursor = Some((row.priority, row.seq));
+            if not_due(&row, now).is_some() {
+                continue;
+            }
             match classify(&row, now) {
                 JobState::Claimed => continue,
                 JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
@@ -628,13 +725,19 @@ fn claim_next_scan(
 }
 
 /// When work not claimable now may become claimable without any commit:
+/// the earliest not-before time of a requested job parked until then, or
 /// the earliest expiry of a lease stored `claimed` in the production (an
 /// expired lease with attempts left is claimable; one without is recorded
-/// failed by the claim that meets it). A waiting claimant
-/// ([`crate::Authority::claim_next_wait`]) wakes then. `None`: only a commit
-/// can make work claimable.
+/// failed by the claim that meets it), whichever comes first. A waiting
+/// claimant ([`crate::Authority::claim_next_wait`]) wakes then; a time
+/// already past means now. `None`: only a commit can make work claimable.
 pub(crate) fn next_claimable_us(txn: &mut dyn Txn, production: &str) -> Result<Option<i64>> {
-    txn.earliest_expiry(production)
+    let due = txn.earliest_due(production)?;
+    let expiry = txn.earliest_expiry(production)?;
+    Ok(match (due, expiry) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
 }
 
 /// The authoritative check of a claimant's lease (invariant 2): production,
@@ -773,19 +876,38 @@ pub(crate) fn transition_many<T>(
 /// one, and the commit must land before the current one.
 pub(crate) fn renewed(mut row: JobRow, now: i64, ttl: Ttl) -> Result<(Change, i64)> {
     let old = row.expires_us.unwrap_or(i64::MIN);
-    let new = now
+    let wanted = now
         .checked_add(ttl.as_micros())
         .ok_or_else(|| Error::InvalidDuration("expiry overflows the clock".into()))?;
-    if new <= old {
+    if wanted <= old {
         return Err(Error::NotExtended(format!(
-            "renewing {} by {ttl} gives {new} µs, not later than the current expiry {old} µs",
+            "renewing {} by {ttl} gives {wanted} µs, not later than the current expiry {old} µs",
             name(&row)
         )));
     }
+    let limit = row
+        .max_hold_us
+        .map(|h| row.claimed_us.unwrap_or(now).saturating_add(h));
+    let new = limit.map_or(wanted, |l| wanted.min(l));
+    if new <= old {
+        return Err(Error::HoldLimit(format!(
+            "the lease on {} cannot be renewed past its hold limit at {} µs (claimed at {} µs, \
+             max hold {} µs); it expires at {old} µs",
+            name(&row),
+            limit.unwrap_or_default(),
+            row.claimed_us.unwrap_or_default(),
+            row.max_hold_us.unwrap_or_default()
+        )));
+    }
+    let detail = if new < wanted {
+        format!("capped by the hold limit at {new} µs")
+    } else {
+        String::new()
+    };
     let what = format!("the lease on {} being renewed", name(&row));
     row.expires_us = Some(new);
     row.updated_us = now;
-    let mut c = Change::new(row, EventKind::Renewed, String::new());
+    let mut c = Change::new(row, EventKind::Renewed, detail);
     c.expiry_only = true;
     c.deadline = Some((old, what));
     Ok((c, new))
@@ -831,12 +953,17 @@ pub(crate) fn release(s: &mut Session, key: &LeaseKey<'_>) -> Result<JobState> {
 }
 
 /// Fail: back to requested if retryable and attempts remain, else failed.
+/// A job back to requested is due after `retry_after` if the caller names
+/// one, else after its own back-off step, else after `production_backoff`'s
+/// (its production's default, read by the caller), else at once.
 /// `reason` was checked with [`validate::reason`].
 pub(crate) fn failed(
     mut row: JobRow,
     now: i64,
     reason: &str,
     permanent: bool,
+    retry_after: Option<Delay>,
+    production_backoff: Option<Backoff>,
 ) -> Result<(Change, JobState)> {
     let deadline = ending(&row, "failed");
     row.state = if permanent || row.attempts >= row.max_attempts {
@@ -845,6 +972,13 @@ pub(crate) fn failed(
         Stored::Requested
     };
     row.updated_us = now;
+    if row.state == Stored::Requested {
+        let delay = retry_after
+            .or_else(|| row.backoff.map(|b| b.delay_for(row.attempts)))
+            .or_else(|| production_backoff.map(|b| b.delay_for(row.attempts)))
+            .unwrap_or(Delay::ZERO);
+        schedule(&mut row, now, delay);
+    }
     row.last_error = Some(if reason.is_empty() {
         if row.state == Stored::Failed && !permanent {
             FAILED_LAST.to_owned()
@@ -855,9 +989,12 @@ pub(crate) fn failed(
         reason.to_owned()
     });
     let detail = format!(
-        "{}{}",
+        "{}{}{}",
         if permanent { "permanent: " } else { "" },
-        row.last_error.as_deref().unwrap_or("")
+        row.last_error.as_deref().unwrap_or(""),
+        row.due_us
+            .map(|d| format!(" (retry due at {d} µs)"))
+            .unwrap_or_default()
     );
     let state = row.state.as_job_state();
     let mut c = Change::new(row, EventKind::Failed, detail);
@@ -865,15 +1002,43 @@ pub(crate) fn failed(
     Ok((c, state))
 }
 
-/// Fail one lease (see [`failed`]).
+/// Fail one lease (see [`failed`]), naming a retry delay or not.
 pub(crate) fn fail(
     s: &mut Session,
     key: &LeaseKey<'_>,
     reason: &str,
     permanent: bool,
+    retry_after: Option<Delay>,
 ) -> Result<JobState> {
     validate::reason(reason)?;
-    transition(s, key, |row, now| failed(row, now, reason, permanent))
+    let now = s.guarded_sample()?;
+    let row = current(s.txn.as_mut(), key, now)?;
+    // The production's back-off is read only when nothing closer decides.
+    let fallback = if retry_after.is_none() && row.backoff.is_none() {
+        s.txn.production(&row.production)?.and_then(|p| p.backoff)
+    } else {
+        None
+    };
+    let (c, state) = failed(row, now, reason, permanent, retry_after, fallback)?;
+    write(s, c)?;
+    Ok(state)
+}
+
+/// The default back-off of each production the leases belong to, for
+/// [`failed`] (a production that does not exist has none: its lease's
+/// check refuses anyway).
+pub(crate) fn production_backoffs<'k>(
+    s: &mut Session,
+    keys: &[LeaseKey<'k>],
+) -> Result<std::collections::HashMap<&'k str, Option<Backoff>>> {
+    let mut out = std::collections::HashMap::new();
+    for k in keys {
+        if !out.contains_key(k.production) {
+            let b = s.txn.production(k.production)?.and_then(|p| p.backoff);
+            out.insert(k.production, b);
+        }
+    }
+    Ok(out)
 }
 
 fn validate_execution(e: &Execution) -> Result<()> {
@@ -999,6 +1164,8 @@ fn cancel_row(s: &mut Session, mut row: JobRow, now: i64, why: &str) -> Result<C
             };
             row.state = Stored::Cancelled;
             row.updated_us = now;
+            row.due_us = None;
+            row.parked = false;
             s.txn.update_job(&row)?;
             s.txn
                 .append_event(&event(&row, EventKind::Cancelled, now, &detail))?;
@@ -1013,6 +1180,8 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
     validate::id("production", production)?;
     let now = s.observe_now();
     production_row(s, production)?;
+    // Every job must be seen, due or not: bring the parked ones into the scan.
+    s.txn.unpark_due(production, i64::MAX, LiveScan::All)?;
     let mut n = 0;
     let mut cursor = None;
     loop {
@@ -1046,6 +1215,18 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
         detail: &detail,
     })?;
     Ok(n)
+}
+
+/// Set (or, with `None`, clear) a production's default retry back-off.
+pub(crate) fn set_production_backoff(
+    s: &mut Session,
+    production: &str,
+    backoff: Option<Backoff>,
+) -> Result<()> {
+    validate::id("production", production)?;
+    s.observe_now();
+    production_row(s, production)?;
+    s.txn.set_production_backoff(production, backoff)
 }
 
 /// Validate a decoded token against authoritative state (read snapshot).
@@ -1086,7 +1267,7 @@ pub(crate) fn stored_for(state: JobState) -> &'static [Stored] {
 }
 
 /// The answer to a reader that asks for events after `after` when the
-/// history up to `horizon` was pruned (invariant 13).
+/// history up to `horizon` was pruned (invariant 17).
 pub(crate) fn history_available(after: u64, horizon: u64) -> Result<()> {
     if after < horizon {
         Err(Error::HistoryPruned { after, horizon })
@@ -1119,6 +1300,8 @@ pub(crate) fn prune(s: &mut Session, policy: &Retention, limit: usize) -> Result
                 payload_digest: r.payload_digest.clone(),
                 priority: r.priority,
                 max_attempts: r.max_attempts,
+                max_hold_us: r.max_hold_us,
+                backoff: r.backoff,
                 state: r.state,
                 pruned_us: now,
             })
@@ -1172,6 +1355,9 @@ pub(crate) fn delete_production_step(
     validate::id("production", production)?;
     let now = s.observe_now();
     let prod = production_row(s, production)?;
+    // Every live job must be seen, due or not: bring the parked ones into
+    // the scan (not observable; undone if the step is refused).
+    s.txn.unpark_due(production, i64::MAX, LiveScan::All)?;
     let mut cursor = None;
     loop {
         let rows = s.txn.live_jobs(production, cursor, 256, LiveScan::All)?;

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::keeper::Keeper;
 use crate::lease::Lease;
 use crate::model::{Execution, Fact, JobState};
-use crate::ttl::{self, Ttl};
+use crate::ttl::{self, Delay, Ttl};
 use crate::wait::WaitCancel;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -119,8 +119,9 @@ pub enum Outcome {
     /// records the output's provenance.
     CompleteExecution(Execution),
     /// Fail retryably: the job is requested again while attempts remain.
-    /// `delay` is the back-off before it may be claimed again; stores
-    /// without delayed jobs ignore it (see `retry` in this module).
+    /// `delay` is the back-off before it may be claimed again (at most
+    /// [`Delay::MAX_MICROS`]); `None` leaves it to the job's or production's
+    /// back-off policy.
     Retry {
         /// Recorded as the job's last error.
         reason: String,
@@ -530,12 +531,15 @@ fn settle(r: Result<JobState>) -> JobResult {
     }
 }
 
-/// A retryable failure. The seam for delayed retries: a store with due
-/// times fails with the back-off `delay`; here the job is requested again
-/// at once and `delay` is not used.
+/// A retryable failure: with a `delay`, the job is due again after it
+/// ([`Lease::fail_retry_after`]; a delay that is not a valid [`Delay`] is
+/// the error, and the lease stays held until it expires); without one, after
+/// the job's or its production's back-off, else at once.
 fn retry(lease: &Lease, reason: &str, delay: Option<Duration>) -> Result<JobState> {
-    let _ = delay;
-    lease.fail(reason, false)
+    match delay {
+        Some(d) => lease.fail_retry_after(reason, Delay::try_from(d)?),
+        None => lease.fail(reason, false),
+    }
 }
 
 #[cfg(unix)]

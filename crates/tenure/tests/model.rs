@@ -5,6 +5,8 @@
 //! else: they may only ever remove terminal jobs, a removed job's ID answers
 //! a resubmission through its tombstone until the tombstone expires, and no
 //! operation on a live job ever sees a difference.
+//! Jobs may carry a not-before delay, a hold limit and a back-off; failures
+//! may name a retry delay (docs/design.md, "Scheduling and hold limits").
 mod common;
 use common::*;
 use proptest::prelude::*;
@@ -15,6 +17,16 @@ const JOB_NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
 const TTLS: [i64; 3] = [1_000_000, 5_000_000, 10_000_000];
 /// Retention ages (whole seconds) a prune step draws from.
 const AGES: [u64; 3] = [1, 4, 9];
+/// Not-before and retry delays (µs).
+const DELAYS: [i64; 3] = [0, 3_000_000, 8_000_000];
+/// The hold limit of jobs submitted with one (µs).
+const HOLD: i64 = 6_000_000;
+/// The back-off of jobs submitted with one: 1 s doubling up to 4 s.
+const BACKOFF: (i64, i64) = (1_000_000, 4_000_000);
+
+fn backoff_step(attempt: u32) -> i64 {
+    (BACKOFF.0 << (attempt - 1).min(20)).min(BACKOFF.1)
+}
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -23,6 +35,10 @@ enum Op {
         variant: u8,
         max: u32,
         prio: i32,
+        /// Index into `DELAYS`: not part of the job's content.
+        delay: usize,
+        hold: bool,
+        backoff: bool,
     },
     Claim {
         job: usize,
@@ -41,6 +57,8 @@ enum Op {
     Fail {
         lease: usize,
         permanent: bool,
+        /// A retryable failure naming a delay (index into `DELAYS`).
+        retry: Option<usize>,
     },
     Complete {
         lease: usize,
@@ -67,12 +85,14 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (0..5usize, 0..2u8, 1..4u32, 0..3i32).prop_map(|(job, variant, max, prio)| Op::Submit { job, variant, max, prio }),
+        3 => (0..5usize, 0..2u8, 1..4u32, 0..3i32, 0..3usize, any::<bool>(), any::<bool>()).prop_map(
+            |(job, variant, max, prio, delay, hold, backoff)| Op::Submit { job, variant, max, prio, delay, hold, backoff }),
         3 => (0..5usize, 0..3usize).prop_map(|(job, ttl)| Op::Claim { job, ttl }),
         4 => (0..3usize).prop_map(|ttl| Op::ClaimNext { ttl }),
         3 => (0..8usize, 0..3usize).prop_map(|(lease, ttl)| Op::Renew { lease, ttl }),
         1 => (0..8usize).prop_map(|lease| Op::Release { lease }),
-        1 => (0..8usize, any::<bool>()).prop_map(|(lease, permanent)| Op::Fail { lease, permanent }),
+        2 => (0..8usize, any::<bool>(), proptest::option::of(0..3usize))
+            .prop_map(|(lease, permanent, retry)| Op::Fail { lease, permanent, retry }),
         3 => (0..8usize).prop_map(|lease| Op::Complete { lease }),
         1 => (0..5usize).prop_map(|job| Op::Cancel { job }),
         1 => (0..8usize).prop_map(|lease| Op::Import { lease }),
@@ -140,6 +160,11 @@ struct MJob {
     claim: Option<usize>,
     expires: i64,
     exhausted: bool,
+    hold: bool,
+    backoff: bool,
+    /// Not claimable before this (a requested job only).
+    due: Option<i64>,
+    claimed_at: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -160,8 +185,8 @@ struct Model {
     now: i64,
     mark: i64,
     jobs: BTreeMap<String, MJob>,
-    /// Pruned jobs: (variant, max, prio, pruned at).
-    tombstones: BTreeMap<String, (u8, u32, i32, i64)>,
+    /// Pruned jobs: (variant, max, prio, hold, backoff, pruned at).
+    tombstones: BTreeMap<String, (u8, u32, i32, bool, bool, i64)>,
     leases: Vec<MLease>,
     claims: usize,
     seq: usize,
@@ -179,6 +204,10 @@ struct Fp {
 }
 
 impl Model {
+    fn not_due(j: &MJob, t: i64) -> bool {
+        j.state == S::Requested && j.due.is_some_and(|d| t < d)
+    }
+
     fn classify(&self, j: &MJob, t: i64) -> JobState {
         match j.state {
             S::Claimed if t < j.expires => JobState::Claimed,
@@ -206,13 +235,20 @@ impl Model {
         j.state = S::Claimed;
         j.attempts += 1;
         j.claim = Some(claim);
-        j.expires = now + ttl;
+        j.expires = if j.hold {
+            now + ttl.min(HOLD)
+        } else {
+            now + ttl
+        };
         j.exhausted = false;
+        j.due = None;
+        j.claimed_at = now;
+        let expires = j.expires;
         self.leases.push(MLease {
             job: name.to_owned(),
             claim,
             closed: false,
-            expires: now + ttl,
+            expires,
         });
         Out::Ok(format!("claimed {name} attempt {}", j.attempts))
     }
@@ -288,12 +324,12 @@ impl Model {
             | Op::Complete { lease } => lease_expiry(self, lease),
             _ => None,
         };
-        let now = self.now;
         let out = self.apply(op);
         let fp = match (op, &out) {
-            (Op::Claim { ttl, .. } | Op::ClaimNext { ttl }, Out::Ok(_)) => Some(Fp {
+            // The new lease's expiry (capped by a hold limit).
+            (Op::Claim { .. } | Op::ClaimNext { .. }, Out::Ok(_)) => Some(Fp {
                 mark: self.mark,
-                deadline: Some(now + TTLS[*ttl]),
+                deadline: self.leases.last().map(|l| l.expires),
             }),
             // Claim-next that found nothing succeeded as a step (its
             // `exhausted` records commit) and is checked at pre-commit.
@@ -396,16 +432,22 @@ impl Model {
                 variant,
                 max,
                 prio,
+                delay,
+                hold,
+                backoff,
             } => {
                 self.mark = self.mark.max(self.now);
+                let t = self.mark;
                 let name = JOB_NAMES[job];
                 let existing = self
                     .jobs
                     .get(name)
-                    .map(|j| (j.variant, j.max, j.prio))
-                    .or_else(|| self.tombstones.get(name).map(|t| (t.0, t.1, t.2)));
+                    .map(|j| (j.variant, j.max, j.prio, j.hold, j.backoff))
+                    .or_else(|| self.tombstones.get(name).map(|t| (t.0, t.1, t.2, t.3, t.4)));
                 match existing {
-                    Some(e) if e == (variant, max, prio) => Out::Ok("existing".into()),
+                    Some(e) if e == (variant, max, prio, hold, backoff) => {
+                        Out::Ok("existing".into())
+                    }
                     Some(_) => Out::Err(ErrorCode::Conflict),
                     None => {
                         self.seq += 1;
@@ -421,6 +463,10 @@ impl Model {
                                 claim: None,
                                 expires: 0,
                                 exhausted: false,
+                                hold,
+                                backoff,
+                                due: (DELAYS[delay] > 0).then(|| t + DELAYS[delay]),
+                                claimed_at: 0,
                             },
                         );
                         Out::Ok("created".into())
@@ -436,6 +482,9 @@ impl Model {
                 let Some(j) = self.jobs.get(name) else {
                     return Out::Err(ErrorCode::NotFound);
                 };
+                if Model::not_due(j, now) {
+                    return Out::Err(ErrorCode::NotClaimable);
+                }
                 match self.classify(j, now) {
                     JobState::Requested | JobState::Expired if j.attempts < j.max => {
                         self.mint(name, TTLS[ttl], now)
@@ -458,6 +507,9 @@ impl Model {
                 live.sort();
                 for (_, _, name) in live {
                     let j = &self.jobs[&name];
+                    if Model::not_due(j, now) {
+                        continue;
+                    }
                     match self.classify(j, now) {
                         JobState::Claimed => continue,
                         JobState::Requested | JobState::Expired if j.attempts < j.max => {
@@ -479,6 +531,14 @@ impl Model {
                 if new <= j.expires {
                     return Err(ErrorCode::NotExtended);
                 }
+                let new = if j.hold {
+                    new.min(j.claimed_at + HOLD)
+                } else {
+                    new
+                };
+                if new <= j.expires {
+                    return Err(ErrorCode::HoldLimit);
+                }
                 j.expires = new;
                 m.leases[idx].expires = new;
                 Ok("renewed".into())
@@ -494,7 +554,11 @@ impl Model {
                 m.leases[idx].closed = true;
                 Ok(format!("released {:?}", j.state))
             }),
-            Op::Fail { lease, permanent } => self.lease_op(lease, |m, _, idx| {
+            Op::Fail {
+                lease,
+                permanent,
+                retry,
+            } => self.lease_op(lease, |m, now, idx| {
                 let name = m.leases[idx].job.clone();
                 let j = m.jobs.get_mut(&name).unwrap();
                 j.state = if permanent || j.attempts >= j.max {
@@ -502,6 +566,14 @@ impl Model {
                 } else {
                     S::Requested
                 };
+                if j.state == S::Requested {
+                    let delay = match retry.filter(|_| !permanent) {
+                        Some(r) => DELAYS[r],
+                        None if j.backoff => backoff_step(j.attempts),
+                        None => 0,
+                    };
+                    j.due = (delay > 0).then_some(now + delay);
+                }
                 m.leases[idx].closed = true;
                 Ok(format!("failed {:?}", j.state))
             }),
@@ -522,7 +594,9 @@ impl Model {
                     JobState::Cancelled => Out::Ok("already".into()),
                     JobState::Completed | JobState::Failed => Out::Err(ErrorCode::JobTerminal),
                     _ => {
-                        self.jobs.get_mut(name).unwrap().state = S::Cancelled;
+                        let j = self.jobs.get_mut(name).unwrap();
+                        j.state = S::Cancelled;
+                        j.due = None;
                         Out::Ok("cancelled".into())
                     }
                 }
@@ -577,11 +651,13 @@ impl Model {
                 name,
                 j.state
             );
-            self.tombstones
-                .insert(name.clone(), (j.variant, j.max, j.prio, now));
+            self.tombstones.insert(
+                name.clone(),
+                (j.variant, j.max, j.prio, j.hold, j.backoff, now),
+            );
         }
         let cutoff = now - tombstone_age as i64 * 1_000_000;
-        self.tombstones.retain(|_, t| t.3 >= cutoff);
+        self.tombstones.retain(|_, t| t.5 >= cutoff);
         Ok(Out::Ok("pruned".into()))
     }
 }
@@ -610,13 +686,29 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
             variant,
             max,
             prio,
+            delay,
+            hold,
+            backoff,
         } => out(
-            a.submit(
-                "p",
-                &JobSpec::new(JOB_NAMES[job], vec![variant])
+            a.submit("p", &{
+                let mut spec = JobSpec::new(JOB_NAMES[job], vec![variant])
                     .max_attempts(max)
-                    .priority(prio),
-            ),
+                    .priority(prio)
+                    .not_before(Delay::from_micros(DELAYS[delay]).unwrap());
+                if hold {
+                    spec = spec.max_hold(Delay::from_micros(HOLD).unwrap());
+                }
+                if backoff {
+                    spec = spec.backoff(
+                        Backoff::exponential(
+                            Delay::from_micros(BACKOFF.0).unwrap(),
+                            Delay::from_micros(BACKOFF.1).unwrap(),
+                        )
+                        .unwrap(),
+                    );
+                }
+                spec
+            }),
             |s| {
                 if s == Submitted::Created {
                     "created".into()
@@ -650,18 +742,28 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
                 )
             }),
         },
-        Op::Fail { lease, permanent } => match leases.get(lease) {
+        Op::Fail {
+            lease,
+            permanent,
+            retry,
+        } => match leases.get(lease) {
             None => Out::Ok("no lease".into()),
-            Some(l) => out(l.fail("boom", permanent), |s| {
-                format!(
-                    "failed {:?}",
-                    if s == JobState::Failed {
-                        S::Failed
-                    } else {
-                        S::Requested
-                    }
-                )
-            }),
+            Some(l) => out(
+                match retry.filter(|_| !permanent) {
+                    Some(r) => l.fail_retry_after("boom", Delay::from_micros(DELAYS[r]).unwrap()),
+                    None => l.fail("boom", permanent),
+                },
+                |s| {
+                    format!(
+                        "failed {:?}",
+                        if s == JobState::Failed {
+                            S::Failed
+                        } else {
+                            S::Requested
+                        }
+                    )
+                },
+            ),
         },
         Op::Complete { lease } => match leases.get(lease) {
             None => Out::Ok("no lease".into()),
@@ -834,6 +936,13 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         let expected = model.apply(op);
         prop_assert_eq!(&real, &expected, "step {} {:?}", i, op);
         check_leases(&model, &leases, i)?;
+        if matches!(op, Op::Submit { .. } | Op::Fail { .. }) {
+            // Not-before times as recorded (submission delay, retry delay, back-off).
+            for (name, j) in &model.jobs {
+                let v = env.auth.job("p", name).unwrap();
+                prop_assert_eq!(v.due_us, j.due, "job {} due after step {}", name, i);
+            }
+        }
     }
     // Final observed states agree.
     let t = model.now.max(model.mark);
@@ -841,6 +950,8 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         let v = env.auth.job("p", name).unwrap();
         prop_assert_eq!(v.state, model.classify(j, t), "job {}", name);
         prop_assert_eq!(v.attempts, j.attempts, "job {} attempts", name);
+        prop_assert_eq!(v.due_us, j.due, "job {} due", name);
+        prop_assert_eq!(v.expires_us.unwrap_or(0), j.expires, "job {} expiry", name);
     }
     for name in model.tombstones.keys() {
         let e = env.auth.job("p", name).unwrap_err();

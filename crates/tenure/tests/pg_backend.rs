@@ -5,8 +5,7 @@
 //! (libfaketime) that can neither extend nor revive a lease.
 mod common;
 use common::*;
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::io::Read;
 use std::time::Duration;
 use tenure::*;
 
@@ -267,37 +266,12 @@ fn the_server_clock_is_the_authority_clock() {
 // ---- skew: workers under libfaketime ----
 
 fn faketime(offset: &str, mode: &str, url: &str, stdin: &str) -> String {
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new("faketime")
-        .args(["-f", offset])
-        .arg(&exe)
-        .args([
-            "--exact",
-            "skew_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("TENURE_SKEW_MODE", mode)
-        .env("TENURE_SKEW_URL", url)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("faketime (Debian package faketime) must be installed: cargo xtask test does it");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "skewed worker {offset} {mode} failed: {text}"
-    );
-    text
+    under_faketime(
+        offset,
+        "skew_child",
+        &[("TENURE_SKEW_MODE", mode), ("TENURE_SKEW_URL", url)],
+        stdin,
+    )
 }
 
 #[test]

@@ -441,6 +441,7 @@ fn a_schema_2_store_migrates_to_the_retention_schema() {
     complete_n(&env, "p", 1);
     let path = env.path();
     // Turn the store back into its schema 2 layout.
+    common::downgrade_to_schema_3(&env);
     match &env.pg {
         Some(db) => {
             let mut c = common::pg::client(&db.url);
@@ -463,7 +464,7 @@ fn a_schema_2_store_migrates_to_the_retention_schema() {
     }
     let a = env.reopen();
     assert_eq!(a.migrated_from(), 2);
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     assert!(a.check().unwrap().ok());
     assert_eq!(a.history_horizon().unwrap(), 0);
     env.clock.advance(2 * MIN);

@@ -167,7 +167,7 @@ fn corrupt_and_foreign_files_are_store_errors() {
 // read-only bind mount) in tests/census.rs.
 
 #[test]
-fn claim_next_uses_the_live_index() {
+fn claim_next_uses_the_ready_index() {
     if skip_on_postgres("SQLite EXPLAIN QUERY PLAN") {
         return;
     }
@@ -175,8 +175,8 @@ fn claim_next_uses_the_live_index() {
     let c = rusqlite::Connection::open(env.path()).unwrap();
     let plan: Vec<String> = c
         .prepare(
-            "EXPLAIN QUERY PLAN SELECT seq FROM jobs INDEXED BY jobs_live
-             WHERE production = 'p' AND state IN ('requested', 'claimed')
+            "EXPLAIN QUERY PLAN SELECT seq FROM jobs INDEXED BY jobs_ready
+             WHERE production = 'p' AND state IN ('requested', 'claimed') AND parked = 0
              ORDER BY priority DESC, seq LIMIT 32",
         )
         .unwrap()
@@ -185,7 +185,7 @@ fn claim_next_uses_the_live_index() {
         .map(|r| r.unwrap())
         .collect();
     let plan = plan.join("\n");
-    assert!(plan.contains("jobs_live"), "{plan}");
+    assert!(plan.contains("jobs_ready"), "{plan}");
     assert!(
         !plan.contains("TEMP B-TREE"),
         "claim-next must not sort: {plan}"

@@ -115,6 +115,30 @@ fn a_waiter_wakes_when_a_held_lease_expires() {
 }
 
 #[test]
+fn a_waiter_wakes_when_a_parked_job_becomes_due() {
+    let env = RealEnv::new();
+    env.auth
+        .submit(
+            "p",
+            &JobSpec::new("later", vec![]).not_before(Delay::from_micros(800_000).unwrap()),
+        )
+        .unwrap();
+    let due = env.auth.job("p", "later").unwrap().due_us.unwrap();
+    assert_eq!(env.auth.next_due_us("p").unwrap(), Some(due));
+    let t0 = Instant::now();
+    let l = env
+        .auth
+        .claim_next_wait("p", "waiter", secs(60), LONG, None)
+        .unwrap();
+    let waited = t0.elapsed();
+    assert_eq!(l.job(), "later");
+    // Not before the due time; well before the timeout (the timed wake).
+    assert!(waited >= ms(700), "{waited:?}");
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    assert_eq!(env.auth.next_due_us("p").unwrap(), Some(l.expires_us()));
+}
+
+#[test]
 fn a_wait_ends_at_its_timeout_with_no_job_available() {
     let env = RealEnv::new();
     let events = env.event_count();

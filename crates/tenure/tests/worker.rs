@@ -111,6 +111,54 @@ fn retry_fail_and_panic_outcomes_are_settled_and_reported() {
 }
 
 #[test]
+fn a_retry_with_a_delay_makes_the_job_due_after_it_and_a_bad_delay_is_reported() {
+    let env = RealEnv::new();
+    for j in ["later", "bad"] {
+        env.auth
+            .submit("p", &JobSpec::new(j, vec![]).max_attempts(2))
+            .unwrap();
+    }
+    let (tx, rx) = channel();
+    let w = Worker::start(
+        &env.auth,
+        config(2),
+        |ctx| Outcome::Retry {
+            reason: "not yet".into(),
+            // A whole hour, or a delay no Delay can hold (sub-µs).
+            delay: Some(if ctx.job() == "later" {
+                Duration::from_secs(3600)
+            } else {
+                Duration::from_nanos(1500)
+            }),
+        },
+        move |r| tx.lock().unwrap().send(r).unwrap(),
+    )
+    .unwrap();
+    let reports = collect(&rx, 2);
+    w.stop();
+    let of = |job: &str| reports.iter().find(|r| r.job == job).unwrap();
+    assert!(
+        matches!(of("later").result, JobResult::Failed(JobState::Requested)),
+        "{:?}",
+        of("later")
+    );
+    let v = env.auth.job("p", "later").unwrap();
+    let clock = env.auth.clock().unwrap().now_us;
+    let due = v.due_us.expect("a due time");
+    assert!(
+        due > clock + 3_500_000_000 && due <= clock + 3_600_000_000,
+        "{v:?}"
+    );
+    assert_eq!(v.last_error.as_deref(), Some("not yet"));
+    // The invalid delay is the worker's reported error; the job is not failed.
+    match &of("bad").result {
+        JobResult::Lost(e) => assert_eq!(e.code(), ErrorCode::InvalidDuration),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(env.auth.job("p", "bad").unwrap().due_us, None);
+}
+
+#[test]
 fn a_stop_lets_running_handlers_finish_within_the_grace_period() {
     let env = RealEnv::new();
     env.submit("j");

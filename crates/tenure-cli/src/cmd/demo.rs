@@ -31,7 +31,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tenure::{Authority, CheckReport, EventKind, JobSpec, JobState, ListQuery, Options, Ttl};
+use tenure::{
+    Authority, Backoff, CheckReport, Delay, EventKind, JobSpec, JobState, ListQuery, Options, Ttl,
+};
 
 /// Options of `tenure demo`.
 #[derive(clap::Args, Debug)]
@@ -278,8 +280,10 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
     let production = format!("demo-{stamp}");
     let auth = Authority::open(&db, &Options::new())?;
     auth.create_production(&production)?;
-    // Back-off seam: once stores delay retries, flaky jobs back off with
-    // auth.set_production_backoff(&production, Some(Backoff::exponential(250ms, 2s)))?;
+    // Flaky jobs back off before their retry: 250 ms, then doubling up to 2 s.
+    let backoff =
+        Backoff::exponential(Delay::from_micros(250_000)?, Delay::from_micros(2_000_000)?)?;
+    auth.set_production_backoff(&production, Some(backoff))?;
     let n = a.jobs;
     let specs: Vec<JobSpec> = (1..=n)
         .map(|i| {

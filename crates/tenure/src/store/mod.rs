@@ -13,10 +13,11 @@ pub(crate) mod sqlite;
 
 use crate::error::Result;
 use crate::model::{Event, EventKind, JobState, PublishedFact};
+use crate::ttl::{Backoff, Delay};
 use uuid::Uuid;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +82,16 @@ pub(crate) struct JobRow {
     pub created_us: i64,
     pub updated_us: i64,
     pub last_error: Option<String>,
+    /// A requested job's not-before time (see [`crate::JobView::due_us`]).
+    pub due_us: Option<i64>,
+    /// Whether the row is kept out of claim-next's scan (schema 3): set by
+    /// the rules when they write a requested row whose `due_us` is later
+    /// than their clock sample; cleared by [`Txn::unpark_due`] once the
+    /// clock reaches `due_us`, or by the next write of the row. Not
+    /// observable: views and rules compare `due_us` with the clock.
+    pub parked: bool,
+    pub max_hold_us: Option<i64>,
+    pub backoff: Option<Backoff>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +99,30 @@ pub(crate) struct ProductionRow {
     pub name: String,
     pub created_us: i64,
     pub cancelled_us: Option<i64>,
+    pub backoff: Option<Backoff>,
+}
+
+/// A back-off as stored: `(base_us, cap_us)` columns, both NULL for none.
+pub(crate) fn backoff_cols(b: Option<Backoff>) -> (Option<i64>, Option<i64>) {
+    match b {
+        Some(b) => (Some(b.base().as_micros()), Some(b.cap().as_micros())),
+        None => (None, None),
+    }
+}
+
+/// Decode stored back-off columns; anything but a valid pair or two NULLs
+/// is a corrupt row.
+pub(crate) fn backoff_from_cols(base: Option<i64>, cap: Option<i64>) -> Result<Option<Backoff>> {
+    match (base, cap) {
+        (None, None) => Ok(None),
+        (Some(b), Some(c)) => Delay::from_micros(b)
+            .and_then(|b| Delay::from_micros(c).and_then(|c| Backoff::exponential(b, c)))
+            .map(Some)
+            .map_err(|e| crate::error::Error::Store(format!("corrupt back-off columns: {e}"))),
+        _ => Err(crate::error::Error::Store(
+            "corrupt back-off columns: one of base and cap is NULL".into(),
+        )),
+    }
 }
 
 /// What is kept of a pruned terminal job: enough to answer a late
@@ -99,6 +134,8 @@ pub(crate) struct Tombstone {
     pub payload_digest: Vec<u8>,
     pub priority: i32,
     pub max_attempts: u32,
+    pub max_hold_us: Option<i64>,
+    pub backoff: Option<Backoff>,
     pub state: Stored,
     pub pruned_us: i64,
 }
@@ -193,6 +230,8 @@ pub(crate) trait Txn: Send {
     }
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()>;
     fn set_production_cancelled(&mut self, name: &str, at_us: i64) -> Result<()>;
+    /// Write a production's default retry back-off.
+    fn set_production_backoff(&mut self, name: &str, backoff: Option<Backoff>) -> Result<()>;
     fn productions(&mut self) -> Result<Vec<ProductionRow>>;
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>>;
@@ -261,6 +300,16 @@ pub(crate) trait Txn: Send {
         limit: usize,
         scan: LiveScan,
     ) -> Result<Vec<JobRow>>;
+    /// Clear the parked flag of the production's requested jobs whose
+    /// `due_us <= up_to_us` (all of them with `i64::MAX`), so claim-next's
+    /// scan sees them; returns how many. Reads only parked rows (an index on
+    /// `(production, due_us)` of parked rows): nothing when none is due. A
+    /// backend without a store-wide writer lock may skip rows other
+    /// transactions hold when `scan` is [`LiveScan::Claim`].
+    fn unpark_due(&mut self, production: &str, up_to_us: i64, scan: LiveScan) -> Result<u64>;
+    /// The earliest `due_us` of a parked requested job of the production
+    /// (`None` if there is none).
+    fn earliest_due(&mut self, production: &str) -> Result<Option<i64>>;
     /// Jobs ordered by job ID after `after`, optionally only these stored states.
     fn jobs_page(
         &mut self,

@@ -207,8 +207,59 @@ pub fn read_until(out: &mut impl std::io::BufRead, marker: &str) -> String {
     }
 }
 
+/// Run the ignored test `child` of this test binary under `faketime -f
+/// <offset>` (libfaketime) with `envs`, `stdin` on its standard input; its
+/// standard output (the harness's lines and the child's, possibly on one
+/// line). Fails the calling test if the child fails.
+pub fn under_faketime(offset: &str, child: &str, envs: &[(&str, &str)], stdin: &str) -> String {
+    let mut c = child_under_faketime(child, offset);
+    c.envs(envs.iter().copied());
+    run_child(c, stdin)
+}
+
 pub fn ms(n: u64) -> std::time::Duration {
     std::time::Duration::from_millis(n)
+}
+
+/// Turn `env`'s store (closed by its caller's reopen) back into its
+/// schema 3 layout: undo the 3 → 4 additions (scheduling and hold limits).
+pub fn downgrade_to_schema_3(env: &Env) {
+    match &env.pg {
+        Some(db) => pg::client(&db.url)
+            .batch_execute(
+                "ALTER TABLE tenure.jobs DROP COLUMN due_us, DROP COLUMN parked,
+                     DROP COLUMN max_hold_us, DROP COLUMN backoff_base_us,
+                     DROP COLUMN backoff_cap_us;
+                 ALTER TABLE tenure.productions DROP COLUMN backoff_base_us,
+                     DROP COLUMN backoff_cap_us;
+                 ALTER TABLE tenure.tombstones DROP COLUMN max_hold_us,
+                     DROP COLUMN backoff_base_us, DROP COLUMN backoff_cap_us;
+                 DROP INDEX IF EXISTS tenure.jobs_ready;
+                 DROP INDEX IF EXISTS tenure.jobs_parked;
+                 CREATE INDEX jobs_live ON tenure.jobs (production, priority DESC, seq)
+                     WHERE state IN ('requested', 'claimed');
+                 UPDATE tenure.meta SET value = 3 WHERE key = 'schema_version';",
+            )
+            .unwrap(),
+        None => rusqlite::Connection::open(env.path())
+            .unwrap()
+            .execute_batch(
+                "DROP INDEX jobs_ready; DROP INDEX jobs_parked;
+                 ALTER TABLE jobs DROP COLUMN due_us; ALTER TABLE jobs DROP COLUMN parked;
+                 ALTER TABLE jobs DROP COLUMN max_hold_us;
+                 ALTER TABLE jobs DROP COLUMN backoff_base_us;
+                 ALTER TABLE jobs DROP COLUMN backoff_cap_us;
+                 ALTER TABLE productions DROP COLUMN backoff_base_us;
+                 ALTER TABLE productions DROP COLUMN backoff_cap_us;
+                 ALTER TABLE tombstones DROP COLUMN max_hold_us;
+                 ALTER TABLE tombstones DROP COLUMN backoff_base_us;
+                 ALTER TABLE tombstones DROP COLUMN backoff_cap_us;
+                 CREATE INDEX jobs_live ON jobs (production, priority DESC, seq)
+                     WHERE state IN ('requested', 'claimed');
+                 PRAGMA user_version = 3;",
+            )
+            .unwrap(),
+    }
 }
 
 pub fn open(dir: &tempfile::TempDir, clock: &ManualClock) -> Authority {

@@ -17,9 +17,10 @@
 //! tables but without the version row is refused as "not a tenure store".
 //! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
 //! layout, only ever existed on SQLite); a new one is created at 2 and
-//! migrated forward in the same guarded transaction, and a version 2 store
-//! migrates to 3 (retention: tombstones, the history horizon, pruning's
-//! indexes; additions only) in that transaction too.
+//! migrated forward in the same guarded transaction, and an older store
+//! migrates forward in that transaction too: to 3 (retention: tombstones,
+//! the history horizon, pruning's indexes) and to 4 (scheduling and hold
+//! limits, see `MIGRATE_3_TO_4`), additions only.
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
@@ -164,11 +165,12 @@ mod url;
 pub(crate) use url::redact;
 
 use super::{
-    Backend, JobFacts, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn,
-    SCHEMA_VERSION,
+    backoff_cols, backoff_from_cols, Backend, JobFacts, JobRow, LiveScan, NewEvent, ProductionRow,
+    Stored, Tombstone, Txn, SCHEMA_VERSION,
 };
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
+use crate::ttl::Backoff;
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
@@ -183,7 +185,7 @@ macro_rules! job_cols {
     () => {
         "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
          state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
-         updated_us, last_error"
+         updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us"
     };
 }
 /// How many rows hold the high-water mark.
@@ -482,6 +484,28 @@ ALTER TABLE tenure.nonces SET (autovacuum_vacuum_scale_factor = 0.02,
     autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
 "#;
 
+/// Schema 4: scheduling and hold limits (see the SQLite backend's
+/// `MIGRATE_3_TO_4`, the same change): not-before time, the `parked` flag
+/// with `jobs_ready` replacing `jobs_live` and `jobs_parked`, hold limit,
+/// back-off columns on jobs, productions and tombstones. Additive; run
+/// once, inside the guarded transaction that checked the version.
+const MIGRATE_3_TO_4: &str = r#"
+ALTER TABLE tenure.jobs ADD COLUMN due_us BIGINT;
+ALTER TABLE tenure.jobs ADD COLUMN parked BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE tenure.jobs ADD COLUMN max_hold_us BIGINT CHECK (max_hold_us IS NULL OR max_hold_us > 0);
+ALTER TABLE tenure.jobs ADD COLUMN backoff_base_us BIGINT;
+ALTER TABLE tenure.jobs ADD COLUMN backoff_cap_us BIGINT;
+ALTER TABLE tenure.productions ADD COLUMN backoff_base_us BIGINT;
+ALTER TABLE tenure.productions ADD COLUMN backoff_cap_us BIGINT;
+ALTER TABLE tenure.tombstones ADD COLUMN max_hold_us BIGINT;
+ALTER TABLE tenure.tombstones ADD COLUMN backoff_base_us BIGINT;
+ALTER TABLE tenure.tombstones ADD COLUMN backoff_cap_us BIGINT;
+DROP INDEX IF EXISTS tenure.jobs_live;
+CREATE INDEX jobs_ready ON tenure.jobs (production, priority DESC, seq)
+    WHERE state IN ('requested', 'claimed') AND NOT parked;
+CREATE INDEX jobs_parked ON tenure.jobs (production, due_us) WHERE parked;
+"#;
+
 /// The stored schema version, or `None` if there is no tenure schema.
 fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     let exists: bool = c
@@ -582,14 +606,17 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(2) => {
-                c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
+            Some(v @ (2 | 3)) => {
+                if v == 2 {
+                    c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
+                }
+                c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],
                 )
                 .map_err(map_err)?;
-                Ok(2)
+                Ok(v)
             }
             Some(v) => Err(Error::Store(format!(
                 "PostgreSQL store has schema version {v}, which never existed on PostgreSQL"
@@ -611,6 +638,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 }
                 c.batch_execute(SCHEMA_V2).map_err(map_err)?;
                 c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
+                c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
                 c.execute(
                     "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -839,14 +867,11 @@ impl PgTxn {
 
     fn production_select(&mut self, name: &str) -> Result<Option<ProductionRow>> {
         let rows = self.query(
-            "SELECT name, created_us, cancelled_us FROM tenure.productions WHERE name = $1",
+            "SELECT name, created_us, cancelled_us, backoff_base_us, backoff_cap_us
+             FROM tenure.productions WHERE name = $1",
             &[&name],
         )?;
-        Ok(rows.first().map(|r| ProductionRow {
-            name: r.get(0),
-            created_us: r.get(1),
-            cancelled_us: r.get(2),
-        }))
+        rows.first().map(production_row).transpose()
     }
 
     /// The event horizon M: every event with a sequence number below M that
@@ -980,6 +1005,19 @@ fn job_row(r: &Row) -> Result<JobRow> {
         created_us: r.get(14),
         updated_us: r.get(15),
         last_error: r.get(16),
+        due_us: r.get(17),
+        parked: r.get(18),
+        max_hold_us: r.get(19),
+        backoff: backoff_from_cols(r.get(20), r.get(21))?,
+    })
+}
+
+fn production_row(r: &Row) -> Result<ProductionRow> {
+    Ok(ProductionRow {
+        name: r.get(0),
+        created_us: r.get(1),
+        cancelled_us: r.get(2),
+        backoff: backoff_from_cols(r.get(3), r.get(4))?,
     })
 }
 
@@ -1094,9 +1132,21 @@ impl Txn for PgTxn {
     }
 
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
+        let (base, cap) = backoff_cols(row.backoff);
         self.execute(
-            "INSERT INTO tenure.productions (name, created_us, cancelled_us) VALUES ($1, $2, $3)",
-            &[&row.name, &row.created_us, &row.cancelled_us],
+            "INSERT INTO tenure.productions (name, created_us, cancelled_us, backoff_base_us,
+                 backoff_cap_us) VALUES ($1, $2, $3, $4, $5)",
+            &[&row.name, &row.created_us, &row.cancelled_us, &base, &cap],
+        )?;
+        Ok(())
+    }
+
+    fn set_production_backoff(&mut self, name: &str, backoff: Option<Backoff>) -> Result<()> {
+        let (base, cap) = backoff_cols(backoff);
+        self.execute(
+            "UPDATE tenure.productions SET backoff_base_us = $2, backoff_cap_us = $3
+             WHERE name = $1",
+            &[&name, &base, &cap],
         )?;
         Ok(())
     }
@@ -1126,17 +1176,11 @@ impl Txn for PgTxn {
 
     fn productions(&mut self) -> Result<Vec<ProductionRow>> {
         let rows = self.query(
-            "SELECT name, created_us, cancelled_us FROM tenure.productions ORDER BY name",
+            "SELECT name, created_us, cancelled_us, backoff_base_us, backoff_cap_us
+             FROM tenure.productions ORDER BY name",
             &[],
         )?;
-        Ok(rows
-            .iter()
-            .map(|r| ProductionRow {
-                name: r.get(0),
-                created_us: r.get(1),
-                cancelled_us: r.get(2),
-            })
-            .collect())
+        rows.iter().map(production_row).collect()
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
@@ -1164,11 +1208,14 @@ impl Txn for PgTxn {
         let max = i64::from(row.max_attempts);
         let attempts = i64::from(row.attempts);
         let claim = row.claim_id.map(|u| u.to_string());
+        let (base, cap) = backoff_cols(row.backoff);
         let rows = self.query(
             "INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
                  max_attempts, state, attempts, claim_id, secret_digest, holder, claimed_us,
-                 expires_us, created_us, updated_us, last_error, payload)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                 expires_us, created_us, updated_us, last_error, payload, due_us, parked,
+                 max_hold_us, backoff_base_us, backoff_cap_us)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                 $18, $19, $20, $21, $22)
              RETURNING seq",
             &[
                 &row.production,
@@ -1188,6 +1235,11 @@ impl Txn for PgTxn {
                 &row.updated_us,
                 &row.last_error,
                 &payload,
+                &row.due_us,
+                &row.parked,
+                &row.max_hold_us,
+                &base,
+                &cap,
             ],
         )?;
         rows.first()
@@ -1200,7 +1252,8 @@ impl Txn for PgTxn {
         let claim = row.claim_id.map(|u| u.to_string());
         let n = self.execute(
             "UPDATE tenure.jobs SET state = $2, attempts = $3, claim_id = $4, secret_digest = $5,
-                 holder = $6, claimed_us = $7, expires_us = $8, updated_us = $9, last_error = $10
+                 holder = $6, claimed_us = $7, expires_us = $8, updated_us = $9, last_error = $10,
+                 due_us = $11, parked = $12
              WHERE seq = $1",
             &[
                 &row.seq,
@@ -1213,6 +1266,8 @@ impl Txn for PgTxn {
                 &row.expires_us,
                 &row.updated_us,
                 &row.last_error,
+                &row.due_us,
+                &row.parked,
             ],
         )?;
         if n != 1 {
@@ -1278,6 +1333,11 @@ impl Txn for PgTxn {
         let state: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
         let created: Vec<i64> = rows.iter().map(|r| r.created_us).collect();
         let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
+        let due: Vec<Option<i64>> = rows.iter().map(|r| r.due_us).collect();
+        let parked: Vec<bool> = rows.iter().map(|r| r.parked).collect();
+        let hold: Vec<Option<i64>> = rows.iter().map(|r| r.max_hold_us).collect();
+        let (base, cap): (Vec<Option<i64>>, Vec<Option<i64>>) =
+            rows.iter().map(|r| backoff_cols(r.backoff)).unzip();
         // The advisory keys a single submission of each ID takes before it
         // looks for the row (see `Txn::job`), in key order so that batches
         // never deadlock on each other: a single submission of one of these
@@ -1294,15 +1354,18 @@ impl Txn for PgTxn {
                  SELECT pg_catalog.pg_advisory_xact_lock($11::int, k)
                  FROM unnest($12::int[]) AS k ORDER BY k)
              INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
-                 max_attempts, state, attempts, created_us, updated_us, payload)
+                 max_attempts, state, attempts, created_us, updated_us, payload, due_us,
+                 parked, max_hold_us, backoff_base_us, backoff_cap_us)
              SELECT u.production, u.job, u.digest, u.len, u.prio, u.max, u.state, 0,
-                    u.created, u.updated, u.payload
+                    u.created, u.updated, u.payload, u.due, u.parked, u.hold, u.base, u.cap
              FROM (SELECT count(*) AS n FROM locks) l,
                   unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[], $5::int[],
-                         $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::bytea[])
+                         $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::bytea[],
+                         $13::bigint[], $14::bool[], $15::bigint[], $16::bigint[],
+                         $17::bigint[])
                   WITH ORDINALITY
                   AS u(production, job, digest, len, prio, max, state, created, updated,
-                       payload, ord)
+                       payload, due, parked, hold, base, cap, ord)
              WHERE l.n >= 0
                AND NOT EXISTS (SELECT 1 FROM tenure.tombstones t
                                WHERE t.production = u.production AND t.job = u.job)
@@ -1311,7 +1374,7 @@ impl Txn for PgTxn {
              RETURNING job, seq",
             &[
                 &prod, &job, &digest, &len, &prio, &max, &state, &created, &updated, &payloads,
-                &CLASS_JOB, &keys,
+                &CLASS_JOB, &keys, &due, &parked, &hold, &base, &cap,
             ],
         )?;
         let mut seqs: HashMap<String, i64> = out
@@ -1342,6 +1405,8 @@ impl Txn for PgTxn {
         let expires: Vec<Option<i64>> = rows.iter().map(|r| r.expires_us).collect();
         let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
         let error: Vec<Option<&str>> = rows.iter().map(|r| r.last_error.as_deref()).collect();
+        let due: Vec<Option<i64>> = rows.iter().map(|r| r.due_us).collect();
+        let parked: Vec<bool> = rows.iter().map(|r| r.parked).collect();
         // Expiry-only updates (renewals).
         let x_seq: Vec<i64> = expiries.iter().map(|r| r.seq).collect();
         let x_expires: Vec<Option<i64>> = expiries.iter().map(|r| r.expires_us).collect();
@@ -1388,12 +1453,13 @@ impl Txn for PgTxn {
                          claim_id = u.claim_id, secret_digest = u.secret_digest,
                          holder = u.holder, claimed_us = u.claimed_us,
                          expires_us = u.expires_us, updated_us = u.updated_us,
-                         last_error = u.last_error
+                         last_error = u.last_error, due_us = u.due_us, parked = u.parked
                      FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],
                                  $5::bytea[], $6::text[], $7::bigint[], $8::bigint[],
-                                 $9::bigint[], $10::text[])
+                                 $9::bigint[], $10::text[], $31::bigint[], $32::bool[])
                           AS u(seq, state, attempts, claim_id, secret_digest, holder,
-                               claimed_us, expires_us, updated_us, last_error)
+                               claimed_us, expires_us, updated_us, last_error, due_us,
+                               parked)
                      WHERE j.seq = u.seq
                      RETURNING 1),
                  exp AS (
@@ -1455,6 +1521,8 @@ impl Txn for PgTxn {
                 &e_detail,
                 &EVENT_REG,
                 &EVENT_REG_LIMIT,
+                &due,
+                &parked,
             ],
         )?;
         let counts: Vec<i64> = out
@@ -1506,7 +1574,7 @@ impl Txn for PgTxn {
                     "SELECT ",
                     job_cols!(),
                     " FROM tenure.jobs
-                     WHERE production = $1 AND state IN ('requested', 'claimed')
+                     WHERE production = $1 AND state IN ('requested', 'claimed') AND NOT parked
                        AND (priority < $2 OR (priority = $2 AND seq > $3))
                        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= $5)
                      ORDER BY priority DESC, seq LIMIT $4 ",
@@ -1536,6 +1604,40 @@ impl Txn for PgTxn {
         // priority < MAX and priority = MAX with any seq.
         let rows = self.query(sql, &[&production, &prio, &seq, &limit, &held_after])?;
         jobs(rows)
+    }
+
+    fn unpark_due(&mut self, production: &str, up_to_us: i64, scan: LiveScan) -> Result<u64> {
+        match scan {
+            // Rows another claim-next is unparking (or a coordinator holds)
+            // are skipped, as claim-next's own scan skips them.
+            LiveScan::Claim { .. } => self.execute(
+                "UPDATE tenure.jobs SET parked = false WHERE seq IN (
+                     SELECT seq FROM tenure.jobs
+                     WHERE production = $1 AND parked AND due_us <= $2
+                     FOR UPDATE SKIP LOCKED)",
+                &[&production, &up_to_us],
+            ),
+            LiveScan::All => {
+                if self.write {
+                    // As the coordinator scan of `live_jobs`: hold the
+                    // production exclusively first.
+                    self.advisory(CLASS_PROD, key(&[production]), false)?;
+                }
+                self.execute(
+                    "UPDATE tenure.jobs SET parked = false
+                     WHERE production = $1 AND parked AND due_us <= $2",
+                    &[&production, &up_to_us],
+                )
+            }
+        }
+    }
+
+    fn earliest_due(&mut self, production: &str) -> Result<Option<i64>> {
+        let rows = self.query(
+            "SELECT min(due_us) FROM tenure.jobs WHERE production = $1 AND parked",
+            &[&production],
+        )?;
+        Ok(rows.first().and_then(|r| r.get(0)))
     }
 
     fn jobs_page(
@@ -1759,23 +1861,32 @@ impl Txn for PgTxn {
         let maxes: Vec<i64> = stones.iter().map(|t| i64::from(t.max_attempts)).collect();
         let states: Vec<&str> = stones.iter().map(|t| t.state.as_str()).collect();
         let at: Vec<i64> = stones.iter().map(|t| t.pruned_us).collect();
+        let holds: Vec<Option<i64>> = stones.iter().map(|t| t.max_hold_us).collect();
+        let (bases, caps): (Vec<Option<i64>>, Vec<Option<i64>>) =
+            stones.iter().map(|t| backoff_cols(t.backoff)).unzip();
         self.execute(
             "INSERT INTO tenure.tombstones (production, job, payload_digest, priority,
-                 max_attempts, state, pruned_us)
+                 max_attempts, state, pruned_us, max_hold_us, backoff_base_us, backoff_cap_us)
              SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int[], $5::bigint[],
-                                  $6::text[], $7::bigint[])
+                                  $6::text[], $7::bigint[], $8::bigint[], $9::bigint[],
+                                  $10::bigint[])
              ON CONFLICT (production, job) DO UPDATE SET
                  payload_digest = excluded.payload_digest, priority = excluded.priority,
                  max_attempts = excluded.max_attempts, state = excluded.state,
-                 pruned_us = excluded.pruned_us",
-            &[&prods, &names, &digests, &prios, &maxes, &states, &at],
+                 pruned_us = excluded.pruned_us, max_hold_us = excluded.max_hold_us,
+                 backoff_base_us = excluded.backoff_base_us,
+                 backoff_cap_us = excluded.backoff_cap_us",
+            &[
+                &prods, &names, &digests, &prios, &maxes, &states, &at, &holds, &bases, &caps,
+            ],
         )?;
         Ok(())
     }
 
     fn tombstone(&mut self, production: &str, job: &str) -> Result<Option<Tombstone>> {
         let rows = self.query(
-            "SELECT production, job, payload_digest, priority, max_attempts, state, pruned_us
+            "SELECT production, job, payload_digest, priority, max_attempts, state, pruned_us,
+                 max_hold_us, backoff_base_us, backoff_cap_us
              FROM tenure.tombstones WHERE production = $1 AND job = $2",
             &[&production, &job],
         )?;
@@ -1791,6 +1902,8 @@ impl Txn for PgTxn {
                     state: Stored::parse(&state)
                         .ok_or_else(|| bad(format!("tombstone state {state:?}")))?,
                     pruned_us: r.get(6),
+                    max_hold_us: r.get(7),
+                    backoff: backoff_from_cols(r.get(8), r.get(9))?,
                 })
             })
             .transpose()

@@ -10,10 +10,12 @@
 mod writer_queue;
 
 use super::{
-    Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn, SCHEMA_VERSION,
+    backoff_cols, backoff_from_cols, Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored,
+    Tombstone, Txn, SCHEMA_VERSION,
 };
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
+use crate::ttl::Backoff;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -285,8 +287,41 @@ CREATE INDEX IF NOT EXISTS nonces_by_job ON nonces (production, job);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('history_horizon', 0);
 ";
 
+/// Schema 4 (scheduling and hold limits). Jobs get a not-before time
+/// (`due_us`), a `parked` flag that keeps requested jobs not yet due out of
+/// claim-next's index (`jobs_ready` replaces `jobs_live`; `jobs_parked`
+/// finds the ones whose time has come), a hard per-claim hold limit and a
+/// back-off policy; productions get a default back-off; tombstones keep the
+/// hold limit and back-off a pruned job was submitted with. Additive:
+/// existing rows read as "due at once, no limit, no back-off". Run once,
+/// inside the migration transaction that checked the version.
+const MIGRATE_3_TO_4: &str = "
+ALTER TABLE jobs ADD COLUMN due_us INTEGER;
+ALTER TABLE jobs ADD COLUMN parked INTEGER NOT NULL DEFAULT 0 CHECK (parked IN (0, 1));
+ALTER TABLE jobs ADD COLUMN max_hold_us INTEGER CHECK (max_hold_us IS NULL OR max_hold_us > 0);
+ALTER TABLE jobs ADD COLUMN backoff_base_us INTEGER;
+ALTER TABLE jobs ADD COLUMN backoff_cap_us INTEGER;
+ALTER TABLE productions ADD COLUMN backoff_base_us INTEGER;
+ALTER TABLE productions ADD COLUMN backoff_cap_us INTEGER;
+ALTER TABLE tombstones ADD COLUMN max_hold_us INTEGER;
+ALTER TABLE tombstones ADD COLUMN backoff_base_us INTEGER;
+ALTER TABLE tombstones ADD COLUMN backoff_cap_us INTEGER;
+DROP INDEX IF EXISTS jobs_live;
+CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
+    WHERE state IN ('requested', 'claimed') AND parked = 0;
+CREATE INDEX jobs_parked ON jobs (production, due_us) WHERE parked = 1;
+";
+
 /// How many free pages one reclaim step gives back (4 KiB each).
 const RECLAIM_PAGES: u32 = 512;
+
+/// The current table layout: schema 2 plus every later migration in order.
+fn create_current(conn: &Connection) -> Result<()> {
+    conn.execute_batch(SCHEMA_V2)?;
+    conn.execute_batch(MIGRATE_2_TO_3)?;
+    conn.execute_batch(MIGRATE_3_TO_4)?;
+    Ok(())
+}
 
 /// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
 fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
@@ -313,12 +348,17 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                             .into(),
                     ));
                 }
-                conn.execute_batch(SCHEMA_V2)?;
+                create_current(conn)?;
             }
+            // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            // 2: only the additive step below; SCHEMA_VERSION: another
-            // process migrated first (the step is idempotent).
-            v if v == 2 || v == SCHEMA_VERSION => {}
+            2 => {
+                conn.execute_batch(MIGRATE_2_TO_3)?;
+                conn.execute_batch(MIGRATE_3_TO_4)?;
+            }
+            3 => conn.execute_batch(MIGRATE_3_TO_4)?,
+            // Another process migrated first.
+            v if v == SCHEMA_VERSION => {}
             v => {
                 return Err(Error::SchemaTooNew {
                     found: v,
@@ -326,7 +366,6 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 })
             }
         }
-        conn.execute_batch(MIGRATE_2_TO_3)?;
         if from != SCHEMA_VERSION {
             conn.execute_batch(&format!(
                 "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
@@ -363,7 +402,7 @@ fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
          ALTER TABLE events RENAME TO legacy_events;
          ALTER TABLE productions RENAME TO productions_v1;",
     )?;
-    conn.execute_batch(SCHEMA_V2)?;
+    create_current(conn)?;
     conn.execute(
         "INSERT INTO productions (name, created_us, cancelled_us)
          SELECT name, created_at, NULL FROM productions_v1",
@@ -438,6 +477,10 @@ fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
             created_us: created,
             updated_us: if claimed { now } else { updated },
             last_error: None,
+            due_us: None,
+            parked: false,
+            max_hold_us: None,
+            backoff: None,
         };
         insert_job(conn, &row, &payload)?;
         append_event(
@@ -624,7 +667,7 @@ macro_rules! job_cols {
     () => {
         "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
          state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
-         updated_us, last_error"
+         updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us"
     };
 }
 
@@ -670,6 +713,20 @@ fn job_row(r: &Row<'_>) -> rusqlite::Result<JobRow> {
         created_us: r.get(14)?,
         updated_us: r.get(15)?,
         last_error: r.get(16)?,
+        due_us: r.get(17)?,
+        parked: r.get(18)?,
+        max_hold_us: r.get(19)?,
+        backoff: backoff_from_cols(r.get(20)?, r.get(21)?)
+            .map_err(|e| bad_col(20, e.to_string()))?,
+    })
+}
+
+fn production_row(r: &Row<'_>) -> rusqlite::Result<ProductionRow> {
+    Ok(ProductionRow {
+        name: r.get(0)?,
+        created_us: r.get(1)?,
+        cancelled_us: r.get(2)?,
+        backoff: backoff_from_cols(r.get(3)?, r.get(4)?).map_err(|e| bad_col(3, e.to_string()))?,
     })
 }
 
@@ -704,9 +761,12 @@ fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Result<i64> {
     let mut st = conn.prepare_cached(
         "INSERT INTO jobs (production, job, payload_digest, payload_len, priority, max_attempts,
              state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us,
-             created_us, updated_us, last_error, payload)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+             created_us, updated_us, last_error, payload, due_us, parked, max_hold_us,
+             backoff_base_us, backoff_cap_us)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+             ?18, ?19, ?20, ?21, ?22)",
     )?;
+    let (base, cap) = backoff_cols(row.backoff);
     st.execute(params![
         row.production,
         row.job,
@@ -725,6 +785,11 @@ fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Result<i64> {
         row.updated_us,
         row.last_error,
         payload,
+        row.due_us,
+        row.parked,
+        row.max_hold_us,
+        base,
+        cap,
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -812,25 +877,36 @@ impl Txn for SqliteTxn {
 
     fn production(&mut self, name: &str) -> Result<Option<ProductionRow>> {
         let mut st = self.c().prepare_cached(
-            "SELECT name, created_us, cancelled_us FROM productions WHERE name = ?1",
+            "SELECT name, created_us, cancelled_us, backoff_base_us, backoff_cap_us
+             FROM productions WHERE name = ?1",
         )?;
-        Ok(st
-            .query_row([name], |r| {
-                Ok(ProductionRow {
-                    name: r.get(0)?,
-                    created_us: r.get(1)?,
-                    cancelled_us: r.get(2)?,
-                })
-            })
-            .optional()?)
+        Ok(st.query_row([name], production_row).optional()?)
     }
 
     fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
         crate::fault::point();
         let mut st = self.c().prepare_cached(
-            "INSERT INTO productions (name, created_us, cancelled_us) VALUES (?1, ?2, ?3)",
+            "INSERT INTO productions (name, created_us, cancelled_us, backoff_base_us,
+                 backoff_cap_us) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
-        st.execute(params![row.name, row.created_us, row.cancelled_us])?;
+        let (base, cap) = backoff_cols(row.backoff);
+        st.execute(params![
+            row.name,
+            row.created_us,
+            row.cancelled_us,
+            base,
+            cap
+        ])?;
+        Ok(())
+    }
+
+    fn set_production_backoff(&mut self, name: &str, backoff: Option<Backoff>) -> Result<()> {
+        crate::fault::point();
+        let mut st = self.c().prepare_cached(
+            "UPDATE productions SET backoff_base_us = ?2, backoff_cap_us = ?3 WHERE name = ?1",
+        )?;
+        let (base, cap) = backoff_cols(backoff);
+        st.execute(params![name, base, cap])?;
         Ok(())
     }
 
@@ -844,15 +920,10 @@ impl Txn for SqliteTxn {
 
     fn productions(&mut self) -> Result<Vec<ProductionRow>> {
         let mut st = self.c().prepare_cached(
-            "SELECT name, created_us, cancelled_us FROM productions ORDER BY name",
+            "SELECT name, created_us, cancelled_us, backoff_base_us, backoff_cap_us
+             FROM productions ORDER BY name",
         )?;
-        let rows = st.query_map([], |r| {
-            Ok(ProductionRow {
-                name: r.get(0)?,
-                created_us: r.get(1)?,
-                cancelled_us: r.get(2)?,
-            })
-        })?;
+        let rows = st.query_map([], production_row)?;
         collect(rows)
     }
 
@@ -881,7 +952,8 @@ impl Txn for SqliteTxn {
         crate::fault::point();
         let mut st = self.c().prepare_cached(
             "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, secret_digest = ?5,
-                 holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, last_error = ?10
+                 holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, last_error = ?10,
+                 due_us = ?11, parked = ?12
              WHERE seq = ?1",
         )?;
         let n = st.execute(params![
@@ -895,6 +967,8 @@ impl Txn for SqliteTxn {
             row.expires_us,
             row.updated_us,
             row.last_error,
+            row.due_us,
+            row.parked,
         ])?;
         one_row(n, row)
     }
@@ -929,8 +1003,8 @@ impl Txn for SqliteTxn {
                 let mut st = c.prepare_cached(concat!(
                     "SELECT ",
                     job_cols!(),
-                    " FROM jobs INDEXED BY jobs_live
-                     WHERE production = ?1 AND state IN ('requested', 'claimed')
+                    " FROM jobs INDEXED BY jobs_ready
+                     WHERE production = ?1 AND state IN ('requested', 'claimed') AND parked = 0
                        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3)
                      ORDER BY priority DESC, seq LIMIT ?2"
                 ))?;
@@ -941,8 +1015,8 @@ impl Txn for SqliteTxn {
                 let mut st = c.prepare_cached(concat!(
                     "SELECT ",
                     job_cols!(),
-                    " FROM jobs INDEXED BY jobs_live
-                     WHERE production = ?1 AND state IN ('requested', 'claimed')
+                    " FROM jobs INDEXED BY jobs_ready
+                     WHERE production = ?1 AND state IN ('requested', 'claimed') AND parked = 0
                        AND (priority < ?2 OR (priority = ?2 AND seq > ?3))
                        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?5)
                      ORDER BY priority DESC, seq LIMIT ?4"
@@ -954,6 +1028,22 @@ impl Txn for SqliteTxn {
                 collect(rows)
             }
         }
+    }
+
+    fn unpark_due(&mut self, production: &str, up_to_us: i64, _scan: LiveScan) -> Result<u64> {
+        let mut st = self.c().prepare_cached(
+            "UPDATE jobs INDEXED BY jobs_parked SET parked = 0
+             WHERE production = ?1 AND parked = 1 AND due_us <= ?2",
+        )?;
+        Ok(st.execute(params![production, up_to_us])? as u64)
+    }
+
+    fn earliest_due(&mut self, production: &str) -> Result<Option<i64>> {
+        let mut st = self.c().prepare_cached(
+            "SELECT min(due_us) FROM jobs INDEXED BY jobs_parked
+             WHERE production = ?1 AND parked = 1",
+        )?;
+        Ok(st.query_row([production], |r| r.get(0))?)
     }
 
     fn jobs_page(
@@ -1105,14 +1195,17 @@ impl Txn for SqliteTxn {
         let c = self.c();
         let mut st = c.prepare_cached(
             "INSERT INTO tombstones (production, job, payload_digest, priority, max_attempts,
-                 state, pruned_us)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 state, pruned_us, max_hold_us, backoff_base_us, backoff_cap_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
              ON CONFLICT (production, job) DO UPDATE SET
                  payload_digest = excluded.payload_digest, priority = excluded.priority,
                  max_attempts = excluded.max_attempts, state = excluded.state,
-                 pruned_us = excluded.pruned_us",
+                 pruned_us = excluded.pruned_us, max_hold_us = excluded.max_hold_us,
+                 backoff_base_us = excluded.backoff_base_us,
+                 backoff_cap_us = excluded.backoff_cap_us",
         )?;
         for t in stones {
+            let (base, cap) = backoff_cols(t.backoff);
             st.execute(params![
                 t.production,
                 t.job,
@@ -1120,7 +1213,10 @@ impl Txn for SqliteTxn {
                 t.priority,
                 t.max_attempts,
                 t.state.as_str(),
-                t.pruned_us
+                t.pruned_us,
+                t.max_hold_us,
+                base,
+                cap
             ])?;
         }
         Ok(())
@@ -1128,37 +1224,29 @@ impl Txn for SqliteTxn {
 
     fn tombstone(&mut self, production: &str, job: &str) -> Result<Option<Tombstone>> {
         let mut st = self.c().prepare_cached(
-            "SELECT production, job, payload_digest, priority, max_attempts, state, pruned_us
+            "SELECT production, job, payload_digest, priority, max_attempts, state, pruned_us,
+                 max_hold_us, backoff_base_us, backoff_cap_us
              FROM tombstones WHERE production = ?1 AND job = ?2",
         )?;
         let row = st
             .query_row([production, job], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Vec<u8>>(2)?,
-                    r.get::<_, i32>(3)?,
-                    r.get::<_, u32>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, i64>(6)?,
-                ))
-            })
-            .optional()?;
-        row.map(
-            |(production, job, payload_digest, priority, max_attempts, state, pruned_us)| {
+                let state: String = r.get(5)?;
                 Ok(Tombstone {
                     state: Stored::parse(&state)
-                        .ok_or_else(|| Error::Store(format!("tombstone with state {state:?}")))?,
-                    production,
-                    job,
-                    payload_digest,
-                    priority,
-                    max_attempts,
-                    pruned_us,
+                        .ok_or_else(|| bad_col(5, format!("tombstone with state {state:?}")))?,
+                    production: r.get(0)?,
+                    job: r.get(1)?,
+                    payload_digest: r.get(2)?,
+                    priority: r.get(3)?,
+                    max_attempts: r.get(4)?,
+                    pruned_us: r.get(6)?,
+                    max_hold_us: r.get(7)?,
+                    backoff: backoff_from_cols(r.get(8)?, r.get(9)?)
+                        .map_err(|e| bad_col(8, e.to_string()))?,
                 })
-            },
-        )
-        .transpose()
+            })
+            .optional()?;
+        Ok(row)
     }
 
     fn prune_tombstones(&mut self, before_us: i64, limit: usize) -> Result<u64> {
