@@ -939,6 +939,145 @@ tenure_status tenure_edit_complete(const struct tenure_edit *edit,
                                    size_t n_facts);
 
 /**
+ * Claim up to `n` (1 ..= 1000) jobs of a production in one transaction,
+ * in claim-next order, each with its own claim ID, secret and attempt
+ * (ABI 1.1). `out_leases` is the caller's array of `n` slots: on success
+ * the first `*out_count` receive active leases (each freed with
+ * `tenure_lease_free()`), the rest are untouched. Fewer jobs claimable
+ * than `n` gives fewer leases; none at all is `TENURE_OK` with
+ * `*out_count` 0 (not `TENURE_NO_JOB_AVAILABLE`).
+ */
+tenure_status tenure_authority_claim_next_many(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const char *holder,
+                                               int64_t ttl_us,
+                                               size_t n,
+                                               struct tenure_lease **out_leases,
+                                               size_t *out_count);
+
+/**
+ * Renew `n` (1 ..= 1000) leases of this authority handle to now +
+ * `ttl_us` in one transaction (ABI 1.1). On `TENURE_OK` the call ran and
+ * `out_statuses` (the caller's array of `n`) holds each lease's outcome
+ * in order: `TENURE_OK` or the status the single call would return
+ * (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`, ...); a refused lease
+ * changed nothing. Any other return means the whole call failed and
+ * nothing changed (bad arguments, `TENURE_BUSY`, `TENURE_STORE`, ...).
+ * A lease of another authority handle, a closed lease and a second item
+ * on a job already in the batch are refused per lease. A NULL lease
+ * pointer is `TENURE_INVALID_ARGUMENT` for the whole call.
+ */
+tenure_status tenure_authority_renew_many(const struct tenure_authority *authority,
+                                          const struct tenure_lease *const *leases,
+                                          size_t n,
+                                          int64_t ttl_us,
+                                          tenure_status *out_statuses);
+
+/**
+ * Release `n` (1 ..= 1000) leases in one transaction (ABI 1.1); outcomes
+ * as `tenure_authority_renew_many()`. `out_states` may be NULL; if
+ * given, an array of `n` receiving each released job's new state
+ * (`TENURE_JOB_ANY` for a refused lease).
+ */
+tenure_status tenure_authority_release_many(const struct tenure_authority *authority,
+                                            const struct tenure_lease *const *leases,
+                                            size_t n,
+                                            tenure_status *out_statuses,
+                                            tenure_job_state *out_states);
+
+/**
+ * Fail `n` (1 ..= 1000) leases in one transaction, lease `i` with UTF-8
+ * `reasons[i]` (at most 1024 bytes; a NULL or non-UTF-8 reason fails the
+ * whole call, an over-long one only its lease) and `permanent[i]` (ABI
+ * 1.1); outcomes and `out_states` as `tenure_authority_release_many()`.
+ */
+tenure_status tenure_authority_fail_many(const struct tenure_authority *authority,
+                                         const struct tenure_lease *const *leases,
+                                         const char *const *reasons,
+                                         const bool *permanent,
+                                         size_t n,
+                                         tenure_status *out_statuses,
+                                         tenure_job_state *out_states);
+
+/**
+ * Complete `n` (1 ..= 1000) leases in one transaction, lease `i`
+ * publishing `n_facts[i]` facts from `facts[i]` (which may be NULL when
+ * `n_facts[i]` is 0; `facts` and `n_facts` may both be NULL for no facts
+ * at all) with its provenance (ABI 1.1). The accepted completions commit
+ * together; outcomes as `tenure_authority_renew_many()`. A fact with a
+ * NULL or non-UTF-8 key or value fails the whole call; a fact the rules
+ * refuse (reserved key, too long) refuses only its lease.
+ */
+tenure_status tenure_authority_complete_many(const struct tenure_authority *authority,
+                                             const struct tenure_lease *const *leases,
+                                             const struct tenure_fact *const *facts,
+                                             const size_t *n_facts,
+                                             size_t n,
+                                             tenure_status *out_statuses);
+
+/**
+ * Claim up to `n` jobs inside the edit (see
+ * `tenure_authority_claim_next_many()`); the leases are pending until
+ * the edit commits (ABI 1.1).
+ */
+tenure_status tenure_edit_claim_next_many(const struct tenure_edit *edit,
+                                          const char *production,
+                                          const char *holder,
+                                          int64_t ttl_us,
+                                          size_t n,
+                                          struct tenure_lease **out_leases,
+                                          size_t *out_count);
+
+/**
+ * Renew `n` leases inside the edit, all or nothing (ABI 1.1): if any
+ * lease is refused, the whole batch is undone (the edit stays usable)
+ * and the call returns that lease's status (the first in batch order);
+ * on `TENURE_OK` every `out_statuses[i]` is `TENURE_OK` and the expiries
+ * move when the edit commits.
+ */
+tenure_status tenure_edit_renew_many(const struct tenure_edit *edit,
+                                     const struct tenure_lease *const *leases,
+                                     size_t n,
+                                     int64_t ttl_us,
+                                     tenure_status *out_statuses);
+
+/**
+ * Release `n` leases inside the edit, all or nothing as
+ * `tenure_edit_renew_many()` (ABI 1.1); they close when the edit commits.
+ */
+tenure_status tenure_edit_release_many(const struct tenure_edit *edit,
+                                       const struct tenure_lease *const *leases,
+                                       size_t n,
+                                       tenure_status *out_statuses,
+                                       tenure_job_state *out_states);
+
+/**
+ * Fail `n` leases inside the edit, all or nothing as
+ * `tenure_edit_renew_many()` (ABI 1.1); arguments as
+ * `tenure_authority_fail_many()`.
+ */
+tenure_status tenure_edit_fail_many(const struct tenure_edit *edit,
+                                    const struct tenure_lease *const *leases,
+                                    const char *const *reasons,
+                                    const bool *permanent,
+                                    size_t n,
+                                    tenure_status *out_statuses,
+                                    tenure_job_state *out_states);
+
+/**
+ * Complete `n` leases inside the edit, all or nothing as
+ * `tenure_edit_renew_many()` (ABI 1.1); arguments as
+ * `tenure_authority_complete_many()`. The facts become visible with the
+ * commit.
+ */
+tenure_status tenure_edit_complete_many(const struct tenure_edit *edit,
+                                        const struct tenure_lease *const *leases,
+                                        const struct tenure_fact *const *facts,
+                                        const size_t *n_facts,
+                                        size_t n,
+                                        tenure_status *out_statuses);
+
+/**
  * Free a job view (NULL is a no-op).
  */
 void tenure_job_view_free(struct tenure_job_view *view);

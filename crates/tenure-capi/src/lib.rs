@@ -16,6 +16,8 @@
 //!   share, and those `tenure_lease_*` and `tenure_edit_*` share, each
 //!   defined once;
 //! - `authority`, `lease`, `edit`: the handles and their operations;
+//! - `batch`: the batched calls of `tenure_authority_*` and `tenure_edit_*`
+//!   (claim-next of many jobs, transitions of many leases);
 //! - `view`, `list`: immutable snapshots read through accessors.
 //!
 //! # Conventions (they hold for every export)
@@ -67,6 +69,9 @@
 //!   heartbeat renewing while a worker completes); the store serializes them.
 //! - `tenure_edit`: may be used from any thread, one call at a time; calls
 //!   from several threads are serialized by an internal mutex.
+//! - Batched calls (`*_many`) read the caller's arrays and write its
+//!   out-arrays only during the call; another thread must not change them
+//!   meanwhile (the handles in them may be shared as usual).
 //! - List/view handles are immutable snapshots: thread-safe to read.
 //! - The last-error message is per thread.
 //!
@@ -106,6 +111,8 @@ mod authority;
 mod lease;
 
 mod edit;
+
+mod batch;
 
 mod view;
 

@@ -696,6 +696,7 @@ pub fn c_tests() -> Result {
             "token_handoff",
             "clock",
             "census",
+            "batch",
         ],
         &[],
     )?;
