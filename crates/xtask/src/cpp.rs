@@ -263,6 +263,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
                 "test_tenure.cpp",
                 "test_durations.cpp",
                 "test_census.cpp",
+                "test_batch.cpp",
             ],
             &bin,
         )?;

@@ -26,8 +26,9 @@
 //! `test_census.cpp`, `test_census.py`, `test_packaging.py`,
 //! `test_typing.py`):
 //! - C: `test_lifecycle.c`, `test_bad_input.c`, `test_threads.c`,
-//!   `test_token_handoff.c` (ASan/UBSan, as on SQLite);
-//! - C++: `test_tenure.cpp` (with `test_main.cpp`), C++20, ASan/UBSan;
+//!   `test_token_handoff.c`, `test_batch.c` (ASan/UBSan, as on SQLite);
+//! - C++: `test_tenure.cpp` and `test_batch.cpp` (with `test_main.cpp`),
+//!   C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
 //!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`
 //!   against the wheel installed into `.venv` (built and installed here, so
@@ -39,9 +40,15 @@ use std::process::Command;
 use std::time::Instant;
 
 /// The C suites run on PostgreSQL (`tests/c/test_<name>.c`).
-const C_SUITES: &[&str] = &["lifecycle", "bad_input", "threads", "token_handoff"];
+const C_SUITES: &[&str] = &[
+    "lifecycle",
+    "bad_input",
+    "threads",
+    "token_handoff",
+    "batch",
+];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`).
-const CPP_SOURCES: &[&str] = &["test_main.cpp", "test_tenure.cpp"];
+const CPP_SOURCES: &[&str] = &["test_main.cpp", "test_tenure.cpp", "test_batch.cpp"];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
     "test_lifecycle.py",
