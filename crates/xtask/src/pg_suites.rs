@@ -30,7 +30,8 @@
 //! - C++: `test_tenure.cpp` and `test_batch.cpp` (with `test_main.cpp`),
 //!   C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
-//!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`
+//!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`,
+//!   `test_batch.py`
 //!   against the wheel installed into `.venv` (built and installed here, so
 //!   `cargo xtask pg` works from a fresh clone too).
 
@@ -57,6 +58,7 @@ const PY_SUITES: &[&str] = &[
     "test_threads.py",
     "test_cross_language.py",
     "test_durations.py",
+    "test_batch.py",
 ];
 
 /// The environment that points the harnesses at `server`.
