@@ -21,6 +21,12 @@ The workload, per run and per system:
      secret, recorded with its event) then ``lease.complete()`` with no
      facts; a ``Busy`` answer is retried (and counted); ``NoJobAvailable``
      ends the worker.
+   - tenure-batch (tenure's batched calls): ``claim_next_many(production,
+     holder, ttl=60 s, 16)`` (16 leases, each with its own claim, secret and
+     event, in one operation) then ``complete_many`` of those leases with
+     no facts (one operation; every outcome must be ``None``); ``Busy`` is
+     retried (and counted); an empty claim ends the worker. Same seed and
+     end-state check as tenure.
    - procrastinate: ``App.run_worker_async(concurrency=1, wait=False,
      listen_notify=False, delete_jobs="never")`` over an ``async def`` no-op
      task: per job it calls ``procrastinate_fetch_job`` (marks the job
@@ -37,8 +43,10 @@ The workload, per run and per system:
 
 Each run prints one ``BENCH {json}`` line (``"workload":"pg-peer"``); after
 all runs one ``"workload":"pg-peer-summary"`` line per W gives the median
-drain rates and the ratio tenure / procrastinate, plus the median enqueue
-rates over all runs. Figures are printed, never asserted.
+drain rates and the ratios tenure / procrastinate and tenure-batch /
+procrastinate, plus the median enqueue rates over all runs (tenure
+``submit_many`` vs procrastinate ``batch_defer_async``). Figures are
+printed, never asserted.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ import time
 PRODUCTION = "bench"
 QUEUE = "bench"
 CHUNK = 1000
+BATCH = 16
 
 
 def _db_url(maintenance_url: str, name: str) -> str:
@@ -109,6 +118,36 @@ def tenure_work(url: str) -> dict[str, object]:
             continue
         lease.complete()
         done += 1
+    return {"done": done, "busy": busy, "start": start, "end": time.monotonic()}
+
+
+def tenure_batch_work(url: str) -> dict[str, object]:
+    import tenure
+
+    a = tenure.Authority(url)
+    holder = f"bench-{os.getpid()}"
+    ttl = datetime.timedelta(seconds=60)
+    _ready()
+    start = time.monotonic()
+    done = busy = 0
+    while True:
+        try:
+            leases = a.claim_next_many(PRODUCTION, holder, ttl, BATCH)
+        except tenure.Busy:
+            busy += 1
+            continue
+        if not leases:
+            break
+        while True:
+            try:
+                outcomes = a.complete_many(leases)
+                break
+            except tenure.Busy:
+                busy += 1
+        refused = [o for o in outcomes if o is not None]
+        if refused:
+            raise SystemExit(f"tenure-batch: completions refused: {refused!r}")
+        done += len(leases)
     return {"done": done, "busy": busy, "start": start, "end": time.monotonic()}
 
 
@@ -213,6 +252,7 @@ def procrastinate_verify(url: str, jobs: int) -> None:
 
 SYSTEMS = {
     "tenure": (tenure_seed, tenure_work, tenure_verify),
+    "tenure-batch": (tenure_seed, tenure_batch_work, tenure_verify),
     "procrastinate": (procrastinate_seed, procrastinate_work, procrastinate_verify),
 }
 
@@ -229,7 +269,8 @@ def _ready() -> None:
 
 def one_run(system: str, maintenance_url: str, jobs: int, workers: int, run: int) -> dict:
     seed, _, verify = SYSTEMS[system]
-    url = _fresh_database(maintenance_url, f"peer_{system}_w{workers}_r{run}")
+    name = system.replace("-", "_")
+    url = _fresh_database(maintenance_url, f"peer_{name}_w{workers}_r{run}")
     enqueue_s = seed(url, jobs)
     kids = [
         subprocess.Popen(
@@ -303,7 +344,7 @@ def main() -> None:
     enqueue: dict[str, list[float]] = {}
     for run in range(args.runs):
         for w in ws:
-            for system in ("tenure", "procrastinate"):
+            for system in ("tenure", "tenure-batch", "procrastinate"):
                 row = one_run(system, args.url, args.jobs, w, run)
                 rates.setdefault((system, w), []).append(row["jobs_per_s"])
                 enqueue.setdefault(system, []).append(args.jobs / max(row["enqueue_s"], 1e-4))
@@ -313,6 +354,7 @@ def main() -> None:
     qe = round(statistics.median(enqueue["procrastinate"]), 1)
     for w in ws:
         t = statistics.median(rates[("tenure", w)])
+        b = statistics.median(rates[("tenure-batch", w)])
         q = statistics.median(rates[("procrastinate", w)])
         summary = {
             "workload": "pg-peer-summary",
@@ -322,6 +364,10 @@ def main() -> None:
             "tenure_jobs_per_s": t,
             "procrastinate_jobs_per_s": q,
             "ratio": round(t / q, 2),
+            "batch": BATCH,
+            "tenure_batch_jobs_per_s": b,
+            "batch_ratio": round(b / q, 2),
+            "batch_vs_single": round(b / t, 2),
             "tenure_enqueue_per_s": te,
             "procrastinate_enqueue_per_s": qe,
             "enqueue_ratio": round(te / qe, 2),
