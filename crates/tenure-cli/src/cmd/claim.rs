@@ -149,7 +149,7 @@ fn reserve(path: &std::path::Path) -> R<File> {
 
 /// Deliver a committed lease's token into its reserved file; on failure
 /// the incomplete file is removed and the receipt says so.
-fn deliver(mut file: File, lease: &Lease, path: PathBuf) -> Result<Receipt, Undelivered> {
+fn deliver(mut file: File, lease: &Lease, path: PathBuf) -> Result<Receipt, Box<Undelivered>> {
     let delivered = lease
         .export_token()
         .map_err(|e| e.to_string())
@@ -168,19 +168,19 @@ fn deliver(mut file: File, lease: &Lease, path: PathBuf) -> Result<Receipt, Unde
         Err(error) => {
             drop(file);
             let removed = std::fs::remove_file(&receipt.token_file).is_ok();
-            Err(Undelivered {
+            Err(Box::new(Undelivered {
                 receipt,
                 error,
                 removed,
-            })
+            }))
         }
     }
 }
 
 /// Report undelivered tokens on stderr; exit 4.
-fn undelivered(ctx: &Ctx, us: &[Undelivered]) -> Fail {
+fn undelivered(ctx: &Ctx, us: &[Box<Undelivered>]) -> Fail {
     for u in us {
-        let _ = out::write(ctx.json, u, &mut io::stderr().lock());
+        let _ = out::write(ctx.json, u.as_ref(), &mut io::stderr().lock());
     }
     Fail::Exit(exit::TOKEN_NOT_DELIVERED, String::new())
 }
