@@ -24,8 +24,9 @@ The workload, per run and per system:
    - tenure-batch (tenure's batched calls): ``claim_next_many(production,
      holder, ttl=60 s, 16)`` (16 leases, each with its own claim, secret and
      event, in one operation) then ``complete_many`` of those leases with
-     no facts (one operation; every outcome must be ``None``); ``Busy`` is
-     retried (and counted); an empty claim ends the worker. Same seed and
+     no facts (one operation; every outcome must be ``None``); a ``Busy``
+     claim is retried (and counted), a ``Busy`` completion retried; an
+     empty claim ends the worker. Same seed and
      end-state check as tenure.
    - procrastinate: ``App.run_worker_async(concurrency=1, wait=False,
      listen_notify=False, delete_jobs="never")`` over an ``async def`` no-op
@@ -61,6 +62,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 PRODUCTION = "bench"
 QUEUE = "bench"
@@ -99,7 +101,10 @@ def tenure_seed(url: str, jobs: int) -> float:
     return time.perf_counter() - t0
 
 
-def tenure_work(url: str) -> dict[str, object]:
+def _tenure_drain(url: str, step: Callable[..., int]) -> dict[str, object]:
+    """A tenure worker: ``step(authority, holder, ttl)`` handles some jobs
+    and returns how many (0: nothing claimable, the worker ends); ``Busy``
+    from it is retried and counted."""
     import tenure
 
     a = tenure.Authority(url)
@@ -110,45 +115,49 @@ def tenure_work(url: str) -> dict[str, object]:
     done = busy = 0
     while True:
         try:
-            lease = a.claim_next(PRODUCTION, holder, ttl)
-        except tenure.NoJobAvailable:
-            break
+            n = step(a, holder, ttl)
         except tenure.Busy:
             busy += 1
             continue
-        lease.complete()
-        done += 1
+        if n == 0:
+            break
+        done += n
     return {"done": done, "busy": busy, "start": start, "end": time.monotonic()}
+
+
+def tenure_work(url: str) -> dict[str, object]:
+    import tenure
+
+    def one(a: tenure.Authority, holder: str, ttl: datetime.timedelta) -> int:
+        try:
+            lease = a.claim_next(PRODUCTION, holder, ttl)
+        except tenure.NoJobAvailable:
+            return 0
+        lease.complete()
+        return 1
+
+    return _tenure_drain(url, one)
 
 
 def tenure_batch_work(url: str) -> dict[str, object]:
     import tenure
 
-    a = tenure.Authority(url)
-    holder = f"bench-{os.getpid()}"
-    ttl = datetime.timedelta(seconds=60)
-    _ready()
-    start = time.monotonic()
-    done = busy = 0
-    while True:
-        try:
-            leases = a.claim_next_many(PRODUCTION, holder, ttl, BATCH)
-        except tenure.Busy:
-            busy += 1
-            continue
+    def batch(a: tenure.Authority, holder: str, ttl: datetime.timedelta) -> int:
+        leases = a.claim_next_many(PRODUCTION, holder, ttl, BATCH)
         if not leases:
-            break
-        while True:
+            return 0
+        while True:  # the leases are held: retry only the completion
             try:
                 outcomes = a.complete_many(leases)
                 break
             except tenure.Busy:
-                busy += 1
+                continue
         refused = [o for o in outcomes if o is not None]
         if refused:
             raise SystemExit(f"tenure-batch: completions refused: {refused!r}")
-        done += len(leases)
-    return {"done": done, "busy": busy, "start": start, "end": time.monotonic()}
+        return len(leases)
+
+    return _tenure_drain(url, batch)
 
 
 def tenure_verify(url: str, jobs: int) -> None:

@@ -193,4 +193,13 @@ static inline void submit_job(tenure_authority *a, const char *p, const char *jo
   REQUIRE(tenure_authority_submit(a, p, &spec, &s) == TENURE_OK);
 }
 
+/* How many events the store holds (up to 10 000). */
+static inline size_t event_count(tenure_authority *a) {
+  tenure_event_list *el = NULL;
+  REQUIRE(tenure_authority_events(a, 0, 10000, &el) == TENURE_OK);
+  size_t n = tenure_event_list_len(el);
+  tenure_event_list_free(el);
+  return n;
+}
+
 #endif

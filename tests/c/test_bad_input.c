@@ -61,14 +61,6 @@ static char LONG_REASON[1026];
     EXPECT(CALL, DUR);                                                     \
   } while (0)
 
-static size_t event_count(tenure_authority *a) {
-  tenure_event_list *el = NULL;
-  REQUIRE(tenure_authority_events(a, 0, 10000, &el) == TENURE_OK);
-  size_t n = tenure_event_list_len(el);
-  tenure_event_list_free(el);
-  return n;
-}
-
 static tenure_lease *const POISON_LEASE = (tenure_lease *)0x1;
 
 static void authority_entry_points(const char *dir) {

@@ -18,14 +18,6 @@ static void sleep_us(long us) {
   }
 }
 
-static size_t event_count(tenure_authority *a) {
-  tenure_event_list *el = NULL;
-  REQUIRE(tenure_authority_events(a, 0, 10000, &el) == TENURE_OK);
-  size_t n = tenure_event_list_len(el);
-  tenure_event_list_free(el);
-  return n;
-}
-
 static tenure_job_state state_of(tenure_authority *a, const char *p, const char *job) {
   tenure_job_view *v = NULL;
   REQUIRE(tenure_authority_job(a, p, job, &v) == TENURE_OK);

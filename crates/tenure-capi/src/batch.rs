@@ -61,6 +61,11 @@ unsafe fn out_array<'a, T>(
     Ok(Some(std::slice::from_raw_parts_mut(p, n)))
 }
 
+/// The required per-lease status array of a transition batch.
+unsafe fn statuses_out<'a>(p: *mut tenure_status, n: usize) -> R<&'a mut [tenure_status]> {
+    Ok(out_array(p, n, "out_statuses", false)?.unwrap_or_default())
+}
+
 /// The leases of a batch: every handle pointer must be non-NULL.
 unsafe fn leases<'a>(p: *const *const tenure_lease, n: usize) -> R<Vec<&'a Lease>> {
     array(p, n, "leases")?
@@ -158,7 +163,7 @@ macro_rules! batch_writes {
             boundary(|| {
                 let $h = Arg::read($h, stringify!($h))?;
                 let leases = self::leases(leases, n)?;
-                let out = out_array(out_statuses, n, "out_statuses", false)?.unwrap_or_default();
+                let out = statuses_out(out_statuses, n)?;
                 let done = BatchWriter::renew_many($h, &leases, ttl(ttl_us)?)?;
                 write_outcomes(&done, out, None, |()| tenure_job_state::TENURE_JOB_ANY)
             })
@@ -176,7 +181,7 @@ macro_rules! batch_writes {
             boundary(|| {
                 let $h = Arg::read($h, stringify!($h))?;
                 let leases = self::leases(leases, n)?;
-                let out = out_array(out_statuses, n, "out_statuses", false)?.unwrap_or_default();
+                let out = statuses_out(out_statuses, n)?;
                 let states = out_array(out_states, n, "out_states", true)?;
                 let done = BatchWriter::release_many($h, &leases)?;
                 write_outcomes(&done, out, states, tenure_job_state::from)
@@ -203,7 +208,7 @@ macro_rules! batch_writes {
                     .map(|(i, r)| str_arg(*r, &format!("reasons[{i}]")))
                     .collect::<R<Vec<&str>>>()?;
                 let permanent = array(permanent, n, "permanent")?;
-                let out = out_array(out_statuses, n, "out_statuses", false)?.unwrap_or_default();
+                let out = statuses_out(out_statuses, n)?;
                 let states = out_array(out_states, n, "out_states", true)?;
                 let items: Vec<(&Lease, &str, bool)> = leases
                     .iter()
@@ -230,7 +235,7 @@ macro_rules! batch_writes {
                 let $h = Arg::read($h, stringify!($h))?;
                 let leases = self::leases(leases, n)?;
                 let facts = batch_facts(facts, n_facts, n)?;
-                let out = out_array(out_statuses, n, "out_statuses", false)?.unwrap_or_default();
+                let out = statuses_out(out_statuses, n)?;
                 let items: Vec<(&Lease, &[Fact])> =
                     leases.iter().zip(&facts).map(|(l, f)| (*l, f.as_slice())).collect();
                 let done = BatchWriter::complete_many($h, &items)?;
