@@ -43,16 +43,28 @@ fn specs(jobs: &Bound<'_, PyAny>) -> PyResult<Vec<tenure::JobSpec>> {
     Ok(out)
 }
 
+/// The items of a batch: `one` converts each element of the iterable
+/// `items`; `None` from it (or `items` not iterable) is the `TypeError`
+/// `expected`.
+fn batch_items<'py, T>(
+    items: &Bound<'py, PyAny>,
+    expected: &'static str,
+    mut one: impl FnMut(Bound<'py, PyAny>) -> PyResult<Option<T>>,
+) -> PyResult<Vec<T>> {
+    let bad = || pyo3::exceptions::PyTypeError::new_err(expected);
+    let mut out = Vec::new();
+    for item in items.try_iter().map_err(|_| bad())? {
+        out.push(one(item?)?.ok_or_else(bad)?);
+    }
+    Ok(out)
+}
+
 /// The leases of a batch: a Python iterable of ``tenure.Lease``, kept alive
 /// while the core borrows them.
 fn batch_leases<'py>(leases: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, Lease>>> {
-    let bad =
-        || pyo3::exceptions::PyTypeError::new_err("leases must be an iterable of tenure.Lease");
-    let mut out = Vec::new();
-    for item in leases.try_iter().map_err(|_| bad())? {
-        out.push(item?.cast_into::<Lease>().map_err(|_| bad())?);
-    }
-    Ok(out)
+    batch_items(leases, "leases must be an iterable of tenure.Lease", |x| {
+        Ok(x.cast_into::<Lease>().ok())
+    })
 }
 
 /// The core leases of a batch (each checked to be used in its own process).
@@ -62,23 +74,15 @@ fn core_leases<'a>(leases: &'a [Bound<'_, Lease>]) -> PyResult<Vec<&'a tenure::L
 
 /// Items of `fail_many`: ``(lease, reason)`` or ``(lease, reason, permanent)``.
 fn fail_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Vec<(Bound<'py, Lease>, String, bool)>> {
-    let bad = || {
-        pyo3::exceptions::PyTypeError::new_err(
-            "items must be an iterable of (Lease, reason) or (Lease, reason, permanent) tuples",
-        )
-    };
-    let mut out = Vec::new();
-    for item in items.try_iter().map_err(|_| bad())? {
-        let item = item?;
-        let (l, r, p) = match item.extract::<(Bound<'py, PyAny>, String)>() {
-            Ok((l, r)) => (l, r, false),
-            Err(_) => item
-                .extract::<(Bound<'py, PyAny>, String, bool)>()
-                .map_err(|_| bad())?,
+    let expected =
+        "items must be an iterable of (Lease, reason) or (Lease, reason, permanent) tuples";
+    batch_items(items, expected, |x| {
+        let item = match x.extract::<(Bound<'py, PyAny>, String)>() {
+            Ok((l, r)) => Some((l, r, false)),
+            Err(_) => x.extract::<(Bound<'py, PyAny>, String, bool)>().ok(),
         };
-        out.push((l.cast_into::<Lease>().map_err(|_| bad())?, r, p));
-    }
-    Ok(out)
+        Ok(item.and_then(|(l, r, p)| Some((l.cast_into::<Lease>().ok()?, r, p))))
+    })
 }
 
 /// Items of `complete_many`: a ``Lease`` (no facts) or ``(lease, facts)``
@@ -86,23 +90,19 @@ fn fail_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Vec<(Bound<'py, Lease>
 fn complete_items<'py>(
     items: &Bound<'py, PyAny>,
 ) -> PyResult<Vec<(Bound<'py, Lease>, Vec<tenure::Fact>)>> {
-    let bad = || {
-        pyo3::exceptions::PyTypeError::new_err(
-            "items must be an iterable of Lease or (Lease, facts) tuples",
-        )
-    };
-    let mut out = Vec::new();
-    for item in items.try_iter().map_err(|_| bad())? {
-        let item = item?;
-        if let Ok(l) = item.cast::<Lease>() {
-            out.push((l.clone(), Vec::new()));
-            continue;
+    let expected = "items must be an iterable of Lease or (Lease, facts) tuples";
+    batch_items(items, expected, |x| {
+        if let Ok(l) = x.cast::<Lease>() {
+            return Ok(Some((l.clone(), Vec::new())));
         }
-        let (l, f): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item.extract().map_err(|_| bad())?;
-        let l = l.cast_into::<Lease>().map_err(|_| bad())?;
-        out.push((l, convert::facts(Some(&f))?));
-    }
-    Ok(out)
+        let Ok((l, f)) = x.extract::<(Bound<'py, PyAny>, Bound<'py, PyAny>)>() else {
+            return Ok(None);
+        };
+        let Ok(l) = l.cast_into::<Lease>() else {
+            return Ok(None);
+        };
+        Ok(Some((l, convert::facts(Some(&f))?)))
+    })
 }
 
 /// One Python value per batch outcome: `ok(value)` for an accepted lease,
