@@ -21,6 +21,13 @@ The workload, per run and per system:
      secret, recorded with its event) then ``lease.complete()`` with no
      facts; a ``Busy`` answer is retried (and counted); ``NoJobAvailable``
      ends the worker.
+   - tenure-batch (tenure's batched calls): ``claim_next_many(production,
+     holder, ttl=60 s, 16)`` (16 leases, each with its own claim, secret and
+     event, in one operation) then ``complete_many`` of those leases with
+     no facts (one operation; every outcome must be ``None``); a ``Busy``
+     claim is retried (and counted), a ``Busy`` completion retried; an
+     empty claim ends the worker. Same seed and
+     end-state check as tenure.
    - procrastinate: ``App.run_worker_async(concurrency=1, wait=False,
      listen_notify=False, delete_jobs="never")`` over an ``async def`` no-op
      task: per job it calls ``procrastinate_fetch_job`` (marks the job
@@ -37,8 +44,10 @@ The workload, per run and per system:
 
 Each run prints one ``BENCH {json}`` line (``"workload":"pg-peer"``); after
 all runs one ``"workload":"pg-peer-summary"`` line per W gives the median
-drain rates and the ratio tenure / procrastinate, plus the median enqueue
-rates over all runs. Figures are printed, never asserted.
+drain rates and the ratios tenure / procrastinate and tenure-batch /
+procrastinate, plus the median enqueue rates over all runs (tenure
+``submit_many`` vs procrastinate ``batch_defer_async``). Figures are
+printed, never asserted.
 """
 
 from __future__ import annotations
@@ -53,10 +62,12 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 PRODUCTION = "bench"
 QUEUE = "bench"
 CHUNK = 1000
+BATCH = 16
 
 
 def _db_url(maintenance_url: str, name: str) -> str:
@@ -90,7 +101,10 @@ def tenure_seed(url: str, jobs: int) -> float:
     return time.perf_counter() - t0
 
 
-def tenure_work(url: str) -> dict[str, object]:
+def _tenure_drain(url: str, step: Callable[..., int]) -> dict[str, object]:
+    """A tenure worker: ``step(authority, holder, ttl)`` handles some jobs
+    and returns how many (0: nothing claimable, the worker ends); ``Busy``
+    from it is retried and counted."""
     import tenure
 
     a = tenure.Authority(url)
@@ -101,15 +115,49 @@ def tenure_work(url: str) -> dict[str, object]:
     done = busy = 0
     while True:
         try:
-            lease = a.claim_next(PRODUCTION, holder, ttl)
-        except tenure.NoJobAvailable:
-            break
+            n = step(a, holder, ttl)
         except tenure.Busy:
             busy += 1
             continue
-        lease.complete()
-        done += 1
+        if n == 0:
+            break
+        done += n
     return {"done": done, "busy": busy, "start": start, "end": time.monotonic()}
+
+
+def tenure_work(url: str) -> dict[str, object]:
+    import tenure
+
+    def one(a: tenure.Authority, holder: str, ttl: datetime.timedelta) -> int:
+        try:
+            lease = a.claim_next(PRODUCTION, holder, ttl)
+        except tenure.NoJobAvailable:
+            return 0
+        lease.complete()
+        return 1
+
+    return _tenure_drain(url, one)
+
+
+def tenure_batch_work(url: str) -> dict[str, object]:
+    import tenure
+
+    def batch(a: tenure.Authority, holder: str, ttl: datetime.timedelta) -> int:
+        leases = a.claim_next_many(PRODUCTION, holder, ttl, BATCH)
+        if not leases:
+            return 0
+        while True:  # the leases are held: retry only the completion
+            try:
+                outcomes = a.complete_many(leases)
+                break
+            except tenure.Busy:
+                continue
+        refused = [o for o in outcomes if o is not None]
+        if refused:
+            raise SystemExit(f"tenure-batch: completions refused: {refused!r}")
+        return len(leases)
+
+    return _tenure_drain(url, batch)
 
 
 def tenure_verify(url: str, jobs: int) -> None:
@@ -213,6 +261,7 @@ def procrastinate_verify(url: str, jobs: int) -> None:
 
 SYSTEMS = {
     "tenure": (tenure_seed, tenure_work, tenure_verify),
+    "tenure-batch": (tenure_seed, tenure_batch_work, tenure_verify),
     "procrastinate": (procrastinate_seed, procrastinate_work, procrastinate_verify),
 }
 
@@ -229,7 +278,8 @@ def _ready() -> None:
 
 def one_run(system: str, maintenance_url: str, jobs: int, workers: int, run: int) -> dict:
     seed, _, verify = SYSTEMS[system]
-    url = _fresh_database(maintenance_url, f"peer_{system}_w{workers}_r{run}")
+    name = system.replace("-", "_")
+    url = _fresh_database(maintenance_url, f"peer_{name}_w{workers}_r{run}")
     enqueue_s = seed(url, jobs)
     kids = [
         subprocess.Popen(
@@ -303,7 +353,7 @@ def main() -> None:
     enqueue: dict[str, list[float]] = {}
     for run in range(args.runs):
         for w in ws:
-            for system in ("tenure", "procrastinate"):
+            for system in ("tenure", "tenure-batch", "procrastinate"):
                 row = one_run(system, args.url, args.jobs, w, run)
                 rates.setdefault((system, w), []).append(row["jobs_per_s"])
                 enqueue.setdefault(system, []).append(args.jobs / max(row["enqueue_s"], 1e-4))
@@ -313,6 +363,7 @@ def main() -> None:
     qe = round(statistics.median(enqueue["procrastinate"]), 1)
     for w in ws:
         t = statistics.median(rates[("tenure", w)])
+        b = statistics.median(rates[("tenure-batch", w)])
         q = statistics.median(rates[("procrastinate", w)])
         summary = {
             "workload": "pg-peer-summary",
@@ -322,6 +373,10 @@ def main() -> None:
             "tenure_jobs_per_s": t,
             "procrastinate_jobs_per_s": q,
             "ratio": round(t / q, 2),
+            "batch": BATCH,
+            "tenure_batch_jobs_per_s": b,
+            "batch_ratio": round(b / q, 2),
+            "batch_vs_single": round(b / t, 2),
             "tenure_enqueue_per_s": te,
             "procrastinate_enqueue_per_s": qe,
             "enqueue_ratio": round(te / qe, 2),

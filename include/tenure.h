@@ -1071,6 +1071,145 @@ tenure_status tenure_edit_complete(const struct tenure_edit *edit,
                                    size_t n_facts);
 
 /**
+ * Claim up to `n` (1 ..= 1000) jobs of a production in one transaction,
+ * in claim-next order, each with its own claim ID, secret and attempt
+ * (ABI 1.1). `out_leases` is the caller's array of `n` slots: on success
+ * the first `*out_count` receive active leases (each freed with
+ * `tenure_lease_free()`), the rest are untouched. Fewer jobs claimable
+ * than `n` gives fewer leases; none at all is `TENURE_OK` with
+ * `*out_count` 0 (not `TENURE_NO_JOB_AVAILABLE`).
+ */
+tenure_status tenure_authority_claim_next_many(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const char *holder,
+                                               int64_t ttl_us,
+                                               size_t n,
+                                               struct tenure_lease **out_leases,
+                                               size_t *out_count);
+
+/**
+ * Renew `n` (1 ..= 1000) leases of this authority handle to now +
+ * `ttl_us` in one transaction (ABI 1.1). On `TENURE_OK` the call ran and
+ * `out_statuses` (the caller's array of `n`) holds each lease's outcome
+ * in order: `TENURE_OK` or the status the single call would return
+ * (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`, ...); a refused lease
+ * changed nothing. Any other return means the whole call failed and
+ * nothing changed (bad arguments, `TENURE_BUSY`, `TENURE_STORE`, ...).
+ * A lease of another authority handle, a closed lease and a second item
+ * on a job already in the batch are refused per lease. A NULL lease
+ * pointer is `TENURE_INVALID_ARGUMENT` for the whole call.
+ */
+tenure_status tenure_authority_renew_many(const struct tenure_authority *authority,
+                                          const struct tenure_lease *const *leases,
+                                          size_t n,
+                                          int64_t ttl_us,
+                                          tenure_status *out_statuses);
+
+/**
+ * Release `n` (1 ..= 1000) leases in one transaction (ABI 1.1); outcomes
+ * as `tenure_authority_renew_many()`. `out_states` may be NULL; if
+ * given, an array of `n` receiving each released job's new state
+ * (`TENURE_JOB_ANY` for a refused lease).
+ */
+tenure_status tenure_authority_release_many(const struct tenure_authority *authority,
+                                            const struct tenure_lease *const *leases,
+                                            size_t n,
+                                            tenure_status *out_statuses,
+                                            tenure_job_state *out_states);
+
+/**
+ * Fail `n` (1 ..= 1000) leases in one transaction, lease `i` with UTF-8
+ * `reasons[i]` (at most 1024 bytes; a NULL or non-UTF-8 reason fails the
+ * whole call, an over-long one only its lease) and `permanent[i]` (ABI
+ * 1.1); outcomes and `out_states` as `tenure_authority_release_many()`.
+ */
+tenure_status tenure_authority_fail_many(const struct tenure_authority *authority,
+                                         const struct tenure_lease *const *leases,
+                                         const char *const *reasons,
+                                         const bool *permanent,
+                                         size_t n,
+                                         tenure_status *out_statuses,
+                                         tenure_job_state *out_states);
+
+/**
+ * Complete `n` (1 ..= 1000) leases in one transaction, lease `i`
+ * publishing `n_facts[i]` facts from `facts[i]` (which may be NULL when
+ * `n_facts[i]` is 0; `facts` and `n_facts` may both be NULL for no facts
+ * at all) with its provenance (ABI 1.1). The accepted completions commit
+ * together; outcomes as `tenure_authority_renew_many()`. A fact with a
+ * NULL or non-UTF-8 key or value fails the whole call; a fact the rules
+ * refuse (reserved key, too long) refuses only its lease.
+ */
+tenure_status tenure_authority_complete_many(const struct tenure_authority *authority,
+                                             const struct tenure_lease *const *leases,
+                                             const struct tenure_fact *const *facts,
+                                             const size_t *n_facts,
+                                             size_t n,
+                                             tenure_status *out_statuses);
+
+/**
+ * Claim up to `n` jobs inside the edit (see
+ * `tenure_authority_claim_next_many()`); the leases are pending until
+ * the edit commits (ABI 1.1).
+ */
+tenure_status tenure_edit_claim_next_many(const struct tenure_edit *edit,
+                                          const char *production,
+                                          const char *holder,
+                                          int64_t ttl_us,
+                                          size_t n,
+                                          struct tenure_lease **out_leases,
+                                          size_t *out_count);
+
+/**
+ * Renew `n` leases inside the edit, all or nothing (ABI 1.1): if any
+ * lease is refused, the whole batch is undone (the edit stays usable)
+ * and the call returns that lease's status (the first in batch order);
+ * on `TENURE_OK` every `out_statuses[i]` is `TENURE_OK` and the expiries
+ * move when the edit commits.
+ */
+tenure_status tenure_edit_renew_many(const struct tenure_edit *edit,
+                                     const struct tenure_lease *const *leases,
+                                     size_t n,
+                                     int64_t ttl_us,
+                                     tenure_status *out_statuses);
+
+/**
+ * Release `n` leases inside the edit, all or nothing as
+ * `tenure_edit_renew_many()` (ABI 1.1); they close when the edit commits.
+ */
+tenure_status tenure_edit_release_many(const struct tenure_edit *edit,
+                                       const struct tenure_lease *const *leases,
+                                       size_t n,
+                                       tenure_status *out_statuses,
+                                       tenure_job_state *out_states);
+
+/**
+ * Fail `n` leases inside the edit, all or nothing as
+ * `tenure_edit_renew_many()` (ABI 1.1); arguments as
+ * `tenure_authority_fail_many()`.
+ */
+tenure_status tenure_edit_fail_many(const struct tenure_edit *edit,
+                                    const struct tenure_lease *const *leases,
+                                    const char *const *reasons,
+                                    const bool *permanent,
+                                    size_t n,
+                                    tenure_status *out_statuses,
+                                    tenure_job_state *out_states);
+
+/**
+ * Complete `n` leases inside the edit, all or nothing as
+ * `tenure_edit_renew_many()` (ABI 1.1); arguments as
+ * `tenure_authority_complete_many()`. The facts become visible with the
+ * commit.
+ */
+tenure_status tenure_edit_complete_many(const struct tenure_edit *edit,
+                                        const struct tenure_lease *const *leases,
+                                        const struct tenure_fact *const *facts,
+                                        const size_t *n_facts,
+                                        size_t n,
+                                        tenure_status *out_statuses);
+
+/**
  * Free a job view (NULL is a no-op).
  */
 void tenure_job_view_free(struct tenure_job_view *view);
@@ -1282,6 +1421,81 @@ bool tenure_event_list_expires_us(const struct tenure_event_list *list,
 const char *tenure_event_list_detail(const struct tenure_event_list *list, size_t index);
 
 /**
+ * A retention policy the authorities opened with these options apply
+ * automatically (ABI 1.1; off by default): one bounded prune step after
+ * every 64 committed one-step calls of a handle, in its own short
+ * transaction after the caller's commit. Ages in whole seconds, 1 ..=
+ * 315 360 000 (3650 days), else `TENURE_INVALID_DURATION`; 0 keeps that
+ * kind forever, all three 0 turn automatic retention off
+ * (docs/design.md, "Retention").
+ */
+tenure_status tenure_options_set_retention(struct tenure_options *options,
+                                           uint64_t event_age_s,
+                                           uint64_t terminal_job_age_s,
+                                           uint64_t tombstone_age_s);
+
+/**
+ * One bounded prune step (ABI 1.1) with the given ages (as
+ * `tenure_options_set_retention()`: whole seconds, 0 keeps that kind):
+ * at most 256 rows of each kind in one short transaction; call again
+ * while `out_report->more`. Ages are measured on the authority's clock,
+ * sampled like a guarded operation (`TENURE_CLOCK_ROLLBACK` while it
+ * reads below the high-water mark). Jobs that are not stored terminal
+ * are never touched.
+ */
+tenure_status tenure_authority_prune(const struct tenure_authority *authority,
+                                     uint64_t event_age_s,
+                                     uint64_t terminal_job_age_s,
+                                     uint64_t tombstone_age_s,
+                                     struct tenure_prune_report *out_report);
+
+/**
+ * Remove a finished production with its jobs, facts, events and
+ * tombstones (ABI 1.1). `TENURE_PRODUCTION_LIVE`, changing nothing,
+ * while any of its jobs is not terminal; `TENURE_NOT_FOUND` for an
+ * unknown production. Runs in bounded steps, each its own transaction
+ * (the first marks the production cancelled); if interrupted, calling
+ * again finishes it. `*out_counts` receives what was removed.
+ */
+tenure_status tenure_authority_delete_production(const struct tenure_authority *authority,
+                                                 const char *production,
+                                                 struct tenure_deleted_counts *out_counts);
+
+/**
+ * The history horizon (ABI 1.1): every event with a sequence number up
+ * to `*out_seq` was pruned (0: none). An event listing asked for events
+ * after a position below it is `TENURE_HISTORY_PRUNED` (its message
+ * names the horizon); a tailer resumes after this number.
+ */
+tenure_status tenure_authority_history_horizon(const struct tenure_authority *authority,
+                                               uint64_t *out_seq);
+
+/**
+ * Rewrite a SQLite store so that pruning gives freed space back to the
+ * file system (ABI 1.1): switches a store created before schema 3 to
+ * incremental auto-vacuum with a full `VACUUM`, holding the writer lock
+ * while it runs (run it in a quiet moment). A no-op on PostgreSQL.
+ */
+tenure_status tenure_authority_vacuum(const struct tenure_authority *authority);
+
+/**
+ * Export a production for archiving (ABI 1.1): `sink` is called once per
+ * record, in order: the production, its jobs by ID (each with its payload
+ * in base64), its facts by job, then its events by sequence number; each
+ * record is one line of JSON, exactly the lines `tenure production export`
+ * writes (docs/cli.md). Jobs and facts come from one snapshot, events are
+ * paged like a tailer's. No secret or secret digest is exported. `ctx` is
+ * passed to `sink` as it is (it may be NULL). If `sink` returns non-zero
+ * the export stops there and the call returns `TENURE_STORE`. On success
+ * `*out_records` receives the number of records.
+ */
+tenure_status tenure_authority_export_production(const struct tenure_authority *authority,
+                                                 const char *production,
+                                                 tenure_export_sink sink,
+                                                 void *ctx,
+                                                 uint64_t *out_records);
+
+/**
  * Make a cancel handle that is not cancelled (ABI 1.1). `*out_cancel`
  * receives a handle to free with `tenure_wait_cancel_free()`.
  */
@@ -1389,81 +1603,6 @@ tenure_status tenure_keeper_error_message(const struct tenure_keeper *keeper,
  * NULL is a no-op). Never releases the lease.
  */
 void tenure_keeper_free(struct tenure_keeper *keeper);
-
-/**
- * A retention policy the authorities opened with these options apply
- * automatically (ABI 1.1; off by default): one bounded prune step after
- * every 64 committed one-step calls of a handle, in its own short
- * transaction after the caller's commit. Ages in whole seconds, 1 ..=
- * 315 360 000 (3650 days), else `TENURE_INVALID_DURATION`; 0 keeps that
- * kind forever, all three 0 turn automatic retention off
- * (docs/design.md, "Retention").
- */
-tenure_status tenure_options_set_retention(struct tenure_options *options,
-                                           uint64_t event_age_s,
-                                           uint64_t terminal_job_age_s,
-                                           uint64_t tombstone_age_s);
-
-/**
- * One bounded prune step (ABI 1.1) with the given ages (as
- * `tenure_options_set_retention()`: whole seconds, 0 keeps that kind):
- * at most 256 rows of each kind in one short transaction; call again
- * while `out_report->more`. Ages are measured on the authority's clock,
- * sampled like a guarded operation (`TENURE_CLOCK_ROLLBACK` while it
- * reads below the high-water mark). Jobs that are not stored terminal
- * are never touched.
- */
-tenure_status tenure_authority_prune(const struct tenure_authority *authority,
-                                     uint64_t event_age_s,
-                                     uint64_t terminal_job_age_s,
-                                     uint64_t tombstone_age_s,
-                                     struct tenure_prune_report *out_report);
-
-/**
- * Remove a finished production with its jobs, facts, events and
- * tombstones (ABI 1.1). `TENURE_PRODUCTION_LIVE`, changing nothing,
- * while any of its jobs is not terminal; `TENURE_NOT_FOUND` for an
- * unknown production. Runs in bounded steps, each its own transaction
- * (the first marks the production cancelled); if interrupted, calling
- * again finishes it. `*out_counts` receives what was removed.
- */
-tenure_status tenure_authority_delete_production(const struct tenure_authority *authority,
-                                                 const char *production,
-                                                 struct tenure_deleted_counts *out_counts);
-
-/**
- * The history horizon (ABI 1.1): every event with a sequence number up
- * to `*out_seq` was pruned (0: none). An event listing asked for events
- * after a position below it is `TENURE_HISTORY_PRUNED` (its message
- * names the horizon); a tailer resumes after this number.
- */
-tenure_status tenure_authority_history_horizon(const struct tenure_authority *authority,
-                                               uint64_t *out_seq);
-
-/**
- * Rewrite a SQLite store so that pruning gives freed space back to the
- * file system (ABI 1.1): switches a store created before schema 3 to
- * incremental auto-vacuum with a full `VACUUM`, holding the writer lock
- * while it runs (run it in a quiet moment). A no-op on PostgreSQL.
- */
-tenure_status tenure_authority_vacuum(const struct tenure_authority *authority);
-
-/**
- * Export a production for archiving (ABI 1.1): `sink` is called once per
- * record, in order: the production, its jobs by ID (each with its payload
- * in base64), its facts by job, then its events by sequence number; each
- * record is one line of JSON, exactly the lines `tenure production export`
- * writes (docs/cli.md). Jobs and facts come from one snapshot, events are
- * paged like a tailer's. No secret or secret digest is exported. `ctx` is
- * passed to `sink` as it is (it may be NULL). If `sink` returns non-zero
- * the export stops there and the call returns `TENURE_STORE`. On success
- * `*out_records` receives the number of records.
- */
-tenure_status tenure_authority_export_production(const struct tenure_authority *authority,
-                                                 const char *production,
-                                                 tenure_export_sink sink,
-                                                 void *ctx,
-                                                 uint64_t *out_records);
 
 #ifdef __cplusplus
 }  // extern "C"

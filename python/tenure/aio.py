@@ -115,9 +115,23 @@ from tenure import _native
 if TYPE_CHECKING:
     from typing_extensions import Literal, Self, TypeAlias
 
-    from tenure._native import _CancelOutcome, _EventKind, _Facts, _JobState, _LeaseStatus, _Submitted
+    from tenure._native import (
+        _CancelOutcome,
+        _CompleteItem,
+        _Done,
+        _EventKind,
+        _Facts,
+        _FailItem,
+        _JobState,
+        _LeaseStatus,
+        _StateOrError,
+        _Submitted,
+    )
 
     _StorePath: TypeAlias = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+    _AnyLease: TypeAlias = Union["Lease", _native.Lease]
+    _AioFailItem: TypeAlias = Union[tuple[_AnyLease, str], tuple[_AnyLease, str, bool]]
+    _AioCompleteItem: TypeAlias = Union[_AnyLease, tuple[_AnyLease, _Facts]]
 
 __all__ = [
     "DEFAULT_MAX_WORKERS",
@@ -134,6 +148,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+M = TypeVar("M", _native.Lease, list[_native.Lease])
 
 DEFAULT_MAX_WORKERS = 32
 """Threads of an :class:`Authority`'s pool unless ``max_workers`` is given."""
@@ -162,6 +177,12 @@ def _on_own_thread(call: Callable[[], T]) -> concurrent.futures.Future[T]:
 
     threading.Thread(target=run, name="tenure-aio-wait", daemon=True).start()
     return fut
+
+
+def _release_all_quietly(leases: Union[_native.Lease, list[_native.Lease]]) -> None:
+    """Hand back the lease (or every lease of a batch) nobody received."""
+    for lease in leases if isinstance(leases, list) else [leases]:
+        _release_quietly(lease)
 
 
 def _release_quietly(lease: _native.Lease) -> None:
@@ -290,9 +311,15 @@ class Authority:
 
     async def _mint(self, call: Callable[[], _native.Lease],
                     wait: Optional[_native.WaitCancel] = None) -> Lease:
-        """Run a lease-minting call (on the pool; a wait for work, whose
-        cancel handle is ``wait``, on a thread of its own); hand its lease
-        back if the awaiting task is cancelled and the call commits anyway."""
+        """Run a lease-minting call; hand its lease back if the awaiting task
+        is cancelled and the call commits anyway."""
+        return Lease(await self._minting(call, wait), self)
+
+    async def _minting(self, call: Callable[[], M],
+                       wait: Optional[_native.WaitCancel] = None) -> M:
+        """Run a call minting a lease or a list of leases (on the pool; a
+        wait for work, whose cancel handle is ``wait``, on a thread of its
+        own); on cancellation every lease it minted is handed back."""
         fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
         waiter = asyncio.wrap_future(fut)
         try:
@@ -306,31 +333,32 @@ class Authority:
                 fut.add_done_callback(self._hand_back)
             waiter.add_done_callback(_quiet)
             raise
-        return Lease(native, self)
+        return native
 
-    def _hand_back(self, fut: concurrent.futures.Future[_native.Lease]) -> None:
+    def _hand_back(self, fut: concurrent.futures.Future[Any]) -> None:
         if fut.cancelled() or fut.exception() is not None:
             with self._lock:
                 self._handbacks.discard(fut)
             return
         lease = fut.result()
+        count = len(lease) if isinstance(lease, list) else 1
         try:
-            done = self._pool.submit(_release_quietly, lease)
+            done = self._pool.submit(_release_all_quietly, lease)
         except RuntimeError:  # the pool is shut down: release here
-            _release_quietly(lease)
+            _release_all_quietly(lease)
             with self._lock:
                 self._handbacks.discard(fut)
-                self._handed_back += 1
+                self._handed_back += count
             return
         with self._lock:
             self._handbacks.add(done)
             self._handbacks.discard(fut)
-        done.add_done_callback(self._handed)
+        done.add_done_callback(lambda f: self._handed(f, count))
 
-    def _handed(self, fut: concurrent.futures.Future[Any]) -> None:
+    def _handed(self, fut: concurrent.futures.Future[Any], count: int) -> None:
         with self._lock:
             self._handbacks.discard(fut)
-            self._handed_back += 1
+            self._handed_back += count
 
     # -- productions and submissions ---------------------------------------
 
@@ -390,6 +418,35 @@ class Authority:
         finally:
             with self._lock:
                 self._waits.discard(own)
+
+    # Batched calls: the synchronous API's outcomes (one per lease; a refused
+    # lease's error is an exception object in the list, never raised).
+
+    async def claim_next_many(self, production: str, holder: str, ttl: timedelta,
+                              n: int) -> list[Lease]:
+        """Claim up to ``n`` jobs in one operation (cancellation-safe: every
+        lease of a cancelled call that commits anyway is handed back)."""
+        natives = await self._minting(
+            lambda: self._native.claim_next_many(production, holder, ttl, n))
+        return [Lease(x, self) for x in natives]
+
+    async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
+                         ttl: timedelta) -> list[_Done]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._native.renew_many(ns, ttl))
+
+    async def release_many(self, leases: Iterable[Union[Lease, _native.Lease]]
+                           ) -> list[_StateOrError]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._native.release_many(ns))
+
+    async def fail_many(self, items: Iterable[_AioFailItem]) -> list[_StateOrError]:
+        ns = _native_fail_items(items)
+        return await self._run(lambda: self._native.fail_many(ns))
+
+    async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
+        ns = _native_complete_items(items)
+        return await self._run(lambda: self._native.complete_many(ns))
 
     async def import_lease(self, token: str) -> Lease:
         """Import a token from another process (not released on cancellation:
@@ -457,6 +514,29 @@ class Authority:
 
 def _native_lease(lease: Union[Lease, _native.Lease]) -> _native.Lease:
     return lease.native if isinstance(lease, Lease) else lease
+
+
+def _native_fail_items(items: Iterable[_AioFailItem]) -> list[_FailItem]:
+    out: list[_FailItem] = []
+    for item in items:
+        if not isinstance(item, tuple):
+            raise TypeError("items must be (lease, reason) or (lease, reason, permanent) tuples")
+        lease = _native_lease(item[0])
+        if len(item) == 2:
+            out.append((lease, item[1]))
+        else:
+            out.append((lease, item[1], item[2]))
+    return out
+
+
+def _native_complete_items(items: Iterable[_AioCompleteItem]) -> list[_CompleteItem]:
+    out: list[_CompleteItem] = []
+    for item in items:
+        if isinstance(item, tuple):
+            out.append((_native_lease(item[0]), item[1]))
+        else:
+            out.append(_native_lease(item))
+    return out
 
 
 class Lease:
@@ -724,6 +804,30 @@ class Edit:
     async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
         native = await self._run(lambda: self._edit().claim_next(production, holder, ttl))
         return Lease(native, self._auth)
+
+    async def claim_next_many(self, production: str, holder: str, ttl: timedelta,
+                              n: int) -> list[Lease]:
+        natives = await self._run(
+            lambda: self._edit().claim_next_many(production, holder, ttl, n))
+        return [Lease(x, self._auth) for x in natives]
+
+    async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
+                         ttl: timedelta) -> list[_Done]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._edit().renew_many(ns, ttl))
+
+    async def release_many(self, leases: Iterable[Union[Lease, _native.Lease]]
+                           ) -> list[_StateOrError]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._edit().release_many(ns))
+
+    async def fail_many(self, items: Iterable[_AioFailItem]) -> list[_StateOrError]:
+        ns = _native_fail_items(items)
+        return await self._run(lambda: self._edit().fail_many(ns))
+
+    async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
+        ns = _native_complete_items(items)
+        return await self._run(lambda: self._edit().complete_many(ns))
 
     async def renew(self, lease: Union[Lease, _native.Lease], ttl: timedelta) -> None:
         n = _native_lease(lease)

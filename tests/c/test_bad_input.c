@@ -695,6 +695,109 @@ static void retention_entry_points(const char *dir) {
   tenure_authority_free(a);
 }
 
+/* The batched calls (ABI 1.1): NULL handles, arrays and items, batch sizes
+ * 0 and over 1000, bad text in an item, bad durations; out-arrays
+ * untouched, nothing changed. */
+static void batch_entry_points(const char *dir) {
+  tenure_authority *a = open_store(dir, "batch.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  submit_job(a, "p", "k", 3);
+  tenure_lease *l = NULL;
+  REQUIRE(tenure_authority_claim(a, "p", "j", "w", 60000000, &l) == TENURE_OK);
+  size_t events_before = event_count(a);
+  tenure_edit *e = NULL;
+
+  tenure_lease *slots[2] = {POISON_LEASE, POISON_LEASE};
+  size_t count = 9;
+  const tenure_lease *ls[2] = {l, NULL};
+  const tenure_lease *none[1] = {NULL};
+  tenure_status st[2] = {77, 77};
+  tenure_job_state js[2] = {9, 9};
+  const char *reasons[1] = {"r"};
+  const char *bad_reasons[1] = {BAD_UTF8};
+  const char *null_reasons[1] = {NULL};
+  const char *long_reasons[1] = {LONG_REASON};
+  bool perm[1] = {false};
+  tenure_fact bad = {"k", BAD_UTF8};
+  tenure_fact null_key = {NULL, "v"};
+  const tenure_fact *bad_facts[1] = {&bad};
+  const tenure_fact *null_key_facts[1] = {&null_key};
+  const tenure_fact *no_facts[1] = {NULL};
+  size_t one[1] = {1};
+
+#define CLAIM_MANY(H, FN)                                                  \
+  EXPECT(FN(NULL, "p", "w", 1000000, 2, slots, &count), INV);              \
+  BAD_ID(FN(H, S, "w", 1000000, 2, slots, &count));                        \
+  BAD_HOLDER(FN(H, "p", S, 1000000, 2, slots, &count));                    \
+  BAD_TTL(FN(H, "p", "w", T, 2, slots, &count));                           \
+  EXPECT(FN(H, "p", "w", 1000000, 0, slots, &count), INV);                 \
+  EXPECT(FN(H, "p", "w", 1000000, 1001, slots, &count), INV);              \
+  EXPECT(FN(H, "p", "w", 1000000, 2, NULL, &count), INV);                  \
+  EXPECT(FN(H, "p", "w", 1000000, 2, slots, NULL), INV);
+
+
+#define LEASE_MANY(H, PRE)                                                 \
+  EXPECT(PRE##_renew_many(NULL, ls, 1, 1000000, st), INV);                 \
+  EXPECT(PRE##_renew_many(H, NULL, 1, 1000000, st), INV);                  \
+  EXPECT(PRE##_renew_many(H, none, 1, 1000000, st), INV);                  \
+  EXPECT(PRE##_renew_many(H, ls, 2, 1000000, st), INV); /* ls[1] NULL */   \
+  EXPECT(PRE##_renew_many(H, ls, 0, 1000000, st), INV);                    \
+  EXPECT(PRE##_renew_many(H, ls, 1001, 1000000, st), INV);                 \
+  EXPECT(PRE##_renew_many(H, ls, 1, 1000000, NULL), INV);                  \
+  BAD_TTL(PRE##_renew_many(H, ls, 1, T, st));                              \
+  EXPECT(PRE##_release_many(NULL, ls, 1, st, js), INV);                    \
+  EXPECT(PRE##_release_many(H, NULL, 1, st, js), INV);                     \
+  EXPECT(PRE##_release_many(H, none, 1, st, js), INV);                     \
+  EXPECT(PRE##_release_many(H, ls, 0, st, js), INV);                       \
+  EXPECT(PRE##_release_many(H, ls, 1001, st, js), INV);                    \
+  EXPECT(PRE##_release_many(H, ls, 1, NULL, js), INV);                     \
+  EXPECT(PRE##_fail_many(NULL, ls, reasons, perm, 1, st, js), INV);        \
+  EXPECT(PRE##_fail_many(H, NULL, reasons, perm, 1, st, js), INV);         \
+  EXPECT(PRE##_fail_many(H, none, reasons, perm, 1, st, js), INV);         \
+  EXPECT(PRE##_fail_many(H, ls, NULL, perm, 1, st, js), INV);              \
+  EXPECT(PRE##_fail_many(H, ls, null_reasons, perm, 1, st, js), INV);      \
+  EXPECT(PRE##_fail_many(H, ls, bad_reasons, perm, 1, st, js), INV);       \
+  EXPECT(PRE##_fail_many(H, ls, reasons, NULL, 1, st, js), INV);           \
+  EXPECT(PRE##_fail_many(H, ls, reasons, perm, 0, st, js), INV);           \
+  EXPECT(PRE##_fail_many(H, ls, reasons, perm, 1001, st, js), INV);        \
+  EXPECT(PRE##_fail_many(H, ls, reasons, perm, 1, NULL, js), INV);         \
+  EXPECT(PRE##_complete_many(NULL, ls, NULL, NULL, 1, st), INV);           \
+  EXPECT(PRE##_complete_many(H, NULL, NULL, NULL, 1, st), INV);            \
+  EXPECT(PRE##_complete_many(H, none, NULL, NULL, 1, st), INV);            \
+  EXPECT(PRE##_complete_many(H, ls, bad_facts, NULL, 1, st), INV);         \
+  EXPECT(PRE##_complete_many(H, ls, NULL, one, 1, st), INV);               \
+  EXPECT(PRE##_complete_many(H, ls, no_facts, one, 1, st), INV);           \
+  EXPECT(PRE##_complete_many(H, ls, bad_facts, one, 1, st), INV);          \
+  EXPECT(PRE##_complete_many(H, ls, null_key_facts, one, 1, st), INV);     \
+  EXPECT(PRE##_complete_many(H, ls, NULL, NULL, 0, st), INV);              \
+  EXPECT(PRE##_complete_many(H, ls, NULL, NULL, 1001, st), INV);           \
+  EXPECT(PRE##_complete_many(H, ls, NULL, NULL, 1, NULL), INV);
+  /* the authority's rows first: the edit holds the writer lock */
+  CLAIM_MANY(a, tenure_authority_claim_next_many)
+  LEASE_MANY(a, tenure_authority)
+  REQUIRE(tenure_edit_begin(a, &e) == TENURE_OK);
+  CLAIM_MANY(e, tenure_edit_claim_next_many)
+  LEASE_MANY(e, tenure_edit)
+  CHECK(slots[0] == POISON_LEASE && slots[1] == POISON_LEASE && count == 9);
+  CHECK(st[0] == 77 && st[1] == 77 && js[0] == 9 && js[1] == 9);
+#undef CLAIM_MANY
+#undef LEASE_MANY
+
+  /* in the edit an over-long reason is the lease's refusal, so the whole
+   * batch's; on the authority it is that lease's status */
+  EXPECT(tenure_edit_fail_many(e, ls, long_reasons, perm, 1, st, js), INV);
+  CHECK(st[0] == 77);
+  OK(tenure_edit_commit(e)); /* commits nothing: every step above failed */
+  tenure_edit_free(e);
+  OK(tenure_authority_fail_many(a, ls, long_reasons, perm, 1, st, js));
+  CHECK(st[0] == INV && js[0] == TENURE_JOB_ANY);
+  CHECK(event_count(a) == events_before);
+  CHECK(tenure_lease_status_get(l) == TENURE_LEASE_STATUS_ACTIVE);
+  tenure_lease_free(l);
+  tenure_authority_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -707,5 +810,6 @@ int main(int argc, char **argv) {
   edit_entry_points(argv[1]);
   token_input(argv[1]);
   retention_entry_points(argv[1]);
+  batch_entry_points(argv[1]);
   return finish();
 }

@@ -45,6 +45,93 @@ fn specs(jobs: &Bound<'_, PyAny>) -> PyResult<Vec<tenure::JobSpec>> {
     Ok(out)
 }
 
+/// The items of a batch: `one` converts each element of the iterable
+/// `items`; `None` from it (or `items` not iterable) is the `TypeError`
+/// `expected`.
+fn batch_items<'py, T>(
+    items: &Bound<'py, PyAny>,
+    expected: &'static str,
+    mut one: impl FnMut(Bound<'py, PyAny>) -> PyResult<Option<T>>,
+) -> PyResult<Vec<T>> {
+    let bad = || pyo3::exceptions::PyTypeError::new_err(expected);
+    let mut out = Vec::new();
+    for item in items.try_iter().map_err(|_| bad())? {
+        out.push(one(item?)?.ok_or_else(bad)?);
+    }
+    Ok(out)
+}
+
+/// The leases of a batch: a Python iterable of ``tenure.Lease``, kept alive
+/// while the core borrows them.
+fn batch_leases<'py>(leases: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, Lease>>> {
+    batch_items(leases, "leases must be an iterable of tenure.Lease", |x| {
+        Ok(x.cast_into::<Lease>().ok())
+    })
+}
+
+/// The core leases of a batch (each checked to be used in its own process).
+fn core_leases<'a>(leases: &'a [Bound<'_, Lease>]) -> PyResult<Vec<&'a tenure::Lease>> {
+    leases.iter().map(|l| l.get().get()).collect()
+}
+
+/// Items of `fail_many`: ``(lease, reason)`` or ``(lease, reason, permanent)``.
+fn fail_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Vec<(Bound<'py, Lease>, String, bool)>> {
+    let expected =
+        "items must be an iterable of (Lease, reason) or (Lease, reason, permanent) tuples";
+    batch_items(items, expected, |x| {
+        let item = match x.extract::<(Bound<'py, PyAny>, String)>() {
+            Ok((l, r)) => Some((l, r, false)),
+            Err(_) => x.extract::<(Bound<'py, PyAny>, String, bool)>().ok(),
+        };
+        Ok(item.and_then(|(l, r, p)| Some((l.cast_into::<Lease>().ok()?, r, p))))
+    })
+}
+
+/// Items of `complete_many`: a ``Lease`` (no facts) or ``(lease, facts)``
+/// with facts as ``Lease.complete`` takes them.
+fn complete_items<'py>(
+    items: &Bound<'py, PyAny>,
+) -> PyResult<Vec<(Bound<'py, Lease>, Vec<tenure::Fact>)>> {
+    let expected = "items must be an iterable of Lease or (Lease, facts) tuples";
+    batch_items(items, expected, |x| {
+        if let Ok(l) = x.cast::<Lease>() {
+            return Ok(Some((l.clone(), Vec::new())));
+        }
+        let Ok((l, f)) = x.extract::<(Bound<'py, PyAny>, Bound<'py, PyAny>)>() else {
+            return Ok(None);
+        };
+        let Ok(l) = l.cast_into::<Lease>() else {
+            return Ok(None);
+        };
+        Ok(Some((l, convert::facts(Some(&f))?)))
+    })
+}
+
+/// One Python value per batch outcome: `ok(value)` for an accepted lease,
+/// the exception object (not raised) for a refused one.
+fn outcomes<T>(
+    py: Python<'_>,
+    done: Vec<tenure::Result<T>>,
+    ok: impl Fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+) -> PyResult<Vec<Py<PyAny>>> {
+    done.into_iter()
+        .map(|r| match r {
+            Ok(v) => ok(py, v),
+            Err(e) => Ok(to_py(e).into_value(py).into_any()),
+        })
+        .collect()
+}
+
+fn state_value(py: Python<'_>, s: tenure::JobState) -> PyResult<Py<PyAny>> {
+    Ok(pyo3::types::PyString::new(py, s.as_str())
+        .into_any()
+        .unbind())
+}
+
+fn none_value(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
+    Ok(py.None())
+}
+
 /// The core handle a shared operation runs on: the authority itself, or an
 /// open edit (inside its transaction).
 enum Target<'a> {
@@ -149,6 +236,78 @@ macro_rules! pymethods_with_shared_ops {
                 let ttl = convert::ttl(ttl, "ttl")?;
                 self.run_on(py, |t| on_target!(t, claim_next(production, holder, ttl)))
                     .map(Lease::wrap)
+            }
+
+            /// Claim up to ``n`` (1 ..= 1000) jobs in one operation, in
+            /// claim-next order, each with its own claim; fewer (possibly
+            /// none: an empty list) when fewer are claimable.
+            fn claim_next_many(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                holder: &str,
+                ttl: &Bound<'_, PyAny>,
+                n: usize,
+            ) -> PyResult<Vec<Lease>> {
+                let ttl = convert::ttl(ttl, "ttl")?;
+                let v = self.run_on(py, |t| on_target!(t, claim_next_many(production, holder, ttl, n)))?;
+                Ok(v.into_iter().map(Lease::wrap).collect())
+            }
+
+            /// Renew many leases to now + ``ttl`` in one operation. One
+            /// outcome per lease, in order: ``None``, or the lease's error
+            /// as an exception object (not raised; the lease changed
+            /// nothing). A raised error means the whole call failed and
+            /// nothing changed. In an ``Edit`` all or nothing: the first
+            /// refusal is raised.
+            fn renew_many(
+                &self,
+                py: Python<'_>,
+                leases: &Bound<'_, PyAny>,
+                ttl: &Bound<'_, PyAny>,
+            ) -> PyResult<Vec<Py<PyAny>>> {
+                let ttl = convert::ttl(ttl, "ttl")?;
+                let held = batch_leases(leases)?;
+                let ls = core_leases(&held)?;
+                let done = self.run_on(py, |t| on_target!(t, renew_many(&ls, ttl)))?;
+                outcomes(py, done, none_value)
+            }
+
+            /// Release many leases in one operation; outcomes as
+            /// ``renew_many``, with the job's new state (``str``) for each
+            /// accepted lease.
+            fn release_many(&self, py: Python<'_>, leases: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+                let held = batch_leases(leases)?;
+                let ls = core_leases(&held)?;
+                let done = self.run_on(py, |t| on_target!(t, release_many(&ls)))?;
+                outcomes(py, done, state_value)
+            }
+
+            /// Fail many leases in one operation: ``items`` are
+            /// ``(lease, reason)`` or ``(lease, reason, permanent)``
+            /// tuples; outcomes as ``release_many``.
+            fn fail_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+                let held = fail_items(items)?;
+                let ls: Vec<(&tenure::Lease, &str, bool)> = held
+                    .iter()
+                    .map(|(l, r, p)| Ok((l.get().get()?, r.as_str(), *p)))
+                    .collect::<PyResult<_>>()?;
+                let done = self.run_on(py, |t| on_target!(t, fail_many(&ls)))?;
+                outcomes(py, done, state_value)
+            }
+
+            /// Complete many leases in one operation: ``items`` are leases
+            /// or ``(lease, facts)`` tuples (facts as ``Lease.complete``
+            /// takes them); the accepted completions commit together.
+            /// Outcomes as ``renew_many``.
+            fn complete_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+                let held = complete_items(items)?;
+                let ls: Vec<(&tenure::Lease, &[tenure::Fact])> = held
+                    .iter()
+                    .map(|(l, f)| Ok((l.get().get()?, f.as_slice())))
+                    .collect::<PyResult<_>>()?;
+                let done = self.run_on(py, |t| on_target!(t, complete_many(&ls)))?;
+                outcomes(py, done, none_value)
             }
 
             $($items)*

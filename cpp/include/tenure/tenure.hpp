@@ -951,6 +951,74 @@ class Lease {
 };
 
 // ---------------------------------------------------------------------------
+// Batched calls
+// ---------------------------------------------------------------------------
+
+/// The leases of a batched call, by reference (`{a, b}` from `Lease`
+/// objects, or `refs(vector)`).
+using LeaseRefs = std::vector<std::reference_wrapper<const Lease>>;
+
+/// References to every lease of `leases` (e.g. the result of
+/// `claim_next_many`), in order.
+inline LeaseRefs refs(const std::vector<Lease>& leases) {
+  return LeaseRefs(leases.begin(), leases.end());
+}
+
+/// One lease of a `fail_many` batch.
+struct Failure {
+  std::reference_wrapper<const Lease> lease;
+  std::string reason;
+  bool permanent = false;
+};
+
+/// One lease of a `complete_many` batch with the facts it publishes.
+struct Completion {
+  std::reference_wrapper<const Lease> lease;
+  std::vector<Fact> facts = {};
+};
+
+/// One lease's outcome in a batched call: `ok()`, or the status the single
+/// call would have thrown for that lease (a refused lease changed nothing).
+/// Never thrown by the batched call itself; `raise()` throws it as its
+/// exception class if wanted.
+struct Outcome {
+  tenure_status status = TENURE_OK;
+  /// `release_many`/`fail_many`: the job's new state if `ok()`, else `Any`.
+  JobState state = JobState::Any;
+
+  bool ok() const noexcept { return status == TENURE_OK; }
+  /// The status's snake_case name (`"ok"`, `"stale_lease"`, ...).
+  std::string_view name() const noexcept { return status_name(status); }
+  /// Throw the status's exception class (message: its name) unless `ok()`.
+  void raise() const {
+    if (!ok()) throw_status(status, std::string(name()));
+  }
+};
+
+namespace detail {
+
+/// The C handles of a batch.
+inline std::vector<const tenure_lease*> c_leases(const LeaseRefs& leases) {
+  std::vector<const tenure_lease*> out;
+  out.reserve(leases.size());
+  for (const Lease& l : leases) out.push_back(l.capi());
+  return out;
+}
+
+/// Outcomes from the C status (and state) arrays.
+inline std::vector<Outcome> outcomes(const std::vector<tenure_status>& st,
+                                     const std::vector<tenure_job_state>* states = nullptr) {
+  std::vector<Outcome> out(st.size());
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    out[i].status = st[i];
+    if (states != nullptr) out[i].state = static_cast<JobState>((*states)[i]);
+  }
+  return out;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
 // Operations shared by Authority and Edit
 // ---------------------------------------------------------------------------
 
@@ -970,6 +1038,11 @@ struct shared_capi<tenure_authority> {
   static constexpr auto cancel = &tenure_authority_cancel;
   static constexpr auto claim = &tenure_authority_claim;
   static constexpr auto claim_next = &tenure_authority_claim_next;
+  static constexpr auto claim_next_many = &tenure_authority_claim_next_many;
+  static constexpr auto renew_many = &tenure_authority_renew_many;
+  static constexpr auto release_many = &tenure_authority_release_many;
+  static constexpr auto fail_many = &tenure_authority_fail_many;
+  static constexpr auto complete_many = &tenure_authority_complete_many;
 };
 
 template <>
@@ -980,6 +1053,11 @@ struct shared_capi<tenure_edit> {
   static constexpr auto cancel = &tenure_edit_cancel;
   static constexpr auto claim = &tenure_edit_claim;
   static constexpr auto claim_next = &tenure_edit_claim_next;
+  static constexpr auto claim_next_many = &tenure_edit_claim_next_many;
+  static constexpr auto renew_many = &tenure_edit_renew_many;
+  static constexpr auto release_many = &tenure_edit_release_many;
+  static constexpr auto fail_many = &tenure_edit_fail_many;
+  static constexpr auto complete_many = &tenure_edit_complete_many;
 };
 
 /// The operations `Authority` and `Edit` share, written once (CRTP):
@@ -1044,6 +1122,85 @@ class SharedOps {
     return Lease(out);
   }
 
+  // Batched calls (ABI 1.1; see docs/design.md, "Batched calls"). A batch
+  // holds 1 ..= 1000 items, else `InvalidArgument`. On an `Authority` the
+  // call is one transaction with one `Outcome` per lease; an exception
+  // means the whole call failed and nothing changed. In an `Edit` the batch
+  // is all or nothing: a refused lease throws its error (the edit stays
+  // usable), otherwise every outcome is ok.
+
+  /// Claim up to `n` jobs in claim-next order; fewer (possibly none) when
+  /// fewer are claimable.
+  template <class Rep, class Period>
+  std::vector<Lease> claim_next_many(std::string_view production, std::string_view holder,
+                                     std::chrono::duration<Rep, Period> ttl, std::size_t n) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = cstr(production, "production ID");
+    const std::string hd = cstr(holder, "holder");
+    std::vector<tenure_lease*> raw(n, nullptr);
+    std::size_t count = 0;
+    check(C::claim_next_many(h(), p.c_str(), hd.c_str(), us, n, raw.empty() ? nullptr : raw.data(),
+                             &count));
+    std::vector<Lease> out;
+    out.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) out.emplace_back(raw[i]);
+    return out;
+  }
+  /// Renew every lease to now + `ttl`.
+  template <class Rep, class Period>
+  std::vector<Outcome> renew_many(const LeaseRefs& leases, std::chrono::duration<Rep, Period> ttl) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::vector<const tenure_lease*> c = c_leases(leases);
+    std::vector<tenure_status> st(c.size());
+    check(C::renew_many(h(), data(c), c.size(), us, data(st)));
+    return outcomes(st);
+  }
+  /// Release every lease; each ok outcome carries the job's new state.
+  std::vector<Outcome> release_many(const LeaseRefs& leases) const {
+    const std::vector<const tenure_lease*> c = c_leases(leases);
+    std::vector<tenure_status> st(c.size());
+    std::vector<tenure_job_state> js(c.size());
+    check(C::release_many(h(), data(c), c.size(), data(st), data(js)));
+    return outcomes(st, &js);
+  }
+  /// Fail every lease with its reason and permanence; each ok outcome
+  /// carries the job's new state.
+  std::vector<Outcome> fail_many(const std::vector<Failure>& items) const {
+    std::vector<const tenure_lease*> c;
+    std::vector<std::string> reasons;
+    std::vector<const char*> rp;
+    std::unique_ptr<bool[]> perm(new bool[items.size() == 0 ? 1 : items.size()]);
+    reasons.reserve(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      c.push_back(items[i].lease.get().capi());
+      reasons.push_back(cstr(items[i].reason, "reason"));
+      perm[i] = items[i].permanent;
+    }
+    for (const std::string& r : reasons) rp.push_back(r.c_str());
+    std::vector<tenure_status> st(c.size());
+    std::vector<tenure_job_state> js(c.size());
+    check(C::fail_many(h(), data(c), data(rp), perm.get(), c.size(), data(st), data(js)));
+    return outcomes(st, &js);
+  }
+  /// Complete every lease, each publishing its facts (and provenance); the
+  /// accepted completions commit together.
+  std::vector<Outcome> complete_many(const std::vector<Completion>& items) const {
+    std::vector<const tenure_lease*> c;
+    std::vector<std::vector<std::string>> keep(items.size());
+    std::vector<std::vector<tenure_fact>> facts(items.size());
+    std::vector<const tenure_fact*> fp;
+    std::vector<std::size_t> nf;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      c.push_back(items[i].lease.get().capi());
+      facts[i] = c_facts(items[i].facts, keep[i]);
+      fp.push_back(facts[i].empty() ? nullptr : facts[i].data());
+      nf.push_back(facts[i].size());
+    }
+    std::vector<tenure_status> st(c.size());
+    check(C::complete_many(h(), data(c), data(fp), data(nf), c.size(), data(st)));
+    return outcomes(st);
+  }
+
  protected:
   SharedOps() = default;
   ~SharedOps() = default;
@@ -1055,6 +1212,15 @@ class SharedOps {
  private:
   using C = shared_capi<Handle>;
   Handle* h() const noexcept { return static_cast<const Derived*>(this)->capi(); }
+  /// A vector's data, NULL when empty (the C call then refuses the size).
+  template <class T>
+  static T* data(std::vector<T>& v) noexcept {
+    return v.empty() ? nullptr : v.data();
+  }
+  template <class T>
+  static const T* data(const std::vector<T>& v) noexcept {
+    return v.empty() ? nullptr : v.data();
+  }
 };
 
 }  // namespace detail

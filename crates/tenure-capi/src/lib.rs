@@ -16,10 +16,12 @@
 //!   share, and those `tenure_lease_*` and `tenure_edit_*` share, each
 //!   defined once;
 //! - `authority`, `lease`, `edit`: the handles and their operations;
+//! - `batch`: the batched calls of `tenure_authority_*` and `tenure_edit_*`
+//!   (claim-next of many jobs, transitions of many leases), ABI 1.1;
 //! - `view`, `list`: immutable snapshots read through accessors;
 //! - `wait`: waiting for work (`tenure_wait_cancel`,
 //!   `tenure_authority_claim_next_wait`) and keep-alive (`tenure_keeper`),
-//!   ABI 1.1.
+//!   ABI 1.1;
 //! - `retention`: the retention option, prune, delete and export of a
 //!   production, the history horizon and vacuum (ABI 1.1).
 //!
@@ -74,6 +76,9 @@
 //!   heartbeat renewing while a worker completes); the store serializes them.
 //! - `tenure_edit`: may be used from any thread, one call at a time; calls
 //!   from several threads are serialized by an internal mutex.
+//! - Batched calls (`*_many`) read the caller's arrays and write its
+//!   out-arrays only during the call; another thread must not change them
+//!   meanwhile (the handles in them may be shared as usual).
 //! - List/view handles are immutable snapshots: thread-safe to read.
 //! - `tenure_wait_cancel` (ABI 1.1): thread-safe; one thread cancels while
 //!   others wait with it. Cancelling is not async-signal-safe.
@@ -118,12 +123,14 @@ mod lease;
 
 mod edit;
 
+mod batch;
+
 mod view;
 
 mod list;
 
-mod wait;
 mod retention;
+mod wait;
 
 // ---------------------------------------------------------------------------
 // Versions

@@ -12,25 +12,24 @@
 
 use tenure::{Cancelled, Fact, JobSpec, JobState, Lease, Submitted, Ttl};
 
-use crate::authority::tenure_authority;
 use crate::boundary::R;
-use crate::edit::tenure_edit;
 
-/// The trait and its two implementations, from one list of operations.
+/// A trait and its two implementations, from one list of operations (also
+/// used by `batch.rs` for the batched calls).
 macro_rules! writer {
-    ($( fn $op:ident($($arg:ident: $t:ty),*) -> $ret:ty; )*) => {
-        /// A handle that runs the shared write operations.
-        pub(crate) trait Writer {
+    ($(#[$doc:meta])* trait $tr:ident { $( fn $op:ident($($arg:ident: $t:ty),*) -> $ret:ty; )* }) => {
+        $(#[$doc])*
+        pub(crate) trait $tr {
             $( fn $op(&self, $($arg: $t),*) -> R<$ret>; )*
         }
 
-        impl Writer for tenure_authority {
+        impl $tr for $crate::authority::tenure_authority {
             $( fn $op(&self, $($arg: $t),*) -> R<$ret> {
                 self.inner.$op($($arg),*)
             } )*
         }
 
-        impl Writer for tenure_edit {
+        impl $tr for $crate::edit::tenure_edit {
             $( fn $op(&self, $($arg: $t),*) -> R<$ret> {
                 self.with(|e| e.$op($($arg),*))
             } )*
@@ -39,12 +38,15 @@ macro_rules! writer {
 }
 
 writer! {
+    /// A handle that runs the shared write operations.
+    trait Writer {
     fn create_production(production: &str) -> bool;
     fn cancel_production(production: &str) -> u64;
     fn submit(production: &str, spec: &JobSpec) -> Submitted;
     fn cancel(production: &str, job: &str) -> Cancelled;
     fn claim(production: &str, job: &str, holder: &str, ttl: Ttl) -> Lease;
     fn claim_next(production: &str, holder: &str, ttl: Ttl) -> Lease;
+    }
 }
 
 /// The exports of the shared write operations for the handle type `$ty`
@@ -115,7 +117,7 @@ macro_rules! lease_writer {
             } )*
         }
 
-        impl LeaseWriter for tenure_edit {
+        impl LeaseWriter for $crate::edit::tenure_edit {
             $( fn $op(&self, lease: &Lease, $($arg: $t),*) -> R<$ret> {
                 self.with(|e| e.$op(lease, $($arg),*))
             } )*

@@ -574,3 +574,58 @@ fn check_reports_violations_with_exit_3() {
         text.stdout()
     );
 }
+
+#[test]
+fn claim_count_claims_a_batch_with_one_token_file_each() {
+    let s = Store::with_jobs(&["j1", "j2"]);
+    let tok = s.path("batch.token");
+    let file = |i: usize| s.path(&format!("batch.token.{i}"));
+    // One reserved name is taken: nothing is claimed, no file is left.
+    std::fs::write(file(2), "precious").unwrap();
+    s.try_claim(&["--holder", "h", "--ttl", "5m", "--count", "3"], &tok)
+        .fails(TOKEN_FILE_NOT_RESERVED);
+    assert!(!file(1).exists() && !file(3).exists());
+    assert_eq!(std::fs::read_to_string(file(2)).unwrap(), "precious");
+    assert_eq!(s.job("j1")["state"], "requested");
+    std::fs::remove_file(file(2)).unwrap();
+    // --count with --job, or outside 1-1000, is refused before anything.
+    s.try_claim(
+        &[
+            "--holder", "h", "--ttl", "5m", "--count", "2", "--job", "j1",
+        ],
+        &tok,
+    )
+    .fails(USAGE);
+    s.try_claim(&["--holder", "h", "--ttl", "5m", "--count", "0"], &tok)
+        .fails(code(ErrorCode::InvalidArgument));
+    assert!(!file(1).exists());
+
+    // Three asked, two claimable: two 0600 token files, the third removed.
+    let out = s.try_claim(
+        &["--json", "--holder", "h", "--ttl", "5m", "--count", "3"],
+        &tok,
+    );
+    let v = out.json();
+    let leases = v["leases"].as_array().unwrap();
+    assert_eq!(leases.len(), 2);
+    assert_eq!(leases[0]["job"], "j1");
+    assert_eq!(leases[1]["job"], "j2");
+    assert_ne!(leases[0]["claim_id"], leases[1]["claim_id"]);
+    for (i, l) in leases.iter().enumerate() {
+        assert_eq!(l["token_file"], file(i + 1).display().to_string());
+        assert_eq!(l["token_written"], true);
+        assert_eq!(mode(&file(i + 1)), 0o600);
+        let token = std::fs::read_to_string(file(i + 1)).unwrap();
+        assert!(!out.stdout().contains(token.trim()));
+    }
+    assert!(!file(3).exists());
+    // Each token is its own job's lease.
+    s.ok(&["complete", "--token-file", file(2).to_str().unwrap()]);
+    assert_eq!(s.job("j2")["state"], "completed");
+    assert_eq!(s.job("j1")["state"], "claimed");
+    // Nothing claimable: no_job_available, no file left.
+    let again = s.path("again.token");
+    s.try_claim(&["--holder", "h", "--ttl", "5m", "--count", "2"], &again)
+        .fails(code(ErrorCode::NoJobAvailable));
+    assert!(!s.path("again.token.1").exists() && !s.path("again.token.2").exists());
+}

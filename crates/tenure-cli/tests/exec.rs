@@ -173,6 +173,52 @@ fn exec_loop_drains_the_production() {
     assert_eq!(files_in(&out).len(), 5);
 }
 
+#[test]
+fn exec_parallel_runs_commands_at_once_and_drains() {
+    let names: Vec<String> = (0..4).map(|i| format!("job{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let s = Store::with_jobs(&refs);
+    let out = s.path("out");
+    let started = s.path("started");
+    std::fs::create_dir(&started).unwrap();
+    // The first two commands only finish once two have started: run one at
+    // a time, the first would time out (exit 1) and fail its job.
+    let script = format!(
+        "touch {d}/$TENURE_JOB; i=0; \
+         while [ \"$(ls {d} | wc -l)\" -lt 2 ]; do i=$((i+1)); [ $i -gt 2000 ] && exit 1; sleep 0.01; done; \
+         tr a-z A-Z",
+        d = started.display()
+    );
+    let r = s.run(&exec_args(
+        out.to_str().unwrap(),
+        &["--parallel", "2", "--ttl", "10s"],
+        &["sh", "-c", &script],
+    ));
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let lines: Vec<Value> = r
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines.iter().all(|l| l["outcome"] == "completed"),
+        "{lines:?}"
+    );
+    for n in &names {
+        assert_eq!(s.job(n)["state"], "completed");
+    }
+    assert_eq!(files_in(&out).len(), 4);
+    // --parallel claims the next jobs: not with --job; widths 1-1000
+    for extra in [
+        &["--parallel", "2", "--job", "job0"][..],
+        &["--parallel", "0"],
+    ] {
+        let r = s.run(&exec_args(out.to_str().unwrap(), extra, &["true"]));
+        assert_ne!(r.code(), 0);
+    }
+}
+
 /// Start `tenure exec` on job `j` whose command signals readiness through
 /// marker files in `marks`, then waits for `marks/go`.
 fn start_waiting_executor(s: &Store, out: &Path, marks: &Path, ttl: &str) -> Child {

@@ -3,7 +3,10 @@
 //! This is the library behind `tenure exec` (no argument parsing here). One
 //! [`run_once`] call:
 //!
-//! 1. claims the named job or the next claimable one of the production;
+//! 1. claims the named job or the next claimable one of the production
+//!    ([`run_parallel`] claims up to N at once with
+//!    [`Authority::claim_next_many`] and runs steps 2 to 6 for each on a
+//!    thread of its own);
 //! 2. mints a fresh execution nonce ([`Uuid::new_v4`]; not a credential —
 //!    the store accepts each nonce once, reuse is [`Error::Conflict`]);
 //! 3. creates `DIR/<job>.<nonce>.tmp` with `O_CREAT|O_EXCL` and runs the
@@ -376,6 +379,18 @@ pub fn run_once(auth: &Authority, spec: &ExecSpec) -> std::result::Result<Outcom
         Some(j) => auth.claim(&spec.production, j, &spec.holder, spec.ttl)?,
         None => auth.claim_next(&spec.production, &spec.holder, spec.ttl)?,
     };
+    execute(auth, spec, &dir, lease)
+}
+
+/// Execute one claimed job in `dir` (steps 2 to 6 of the module docs) with
+/// the executor's own heartbeat: the one implementation behind [`run_once`],
+/// [`run_loop`] and [`run_parallel`].
+fn execute(
+    auth: &Authority,
+    spec: &ExecSpec,
+    dir: &Path,
+    lease: Lease,
+) -> std::result::Result<Outcome, ExecError> {
     let attempt = Attempt::of(&lease);
     let payload = match auth.payload(&attempt.production, &attempt.job) {
         Ok(p) => p,
@@ -385,7 +400,7 @@ pub fn run_once(auth: &Authority, spec: &ExecSpec) -> std::result::Result<Outcom
         }
     };
     let cmd = Cmd {
-        dir: &dir,
+        dir,
         program: &spec.program,
         args: &spec.args,
     };
@@ -610,6 +625,89 @@ pub fn run_loop(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Run up to `parallel` (1 ..= [`MAX_BATCH`](crate::validate::MAX_BATCH))
+/// jobs' commands at once from this process until the production has
+/// nothing claimable, calling `each` (on the calling thread) with every
+/// outcome; returns how many attempts ran. `spec.job` must be `None`.
+///
+/// Free slots are filled with one [`Authority::claim_next_many`] (a claim
+/// that returns fewer leases than asked is not repeated until a command
+/// finishes); each claimed job then runs exactly as in [`run_once`] on a
+/// thread of its own, with its own heartbeat, and completes or fails its own
+/// lease (concurrent completions share commits through group commit). A busy
+/// store during a claim is retried. An error that stops [`run_loop`] (a
+/// command that cannot be started, a refused claim) stops claiming here: the
+/// commands already running finish and are reported, then the first such
+/// error is returned.
+pub fn run_parallel(
+    auth: &Authority,
+    spec: &ExecSpec,
+    parallel: usize,
+    mut each: impl FnMut(&Outcome),
+) -> std::result::Result<u64, ExecError> {
+    crate::validate::batch(parallel)?;
+    if spec.job.is_some() {
+        return Err(
+            Error::invalid("a parallel executor claims the next jobs; it takes no job ID").into(),
+        );
+    }
+    let dir = prepare_dir(&spec.output_dir)?;
+    let dir = dir.as_path();
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        let (mut running, mut ran) = (0usize, 0u64);
+        let mut error: Option<ExecError> = None;
+        // Whether a claim may find more (false after a claim got fewer than asked).
+        let mut claim_more = true;
+        loop {
+            if error.is_none() && claim_more && running < parallel {
+                let want = parallel - running;
+                match auth.claim_next_many(&spec.production, &spec.holder, spec.ttl, want) {
+                    Ok(leases) => {
+                        claim_more = leases.len() == want;
+                        for lease in leases {
+                            running += 1;
+                            let tx = tx.clone();
+                            scope.spawn(move || {
+                                let _ = tx.send(execute(auth, spec, dir, lease));
+                            });
+                        }
+                    }
+                    Err(e) if e.code() == ErrorCode::Busy => {}
+                    Err(e) => error = Some(e.into()),
+                }
+            }
+            if running == 0 {
+                if error.is_some() || !claim_more {
+                    break;
+                }
+                continue;
+            }
+            let mut done = vec![rx
+                .recv()
+                .map_err(|_| Error::Internal("an executor thread vanished".into()))?];
+            done.extend(rx.try_iter());
+            running -= done.len();
+            claim_more = true;
+            for r in done {
+                match r {
+                    Ok(o) => {
+                        ran += 1;
+                        each(&o);
+                    }
+                    Err(e) => {
+                        error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(ran),
+        }
+    })
 }
 
 impl ExecError {

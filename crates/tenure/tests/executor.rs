@@ -258,3 +258,55 @@ fn a_runner_under_a_worker_completes_fails_and_releases_at_grace_end() {
     assert_eq!(auth.job("p", "long").unwrap().state, JobState::Requested);
     assert!(auth.check().unwrap().ok());
 }
+
+#[test]
+fn run_parallel_runs_up_to_n_commands_at_once_and_drains() {
+    let jobs: Vec<(String, String)> = (0..6).map(|i| (format!("j{i}"), i.to_string())).collect();
+    let refs: Vec<(&str, &str)> = jobs.iter().map(|(j, p)| (j.as_str(), p.as_str())).collect();
+    let (dir, auth) = setup(&refs);
+    let (running, started) = (dir.path().join("running"), dir.path().join("started"));
+    std::fs::create_dir(&running).unwrap();
+    std::fs::create_dir(&started).unwrap();
+    // Each command marks itself running (until it ends) and started (for
+    // good), refuses to run beside more than three, and waits (up to 20 s)
+    // until three have started: run one at a time, the first would exit 1
+    // and its job would fail.
+    let script = format!(
+        "r={r}; s={s}; touch \"$r/$TENURE_JOB\" \"$s/$TENURE_JOB\"; \
+         [ \"$(ls \"$r\" | wc -l)\" -le 3 ] || exit 2; i=0; \
+         while [ \"$(ls \"$s\" | wc -l)\" -lt 3 ]; do i=$((i+1)); [ $i -gt 2000 ] && exit 1; sleep 0.01; done; \
+         sleep 0.05; cat; rm \"$r/$TENURE_JOB\"",
+        r = running.display(),
+        s = started.display()
+    );
+    let s = spec(&dir, None, &script);
+    let mut seen = Vec::new();
+    let n = executor::run_parallel(&auth, &s, 3, |o| {
+        assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+        seen.push(o.attempt().job.clone());
+    })
+    .unwrap();
+    assert_eq!(n, 6);
+    seen.sort();
+    assert_eq!(seen, ["j0", "j1", "j2", "j3", "j4", "j5"]);
+    for (j, _) in &jobs {
+        assert_eq!(auth.job("p", j).unwrap().state, JobState::Completed);
+        let facts = auth.facts("p", j).unwrap();
+        assert!(facts.iter().any(|f| f.key == "tenure.exec.nonce"));
+    }
+    assert_eq!(files(&dir.path().join("out/nested")).len(), 6);
+    assert!(files(&running).is_empty());
+    assert_eq!(auth.check().unwrap().violations.len(), 0);
+}
+
+#[test]
+fn run_parallel_refuses_a_job_id_and_bad_widths() {
+    let (dir, auth) = setup(&[("a", "")]);
+    let named = spec(&dir, Some("a"), "cat");
+    let next = spec(&dir, None, "cat");
+    for (s, n) in [(&named, 2), (&next, 0), (&next, 1001)] {
+        let e = executor::run_parallel(&auth, s, n, |_| {}).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::InvalidArgument));
+    }
+    assert_eq!(auth.job("p", "a").unwrap().state, JobState::Requested);
+}

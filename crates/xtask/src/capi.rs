@@ -698,6 +698,7 @@ pub fn c_tests() -> Result {
             "census",
             "wait",
             "retention",
+            "batch",
         ],
         &[],
     )?;

@@ -265,6 +265,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
                 "test_census.cpp",
                 "test_wait.cpp",
                 "test_retention.cpp",
+                "test_batch.cpp",
             ],
             &bin,
         )?;

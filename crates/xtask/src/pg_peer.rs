@@ -3,7 +3,9 @@
 //! same workload on the same throwaway server, each run in a fresh database
 //! of its own. `bench/pg_peer.py` holds the workload and documents exactly
 //! what each side does per job; this module prepares its Python, runs it and
-//! appends its rows to the PostgreSQL report.
+//! appends its rows to the PostgreSQL report: the drain one job at a time
+//! and with tenure's batched calls (`claim_next_many` + `complete_many`, 16
+//! a call), and the enqueue (`submit_many` vs `batch_defer_async`).
 //!
 //! Python: `<root>/.venv` (created as `cargo xtask python` does), with a
 //! release build of the tenure wheel and the pinned peer packages installed
@@ -80,9 +82,9 @@ pub fn bench(
         return Err(format!("no peer summary rows in the output:\n{out}"));
     };
     md.push_str(&format!(
-        "\n| Peer row: {} no-op jobs enqueued, then drained by W Python processes, one job at a \
-         time (median of {} runs, fresh database each) | tenure {} | procrastinate {} | \
-         tenure / procrastinate |\n|---|---:|---:|---:|\n",
+        "\n| Peer row: {} no-op jobs enqueued, then drained by W Python processes (median of {} \
+         runs, fresh database each) | tenure {} | procrastinate {} | tenure / procrastinate |\n\
+         |---|---:|---:|---:|\n",
         field(first, "jobs"),
         field(first, "runs"),
         field(first, "tenure_version"),
@@ -90,11 +92,21 @@ pub fn bench(
     ));
     for s in &summaries {
         md.push_str(&format!(
-            "| drain, W = {} | {} jobs/s | {} jobs/s | {} |\n",
+            "| drain, W = {}, one job at a time | {} jobs/s | {} jobs/s | {} |\n",
             field(s, "workers"),
             field(s, "tenure_jobs_per_s"),
             field(s, "procrastinate_jobs_per_s"),
             field(s, "ratio"),
+        ));
+        md.push_str(&format!(
+            "| drain, W = {}, tenure batched ({} a call; {}x tenure one at a time) | {} jobs/s | \
+             {} jobs/s | {} |\n",
+            field(s, "workers"),
+            field(s, "batch"),
+            field(s, "batch_vs_single"),
+            field(s, "tenure_batch_jobs_per_s"),
+            field(s, "procrastinate_jobs_per_s"),
+            field(s, "batch_ratio"),
         ));
     }
     md.push_str(&format!(
@@ -106,6 +118,7 @@ pub fn bench(
     ));
     md.push_str(
         "\nPer job: tenure `claim_next` (lease, 60 s TTL) + `complete()` with no facts; \
+         batched: `claim_next_many(..., 16)` + `complete_many` of those leases; \
          procrastinate worker (`concurrency=1`, `wait=False`, `listen_notify=False`) \
          `procrastinate_fetch_job` + no-op async task + `procrastinate_finish_job` (row kept). \
          Details: `bench/pg_peer.py`.\n",

@@ -26,11 +26,12 @@
 //! `test_census.cpp`, `test_census.py`, `test_packaging.py`,
 //! `test_typing.py`):
 //! - C: `test_lifecycle.c`, `test_bad_input.c`, `test_threads.c`,
-//!   `test_token_handoff.c`, `test_wait.c` (ASan/UBSan, as on SQLite);
-//! - C++: `test_tenure.cpp` and `test_wait.cpp` (with `test_main.cpp`),
+//!   `test_token_handoff.c`, `test_wait.c`, `test_batch.c` (ASan/UBSan, as on SQLite);
+//! - C++: `test_tenure.cpp`, `test_wait.cpp` and `test_batch.cpp` (with `test_main.cpp`),
 //!   C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
-//!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`
+//!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`,
+//!   `test_batch.py`
 //!   against the wheel installed into `.venv` (built and installed here, so
 //!   `cargo xtask pg` works from a fresh clone too).
 
@@ -40,9 +41,21 @@ use std::process::Command;
 use std::time::Instant;
 
 /// The C suites run on PostgreSQL (`tests/c/test_<name>.c`).
-const C_SUITES: &[&str] = &["lifecycle", "bad_input", "threads", "token_handoff", "wait"];
+const C_SUITES: &[&str] = &[
+    "lifecycle",
+    "bad_input",
+    "threads",
+    "token_handoff",
+    "wait",
+    "batch",
+];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`).
-const CPP_SOURCES: &[&str] = &["test_main.cpp", "test_tenure.cpp", "test_wait.cpp"];
+const CPP_SOURCES: &[&str] = &[
+    "test_main.cpp",
+    "test_tenure.cpp",
+    "test_wait.cpp",
+    "test_batch.cpp",
+];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
     "test_lifecycle.py",
@@ -55,6 +68,7 @@ const PY_SUITES: &[&str] = &[
     "test_keeper.py",
     "test_worker.py",
     "test_retention.py",
+    "test_batch.py",
 ];
 
 /// The environment that points the harnesses at `server`.

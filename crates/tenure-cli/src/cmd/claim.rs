@@ -3,16 +3,20 @@
 //! The file is created with `O_CREAT|O_EXCL` and mode 0600 before the claim
 //! commits, so a claim is never made that has nowhere to go. When the token
 //! cannot be written after the commit, the receipt goes to stderr (exit 4).
+//! With `--count N` the same holds for each of the N files `FILE.1` ..
+//! `FILE.N`, reserved before one batched claim-next; files left without a
+//! lease (fewer jobs were claimable) are removed.
 
 use super::{ttl, Ctx, Done, LeaseView, Prod};
 use crate::exit;
 use crate::fail::{usage, Fail, R};
 use crate::out::{self, Render};
 use serde_json::{json, Value};
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use tenure::{Lease, Ttl};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,8 +32,12 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true)]
     ttl: String,
     /// New file for the token (created 0600 with O_EXCL; never overwritten). Required.
+    /// With --count N: the files FILE.1 .. FILE.N.
     #[arg(long)]
     token_out: Option<PathBuf>,
+    /// Claim up to N (1-1000) next jobs in one batched claim, one token file each.
+    #[arg(long, value_name = "N")]
+    count: Option<usize>,
 }
 
 /// The receipt of a committed claim: the lease and where its token went.
@@ -50,16 +58,23 @@ impl Receipt {
 /// The token was written.
 struct Claimed(Receipt);
 
-impl Render for Claimed {
-    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+impl Receipt {
+    /// The text shown for a delivered token.
+    fn claimed_text(&self, o: &mut dyn Write) -> io::Result<()> {
         writeln!(
             o,
             "claimed {}/{}; token written to {} (mode 0600)\n{}",
-            self.0.lease.production,
-            self.0.lease.job,
-            self.0.token_file.display(),
-            self.0.lease.lines()
+            self.lease.production,
+            self.lease.job,
+            self.token_file.display(),
+            self.lease.lines()
         )
+    }
+}
+
+impl Render for Claimed {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        self.0.claimed_text(o)
     }
 
     fn json(&self) -> Value {
@@ -98,20 +113,29 @@ impl Render for Undelivered {
     }
 }
 
-pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
-    let Some(path) = a.token_out else {
-        return Err(usage(
-            "claim needs --token-out FILE: a lease token is never printed",
-        ));
-    };
-    let ttl = ttl(&a.ttl)?;
-    let auth = ctx.open()?;
-    // Reserve the file before the claim commits: O_CREAT|O_EXCL, 0600.
-    let mut file = OpenOptions::new()
+/// Several leases claimed at once, each with its delivered token.
+struct ClaimedMany(Vec<Receipt>);
+
+impl Render for ClaimedMany {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        for r in &self.0 {
+            r.claimed_text(o)?;
+        }
+        Ok(())
+    }
+
+    fn json(&self) -> Value {
+        json!({"leases": self.0.iter().map(|r| r.json(true)).collect::<Vec<_>>()})
+    }
+}
+
+/// Reserve a token file: O_CREAT|O_EXCL, 0600.
+fn reserve(path: &std::path::Path) -> R<File> {
+    OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&path)
+        .open(path)
         .map_err(|e| {
             Fail::Exit(
                 exit::TOKEN_FILE_NOT_RESERVED,
@@ -120,7 +144,65 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
                     path.display()
                 ),
             )
-        })?;
+        })
+}
+
+/// Deliver a committed lease's token into its reserved file; on failure
+/// the incomplete file is removed and the receipt says so.
+fn deliver(mut file: File, lease: &Lease, path: PathBuf) -> Result<Receipt, Box<Undelivered>> {
+    let delivered = lease
+        .export_token()
+        .map_err(|e| e.to_string())
+        .and_then(|t| {
+            file.write_all(t.expose().as_bytes())
+                .and_then(|_| file.write_all(b"\n"))
+                .and_then(|_| file.sync_all())
+                .map_err(|e| e.to_string())
+        });
+    let receipt = Receipt {
+        lease: LeaseView::of(lease),
+        token_file: path,
+    };
+    match delivered {
+        Ok(()) => Ok(receipt),
+        Err(error) => {
+            drop(file);
+            let removed = std::fs::remove_file(&receipt.token_file).is_ok();
+            Err(Box::new(Undelivered {
+                receipt,
+                error,
+                removed,
+            }))
+        }
+    }
+}
+
+/// Report undelivered tokens on stderr; exit 4.
+fn undelivered(ctx: &Ctx, us: &[Box<Undelivered>]) -> Fail {
+    for u in us {
+        let _ = out::write(ctx.json, u.as_ref(), &mut io::stderr().lock());
+    }
+    Fail::Exit(exit::TOKEN_NOT_DELIVERED, String::new())
+}
+
+pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
+    let Some(path) = a.token_out else {
+        return Err(usage(
+            "claim needs --token-out FILE: a lease token is never printed",
+        ));
+    };
+    let ttl = ttl(&a.ttl)?;
+    if let Some(n) = a.count {
+        if a.job.is_some() {
+            return Err(usage(
+                "--count claims the next jobs; it cannot be combined with --job",
+            ));
+        }
+        return run_many(ctx, &a.p.production, &a.holder, ttl, n, path);
+    }
+    let auth = ctx.open()?;
+    // Reserve the file before the claim commits: O_CREAT|O_EXCL, 0600.
+    let file = reserve(&path)?;
     let production = &a.p.production;
     let claimed = match &a.job {
         Some(j) => auth.claim(production, j, &a.holder, ttl),
@@ -135,31 +217,69 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
         }
     };
     // The claim is committed from here on: deliver, or report the receipt.
-    let delivered = lease
-        .export_token()
-        .map_err(|e| e.to_string())
-        .and_then(|t| {
-            file.write_all(t.expose().as_bytes())
-                .and_then(|_| file.write_all(b"\n"))
-                .and_then(|_| file.sync_all())
-                .map_err(|e| e.to_string())
-        });
-    let receipt = Receipt {
-        lease: LeaseView::of(&lease),
-        token_file: path,
+    match deliver(file, &lease, path) {
+        Ok(receipt) => Done::show(Claimed(receipt)),
+        Err(u) => Err(undelivered(ctx, &[u])),
+    }
+}
+
+/// `--count N`: reserve `FILE.1` .. `FILE.N`, claim up to N next jobs in
+/// one batch, deliver each token, remove the files left over. None
+/// claimable is `no_job_available`, as for a single claim-next.
+fn run_many(
+    ctx: &Ctx,
+    production: &str,
+    holder: &str,
+    ttl: Ttl,
+    n: usize,
+    path: PathBuf,
+) -> R<Done> {
+    tenure::validate::batch(n)?;
+    let auth = ctx.open()?;
+    let mut files = Vec::with_capacity(n);
+    let remove = |files: Vec<(File, PathBuf)>| {
+        for (f, p) in files {
+            drop(f);
+            let _ = std::fs::remove_file(p);
+        }
     };
-    match delivered {
-        Ok(()) => Done::show(Claimed(receipt)),
-        Err(error) => {
-            drop(file);
-            let removed = std::fs::remove_file(&receipt.token_file).is_ok();
-            let u = Undelivered {
-                receipt,
-                error,
-                removed,
-            };
-            let _ = out::write(ctx.json, &u, &mut io::stderr().lock());
-            Err(Fail::Exit(exit::TOKEN_NOT_DELIVERED, String::new()))
+    for i in 1..=n {
+        let mut name = path.clone().into_os_string();
+        name.push(format!(".{i}"));
+        let p = PathBuf::from(name);
+        match reserve(&p) {
+            Ok(f) => files.push((f, p)),
+            Err(e) => {
+                remove(files);
+                return Err(e);
+            }
         }
     }
+    let leases = match auth.claim_next_many(production, holder, ttl, n) {
+        Ok(l) => l,
+        Err(e) => {
+            remove(files);
+            return Err(e.into());
+        }
+    };
+    let spare = files.split_off(leases.len());
+    remove(spare);
+    if leases.is_empty() {
+        return Err(tenure::Error::NoJobAvailable(format!(
+            "nothing claimable in production {production:?}"
+        ))
+        .into());
+    }
+    let (mut ok, mut bad) = (Vec::new(), Vec::new());
+    for (lease, (file, p)) in leases.iter().zip(files) {
+        match deliver(file, lease, p) {
+            Ok(r) => ok.push(r),
+            Err(u) => bad.push(u),
+        }
+    }
+    if bad.is_empty() {
+        return Done::show(ClaimedMany(ok));
+    }
+    let _ = out::print(ctx.json, &ClaimedMany(ok));
+    Err(undelivered(ctx, &bad))
 }

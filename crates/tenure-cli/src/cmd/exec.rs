@@ -1,5 +1,6 @@
 //! `tenure exec`: the reference executor. Claim a job, run a command on it,
-//! publish its output; with `--loop`, until nothing is claimable.
+//! publish its output; with `--loop`, until nothing is claimable; with
+//! `--parallel N`, up to N commands at once until nothing is claimable.
 //!
 //! Each outcome is printed as it happens (a line of text or one JSON object
 //! per line). Output errors are ignored: a closed stdout must not stop the
@@ -42,15 +43,19 @@ pub struct Args {
     /// Keep claiming until nothing is claimable.
     #[arg(long = "loop")]
     repeat: bool,
+    /// Run up to N commands at once (1-1000), claiming free slots in one
+    /// batch; keeps claiming until nothing is claimable, as --loop does.
+    #[arg(long, value_name = "N")]
+    parallel: Option<usize>,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
-    if a.repeat && a.job.is_some() {
+    if (a.repeat || a.parallel.is_some()) && a.job.is_some() {
         return Err(usage(
-            "--loop claims the next jobs; it cannot be combined with --job",
+            "--loop and --parallel claim the next jobs; they cannot be combined with --job",
         ));
     }
     let spec = ExecSpec {
@@ -67,6 +72,10 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
         let mut stdout = io::stdout().lock();
         let _ = out::write(ctx.json, &Report(o), &mut stdout).and_then(|_| stdout.flush());
     };
+    if let Some(n) = a.parallel {
+        executor::run_parallel(&auth, &spec, n, report)?;
+        return Done::exit(exit::OK);
+    }
     if a.repeat {
         executor::run_loop(&auth, &spec, report)?;
         return Done::exit(exit::OK);

@@ -249,11 +249,19 @@ mod tests {
                 name: "p".into(),
                 created_us: 1,
                 cancelled_us: None,
+                backoff: None,
             }),
             ExportRecord::Production(ProductionView {
                 name: "p".into(),
                 created_us: -5,
                 cancelled_us: Some(i64::MAX),
+                backoff: Some(
+                    tenure::Backoff::exponential(
+                        tenure::Delay::from_micros(250_000).unwrap(),
+                        tenure::Delay::from_micros(2_000_000).unwrap(),
+                    )
+                    .unwrap(),
+                ),
             }),
             ExportRecord::Job {
                 view: JobView {
@@ -270,6 +278,9 @@ mod tests {
                     updated_us: 3,
                     payload_len: 4,
                     last_error: Some(tricky.into()),
+                    due_us: Some(9),
+                    max_hold_us: Some(11),
+                    backoff: None,
                 },
                 payload: vec![0, 255, 10, 66],
             },
@@ -288,6 +299,9 @@ mod tests {
                     updated_us: 3,
                     payload_len: 0,
                     last_error: None,
+                    due_us: None,
+                    max_hold_us: None,
+                    backoff: None,
                 },
                 payload: vec![],
             },

@@ -1,0 +1,337 @@
+//! Batched calls (ABI 1.1): claim-next of many jobs and the lease
+//! transitions of many leases in one operation, on an authority (one
+//! transaction; one outcome per lease) or inside an edit (all or nothing).
+//!
+//! Every rule is the core's (`Authority::*_many`, `Edit::*_many`); this
+//! module reads the C arrays, converts the items and writes the outcomes.
+//! The caller's arrays are read and written only during the call and must
+//! not be changed by another thread meanwhile; the handles in them keep
+//! their own thread safety (`tenure_lease` is thread-safe).
+
+use std::ffi::c_char;
+
+use tenure::{Fact, JobState, Lease, Ttl};
+
+use crate::authority::tenure_authority;
+use crate::boundary::{boundary, str_arg, ttl, Arg, R};
+use crate::edit::tenure_edit;
+use crate::lease::tenure_lease;
+use crate::options::{convert_facts, tenure_fact, tenure_job_state};
+use crate::status::tenure_status;
+
+writer! {
+    /// A handle that runs the batched operations.
+    trait BatchWriter {
+        fn claim_next_many(production: &str, holder: &str, ttl: Ttl, n: usize) -> Vec<Lease>;
+        fn renew_many(leases: &[&Lease], ttl: Ttl) -> Vec<R<()>>;
+        fn release_many(leases: &[&Lease]) -> Vec<R<JobState>>;
+        fn fail_many(items: &[(&Lease, &str, bool)]) -> Vec<R<JobState>>;
+        fn complete_many(items: &[(&Lease, &[Fact])]) -> Vec<R<()>>;
+    }
+}
+
+/// A C array of `n` items (`n` checked by the core's batch rule first, so
+/// that a wrong `n` is reported as the batch size and no array of an
+/// absurd length is formed). NULL is refused.
+unsafe fn array<'a, T>(p: *const T, n: usize, name: &str) -> R<&'a [T]> {
+    tenure::validate::batch(n)?;
+    if p.is_null() {
+        return Err(crate::boundary::invalid(format!(
+            "`{name}` must not be NULL"
+        )));
+    }
+    Ok(std::slice::from_raw_parts(p, n))
+}
+
+/// A writable C array of `n` items, or `None` for an optional NULL one.
+unsafe fn out_array<'a, T>(
+    p: *mut T,
+    n: usize,
+    name: &str,
+    optional: bool,
+) -> R<Option<&'a mut [T]>> {
+    if p.is_null() {
+        if optional {
+            return Ok(None);
+        }
+        return Err(crate::boundary::invalid(format!(
+            "`{name}` must not be NULL"
+        )));
+    }
+    Ok(Some(std::slice::from_raw_parts_mut(p, n)))
+}
+
+/// The required per-lease status array of a transition batch.
+unsafe fn statuses_out<'a>(p: *mut tenure_status, n: usize) -> R<&'a mut [tenure_status]> {
+    Ok(out_array(p, n, "out_statuses", false)?.unwrap_or_default())
+}
+
+/// The leases of a batch: every handle pointer must be non-NULL.
+unsafe fn leases<'a>(p: *const *const tenure_lease, n: usize) -> R<Vec<&'a Lease>> {
+    array(p, n, "leases")?
+        .iter()
+        .enumerate()
+        .map(|(i, l)| match l.as_ref() {
+            Some(l) => Ok(&l.lease),
+            None => Err(crate::boundary::invalid(format!(
+                "`leases[{i}]` must not be NULL"
+            ))),
+        })
+        .collect()
+}
+
+/// The status of one outcome (`TENURE_OK` or the item's error).
+fn status<T>(r: &R<T>) -> tenure_status {
+    match r {
+        Ok(_) => tenure_status::TENURE_OK,
+        Err(e) => tenure_status::from_code(e.code()),
+    }
+}
+
+/// Writes one status per outcome, and (if asked for) the job's new state of
+/// each accepted item (`TENURE_JOB_ANY` for a refused one).
+fn write_outcomes<T: Copy>(
+    done: &[R<T>],
+    statuses: &mut [tenure_status],
+    states: Option<&mut [tenure_job_state]>,
+    state: impl Fn(T) -> tenure_job_state,
+) -> R {
+    if done.len() != statuses.len() {
+        return Err(tenure::Error::Internal("a batch lost outcomes".into()));
+    }
+    for (s, r) in statuses.iter_mut().zip(done) {
+        *s = status(r);
+    }
+    if let Some(states) = states {
+        for (s, r) in states.iter_mut().zip(done) {
+            *s = r
+                .as_ref()
+                .map_or(tenure_job_state::TENURE_JOB_ANY, |v| state(*v));
+        }
+    }
+    Ok(())
+}
+
+/// The exports of the batched operations for the handle type `$ty`
+/// (parameter `$h`), in header order, each with its own documentation.
+macro_rules! batch_writes {
+    (
+        $h:ident: $ty:ident;
+        $(#[$claim_doc:meta])* claim_next_many: $claim:ident;
+        $(#[$renew_doc:meta])* renew_many: $renew:ident;
+        $(#[$release_doc:meta])* release_many: $release:ident;
+        $(#[$fail_doc:meta])* fail_many: $fail:ident;
+        $(#[$complete_doc:meta])* complete_many: $complete:ident;
+    ) => {
+        $(#[$claim_doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $claim(
+            $h: *const $ty,
+            production: *const c_char,
+            holder: *const c_char,
+            ttl_us: i64,
+            n: usize,
+            out_leases: *mut *mut tenure_lease,
+            out_count: *mut usize,
+        ) -> tenure_status {
+            boundary(|| {
+                let $h = Arg::read($h, stringify!($h))?;
+                let production = str_arg(production, "production")?;
+                let holder = str_arg(holder, "holder")?;
+                tenure::validate::batch(n)?;
+                let out_leases = out_array(out_leases, n, "out_leases", false)?.unwrap_or_default();
+                let out_count = arg_out!(out_count);
+                let got = BatchWriter::claim_next_many($h, production, holder, ttl(ttl_us)?, n)?;
+                let count = got.len();
+                for (slot, l) in out_leases.iter_mut().zip(got) {
+                    *slot = tenure_lease::boxed(l);
+                }
+                out_count.write(count);
+                Ok(())
+            })
+        }
+
+        $(#[$renew_doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $renew(
+            $h: *const $ty,
+            leases: *const *const tenure_lease,
+            n: usize,
+            ttl_us: i64,
+            out_statuses: *mut tenure_status,
+        ) -> tenure_status {
+            boundary(|| {
+                let $h = Arg::read($h, stringify!($h))?;
+                let leases = self::leases(leases, n)?;
+                let out = statuses_out(out_statuses, n)?;
+                let done = BatchWriter::renew_many($h, &leases, ttl(ttl_us)?)?;
+                write_outcomes(&done, out, None, |()| tenure_job_state::TENURE_JOB_ANY)
+            })
+        }
+
+        $(#[$release_doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $release(
+            $h: *const $ty,
+            leases: *const *const tenure_lease,
+            n: usize,
+            out_statuses: *mut tenure_status,
+            out_states: *mut tenure_job_state,
+        ) -> tenure_status {
+            boundary(|| {
+                let $h = Arg::read($h, stringify!($h))?;
+                let leases = self::leases(leases, n)?;
+                let out = statuses_out(out_statuses, n)?;
+                let states = out_array(out_states, n, "out_states", true)?;
+                let done = BatchWriter::release_many($h, &leases)?;
+                write_outcomes(&done, out, states, tenure_job_state::from)
+            })
+        }
+
+        $(#[$fail_doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $fail(
+            $h: *const $ty,
+            leases: *const *const tenure_lease,
+            reasons: *const *const c_char,
+            permanent: *const bool,
+            n: usize,
+            out_statuses: *mut tenure_status,
+            out_states: *mut tenure_job_state,
+        ) -> tenure_status {
+            boundary(|| {
+                let $h = Arg::read($h, stringify!($h))?;
+                let leases = self::leases(leases, n)?;
+                let reasons = array(reasons, n, "reasons")?
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| str_arg(*r, &format!("reasons[{i}]")))
+                    .collect::<R<Vec<&str>>>()?;
+                let permanent = array(permanent, n, "permanent")?;
+                let out = statuses_out(out_statuses, n)?;
+                let states = out_array(out_states, n, "out_states", true)?;
+                let items: Vec<(&Lease, &str, bool)> = leases
+                    .iter()
+                    .zip(reasons)
+                    .zip(permanent)
+                    .map(|((l, r), p)| (*l, r, *p))
+                    .collect();
+                let done = BatchWriter::fail_many($h, &items)?;
+                write_outcomes(&done, out, states, tenure_job_state::from)
+            })
+        }
+
+        $(#[$complete_doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $complete(
+            $h: *const $ty,
+            leases: *const *const tenure_lease,
+            facts: *const *const tenure_fact,
+            n_facts: *const usize,
+            n: usize,
+            out_statuses: *mut tenure_status,
+        ) -> tenure_status {
+            boundary(|| {
+                let $h = Arg::read($h, stringify!($h))?;
+                let leases = self::leases(leases, n)?;
+                let facts = batch_facts(facts, n_facts, n)?;
+                let out = statuses_out(out_statuses, n)?;
+                let items: Vec<(&Lease, &[Fact])> =
+                    leases.iter().zip(&facts).map(|(l, f)| (*l, f.as_slice())).collect();
+                let done = BatchWriter::complete_many($h, &items)?;
+                write_outcomes(&done, out, None, |()| tenure_job_state::TENURE_JOB_ANY)
+            })
+        }
+    };
+}
+
+/// The facts of each lease of a `complete_many`: `facts` and `n_facts`
+/// both NULL means no facts for any lease; otherwise both are arrays of
+/// `n`, and `facts[i]` may be NULL when `n_facts[i]` is 0.
+unsafe fn batch_facts(
+    facts: *const *const tenure_fact,
+    n_facts: *const usize,
+    n: usize,
+) -> R<Vec<Vec<Fact>>> {
+    tenure::validate::batch(n)?;
+    if facts.is_null() && n_facts.is_null() {
+        return Ok(vec![Vec::new(); n]);
+    }
+    let facts = array(facts, n, "facts")?;
+    let counts = array(n_facts, n, "n_facts")?;
+    facts
+        .iter()
+        .zip(counts)
+        .enumerate()
+        .map(|(i, (f, c))| {
+            convert_facts(*f, *c).map_err(|e| crate::boundary::invalid(format!("lease {i}: {e}")))
+        })
+        .collect()
+}
+
+batch_writes! {
+    authority: tenure_authority;
+    /// Claim up to `n` (1 ..= 1000) jobs of a production in one transaction,
+    /// in claim-next order, each with its own claim ID, secret and attempt
+    /// (ABI 1.1). `out_leases` is the caller's array of `n` slots: on success
+    /// the first `*out_count` receive active leases (each freed with
+    /// `tenure_lease_free()`), the rest are untouched. Fewer jobs claimable
+    /// than `n` gives fewer leases; none at all is `TENURE_OK` with
+    /// `*out_count` 0 (not `TENURE_NO_JOB_AVAILABLE`).
+    claim_next_many: tenure_authority_claim_next_many;
+    /// Renew `n` (1 ..= 1000) leases of this authority handle to now +
+    /// `ttl_us` in one transaction (ABI 1.1). On `TENURE_OK` the call ran and
+    /// `out_statuses` (the caller's array of `n`) holds each lease's outcome
+    /// in order: `TENURE_OK` or the status the single call would return
+    /// (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`, ...); a refused lease
+    /// changed nothing. Any other return means the whole call failed and
+    /// nothing changed (bad arguments, `TENURE_BUSY`, `TENURE_STORE`, ...).
+    /// A lease of another authority handle, a closed lease and a second item
+    /// on a job already in the batch are refused per lease. A NULL lease
+    /// pointer is `TENURE_INVALID_ARGUMENT` for the whole call.
+    renew_many: tenure_authority_renew_many;
+    /// Release `n` (1 ..= 1000) leases in one transaction (ABI 1.1); outcomes
+    /// as `tenure_authority_renew_many()`. `out_states` may be NULL; if
+    /// given, an array of `n` receiving each released job's new state
+    /// (`TENURE_JOB_ANY` for a refused lease).
+    release_many: tenure_authority_release_many;
+    /// Fail `n` (1 ..= 1000) leases in one transaction, lease `i` with UTF-8
+    /// `reasons[i]` (at most 1024 bytes; a NULL or non-UTF-8 reason fails the
+    /// whole call, an over-long one only its lease) and `permanent[i]` (ABI
+    /// 1.1); outcomes and `out_states` as `tenure_authority_release_many()`.
+    fail_many: tenure_authority_fail_many;
+    /// Complete `n` (1 ..= 1000) leases in one transaction, lease `i`
+    /// publishing `n_facts[i]` facts from `facts[i]` (which may be NULL when
+    /// `n_facts[i]` is 0; `facts` and `n_facts` may both be NULL for no facts
+    /// at all) with its provenance (ABI 1.1). The accepted completions commit
+    /// together; outcomes as `tenure_authority_renew_many()`. A fact with a
+    /// NULL or non-UTF-8 key or value fails the whole call; a fact the rules
+    /// refuse (reserved key, too long) refuses only its lease.
+    complete_many: tenure_authority_complete_many;
+}
+
+batch_writes! {
+    edit: tenure_edit;
+    /// Claim up to `n` jobs inside the edit (see
+    /// `tenure_authority_claim_next_many()`); the leases are pending until
+    /// the edit commits (ABI 1.1).
+    claim_next_many: tenure_edit_claim_next_many;
+    /// Renew `n` leases inside the edit, all or nothing (ABI 1.1): if any
+    /// lease is refused, the whole batch is undone (the edit stays usable)
+    /// and the call returns that lease's status (the first in batch order);
+    /// on `TENURE_OK` every `out_statuses[i]` is `TENURE_OK` and the expiries
+    /// move when the edit commits.
+    renew_many: tenure_edit_renew_many;
+    /// Release `n` leases inside the edit, all or nothing as
+    /// `tenure_edit_renew_many()` (ABI 1.1); they close when the edit commits.
+    release_many: tenure_edit_release_many;
+    /// Fail `n` leases inside the edit, all or nothing as
+    /// `tenure_edit_renew_many()` (ABI 1.1); arguments as
+    /// `tenure_authority_fail_many()`.
+    fail_many: tenure_edit_fail_many;
+    /// Complete `n` leases inside the edit, all or nothing as
+    /// `tenure_edit_renew_many()` (ABI 1.1); arguments as
+    /// `tenure_authority_complete_many()`. The facts become visible with the
+    /// commit.
+    complete_many: tenure_edit_complete_many;
+}
