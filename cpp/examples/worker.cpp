@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     int completed = 0;
     tenure::Worker worker(
         authority, tenure::WorkerConfig(production, holder, 30s).slots(4).wait_timeout(500ms).grace(10s),
-        [](const tenure::JobContext& job) -> tenure::Outcome {
+        [](const tenure::JobContext& job) -> tenure::JobOutcome {
           const std::vector<std::uint8_t>& payload = job.payload();
           return tenure::Complete{{{"bytes", std::to_string(payload.size())}, {"fnv1a", fnv1a_hex(payload)}}};
         },

@@ -202,7 +202,7 @@ TEST_CASE("worker: slots run every job once, settle it with the handler's outcom
   {
     tenure::Worker w(
         a, tenure::WorkerConfig("p", "cpp-worker", 10s).slots(4).wait_timeout(200ms),
-        [&](const tenure::JobContext& job) -> tenure::Outcome {
+        [&](const tenure::JobContext& job) -> tenure::JobOutcome {
           ++runs;
           const int now = ++concurrent;
           int seen = most.load();
@@ -259,7 +259,7 @@ TEST_CASE("worker: at the end of the grace period held leases are released and r
   {
     tenure::Worker w(
         a, tenure::WorkerConfig("p", "w", 10s).slots(2).grace(300ms),
-        [&](const tenure::JobContext& job) -> tenure::Outcome {
+        [&](const tenure::JobContext& job) -> tenure::JobOutcome {
           ++started;
           if (job.job() == "slow") {
             while (!release_slow.load()) std::this_thread::sleep_for(5ms);
@@ -294,7 +294,7 @@ TEST_CASE("worker: at the end of the grace period held leases are released and r
 
 TEST_CASE("worker: a configuration the core refuses stops the worker and join() throws it") {
   const tenure::Authority a = store("cpp-worker-bad");
-  tenure::Worker w(a, tenure::WorkerConfig("p", "bad\nholder", 10s), [](const tenure::JobContext&) -> tenure::Outcome {
+  tenure::Worker w(a, tenure::WorkerConfig("p", "bad\nholder", 10s), [](const tenure::JobContext&) -> tenure::JobOutcome {
     return tenure::Complete{};
   });
   CHECK_THROWS_AS(w.join(), tenure::InvalidArgument);

@@ -18,14 +18,6 @@ static void sleep_ms(long ms) {
   }
 }
 
-static size_t event_count(tenure_authority *a) {
-  tenure_event_list *l = NULL;
-  REQUIRE(tenure_authority_events(a, 0, 10000, &l) == TENURE_OK);
-  size_t n = tenure_event_list_len(l);
-  tenure_event_list_free(l);
-  return n;
-}
-
 static tenure_submitted submit(tenure_authority *a, const char *p, const char *job,
                                const char *payload, tenure_status want) {
   tenure_job_spec spec;

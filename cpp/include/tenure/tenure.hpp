@@ -1569,7 +1569,7 @@ struct Fail {
   std::string reason;
 };
 /// What a `Worker` handler decided about its job.
-using Outcome = std::variant<Complete, Retry, Fail>;
+using JobOutcome = std::variant<Complete, Retry, Fail>;
 
 /// What happened to one job a `Worker` claimed.
 enum class JobResult : std::uint32_t {
@@ -1693,7 +1693,7 @@ class JobContext {
 /// A worker loop over the C pieces: `slots` threads, each waits for a job
 /// (`claim_next_wait` with the worker's `WaitCancel`), keeps it alive
 /// (`keep_alive`), reads its payload, runs the handler and settles the job
-/// with its `Outcome` (`complete`, `fail`), then reports it. A handler that
+/// with its `JobOutcome` (`complete`, `fail`), then reports it. A handler that
 /// throws is a retryable failure. A wait refused for bad input
 /// (`InvalidArgument`, `InvalidDuration`: the configuration) stops the
 /// worker and `join()` throws it; other failed waits pause the slot 1 s.
@@ -1710,7 +1710,7 @@ class JobContext {
 /// sequences C calls.
 class Worker {
  public:
-  using Handler = std::function<Outcome(const JobContext&)>;
+  using Handler = std::function<JobOutcome(const JobContext&)>;
   using Reporter = std::function<void(const Report&)>;
 
   /// Start `config.slots()` threads on `authority`.
@@ -1879,7 +1879,7 @@ class Worker {
       id = s.next++;
       s.held.emplace(id, held);
     }
-    std::optional<Outcome> outcome;
+    std::optional<JobOutcome> outcome;
     std::optional<std::vector<std::uint8_t>> payload;
     try {
       payload = s.auth->payload(held->lease.production(), held->lease.job());
