@@ -29,9 +29,9 @@
 //!   `test_token_handoff.c`, `test_wait.c`, `test_batch.c` (ASan/UBSan, as on SQLite);
 //! - C++: `test_tenure.cpp`, `test_wait.cpp` and `test_batch.cpp` (with `test_main.cpp`),
 //!   C++20, ASan/UBSan;
-//! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
-//!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`,
-//!   `test_batch.py`
+//! - Python: the files of `PY_SUITES` below (life cycle, errors, processes,
+//!   threads, cross-language hand-off, durations, datetimes, asyncio, waits,
+//!   keepers, the worker loop, retention, batched calls)
 //!   against the wheel installed into `.venv` (built and installed here, so
 //!   `cargo xtask pg` works from a fresh clone too).
 
@@ -64,6 +64,9 @@ const PY_SUITES: &[&str] = &[
     "test_threads.py",
     "test_cross_language.py",
     "test_durations.py",
+    "test_datetimes.py",
+    "test_aio.py",
+    "test_aio_processes.py",
     "test_wait.py",
     "test_keeper.py",
     "test_worker.py",
