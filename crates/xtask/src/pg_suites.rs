@@ -26,7 +26,8 @@
 //! `test_census.cpp`, `test_census.py`, `test_packaging.py`,
 //! `test_typing.py`):
 //! - C: `test_lifecycle.c`, `test_bad_input.c`, `test_threads.c`,
-//!   `test_token_handoff.c`, `test_wait.c`, `test_batch.c` (ASan/UBSan, as on SQLite);
+//!   `test_token_handoff.c`, `test_wait.c`, `test_batch.c`, `test_schedule.c`
+//!   (ASan/UBSan, as on SQLite);
 //! - C++: `test_tenure.cpp`, `test_wait.cpp` and `test_batch.cpp` (with `test_main.cpp`),
 //!   C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
@@ -48,6 +49,7 @@ const C_SUITES: &[&str] = &[
     "token_handoff",
     "wait",
     "batch",
+    "schedule",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`).
 const CPP_SOURCES: &[&str] = &[
