@@ -28,8 +28,8 @@
 //! - C: `test_lifecycle.c`, `test_bad_input.c`, `test_threads.c`,
 //!   `test_token_handoff.c`, `test_wait.c`, `test_batch.c`, `test_schedule.c`
 //!   (ASan/UBSan, as on SQLite);
-//! - C++: `test_tenure.cpp`, `test_wait.cpp` and `test_batch.cpp` (with `test_main.cpp`),
-//!   C++20, ASan/UBSan;
+//! - C++: `test_tenure.cpp`, `test_wait.cpp`, `test_batch.cpp` and
+//!   `test_schedule.cpp` (with `test_main.cpp`), C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
 //!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`,
 //!   `test_batch.py`
@@ -57,6 +57,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_tenure.cpp",
     "test_wait.cpp",
     "test_batch.cpp",
+    "test_schedule.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
