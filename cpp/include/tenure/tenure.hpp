@@ -33,7 +33,8 @@
 //   whole microseconds exactly, for any integral `Rep` and any `Period`; a
 //   value that is not a whole number of microseconds or overflows `int64_t`
 //   on the way throws `InvalidDuration` and calls nothing. No rounding ever.
-//   The range (> 0, <= 24 h) is checked by the core through the C ABI.
+//   The range (a TTL > 0 and <= 24 h, a delay 0 ..= 366 days) is checked by
+//   the core through the C ABI.
 // - Times: `tenure::time_point`, a `system_clock` time point with
 //   microsecond resolution (µs since the Unix epoch, exactly as stored).
 // - Threads: an `Authority` and a `Lease` may be shared by threads (all their
