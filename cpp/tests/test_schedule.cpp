@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -16,6 +15,7 @@
 
 using namespace std::chrono_literals;
 using testsupport::fresh_db;
+using testsupport::Reports;
 
 namespace {
 
@@ -204,23 +204,6 @@ TEST_CASE("schedule: bad durations throw InvalidDuration and change nothing") {
   CHECK(event_count(a) == events_after_claim);
   CHECK(events_after_claim == events + 2);  // the submit and the claim only
 }
-
-namespace {
-
-struct Reports {
-  std::mutex m;
-  std::vector<tenure::Report> all;
-  void add(const tenure::Report& r) {
-    const std::lock_guard<std::mutex> lk(m);
-    all.push_back(r);
-  }
-  std::size_t size() {
-    const std::lock_guard<std::mutex> lk(m);
-    return all.size();
-  }
-};
-
-}  // namespace
 
 TEST_CASE("worker: a Retry with a delay makes the job due after it; a bad delay is reported") {
   const tenure::Authority a = store("cpp-sched-worker");
