@@ -51,7 +51,8 @@ const C_SUITES: &[&str] = &[
     "batch",
     "schedule",
 ];
-/// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`).
+/// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
+/// `test_main.cpp` first (the summary names the others).
 const CPP_SOURCES: &[&str] = &[
     "test_main.cpp",
     "test_tenure.cpp",
@@ -147,7 +148,10 @@ pub fn run(server: &Server) -> Result {
         ));
     }
 
-    step("PostgreSQL: the C++ suite (test_tenure.cpp, test_wait.cpp) against the server");
+    step(&format!(
+        "PostgreSQL: the C++ suite ({}) against the server",
+        CPP_SOURCES[1..].join(", ")
+    ));
     apt_install(&["g++", "doctest-dev"])?;
     let work = crate::capi::target_dir()?.join("cpp-pg-suite");
     let _ = std::fs::remove_dir_all(&work);
@@ -168,7 +172,8 @@ pub fn run(server: &Server) -> Result {
         .unwrap_or("")
         .trim_start_matches("[doctest] ");
     summary.push(format!(
-        "C++ test_tenure.cpp, test_wait.cpp: {cases}; {} subcase(s) skipped",
+        "C++ {}: {cases}; {} subcase(s) skipped",
+        CPP_SOURCES[1..].join(", "),
         skips(&out)
     ));
 
