@@ -9,8 +9,9 @@
  * - No panic crosses the boundary (a caught panic is TENURE_INTERNAL).
  * - NULL for a pointer argument not documented as optional, non-UTF-8 text
  *   and unreadable struct sizes give TENURE_INVALID_ARGUMENT and change
- *   nothing. Durations are int64_t ..._us, 1 ..= 86400000000 (else
- *   TENURE_INVALID_DURATION).
+ *   nothing. Durations are int64_t ..._us: a TTL 1 ..= 86400000000, a
+ *   delay (not-before, retry delay, hold limit, back-off step) 0 ..=
+ *   31622400000000 (366 days); else TENURE_INVALID_DURATION.
  * - Out-parameters come last and are written only on success; exception:
  *   the size out-parameter of caller-buffer functions also reports the
  *   required size when the buffer is too small (TENURE_INVALID_ARGUMENT).
@@ -409,6 +410,16 @@ typedef struct tenure_fact_list tenure_fact_list;
  * One page of job views.
  */
 typedef struct tenure_job_list tenure_job_list;
+
+/**
+ * Job options beyond `tenure_job_spec` (ABI 1.1): a not-before delay, a
+ * hold limit and a retry back-off, each absent until its setter is called.
+ * Made by `tenure_job_options_new()`, passed to `tenure_authority_submit_with()`
+ * or `tenure_edit_submit_with()` (any number of times), freed with
+ * `tenure_job_options_free()`. Later job options are new setters.
+ * Thread-safe (internally locked).
+ */
+typedef struct tenure_job_options tenure_job_options;
 
 /**
  * A snapshot of one job. Immutable; thread-safe to read.
@@ -1281,6 +1292,32 @@ uint64_t tenure_job_view_payload_len(const struct tenure_job_view *v);
 const char *tenure_job_view_last_error(const struct tenure_job_view *v);
 
 /**
+ * A requested job's not-before time (µs since the epoch; ABI 1.1): it
+ * is not claimable while the authority's clock reads earlier. Returns
+ * true and writes `*out_us` if the job has one, false (nothing
+ * written) once it is claimed, cancelled or was due at once.
+ */
+bool tenure_job_view_due_us(const struct tenure_job_view *v, int64_t *out_us);
+
+/**
+ * The job's hard per-claim ownership limit in µs (ABI 1.1): true and
+ * `*out_us` written if it has one, false otherwise.
+ */
+bool tenure_job_view_max_hold_us(const struct tenure_job_view *v, int64_t *out_us);
+
+/**
+ * The first step (base) of the job's own retry back-off in µs (ABI
+ * 1.1): true and `*out_us` written if it has one, false otherwise.
+ */
+bool tenure_job_view_backoff_base_us(const struct tenure_job_view *v, int64_t *out_us);
+
+/**
+ * The largest step (cap) of the job's own retry back-off in µs (ABI
+ * 1.1): true and `*out_us` written if it has one, false otherwise.
+ */
+bool tenure_job_view_backoff_cap_us(const struct tenure_job_view *v, int64_t *out_us);
+
+/**
  * Free a job list (NULL is a no-op); views obtained from it die with it.
  */
 void tenure_job_list_free(struct tenure_job_list *list);
@@ -1323,6 +1360,24 @@ int64_t tenure_production_list_created_us(const struct tenure_production_list *l
 bool tenure_production_list_cancelled_us(const struct tenure_production_list *list,
                                          size_t index,
                                          int64_t *out_us);
+
+/**
+ * The first step (base) of production `index`'s default retry back-off
+ * in µs (ABI 1.1): true and `*out_us` written if it has one, false
+ * otherwise.
+ */
+bool tenure_production_list_backoff_base_us(const struct tenure_production_list *list,
+                                            size_t index,
+                                            int64_t *out_us);
+
+/**
+ * The largest step (cap) of production `index`'s default retry back-off
+ * in µs (ABI 1.1): true and `*out_us` written if it has one, false
+ * otherwise.
+ */
+bool tenure_production_list_backoff_cap_us(const struct tenure_production_list *list,
+                                           size_t index,
+                                           int64_t *out_us);
 
 /**
  * Free a fact list (NULL is a no-op).
@@ -1603,6 +1658,135 @@ tenure_status tenure_keeper_error_message(const struct tenure_keeper *keeper,
  * NULL is a no-op). Never releases the lease.
  */
 void tenure_keeper_free(struct tenure_keeper *keeper);
+
+/**
+ * Make a job options handle with no option set (ABI 1.1): a job
+ * submitted with it is due at once, has no hold limit and no back-off
+ * of its own. `*out_options` receives a handle to free with
+ * `tenure_job_options_free()`.
+ */
+tenure_status tenure_job_options_new(struct tenure_job_options **out_options);
+
+/**
+ * Not claimable until `delay_us` after the submission is recorded (ABI
+ * 1.1): 0 ..= 31 622 400 000 000 (366 days; 0 means at once), else
+ * `TENURE_INVALID_DURATION` and the handle is unchanged. Not part of
+ * the job's content: resubmitting an existing job with another delay is
+ * `TENURE_SUBMITTED_EXISTING` and leaves its due time as it was.
+ */
+tenure_status tenure_job_options_set_not_before(struct tenure_job_options *options,
+                                                int64_t delay_us);
+
+/**
+ * Hard ownership limit per claim (ABI 1.1): no lease on the job lives
+ * past its claim time + `limit_us`; a renewal the limit stops is
+ * `TENURE_HOLD_LIMIT`. 0 ..= 366 days here (else
+ * `TENURE_INVALID_DURATION`, handle unchanged); a submission with 0 is
+ * refused by the core (`TENURE_INVALID_DURATION`: the limit must be
+ * positive). Part of the job's content.
+ */
+tenure_status tenure_job_options_set_max_hold(struct tenure_job_options *options, int64_t limit_us);
+
+/**
+ * The job's own retry back-off (ABI 1.1): after a retryable failure of
+ * attempt n that names no delay, the job is due after min(cap, base ×
+ * 2^(n-1)). `base_us` positive, `cap_us` ≥ `base_us`, both at most 366
+ * days, else `TENURE_INVALID_DURATION` and the handle is unchanged.
+ * Overrides the production's back-off. Part of the job's content.
+ */
+tenure_status tenure_job_options_set_backoff(struct tenure_job_options *options,
+                                             int64_t base_us,
+                                             int64_t cap_us);
+
+/**
+ * Free a job options handle (NULL is a no-op). Jobs submitted with it keep
+ * their options.
+ */
+void tenure_job_options_free(struct tenure_job_options *options);
+
+/**
+ * Submit one job as `tenure_authority_submit()` does, with the options
+ * of `options` (ABI 1.1; NULL: none, exactly `tenure_authority_submit()`).
+ * The handle stays the caller's to free and is read only during the call.
+ */
+tenure_status tenure_authority_submit_with(const struct tenure_authority *authority,
+                                           const char *production,
+                                           const struct tenure_job_spec *spec,
+                                           const struct tenure_job_options *options,
+                                           tenure_submitted *out_submitted);
+
+/**
+ * Set a production's default retry back-off (ABI 1.1): a retryable
+ * failure that names no delay, of a job without a back-off of its own,
+ * makes the job due again after min(`cap_us`, `base_us` × 2^(n-1)) for
+ * the failure of attempt n. `base_us` positive, `cap_us` ≥ `base_us`,
+ * both at most 366 days, else `TENURE_INVALID_DURATION`;
+ * `TENURE_NOT_FOUND` for an unknown production. Not an event; jobs
+ * already waiting keep their due time.
+ */
+tenure_status tenure_authority_set_production_backoff(const struct tenure_authority *authority,
+                                                      const char *production,
+                                                      int64_t base_us,
+                                                      int64_t cap_us);
+
+/**
+ * Remove a production's default retry back-off (ABI 1.1; no-op if it
+ * has none): its jobs without their own back-off are due at once after
+ * a retryable failure that names no delay.
+ */
+tenure_status tenure_authority_clear_production_backoff(const struct tenure_authority *authority,
+                                                        const char *production);
+
+/**
+ * Submit one job with job options inside the edit (ABI 1.1; see
+ * `tenure_authority_submit_with()`).
+ */
+tenure_status tenure_edit_submit_with(const struct tenure_edit *edit,
+                                      const char *production,
+                                      const struct tenure_job_spec *spec,
+                                      const struct tenure_job_options *options,
+                                      tenure_submitted *out_submitted);
+
+/**
+ * Set a production's back-off inside the edit (ABI 1.1; see
+ * `tenure_authority_set_production_backoff()`).
+ */
+tenure_status tenure_edit_set_production_backoff(const struct tenure_edit *edit,
+                                                 const char *production,
+                                                 int64_t base_us,
+                                                 int64_t cap_us);
+
+/**
+ * Remove a production's back-off inside the edit (ABI 1.1; see
+ * `tenure_authority_clear_production_backoff()`).
+ */
+tenure_status tenure_edit_clear_production_backoff(const struct tenure_edit *edit,
+                                                   const char *production);
+
+/**
+ * Report a retryable failure with a UTF-8 `reason` (at most 1024 bytes)
+ * and name when to retry (ABI 1.1): requested again, due `delay_us`
+ * after the failure is recorded (0 ..= 366 days; 0 means at once,
+ * whatever back-off the job or production has), if attempts remain;
+ * else failed. A delay out of range is `TENURE_INVALID_DURATION` and
+ * changes nothing. Closes the lease; `*out_state` receives the job's
+ * new state.
+ */
+tenure_status tenure_lease_fail_retry_after(const struct tenure_lease *lease,
+                                            const char *reason,
+                                            int64_t delay_us,
+                                            tenure_job_state *out_state);
+
+/**
+ * Fail a lease retryably with a retry delay inside the edit (ABI 1.1;
+ * see `tenure_lease_fail_retry_after()`); it closes when the edit
+ * commits.
+ */
+tenure_status tenure_edit_fail_retry_after(const struct tenure_edit *edit,
+                                           const struct tenure_lease *lease,
+                                           const char *reason,
+                                           int64_t delay_us,
+                                           tenure_job_state *out_state);
 
 #ifdef __cplusplus
 }  // extern "C"

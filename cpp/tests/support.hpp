@@ -12,9 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace testsupport {
 
@@ -86,6 +88,21 @@ inline std::string fresh_db(const std::string& name) {
 
 /// Path of this test program (for re-executing it as a child).
 std::string self_exe();
+
+/// The reports of a `tenure::Worker`, collected from its report callback
+/// (which runs on the worker's threads).
+struct Reports {
+  std::mutex m;
+  std::vector<tenure::Report> all;
+  void add(const tenure::Report& r) {
+    const std::lock_guard<std::mutex> lk(m);
+    all.push_back(r);
+  }
+  std::size_t size() {
+    const std::lock_guard<std::mutex> lk(m);
+    return all.size();
+  }
+};
 
 }  // namespace testsupport
 

@@ -406,6 +406,11 @@ TEST_CASE("errors: each class is reachable through real calls") {
       CHECK_THROWS_AS(tenure::Authority::open(newer), tenure::SchemaTooNew);
     }
   }
+  SUBCASE("hold limit") {
+    a.submit("p", tenure::JobSpec("held").max_hold(2s));
+    const tenure::Lease l = a.claim("p", "held", "w", 60s);
+    CHECK_THROWS_AS(l.renew(60s), tenure::HoldLimit);
+  }
   SUBCASE("clock rollback (a child process under libfaketime, 2 h in the past)") {
     if (!testsupport::skip_on_postgres("clock rollback: the PostgreSQL backend's clock is the server's, "
                                       "a client under libfaketime cannot roll it back (the Rust suite's "

@@ -20,6 +20,7 @@
 
 using namespace std::chrono_literals;
 using testsupport::fresh_db;
+using testsupport::Reports;
 using steady = std::chrono::steady_clock;
 
 namespace {
@@ -173,23 +174,6 @@ TEST_CASE("keeper: a refused renewal is reported with its own class; stop() ends
   ks.throw_if_refused();  // nothing to throw
   s.complete();
 }
-
-namespace {
-
-struct Reports {
-  std::mutex m;
-  std::vector<tenure::Report> all;
-  void add(const tenure::Report& r) {
-    const std::lock_guard<std::mutex> lk(m);
-    all.push_back(r);
-  }
-  std::size_t size() {
-    const std::lock_guard<std::mutex> lk(m);
-    return all.size();
-  }
-};
-
-}  // namespace
 
 TEST_CASE("worker: slots run every job once, settle it with the handler's outcome and report it") {
   const tenure::Authority a = store("cpp-worker");

@@ -1,7 +1,8 @@
 /* Bad input on every entry point: NULL for each pointer argument, invalid
  * UTF-8, empty and oversize IDs/holders/reasons, out-of-range durations,
  * unreadable struct sizes, malformed/oversize/truncated tokens, too-small
- * buffers. Each must return the documented status, leave out-parameters
+ * buffers; the scheduling calls of ABI 1.1 (delays out of range, bad
+ * back-offs). Each must return the documented status, leave out-parameters
  * untouched and change nothing in the store (the event log does not grow).
  * Usage: test_bad_input DIR */
 #include <stdint.h>
@@ -798,6 +799,132 @@ static void batch_entry_points(const char *dir) {
   tenure_authority_free(a);
 }
 
+/* Scheduling (ABI 1.1): NULL handles, bad IDs, delays out of range
+ * (negative, over 366 days), a back-off with base 0 or base > cap, a zero
+ * hold limit at submission, bad reasons; each changes nothing (no job, no
+ * event, no production back-off, the lease stays active, out-parameters
+ * stay); the accessors give false for NULL and out of range. */
+#define DAYS_366 INT64_C(31622400000000)
+#define BAD_DELAY(CALL)                                                    \
+  do {                                                                     \
+    int64_t D = -1;                                                        \
+    EXPECT(CALL, DUR);                                                     \
+    D = DAYS_366 + 1;                                                      \
+    EXPECT(CALL, DUR);                                                     \
+    D = INT64_MIN;                                                         \
+    EXPECT(CALL, DUR);                                                     \
+    D = INT64_MAX;                                                         \
+    EXPECT(CALL, DUR);                                                     \
+  } while (0)
+
+static void schedule_entry_points(const char *dir) {
+  tenure_authority *a = open_store(dir, "schedule.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  tenure_lease *l = NULL;
+  REQUIRE(tenure_authority_claim(a, "p", "j", "w", 60000000, &l) == TENURE_OK);
+  size_t events_before = event_count(a);
+
+  tenure_job_options *o = NULL;
+  EXPECT(tenure_job_options_new(NULL), INV);
+  REQUIRE(tenure_job_options_new(&o) == TENURE_OK);
+  EXPECT(tenure_job_options_set_not_before(NULL, 0), INV);
+  EXPECT(tenure_job_options_set_max_hold(NULL, 1), INV);
+  EXPECT(tenure_job_options_set_backoff(NULL, 1, 1), INV);
+  BAD_DELAY(tenure_job_options_set_not_before(o, D));
+  BAD_DELAY(tenure_job_options_set_max_hold(o, D));
+  BAD_DELAY(tenure_job_options_set_backoff(o, D, DAYS_366));
+  BAD_DELAY(tenure_job_options_set_backoff(o, 1, D));
+  EXPECT(tenure_job_options_set_backoff(o, 0, 1), DUR);  /* base must be positive */
+  EXPECT(tenure_job_options_set_backoff(o, 0, 0), DUR);
+  EXPECT(tenure_job_options_set_backoff(o, 2, 1), DUR);  /* base > cap */
+  OK(tenure_job_options_set_not_before(o, DAYS_366));    /* the bounds */
+  OK(tenure_job_options_set_backoff(o, DAYS_366, DAYS_366));
+  tenure_job_options_free(NULL);
+
+  tenure_job_spec spec;
+  REQUIRE(tenure_job_spec_init(&spec) == TENURE_OK);
+  spec.job = "k";
+  tenure_submitted sub = 77;
+  EXPECT(tenure_authority_submit_with(NULL, "p", &spec, o, &sub), INV);
+  BAD_ID(tenure_authority_submit_with(a, S, &spec, o, &sub));
+  EXPECT(tenure_authority_submit_with(a, "p", NULL, o, &sub), INV);
+  EXPECT(tenure_authority_submit_with(a, "p", &spec, o, NULL), INV);
+  spec.job = BAD_UTF8;
+  EXPECT(tenure_authority_submit_with(a, "p", &spec, o, &sub), INV);
+  spec.job = "k";
+  OK(tenure_job_options_set_max_hold(o, 0)); /* the core refuses it at submission */
+  EXPECT(tenure_authority_submit_with(a, "p", &spec, o, &sub), DUR);
+  CHECK(sub == 77);
+  tenure_job_view *v = NULL;
+  EXPECT(tenure_authority_job(a, "p", "k", &v), TENURE_NOT_FOUND);
+
+  EXPECT(tenure_authority_set_production_backoff(NULL, "p", 1, 1), INV);
+  BAD_ID(tenure_authority_set_production_backoff(a, S, 1, 1));
+  BAD_DELAY(tenure_authority_set_production_backoff(a, "p", D, DAYS_366));
+  BAD_DELAY(tenure_authority_set_production_backoff(a, "p", 1, D));
+  EXPECT(tenure_authority_set_production_backoff(a, "p", 0, 1), DUR);
+  EXPECT(tenure_authority_set_production_backoff(a, "p", 2, 1), DUR);
+  EXPECT(tenure_authority_clear_production_backoff(NULL, "p"), INV);
+  BAD_ID(tenure_authority_clear_production_backoff(a, S));
+  tenure_production_list *pl = NULL;
+  OK(tenure_authority_productions(a, &pl));
+  int64_t us = 7;
+  CHECK(tenure_production_list_len(pl) == 1);
+  CHECK(!tenure_production_list_backoff_base_us(pl, 0, &us) && us == 7);
+  CHECK(!tenure_production_list_backoff_cap_us(pl, 0, &us) && us == 7);
+  CHECK(!tenure_production_list_backoff_base_us(pl, 1, &us) && us == 7);
+  CHECK(!tenure_production_list_backoff_base_us(NULL, 0, &us) && us == 7);
+  tenure_production_list_free(pl);
+
+  tenure_job_state js = 9;
+  EXPECT(tenure_lease_fail_retry_after(NULL, "r", 0, &js), INV);
+  EXPECT(tenure_lease_fail_retry_after(l, NULL, 0, &js), INV);
+  EXPECT(tenure_lease_fail_retry_after(l, BAD_UTF8, 0, &js), INV);
+  EXPECT(tenure_lease_fail_retry_after(l, LONG_REASON, 0, &js), INV);
+  EXPECT(tenure_lease_fail_retry_after(l, "r", 0, NULL), INV);
+  BAD_DELAY(tenure_lease_fail_retry_after(l, "r", D, &js));
+  CHECK(js == 9);
+
+  tenure_edit *e = NULL;
+  REQUIRE(tenure_edit_begin(a, &e) == TENURE_OK);
+  OK(tenure_job_options_set_max_hold(o, 1));
+  EXPECT(tenure_edit_submit_with(NULL, "p", &spec, o, &sub), INV);
+  BAD_ID(tenure_edit_submit_with(e, S, &spec, o, &sub));
+  EXPECT(tenure_edit_submit_with(e, "p", NULL, o, &sub), INV);
+  EXPECT(tenure_edit_submit_with(e, "p", &spec, o, NULL), INV);
+  EXPECT(tenure_edit_set_production_backoff(NULL, "p", 1, 1), INV);
+  BAD_ID(tenure_edit_set_production_backoff(e, S, 1, 1));
+  BAD_DELAY(tenure_edit_set_production_backoff(e, "p", D, DAYS_366));
+  EXPECT(tenure_edit_set_production_backoff(e, "p", 2, 1), DUR);
+  EXPECT(tenure_edit_clear_production_backoff(NULL, "p"), INV);
+  BAD_ID(tenure_edit_clear_production_backoff(e, S));
+  EXPECT(tenure_edit_fail_retry_after(NULL, l, "r", 0, &js), INV);
+  EXPECT(tenure_edit_fail_retry_after(e, NULL, "r", 0, &js), INV);
+  EXPECT(tenure_edit_fail_retry_after(e, l, NULL, 0, &js), INV);
+  EXPECT(tenure_edit_fail_retry_after(e, l, LONG_REASON, 0, &js), INV);
+  EXPECT(tenure_edit_fail_retry_after(e, l, "r", 0, NULL), INV);
+  BAD_DELAY(tenure_edit_fail_retry_after(e, l, "r", D, &js));
+  CHECK(sub == 77 && js == 9);
+  OK(tenure_edit_commit(e)); /* commits nothing: every step above failed */
+  tenure_edit_free(e);
+  tenure_job_options_free(o);
+
+  CHECK(!tenure_job_view_due_us(NULL, &us) && !tenure_job_view_max_hold_us(NULL, &us) &&
+        !tenure_job_view_backoff_base_us(NULL, &us) && !tenure_job_view_backoff_cap_us(NULL, &us) &&
+        us == 7);
+  OK(tenure_authority_job(a, "p", "j", &v));
+  CHECK(tenure_job_view_state(v) == TENURE_JOB_CLAIMED);
+  CHECK(!tenure_job_view_due_us(v, &us) && !tenure_job_view_max_hold_us(v, &us) && us == 7);
+  tenure_job_view_free(v);
+  EXPECT(tenure_authority_job(a, "p", "k", &v), TENURE_NOT_FOUND);
+  CHECK(event_count(a) == events_before);
+  CHECK(tenure_lease_status_get(l) == TENURE_LEASE_STATUS_ACTIVE);
+  OK(tenure_lease_release(l, &js));
+  tenure_lease_free(l);
+  tenure_authority_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -811,5 +938,6 @@ int main(int argc, char **argv) {
   token_input(argv[1]);
   retention_entry_points(argv[1]);
   batch_entry_points(argv[1]);
+  schedule_entry_points(argv[1]);
   return finish();
 }

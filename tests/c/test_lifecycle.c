@@ -1,6 +1,8 @@
 /* The whole lease life cycle through the C ABI, and every status that C can
  * reach (TENURE_CLOCK_ROLLBACK is in test_clock.c, under libfaketime;
- * TENURE_INTERNAL needs a caught panic and is covered by the Rust unit test).
+ * TENURE_INTERNAL needs a caught panic and is covered by the Rust unit test;
+ * TENURE_HOLD_LIMIT, which needs a job submitted with a hold limit, is in
+ * test_schedule.c).
  * Usage: test_lifecycle DIR (an empty scratch directory). Runs against
  * PostgreSQL instead when TENURE_TEST_BACKEND=postgres (see harness.h); the
  * SQLite-file checks (a foreign file, a raised user_version) are skipped

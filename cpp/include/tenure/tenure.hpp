@@ -33,7 +33,8 @@
 //   whole microseconds exactly, for any integral `Rep` and any `Period`; a
 //   value that is not a whole number of microseconds or overflows `int64_t`
 //   on the way throws `InvalidDuration` and calls nothing. No rounding ever.
-//   The range (> 0, <= 24 h) is checked by the core through the C ABI.
+//   The range (a TTL > 0 and <= 24 h, a delay 0 ..= 366 days) is checked by
+//   the core through the C ABI.
 // - Times: `tenure::time_point`, a `system_clock` time point with
 //   microsecond resolution (µs since the Unix epoch, exactly as stored).
 // - Threads: an `Authority` and a `Lease` may be shared by threads (all their
@@ -349,6 +350,7 @@ using FactListFree = Free<tenure_fact_list, &tenure_fact_list_free>;
 using EventListFree = Free<tenure_event_list, &tenure_event_list_free>;
 using WaitCancelFree = Free<tenure_wait_cancel, &tenure_wait_cancel_free>;
 using KeeperFree = Free<tenure_keeper, &tenure_keeper_free>;
+using JobOptionsFree = Free<tenure_job_options, &tenure_job_options_free>;
 
 }  // namespace detail
 
@@ -565,8 +567,35 @@ class Options {
   Retention retention_{};
 };
 
+/// A retry back-off policy (docs/design.md, "Scheduling and hold limits"):
+/// after a retryable failure of attempt n that names no delay, the job is
+/// due after min(cap, base × 2^(n-1)). Both are `std::chrono` durations
+/// converted exactly to µs (`to_micros`); the rules (base positive, cap ≥
+/// base, both at most 366 days) are the core's, checked where the policy is
+/// used (`JobSpec::backoff` at submission, `set_production_backoff`), which
+/// throws `InvalidDuration`.
+class Backoff {
+ public:
+  template <class Rep1, class Period1, class Rep2, class Period2>
+  Backoff(std::chrono::duration<Rep1, Period1> base, std::chrono::duration<Rep2, Period2> cap)
+      : base_(to_micros(base)), cap_(to_micros(cap)) {}
+  /// The first step.
+  std::chrono::microseconds base() const noexcept { return base_; }
+  /// The largest step.
+  std::chrono::microseconds cap() const noexcept { return cap_; }
+  friend bool operator==(const Backoff& a, const Backoff& b) noexcept {
+    return a.base_ == b.base_ && a.cap_ == b.cap_;
+  }
+  friend bool operator!=(const Backoff& a, const Backoff& b) noexcept { return !(a == b); }
+
+ private:
+  std::chrono::microseconds base_;
+  std::chrono::microseconds cap_;
+};
+
 /// One job to submit. Owns copies of its ID and payload. Defaults are the C
-/// ABI's (`tenure_job_spec_init`: priority 0, max_attempts 3, no payload).
+/// ABI's (`tenure_job_spec_init`: priority 0, max_attempts 3, no payload,
+/// due at once, no hold limit, no back-off of its own).
 class JobSpec {
  public:
   explicit JobSpec(std::string_view job) : job_(detail::cstr(job, "job ID")) {
@@ -596,8 +625,44 @@ class JobSpec {
     raw_.max_attempts = n;
     return *this;
   }
+  /// Not claimable until `delay` after the submission is recorded (exact
+  /// µs; zero: at once; the core allows 0 ..= 366 days). Not part of the
+  /// job's content: resubmitting with another delay is `Existing`.
+  template <class Rep, class Period>
+  JobSpec& not_before(std::chrono::duration<Rep, Period> delay) {
+    not_before_ = std::chrono::microseconds(to_micros(delay));
+    return *this;
+  }
+  /// Hard ownership limit per claim: no lease on the job lives past its
+  /// claim time + `limit` (exact µs; the core requires it positive and at
+  /// most 366 days); a renewal it stops throws `HoldLimit`.
+  template <class Rep, class Period>
+  JobSpec& max_hold(std::chrono::duration<Rep, Period> limit) {
+    max_hold_ = std::chrono::microseconds(to_micros(limit));
+    return *this;
+  }
+  /// The job's own retry back-off (overrides its production's).
+  JobSpec& backoff(const Backoff& policy) noexcept {
+    backoff_ = policy;
+    return *this;
+  }
   const std::string& job() const noexcept { return job_; }
   const std::vector<std::uint8_t>& payload() const noexcept { return payload_; }
+  const std::optional<std::chrono::microseconds>& not_before() const noexcept { return not_before_; }
+  const std::optional<std::chrono::microseconds>& max_hold() const noexcept { return max_hold_; }
+  const std::optional<Backoff>& backoff() const noexcept { return backoff_; }
+  /// The C job options of the scheduling fields (`tenure_job_options`, ABI
+  /// 1.1), or NULL when none is set; the range checks are the core's.
+  std::unique_ptr<tenure_job_options, detail::JobOptionsFree> capi_options() const {
+    if (!not_before_ && !max_hold_ && !backoff_) return nullptr;
+    tenure_job_options* raw = nullptr;
+    check(tenure_job_options_new(&raw));
+    std::unique_ptr<tenure_job_options, detail::JobOptionsFree> o(raw);
+    if (not_before_) check(tenure_job_options_set_not_before(raw, not_before_->count()));
+    if (max_hold_) check(tenure_job_options_set_max_hold(raw, max_hold_->count()));
+    if (backoff_) check(tenure_job_options_set_backoff(raw, backoff_->base().count(), backoff_->cap().count()));
+    return o;
+  }
   /// The C struct, pointing into this object (valid while it lives unchanged).
   tenure_job_spec capi() const noexcept {
     tenure_job_spec s = raw_;
@@ -611,6 +676,9 @@ class JobSpec {
   std::string job_;
   std::vector<std::uint8_t> payload_;
   tenure_job_spec raw_{};
+  std::optional<std::chrono::microseconds> not_before_;
+  std::optional<std::chrono::microseconds> max_hold_;
+  std::optional<Backoff> backoff_;
 };
 
 /// A caller fact published at completion.
@@ -642,6 +710,11 @@ struct JobView {
   time_point updated{};
   std::uint64_t payload_len = 0;
   std::optional<std::string> last_error;  ///< reason of the latest failure
+  /// A requested job's not-before time: not claimable while the
+  /// authority's clock reads earlier (none once claimed, or due at once).
+  std::optional<time_point> due;
+  std::optional<std::chrono::microseconds> max_hold;  ///< hard per-claim ownership limit
+  std::optional<Backoff> backoff;                     ///< the job's own retry back-off
 };
 
 /// A production as listed.
@@ -649,6 +722,7 @@ struct ProductionView {
   std::string name;
   time_point created{};
   std::optional<time_point> cancelled;
+  std::optional<Backoff> backoff;  ///< default retry back-off of its jobs
 };
 
 /// One event (never carries a secret).
@@ -715,6 +789,12 @@ inline JobView job_from(const tenure_job_view* v) {
   j.updated = tp(tenure_job_view_updated_us(v));
   j.payload_len = tenure_job_view_payload_len(v);
   j.last_error = opt_str(tenure_job_view_last_error(v));
+  if (tenure_job_view_due_us(v, &us)) j.due = tp(us);
+  if (tenure_job_view_max_hold_us(v, &us)) j.max_hold = std::chrono::microseconds(us);
+  std::int64_t cap = 0;
+  if (tenure_job_view_backoff_base_us(v, &us) && tenure_job_view_backoff_cap_us(v, &cap)) {
+    j.backoff = Backoff(std::chrono::microseconds(us), std::chrono::microseconds(cap));
+  }
   return j;
 }
 
@@ -909,6 +989,18 @@ class Lease {
     check(tenure_lease_fail(h_.get(), r.c_str(), permanent, &st));
     return static_cast<JobState>(st);
   }
+  /// Report a retryable failure and name when to retry: requested again,
+  /// due `delay` after the failure is recorded (exact µs, 0 ..= 366 days;
+  /// zero: at once, whatever back-off applies) while attempts remain, else
+  /// failed. Closes the lease; returns the job's new state.
+  template <class Rep, class Period>
+  JobState fail_retry_after(std::string_view reason, std::chrono::duration<Rep, Period> delay) const {
+    const std::int64_t us = to_micros(delay);
+    const std::string r = detail::cstr(reason, "reason");
+    tenure_job_state st{};
+    check(tenure_lease_fail_retry_after(h_.get(), r.c_str(), us, &st));
+    return static_cast<JobState>(st);
+  }
   /// Complete the job, publishing `facts` (and provenance) atomically.
   void complete(const std::vector<Fact>& facts = {}) const {
     std::vector<std::string> keep;
@@ -1034,7 +1126,9 @@ template <>
 struct shared_capi<tenure_authority> {
   static constexpr auto create_production = &tenure_authority_create_production;
   static constexpr auto cancel_production = &tenure_authority_cancel_production;
-  static constexpr auto submit = &tenure_authority_submit;
+  static constexpr auto submit_with = &tenure_authority_submit_with;
+  static constexpr auto set_production_backoff = &tenure_authority_set_production_backoff;
+  static constexpr auto clear_production_backoff = &tenure_authority_clear_production_backoff;
   static constexpr auto cancel = &tenure_authority_cancel;
   static constexpr auto claim = &tenure_authority_claim;
   static constexpr auto claim_next = &tenure_authority_claim_next;
@@ -1049,7 +1143,9 @@ template <>
 struct shared_capi<tenure_edit> {
   static constexpr auto create_production = &tenure_edit_create_production;
   static constexpr auto cancel_production = &tenure_edit_cancel_production;
-  static constexpr auto submit = &tenure_edit_submit;
+  static constexpr auto submit_with = &tenure_edit_submit_with;
+  static constexpr auto set_production_backoff = &tenure_edit_set_production_backoff;
+  static constexpr auto clear_production_backoff = &tenure_edit_clear_production_backoff;
   static constexpr auto cancel = &tenure_edit_cancel;
   static constexpr auto claim = &tenure_edit_claim;
   static constexpr auto claim_next = &tenure_edit_claim_next;
@@ -1081,13 +1177,29 @@ class SharedOps {
     check(C::cancel_production(h(), p.c_str(), &n));
     return n;
   }
-  /// Submit one job (idempotent for identical content; `Conflict` otherwise).
+  /// Submit one job (idempotent for identical content; `Conflict`
+  /// otherwise). Its scheduling fields go through `tenure_job_options`
+  /// (ABI 1.1): a bad delay, hold limit or back-off throws
+  /// `InvalidDuration` and submits nothing.
   SubmitOutcome submit(std::string_view production, const JobSpec& spec) const {
     const std::string p = cstr(production, "production ID");
     const tenure_job_spec s = spec.capi();
+    const auto options = spec.capi_options();
     tenure_submitted out{};
-    check(C::submit(h(), p.c_str(), &s, &out));
+    check(C::submit_with(h(), p.c_str(), &s, options.get(), &out));
     return static_cast<SubmitOutcome>(out);
+  }
+  /// Set (a policy) or clear (`std::nullopt`) a production's default retry
+  /// back-off: a retryable failure that names no delay, of a job without
+  /// its own back-off, makes the job due after the policy's step. Not an
+  /// event; jobs already waiting keep their due time.
+  void set_production_backoff(std::string_view production, const std::optional<Backoff>& policy) const {
+    const std::string p = cstr(production, "production ID");
+    if (policy) {
+      check(C::set_production_backoff(h(), p.c_str(), policy->base().count(), policy->cap().count()));
+    } else {
+      check(C::clear_production_backoff(h(), p.c_str()));
+    }
   }
   /// Coordinator cancel of one job.
   CancelOutcome cancel(std::string_view production, std::string_view job) const {
@@ -1270,6 +1382,16 @@ class Edit : public detail::SharedOps<Edit, tenure_edit> {
     check(tenure_edit_fail(h_.get(), lease.capi(), r.c_str(), permanent, &st));
     return static_cast<JobState>(st);
   }
+  /// Fail retryably with a retry delay (see `Lease::fail_retry_after`); the
+  /// lease closes when the edit commits.
+  template <class Rep, class Period>
+  JobState fail_retry_after(const Lease& lease, std::string_view reason, std::chrono::duration<Rep, Period> delay) {
+    const std::int64_t us = to_micros(delay);
+    const std::string r = detail::cstr(reason, "reason");
+    tenure_job_state st{};
+    check(tenure_edit_fail_retry_after(h_.get(), lease.capi(), r.c_str(), us, &st));
+    return static_cast<JobState>(st);
+  }
   /// Complete with facts; they become visible with the commit.
   void complete(const Lease& lease, const std::vector<Fact>& facts = {}) {
     std::vector<std::string> keep;
@@ -1331,6 +1453,10 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
       p.created = detail::tp(tenure_production_list_created_us(raw, i));
       std::int64_t us = 0;
       if (tenure_production_list_cancelled_us(raw, i, &us)) p.cancelled = detail::tp(us);
+      std::int64_t cap = 0;
+      if (tenure_production_list_backoff_base_us(raw, i, &us) && tenure_production_list_backoff_cap_us(raw, i, &cap)) {
+        p.backoff = Backoff(std::chrono::microseconds(us), std::chrono::microseconds(cap));
+      }
       out.push_back(std::move(p));
     }
     return out;
@@ -1557,12 +1683,14 @@ struct Complete {
   std::vector<Fact> facts;
 };
 /// Handler outcome: fail retryably (requested again while attempts remain).
-/// `delay` is the back-off before the next attempt: it is not applied yet
-/// (the job is requested again at once) until the C ABI has a delayed
-/// failure; then `Worker` passes it on.
+/// With a `delay` the job is due again after it (`Lease::fail_retry_after`;
+/// zero: at once; a delay the core refuses, over 366 days or negative, is
+/// reported `Lost` with `InvalidDuration` and the lease stays held until
+/// it expires); without one, after the job's or its production's back-off,
+/// else at once.
 struct Retry {
   std::string reason;
-  std::chrono::microseconds delay{0};
+  std::optional<std::chrono::microseconds> delay = std::nullopt;
 };
 /// Handler outcome: fail permanently.
 struct Fail {
@@ -1819,10 +1947,11 @@ class Worker {
       return lost(l, e);
     }
   }
-  static Report failed(const Lease& l, const std::string& reason, bool permanent) {
+  static Report failed(const Lease& l, const std::string& reason, bool permanent,
+                       std::optional<std::chrono::microseconds> delay = std::nullopt) {
     try {
       Report r = report_of(l, JobResult::Failed);
-      r.state = l.fail(reason, permanent);
+      r.state = delay ? l.fail_retry_after(reason, *delay) : l.fail(reason, permanent);
       return r;
     } catch (const Error& e) {
       return lost(l, e);
@@ -1911,8 +2040,7 @@ class Worker {
         s.tell(lost(l, e));
       }
     } else if (const Retry* r = std::get_if<Retry>(&*outcome)) {
-      // `r->delay` is applied once the C ABI has a delayed failure.
-      s.tell(failed(l, r->reason, false));
+      s.tell(failed(l, r->reason, false, r->delay));
     } else if (const Fail* f = std::get_if<Fail>(&*outcome)) {
       s.tell(failed(l, f->reason, true));
     }

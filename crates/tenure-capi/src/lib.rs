@@ -23,7 +23,10 @@
 //!   `tenure_authority_claim_next_wait`) and keep-alive (`tenure_keeper`),
 //!   ABI 1.1;
 //! - `retention`: the retention option, prune, delete and export of a
-//!   production, the history horizon and vacuum (ABI 1.1).
+//!   production, the history horizon and vacuum (ABI 1.1);
+//! - `schedule`: job options (`tenure_job_options`: not-before delay, hold
+//!   limit, back-off) and submission with them, a production's back-off,
+//!   and a retryable failure with a retry delay (ABI 1.1).
 //!
 //! # Conventions (they hold for every export)
 //!
@@ -36,8 +39,9 @@
 //! - NULL for a pointer argument that is not documented as optional, text
 //!   that is not UTF-8, and struct sizes this library cannot read return
 //!   `TENURE_INVALID_ARGUMENT` and change nothing. Durations are
-//!   `int64_t ..._us` and are validated by the core (`TENURE_INVALID_DURATION`
-//!   for `<= 0` or more than 24 h).
+//!   `int64_t ..._us` and are validated by the core (`TENURE_INVALID_DURATION`):
+//!   a TTL is 1 µs ..= 24 h, a delay (not-before, retry delay, hold limit,
+//!   back-off step; ABI 1.1) 0 ..= 366 days.
 //! - Out-parameters come last and are written only on success. The one
 //!   exception is the `out_size`/`out_len` parameter of the caller-buffer
 //!   functions (token export, payload, last error message): when the buffer
@@ -84,6 +88,8 @@
 //!   others wait with it. Cancelling is not async-signal-safe.
 //! - `tenure_keeper` (ABI 1.1): thread-safe (internally locked); it owns
 //!   what it needs, so the lease and authority handles may be freed first.
+//! - `tenure_job_options` (ABI 1.1): thread-safe (internally locked); read
+//!   only during a submission, so it may be freed or changed afterwards.
 //! - The last-error message is per thread.
 //!
 //! # Errors and secrets
@@ -131,6 +137,8 @@ mod list;
 
 mod retention;
 mod wait;
+
+mod schedule;
 
 // ---------------------------------------------------------------------------
 // Versions
@@ -209,5 +217,6 @@ mod tests {
         shared::<list::tenure_event_list>();
         shared::<wait::tenure_wait_cancel>();
         shared::<wait::tenure_keeper>(); // via its internal mutex
+        shared::<schedule::tenure_job_options>(); // via its internal mutex
     }
 }

@@ -4,7 +4,7 @@
 use std::ffi::{c_char, CStr, CString};
 use std::sync::Mutex;
 
-use tenure::{Event, ProductionView, PublishedFact};
+use tenure::{Backoff, Event, ProductionView, PublishedFact};
 
 use crate::boundary::{cstring, opt_ptr};
 use crate::options::tenure_job_state;
@@ -14,6 +14,7 @@ struct CProduction {
     name: CString,
     created_us: i64,
     cancelled_us: Option<i64>,
+    backoff: Option<Backoff>,
 }
 
 impl CProduction {
@@ -22,6 +23,7 @@ impl CProduction {
             name: cstring(&p.name),
             created_us: p.created_us,
             cancelled_us: p.cancelled_us,
+            backoff: p.backoff,
         }
     }
 }
@@ -40,6 +42,16 @@ list_handle! {
     /// Cancellation time of production `index`: true and `*out_us` written if it
     /// was cancelled, false otherwise.
     fn tenure_production_list_cancelled_us(list, index, out_us) -> bool = |p| p.cancelled_us;
+    /// The first step (base) of production `index`'s default retry back-off
+    /// in µs (ABI 1.1): true and `*out_us` written if it has one, false
+    /// otherwise.
+    fn tenure_production_list_backoff_base_us(list, index, out_us) -> bool =
+        |p| p.backoff.map(|b| b.base().as_micros());
+    /// The largest step (cap) of production `index`'s default retry back-off
+    /// in µs (ABI 1.1): true and `*out_us` written if it has one, false
+    /// otherwise.
+    fn tenure_production_list_backoff_cap_us(list, index, out_us) -> bool =
+        |p| p.backoff.map(|b| b.cap().as_micros());
 }
 
 /// One fact of a [`tenure_fact_list`].

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, CString};
 
-use tenure::JobView;
+use tenure::{Backoff, JobView};
 
 use crate::boundary::{cstring, opt_ptr};
 use crate::options::tenure_job_state;
@@ -23,6 +23,9 @@ pub struct tenure_job_view {
     updated_us: i64,
     payload_len: u64,
     last_error: Option<CString>,
+    due_us: Option<i64>,
+    max_hold_us: Option<i64>,
+    backoff: Option<Backoff>,
 }
 
 impl tenure_job_view {
@@ -41,6 +44,9 @@ impl tenure_job_view {
             updated_us: v.updated_us,
             payload_len: v.payload_len,
             last_error: v.last_error.as_deref().map(cstring),
+            due_us: v.due_us,
+            max_hold_us: v.max_hold_us,
+            backoff: v.backoff,
         }
     }
 }
@@ -76,6 +82,22 @@ accessors! {
         fn tenure_job_view_payload_len(v) -> u64 = |v| v.payload_len;
         /// The reason given by the latest failure (borrowed), or NULL.
         fn tenure_job_view_last_error(v) -> *const c_char = |v| opt_ptr(&v.last_error);
+        /// A requested job's not-before time (µs since the epoch; ABI 1.1): it
+        /// is not claimable while the authority's clock reads earlier. Returns
+        /// true and writes `*out_us` if the job has one, false (nothing
+        /// written) once it is claimed, cancelled or was due at once.
+        fn tenure_job_view_due_us(v, out_us) -> bool = |v| v.due_us;
+        /// The job's hard per-claim ownership limit in µs (ABI 1.1): true and
+        /// `*out_us` written if it has one, false otherwise.
+        fn tenure_job_view_max_hold_us(v, out_us) -> bool = |v| v.max_hold_us;
+        /// The first step (base) of the job's own retry back-off in µs (ABI
+        /// 1.1): true and `*out_us` written if it has one, false otherwise.
+        fn tenure_job_view_backoff_base_us(v, out_us) -> bool =
+            |v| v.backoff.map(|b| b.base().as_micros());
+        /// The largest step (cap) of the job's own retry back-off in µs (ABI
+        /// 1.1): true and `*out_us` written if it has one, false otherwise.
+        fn tenure_job_view_backoff_cap_us(v, out_us) -> bool =
+            |v| v.backoff.map(|b| b.cap().as_micros());
     }
 }
 

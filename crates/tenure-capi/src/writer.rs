@@ -10,7 +10,7 @@
 //! or renew a lease, shared by `tenure_lease_*` (the lease's own
 //! transaction) and `tenure_edit_*` (inside the open edit).
 
-use tenure::{Cancelled, Fact, JobSpec, JobState, Lease, Submitted, Ttl};
+use tenure::{Cancelled, Delay, Fact, JobSpec, JobState, Lease, Submitted, Ttl};
 
 use crate::boundary::R;
 
@@ -129,6 +129,7 @@ lease_writer! {
     fn renew(ttl: Ttl) -> ();
     fn release() -> JobState;
     fn fail(reason: &str, permanent: bool) -> JobState;
+    fn fail_retry_after(reason: &str, delay: Delay) -> JobState;
     fn complete(facts: &[Fact]) -> ();
 }
 

@@ -699,6 +699,7 @@ pub fn c_tests() -> Result {
             "wait",
             "retention",
             "batch",
+            "schedule",
         ],
         &[],
     )?;

@@ -266,6 +266,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
                 "test_wait.cpp",
                 "test_retention.cpp",
                 "test_batch.cpp",
+                "test_schedule.cpp",
             ],
             &bin,
         )?;

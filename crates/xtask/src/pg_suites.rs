@@ -25,13 +25,9 @@
 //! `test_clock.c`, `test_census.c`, `test_durations.cpp`,
 //! `test_census.cpp`, `test_census.py`, `test_packaging.py`,
 //! `test_typing.py`):
-//! - C: `test_lifecycle.c`, `test_bad_input.c`, `test_threads.c`,
-//!   `test_token_handoff.c`, `test_wait.c`, `test_batch.c` (ASan/UBSan, as on SQLite);
-//! - C++: `test_tenure.cpp`, `test_wait.cpp` and `test_batch.cpp` (with `test_main.cpp`),
-//!   C++20, ASan/UBSan;
-//! - Python: the files of `PY_SUITES` below (life cycle, errors, processes,
-//!   threads, cross-language hand-off, durations, datetimes, asyncio, waits,
-//!   keepers, the worker loop, retention, batched calls)
+//! - C: the files of `C_SUITES` below (ASan/UBSan, as on SQLite);
+//! - C++: the sources of `CPP_SOURCES`, C++20, ASan/UBSan;
+//! - Python: the files of `PY_SUITES`,
 //!   against the wheel installed into `.venv` (built and installed here, so
 //!   `cargo xtask pg` works from a fresh clone too).
 
@@ -48,13 +44,16 @@ const C_SUITES: &[&str] = &[
     "token_handoff",
     "wait",
     "batch",
+    "schedule",
 ];
-/// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`).
+/// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
+/// `test_main.cpp` first (the summary names the others).
 const CPP_SOURCES: &[&str] = &[
     "test_main.cpp",
     "test_tenure.cpp",
     "test_wait.cpp",
     "test_batch.cpp",
+    "test_schedule.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
@@ -147,7 +146,10 @@ pub fn run(server: &Server) -> Result {
         ));
     }
 
-    step("PostgreSQL: the C++ suite (test_tenure.cpp, test_wait.cpp) against the server");
+    step(&format!(
+        "PostgreSQL: the C++ suite ({}) against the server",
+        CPP_SOURCES[1..].join(", ")
+    ));
     apt_install(&["g++", "doctest-dev"])?;
     let work = crate::capi::target_dir()?.join("cpp-pg-suite");
     let _ = std::fs::remove_dir_all(&work);
@@ -168,7 +170,8 @@ pub fn run(server: &Server) -> Result {
         .unwrap_or("")
         .trim_start_matches("[doctest] ");
     summary.push(format!(
-        "C++ test_tenure.cpp, test_wait.cpp: {cases}; {} subcase(s) skipped",
+        "C++ {}: {cases}; {} subcase(s) skipped",
+        CPP_SOURCES[1..].join(", "),
         skips(&out)
     ));
 
