@@ -60,6 +60,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::ClockReading>()?;
     m.add_class::<values::CheckReport>()?;
     m.add_class::<values::JobSpec>()?;
+    m.add_class::<values::Backoff>()?;
     m.add_class::<work::WaitCancel>()?;
     m.add_class::<work::Keeper>()?;
     m.add_class::<work::Worker>()?;
