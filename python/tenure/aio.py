@@ -958,8 +958,9 @@ class Worker:
     payload, run ``handler(job)`` under a keeper (``renew_every``, ``ttl / 3``
     unless given) and then complete the job with the facts the handler
     returned, or fail it when the handler raised (:class:`JobFailed` says
-    whether permanently; any other exception is a retryable failure whose
-    reason is the exception's class and text, at most 1024 bytes).
+    whether permanently and, with ``retry_after``, when to retry; any other
+    exception is a retryable failure whose reason is the exception's class
+    and text, at most 1024 bytes).
 
     Each task waits for work with :meth:`Authority.claim_next_wait`, waits of
     ``wait_timeout`` (60 s unless given; with ``until_idle``, zero: a single

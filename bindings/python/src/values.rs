@@ -461,7 +461,6 @@ pub fn job_spec(
 impl JobSpec {
     #[new]
     #[pyo3(signature = (job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, not_before = None, max_hold = None, backoff = None))]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         job: &str,
         payload: &[u8],

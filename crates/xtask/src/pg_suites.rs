@@ -31,7 +31,7 @@
 //!   C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
 //!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`,
-//!   `test_batch.py`
+//!   `test_batch.py`, `test_schedule.py`
 //!   against the wheel installed into `.venv` (built and installed here, so
 //!   `cargo xtask pg` works from a fresh clone too).
 
@@ -69,6 +69,7 @@ const PY_SUITES: &[&str] = &[
     "test_worker.py",
     "test_retention.py",
     "test_batch.py",
+    "test_schedule.py",
 ];
 
 /// The environment that points the harnesses at `server`.
