@@ -130,6 +130,21 @@ pub fn delay_timedelta(py: Python<'_>, d: Delay) -> PyResult<Bound<'_, PyAny>> {
     timedelta(py, d.as_duration())
 }
 
+/// `delay_timedelta` of an optional delay (`None` stays `None`).
+pub fn opt_delay_timedelta(py: Python<'_>, d: Option<Delay>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    d.map(|d| delay_timedelta(py, d)).transpose()
+}
+
+/// The `repr()` of `opt_delay_timedelta` (`datetime.timedelta(...)` or
+/// `None`), for the value classes' own `repr()`.
+pub fn delay_repr(py: Python<'_>, d: Option<Delay>) -> String {
+    opt_delay_timedelta(py, d)
+        .ok()
+        .flatten()
+        .and_then(|t| t.repr().ok().map(|r| r.to_string()))
+        .unwrap_or_else(|| "None".into())
+}
+
 /// An optional delay keyword (`from_py_with`): `None` is absent.
 fn opt_delay(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Option<Delay>> {
     if obj.is_none() {

@@ -3,7 +3,7 @@
 //! (`*_us`), exactly as the core reports them, each with an aware UTC
 //! `datetime` beside it (`*_at`, see [`crate::convert::utc`]).
 
-use crate::convert::{delay_timedelta, opt_utc, utc, utc_repr};
+use crate::convert::{delay_repr, delay_timedelta, opt_delay_timedelta, opt_utc, utc, utc_repr};
 use crate::errors::to_py;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -130,9 +130,8 @@ impl JobView {
     /// The hard per-claim ownership limit (a ``datetime.timedelta``), if any.
     #[getter]
     fn max_hold<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.max_hold_us
-            .map(|us| delay_timedelta(py, Delay::from_micros(us).map_err(to_py)?))
-            .transpose()
+        let limit = self.max_hold_us.map(Delay::from_micros).transpose();
+        opt_delay_timedelta(py, limit.map_err(to_py)?)
     }
     /// The job's own retry back-off (a ``tenure.Backoff``), if any.
     #[getter]
@@ -326,9 +325,7 @@ impl ProductionView {
             utc_repr(py, Some(self.created_us)),
             opt(&self.cancelled_us),
             utc_repr(py, self.cancelled_us),
-            self.backoff
-                .map(|inner| Backoff { inner }.__repr__(py))
-                .unwrap_or_else(|| "None".into())
+            Backoff::opt_repr(py, self.backoff)
         )
     }
 }
@@ -506,18 +503,12 @@ impl JobSpec {
     /// ``datetime.timedelta``), or None.
     #[getter]
     fn not_before<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner
-            .not_before
-            .map(|d| delay_timedelta(py, d))
-            .transpose()
+        opt_delay_timedelta(py, self.inner.not_before)
     }
     /// The hard per-claim ownership limit (a ``datetime.timedelta``), or None.
     #[getter]
     fn max_hold<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner
-            .max_hold
-            .map(|d| delay_timedelta(py, d))
-            .transpose()
+        opt_delay_timedelta(py, self.inner.max_hold)
     }
     /// The job's retry back-off, or None.
     #[getter]
@@ -525,11 +516,7 @@ impl JobSpec {
         self.inner.backoff.map(|inner| Backoff { inner })
     }
     fn __repr__(&self, py: Python<'_>) -> String {
-        let d = |d: Option<Delay>| {
-            d.and_then(|d| delay_timedelta(py, d).ok())
-                .and_then(|t| t.repr().ok().map(|r| r.to_string()))
-                .unwrap_or_else(|| "None".into())
-        };
+        let d = |d: Option<Delay>| delay_repr(py, d);
         format!(
             "JobSpec(job={}, payload_len={}, priority={}, max_attempts={}, not_before={}, \
              max_hold={}, backoff={})",
@@ -539,10 +526,7 @@ impl JobSpec {
             self.inner.max_attempts,
             d(self.inner.not_before),
             d(self.inner.max_hold),
-            self.inner
-                .backoff
-                .map(|inner| Backoff { inner }.__repr__(py))
-                .unwrap_or_else(|| "None".into())
+            Backoff::opt_repr(py, self.inner.backoff)
         )
     }
 }
@@ -563,6 +547,14 @@ impl JobSpec {
 #[derive(PartialEq, Eq, Hash, Clone, Copy)]
 pub struct Backoff {
     pub inner: tenure::Backoff,
+}
+
+impl Backoff {
+    /// The `repr()` of an optional back-off (`Backoff(...)` or `None`).
+    fn opt_repr(py: Python<'_>, b: Option<tenure::Backoff>) -> String {
+        b.map(|inner| Backoff { inner }.__repr__(py))
+            .unwrap_or_else(|| "None".into())
+    }
 }
 
 #[pymethods]
@@ -586,15 +578,10 @@ impl Backoff {
         delay_timedelta(py, self.inner.cap())
     }
     fn __repr__(&self, py: Python<'_>) -> String {
-        let r = |d: Delay| {
-            delay_timedelta(py, d)
-                .and_then(|t| t.repr().map(|r| r.to_string()))
-                .unwrap_or_else(|_| format!("'{d}'"))
-        };
         format!(
             "Backoff(base={}, cap={})",
-            r(self.inner.base()),
-            r(self.inner.cap())
+            delay_repr(py, Some(self.inner.base())),
+            delay_repr(py, Some(self.inner.cap()))
         )
     }
 }

@@ -412,19 +412,15 @@ impl Retry {
     /// The retry delay, or None.
     #[getter]
     fn delay<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.delay
-            .map(|d| convert::delay_timedelta(py, d))
-            .transpose()
+        convert::opt_delay_timedelta(py, self.delay)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let delay = self
-            .delay(py)
-            .ok()
-            .flatten()
-            .and_then(|d| d.repr().ok().map(|r| r.to_string()))
-            .unwrap_or_else(|| "None".into());
-        format!("Retry(reason={}, delay={delay})", q(&self.reason))
+        format!(
+            "Retry(reason={}, delay={})",
+            q(&self.reason),
+            convert::delay_repr(py, self.delay)
+        )
     }
 }
 
