@@ -62,6 +62,14 @@ Conventions of this package:
   :meth:`Authority.export_production` (JSON lines, as the CLI writes them),
   :meth:`Authority.history_horizon`; a reader behind the horizon gets
   :class:`HistoryPruned` with ``.horizon``.
+* Scheduling: ``submit(..., not_before=, max_hold=, backoff=)`` (also
+  :class:`JobSpec`) delays a job, caps each claim's ownership (a renewal
+  past it raises :class:`HoldLimit`) and sets its retry :class:`Backoff`;
+  ``Lease.fail(reason, retry_after=...)`` names when to retry;
+  :meth:`Authority.set_production_backoff` sets a production's default.
+  Delays are ``timedelta`` of 0 ..= 366 days (``InvalidDuration``);
+  :class:`JobView` shows ``due_us`` / ``due_at``, ``max_hold`` and
+  ``backoff``.
 * The clock policy is the core's: a conservative local-clock policy with a
   durable high-water mark (``ClockRollback``), not a trusted-time guarantee.
 """
@@ -81,6 +89,7 @@ from tenure._native import (
     MAX_TTL_US,
     SCHEMA_VERSION,
     Authority,
+    Backoff,
     Busy,
     Cancelled,
     CheckReport,
@@ -137,6 +146,7 @@ __all__ = [
     "MAX_TTL_US",
     "SCHEMA_VERSION",
     "Authority",
+    "Backoff",
     "Busy",
     "Cancelled",
     "CheckReport",

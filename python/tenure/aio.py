@@ -377,9 +377,17 @@ class Authority:
 
     async def submit(self, production: str, job: str, payload: bytes = b"", *,
                      priority: int = 0,
-                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS) -> _Submitted:
+                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS,
+                     not_before: Optional[timedelta] = None,
+                     max_hold: Optional[timedelta] = None,
+                     backoff: Optional[_native.Backoff] = None) -> _Submitted:
         return await self._run(lambda: self._native.submit(
-            production, job, payload, priority=priority, max_attempts=max_attempts))
+            production, job, payload, priority=priority, max_attempts=max_attempts,
+            not_before=not_before, max_hold=max_hold, backoff=backoff))
+
+    async def set_production_backoff(self, production: str,
+                                     backoff: Optional[_native.Backoff]) -> None:
+        await self._run(lambda: self._native.set_production_backoff(production, backoff))
 
     async def submit_many(self, production: str,
                           jobs: Iterable[_native.JobSpec]) -> list[_Submitted]:
@@ -467,6 +475,9 @@ class Authority:
 
     async def payload(self, production: str, job: str) -> bytes:
         return await self._run(lambda: self._native.payload(production, job))
+
+    async def next_due_us(self, production: str) -> Optional[int]:
+        return await self._run(lambda: self._native.next_due_us(production))
 
     async def jobs(self, production: str, *, state: Optional[_JobState] = None,
                    after: Optional[str] = None, limit: int = 0) -> list[_native.JobView]:
@@ -596,8 +607,10 @@ class Lease:
     async def release(self) -> _JobState:
         return await self._auth._run(self._native.release)
 
-    async def fail(self, reason: str = "", *, permanent: bool = False) -> _JobState:
-        return await self._auth._run(lambda: self._native.fail(reason, permanent=permanent))
+    async def fail(self, reason: str = "", *, permanent: bool = False,
+                   retry_after: Optional[timedelta] = None) -> _JobState:
+        return await self._auth._run(lambda: self._native.fail(
+            reason, permanent=permanent, retry_after=retry_after))
 
     async def complete(self, facts: _Facts = None) -> None:
         await self._auth._run(lambda: self._native.complete(facts))
@@ -790,9 +803,17 @@ class Edit:
 
     async def submit(self, production: str, job: str, payload: bytes = b"", *,
                      priority: int = 0,
-                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS) -> _Submitted:
+                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS,
+                     not_before: Optional[timedelta] = None,
+                     max_hold: Optional[timedelta] = None,
+                     backoff: Optional[_native.Backoff] = None) -> _Submitted:
         return await self._run(lambda: self._edit().submit(
-            production, job, payload, priority=priority, max_attempts=max_attempts))
+            production, job, payload, priority=priority, max_attempts=max_attempts,
+            not_before=not_before, max_hold=max_hold, backoff=backoff))
+
+    async def set_production_backoff(self, production: str,
+                                     backoff: Optional[_native.Backoff]) -> None:
+        await self._run(lambda: self._edit().set_production_backoff(production, backoff))
 
     async def cancel(self, production: str, job: str) -> _CancelOutcome:
         return await self._run(lambda: self._edit().cancel(production, job))
@@ -838,9 +859,11 @@ class Edit:
         return await self._run(lambda: self._edit().release(n))
 
     async def fail(self, lease: Union[Lease, _native.Lease], reason: str = "", *,
-                   permanent: bool = False) -> _JobState:
+                   permanent: bool = False,
+                   retry_after: Optional[timedelta] = None) -> _JobState:
         n = _native_lease(lease)
-        return await self._run(lambda: self._edit().fail(n, reason, permanent=permanent))
+        return await self._run(lambda: self._edit().fail(
+            n, reason, permanent=permanent, retry_after=retry_after))
 
     async def complete(self, lease: Union[Lease, _native.Lease], facts: _Facts = None) -> None:
         n = _native_lease(lease)
@@ -862,12 +885,17 @@ class Edit:
 
 class JobFailed(Exception):
     """Raise from a handler to fail the job with ``reason``; ``permanent``
-    fails it for good instead of requesting it again."""
+    fails it for good instead of requesting it again; ``retry_after`` (a
+    ``timedelta``) makes a retryable failure due again that long after it
+    (:meth:`tenure.Lease.fail`), else the job's or production's back-off
+    applies."""
 
-    def __init__(self, reason: str = "", *, permanent: bool = False) -> None:
+    def __init__(self, reason: str = "", *, permanent: bool = False,
+                 retry_after: Optional[timedelta] = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.permanent = permanent
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -912,6 +940,17 @@ def _reason(e: BaseException) -> str:
     return raw.decode("utf-8", "ignore")
 
 
+async def _fail_as_asked(lease: Lease, failed: JobFailed) -> None:
+    """Fail the lease as a handler's :class:`JobFailed` asks; arguments the
+    store refuses (changing nothing: a bad ``retry_after`` or ``reason``)
+    make it a retryable failure naming why, as an exception would."""
+    try:
+        await lease.fail(failed.reason, permanent=failed.permanent,
+                         retry_after=failed.retry_after)
+    except (TypeError, _native.InvalidArgument, _native.InvalidDuration) as e:
+        await lease.fail(_reason(e))
+
+
 class Worker:
     """An async worker loop over one production with bounded concurrency.
 
@@ -919,8 +958,9 @@ class Worker:
     payload, run ``handler(job)`` under a keeper (``renew_every``, ``ttl / 3``
     unless given) and then complete the job with the facts the handler
     returned, or fail it when the handler raised (:class:`JobFailed` says
-    whether permanently; any other exception is a retryable failure whose
-    reason is the exception's class and text, at most 1024 bytes).
+    whether permanently and, with ``retry_after``, when to retry; any other
+    exception is a retryable failure whose reason is the exception's class
+    and text, at most 1024 bytes).
 
     Each task waits for work with :meth:`Authority.claim_next_wait`, waits of
     ``wait_timeout`` (60 s unless given; with ``until_idle``, zero: a single
@@ -1087,7 +1127,7 @@ class Worker:
         try:
             if isinstance(outcome, BaseException):
                 if isinstance(outcome, JobFailed):
-                    await asyncio.shield(lease.fail(outcome.reason, permanent=outcome.permanent))
+                    await asyncio.shield(_fail_as_asked(lease, outcome))
                 else:
                     await asyncio.shield(lease.fail(_reason(outcome)))
                 self.stats.failed += 1

@@ -114,6 +114,62 @@ def test_census_empty_and_oversize(auth: tenure.Authority, prod: str) -> None:
     lease.complete()
 
 
+def test_census_schedule_arguments(auth: tenure.Authority, prod: str) -> None:
+    """The scheduling arguments (``not_before``, ``max_hold``, ``backoff``,
+    ``retry_after``, ``set_production_backoff``): ``None`` means absent, a
+    wrong type is ``TypeError`` naming the parameter, bad IDs are refused as
+    everywhere, a bad back-off is ``InvalidDuration``; nothing changes.
+    (Duration ranges: ``test_durations.py::test_delay_table``.)"""
+    from datetime import timedelta
+
+    policy = tenure.Backoff(timedelta(seconds=1), timedelta(seconds=2))
+    auth.set_production_backoff(prod, policy)
+    auth.submit(prod, "j", max_attempts=5)
+    lease = auth.claim(prod, "j", "w", LONG)
+    before = events(auth)
+    # None is "absent" for every optional schedule argument.
+    assert tenure.JobSpec("x", not_before=None, max_hold=None, backoff=None) == tenure.JobSpec("x")
+    for call, param in (
+        (lambda: auth.submit(prod, "k", backoff=1), "backoff"),  # type: ignore[arg-type]
+        (lambda: auth.submit(prod, "k", backoff=(1, 2)), "backoff"),  # type: ignore[arg-type]
+        (lambda: auth.submit(prod, "k", not_before="1h"), "not_before"),  # type: ignore[arg-type]
+        (lambda: auth.submit(prod, "k", max_hold=60), "max_hold"),  # type: ignore[arg-type]
+        (lambda: tenure.JobSpec("k", backoff=policy.base), "backoff"),  # type: ignore[arg-type]
+        (lambda: auth.set_production_backoff(prod, "1s"), "backoff"),  # type: ignore[arg-type]
+        (lambda: auth.set_production_backoff(prod, 5), "backoff"),  # type: ignore[arg-type]
+        (lambda: tenure.Backoff(None, timedelta(1)), "base"),  # type: ignore[arg-type]
+        (lambda: tenure.Backoff(timedelta(1), None), "cap"),  # type: ignore[arg-type]
+        (lambda: tenure.Backoff(1, 2), "base"),  # type: ignore[arg-type]
+        (lambda: lease.fail("r", retry_after=1.0), "retry_after"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(TypeError, match=param):
+            call()
+    with pytest.raises(TypeError):
+        auth.set_production_backoff(prod)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        auth.set_production_backoff(None, policy)  # type: ignore[arg-type]
+    for bad_id in ("", "p\x00", "bad/id", "x" * 129):
+        with pytest.raises(tenure.InvalidArgument):
+            auth.set_production_backoff(bad_id, None)
+    with pytest.raises(UnicodeEncodeError):
+        auth.set_production_backoff(BAD_UTF8, policy)
+    with pytest.raises(tenure.NotFound):
+        auth.set_production_backoff("missing", policy)
+    for base, cap in ((timedelta(seconds=2), timedelta(seconds=1)), (timedelta(0), timedelta(0))):
+        with pytest.raises(tenure.InvalidDuration):
+            tenure.Backoff(base, cap)
+    with pytest.raises(tenure.InvalidArgument):
+        lease.fail("r", permanent=True, retry_after=timedelta(seconds=1))
+    with pytest.raises(tenure.InvalidArgument):
+        lease.fail("r" * 1025, retry_after=timedelta(seconds=1))
+    with pytest.raises(tenure.InvalidDuration):
+        auth.submit(prod, "k", max_hold=timedelta(0))
+    assert events(auth) == before
+    assert lease.status == "active" and auth.productions()[0].backoff == policy
+    assert [j.job for j in auth.jobs(prod)] == ["j"]
+    lease.complete()
+
+
 def test_census_tokens(auth: tenure.Authority, prod: str) -> None:
     auth.submit(prod, "j")
     lease = auth.claim(prod, "j", "w", LONG)

@@ -100,3 +100,79 @@ def test_busy_timeout_is_a_timedelta_too(tmp_path: Any) -> None:
     for bad in (5, 5.0, "5s"):
         with pytest.raises(TypeError, match="busy_timeout"):
             tenure.Authority(tmp_path / "s.db", busy_timeout=bad)
+
+
+DAY366 = timedelta(days=366)
+
+
+@pytest.mark.parametrize(
+    "value, outcome",
+    [
+        (timedelta(0), "ok"),
+        (US, "ok"),
+        (Td(minutes=5), "ok"),
+        (timedelta(days=1, microseconds=7), "ok"),
+        (DAY366, "ok"),
+        (DAY366 + US, tenure.InvalidDuration),
+        (-US, tenure.InvalidDuration),
+        (timedelta(days=-400), tenure.InvalidDuration),
+        (timedelta.max, tenure.InvalidDuration),
+        (timedelta.min, tenure.InvalidDuration),
+        (NanoTd(seconds=1), tenure.InvalidDuration),  # never rounded
+        (0, TypeError),
+        (1.5, TypeError),
+        (True, TypeError),
+        ("1h", TypeError),
+        (object(), TypeError),
+    ],
+    ids=lambda v: repr(v) if not isinstance(v, type) else v.__name__,
+)
+def test_delay_table(auth: tenure.Authority, prod: str, value: Any, outcome: Any) -> None:
+    """Delays (``not_before``, ``max_hold``, ``retry_after``, ``Retry.delay``,
+    ``Backoff`` steps): a ``timedelta`` of 0 ..= 366 days, exact; a hold
+    limit and a back-off base must also be positive (the core's rules)."""
+    auth.submit(prod, "held", max_attempts=5)
+    lease = auth.claim(prod, "held", "w", timedelta(hours=1))
+    before = len(auth.events(0, 10_000))
+    us = int(value / US) if outcome == "ok" else 0
+    calls: list[tuple[str, Any, Any]] = [
+        ("not_before", lambda: auth.submit(prod, "nb", not_before=value), outcome),
+        ("not_before", lambda: tenure.JobSpec("nb", not_before=value), outcome),
+        ("max_hold", lambda: auth.submit(prod, "mh", max_hold=value),
+         tenure.InvalidDuration if outcome == "ok" and us == 0 else outcome),
+        ("max_hold", lambda: auth.submit_many(prod, [tenure.JobSpec("mh", max_hold=value)]),
+         tenure.InvalidDuration if outcome == "ok" and us == 0 else outcome),
+        ("base", lambda: tenure.Backoff(value, DAY366),
+         tenure.InvalidDuration if outcome == "ok" and us == 0 else outcome),
+        ("cap", lambda: tenure.Backoff(US, value),
+         tenure.InvalidDuration if outcome == "ok" and us == 0 else outcome),
+        ("delay", lambda: tenure.Retry("r", delay=value), outcome),
+    ]
+    for param, call, expected in calls:
+        if expected == "ok":
+            call()
+            continue
+        with pytest.raises(expected) as info:
+            call()
+        if expected is TypeError:
+            assert param in str(info.value) and "timedelta" in str(info.value)
+        else:
+            assert info.value.code == tenure.InvalidDuration.code == 2
+    if outcome == "ok":
+        nb = auth.job(prod, "nb")
+        assert nb.due_us == (nb.created_us + us if us else None)
+        if us:
+            assert auth.job(prod, "mh").max_hold == value
+        assert lease.fail("retry", retry_after=value) == "requested"
+        held = auth.job(prod, "held")
+        assert held.due_us == (held.updated_us + us if us else None)
+        return
+    with pytest.raises(outcome):
+        lease.fail("retry", retry_after=value)
+    with pytest.raises(outcome):
+        with auth.edit() as e:
+            e.fail(lease, "retry", retry_after=value)
+    # Refused: nothing was written, the lease is untouched.
+    assert len(auth.events(0, 10_000)) == before
+    assert lease.status == "active" and auth.job(prod, "held").state == "claimed"
+    assert [j.job for j in auth.jobs(prod)] == ["held"]

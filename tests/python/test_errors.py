@@ -117,6 +117,12 @@ def test_every_error_is_reachable(auth: tenure.Authority, prod: str, tmp_path: P
         if not on_postgres():
             check(tenure.Busy, lambda: impatient.create_production("other"))
 
+    # Hold limit: a renewal past the claim's hard ownership limit.
+    auth.submit(prod, "held", max_hold=timedelta(minutes=5))
+    capped = auth.claim(prod, "held", "w", LONG)
+    check(tenure.HoldLimit, lambda: capped.renew(LONG))
+    capped.complete()
+
     # Retention: deleting a production with a live job; reading events
     # behind the history horizon once a prune step moved it.
     check(tenure.ProductionLive, lambda: auth.delete_production(prod))
@@ -154,9 +160,6 @@ def test_every_error_is_reachable(auth: tenure.Authority, prod: str, tmp_path: P
     unreachable = {"InternalError"}
     if report.horizon == 0:
         unreachable.add("HistoryPruned")
-    # A renewal past a hold limit comes with the Python hold-limit calls (not
-    # in this package yet); its mapping is covered by test_hierarchy_and_codes.
-    unreachable.add("HoldLimit")
     if on_postgres():
         # The server's clock is the authority's: a client under libfaketime
         # cannot roll it back (the Rust suite's skew test covers the server).

@@ -54,6 +54,9 @@ x: int = lease.export_token()
 when: int = lease.expires_at
 auth.claim_next_wait("p", "w", timedelta(seconds=1), 5)
 tenure.Retry("x", delay=1.5)
+auth.submit("p", "j", not_before=5)
+auth.set_production_backoff("p", (1, 2))
+lease.fail("r", retry_after=1.0)
 k: int = lease.keep_alive(timedelta(seconds=1)).status
 from tenure import aio
 async def f(a: aio.Authority) -> None:
@@ -74,6 +77,12 @@ def test_mypy_catches_misuse(tmp_path: Path) -> None:
     assert 'Argument 4 to "claim_next_wait" of "Authority" has incompatible type "int"' \
         in out.stdout
     assert 'Argument "delay" to "Retry" has incompatible type "float"' in out.stdout
+    assert 'Argument "not_before" to "submit" of "Authority" has incompatible type "int"' \
+        in out.stdout
+    assert 'Argument 2 to "set_production_backoff" of "Authority" has incompatible type' \
+        in out.stdout
+    assert 'Argument "retry_after" to "fail" of "Lease" has incompatible type "float"' \
+        in out.stdout
     assert 'Incompatible types in assignment (expression has type "Literal[\'running\'' \
         in out.stdout
     assert 'Incompatible types in assignment (expression has type "str"' in out.stdout

@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::time::Duration;
-use tenure::{Age, Error, JobState, Ttl};
+use tenure::{Age, Delay, Error, JobState, Ttl};
 
 static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static FSENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -116,6 +116,75 @@ pub fn timedelta_micros(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<i64> {
 /// ([`Ttl::from_micros`]: `<= 0` or `> 24 h` is `InvalidDuration`).
 pub fn ttl(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Ttl> {
     Ttl::from_micros(timedelta_micros(obj, param)?).map_err(to_py)
+}
+
+/// A delay (not-before, retry delay, back-off step, hold limit): exact
+/// conversion, then the core's range check ([`Delay::from_micros`]:
+/// negative or `> 366 days` is `InvalidDuration`).
+pub fn delay(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Delay> {
+    Delay::from_micros(timedelta_micros(obj, param)?).map_err(to_py)
+}
+
+/// A `datetime.timedelta` of a delay (whole microseconds).
+pub fn delay_timedelta(py: Python<'_>, d: Delay) -> PyResult<Bound<'_, PyAny>> {
+    timedelta(py, d.as_duration())
+}
+
+/// `delay_timedelta` of an optional delay (`None` stays `None`).
+pub fn opt_delay_timedelta(py: Python<'_>, d: Option<Delay>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    d.map(|d| delay_timedelta(py, d)).transpose()
+}
+
+/// The `repr()` of `opt_delay_timedelta` (`datetime.timedelta(...)` or
+/// `None`), for the value classes' own `repr()`.
+pub fn delay_repr(py: Python<'_>, d: Option<Delay>) -> String {
+    opt_delay_timedelta(py, d)
+        .ok()
+        .flatten()
+        .and_then(|t| t.repr().ok().map(|r| r.to_string()))
+        .unwrap_or_else(|| "None".into())
+}
+
+/// An optional delay keyword (`from_py_with`): `None` is absent.
+fn opt_delay(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Option<Delay>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    delay(obj, param).map(Some)
+}
+
+/// `not_before=` of a submission (`from_py_with`; see [`opt_delay`]).
+pub fn not_before(obj: &Bound<'_, PyAny>) -> PyResult<Option<Delay>> {
+    opt_delay(obj, "not_before")
+}
+
+/// `max_hold=` of a submission (`from_py_with`; see [`opt_delay`]; the core
+/// refuses zero).
+pub fn max_hold(obj: &Bound<'_, PyAny>) -> PyResult<Option<Delay>> {
+    opt_delay(obj, "max_hold")
+}
+
+/// `retry_after=` of a failure (`from_py_with`; see [`opt_delay`]).
+pub fn retry_after(obj: &Bound<'_, PyAny>) -> PyResult<Option<Delay>> {
+    opt_delay(obj, "retry_after")
+}
+
+/// `backoff=`: `None`, or a `tenure.Backoff` (anything else is `TypeError`).
+pub fn backoff(obj: &Bound<'_, PyAny>) -> PyResult<Option<tenure::Backoff>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    let b = obj.cast::<crate::values::Backoff>().map_err(|_| {
+        let tname = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "?".into());
+        PyTypeError::new_err(format!(
+            "backoff must be a tenure.Backoff or None, not {tname}"
+        ))
+    })?;
+    Ok(Some(b.get().inner))
 }
 
 /// A non-negative wait (the busy timeout); the core bounds it.

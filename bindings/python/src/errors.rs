@@ -82,12 +82,13 @@ fn doc(code: ErrorCode) -> String {
     let what = match code {
         ErrorCode::InvalidArgument => "A malformed ID, holder, payload, reason, fact or number.",
         ErrorCode::InvalidDuration => {
-            "A lease duration outside 1 microsecond ..= 24 hours (or not representable)."
+            "A duration outside its range (a lease 1 microsecond ..= 24 hours, a delay \
+             0 ..= 366 days) or an invalid back-off."
         }
         ErrorCode::NotFound => "The production or job does not exist.",
         ErrorCode::Conflict => "The same ID already exists with different content.",
         ErrorCode::NotClaimable => {
-            "The job exists but cannot be claimed now (held, exhausted, terminal)."
+            "The job exists but cannot be claimed now (not yet due, held, exhausted, terminal)."
         }
         ErrorCode::NoJobAvailable => "claim_next found nothing claimable in the production.",
         ErrorCode::StaleLease => "The lease is no longer the job's current claim.",

@@ -9,7 +9,7 @@
 use crate::convert::{self, unlocked, ProcessBound};
 use crate::errors::to_py;
 use crate::values::{
-    q, CheckReport, ClockReading, DeletedCounts, Event, JobSpec, JobView, ProductionView,
+    job_spec, q, CheckReport, ClockReading, DeletedCounts, Event, JobSpec, JobView, ProductionView,
     PruneReport, PublishedFact, Retention,
 };
 use crate::work::{self, CancelNode, Keeper, WaitCancel};
@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tenure::{Error, ListQuery, Options, Synchronous};
+use tenure::{Delay, Error, ListQuery, Options, Synchronous};
 
 fn submitted(s: tenure::Submitted) -> &'static str {
     match s {
@@ -132,6 +132,18 @@ fn none_value(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
     Ok(py.None())
 }
 
+/// The retry delay of a `fail(..., permanent=, retry_after=)` call: a
+/// permanent failure is never retried, so it takes no delay
+/// (`InvalidArgument`, nothing changes).
+fn retry_delay(permanent: bool, retry_after: Option<Delay>) -> PyResult<Option<Delay>> {
+    if permanent && retry_after.is_some() {
+        return Err(to_py(Error::InvalidArgument(
+            "retry_after applies to a retryable failure; a permanent one is never retried".into(),
+        )));
+    }
+    Ok(retry_after)
+}
+
 /// The core handle a shared operation runs on: the authority itself, or an
 /// open edit (inside its transaction).
 enum Target<'a> {
@@ -184,8 +196,14 @@ macro_rules! pymethods_with_shared_ops {
 
             /// Submit a job: ``"created"``, or ``"existing"`` when the same ID
             /// with the same content already exists (different content is
-            /// ``Conflict``).
-            #[pyo3(signature = (production, job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
+            /// ``Conflict``). ``not_before`` (a ``datetime.timedelta``, 0 ..=
+            /// 366 days) makes it due that long after the submission is
+            /// recorded; ``max_hold`` (positive, up to 366 days) caps every
+            /// claim's ownership at claim time + the limit; ``backoff`` (a
+            /// ``tenure.Backoff``) delays its retries. ``max_hold`` and
+            /// ``backoff`` are content, ``not_before`` is not.
+            #[pyo3(signature = (production, job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, not_before = None, max_hold = None, backoff = None))]
+            #[allow(clippy::too_many_arguments)]
             fn submit(
                 &self,
                 py: Python<'_>,
@@ -194,12 +212,27 @@ macro_rules! pymethods_with_shared_ops {
                 payload: &[u8],
                 #[pyo3(from_py_with = convert::priority)] priority: i32,
                 #[pyo3(from_py_with = convert::max_attempts)] max_attempts: u32,
+                #[pyo3(from_py_with = convert::not_before)] not_before: Option<Delay>,
+                #[pyo3(from_py_with = convert::max_hold)] max_hold: Option<Delay>,
+                #[pyo3(from_py_with = convert::backoff)] backoff: Option<tenure::Backoff>,
             ) -> PyResult<&'static str> {
-                let spec = tenure::JobSpec::new(job, payload.to_vec())
-                    .priority(priority)
-                    .max_attempts(max_attempts);
+                let spec = job_spec(job, payload, priority, max_attempts, not_before, max_hold, backoff);
                 self.run_on(py, |t| on_target!(t, submit(production, &spec)))
                     .map(submitted)
+            }
+
+            /// Set (a ``tenure.Backoff``) or clear (``None``) a production's
+            /// default retry back-off: a retryable failure that names no
+            /// delay, of a job without its own back-off, makes the job due
+            /// after the policy's step. Not an event; jobs already waiting
+            /// keep their due time.
+            fn set_production_backoff(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                #[pyo3(from_py_with = convert::backoff)] backoff: Option<tenure::Backoff>,
+            ) -> PyResult<()> {
+                self.run_on(py, |t| on_target!(t, set_production_backoff(production, backoff)))
             }
 
             /// Coordinator cancel of one job: ``"cancelled"`` or
@@ -555,6 +588,15 @@ impl Authority {
         unlocked(py, || a.job(production, job)).map(JobView::from)
     }
 
+    /// When claim-next on ``production`` may next find work that nobody
+    /// writes: the earliest due time of a job waiting for it or the
+    /// earliest expiry of a held lease, whichever comes first (µs since the
+    /// epoch; None if neither exists; a time already past means now).
+    fn next_due_us(&self, py: Python<'_>, production: &str) -> PyResult<Option<i64>> {
+        let a = self.get()?;
+        unlocked(py, || a.next_due_us(production))
+    }
+
     /// A job's payload bytes.
     fn payload<'py>(
         &self,
@@ -809,11 +851,26 @@ impl Lease {
 
     /// Report failure (``reason`` up to 1024 bytes): requested again unless
     /// ``permanent`` or out of attempts, else failed. Returns the job's new
-    /// state. Closes the lease.
-    #[pyo3(signature = (reason = "", *, permanent = false))]
-    fn fail(&self, py: Python<'_>, reason: &str, permanent: bool) -> PyResult<&'static str> {
+    /// state. Closes the lease. A retryable failure is due again after
+    /// ``retry_after`` (a ``datetime.timedelta``, 0 ..= 366 days; zero: at
+    /// once) if given, else after the job's or its production's back-off,
+    /// else at once; ``retry_after`` with ``permanent=True`` is
+    /// ``InvalidArgument``.
+    #[pyo3(signature = (reason = "", *, permanent = false, retry_after = None))]
+    fn fail(
+        &self,
+        py: Python<'_>,
+        reason: &str,
+        permanent: bool,
+        #[pyo3(from_py_with = convert::retry_after)] retry_after: Option<Delay>,
+    ) -> PyResult<&'static str> {
+        let delay = retry_delay(permanent, retry_after)?;
         let l = self.get()?;
-        unlocked(py, || l.fail(reason, permanent)).map(|s| s.as_str())
+        unlocked(py, || match delay {
+            Some(d) => l.fail_retry_after(reason, d),
+            None => l.fail(reason, permanent),
+        })
+        .map(|s| s.as_str())
     }
 
     /// Complete the job, publishing ``facts`` (a ``dict[str, str]`` or an
@@ -958,18 +1015,23 @@ impl Edit {
         self.run(py, |e| e.release(l)).map(|s| s.as_str())
     }
 
-    /// Fail a lease; it closes when the edit commits.
-    #[pyo3(signature = (lease, reason = "", *, permanent = false))]
+    /// Fail a lease (see ``Lease.fail``); it closes when the edit commits.
+    #[pyo3(signature = (lease, reason = "", *, permanent = false, retry_after = None))]
     fn fail(
         &self,
         py: Python<'_>,
         lease: &Bound<'_, Lease>,
         reason: &str,
         permanent: bool,
+        #[pyo3(from_py_with = convert::retry_after)] retry_after: Option<Delay>,
     ) -> PyResult<&'static str> {
+        let delay = retry_delay(permanent, retry_after)?;
         let l = Edit::lease(lease)?;
-        self.run(py, |e| e.fail(l, reason, permanent))
-            .map(|s| s.as_str())
+        self.run(py, |e| match delay {
+            Some(d) => e.fail_retry_after(l, reason, d),
+            None => e.fail(l, reason, permanent),
+        })
+        .map(|s| s.as_str())
     }
 
     /// Complete a lease with facts; it closes when the edit commits.

@@ -9,7 +9,9 @@
 //! package docstrings as well):
 //! - Durations are `datetime.timedelta` only; anything else is `TypeError`
 //!   naming the parameter. The conversion is exact integer arithmetic; the
-//!   range check is `tenure::Ttl::from_micros`. `busy_timeout` is a
+//!   range check is `tenure::Ttl::from_micros` for lease durations and
+//!   `tenure::Delay::from_micros` for delays (not-before, hold limit, retry
+//!   delay, back-off steps; `None` where a keyword means "absent"). `busy_timeout` is a
 //!   timedelta too (omitted or `None` means the core default, 5 s).
 //! - Errors: `tenure.TenureError` plus one subclass per `tenure::ErrorCode`,
 //!   generated from `ErrorCode::ALL` (see [`errors`]). A Rust panic is caught
@@ -60,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::ClockReading>()?;
     m.add_class::<values::CheckReport>()?;
     m.add_class::<values::JobSpec>()?;
+    m.add_class::<values::Backoff>()?;
     m.add_class::<work::WaitCancel>()?;
     m.add_class::<work::Keeper>()?;
     m.add_class::<work::Worker>()?;

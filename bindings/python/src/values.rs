@@ -3,8 +3,11 @@
 //! (`*_us`), exactly as the core reports them, each with an aware UTC
 //! `datetime` beside it (`*_at`, see [`crate::convert::utc`]).
 
-use crate::convert::{opt_utc, utc, utc_repr};
+use crate::convert::{delay_repr, delay_timedelta, opt_delay_timedelta, opt_utc, utc, utc_repr};
+use crate::errors::to_py;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use tenure::Delay;
 
 /// Quote text the way Python's `repr` does for plain strings.
 pub fn q(s: &str) -> String {
@@ -108,10 +111,33 @@ pub struct JobView {
     /// The reason given by the latest failure, if any.
     #[pyo3(get)]
     pub last_error: Option<String>,
+    /// A requested job's not-before time (µs since the epoch): not claimable
+    /// while the authority's clock reads earlier. None once claimed, or when
+    /// it was due at once.
+    #[pyo3(get)]
+    pub due_us: Option<i64>,
+    max_hold_us: Option<i64>,
+    backoff: Option<tenure::Backoff>,
 }
 
 #[pymethods]
 impl JobView {
+    /// ``due_us`` as an aware UTC ``datetime`` (None when due at once).
+    #[getter]
+    fn due_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        opt_utc(py, self.due_us)
+    }
+    /// The hard per-claim ownership limit (a ``datetime.timedelta``), if any.
+    #[getter]
+    fn max_hold<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let limit = self.max_hold_us.map(Delay::from_micros).transpose();
+        opt_delay_timedelta(py, limit.map_err(to_py)?)
+    }
+    /// The job's own retry back-off (a ``tenure.Backoff``), if any.
+    #[getter]
+    fn backoff(&self) -> Option<Backoff> {
+        self.backoff.map(|inner| Backoff { inner })
+    }
     /// ``expires_us`` as an aware UTC ``datetime`` (None without a claim).
     #[getter]
     fn expires_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -130,7 +156,7 @@ impl JobView {
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "JobView(production={}, job={}, state={}, attempts={}, max_attempts={}, \
-             holder={}, claim_id={}, expires_us={}, expires_at={})",
+             holder={}, claim_id={}, expires_us={}, expires_at={}, due_us={}, due_at={})",
             q(&self.production),
             q(&self.job),
             q(self.state),
@@ -139,7 +165,9 @@ impl JobView {
             opt_q(&self.holder),
             opt_q(&self.claim_id),
             opt(&self.expires_us),
-            utc_repr(py, self.expires_us)
+            utc_repr(py, self.expires_us),
+            opt(&self.due_us),
+            utc_repr(py, self.due_us)
         )
     }
 }
@@ -160,6 +188,9 @@ impl From<tenure::JobView> for JobView {
             updated_us: v.updated_us,
             payload_len: v.payload_len,
             last_error: v.last_error,
+            due_us: v.due_us,
+            max_hold_us: v.max_hold_us,
+            backoff: v.backoff,
         }
     }
 }
@@ -265,6 +296,7 @@ pub struct ProductionView {
     /// When it was cancelled (µs since the epoch), if it was.
     #[pyo3(get)]
     pub cancelled_us: Option<i64>,
+    backoff: Option<tenure::Backoff>,
 }
 
 #[pymethods]
@@ -279,14 +311,21 @@ impl ProductionView {
     fn cancelled_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         opt_utc(py, self.cancelled_us)
     }
+    /// The production's default retry back-off (a ``tenure.Backoff``), if set.
+    #[getter]
+    fn backoff(&self) -> Option<Backoff> {
+        self.backoff.map(|inner| Backoff { inner })
+    }
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "ProductionView(name={}, created_us={}, created_at={}, cancelled_us={}, cancelled_at={})",
+            "ProductionView(name={}, created_us={}, created_at={}, cancelled_us={}, cancelled_at={}, \
+             backoff={})",
             q(&self.name),
             self.created_us,
             utc_repr(py, Some(self.created_us)),
             opt(&self.cancelled_us),
-            utc_repr(py, self.cancelled_us)
+            utc_repr(py, self.cancelled_us),
+            Backoff::opt_repr(py, self.backoff)
         )
     }
 }
@@ -297,6 +336,7 @@ impl From<tenure::ProductionView> for ProductionView {
             name: p.name,
             created_us: p.created_us,
             cancelled_us: p.cancelled_us,
+            backoff: p.backoff,
         }
     }
 }
@@ -383,57 +423,166 @@ impl CheckReport {
 }
 
 /// What a coordinator submits with ``submit_many``: job ID, payload bytes,
-/// priority (higher first) and max_attempts (1..=1000, default 3).
+/// priority (higher first), max_attempts (1..=1000, default 3) and the
+/// schedule: ``not_before`` (due that long after the submission is
+/// recorded), ``max_hold`` (hard per-claim ownership limit) and ``backoff``
+/// (a ``tenure.Backoff``), each ``None`` unless given. The core checks every
+/// value when the job is submitted.
 #[pyclass(frozen, eq, module = "tenure")]
 #[derive(PartialEq, Eq)]
 pub struct JobSpec {
-    /// Job ID.
-    #[pyo3(get)]
-    pub job: String,
-    /// Payload (at most 1 MiB).
-    #[pyo3(get)]
-    pub payload: Vec<u8>,
-    /// Priority.
-    #[pyo3(get)]
-    pub priority: i32,
-    /// Claims allowed in total.
-    #[pyo3(get)]
-    pub max_attempts: u32,
+    inner: tenure::JobSpec,
+}
+
+/// A core job spec from the submission arguments every Python form takes
+/// (``submit`` and ``JobSpec``).
+pub fn job_spec(
+    job: &str,
+    payload: &[u8],
+    priority: i32,
+    max_attempts: u32,
+    not_before: Option<Delay>,
+    max_hold: Option<Delay>,
+    backoff: Option<tenure::Backoff>,
+) -> tenure::JobSpec {
+    let mut spec = tenure::JobSpec::new(job, payload.to_vec())
+        .priority(priority)
+        .max_attempts(max_attempts);
+    spec.not_before = not_before;
+    spec.max_hold = max_hold;
+    spec.backoff = backoff;
+    spec
 }
 
 #[pymethods]
 impl JobSpec {
     #[new]
-    #[pyo3(signature = (job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS))]
+    #[pyo3(signature = (job, payload = b"".as_slice(), *, priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, not_before = None, max_hold = None, backoff = None))]
     fn new(
-        job: String,
+        job: &str,
         payload: &[u8],
         #[pyo3(from_py_with = crate::convert::priority)] priority: i32,
         #[pyo3(from_py_with = crate::convert::max_attempts)] max_attempts: u32,
+        #[pyo3(from_py_with = crate::convert::not_before)] not_before: Option<Delay>,
+        #[pyo3(from_py_with = crate::convert::max_hold)] max_hold: Option<Delay>,
+        #[pyo3(from_py_with = crate::convert::backoff)] backoff: Option<tenure::Backoff>,
     ) -> JobSpec {
         JobSpec {
-            job,
-            payload: payload.to_vec(),
-            priority,
-            max_attempts,
+            inner: job_spec(
+                job,
+                payload,
+                priority,
+                max_attempts,
+                not_before,
+                max_hold,
+                backoff,
+            ),
         }
     }
-    fn __repr__(&self) -> String {
+    /// Job ID.
+    #[getter]
+    fn job(&self) -> &str {
+        &self.inner.job
+    }
+    /// Payload (at most 1 MiB).
+    #[getter]
+    fn payload<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.payload)
+    }
+    /// Priority.
+    #[getter]
+    fn priority(&self) -> i32 {
+        self.inner.priority
+    }
+    /// Claims allowed in total.
+    #[getter]
+    fn max_attempts(&self) -> u32 {
+        self.inner.max_attempts
+    }
+    /// Not claimable until this long after the submission (a
+    /// ``datetime.timedelta``), or None.
+    #[getter]
+    fn not_before<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        opt_delay_timedelta(py, self.inner.not_before)
+    }
+    /// The hard per-claim ownership limit (a ``datetime.timedelta``), or None.
+    #[getter]
+    fn max_hold<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        opt_delay_timedelta(py, self.inner.max_hold)
+    }
+    /// The job's retry back-off, or None.
+    #[getter]
+    fn backoff(&self) -> Option<Backoff> {
+        self.inner.backoff.map(|inner| Backoff { inner })
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let d = |d: Option<Delay>| delay_repr(py, d);
         format!(
-            "JobSpec(job={}, payload_len={}, priority={}, max_attempts={})",
-            q(&self.job),
-            self.payload.len(),
-            self.priority,
-            self.max_attempts
+            "JobSpec(job={}, payload_len={}, priority={}, max_attempts={}, not_before={}, \
+             max_hold={}, backoff={})",
+            q(&self.inner.job),
+            self.inner.payload.len(),
+            self.inner.priority,
+            self.inner.max_attempts,
+            d(self.inner.not_before),
+            d(self.inner.max_hold),
+            Backoff::opt_repr(py, self.inner.backoff)
         )
     }
 }
 
 impl JobSpec {
     pub fn to_core(&self) -> tenure::JobSpec {
-        tenure::JobSpec::new(self.job.clone(), self.payload.clone())
-            .priority(self.priority)
-            .max_attempts(self.max_attempts)
+        self.inner.clone()
+    }
+}
+
+/// A retry back-off policy: after the retryable failure of attempt ``n``
+/// that names no delay, the job is due again after
+/// ``min(cap, base * 2 ** (n - 1))``. ``base`` and ``cap`` are
+/// ``datetime.timedelta`` delays (whole microseconds, up to 366 days);
+/// ``base`` must be positive and ``cap`` at least ``base``, else
+/// ``InvalidDuration``. Immutable, comparable and hashable.
+#[pyclass(frozen, eq, hash, module = "tenure")]
+#[derive(PartialEq, Eq, Hash, Clone, Copy)]
+pub struct Backoff {
+    pub inner: tenure::Backoff,
+}
+
+impl Backoff {
+    /// The `repr()` of an optional back-off (`Backoff(...)` or `None`).
+    fn opt_repr(py: Python<'_>, b: Option<tenure::Backoff>) -> String {
+        b.map(|inner| Backoff { inner }.__repr__(py))
+            .unwrap_or_else(|| "None".into())
+    }
+}
+
+#[pymethods]
+impl Backoff {
+    #[new]
+    fn new(base: &Bound<'_, PyAny>, cap: &Bound<'_, PyAny>) -> PyResult<Backoff> {
+        let base = crate::convert::delay(base, "base")?;
+        let cap = crate::convert::delay(cap, "cap")?;
+        tenure::Backoff::exponential(base, cap)
+            .map(|inner| Backoff { inner })
+            .map_err(to_py)
+    }
+    /// The first step (a ``datetime.timedelta``).
+    #[getter]
+    fn base<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        delay_timedelta(py, self.inner.base())
+    }
+    /// The largest step (a ``datetime.timedelta``).
+    #[getter]
+    fn cap<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        delay_timedelta(py, self.inner.cap())
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Backoff(base={}, cap={})",
+            delay_repr(py, Some(self.inner.base())),
+            delay_repr(py, Some(self.inner.cap()))
+        )
     }
 }
 

@@ -23,7 +23,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 use tenure::worker::{JobContext, JobResult, Outcome, StopHandle, WorkerConfig};
-use tenure::{Error, KeeperStatus, Ttl};
+use tenure::{Delay, Error, KeeperStatus, Ttl};
 
 /// How often a blocked main thread runs Python's signal handlers.
 const SIGNAL_SLICE: Duration = Duration::from_millis(100);
@@ -381,17 +381,19 @@ impl Complete {
 }
 
 /// A handler's result: fail the job retryably (requested again while
-/// attempts remain). ``delay`` (a ``datetime.timedelta``) is the back-off
-/// before the next attempt, for stores that schedule retries; this store
-/// requests the job again at once. ``reason`` is checked like
-/// ``Lease.fail``'s (at most 1 KiB: else ``InvalidArgument``). An exception
-/// from the handler is a ``Retry`` whose reason is ``"Class: text"``.
+/// attempts remain). ``delay`` (a ``datetime.timedelta``, 0 ..= 366 days,
+/// else ``InvalidDuration``) makes the job due again that long after the
+/// failure (``Lease.fail(retry_after=...)``; zero: at once); without it the
+/// job's or its production's back-off applies, else it is due at once.
+/// ``reason`` is checked like ``Lease.fail``'s (at most 1 KiB: else
+/// ``InvalidArgument``). An exception from the handler is a ``Retry`` whose
+/// reason is ``"Class: text"``.
 #[pyclass(frozen, module = "tenure")]
 pub struct Retry {
     /// Recorded as the job's last error.
     #[pyo3(get)]
     reason: String,
-    delay: Option<Duration>,
+    delay: Option<Delay>,
 }
 
 #[pymethods]
@@ -402,25 +404,23 @@ impl Retry {
         tenure::validate::reason(&reason).map_err(to_py)?;
         let delay = delay
             .filter(|d| !d.is_none())
-            .map(|d| convert::wait(d, "delay"))
+            .map(|d| convert::delay(d, "delay"))
             .transpose()?;
         Ok(Retry { reason, delay })
     }
 
-    /// The back-off, or None.
+    /// The retry delay, or None.
     #[getter]
     fn delay<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.delay.map(|d| convert::timedelta(py, d)).transpose()
+        convert::opt_delay_timedelta(py, self.delay)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let delay = self
-            .delay(py)
-            .ok()
-            .flatten()
-            .and_then(|d| d.repr().ok().map(|r| r.to_string()))
-            .unwrap_or_else(|| "None".into());
-        format!("Retry(reason={}, delay={delay})", q(&self.reason))
+        format!(
+            "Retry(reason={}, delay={})",
+            q(&self.reason),
+            convert::delay_repr(py, self.delay)
+        )
     }
 }
 
@@ -648,7 +648,7 @@ fn outcome(v: &Bound<'_, PyAny>) -> PyResult<Outcome> {
         let r = r.get();
         return Ok(Outcome::Retry {
             reason: r.reason.clone(),
-            delay: r.delay,
+            delay: r.delay.map(Delay::as_duration),
         });
     }
     if let Ok(f) = v.cast::<Fail>() {

@@ -71,6 +71,7 @@ const PY_SUITES: &[&str] = &[
     "test_worker.py",
     "test_retention.py",
     "test_batch.py",
+    "test_schedule.py",
 ];
 
 /// The environment that points the harnesses at `server`.
