@@ -441,20 +441,11 @@ fn work_applies_the_back_off_to_a_failing_command() {
     s.ok(&["production", "backoff", "p", "1h,1h"]);
     submit(&s, "flaky", &["--max-attempts", "3"]).ok();
     let out = s.path("out");
-    let r = s.run(&[
-        "--json",
-        "work",
-        "-p",
-        "p",
-        "--out-dir",
-        out.to_str().unwrap(),
-        "--max-jobs",
-        "1",
-        "--",
-        "sh",
-        "-c",
-        "exit 3",
-    ]);
+    let r = s.run(&work_args(
+        &out,
+        &["--max-jobs", "1"],
+        &["sh", "-c", "exit 3"],
+    ));
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let report: Value = serde_json::from_str(r.stdout().trim()).unwrap();
     assert_eq!(report["outcome"], "failed");
@@ -465,20 +456,7 @@ fn work_applies_the_back_off_to_a_failing_command() {
     let failed = last_event(&s, "flaky", "failed");
     assert_eq!(j["due_us"], at_us(&failed) + HOUR, "{failed}");
     // Not claimable until then: a second worker finds nothing and stops idle.
-    let r = s.run(&[
-        "--json",
-        "work",
-        "-p",
-        "p",
-        "--out-dir",
-        out.to_str().unwrap(),
-        "--until-idle",
-        "200ms",
-        "--",
-        "sh",
-        "-c",
-        "exit 0",
-    ]);
+    let r = s.run(&work_args(&out, &["--until-idle", "200ms"], &["true"]));
     assert_eq!(r.code(), 0, "{}", r.stderr());
     assert_eq!(r.stdout(), "");
     assert_eq!(s.job("flaky")["attempts"], 1);
