@@ -436,7 +436,7 @@ fn exports_carry_due_time_hold_limit_and_back_off() {
 }
 
 #[test]
-fn work_applies_the_back_off_to_a_failing_command() {
+fn exec_and_work_apply_the_back_off_to_a_failing_command() {
     let s = Store::with_jobs(&[]);
     s.ok(&["production", "backoff", "p", "1h,1h"]);
     submit(&s, "flaky", &["--max-attempts", "3"]).ok();
@@ -460,4 +460,32 @@ fn work_applies_the_back_off_to_a_failing_command() {
     assert_eq!(r.code(), 0, "{}", r.stderr());
     assert_eq!(r.stdout(), "");
     assert_eq!(s.job("flaky")["attempts"], 1);
+
+    // `exec` the same way (its command failed: exit 6); exit 100 is
+    // permanent and never delayed.
+    let exec = |job: &str, command: &str| {
+        let out = out.to_str().unwrap();
+        let a = [
+            "exec",
+            "-p",
+            "p",
+            "--job",
+            job,
+            "--out-dir",
+            out,
+            "--",
+            "sh",
+            "-c",
+            command,
+        ];
+        s.run(&a)
+    };
+    submit(&s, "once", &[]).ok();
+    exec("once", "exit 3").fails(COMMAND_FAILED);
+    let failed = last_event(&s, "once", "failed");
+    assert_eq!(s.job("once")["due_us"], at_us(&failed) + HOUR);
+    submit(&s, "perm", &[]).ok();
+    exec("perm", "exit 100").fails(COMMAND_FAILED);
+    assert_eq!(s.job("perm")["state"], "failed");
+    assert_eq!(s.job("perm")["due_us"], Value::Null);
 }
