@@ -85,6 +85,8 @@ TEST_CASE("retention: delete a finished production, refused while one is live; e
   CHECK(contains(lines[0], "\"record\":\"production\""));
   CHECK(contains(lines[1], "\"job\":\"a\""));
   CHECK(contains(lines[1], "\"payload_base64\":\"bWFrZSBhbGw=\""));
+  CHECK(contains(lines[1], "\"due_us\":null,\"expires_us\":"));
+  CHECK(contains(lines[1], "\"max_hold_us\":null,"));
   CHECK(contains(lines[2], "\"job\":\"b\""));
   CHECK(contains(lines[3], "\"record\":\"fact\""));
   CHECK(contains(lines.back(), "\"record\":\"event\""));

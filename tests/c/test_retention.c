@@ -98,11 +98,15 @@ static void delete_and_export(const char *dir) {
   CHECK(s.n >= 1 + 2 + 1 + 5); /* production, 2 jobs, the fact, the events */
   CHECK(strstr(s.lines[0], "\"record\":\"production\"") != NULL);
   CHECK(strstr(s.lines[0], "\"name\":\"done\"") != NULL);
-  CHECK(strncmp(s.lines[0], "{\"cancelled_us\":null,\"created_us\":", 34) == 0);
+  CHECK(strncmp(s.lines[0], "{\"backoff\":null,\"cancelled_us\":null,\"created_us\":", 49) == 0);
   CHECK(strstr(s.lines[1], "\"record\":\"job\"") != NULL);
   CHECK(strstr(s.lines[1], "\"job\":\"a\"") != NULL);
   CHECK(strstr(s.lines[1], "\"payload_base64\":\"bWFrZSBhbGw=\"") != NULL);
   CHECK(strstr(s.lines[1], "\"state\":\"completed\"") != NULL);
+  /* scheduling fields: a job submitted without delay, hold limit or back-off */
+  CHECK(strstr(s.lines[1], "\"backoff\":null,\"claim_id\":") != NULL);
+  CHECK(strstr(s.lines[1], "\"due_us\":null,") != NULL);
+  CHECK(strstr(s.lines[1], "\"max_hold_us\":null,") != NULL);
   CHECK(strstr(s.lines[2], "\"job\":\"b\"") != NULL);
   CHECK(strstr(s.lines[2], "\"state\":\"cancelled\"") != NULL);
   int facts = 0, events = 0;

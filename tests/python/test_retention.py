@@ -83,6 +83,8 @@ def test_delete_refused_while_live_then_export_and_delete(auth: tenure.Authority
     assert base64.b64decode(records[1]["payload_base64"]) == b"make all"
     assert base64.b64decode(records[2]["payload_base64"]) == b"\x00\xff"
     assert records[1]["state"] == "completed" and records[2]["state"] == "cancelled"
+    assert records[0]["backoff"] is None
+    assert all(records[1][k] is None for k in ("due_us", "max_hold_us", "backoff"))
     facts = [r for r in records if r["record"] == "fact"]
     assert {"job": "a", "key": "artifact", "production": "done", "record": "fact",
             "value": 'out "1".tar'} in facts

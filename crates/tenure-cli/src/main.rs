@@ -31,6 +31,8 @@ use std::process::ExitCode;
 
 const AFTER_HELP: &str = "\
 Durations: 30s, 5m, 1500us, 250ms, 1h, 2h30m (whole microseconds, 1us..=24h).
+Delays (--delay, --max-hold, --retry-after, BASE,CAP of a back-off): the same syntax,
+0s..=8784h (366 days; a hold limit and a back-off base must be positive).
 Exit codes: 0 ok, 1 local failure, 2 usage, 3 check violations, 4 claim committed
 but token not delivered, 5 token file not reserved (nothing claimed), 6 exec command
 failed, 10+N tenure error number N. `tenure exit-codes` prints the full table.";
@@ -68,7 +70,7 @@ enum Cmd {
     Renew(renew::Args),
     /// Give the job back unfinished.
     Release(release::Args),
-    /// Report failure (retryable unless --permanent).
+    /// Report failure (retryable unless --permanent; --retry-after names the delay).
     Fail(fail_cmd::Args),
     /// Complete the job, publishing facts.
     Complete(complete::Args),

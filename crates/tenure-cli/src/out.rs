@@ -9,7 +9,9 @@
 use crate::fail::{local, R};
 use serde_json::{json, Value};
 use std::io::{self, Write};
-use tenure::{CheckReport, ClockReading, Event, JobView, ProductionView, PublishedFact};
+use tenure::{
+    Backoff, CheckReport, ClockReading, Delay, Event, JobView, ProductionView, PublishedFact,
+};
 
 /// A command's result: human text by default, one JSON object with `--json`.
 pub trait Render {
@@ -52,7 +54,29 @@ pub fn job(v: &JobView) -> Value {
         "updated_us": v.updated_us,
         "payload_len": v.payload_len,
         "last_error": v.last_error,
+        "due_us": v.due_us,
+        "max_hold_us": v.max_hold_us,
+        "backoff": backoff(v.backoff),
     })
+}
+
+/// A back-off policy: `{"base_us": N, "cap_us": N}`, or `null`.
+pub fn backoff(b: Option<Backoff>) -> Value {
+    b.map_or(
+        Value::Null,
+        |b| json!({"base_us": b.base().as_micros(), "cap_us": b.cap().as_micros()}),
+    )
+}
+
+/// A back-off policy as text, in the `--backoff BASE,CAP` syntax; `-` when absent.
+pub fn backoff_text(b: Option<Backoff>) -> String {
+    b.map_or_else(|| "-".into(), |b| format!("{},{}", b.base(), b.cap()))
+}
+
+/// A duration of µs as text (`90s` is `1m30s`); `-` when absent.
+pub fn opt_delay(us: Option<i64>) -> String {
+    us.and_then(|us| Delay::from_micros(us).ok())
+        .map_or_else(|| "-".into(), |d| d.to_string())
 }
 
 /// A production.
@@ -61,6 +85,7 @@ pub fn production(p: &ProductionView) -> Value {
         "name": p.name,
         "created_us": p.created_us,
         "cancelled_us": p.cancelled_us,
+        "backoff": backoff(p.backoff),
     })
 }
 

@@ -10,22 +10,6 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use tenure::ErrorCode;
 
-/// `--json work -p p --out-dir OUT EXTRA... -- COMMAND...`
-fn work_args<'a>(out: &'a Path, extra: &[&'a str], command: &[&'a str]) -> Vec<&'a str> {
-    let mut a = vec![
-        "--json",
-        "work",
-        "-p",
-        "p",
-        "--out-dir",
-        out.to_str().unwrap(),
-    ];
-    a.extend_from_slice(extra);
-    a.push("--");
-    a.extend_from_slice(command);
-    a
-}
-
 fn lines(out: &Out) -> Vec<Value> {
     out.stdout()
         .lines()

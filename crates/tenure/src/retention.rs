@@ -222,7 +222,10 @@ impl ExportRecord {
     /// an object whose `record` field names the kind (`production`, `job`,
     /// `fact`, `event`) beside the fields of that view; times are µs since
     /// the Unix epoch (`_us`), absent values `null`, a job's payload is
-    /// `payload_base64` (standard, padded). Keys are in byte order. No
+    /// `payload_base64` (standard, padded). A job carries its scheduling:
+    /// `due_us` (while requested and not yet due), `max_hold_us` and
+    /// `backoff`; a production its `backoff`; a back-off is
+    /// `{"base_us":N,"cap_us":N}` or `null`. Keys are in byte order. No
     /// secret or secret digest appears.
     pub fn to_json_line(&self) -> String {
         use json::Value as V;
@@ -231,12 +234,21 @@ impl ExportRecord {
         }
         let opt_int = |n: Option<i64>| n.map_or(V::Null, V::Int);
         let claim = |c: &Option<uuid::Uuid>| c.map_or(V::Null, |c| V::Text(c.to_string()));
+        let backoff = |b: Option<crate::Backoff>| {
+            b.map_or(V::Null, |b| {
+                V::Object(vec![
+                    ("base_us", V::Int(b.base().as_micros())),
+                    ("cap_us", V::Int(b.cap().as_micros())),
+                ])
+            })
+        };
         let fields: Vec<(&str, V<'_>)> = match self {
             ExportRecord::Production(p) => vec![
                 ("record", V::Str("production")),
                 ("name", V::Str(&p.name)),
                 ("created_us", V::Int(p.created_us)),
                 ("cancelled_us", opt_int(p.cancelled_us)),
+                ("backoff", backoff(p.backoff)),
             ],
             ExportRecord::Job { view: v, payload } => {
                 use base64::Engine;
@@ -255,6 +267,9 @@ impl ExportRecord {
                     ("updated_us", V::Int(v.updated_us)),
                     ("payload_len", V::UInt(v.payload_len)),
                     ("last_error", opt_str(&v.last_error)),
+                    ("due_us", opt_int(v.due_us)),
+                    ("max_hold_us", opt_int(v.max_hold_us)),
+                    ("backoff", backoff(v.backoff)),
                     (
                         "payload_base64",
                         V::Text(base64::engine::general_purpose::STANDARD.encode(payload)),
@@ -287,8 +302,8 @@ impl ExportRecord {
     }
 }
 
-/// The little JSON writer [`ExportRecord::to_json_line`] needs: flat
-/// objects of strings, integers and nulls.
+/// The little JSON writer [`ExportRecord::to_json_line`] needs: objects of
+/// strings, integers, nulls and objects.
 mod json {
     use std::fmt::Write;
 
@@ -298,28 +313,35 @@ mod json {
         UInt(u64),
         Str(&'a str),
         Text(String),
+        Object(Vec<(&'a str, Value<'a>)>),
     }
 
     /// `{"key":value,...}` with the keys in byte order, compact.
-    pub(super) fn object(mut fields: Vec<(&str, Value<'_>)>) -> String {
+    pub(super) fn object(fields: Vec<(&str, Value<'_>)>) -> String {
+        let mut out = String::new();
+        write_object(&mut out, fields);
+        out
+    }
+
+    fn write_object(out: &mut String, mut fields: Vec<(&str, Value<'_>)>) {
         fields.sort_by(|a, b| a.0.cmp(b.0));
-        let mut out = String::from("{");
-        for (i, (k, v)) in fields.iter().enumerate() {
+        out.push('{');
+        for (i, (k, v)) in fields.into_iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            string(&mut out, k);
+            string(out, k);
             out.push(':');
             match v {
                 Value::Null => out.push_str("null"),
                 Value::Int(n) => write!(out, "{n}").expect("writing to a String"),
                 Value::UInt(n) => write!(out, "{n}").expect("writing to a String"),
-                Value::Str(s) => string(&mut out, s),
-                Value::Text(s) => string(&mut out, s),
+                Value::Str(s) => string(out, s),
+                Value::Text(s) => string(out, &s),
+                Value::Object(o) => write_object(out, o),
             }
         }
         out.push('}');
-        out
     }
 
     /// A JSON string: `"` and `\\` escaped, control characters as `\n`,

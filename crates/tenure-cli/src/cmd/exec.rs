@@ -22,7 +22,8 @@ pub const AFTER_HELP: &str = "\
 The command gets the payload on stdin and TENURE_PRODUCTION, TENURE_JOB, TENURE_CLAIM_ID,
 TENURE_ATTEMPT, TENURE_NONCE, TENURE_OUTPUT in its environment (never a token). Its stdout
 goes to DIR/<job>.<nonce>.tmp, renamed to DIR/<job>.<nonce>.out on success. Exit 100 fails
-the job permanently; any other failure is retryable.";
+the job permanently; any other failure is retryable (due again after the job's or
+production's back-off, at once without one).";
 
 #[derive(clap::Args)]
 pub struct Args {

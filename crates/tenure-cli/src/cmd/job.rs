@@ -50,6 +50,9 @@ impl Render for Shown {
             ("updated", out::time(v.updated_us)),
             ("payload", format!("{} bytes", v.payload_len)),
             ("last_error", or_dash(v.last_error.clone())),
+            ("due", out::opt_time(v.due_us)),
+            ("max_hold", out::opt_delay(v.max_hold_us)),
+            ("backoff", out::backoff_text(v.backoff)),
         ];
         for (k, val) in rows {
             writeln!(o, "{k:<11}{val}")?;

@@ -41,12 +41,18 @@ impl Render for Page {
                     j.priority.to_string(),
                     j.holder.clone().unwrap_or_else(|| "-".into()),
                     out::opt_time(j.expires_us),
+                    out::opt_time(j.due_us),
+                    out::opt_delay(j.max_hold_us),
+                    out::backoff_text(j.backoff),
                 ]
             })
             .collect();
         out::table(
             o,
-            &["JOB", "STATE", "ATTEMPTS", "PRIORITY", "HOLDER", "EXPIRES"],
+            &[
+                "JOB", "STATE", "ATTEMPTS", "PRIORITY", "HOLDER", "EXPIRES", "DUE", "MAX_HOLD",
+                "BACKOFF",
+            ],
             &rows,
         )?;
         if let Some(n) = &self.next_after {

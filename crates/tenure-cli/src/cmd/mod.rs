@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use tenure::{Authority, Error, JobState, Lease, Options, Ttl, MAX_TOKEN_LEN};
+use tenure::{Authority, Backoff, Delay, Error, JobState, Lease, Options, Ttl, MAX_TOKEN_LEN};
 use zeroize::Zeroizing;
 
 /// What every command gets from the global options.
@@ -118,6 +118,24 @@ impl TokenFile {
 /// Parse a duration option with the core's rule.
 pub fn ttl(text: &str) -> R<Ttl> {
     Ok(text.parse::<Ttl>()?)
+}
+
+/// Parse a delay option (`--delay`, `--max-hold`, `--retry-after`): the TTL
+/// syntax, 0 ..= 366 days (`8784h`); whether zero is allowed is the core's
+/// rule for the field.
+pub fn delay(text: &str) -> tenure::Result<Delay> {
+    text.parse::<Delay>()
+}
+
+/// Parse a back-off `BASE,CAP` (two delays; the core checks base > 0 and
+/// cap >= base). A missing part is `invalid_duration`.
+pub fn backoff(text: &str) -> tenure::Result<Backoff> {
+    let (base, cap) = text.split_once(',').ok_or_else(|| {
+        Error::InvalidDuration(format!(
+            "{text:?}: a back-off is BASE,CAP (e.g. 1s,5m: exponential from BASE, at most CAP)"
+        ))
+    })?;
+    Backoff::exponential(delay(base)?, delay(cap)?)
 }
 
 /// Read a token from a file or stdin, bounded, into zeroizing memory.

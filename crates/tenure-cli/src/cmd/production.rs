@@ -8,7 +8,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use tenure::{DeletedCounts, ProductionView};
+use tenure::{Backoff, DeletedCounts, ProductionView};
 
 #[derive(Subcommand)]
 pub enum Cmd {
@@ -18,6 +18,23 @@ pub enum Cmd {
     List,
     /// Cancel every unfinished job of a production and refuse new ones.
     Cancel { name: String },
+    /// Set a production's retry back-off (jobs without their own): after the
+    /// retryable failure of attempt n a job is due after min(CAP, BASE * 2^(n-1)).
+    /// Jobs already waiting keep their due time.
+    Backoff {
+        name: String,
+        /// BASE,CAP (e.g. 1s,5m: BASE positive, CAP >= BASE, each at most 8784h).
+        #[arg(
+            value_name = "BASE,CAP",
+            required_unless_present = "clear",
+            conflicts_with = "clear",
+            allow_hyphen_values = true
+        )]
+        policy: Option<String>,
+        /// Remove the production's back-off (failed jobs are due again at once).
+        #[arg(long)]
+        clear: bool,
+    },
     /// Remove a finished production with its jobs, facts, events and
     /// tombstones (refused, exit 34, while a job is not terminal).
     Delete { name: String },
@@ -29,6 +46,29 @@ pub enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+}
+
+struct BackoffSet {
+    name: String,
+    backoff: Option<Backoff>,
+}
+
+impl Render for BackoffSet {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        match self.backoff {
+            Some(_) => writeln!(
+                o,
+                "production {} back-off {}",
+                self.name,
+                out::backoff_text(self.backoff)
+            ),
+            None => writeln!(o, "production {} has no back-off", self.name),
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({"production": self.name, "backoff": out::backoff(self.backoff)})
+    }
 }
 
 struct Deleted {
@@ -131,10 +171,11 @@ impl Render for Listed {
                     p.name.clone(),
                     out::time(p.created_us),
                     out::opt_time(p.cancelled_us),
+                    out::backoff_text(p.backoff),
                 ]
             })
             .collect();
-        out::table(o, &["PRODUCTION", "CREATED", "CANCELLED"], &rows)
+        out::table(o, &["PRODUCTION", "CREATED", "CANCELLED", "BACKOFF"], &rows)
     }
 
     fn json(&self) -> Value {
@@ -162,6 +203,11 @@ impl Render for Cancelled {
 }
 
 pub fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
+    // A back-off is parsed before the store is opened: bad input changes nothing.
+    let backoff = match &c {
+        Cmd::Backoff { policy, .. } => policy.as_deref().map(super::backoff).transpose()?,
+        _ => None,
+    };
     let auth = ctx.open()?;
     match c {
         Cmd::Create { name } => {
@@ -172,6 +218,10 @@ pub fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
         Cmd::Cancel { name } => {
             let jobs = auth.cancel_production(&name)?;
             Done::show(Cancelled { name, jobs })
+        }
+        Cmd::Backoff { name, .. } => {
+            auth.set_production_backoff(&name, backoff)?;
+            Done::show(BackoffSet { name, backoff })
         }
         Cmd::Delete { name } => {
             let counts = auth.delete_production(&name)?;
@@ -280,7 +330,13 @@ mod tests {
                     last_error: Some(tricky.into()),
                     due_us: Some(9),
                     max_hold_us: Some(11),
-                    backoff: None,
+                    backoff: Some(
+                        tenure::Backoff::exponential(
+                            tenure::Delay::from_micros(1).unwrap(),
+                            tenure::Delay::from_micros(tenure::Delay::MAX_MICROS).unwrap(),
+                        )
+                        .unwrap(),
+                    ),
                 },
                 payload: vec![0, 255, 10, 66],
             },

@@ -29,7 +29,8 @@ pub const AFTER_HELP: &str = "\
 Each job runs COMMAND as `tenure exec` does: payload on stdin, TENURE_PRODUCTION, TENURE_JOB,
 TENURE_CLAIM_ID, TENURE_ATTEMPT, TENURE_NONCE, TENURE_OUTPUT in its environment (never a
 token), stdout to DIR/<job>.<nonce>.tmp, renamed to .out and completed on exit 0. Exit 100
-fails the job permanently; any other failure is retryable. SIGTERM/SIGINT: no new jobs,
+fails the job permanently; any other failure is retryable (due again after the job's or
+production's back-off, at once without one). SIGTERM/SIGINT: no new jobs,
 running commands get --grace, then their leases are released and the commands killed.";
 
 /// How long `work` waits, after the worker stopped, for killed commands'

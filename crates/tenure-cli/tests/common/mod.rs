@@ -260,3 +260,19 @@ pub fn read_pid(file: &Path) -> u32 {
         .parse()
         .unwrap_or_else(|e| panic!("{}: {e}: {text:?}", file.display()))
 }
+
+/// `--json work -p p --out-dir OUT EXTRA... -- COMMAND...`
+pub fn work_args<'a>(out: &'a Path, extra: &[&'a str], command: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "--json",
+        "work",
+        "-p",
+        "p",
+        "--out-dir",
+        out.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    a.push("--");
+    a.extend_from_slice(command);
+    a
+}
