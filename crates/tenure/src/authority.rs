@@ -6,12 +6,13 @@ use crate::edit::Edit;
 use crate::error::{Error, Result};
 use crate::group::Combiner;
 use crate::inner::Inner;
-use crate::lease::transitions::Outcomes;
+use crate::lease::transitions::{self, Outcomes};
 use crate::lease::Lease;
 use crate::model::{
     CheckReport, ClockReading, Event, JobSpec, JobView, LeaseStatus, ListQuery, ProductionView,
     PublishedFact, Submitted,
 };
+use crate::request::Applied;
 use crate::retention::{DeletedCounts, ExportRecord, PruneReport, Retention};
 use crate::rules::{self, LeaseKey};
 use crate::session::Session;
@@ -240,6 +241,15 @@ impl Authority {
         self.inner.one_step(f)
     }
 
+    /// [`Authority::step`] of an idempotent call: retried when the
+    /// connection to a store server breaks ([`crate::retry`]).
+    fn step_idempotent<T: Send + 'static>(
+        &self,
+        mut f: impl FnMut(&mut Session) -> Result<T> + Send,
+    ) -> Result<T> {
+        crate::retry::idempotent(|_| self.inner.one_step(&mut f))
+    }
+
     /// A claim made outside an edit is active at once.
     fn mint(&self, m: rules::Minted) -> Lease {
         Lease::new(self.inner.clone(), m, LeaseStatus::Active, 0)
@@ -255,7 +265,7 @@ impl Authority {
     fn lease_batch<T: Send + 'static>(
         &self,
         leases: &[&Lease],
-        mut f: impl FnMut(&mut Session, &[LeaseKey<'_>], &[usize]) -> Outcomes<T> + Send,
+        mut f: impl FnMut(&mut Session, &[LeaseKey<'_>], &[usize], bool) -> Outcomes<T> + Send,
     ) -> Result<Vec<Result<T>>> {
         crate::validate::batch(leases.len())?;
         let mut out: Vec<Option<Result<T>>> = leases.iter().map(|_| None).collect();
@@ -277,14 +287,17 @@ impl Authority {
             }
         }
         if !keys.is_empty() {
-            let mut rounds = 0;
-            let done = loop {
-                rounds += 1;
-                match self.inner.one_step(|s| f(s, &keys, &idx)) {
-                    Err(Error::LeaseExpired(_)) if rounds < 4 => continue,
-                    r => break r?,
+            // A lost connection retries with replay on ([`crate::retry`]).
+            let done = crate::retry::idempotent(|replay| {
+                let mut rounds = 0;
+                loop {
+                    rounds += 1;
+                    match self.inner.one_step(|s| f(s, &keys, &idx, replay)) {
+                        Err(Error::LeaseExpired(_)) if rounds < 4 => continue,
+                        r => break r,
+                    }
                 }
-            };
+            })?;
             if done.len() != idx.len() {
                 return Err(Error::Internal("a batch lost outcomes".into()));
             }
@@ -304,6 +317,55 @@ impl Authority {
     }
 
     crate::ops::shared_operations!();
+
+    /// [`Authority::renew_many`] as an idempotent call: each lease is
+    /// answered as [`Lease::renew_idempotent`] would answer it alone.
+    pub fn renew_many_idempotent(
+        &self,
+        leases: &[&Lease],
+        ttl: crate::Ttl,
+    ) -> Result<Vec<Result<Applied<i64>>>> {
+        self.lease_batch(leases, |s, keys, _, _| {
+            transitions::renew_many(s, keys, ttl, true, |a| a)
+        })
+    }
+
+    /// [`Authority::release_many`] as an idempotent call (each lease as
+    /// [`Lease::release_idempotent`]).
+    pub fn release_many_idempotent(
+        &self,
+        leases: &[&Lease],
+    ) -> Result<Vec<Result<Applied<crate::JobState>>>> {
+        self.lease_batch(leases, |s, keys, _, _| {
+            transitions::release_many(s, keys, true, |a| a)
+        })
+    }
+
+    /// [`Authority::fail_many`] as an idempotent call (each lease as
+    /// [`Lease::fail_idempotent`]).
+    pub fn fail_many_idempotent(
+        &self,
+        items: &[(&Lease, &str, bool)],
+    ) -> Result<Vec<Result<Applied<crate::JobState>>>> {
+        let leases: Vec<&Lease> = items.iter().map(|x| x.0).collect();
+        self.lease_batch(&leases, |s, keys, idx, _| {
+            let args: Vec<(&str, bool)> = idx.iter().map(|&i| (items[i].1, items[i].2)).collect();
+            transitions::fail_many(s, keys, &args, true, |a| a)
+        })
+    }
+
+    /// [`Authority::complete_many`] as an idempotent call (each lease as
+    /// [`Lease::complete_idempotent`]).
+    pub fn complete_many_idempotent(
+        &self,
+        items: &[(&Lease, &[crate::Fact])],
+    ) -> Result<Vec<Result<Applied<()>>>> {
+        let leases: Vec<&Lease> = items.iter().map(|x| x.0).collect();
+        self.lease_batch(&leases, |s, keys, idx, _| {
+            let facts: Vec<&[crate::Fact]> = idx.iter().map(|&i| items[i].1).collect();
+            transitions::complete_many(s, keys, &facts, true, |a| a)
+        })
+    }
 
     /// Claim the next claimable job of `production`, waiting up to `timeout`
     /// for one (at most 24 h, whole µs; zero makes one attempt).

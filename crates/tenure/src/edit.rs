@@ -70,6 +70,11 @@ impl Edit {
     }
 
     /// A claim made in an edit is pending until the edit commits.
+    /// An edit is one transaction: nothing in it is retried.
+    fn step_idempotent<T>(&mut self, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        self.step(f)
+    }
+
     fn mint(&mut self, m: rules::Minted) -> Lease {
         let lease = Lease::new(self.inner.clone(), m, LeaseStatus::Pending, self.id);
         self.effects.push(Effect::Activate(lease.local.clone()));
@@ -84,7 +89,7 @@ impl Edit {
     fn lease_batch<T>(
         &mut self,
         leases: &[&Lease],
-        f: impl FnOnce(&mut Session, &[LeaseKey<'_>], &[usize]) -> Outcomes<T>,
+        f: impl FnOnce(&mut Session, &[LeaseKey<'_>], &[usize], bool) -> Outcomes<T>,
     ) -> Result<Vec<Result<T>>> {
         crate::validate::batch(leases.len())?;
         for l in leases {
@@ -92,7 +97,11 @@ impl Edit {
         }
         let keys: Vec<LeaseKey<'_>> = leases.iter().map(|l| l.key()).collect();
         let idx: Vec<usize> = (0..leases.len()).collect();
-        let done = self.step(|s| f(s, &keys, &idx)?.into_iter().collect::<Result<Vec<_>>>())?;
+        let done = self.step(|s| {
+            f(s, &keys, &idx, false)?
+                .into_iter()
+                .collect::<Result<Vec<_>>>()
+        })?;
         let mut out = Vec::with_capacity(done.len());
         for (l, (v, settle)) in leases.iter().zip(done) {
             self.effects.push(Effect::Settle(l.local.clone(), settle));

@@ -3,6 +3,7 @@
 use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::model::{Execution, Fact, JobState, LeaseStatus};
+use crate::request::Applied;
 use crate::rules::{LeaseKey, Minted};
 use crate::secret::Secret;
 use crate::session::Session;
@@ -48,17 +49,69 @@ pub(crate) mod transitions {
     use super::Settle;
     use crate::error::Result;
     use crate::model::{Execution, Fact, JobState};
+    use crate::request::Applied;
     use crate::rules::{self, LeaseKey};
     use crate::session::Session;
     use crate::ttl::{Delay, Ttl};
 
+    /// One transition's outcome and how it settles the lease.
+    pub(crate) type Settled<T> = Result<(Applied<T>, Settle)>;
+
+    /// `replay`: answer a refusal with what this lease already recorded
+    /// (docs/design.md, "Idempotent calls").
+    pub(crate) fn renew_applied(
+        s: &mut Session,
+        k: &LeaseKey<'_>,
+        ttl: Ttl,
+        replay: bool,
+    ) -> Settled<i64> {
+        let a = rules::renew_applied(s, k, ttl, replay)?;
+        Ok((a, Settle::Expiry(a.value)))
+    }
+
+    pub(crate) fn release_applied(
+        s: &mut Session,
+        k: &LeaseKey<'_>,
+        replay: bool,
+    ) -> Settled<JobState> {
+        Ok((rules::release_applied(s, k, replay)?, Settle::Close))
+    }
+
+    pub(crate) fn fail_applied(
+        s: &mut Session,
+        k: &LeaseKey<'_>,
+        reason: &str,
+        permanent: bool,
+        retry_after: Option<Delay>,
+        replay: bool,
+    ) -> Settled<JobState> {
+        let a = rules::fail_applied(s, k, reason, permanent, retry_after, replay)?;
+        Ok((a, Settle::Close))
+    }
+
+    pub(crate) fn complete_applied(
+        s: &mut Session,
+        k: &LeaseKey<'_>,
+        facts: &[Fact],
+        exec: Option<&Execution>,
+        replay: bool,
+    ) -> Settled<()> {
+        Ok((
+            rules::complete_applied(s, k, facts, exec, replay)?,
+            Settle::Close,
+        ))
+    }
+
+    fn plain<T>(r: Settled<T>) -> Result<(T, Settle)> {
+        r.map(|(a, settle)| (a.value, settle))
+    }
+
     pub(crate) fn renew(s: &mut Session, k: &LeaseKey<'_>, ttl: Ttl) -> Result<((), Settle)> {
-        let expires_us = rules::renew(s, k, ttl)?;
-        Ok(((), Settle::Expiry(expires_us)))
+        plain(renew_applied(s, k, ttl, false)).map(|(_, settle)| ((), settle))
     }
 
     pub(crate) fn release(s: &mut Session, k: &LeaseKey<'_>) -> Result<(JobState, Settle)> {
-        Ok((rules::release(s, k)?, Settle::Close))
+        plain(release_applied(s, k, false))
     }
 
     pub(crate) fn fail(
@@ -68,10 +121,7 @@ pub(crate) mod transitions {
         permanent: bool,
         retry_after: Option<Delay>,
     ) -> Result<(JobState, Settle)> {
-        Ok((
-            rules::fail(s, k, reason, permanent, retry_after)?,
-            Settle::Close,
-        ))
+        plain(fail_applied(s, k, reason, permanent, retry_after, false))
     }
 
     pub(crate) fn complete(
@@ -80,43 +130,75 @@ pub(crate) mod transitions {
         facts: &[Fact],
         exec: Option<&Execution>,
     ) -> Result<((), Settle)> {
-        rules::complete(s, k, facts, exec)?;
-        Ok(((), Settle::Close))
+        plain(complete_applied(s, k, facts, exec, false))
     }
 
     /// One outcome per lease of a batched transition.
     pub(crate) type Outcomes<T> = Result<Vec<Result<(T, Settle)>>>;
 
-    fn settled<T, U>(r: Result<Vec<Result<T>>>, settle: impl Fn(T) -> (U, Settle)) -> Outcomes<U> {
-        Ok(r?.into_iter().map(|x| x.map(&settle)).collect())
+    fn settled<T, U>(
+        r: Result<Vec<Result<Applied<T>>>>,
+        settle: impl Fn(&T) -> Settle,
+        value: impl Fn(Applied<T>) -> U,
+    ) -> Outcomes<U> {
+        Ok(r?
+            .into_iter()
+            .map(|x| x.map(|a| (settle(&a.value), value(a))).map(|(s, v)| (v, s)))
+            .collect())
     }
 
-    pub(crate) fn renew_many(s: &mut Session, keys: &[LeaseKey<'_>], ttl: Ttl) -> Outcomes<()> {
-        let r = rules::transition_many(
+    /// `replay`: each refused lease is answered with what it already
+    /// recorded, as alone. `value` picks what a caller gets (the plain
+    /// value, or the [`Applied`] outcome).
+    pub(crate) fn renew_many<U>(
+        s: &mut Session,
+        keys: &[LeaseKey<'_>],
+        ttl: Ttl,
+        replay: bool,
+        value: impl Fn(Applied<i64>) -> U,
+    ) -> Outcomes<U> {
+        let r = rules::transition_many_applied(
             s,
             keys,
             |_| Ok(()),
             |_, row, now| rules::renewed(row, now, ttl),
+            replay.then_some(|_, t: &mut dyn crate::store::Txn, row: &_, now| {
+                rules::renewal_replay(t, row, now, ttl)
+            }),
         );
-        settled(r, |e| ((), Settle::Expiry(e)))
+        settled(r, |e| Settle::Expiry(*e), value)
     }
 
-    pub(crate) fn release_many(s: &mut Session, keys: &[LeaseKey<'_>]) -> Outcomes<JobState> {
-        let r =
-            rules::transition_many(s, keys, |_| Ok(()), |_, row, now| rules::released(row, now));
-        settled(r, |st| (st, Settle::Close))
+    pub(crate) fn release_many<U>(
+        s: &mut Session,
+        keys: &[LeaseKey<'_>],
+        replay: bool,
+        value: impl Fn(Applied<JobState>) -> U,
+    ) -> Outcomes<U> {
+        let r = rules::transition_many_applied(
+            s,
+            keys,
+            |_| Ok(()),
+            |_, row, now| rules::released(row, now),
+            replay.then_some(|_, t: &mut dyn crate::store::Txn, row: &_, _| {
+                rules::release_replay(t, row)
+            }),
+        );
+        settled(r, |_| Settle::Close, value)
     }
 
     /// `args[i]`: the reason and permanence for `keys[i]`. A batched
     /// failure names no retry delay: a retryable one is due after the
     /// job's or its production's back-off, like [`crate::Lease::fail`].
-    pub(crate) fn fail_many(
+    pub(crate) fn fail_many<U>(
         s: &mut Session,
         keys: &[LeaseKey<'_>],
         args: &[(&str, bool)],
-    ) -> Outcomes<JobState> {
+        replay: bool,
+        value: impl Fn(Applied<JobState>) -> U,
+    ) -> Outcomes<U> {
         let backoffs = rules::production_backoffs(s, keys)?;
-        let r = rules::transition_many(
+        let r = rules::transition_many_applied(
             s,
             keys,
             |i| crate::validate::reason(args[i].0),
@@ -124,23 +206,31 @@ pub(crate) mod transitions {
                 let p = backoffs.get(row.production.as_str()).copied().flatten();
                 rules::failed(row, now, args[i].0, args[i].1, None, p)
             },
+            replay.then_some(|i: usize, t: &mut dyn crate::store::Txn, row: &_, _| {
+                rules::failure_replay(t, row, args[i].0, args[i].1, None)
+            }),
         );
-        settled(r, |st| (st, Settle::Close))
+        settled(r, |_| Settle::Close, value)
     }
 
     /// `facts[i]`: the facts `keys[i]` publishes.
-    pub(crate) fn complete_many(
+    pub(crate) fn complete_many<U>(
         s: &mut Session,
         keys: &[LeaseKey<'_>],
         facts: &[&[Fact]],
-    ) -> Outcomes<()> {
-        let r = rules::transition_many(
+        replay: bool,
+        value: impl Fn(Applied<()>) -> U,
+    ) -> Outcomes<U> {
+        let r = rules::transition_many_applied(
             s,
             keys,
             |i| rules::valid_completion(facts[i], None),
             |i, row, now| rules::completed(row, now, facts[i], None),
+            replay.then_some(|i: usize, t: &mut dyn crate::store::Txn, row: &_, _| {
+                rules::completion_replay(t, row, facts[i], None)
+            }),
         );
-        settled(r, |()| ((), Settle::Close))
+        settled(r, |_| Settle::Close, value)
     }
 }
 
@@ -249,14 +339,19 @@ impl Lease {
     }
 
     /// Run one transition as its own edit (or commit-group member) and
-    /// settle the local state once the commit carrying it returned.
-    fn transition<T: Send + 'static>(
+    /// settle the local state once the commit carrying it returned. When
+    /// the connection to a store server breaks, the call is retried
+    /// ([`crate::retry`]), answering from what the lease recorded: with
+    /// `replay`, also the first attempt does.
+    fn transition<T: Send + Copy + 'static>(
         &self,
-        f: impl Fn(&mut Session, &LeaseKey<'_>) -> Result<(T, Settle)> + Send + Sync,
-    ) -> Result<T> {
+        replay: bool,
+        f: impl Fn(&mut Session, &LeaseKey<'_>, bool) -> transitions::Settled<T> + Send + Sync,
+    ) -> Result<Applied<T>> {
         self.usable_in(0)?;
         let key = self.key();
-        let (out, settle) = self.inner.one_step(|s| f(s, &key))?;
+        let (out, settle) =
+            crate::retry::idempotent(|retry| self.inner.one_step(|s| f(s, &key, replay || retry)))?;
         settle.apply(&self.local);
         Ok(out)
     }
@@ -268,21 +363,23 @@ impl Lease {
     /// stops it) and the renewal must commit before the current expiry
     /// ([`Error::LeaseExpired`]).
     pub fn renew(&self, ttl: Ttl) -> Result<()> {
-        self.transition(|s, k| transitions::renew(s, k, ttl))
+        self.transition(false, |s, k, r| transitions::renew_applied(s, k, ttl, r))
+            .map(|_| ())
     }
 
     /// Give the job back unfinished: requested again (the attempt is not
     /// refunded; failed if it was the last). Closes the lease. Returns the
     /// job's new state.
     pub fn release(&self) -> Result<JobState> {
-        self.transition(transitions::release)
+        self.release_applied(false).map(|a| a.value)
     }
 
     /// Report failure: requested again if `permanent` is false and attempts
     /// remain (due after the job's back-off step, else the production's,
     /// else at once), else failed. `reason` (≤ 1024 bytes) is recorded. Closes the lease.
     pub fn fail(&self, reason: &str, permanent: bool) -> Result<JobState> {
-        self.transition(|s, k| transitions::fail(s, k, reason, permanent, None))
+        self.fail_applied(reason, permanent, None, false)
+            .map(|a| a.value)
     }
 
     /// Report a retryable failure and name when to retry: requested again,
@@ -290,20 +387,97 @@ impl Lease {
     /// back-off the job or production has), if attempts remain; else failed.
     /// Closes the lease.
     pub fn fail_retry_after(&self, reason: &str, delay: Delay) -> Result<JobState> {
-        self.transition(|s, k| transitions::fail(s, k, reason, false, Some(delay)))
+        self.fail_applied(reason, false, Some(delay), false)
+            .map(|a| a.value)
     }
 
     /// Complete the job, publishing `facts` and provenance in the same
     /// transaction. Closes the lease.
     pub fn complete(&self, facts: &[Fact]) -> Result<()> {
-        self.transition(|s, k| transitions::complete(s, k, facts, None))
+        self.complete_applied(facts, None, false).map(|a| a.value)
     }
 
     /// Complete as the reference executor: also consumes the execution nonce
     /// (reuse is a [`Error::Conflict`]) and records the output's path, digest,
     /// size and exit status as provenance.
     pub fn complete_execution(&self, exec: &Execution, facts: &[Fact]) -> Result<()> {
-        self.transition(|s, k| transitions::complete(s, k, facts, Some(exec)))
+        self.complete_applied(facts, Some(exec), false)
+            .map(|a| a.value)
+    }
+
+    fn release_applied(&self, replay: bool) -> Result<Applied<JobState>> {
+        self.transition(replay, transitions::release_applied)
+    }
+
+    fn fail_applied(
+        &self,
+        reason: &str,
+        permanent: bool,
+        retry_after: Option<Delay>,
+        replay: bool,
+    ) -> Result<Applied<JobState>> {
+        self.transition(replay, |s, k, r| {
+            transitions::fail_applied(s, k, reason, permanent, retry_after, r)
+        })
+    }
+
+    fn complete_applied(
+        &self,
+        facts: &[Fact],
+        exec: Option<&Execution>,
+        replay: bool,
+    ) -> Result<Applied<()>> {
+        self.transition(replay, |s, k, r| {
+            transitions::complete_applied(s, k, facts, exec, r)
+        })
+    }
+
+    /// [`Lease::renew`] as an idempotent call: a renewal this lease already
+    /// made to the expiry this one asks for (its answer was lost) is
+    /// answered with that expiry and `replayed`, changing nothing. Returns
+    /// the lease's expiry.
+    pub fn renew_idempotent(&self, ttl: Ttl) -> Result<Applied<i64>> {
+        self.transition(true, |s, k, r| transitions::renew_applied(s, k, ttl, r))
+    }
+
+    /// [`Lease::release`] as an idempotent call: if this lease already
+    /// released the job, the state it left and `replayed`; nothing changes.
+    pub fn release_idempotent(&self) -> Result<Applied<JobState>> {
+        self.release_applied(true)
+    }
+
+    /// [`Lease::fail`] as an idempotent call: if this lease already failed
+    /// the job with the same reason and permanence, the state it left and
+    /// `replayed`; another reason or permanence is [`Error::Conflict`].
+    pub fn fail_idempotent(&self, reason: &str, permanent: bool) -> Result<Applied<JobState>> {
+        self.fail_applied(reason, permanent, None, true)
+    }
+
+    /// [`Lease::fail_retry_after`] as an idempotent call (see
+    /// [`Lease::fail_idempotent`]; the retry delay must match too).
+    pub fn fail_retry_after_idempotent(
+        &self,
+        reason: &str,
+        delay: Delay,
+    ) -> Result<Applied<JobState>> {
+        self.fail_applied(reason, false, Some(delay), true)
+    }
+
+    /// [`Lease::complete`] as an idempotent call: if this lease already
+    /// completed the job with the same facts, `replayed`; other facts are
+    /// [`Error::Conflict`]. Nothing changes either way.
+    pub fn complete_idempotent(&self, facts: &[Fact]) -> Result<Applied<()>> {
+        self.complete_applied(facts, None, true)
+    }
+
+    /// [`Lease::complete_execution`] as an idempotent call (see
+    /// [`Lease::complete_idempotent`]; the execution record must match too).
+    pub fn complete_execution_idempotent(
+        &self,
+        exec: &Execution,
+        facts: &[Fact],
+    ) -> Result<Applied<()>> {
+        self.complete_applied(facts, Some(exec), true)
     }
 
     /// Keep this lease alive: a [`crate::Keeper`] renews it for `ttl` every

@@ -47,7 +47,9 @@ mod keeper;
 mod lease;
 mod model;
 mod ops;
+mod request;
 mod retention;
+mod retry;
 mod rules;
 mod secret;
 mod session;
@@ -72,6 +74,7 @@ pub use model::{
     JobView, LeaseStatus, ListQuery, ProductionView, PublishedFact, Submitted,
     DEFAULT_MAX_ATTEMPTS,
 };
+pub use request::{Applied, ClaimRequest};
 pub use retention::{
     Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_EVERY, DELETE_STEP_JOBS,
     PRUNE_STEP_ROWS,

@@ -107,6 +107,43 @@ macro_rules! shared_operations {
             Ok(self.mint(m))
         }
 
+        /// [`claim`](Self::claim) under a request ID (see
+        /// [`ClaimRequest`](crate::ClaimRequest)): a retry of the same
+        /// request answers with the lease it made while that claim is
+        /// current (`replayed`, nothing changes), else with that claim's
+        /// own error; the same ID with another secret or other arguments is
+        /// [`Error::Conflict`](crate::Error::Conflict). Retried
+        /// automatically when the connection to a store server breaks.
+        pub fn claim_with(
+            &$($mut)? self,
+            production: &str,
+            job: &str,
+            holder: &str,
+            ttl: $crate::Ttl,
+            request: &$crate::ClaimRequest,
+        ) -> $crate::Result<$crate::Applied<$crate::Lease>> {
+            let a = self.step_idempotent(|s| {
+                $crate::rules::claim_with(s, production, job, holder, ttl, request)
+            })?;
+            Ok($crate::Applied { replayed: a.replayed, value: self.mint(a.value) })
+        }
+
+        /// [`claim_next`](Self::claim_next) under a request ID (see
+        /// [`claim_with`](Self::claim_with)).
+        pub fn claim_next_with(
+            &$($mut)? self,
+            production: &str,
+            holder: &str,
+            ttl: $crate::Ttl,
+            request: &$crate::ClaimRequest,
+        ) -> $crate::Result<$crate::Applied<$crate::Lease>> {
+            let a = self.step_idempotent(|s| {
+                $crate::rules::claim_next_with(s, production, holder, ttl, request)
+            })?;
+            let m = $crate::ops::claimed_next(a.value, production)?;
+            Ok($crate::Applied { replayed: a.replayed, value: self.mint(m) })
+        }
+
         /// Claim up to `n` (1 ..= [`MAX_BATCH`](crate::validate::MAX_BATCH))
         /// jobs of a production in one operation, in claim-next order, each
         /// with its own claim ID, secret and attempt. Fewer (possibly none:
@@ -137,8 +174,8 @@ macro_rules! shared_operations {
             leases: &[&$crate::Lease],
             ttl: $crate::Ttl,
         ) -> $crate::Result<Vec<$crate::Result<()>>> {
-            self.lease_batch(leases, |s, keys, _| {
-                $crate::lease::transitions::renew_many(s, keys, ttl)
+            self.lease_batch(leases, |s, keys, _, replay| {
+                $crate::lease::transitions::renew_many(s, keys, ttl, replay, |_| ())
             })
         }
 
@@ -149,8 +186,8 @@ macro_rules! shared_operations {
             &$($mut)? self,
             leases: &[&$crate::Lease],
         ) -> $crate::Result<Vec<$crate::Result<$crate::JobState>>> {
-            self.lease_batch(leases, |s, keys, _| {
-                $crate::lease::transitions::release_many(s, keys)
+            self.lease_batch(leases, |s, keys, _, replay| {
+                $crate::lease::transitions::release_many(s, keys, replay, |a| a.value)
             })
         }
 
@@ -162,9 +199,9 @@ macro_rules! shared_operations {
             items: &[(&$crate::Lease, &str, bool)],
         ) -> $crate::Result<Vec<$crate::Result<$crate::JobState>>> {
             let leases: Vec<&$crate::Lease> = items.iter().map(|x| x.0).collect();
-            self.lease_batch(&leases, |s, keys, idx| {
+            self.lease_batch(&leases, |s, keys, idx, replay| {
                 let args: Vec<(&str, bool)> = idx.iter().map(|&i| (items[i].1, items[i].2)).collect();
-                $crate::lease::transitions::fail_many(s, keys, &args)
+                $crate::lease::transitions::fail_many(s, keys, &args, replay, |a| a.value)
             })
         }
 
@@ -177,9 +214,9 @@ macro_rules! shared_operations {
             items: &[(&$crate::Lease, &[$crate::Fact])],
         ) -> $crate::Result<Vec<$crate::Result<()>>> {
             let leases: Vec<&$crate::Lease> = items.iter().map(|x| x.0).collect();
-            self.lease_batch(&leases, |s, keys, idx| {
+            self.lease_batch(&leases, |s, keys, idx, replay| {
                 let facts: Vec<&[$crate::Fact]> = idx.iter().map(|&i| items[i].1).collect();
-                $crate::lease::transitions::complete_many(s, keys, &facts)
+                $crate::lease::transitions::complete_many(s, keys, &facts, replay, |_| ())
             })
         }
     };

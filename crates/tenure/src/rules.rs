@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted};
+use crate::request::{Applied, ClaimRequest};
 use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::secret::Secret;
 use crate::session::Session;
@@ -532,11 +533,22 @@ fn exhausted(mut row: JobRow, now: i64) -> Change {
 }
 
 /// A new claim of a claimable row.
-fn minted(mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<(Change, Minted)> {
+/// `given`: the secret a [`ClaimRequest`] generated in the client (else a
+/// fresh one).
+fn minted(
+    mut row: JobRow,
+    holder: &str,
+    ttl: Ttl,
+    now: i64,
+    given: Option<&Secret>,
+) -> Result<(Change, Minted)> {
     let previous = (classify(&row, now) == JobState::Expired)
         .then_some(row.claim_id)
         .flatten();
-    let secret = Secret::generate()?;
+    let secret = match given {
+        Some(g) => g.clone(),
+        None => Secret::generate()?,
+    };
     let claim_id = Uuid::new_v4();
     let wanted = now
         .checked_add(ttl.as_micros())
@@ -578,8 +590,15 @@ fn minted(mut row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<(Change, 
     Ok((c, m))
 }
 
-fn mint(s: &mut Session, row: JobRow, holder: &str, ttl: Ttl, now: i64) -> Result<Minted> {
-    let (c, m) = minted(row, holder, ttl, now)?;
+fn mint(
+    s: &mut Session,
+    row: JobRow,
+    holder: &str,
+    ttl: Ttl,
+    now: i64,
+    given: Option<&Secret>,
+) -> Result<Minted> {
+    let (c, m) = minted(row, holder, ttl, now, given)?;
     write(s, c)?;
     Ok(m)
 }
@@ -591,6 +610,18 @@ pub(crate) fn claim(
     job: &str,
     holder: &str,
     ttl: Ttl,
+) -> Result<Minted> {
+    claim_minting(s, production, job, holder, ttl, None)
+}
+
+/// [`claim`] with the secret `given` (a [`ClaimRequest`]'s) or a fresh one.
+fn claim_minting(
+    s: &mut Session,
+    production: &str,
+    job: &str,
+    holder: &str,
+    ttl: Ttl,
+    given: Option<&Secret>,
 ) -> Result<Minted> {
     validate::id("production", production)?;
     validate::id("job", job)?;
@@ -605,7 +636,7 @@ pub(crate) fn claim(
     }
     match classify(&row, now) {
         JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
-            mint(s, row, holder, ttl, now)
+            mint(s, row, holder, ttl, now, given)
         }
         JobState::Requested | JobState::Expired => Err(Error::NotClaimable(format!(
             "job {} has used all {} attempts",
@@ -638,7 +669,7 @@ pub(crate) fn claim_next(
 ) -> Result<Option<Minted>> {
     // The head of the queue is almost always claimable (the scan already
     // leaves out leases still held): read one row first.
-    Ok(claim_next_scan(s, production, holder, ttl, 1)?.pop())
+    Ok(claim_next_scan(s, production, holder, ttl, 1, None)?.pop())
 }
 
 /// Claim up to `n` (1 ..= [`validate::MAX_BATCH`]) claimable jobs in queue
@@ -653,16 +684,18 @@ pub(crate) fn claim_next_many(
     n: usize,
 ) -> Result<Vec<Minted>> {
     validate::batch(n)?;
-    claim_next_scan(s, production, holder, ttl, n)
+    claim_next_scan(s, production, holder, ttl, n, None)
 }
 
-/// The claim-next rule for `n` claims (see [`claim_next`]).
+/// The claim-next rule for `n` claims (see [`claim_next`]); `given`: the
+/// secret of a single claim under a [`ClaimRequest`].
 fn claim_next_scan(
     s: &mut Session,
     production: &str,
     holder: &str,
     ttl: Ttl,
     n: usize,
+    given: Option<&Secret>,
 ) -> Result<Vec<Minted>> {
     validate::id("production", production)?;
     validate::holder(holder)?;
@@ -709,7 +742,7 @@ fn claim_next_scan(
             match classify(&row, now) {
                 JobState::Claimed => continue,
                 JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
-                    let (c, m) = minted(row, holder, ttl, now)?;
+                    let (c, m) = minted(row, holder, ttl, now, given.filter(|_| n == 1))?;
                     changes.push(c);
                     out.push(m);
                     if out.len() == n {
@@ -802,17 +835,25 @@ fn checked(row: Option<JobRow>, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> 
     }
 }
 
-/// One claimant transition: sample, check the lease, decide, write.
-fn transition<T>(
+/// One claimant transition: sample, check the lease, decide, write; with
+/// `replay`, a refusal is answered with `replay`'s recorded outcome when
+/// the lease itself already made this transition (see [`replayed_or`]).
+fn transition_or_replay<T>(
     s: &mut Session,
     key: &LeaseKey<'_>,
     decide: impl FnOnce(JobRow, i64) -> Result<(Change, T)>,
-) -> Result<T> {
+    replay: Option<impl FnOnce(&mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
+) -> Result<Applied<T>> {
     let now = s.guarded_sample()?;
-    let row = current(s.txn.as_mut(), key, now)?;
-    let (c, out) = decide(row, now)?;
-    write(s, c)?;
-    Ok(out)
+    let row = s.txn.job(key.production, key.job)?;
+    let kept = replay.as_ref().and(row.clone());
+    match checked(row, key, now).and_then(|row| decide(row, now)) {
+        Ok((c, out)) => {
+            write(s, c)?;
+            Ok(Applied::fresh(out))
+        }
+        Err(e) => replayed_or(s.txn.as_mut(), e, key, kept.as_ref(), now, replay),
+    }
 }
 
 /// Many claimant transitions in one operation: `valid(i)` checks item `i`'s
@@ -822,14 +863,19 @@ fn transition<T>(
 /// result per item: a refused item (invalid, a second item on the same job,
 /// or a lease the rules refuse) writes nothing. The outer error means the
 /// whole operation failed (clock rollback, store, busy).
-pub(crate) fn transition_many<T>(
+///
+/// With `replay`, each refused item is answered with `replay(i, ..)`'s
+/// recorded outcome when its lease already made the transition (see
+/// [`replayed_or`]).
+pub(crate) fn transition_many_applied<T>(
     s: &mut Session,
     keys: &[LeaseKey<'_>],
     mut valid: impl FnMut(usize) -> Result<()>,
     mut decide: impl FnMut(usize, JobRow, i64) -> Result<(Change, T)>,
-) -> Result<Vec<Result<T>>> {
+    mut replay: Option<impl FnMut(usize, &mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
+) -> Result<Vec<Result<Applied<T>>>> {
     validate::batch(keys.len())?;
-    let mut out: Vec<Option<Result<T>>> = keys.iter().map(|_| None).collect();
+    let mut out: Vec<Option<Result<Applied<T>>>> = keys.iter().map(|_| None).collect();
     let mut seen = std::collections::HashSet::new();
     let mut todo = Vec::new();
     for (i, k) in keys.iter().enumerate() {
@@ -856,12 +902,25 @@ pub(crate) fn transition_many<T>(
         }
         let mut changes = Vec::with_capacity(todo.len());
         for (&i, row) in todo.iter().zip(rows) {
+            let kept = replay.as_ref().and(row.clone());
             match checked(row, &keys[i], now).and_then(|row| decide(i, row, now)) {
                 Ok((c, v)) => {
                     changes.push(c);
-                    out[i] = Some(Ok(v));
+                    out[i] = Some(Ok(Applied::fresh(v)));
                 }
-                Err(e) => out[i] = Some(Err(e)),
+                Err(e) => {
+                    let r = replay
+                        .as_mut()
+                        .map(|f| |t: &mut dyn Txn, r: &JobRow, n| f(i, t, r, n));
+                    out[i] = Some(replayed_or(
+                        s.txn.as_mut(),
+                        e,
+                        &keys[i],
+                        kept.as_ref(),
+                        now,
+                        r,
+                    ));
+                }
             }
         }
         write_many(s, &changes)?;
@@ -913,9 +972,16 @@ pub(crate) fn renewed(mut row: JobRow, now: i64, ttl: Ttl) -> Result<(Change, i6
     Ok((c, new))
 }
 
-/// Renew one lease (see [`renewed`]).
-pub(crate) fn renew(s: &mut Session, key: &LeaseKey<'_>, ttl: Ttl) -> Result<i64> {
-    transition(s, key, |row, now| renewed(row, now, ttl))
+/// Renew one lease (see [`renewed`]); with `replay`, a renewal this lease already made to the
+/// expiry this one asks for is answered as a replay ([`renewal_replay`]).
+pub(crate) fn renew_applied(
+    s: &mut Session,
+    key: &LeaseKey<'_>,
+    ttl: Ttl,
+    replay: bool,
+) -> Result<Applied<i64>> {
+    let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, now| renewal_replay(t, row, now, ttl));
+    transition_or_replay(s, key, |row, now| renewed(row, now, ttl), r)
 }
 
 /// The deadline of a lease that ends (release, fail, complete): its expiry.
@@ -947,9 +1013,15 @@ pub(crate) fn released(mut row: JobRow, now: i64) -> Result<(Change, JobState)> 
     Ok((c, state))
 }
 
-/// Release one lease (see [`released`]).
-pub(crate) fn release(s: &mut Session, key: &LeaseKey<'_>) -> Result<JobState> {
-    transition(s, key, released)
+/// Release one lease (see [`released`]); with `replay`, a release this lease already made is
+/// answered as a replay ([`release_replay`]).
+pub(crate) fn release_applied(
+    s: &mut Session,
+    key: &LeaseKey<'_>,
+    replay: bool,
+) -> Result<Applied<JobState>> {
+    let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| release_replay(t, row));
+    transition_or_replay(s, key, released, r)
 }
 
 /// Fail: back to requested if retryable and attempts remain, else failed.
@@ -1002,17 +1074,31 @@ pub(crate) fn failed(
     Ok((c, state))
 }
 
-/// Fail one lease (see [`failed`]), naming a retry delay or not.
-pub(crate) fn fail(
+/// Fail one lease (see [`failed`]), naming a retry delay or not; with
+/// `replay`, a failure this lease already recorded with the
+/// same reason, permanence and retry delay is answered as a replay
+/// ([`failure_replay`]).
+pub(crate) fn fail_applied(
     s: &mut Session,
     key: &LeaseKey<'_>,
     reason: &str,
     permanent: bool,
     retry_after: Option<Delay>,
-) -> Result<JobState> {
+    replay: bool,
+) -> Result<Applied<JobState>> {
     validate::reason(reason)?;
     let now = s.guarded_sample()?;
-    let row = current(s.txn.as_mut(), key, now)?;
+    let row = s.txn.job(key.production, key.job)?;
+    let kept = if replay { row.clone() } else { None };
+    let row = match checked(row, key, now) {
+        Ok(row) => row,
+        Err(e) => {
+            let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| {
+                failure_replay(t, row, reason, permanent, retry_after)
+            });
+            return replayed_or(s.txn.as_mut(), e, key, kept.as_ref(), now, r);
+        }
+    };
     // The production's back-off is read only when nothing closer decides.
     let fallback = if retry_after.is_none() && row.backoff.is_none() {
         s.txn.production(&row.production)?.and_then(|p| p.backoff)
@@ -1021,7 +1107,7 @@ pub(crate) fn fail(
     };
     let (c, state) = failed(row, now, reason, permanent, retry_after, fallback)?;
     write(s, c)?;
-    Ok(state)
+    Ok(Applied::fresh(state))
 }
 
 /// The default back-off of each production the leases belong to, for
@@ -1110,16 +1196,29 @@ pub(crate) fn completed(
 }
 
 /// Complete one lease and publish facts plus provenance in the same
-/// transaction; an execution's nonce is accepted once.
-pub(crate) fn complete(
+/// transaction; an execution's nonce is accepted once. With `replay`, a
+/// completion this lease already made with
+/// the same facts is answered as a replay ([`completion_replay`]).
+pub(crate) fn complete_applied(
     s: &mut Session,
     key: &LeaseKey<'_>,
     facts: &[Fact],
     exec: Option<&Execution>,
-) -> Result<()> {
+    replay: bool,
+) -> Result<Applied<()>> {
     valid_completion(facts, exec)?;
     let now = s.guarded_sample()?;
-    let row = current(s.txn.as_mut(), key, now)?;
+    let row = s.txn.job(key.production, key.job)?;
+    let kept = if replay { row.clone() } else { None };
+    let row = match checked(row, key, now) {
+        Ok(row) => row,
+        Err(e) => {
+            let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| {
+                completion_replay(t, row, facts, exec)
+            });
+            return replayed_or(s.txn.as_mut(), e, key, kept.as_ref(), now, r);
+        }
+    };
     if let Some(e) = exec {
         let claim_id = row.claim_id.unwrap_or_default();
         if !s
@@ -1133,7 +1232,8 @@ pub(crate) fn complete(
         }
     }
     let (c, ()) = completed(row, now, facts, exec)?;
-    write(s, c)
+    write(s, c)?;
+    Ok(Applied::fresh(()))
 }
 
 /// Coordinator cancel of one job. Cancelling a cancelled job is a no-op;
@@ -1395,4 +1495,305 @@ pub(crate) fn delete_production_step(
     }
     s.txn.reclaim_space()?;
     Ok((counts, done))
+}
+
+// ---------------------------------------------------------------------------
+// Idempotent calls (docs/design.md, "Idempotent calls"): claims under a
+// request ID, and transitions answered with what their lease recorded.
+
+/// The message prefix of the `busy` refusal of a claim whose request ID a
+/// concurrent claim took first: retrying the same request answers with
+/// that claim ([`crate::retry`] retries it automatically).
+pub(crate) const REQUEST_RACE: &str = "another claim under the same request ID";
+
+/// The digest of a claim's arguments, compared with a retry's.
+fn request_args(kind: &str, job: &str, holder: &str, ttl: Ttl) -> Vec<u8> {
+    let mut h = Sha256::new();
+    for part in [kind, job, holder, &ttl.as_micros().to_string()] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    h.finalize().to_vec()
+}
+
+/// A claim under `req` that was already made: `Ok(None)` if the request ID
+/// is new; `conflict` if it was used with other arguments or another
+/// secret; else the claim it made while that is current (nothing changes),
+/// or that claim's own refusal ([`checked`]: `stale_lease`,
+/// `lease_expired`, `lease_closed`, `cancelled`).
+fn claim_replay(
+    s: &mut Session,
+    production: &str,
+    req: &ClaimRequest,
+    args: &[u8],
+    now: i64,
+) -> Result<Option<Minted>> {
+    let Some(r) = s.txn.claim_request(production, req.request_id())? else {
+        return Ok(None);
+    };
+    let id = req.request_id();
+    if r.args_digest != args {
+        return Err(Error::Conflict(format!(
+            "request ID {id:?} of production {production:?} was used for a claim with other \
+             arguments"
+        )));
+    }
+    if !req.secret.matches(Some(&r.secret_digest)) {
+        return Err(Error::Conflict(format!(
+            "request ID {id:?} of production {production:?} was used with another secret"
+        )));
+    }
+    let key = LeaseKey {
+        production,
+        job: &r.job,
+        claim_id: Some(r.claim_id),
+        secret: &req.secret,
+    };
+    let row = current(s.txn.as_mut(), &key, now)?;
+    Ok(Some(Minted {
+        production: r.production,
+        job: r.job,
+        claim_id: r.claim_id,
+        attempt: row.attempts,
+        holder: row.holder.unwrap_or_default(),
+        expires_us: row.expires_us.unwrap_or_default(),
+        secret: req.secret.clone(),
+    }))
+}
+
+/// Record the claim `m` made under `req`; a concurrent claim that took the
+/// request ID first makes this one `busy` (rolled back: the retry answers
+/// with that claim).
+fn record_request(
+    s: &mut Session,
+    req: &ClaimRequest,
+    args: Vec<u8>,
+    m: &Minted,
+    now: i64,
+) -> Result<()> {
+    let fresh = s.txn.insert_claim_request(&crate::store::RequestRow {
+        production: m.production.clone(),
+        request_id: req.request_id().to_owned(),
+        job: m.job.clone(),
+        claim_id: m.claim_id,
+        secret_digest: req.secret.digest().to_vec(),
+        args_digest: args,
+        created_us: now,
+    })?;
+    if fresh {
+        Ok(())
+    } else {
+        Err(Error::Busy(format!(
+            "{REQUEST_RACE} {:?} committed first; retry to get its lease",
+            req.request_id()
+        )))
+    }
+}
+
+/// Claim a named job under a request ID (see [`ClaimRequest`]).
+pub(crate) fn claim_with(
+    s: &mut Session,
+    production: &str,
+    job: &str,
+    holder: &str,
+    ttl: Ttl,
+    req: &ClaimRequest,
+) -> Result<Applied<Minted>> {
+    validate::id("production", production)?;
+    validate::id("job", job)?;
+    validate::holder(holder)?;
+    validate::id("request ID", req.request_id())?;
+    let now = s.guarded_sample()?;
+    let args = request_args("claim", job, holder, ttl);
+    if let Some(m) = claim_replay(s, production, req, &args, now)? {
+        return Ok(Applied::replay(m));
+    }
+    let m = claim_minting(s, production, job, holder, ttl, Some(&req.secret))?;
+    record_request(s, req, args, &m, now)?;
+    Ok(Applied::fresh(m))
+}
+
+/// Claim-next under a request ID (see [`ClaimRequest`]); `Ok(None)` inside
+/// when nothing is claimable (the request ID stays unused).
+pub(crate) fn claim_next_with(
+    s: &mut Session,
+    production: &str,
+    holder: &str,
+    ttl: Ttl,
+    req: &ClaimRequest,
+) -> Result<Applied<Option<Minted>>> {
+    validate::id("production", production)?;
+    validate::holder(holder)?;
+    validate::id("request ID", req.request_id())?;
+    let now = s.guarded_sample()?;
+    let args = request_args("claim-next", "", holder, ttl);
+    if let Some(m) = claim_replay(s, production, req, &args, now)? {
+        return Ok(Applied::replay(Some(m)));
+    }
+    let m = claim_next_scan(s, production, holder, ttl, 1, Some(&req.secret))?.pop();
+    if let Some(m) = &m {
+        record_request(s, req, args, m, now)?;
+    }
+    Ok(Applied::fresh(m))
+}
+
+/// Whether the refusal `e` of a claimant transition may be a replay: the
+/// lease has ended (`lease_closed`) or a renewal moved nothing
+/// (`not_extended`, `hold_limit`) while the lease is still the job's
+/// claim with the same secret digest. Then `replay` compares what the
+/// lease recorded with what this call asks: `Some` is the recorded outcome
+/// (a replay, nothing changes), `None` keeps the refusal, an error (a
+/// `conflict`: the same lease recorded other facts) replaces it. Every
+/// other refusal stands.
+fn replayed_or<T>(
+    txn: &mut dyn Txn,
+    e: Error,
+    key: &LeaseKey<'_>,
+    row: Option<&JobRow>,
+    now: i64,
+    replay: Option<impl FnOnce(&mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
+) -> Result<Applied<T>> {
+    let eligible = matches!(
+        e,
+        Error::LeaseClosed(_) | Error::NotExtended(_) | Error::HoldLimit(_)
+    );
+    match (replay, row) {
+        (Some(f), Some(row))
+            if eligible
+                && key.claim_id.is_some()
+                && row.claim_id == key.claim_id
+                && key.secret.matches(row.secret_digest.as_deref()) =>
+        {
+            match f(txn, row, now)? {
+                Some(v) => Ok(Applied::replay(v)),
+                None => Err(e),
+            }
+        }
+        _ => Err(e),
+    }
+}
+
+/// The event with which this row's claim last changed it, if it is the
+/// job's latest change (an event pruned since answers nothing).
+fn ending_event(txn: &mut dyn Txn, row: &JobRow) -> Result<Option<crate::model::Event>> {
+    let Some(claim) = row.claim_id else {
+        return Ok(None);
+    };
+    Ok(txn
+        .last_claim_event(&row.production, &row.job, &claim)?
+        .filter(|ev| ev.at_us == row.updated_us))
+}
+
+/// A renewal refused because the lease already has the expiry this one
+/// asks for (`min(now + ttl, hold limit)`), set by its own latest renewal:
+/// that expiry.
+pub(crate) fn renewal_replay(
+    txn: &mut dyn Txn,
+    row: &JobRow,
+    now: i64,
+    ttl: Ttl,
+) -> Result<Option<i64>> {
+    let current = row.expires_us.unwrap_or(i64::MIN);
+    let wanted = now.saturating_add(ttl.as_micros());
+    let limit = row
+        .max_hold_us
+        .map(|h| row.claimed_us.unwrap_or(now).saturating_add(h));
+    let target = limit.map_or(wanted, |l| wanted.min(l));
+    if target != current {
+        return Ok(None);
+    }
+    Ok(ending_event(txn, row)?
+        .filter(|ev| ev.kind == EventKind::Renewed && ev.expires_us == Some(current))
+        .map(|_| current))
+}
+
+/// A release this lease already made: the state it left.
+pub(crate) fn release_replay(txn: &mut dyn Txn, row: &JobRow) -> Result<Option<JobState>> {
+    Ok(ending_event(txn, row)?
+        .filter(|ev| ev.kind == EventKind::Released)
+        .map(|_| row.state.as_job_state()))
+}
+
+/// A failure this lease already recorded: the state it left if the reason,
+/// permanence and retry delay are the same, `conflict` if they differ.
+pub(crate) fn failure_replay(
+    txn: &mut dyn Txn,
+    row: &JobRow,
+    reason: &str,
+    permanent: bool,
+    retry_after: Option<Delay>,
+) -> Result<Option<JobState>> {
+    let Some(ev) = ending_event(txn, row)?.filter(|ev| ev.kind == EventKind::Failed) else {
+        return Ok(None);
+    };
+    let was_permanent = ev.detail.starts_with("permanent: ");
+    let recorded = row.last_error.as_deref().unwrap_or("");
+    let same_reason = if reason.is_empty() {
+        recorded == "failed" || recorded == FAILED_LAST
+    } else {
+        recorded == reason
+    };
+    let same_delay = match retry_after {
+        None => true,
+        Some(d) if row.state == Stored::Requested => {
+            row.due_us.unwrap_or(row.updated_us) == row.updated_us.saturating_add(d.as_micros())
+        }
+        Some(_) => true,
+    };
+    if was_permanent == permanent && same_reason && same_delay {
+        Ok(Some(row.state.as_job_state()))
+    } else {
+        Err(Error::Conflict(format!(
+            "the lease on {} already failed the job with another reason, permanence or retry delay",
+            name(row)
+        )))
+    }
+}
+
+/// A completion this lease already made: `Some(())` if its caller facts
+/// (and execution record) are the ones given, `conflict` if they differ.
+pub(crate) fn completion_replay(
+    txn: &mut dyn Txn,
+    row: &JobRow,
+    facts: &[Fact],
+    exec: Option<&Execution>,
+) -> Result<Option<()>> {
+    if row.state != Stored::Completed {
+        return Ok(None);
+    }
+    let stored = txn.facts(&row.production, Some(&row.job))?;
+    let mut had: Vec<(&str, &str)> = stored
+        .iter()
+        .filter(|f| !f.key.starts_with("tenure.") || f.key.starts_with("tenure.exec."))
+        .map(|f| (f.key.as_str(), f.value.as_str()))
+        .collect();
+    let exec_facts: Vec<(String, String)> = exec
+        .map(|e| {
+            vec![
+                ("tenure.exec.nonce".to_owned(), e.nonce.to_string()),
+                ("tenure.exec.output".to_owned(), e.output_path.clone()),
+                ("tenure.exec.sha256".to_owned(), e.output_sha256.clone()),
+                ("tenure.exec.size".to_owned(), e.output_size.to_string()),
+                (
+                    "tenure.exec.exit_status".to_owned(),
+                    e.exit_status.to_string(),
+                ),
+            ]
+        })
+        .unwrap_or_default();
+    let mut asked: Vec<(&str, &str)> = facts
+        .iter()
+        .map(|f| (f.key.as_str(), f.value.as_str()))
+        .chain(exec_facts.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .collect();
+    had.sort_unstable();
+    asked.sort_unstable();
+    if had == asked {
+        Ok(Some(()))
+    } else {
+        Err(Error::Conflict(format!(
+            "the lease on {} already completed the job with other facts",
+            name(row)
+        )))
+    }
 }

@@ -17,7 +17,7 @@ use crate::ttl::{Backoff, Delay};
 use uuid::Uuid;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +139,28 @@ pub(crate) struct Tombstone {
     pub state: Stored,
     pub pruned_us: i64,
 }
+
+/// A claim made under a caller's request ID (schema 5): what a retry of the
+/// same request is compared with and which claim it answers with
+/// ([`crate::rules::claim_with`]). Kept as long as its job row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RequestRow {
+    pub production: String,
+    pub request_id: String,
+    pub job: String,
+    pub claim_id: Uuid,
+    /// The digest of the client-generated secret the claim was made with.
+    pub secret_digest: Vec<u8>,
+    /// SHA-256 of the request's arguments (kind, named job, holder, TTL).
+    pub args_digest: Vec<u8>,
+    pub created_us: i64,
+}
+
+/// The message prefix of [`crate::Error::Store`] when the connection to a
+/// store server broke (sent, reset, or refused while connecting): the one
+/// failure after which an idempotent call is retried automatically
+/// ([`crate::retry`]).
+pub(crate) const CONNECTION_LOST: &str = "lost the connection to the store server";
 
 /// An event before the store assigns its sequence number.
 #[derive(Debug, Clone)]
@@ -372,6 +394,22 @@ pub(crate) trait Txn: Send {
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()>;
     fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<PublishedFact>>;
+    /// The claim recorded under `request_id` in `production` (schema 5).
+    fn claim_request(&mut self, production: &str, request_id: &str) -> Result<Option<RequestRow>>;
+    /// Record a claim made under a request ID unless the ID is taken; false
+    /// if it is (a concurrent claim with the same ID committed first; on
+    /// PostgreSQL the insert waits for it).
+    fn insert_claim_request(&mut self, row: &RequestRow) -> Result<bool>;
+    /// The newest event of one job naming `claim_id` (`None` if there is
+    /// none, or it was pruned): how a refused claimant transition tells
+    /// whether its own lease already made it.
+    fn last_claim_event(
+        &mut self,
+        production: &str,
+        job: &str,
+        claim_id: &Uuid,
+    ) -> Result<Option<Event>>;
+
     /// Record an execution nonce; false if it was already used.
     fn insert_nonce(
         &mut self,

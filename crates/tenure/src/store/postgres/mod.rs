@@ -166,7 +166,7 @@ pub(crate) use url::redact;
 
 use super::{
     backoff_cols, backoff_from_cols, Backend, JobFacts, JobRow, LiveScan, NewEvent, ProductionRow,
-    Stored, Tombstone, Txn, SCHEMA_VERSION,
+    RequestRow, Stored, Tombstone, Txn, SCHEMA_VERSION,
 };
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
@@ -506,6 +506,24 @@ CREATE INDEX jobs_ready ON tenure.jobs (production, priority DESC, seq)
 CREATE INDEX jobs_parked ON tenure.jobs (production, due_us) WHERE parked;
 "#;
 
+/// Schema 5: request IDs (see the SQLite backend's `MIGRATE_4_TO_5`, the
+/// same change): one row per claim made under a caller's request ID,
+/// removed with its job. Additive; run once, inside the guarded
+/// transaction that checked the version.
+const MIGRATE_4_TO_5: &str = r#"
+CREATE TABLE IF NOT EXISTS tenure.claim_requests (
+    production    TEXT NOT NULL,
+    request_id    TEXT NOT NULL,
+    job           TEXT NOT NULL,
+    claim_id      TEXT NOT NULL,
+    secret_digest BYTEA NOT NULL CHECK (length(secret_digest) = 32),
+    args_digest   BYTEA NOT NULL,
+    created_us    BIGINT NOT NULL,
+    PRIMARY KEY (production, request_id)
+);
+CREATE INDEX IF NOT EXISTS claim_requests_by_job ON tenure.claim_requests (production, job);
+"#;
+
 /// The stored schema version, or `None` if there is no tenure schema.
 fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     let exists: bool = c
@@ -606,11 +624,14 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(v @ (2 | 3)) => {
+            Some(v @ (2..=4)) => {
                 if v == 2 {
                     c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 }
-                c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
+                if v <= 3 {
+                    c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
+                }
+                c.batch_execute(MIGRATE_4_TO_5).map_err(map_err)?;
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -639,6 +660,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 c.batch_execute(SCHEMA_V2).map_err(map_err)?;
                 c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
+                c.batch_execute(MIGRATE_4_TO_5).map_err(map_err)?;
                 c.execute(
                     "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -1847,6 +1869,11 @@ impl Txn for PgTxn {
              WHERE n.production = d.p AND n.job = d.j",
             &[&prods, &names],
         )?;
+        self.execute(
+            "DELETE FROM tenure.claim_requests q USING unnest($1::text[], $2::text[]) AS d(p, j)
+             WHERE q.production = d.p AND q.job = d.j",
+            &[&prods, &names],
+        )?;
         Ok(facts)
     }
 
@@ -1979,6 +2006,63 @@ impl Txn for PgTxn {
                 value: r.get(3),
             })
             .collect())
+    }
+
+    fn claim_request(&mut self, production: &str, request_id: &str) -> Result<Option<RequestRow>> {
+        let rows = self.query(
+            "SELECT production, request_id, job, claim_id, secret_digest, args_digest, created_us
+             FROM tenure.claim_requests WHERE production = $1 AND request_id = $2",
+            &[&production, &request_id],
+        )?;
+        rows.first()
+            .map(|r| {
+                Ok(RequestRow {
+                    production: r.get(0),
+                    request_id: r.get(1),
+                    job: r.get(2),
+                    claim_id: uuid_col(r, 3)?
+                        .ok_or_else(|| bad("request without a claim ID".into()))?,
+                    secret_digest: r.get(4),
+                    args_digest: r.get(5),
+                    created_us: r.get(6),
+                })
+            })
+            .transpose()
+    }
+
+    fn insert_claim_request(&mut self, row: &RequestRow) -> Result<bool> {
+        let n = self.execute(
+            "INSERT INTO tenure.claim_requests (production, request_id, job, claim_id,
+                 secret_digest, args_digest, created_us)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (production, request_id) DO NOTHING",
+            &[
+                &row.production,
+                &row.request_id,
+                &row.job,
+                &row.claim_id.to_string(),
+                &row.secret_digest,
+                &row.args_digest,
+                &row.created_us,
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn last_claim_event(
+        &mut self,
+        production: &str,
+        job: &str,
+        claim_id: &Uuid,
+    ) -> Result<Option<Event>> {
+        let rows = self.query(
+            "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
+                    expires_us, detail
+             FROM tenure.events WHERE production = $1 AND job = $2 AND claim_id = $3
+             ORDER BY seq DESC LIMIT 1",
+            &[&production, &job, &claim_id.to_string()],
+        )?;
+        rows.first().map(event_row).transpose()
     }
 
     fn insert_nonce(

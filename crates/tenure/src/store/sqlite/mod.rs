@@ -10,8 +10,8 @@
 mod writer_queue;
 
 use super::{
-    backoff_cols, backoff_from_cols, Backend, JobRow, LiveScan, NewEvent, ProductionRow, Stored,
-    Tombstone, Txn, SCHEMA_VERSION,
+    backoff_cols, backoff_from_cols, Backend, JobRow, LiveScan, NewEvent, ProductionRow,
+    RequestRow, Stored, Tombstone, Txn, SCHEMA_VERSION,
 };
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
@@ -312,6 +312,22 @@ CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
 CREATE INDEX jobs_parked ON jobs (production, due_us) WHERE parked = 1;
 ";
 
+/// Schema 5 (request IDs): the claims made under a caller's request ID,
+/// one row per request, removed with their job. Additive only.
+const MIGRATE_4_TO_5: &str = "
+CREATE TABLE IF NOT EXISTS claim_requests (
+    production    TEXT NOT NULL,
+    request_id    TEXT NOT NULL,
+    job           TEXT NOT NULL,
+    claim_id      TEXT NOT NULL,
+    secret_digest BLOB NOT NULL CHECK (length(secret_digest) = 32),
+    args_digest   BLOB NOT NULL,
+    created_us    INTEGER NOT NULL,
+    PRIMARY KEY (production, request_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, job);
+";
+
 /// How many free pages one reclaim step gives back (4 KiB each).
 const RECLAIM_PAGES: u32 = 512;
 
@@ -320,6 +336,7 @@ fn create_current(conn: &Connection) -> Result<()> {
     conn.execute_batch(SCHEMA_V2)?;
     conn.execute_batch(MIGRATE_2_TO_3)?;
     conn.execute_batch(MIGRATE_3_TO_4)?;
+    conn.execute_batch(MIGRATE_4_TO_5)?;
     Ok(())
 }
 
@@ -355,8 +372,13 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             2 => {
                 conn.execute_batch(MIGRATE_2_TO_3)?;
                 conn.execute_batch(MIGRATE_3_TO_4)?;
+                conn.execute_batch(MIGRATE_4_TO_5)?;
             }
-            3 => conn.execute_batch(MIGRATE_3_TO_4)?,
+            3 => {
+                conn.execute_batch(MIGRATE_3_TO_4)?;
+                conn.execute_batch(MIGRATE_4_TO_5)?;
+            }
+            4 => conn.execute_batch(MIGRATE_4_TO_5)?,
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
             v => {
@@ -1187,6 +1209,8 @@ impl Txn for SqliteTxn {
                 .execute([&row.production, &row.job])? as u64;
             c.prepare_cached("DELETE FROM nonces WHERE production = ?1 AND job = ?2")?
                 .execute([&row.production, &row.job])?;
+            c.prepare_cached("DELETE FROM claim_requests WHERE production = ?1 AND job = ?2")?
+                .execute([&row.production, &row.job])?;
         }
         Ok(facts)
     }
@@ -1346,6 +1370,69 @@ impl Txn for SqliteTxn {
                 collect(rows)
             }
         }
+    }
+
+    fn claim_request(&mut self, production: &str, request_id: &str) -> Result<Option<RequestRow>> {
+        let mut st = self.c().prepare_cached(
+            "SELECT production, request_id, job, claim_id, secret_digest, args_digest, created_us
+             FROM claim_requests WHERE production = ?1 AND request_id = ?2",
+        )?;
+        let row = st
+            .query_row([production, request_id], |r| {
+                Ok(RequestRow {
+                    production: r.get(0)?,
+                    request_id: r.get(1)?,
+                    job: r.get(2)?,
+                    claim_id: uuid_col(r, 3)?
+                        .ok_or_else(|| bad_col(3, "request without a claim ID".into()))?,
+                    secret_digest: r.get(4)?,
+                    args_digest: r.get(5)?,
+                    created_us: r.get(6)?,
+                })
+            })
+            .optional()?;
+        Ok(row)
+    }
+
+    fn insert_claim_request(&mut self, row: &RequestRow) -> Result<bool> {
+        let n = self
+            .c()
+            .prepare_cached(
+                "INSERT INTO claim_requests (production, request_id, job, claim_id,
+                     secret_digest, args_digest, created_us)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (production, request_id) DO NOTHING",
+            )?
+            .execute(params![
+                row.production,
+                row.request_id,
+                row.job,
+                row.claim_id.to_string(),
+                row.secret_digest,
+                row.args_digest,
+                row.created_us
+            ])?;
+        Ok(n == 1)
+    }
+
+    fn last_claim_event(
+        &mut self,
+        production: &str,
+        job: &str,
+        claim_id: &Uuid,
+    ) -> Result<Option<Event>> {
+        // Newest first along the production's events: the event sought is
+        // the job's last one, so the walk stops at it.
+        let mut st = self.c().prepare_cached(concat!(
+            "SELECT ",
+            event_cols!(),
+            " FROM events INDEXED BY events_by_production
+             WHERE production = ?1 AND job = ?2 AND claim_id = ?3
+             ORDER BY seq DESC LIMIT 1"
+        ))?;
+        Ok(st
+            .query_row(params![production, job, claim_id.to_string()], event_row)
+            .optional()?)
     }
 
     fn insert_nonce(

@@ -1,0 +1,349 @@
+//! Idempotent calls on both backends (docs/design.md, "Idempotent calls"):
+//! claims under a request ID replay the same lease while it is current and
+//! get its own error after; transitions retried after they committed (an
+//! imported copy of the lease stands for the caller that never heard the
+//! answer) are answered with what was recorded, and a replay with other
+//! facts, another secret or other arguments is a conflict that changes
+//! nothing.
+mod common;
+use common::*;
+use tenure::*;
+
+fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
+    r.expect_err("expected an error").code()
+}
+
+fn count_events(a: &Authority) -> usize {
+    a.events(0, MAX_PAGE).unwrap().len()
+}
+
+/// A second handle on the same lease whose local state never heard of the
+/// first handle's calls: what a caller retrying after a lost answer holds.
+fn lost_answer_copy(a: &Authority, l: &Lease) -> Lease {
+    a.import_lease(l.export_token().unwrap().expose()).unwrap()
+}
+
+fn fact(k: &str, v: &str) -> Fact {
+    Fact::new(k, v)
+}
+
+#[test]
+fn a_claim_retried_under_its_request_id_returns_the_same_lease_and_changes_nothing() {
+    let env = Env::with_jobs(3, 3);
+    let a = &env.auth;
+    let req = ClaimRequest::new("req-1").unwrap();
+    let first = a.claim_with("p", "j1", "w", secs(10), &req).unwrap();
+    assert!(!first.replayed);
+    let (view, events) = (a.job("p", "j1").unwrap(), count_events(a));
+    env.clock.advance(1_000);
+    let again = a.claim_with("p", "j1", "w", secs(10), &req).unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.value.claim_id(), first.value.claim_id());
+    assert_eq!(again.value.attempt(), 1);
+    assert_eq!(again.value.expires_us(), first.value.expires_us());
+    assert_eq!(a.job("p", "j1").unwrap(), view, "no attempt consumed");
+    assert_eq!(count_events(a), events);
+    // The replayed lease is the lease: it completes the job.
+    again.value.complete(&[]).unwrap();
+    assert_eq!(code(first.value.release()), ErrorCode::LeaseClosed);
+
+    let next = ClaimRequest::new("req-2").unwrap();
+    let n1 = a.claim_next_with("p", "w", secs(10), &next).unwrap();
+    assert_eq!((n1.value.job(), n1.replayed), ("j0", false));
+    let events = count_events(a);
+    let n2 = a.claim_next_with("p", "w", secs(10), &next).unwrap();
+    assert!(n2.replayed);
+    assert_eq!(
+        n2.value.job(),
+        "j0",
+        "claim-next replays its job, not the next one"
+    );
+    assert_eq!(n2.value.claim_id(), n1.value.claim_id());
+    assert_eq!(count_events(a), events);
+    assert_eq!(a.job("p", "j2").unwrap().attempts, 0);
+}
+
+#[test]
+fn a_request_id_with_another_secret_or_other_arguments_is_a_conflict_and_changes_nothing() {
+    let env = Env::with_jobs(2, 3);
+    let a = &env.auth;
+    let req = ClaimRequest::new("req").unwrap();
+    let l = a.claim_with("p", "j0", "w", secs(10), &req).unwrap().value;
+    let (view, events) = (a.job("p", "j0").unwrap(), count_events(a));
+    let other_secret = ClaimRequest::new("req").unwrap();
+    assert_eq!(
+        code(a.claim_with("p", "j0", "w", secs(10), &other_secret)),
+        ErrorCode::Conflict
+    );
+    for r in [
+        a.claim_with("p", "j1", "w", secs(10), &req),
+        a.claim_with("p", "j0", "w2", secs(10), &req),
+        a.claim_with("p", "j0", "w", secs(11), &req),
+        a.claim_next_with("p", "w", secs(10), &req),
+    ] {
+        assert_eq!(code(r), ErrorCode::Conflict);
+    }
+    assert_eq!(a.job("p", "j0").unwrap(), view);
+    assert_eq!(a.job("p", "j1").unwrap().attempts, 0);
+    assert_eq!(count_events(a), events);
+    // The same ID in another production is another request.
+    a.create_production("q").unwrap();
+    a.submit("q", &JobSpec::new("j0", b"x".to_vec())).unwrap();
+    assert!(
+        !a.claim_with("q", "j0", "w", secs(10), &req)
+            .unwrap()
+            .replayed
+    );
+    l.release().unwrap();
+}
+
+#[test]
+fn bad_request_ids_are_invalid_arguments() {
+    for bad in ["", " x", "a/b", "über", &"x".repeat(129)] {
+        assert_eq!(
+            code(ClaimRequest::new(bad)),
+            ErrorCode::InvalidArgument,
+            "{bad:?}"
+        );
+    }
+    let ok = ClaimRequest::new("worker-7@host:3.r+1").unwrap();
+    assert_eq!(ok.request_id(), "worker-7@host:3.r+1");
+    let dbg = format!("{ok:?}");
+    assert!(
+        dbg.contains("worker-7@host:3.r+1") && !dbg.contains("secret:"),
+        "{dbg}"
+    );
+}
+
+#[test]
+fn a_claim_retried_after_its_claim_ended_gets_that_claims_error() {
+    let env = Env::with_jobs(4, 3);
+    let a = &env.auth;
+    let mk = |id: &str, job: &str| {
+        let r = ClaimRequest::new(id).unwrap();
+        let l = a.claim_with("p", job, "w", secs(10), &r).unwrap().value;
+        (r, l)
+    };
+    let (r0, l0) = mk("r0", "j0");
+    l0.complete(&[]).unwrap();
+    assert_eq!(
+        code(a.claim_with("p", "j0", "w", secs(10), &r0)),
+        ErrorCode::LeaseClosed
+    );
+    let (r1, l1) = mk("r1", "j1");
+    l1.release().unwrap();
+    let taken = a.claim("p", "j1", "other", secs(10)).unwrap();
+    assert_eq!(
+        code(a.claim_with("p", "j1", "w", secs(10), &r1)),
+        ErrorCode::StaleLease
+    );
+    assert_eq!(a.job("p", "j1").unwrap().claim_id, Some(taken.claim_id()));
+    let (r2, _l2) = mk("r2", "j2");
+    a.cancel("p", "j2").unwrap();
+    assert_eq!(
+        code(a.claim_with("p", "j2", "w", secs(10), &r2)),
+        ErrorCode::Cancelled
+    );
+    let (r3, _l3) = mk("r3", "j3");
+    env.clock.advance(11_000_000);
+    let events = count_events(a);
+    assert_eq!(
+        code(a.claim_with("p", "j3", "w", secs(10), &r3)),
+        ErrorCode::LeaseExpired
+    );
+    assert_eq!(a.job("p", "j3").unwrap().attempts, 1, "no attempt consumed");
+    assert_eq!(count_events(a), events);
+}
+
+#[test]
+fn transitions_retried_after_they_committed_are_replays_with_the_recorded_outcome() {
+    let env = Env::with_jobs(4, 5);
+    let a = &env.auth;
+    // Release.
+    let l = a.claim("p", "j0", "w", secs(10)).unwrap();
+    let retry = lost_answer_copy(a, &l);
+    assert_eq!(l.release().unwrap(), JobState::Requested);
+    let events = count_events(a);
+    let r = retry.release_idempotent().unwrap();
+    assert_eq!((r.value, r.replayed), (JobState::Requested, true));
+    assert_eq!(retry.status(), LeaseStatus::Closed);
+    assert_eq!(count_events(a), events);
+    // The plain call keeps its error.
+    let again = lost_answer_copy(a, &a.claim("p", "j0", "w", secs(10)).unwrap());
+    again.release().unwrap();
+    assert_eq!(
+        code(lost_answer_copy_of_closed(a, "j0")),
+        ErrorCode::StaleLease
+    );
+
+    // Fail: same reason and permanence is a replay; another is a conflict.
+    let l = a.claim("p", "j1", "w", secs(10)).unwrap();
+    let (retry, other) = (lost_answer_copy(a, &l), lost_answer_copy(a, &l));
+    assert_eq!(l.fail("disk full", false).unwrap(), JobState::Requested);
+    let (view, events) = (a.job("p", "j1").unwrap(), count_events(a));
+    assert_eq!(
+        code(other.fail_idempotent("disk full", true)),
+        ErrorCode::Conflict
+    );
+    assert_eq!(
+        code(other.fail_idempotent("other", false)),
+        ErrorCode::Conflict
+    );
+    assert_eq!(code(other.release_idempotent()), ErrorCode::LeaseClosed);
+    let r = retry.fail_idempotent("disk full", false).unwrap();
+    assert_eq!((r.value, r.replayed), (JobState::Requested, true));
+    assert_eq!(a.job("p", "j1").unwrap(), view);
+    assert_eq!(count_events(a), events);
+
+    // Complete: same facts is a replay; other facts a conflict.
+    let l = a.claim("p", "j2", "w", secs(10)).unwrap();
+    let (retry, other) = (lost_answer_copy(a, &l), lost_answer_copy(a, &l));
+    let facts = [fact("out", "s3://x"), fact("rows", "7")];
+    l.complete(&facts).unwrap();
+    let (published, events) = (a.facts("p", "j2").unwrap(), count_events(a));
+    assert_eq!(
+        code(other.complete_idempotent(&[fact("out", "s3://y"), fact("rows", "7")])),
+        ErrorCode::Conflict
+    );
+    assert_eq!(
+        code(other.complete_idempotent(&facts[..1])),
+        ErrorCode::Conflict
+    );
+    assert_eq!(code(other.complete(&facts)), ErrorCode::LeaseClosed);
+    let reordered = [fact("rows", "7"), fact("out", "s3://x")];
+    let r = retry.complete_idempotent(&reordered).unwrap();
+    assert!(r.replayed);
+    assert_eq!(a.facts("p", "j2").unwrap(), published, "applied once");
+    assert_eq!(count_events(a), events);
+
+    // A lease that is not the job's claim any more stays stale.
+    let l = a.claim("p", "j3", "w", secs(10)).unwrap();
+    let retry = lost_answer_copy(a, &l);
+    l.release().unwrap();
+    let _next = a.claim("p", "j3", "w2", secs(10)).unwrap();
+    assert_eq!(code(retry.release_idempotent()), ErrorCode::StaleLease);
+}
+
+/// A fresh claim's copy of job `job`, released through another copy.
+fn lost_answer_copy_of_closed(a: &Authority, job: &str) -> Result<JobState> {
+    let l = a.claim("p", job, "w", secs(10)).unwrap();
+    let copy = lost_answer_copy(a, &l);
+    l.release().unwrap();
+    let _other = a.claim("p", job, "w3", secs(10)).unwrap();
+    copy.release_idempotent().map(|a| a.value)
+}
+
+#[test]
+fn a_renewal_retried_after_it_committed_returns_the_expiry_it_set() {
+    let env = Env::new();
+    let a = &env.auth;
+    a.create_production("p").unwrap();
+    let limit = Delay::from_micros(15_000_000).unwrap();
+    a.submit("p", &JobSpec::new("j", b"x".to_vec()).max_hold(limit))
+        .unwrap();
+    let l = a.claim("p", "j", "w", secs(10)).unwrap();
+    let retry = lost_answer_copy(a, &l);
+    env.clock.advance(1_000_000);
+    // Capped by the hold limit: a retry asks for the same capped expiry.
+    l.renew(secs(20)).unwrap();
+    let capped = l.expires_us();
+    assert_eq!(capped, T0 + 15_000_000);
+    let events = count_events(a);
+    env.clock.advance(1_000);
+    assert_eq!(code(retry.renew(secs(20))), ErrorCode::HoldLimit);
+    let r = retry.renew_idempotent(secs(20)).unwrap();
+    assert_eq!((r.value, r.replayed), (capped, true));
+    assert_eq!(retry.expires_us(), capped);
+    assert_eq!(count_events(a), events);
+    // A shorter renewal is not the one that set the expiry: refused.
+    assert_eq!(
+        code(retry.renew_idempotent(secs(1))),
+        ErrorCode::NotExtended
+    );
+
+    // Without a limit, a retry in the same microsecond replays; later, it
+    // simply renews again.
+    a.submit("p", &JobSpec::new("k", b"x".to_vec())).unwrap();
+    let l = a.claim("p", "k", "w", secs(10)).unwrap();
+    let retry = lost_answer_copy(a, &l);
+    env.clock.advance(1_000);
+    l.renew(secs(10)).unwrap();
+    let set = l.expires_us();
+    let r = retry.renew_idempotent(secs(10)).unwrap();
+    assert_eq!((r.value, r.replayed), (set, true));
+    env.clock.advance(1_000);
+    let r = retry.renew_idempotent(secs(10)).unwrap();
+    assert_eq!((r.value, r.replayed), (set + 1_000, false));
+}
+
+#[test]
+fn batched_calls_give_each_lease_its_replay_outcome() {
+    let env = Env::with_jobs(4, 3);
+    let a = &env.auth;
+    let ls = a.claim_next_many("p", "w", secs(10), 4).unwrap();
+    let copies: Vec<Lease> = ls.iter().map(|l| lost_answer_copy(a, l)).collect();
+    let facts = [fact("k", "v")];
+    ls[0].complete(&facts).unwrap();
+    ls[1].release().unwrap();
+    let events = count_events(a);
+    let out = a
+        .complete_many_idempotent(&[
+            (&copies[0], &facts[..]),
+            (&copies[1], &facts[..]),
+            (&copies[2], &facts[..]),
+        ])
+        .unwrap();
+    assert!(out[0].as_ref().unwrap().replayed);
+    assert_eq!(out[1].as_ref().unwrap_err().code(), ErrorCode::LeaseClosed);
+    assert!(!out[2].as_ref().unwrap().replayed);
+    assert_eq!(
+        count_events(a),
+        events + 1,
+        "only the fresh completion wrote"
+    );
+    let out = a
+        .release_many_idempotent(&[&copies[1], &copies[3]])
+        .unwrap();
+    let out: Vec<(JobState, bool)> = out
+        .into_iter()
+        .map(|r| r.map(|x| (x.value, x.replayed)).unwrap())
+        .collect();
+    assert_eq!(
+        out,
+        [(JobState::Requested, true), (JobState::Requested, false)]
+    );
+    // The plain batched call keeps the lease_closed answer (ls[2] never
+    // heard of the completion its copy made).
+    assert_eq!(
+        a.complete_many(&[(&ls[2], &facts[..])]).unwrap()[0]
+            .as_ref()
+            .unwrap_err()
+            .code(),
+        ErrorCode::LeaseClosed
+    );
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn request_records_go_with_their_job() {
+    if skip_on_postgres("reads the SQLite file") {
+        return;
+    }
+    let env = Env::with_jobs(1, 3);
+    let a = &env.auth;
+    let req = ClaimRequest::new("r").unwrap();
+    a.claim_with("p", "j0", "w", secs(10), &req)
+        .unwrap()
+        .value
+        .complete(&[])
+        .unwrap();
+    let rows = || -> i64 {
+        rusqlite::Connection::open(env.path())
+            .unwrap()
+            .query_row("SELECT count(*) FROM claim_requests", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(rows(), 1);
+    a.delete_production("p").unwrap();
+    assert_eq!(rows(), 0);
+}
