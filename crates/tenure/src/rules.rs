@@ -1604,6 +1604,10 @@ pub(crate) fn claim_with(
     validate::holder(holder)?;
     validate::id("request ID", req.request_id())?;
     let now = s.guarded_sample()?;
+    // The job's lock first: a claim under this request that is still
+    // committing elsewhere (its answer lost) has then committed, and its
+    // record is visible to the lookup.
+    s.txn.job(production, job)?;
     let args = request_args("claim", job, holder, ttl);
     if let Some(m) = claim_replay(s, production, req, &args, now)? {
         return Ok(Applied::replay(m));

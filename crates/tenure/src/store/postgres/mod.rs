@@ -159,6 +159,7 @@
 //!   tenure always is, it writes.
 
 mod listen;
+mod retry;
 mod tls;
 mod url;
 
@@ -275,8 +276,8 @@ fn map_err(e: postgres::Error) -> Error {
             db.message()
         ));
     }
-    if e.is_closed() {
-        return Error::Store("the connection to the PostgreSQL server is closed".into());
+    if retry::is_lost(&e) {
+        return retry::lost(format_args!("PostgreSQL: {e}"));
     }
     Error::Store(format!("PostgreSQL: {e}"))
 }

@@ -541,11 +541,16 @@ fn attempt(
 }
 
 fn failed(mode: Mode, e: &postgres::Error) -> Error {
-    Error::Store(format!(
+    let what = format!(
         "cannot connect to the PostgreSQL server (sslmode={}): {}",
         mode.name(),
         describe(e)
-    ))
+    );
+    if super::retry::is_lost(e) {
+        super::retry::lost(what)
+    } else {
+        Error::Store(what)
+    }
 }
 
 /// The connection error with its causes (the rustls reason of a failed
