@@ -311,3 +311,77 @@ exit 0"#;
     assert!(text.contains("show=0"), "{text}\n{}", out.stderr());
     assert!(text.contains("\"requested\""), "{text}");
 }
+
+#[test]
+fn census_bad_request_ids_are_invalid_argument_and_claim_nothing() {
+    let s = Store::with_jobs(&["j"]);
+    let long = "r".repeat(129);
+    let tok = s.path("never.token");
+    for id in ["", " r", "a/b", long.as_str()] {
+        s.try_claim(
+            &[
+                "--job",
+                "j",
+                "--holder",
+                "w",
+                "--ttl",
+                "5m",
+                "--request-id",
+                id,
+            ],
+            &tok,
+        )
+        .fails(code(ErrorCode::InvalidArgument));
+        assert!(!tok.exists(), "{id:?}");
+    }
+    s.try_claim(
+        &[
+            "--holder",
+            "w",
+            "--ttl",
+            "5m",
+            "--count",
+            "2",
+            "--request-id",
+            "r",
+        ],
+        &tok,
+    )
+    .fails(2);
+    assert_eq!(s.job("j")["attempts"], 0);
+    // A claim under a request ID; another process reusing the ID has
+    // another secret: conflict, nothing claimed, no token left.
+    let first = s.path("first.token");
+    s.try_claim(
+        &[
+            "--job",
+            "j",
+            "--holder",
+            "w",
+            "--ttl",
+            "5m",
+            "--request-id",
+            "r-1",
+        ],
+        &first,
+    )
+    .ok();
+    assert!(first.exists());
+    let second = s.path("second.token");
+    s.try_claim(
+        &[
+            "--job",
+            "j",
+            "--holder",
+            "w",
+            "--ttl",
+            "5m",
+            "--request-id",
+            "r-1",
+        ],
+        &second,
+    )
+    .fails(code(ErrorCode::Conflict));
+    assert!(!second.exists());
+    assert_eq!(s.job("j")["attempts"], 1);
+}

@@ -38,6 +38,11 @@ pub struct Args {
     /// Claim up to N (1-1000) next jobs in one batched claim, one token file each.
     #[arg(long, value_name = "N")]
     count: Option<usize>,
+    /// Claim under this request ID (an ID like a job ID): the claim is
+    /// retried automatically if the connection to a server breaks, and
+    /// answered with the lease it made. Not with --count.
+    #[arg(long, value_name = "ID")]
+    request_id: Option<String>,
 }
 
 /// The receipt of a committed claim: the lease and where its token went.
@@ -192,7 +197,17 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
         ));
     };
     let ttl = ttl(&a.ttl)?;
+    let request = a
+        .request_id
+        .as_deref()
+        .map(tenure::ClaimRequest::new)
+        .transpose()?;
     if let Some(n) = a.count {
+        if request.is_some() {
+            return Err(usage(
+                "--request-id names one claim; it cannot be combined with --count",
+            ));
+        }
         if a.job.is_some() {
             return Err(usage(
                 "--count claims the next jobs; it cannot be combined with --job",
@@ -204,9 +219,15 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     // Reserve the file before the claim commits: O_CREAT|O_EXCL, 0600.
     let file = reserve(&path)?;
     let production = &a.p.production;
-    let claimed = match &a.job {
-        Some(j) => auth.claim(production, j, &a.holder, ttl),
-        None => auth.claim_next(production, &a.holder, ttl),
+    let claimed = match (&a.job, &request) {
+        (Some(j), None) => auth.claim(production, j, &a.holder, ttl),
+        (None, None) => auth.claim_next(production, &a.holder, ttl),
+        (Some(j), Some(r)) => auth
+            .claim_with(production, j, &a.holder, ttl, r)
+            .map(|x| x.value),
+        (None, Some(r)) => auth
+            .claim_next_with(production, &a.holder, ttl, r)
+            .map(|x| x.value),
     };
     let lease = match claimed {
         Ok(l) => l,
