@@ -347,3 +347,57 @@ fn request_records_go_with_their_job() {
     a.delete_production("p").unwrap();
     assert_eq!(rows(), 0);
 }
+
+#[test]
+fn a_v2_store_migrates_to_request_ids() {
+    if skip_on_postgres("SQLite fixture") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(include_str!("fixtures/v2_store.sql"))
+        .unwrap();
+    let clock = ManualClock::new(T0);
+    let a = Authority::open(&path, &Options::new().clock(clock)).unwrap();
+    assert_eq!(a.migrated_from(), 2);
+    let req = ClaimRequest::new("after-migration").unwrap();
+    let l = a.claim_next_with("old", "w", secs(10), &req).unwrap();
+    assert_eq!((l.value.job(), l.replayed), ("waiting", false));
+    let again = a.claim_next_with("old", "w", secs(10), &req).unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.value.claim_id(), l.value.claim_id());
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn a_schema_4_store_migrates_to_request_ids() {
+    let env = Env::with_jobs(1, 3);
+    let l = env.auth.claim("p", "j0", "w", secs(10)).unwrap();
+    match &env.pg {
+        Some(db) => pg::client(&db.url)
+            .batch_execute(
+                "DROP TABLE tenure.claim_requests;
+                 UPDATE tenure.meta SET value = 4 WHERE key = 'schema_version';",
+            )
+            .unwrap(),
+        None => rusqlite::Connection::open(env.path())
+            .unwrap()
+            .execute_batch("DROP TABLE claim_requests; PRAGMA user_version = 4;")
+            .unwrap(),
+    }
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 4);
+    l.release().unwrap();
+    let req = ClaimRequest::new("r").unwrap();
+    let first = a.claim_with("p", "j0", "w", secs(10), &req).unwrap();
+    assert!(
+        a.claim_with("p", "j0", "w", secs(10), &req)
+            .unwrap()
+            .replayed
+    );
+    assert_eq!(first.value.attempt(), 2);
+    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+    assert!(a.check().unwrap().ok());
+}
