@@ -387,6 +387,14 @@ typedef uint32_t tenure_synchronous;
 typedef struct tenure_authority tenure_authority;
 
 /**
+ * A claim's request ID with the secret the claim will carry, generated in
+ * this process when the handle is made (ABI 1.1). Pass the same handle to
+ * retry a claim whose answer was lost. Thread-safe; the secret never
+ * leaves it.
+ */
+typedef struct tenure_claim_request tenure_claim_request;
+
+/**
  * One write transaction holding the writer lock until commit or abort.
  * Use from one thread at a time (calls are serialized by a mutex).
  * `tenure_edit_commit()` and `tenure_edit_abort()` finish the transaction;
@@ -1787,6 +1795,93 @@ tenure_status tenure_edit_fail_retry_after(const struct tenure_edit *edit,
                                            const char *reason,
                                            int64_t delay_us,
                                            tenure_job_state *out_state);
+
+/**
+ * Make a claim request (ABI 1.1): `request_id` is an ID like a job ID
+ * (`TENURE_INVALID_ARGUMENT` otherwise); a fresh secret is generated.
+ * `*out_request` receives a handle to free with
+ * `tenure_claim_request_free()`.
+ */
+tenure_status tenure_claim_request_new(const char *request_id,
+                                       struct tenure_claim_request **out_request);
+
+/**
+ * Free a claim request (NULL is a no-op; ABI 1.1).
+ */
+void tenure_claim_request_free(struct tenure_claim_request *request);
+
+/**
+ * Claim job `job` of `production` as `tenure_authority_claim()` does,
+ * under `request` (ABI 1.1). A retry with the same request handle answers
+ * with the same lease while that claim is current (`*out_replayed` true,
+ * nothing changes), else with that claim's own status
+ * (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`, `TENURE_LEASE_CLOSED`,
+ * `TENURE_CANCELLED`); the same request ID with another secret or other
+ * arguments is `TENURE_CONFLICT`. Retried automatically when the
+ * connection to a PostgreSQL server breaks. `*out_lease` receives an
+ * active lease to free with `tenure_lease_free()`.
+ */
+tenure_status tenure_authority_claim_with(const struct tenure_authority *authority,
+                                          const char *production,
+                                          const char *job,
+                                          const char *holder,
+                                          int64_t ttl_us,
+                                          const struct tenure_claim_request *request,
+                                          struct tenure_lease **out_lease,
+                                          bool *out_replayed);
+
+/**
+ * Claim the next claimable job as `tenure_authority_claim_next()` does,
+ * under `request` (ABI 1.1; replays as `tenure_authority_claim_with()`).
+ */
+tenure_status tenure_authority_claim_next_with(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const char *holder,
+                                               int64_t ttl_us,
+                                               const struct tenure_claim_request *request,
+                                               struct tenure_lease **out_lease,
+                                               bool *out_replayed);
+
+/**
+ * Renew as `tenure_lease_renew()` does, as an idempotent call (ABI 1.1):
+ * a renewal this lease already made to the expiry this one asks for is a
+ * replay. `*out_expires_us` receives the lease's expiry, `*out_replayed`
+ * whether it was a replay.
+ */
+tenure_status tenure_lease_renew_idempotent(const struct tenure_lease *lease,
+                                            int64_t ttl_us,
+                                            int64_t *out_expires_us,
+                                            bool *out_replayed);
+
+/**
+ * Release as `tenure_lease_release()` does, as an idempotent call (ABI
+ * 1.1): if this lease already released the job, `*out_state` receives the
+ * state it left and `*out_replayed` is true.
+ */
+tenure_status tenure_lease_release_idempotent(const struct tenure_lease *lease,
+                                              tenure_job_state *out_state,
+                                              bool *out_replayed);
+
+/**
+ * Fail as `tenure_lease_fail()` does, as an idempotent call (ABI 1.1): a
+ * failure this lease already recorded with the same reason and permanence
+ * is a replay; another reason or permanence is `TENURE_CONFLICT`.
+ */
+tenure_status tenure_lease_fail_idempotent(const struct tenure_lease *lease,
+                                           const char *reason,
+                                           bool permanent,
+                                           tenure_job_state *out_state,
+                                           bool *out_replayed);
+
+/**
+ * Complete as `tenure_lease_complete()` does, as an idempotent call (ABI
+ * 1.1): a completion this lease already made with the same facts (in any
+ * order) is a replay; other facts are `TENURE_CONFLICT`.
+ */
+tenure_status tenure_lease_complete_idempotent(const struct tenure_lease *lease,
+                                               const struct tenure_fact *facts,
+                                               size_t n_facts,
+                                               bool *out_replayed);
 
 #ifdef __cplusplus
 }  // extern "C"

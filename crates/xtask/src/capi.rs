@@ -700,6 +700,7 @@ pub fn c_tests() -> Result {
             "retention",
             "batch",
             "schedule",
+            "idempotent",
         ],
         &[],
     )?;

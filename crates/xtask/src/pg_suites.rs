@@ -45,6 +45,7 @@ const C_SUITES: &[&str] = &[
     "wait",
     "batch",
     "schedule",
+    "idempotent",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
 /// `test_main.cpp` first (the summary names the others).
