@@ -349,6 +349,7 @@ using ProductionListFree = Free<tenure_production_list, &tenure_production_list_
 using FactListFree = Free<tenure_fact_list, &tenure_fact_list_free>;
 using EventListFree = Free<tenure_event_list, &tenure_event_list_free>;
 using WaitCancelFree = Free<tenure_wait_cancel, &tenure_wait_cancel_free>;
+using ClaimRequestFree = Free<tenure_claim_request, &tenure_claim_request_free>;
 using KeeperFree = Free<tenure_keeper, &tenure_keeper_free>;
 using JobOptionsFree = Free<tenure_job_options, &tenure_job_options_free>;
 
@@ -872,6 +873,45 @@ class WaitCancel {
   std::unique_ptr<tenure_wait_cancel, detail::WaitCancelFree> h_;
 };
 
+// ---------------------------------------------------------------------------
+// Idempotent calls (ABI 1.1; docs/design.md, "Idempotent calls")
+// ---------------------------------------------------------------------------
+
+/// The outcome of an idempotent call: its value and whether it was a
+/// replay of an earlier call that had already committed (nothing changed).
+template <class T>
+struct Applied {
+  T value;
+  bool replayed;
+};
+
+/// A claim's request ID with the secret the claim will carry, generated in
+/// this process (`tenure_claim_request`). Pass the same object to retry a
+/// claim whose answer was lost: `Authority::claim_with` then returns the
+/// same lease while it is current. Move-only; thread-safe.
+class ClaimRequest {
+ public:
+  /// A request with a fresh secret; the ID is validated like a job ID
+  /// (`InvalidArgument`).
+  explicit ClaimRequest(std::string_view request_id) {
+    const std::string id = detail::cstr(request_id, "request ID");
+    tenure_claim_request* raw = nullptr;
+    check(tenure_claim_request_new(id.c_str(), &raw));
+    h_.reset(raw);
+  }
+  ClaimRequest(ClaimRequest&&) noexcept = default;
+  ClaimRequest& operator=(ClaimRequest&&) noexcept = default;
+  ClaimRequest(const ClaimRequest&) = delete;
+  ClaimRequest& operator=(const ClaimRequest&) = delete;
+  ~ClaimRequest() = default;
+
+  /// The C handle (still owned by this object).
+  tenure_claim_request* capi() const noexcept { return h_.get(); }
+
+ private:
+  std::unique_ptr<tenure_claim_request, detail::ClaimRequestFree> h_;
+};
+
 /// What a `Keeper` is doing (`tenure_keeper_state`).
 enum class KeeperState : std::uint32_t {
   Running = TENURE_KEEPER_RUNNING,
@@ -1006,6 +1046,42 @@ class Lease {
     std::vector<std::string> keep;
     const std::vector<tenure_fact> c = detail::c_facts(facts, keep);
     check(tenure_lease_complete(h_.get(), c.empty() ? nullptr : c.data(), c.size()));
+  }
+  /// `renew` as an idempotent call: a renewal this lease already made to
+  /// the expiry this one asks for is a replay. Returns the expiry.
+  template <class Rep, class Period>
+  Applied<time_point> renew_idempotent(std::chrono::duration<Rep, Period> ttl) const {
+    const std::int64_t us = to_micros(ttl);
+    std::int64_t exp = 0;
+    bool replayed = false;
+    check(tenure_lease_renew_idempotent(h_.get(), us, &exp, &replayed));
+    return {detail::tp(exp), replayed};
+  }
+  /// `release` as an idempotent call: a release this lease already made is
+  /// a replay with the state it left.
+  Applied<JobState> release_idempotent() const {
+    tenure_job_state st{};
+    bool replayed = false;
+    check(tenure_lease_release_idempotent(h_.get(), &st, &replayed));
+    return {static_cast<JobState>(st), replayed};
+  }
+  /// `fail` as an idempotent call: the same reason and permanence is a
+  /// replay; another is `Conflict`.
+  Applied<JobState> fail_idempotent(std::string_view reason, bool permanent = false) const {
+    const std::string r = detail::cstr(reason, "reason");
+    tenure_job_state st{};
+    bool replayed = false;
+    check(tenure_lease_fail_idempotent(h_.get(), r.c_str(), permanent, &st, &replayed));
+    return {static_cast<JobState>(st), replayed};
+  }
+  /// `complete` as an idempotent call: the same facts (any order) is a
+  /// replay (returns true); other facts are `Conflict`.
+  bool complete_idempotent(const std::vector<Fact>& facts = {}) const {
+    std::vector<std::string> keep;
+    const std::vector<tenure_fact> c = detail::c_facts(facts, keep);
+    bool replayed = false;
+    check(tenure_lease_complete_idempotent(h_.get(), c.empty() ? nullptr : c.data(), c.size(), &replayed));
+    return replayed;
   }
   /// Keep the lease alive: a `Keeper` renews it for `ttl` every `every`
   /// (shorter than `ttl`; both exact µs) until stopped, destroyed, refused,
@@ -1555,6 +1631,35 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     std::uint64_t n = 0;
     check(tenure_authority_check(h_.get(), &n));
     return n;
+  }
+  /// Claim a named job under `request` (see `ClaimRequest`): a retry with
+  /// the same request returns the same lease (`replayed`) while it is
+  /// current, else that claim's own error; the same ID with another secret
+  /// or other arguments is `Conflict`.
+  template <class Rep, class Period>
+  Applied<Lease> claim_with(std::string_view production, std::string_view job, std::string_view holder,
+                            std::chrono::duration<Rep, Period> ttl, const ClaimRequest& request) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    const std::string hd = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    bool replayed = false;
+    check(tenure_authority_claim_with(h_.get(), p.c_str(), j.c_str(), hd.c_str(), us, request.capi(), &out,
+                                      &replayed));
+    return {Lease(out), replayed};
+  }
+  /// Claim the next claimable job under `request` (as `claim_with`).
+  template <class Rep, class Period>
+  Applied<Lease> claim_next_with(std::string_view production, std::string_view holder,
+                                 std::chrono::duration<Rep, Period> ttl, const ClaimRequest& request) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string hd = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    bool replayed = false;
+    check(tenure_authority_claim_next_with(h_.get(), p.c_str(), hd.c_str(), us, request.capi(), &out, &replayed));
+    return {Lease(out), replayed};
   }
   /// Claim the next claimable job, waiting up to `timeout` (exact µs, 0 ..=
   /// 24 h; zero makes one attempt) for one: the thread sleeps until a

@@ -267,6 +267,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
                 "test_retention.cpp",
                 "test_batch.cpp",
                 "test_schedule.cpp",
+                "test_idempotent.cpp",
             ],
             &bin,
         )?;

@@ -55,6 +55,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_wait.cpp",
     "test_batch.cpp",
     "test_schedule.cpp",
+    "test_idempotent.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
