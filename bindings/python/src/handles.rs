@@ -257,6 +257,42 @@ macro_rules! pymethods_with_shared_ops {
                     .map(Lease::wrap)
             }
 
+            /// Claim a named job under ``request`` (a ``ClaimRequest``):
+            /// returns ``(lease, replayed)``. A retry with the same request
+            /// returns the same lease (``replayed`` true) while it is
+            /// current, else that claim's own error; the same ID with
+            /// another secret or other arguments is ``Conflict``.
+            fn claim_with(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                job: &str,
+                holder: &str,
+                ttl: &Bound<'_, PyAny>,
+                request: &ClaimRequest,
+            ) -> PyResult<(Lease, bool)> {
+                let ttl = convert::ttl(ttl, "ttl")?;
+                let r = &request.inner;
+                self.run_on(py, |t| on_target!(t, claim_with(production, job, holder, ttl, r)))
+                    .map(|a| (Lease::wrap(a.value), a.replayed))
+            }
+
+            /// Claim the next claimable job under ``request`` (as
+            /// ``claim_with``): returns ``(lease, replayed)``.
+            fn claim_next_with(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                holder: &str,
+                ttl: &Bound<'_, PyAny>,
+                request: &ClaimRequest,
+            ) -> PyResult<(Lease, bool)> {
+                let ttl = convert::ttl(ttl, "ttl")?;
+                let r = &request.inner;
+                self.run_on(py, |t| on_target!(t, claim_next_with(production, holder, ttl, r)))
+                    .map(|a| (Lease::wrap(a.value), a.replayed))
+            }
+
             /// Claim the next claimable job (highest priority, then oldest);
             /// ``NoJobAvailable`` when there is none.
             fn claim_next(
@@ -774,6 +810,34 @@ impl Authority {
 /// explicitly with ``release()``, ``fail()`` or ``complete()``, or let it
 /// expire. Thread-safe (e.g. a heartbeat thread renewing it); not usable in
 /// another process after ``fork()`` (hand it over with a token instead).
+/// A claim's request ID with the secret the claim will carry, generated in
+/// this process (docs/design.md, "Idempotent calls"). Pass the same object
+/// to retry a claim whose answer was lost. The secret never shows.
+#[pyclass(frozen, module = "tenure")]
+pub struct ClaimRequest {
+    inner: tenure::ClaimRequest,
+}
+
+#[pymethods]
+impl ClaimRequest {
+    /// A request with a fresh secret; ``request_id`` is validated like a
+    /// job ID (``InvalidArgument``).
+    #[new]
+    fn new(request_id: &str) -> PyResult<ClaimRequest> {
+        tenure::ClaimRequest::new(request_id)
+            .map(|inner| ClaimRequest { inner })
+            .map_err(to_py)
+    }
+    /// The request ID.
+    #[getter]
+    fn request_id(&self) -> &str {
+        self.inner.request_id()
+    }
+    fn __repr__(&self) -> String {
+        format!("ClaimRequest({:?})", self.inner.request_id())
+    }
+}
+
 #[pyclass(frozen, module = "tenure")]
 pub struct Lease {
     inner: ProcessBound<tenure::Lease>,
@@ -881,6 +945,48 @@ impl Lease {
         let facts = convert::facts(facts)?;
         let l = self.get()?;
         unlocked(py, || l.complete(&facts))
+    }
+
+    /// ``renew`` as an idempotent call: returns ``(expires_us, replayed)``;
+    /// a renewal this lease already made to the expiry this one asks for is
+    /// a replay.
+    fn renew_idempotent(&self, py: Python<'_>, ttl: &Bound<'_, PyAny>) -> PyResult<(i64, bool)> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let l = self.get()?;
+        unlocked(py, || l.renew_idempotent(ttl)).map(|a| (a.value, a.replayed))
+    }
+
+    /// ``release`` as an idempotent call: returns ``(state, replayed)``.
+    fn release_idempotent(&self, py: Python<'_>) -> PyResult<(&'static str, bool)> {
+        let l = self.get()?;
+        unlocked(py, || l.release_idempotent()).map(|a| (a.value.as_str(), a.replayed))
+    }
+
+    /// ``fail`` as an idempotent call: returns ``(state, replayed)``; the
+    /// same reason and permanence is a replay, another is ``Conflict``.
+    #[pyo3(signature = (reason = "", *, permanent = false))]
+    fn fail_idempotent(
+        &self,
+        py: Python<'_>,
+        reason: &str,
+        permanent: bool,
+    ) -> PyResult<(&'static str, bool)> {
+        let l = self.get()?;
+        unlocked(py, || l.fail_idempotent(reason, permanent))
+            .map(|a| (a.value.as_str(), a.replayed))
+    }
+
+    /// ``complete`` as an idempotent call: returns whether it was a replay;
+    /// other facts are ``Conflict``.
+    #[pyo3(signature = (facts = None))]
+    fn complete_idempotent(
+        &self,
+        py: Python<'_>,
+        facts: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let facts = convert::facts(facts)?;
+        let l = self.get()?;
+        unlocked(py, || l.complete_idempotent(&facts)).map(|a| a.replayed)
     }
 
     /// Start a keeper: a native thread that renews this lease to now +

@@ -54,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_ATTEMPTS", tenure::DEFAULT_MAX_ATTEMPTS)?;
     m.add_class::<handles::Authority>()?;
     m.add_class::<handles::Lease>()?;
+    m.add_class::<handles::ClaimRequest>()?;
     m.add_class::<handles::Edit>()?;
     m.add_class::<values::JobView>()?;
     m.add_class::<values::Event>()?;

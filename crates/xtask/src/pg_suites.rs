@@ -74,6 +74,7 @@ const PY_SUITES: &[&str] = &[
     "test_retention.py",
     "test_batch.py",
     "test_schedule.py",
+    "test_idempotent.py",
 ];
 
 /// The environment that points the harnesses at `server`.
