@@ -1088,16 +1088,12 @@ pub(crate) fn fail_applied(
 ) -> Result<Applied<JobState>> {
     validate::reason(reason)?;
     let now = s.guarded_sample()?;
-    let row = s.txn.job(key.production, key.job)?;
-    let kept = if replay { row.clone() } else { None };
-    let row = match checked(row, key, now) {
+    let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| {
+        failure_replay(t, row, reason, permanent, retry_after)
+    });
+    let row = match checked_or_replayed(s, key, now, r)? {
         Ok(row) => row,
-        Err(e) => {
-            let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| {
-                failure_replay(t, row, reason, permanent, retry_after)
-            });
-            return replayed_or(s.txn.as_mut(), e, key, kept.as_ref(), now, r);
-        }
+        Err(replayed) => return Ok(replayed),
     };
     // The production's back-off is read only when nothing closer decides.
     let fallback = if retry_after.is_none() && row.backoff.is_none() {
@@ -1208,16 +1204,11 @@ pub(crate) fn complete_applied(
 ) -> Result<Applied<()>> {
     valid_completion(facts, exec)?;
     let now = s.guarded_sample()?;
-    let row = s.txn.job(key.production, key.job)?;
-    let kept = if replay { row.clone() } else { None };
-    let row = match checked(row, key, now) {
+    let r =
+        replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| completion_replay(t, row, facts, exec));
+    let row = match checked_or_replayed(s, key, now, r)? {
         Ok(row) => row,
-        Err(e) => {
-            let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| {
-                completion_replay(t, row, facts, exec)
-            });
-            return replayed_or(s.txn.as_mut(), e, key, kept.as_ref(), now, r);
-        }
+        Err(replayed) => return Ok(replayed),
     };
     if let Some(e) = exec {
         let claim_id = row.claim_id.unwrap_or_default();
@@ -1674,6 +1665,23 @@ fn replayed_or<T>(
             }
         }
         _ => Err(e),
+    }
+}
+
+/// Read the lease's row (locked in a write transaction) and check it
+/// ([`checked`]): `Ok(Ok(row))` to transition, `Ok(Err(replay))` when
+/// `replay` answered a refusal as [`replayed_or`] says, `Err` the refusal.
+fn checked_or_replayed<T>(
+    s: &mut Session,
+    key: &LeaseKey<'_>,
+    now: i64,
+    replay: Option<impl FnOnce(&mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
+) -> Result<std::result::Result<JobRow, Applied<T>>> {
+    let row = s.txn.job(key.production, key.job)?;
+    let kept = replay.as_ref().and(row.clone());
+    match checked(row, key, now) {
+        Ok(row) => Ok(Ok(row)),
+        Err(e) => replayed_or(s.txn.as_mut(), e, key, kept.as_ref(), now, replay).map(Err),
     }
 }
 
