@@ -670,6 +670,10 @@ impl SqliteTxn {
         if !self.open {
             return Ok(());
         }
+        #[cfg(target_os = "linux")]
+        if let Some(turn) = &self.turn {
+            turn.ending();
+        }
         let r = exec(self.c(), sql);
         #[cfg(target_os = "linux")]
         {

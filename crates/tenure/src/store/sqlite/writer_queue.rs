@@ -15,8 +15,10 @@
 //!   open-file-description lock (`F_OFD_SETLK`), and waits until it can lock
 //!   byte `t - 1`, i.e. until its predecessor finished, gave up or died (the
 //!   kernel drops a dead process's locks, so a crash never wedges the queue);
-//! - the writer next in line (its predecessor holds the turn) spins for up
-//!   to 200 µs before sleeping, so a handoff rarely pays a wake-up;
+//! - a writer rings its doorbell once more when its COMMIT begins: its
+//!   successor, woken then, spins (yielding the processor between checks)
+//!   for up to 500 µs while the commit runs, so the wake-up overlaps the
+//!   commit's fsync and the handoff rarely pays a wake-up;
 //! - on finishing, it unlocks its byte and rings its doorbell, waking its
 //!   successor at once. Waiters otherwise sleep; they re-check every 20 ms
 //!   only to notice a predecessor that died without ringing (polling faster
@@ -52,8 +54,9 @@ const BYTES_BASE: i64 = MAP_LEN as i64;
 const BYTES_SPAN: u64 = 1 << 40;
 const RECHECK: Duration = Duration::from_millis(20);
 const BELLS: u64 = 64;
-/// How long the next writer in line spins before sleeping.
-const SPIN: Duration = Duration::from_micros(200);
+/// How long the next writer in line spins before sleeping: about one
+/// commit's fsync on a fast disk (a slower commit ends with a wake-up).
+const SPIN: Duration = Duration::from_micros(500);
 const BELLS_OFFSET: usize = 64;
 /// Where the work doorbell lives: right after the writer doorbells.
 pub(crate) const WORK_BELL_OFFSET: usize = BELLS_OFFSET + 4 * BELLS as usize;
@@ -212,11 +215,13 @@ impl WriterQueue {
                 ));
             }
             if self.serving().load(Ordering::Acquire) == t - 1 {
-                // Next in line: the holder is about to finish. Spin briefly
-                // instead of paying a sleep/wake-up on the handoff.
+                // Next in line: the holder is about to finish (it rang when
+                // its COMMIT began, see `WriterTurn::ending`). Spin, giving
+                // the processor away between checks, instead of paying a
+                // sleep/wake-up on the handoff.
                 let until = now + SPIN.min(deadline - now);
                 while doorbell.load(Ordering::Acquire) == bell && Instant::now() < until {
-                    std::hint::spin_loop();
+                    std::thread::yield_now();
                 }
                 if doorbell.load(Ordering::Acquire) != bell {
                     continue;
@@ -284,6 +289,17 @@ impl Drop for WriterQueue {
         unsafe {
             libc::munmap(self.map, MAP_LEN);
         }
+    }
+}
+
+impl WriterTurn {
+    /// The turn's last step (the COMMIT) begins: ring the doorbell once
+    /// already, so that a successor asleep on it wakes while the commit
+    /// runs (its fsync, at `synchronous = FULL`) and then spins for the
+    /// handoff, instead of waking only after it. The successor still waits
+    /// for this turn's lock byte.
+    pub(crate) fn ending(&self) {
+        ring(self.queue.doorbell(self.ticket));
     }
 }
 
