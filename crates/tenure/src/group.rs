@@ -8,12 +8,17 @@
 //! operation and either waits for a leader to carry it or becomes the leader
 //! itself. The leader:
 //!
+//! 0. if its previous group had more members than are queued, waits up to
+//!    [`GATHER`] for them to queue again (no lock held);
 //! 1. begins the write transaction (its turn at the fair writer queue, then
 //!    `BEGIN IMMEDIATE`), while more operations queue up behind it;
 //! 2. takes up to [`MAX_MEMBERS`] queued operations in arrival order, and
 //!    stops taking more once [`MAX_WORK`] of work has run (after at least
 //!    [`MIN_MEMBERS`]), so one process's
 //!    turn stays short and the writer lock stays fair between processes;
+//!    having taken them, it passes the lead on to the first caller still
+//!    queued, which gathers and waits for the writer lock while this group
+//!    runs and commits (so a handoff costs no wake-up after the COMMIT);
 //! 3. runs each member in its own savepoint, inside one group savepoint:
 //!    each member makes its own checks under the writer lock and takes its
 //!    own clock sample, exactly as alone; a member that fails rolls back to
@@ -28,7 +33,7 @@
 //!    unsettled then waits for the next group;
 //! 5. writes the high-water mark (every observed time, the refused members'
 //!    included) and COMMITs; then every member's outcome is published and
-//!    its caller returns. Nothing is acknowledged before that COMMIT
+//!    its caller (woken alone) returns. Nothing is acknowledged before that COMMIT
 //!    returned, and a failed COMMIT is every successful member's error.
 //!
 //! Each member's outcome is the one it would have had alone, run in the
@@ -110,8 +115,6 @@ struct State {
     queue: VecDeque<Job>,
     /// A thread is leading a group.
     leader: bool,
-    /// Slots of the jobs the leader took from the queue and has not settled.
-    taken: Vec<Arc<Slot>>,
     /// Members of the last group (the leader's estimate of how many
     /// callers are cycling through the combiner).
     last_size: usize,
@@ -179,7 +182,7 @@ impl Combiner {
         drop(st);
         loop {
             if lead {
-                self.lead(backend, clock, &slot);
+                self.lead(backend, clock);
             }
             let mut s = slot.lock();
             loop {
@@ -200,51 +203,49 @@ impl Combiner {
         }
     }
 
-    /// Lead groups until the one carrying `own` has settled, then hand the
-    /// lead to the caller first in the queue (waking that caller only), or
-    /// give it up if nobody is queued.
-    fn lead(&self, backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>, own: &Arc<Slot>) {
-        loop {
-            self.gather();
-            let began = Instant::now();
-            let r = catch_unwind(AssertUnwindSafe(|| self.group(backend, clock, began)));
-            let mut st = self.lock();
-            let outcomes = match r {
-                Ok(settled) => {
-                    for job in settled.again.into_iter().rev() {
-                        st.queue.push_front(job);
-                    }
-                    settled.outcomes
+    /// Lead one group. The lead passes on as soon as the group has taken
+    /// its members ([`hand_on`]): the next leader gathers and queues for the
+    /// writer lock while this group runs and commits, so the handoff costs
+    /// no wake-up after the COMMIT. Whoever is first in the queue then
+    /// leads (woken alone), or the next caller to queue if nobody is.
+    fn lead(&self, backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>) {
+        self.gather();
+        let began = Instant::now();
+        let taken = Mutex::new(Vec::new());
+        let handed = std::cell::Cell::new(false);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            self.group(backend, clock, began, &taken, &handed)
+        }));
+        let mut st = self.lock();
+        let outcomes = match r {
+            Ok(settled) => {
+                for job in settled.again.into_iter().rev() {
+                    st.queue.push_front(job);
                 }
-                Err(_) => {
-                    // The jobs were dropped while unwinding.
-                    let e = Error::Internal("a panic inside a commit group".into());
-                    std::mem::take(&mut st.taken)
-                        .into_iter()
-                        .map(|s| (s, Err(e.clone())))
-                        .collect()
-                }
-            };
-            st.taken.clear();
-            drop(st);
-            let mut finished = false;
-            for (slot, out) in outcomes {
-                finished |= Arc::ptr_eq(&slot, own);
-                slot.settle(out);
+                settled.outcomes
             }
-            if !finished {
-                continue;
+            Err(_) => {
+                // The jobs were dropped while unwinding.
+                let e = Error::Internal("a panic inside a commit group".into());
+                std::mem::take(&mut *taken.lock().unwrap_or_else(|p| p.into_inner()))
+                    .into_iter()
+                    .map(|s| (s, Err(e.clone())))
+                    .collect()
             }
-            let mut st = self.lock();
-            let next = st.queue.front().map(|j| j.slot.clone());
-            if next.is_none() {
-                st.leader = false;
-            }
-            drop(st);
-            if let Some(next) = next {
-                next.hand_lead();
-            }
-            return;
+        };
+        // Still the leader (the group ended before taking members), or
+        // nobody leads while jobs went back to the queue: pass the lead on.
+        let next = if !handed.get() || !st.leader {
+            hand_on(&mut st)
+        } else {
+            None
+        };
+        drop(st);
+        if let Some(next) = next {
+            next.hand_lead();
+        }
+        for (slot, out) in outcomes {
+            slot.settle(out);
         }
     }
 
@@ -277,7 +278,14 @@ impl Combiner {
     }
 
     /// Take the writer lock, then the queued jobs, and settle one group.
-    fn group(&self, backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>, began: Instant) -> Settled {
+    fn group(
+        &self,
+        backend: &Arc<dyn Backend>,
+        clock: &Arc<dyn Clock>,
+        began: Instant,
+        taken: &Mutex<Vec<Arc<Slot>>>,
+        handed: &std::cell::Cell<bool>,
+    ) -> Settled {
         let session = match Session::begin(backend, clock) {
             Ok(s) => s,
             Err(e) => {
@@ -298,14 +306,19 @@ impl Combiner {
                 };
             }
         };
-        let mut batch: Vec<Job> = {
+        let (mut batch, next) = {
             let mut st = self.lock();
             let n = st.queue.len().min(MAX_MEMBERS);
             let batch: Vec<Job> = st.queue.drain(..n).collect();
-            st.taken = batch.iter().map(|j| j.slot.clone()).collect();
+            *taken.lock().unwrap_or_else(|p| p.into_inner()) =
+                batch.iter().map(|j| j.slot.clone()).collect();
             st.last_size = n;
-            batch
+            handed.set(true);
+            (batch, hand_on(&mut st))
         };
+        if let Some(next) = next {
+            next.hand_lead();
+        }
         if batch.len() == 1 {
             let mut job = batch.pop().expect("one job");
             let out = session.single(|s| (job.work)(s));
@@ -318,6 +331,15 @@ impl Combiner {
         }
         run_members(session, batch)
     }
+}
+
+/// Pass the lead on: to the first queued caller (returned, to be woken
+/// once the state lock is released), or to nobody if none is queued (the
+/// next caller to queue leads).
+fn hand_on(st: &mut State) -> Option<Arc<Slot>> {
+    let next = st.queue.front().map(|j| j.slot.clone());
+    st.leader = next.is_some();
+    next
 }
 
 /// Run a group of two or more members in one transaction (see the module
