@@ -100,8 +100,13 @@ impl Pool {
 fn configure(conn: &Connection, sync: Synchronous, busy: Duration) -> Result<()> {
     conn.busy_timeout(busy)?;
     conn.set_prepared_statement_cache_capacity(64);
+    // Temporary files in memory: a commit group's savepoints keep the
+    // original of every page its members change (a sub-journal), which
+    // SQLite otherwise spills to a new temporary file past 64 KiB, i.e. in
+    // most groups of several members.
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF; PRAGMA trusted_schema = OFF;",
+        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF; PRAGMA trusted_schema = OFF;
+         PRAGMA temp_store = MEMORY;",
         sync.pragma()
     ))?;
     Ok(())
