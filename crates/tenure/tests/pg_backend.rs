@@ -73,6 +73,37 @@ fn newer_schema_is_refused_untouched_and_current_needs_no_migration() {
     assert_eq!(dump(&url), before);
 }
 
+/// Schema 5 rebuilt SQLite's `jobs` table only: a PostgreSQL store at 4
+/// records 5 and keeps every row as it was.
+#[test]
+fn a_schema_4_store_only_records_schema_5() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(2, 3);
+    let url = env.pg.as_ref().unwrap().url.clone();
+    pg::client(&url)
+        .execute(
+            "UPDATE tenure.meta SET value = 4 WHERE key = 'schema_version'",
+            &[],
+        )
+        .unwrap();
+    let rows = || -> Vec<String> {
+        let all = dump(&url);
+        assert!(all.iter().any(|r| r.contains("schema_version")));
+        all.into_iter()
+            .filter(|r| !r.contains("schema_version"))
+            .collect()
+    };
+    let before = rows();
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 4);
+    assert_eq!(Authority::schema_version(), 5);
+    assert_eq!(rows(), before);
+    assert!(a.check().unwrap().ok());
+    assert_eq!(env.reopen().migrated_from(), 5);
+}
+
 #[test]
 fn new_database_is_created_once_by_concurrent_openers() {
     if skip() {

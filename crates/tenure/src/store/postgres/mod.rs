@@ -20,7 +20,9 @@
 //! migrated forward in the same guarded transaction, and an older store
 //! migrates forward in that transaction too: to 3 (retention: tombstones,
 //! the history horizon, pruning's indexes) and to 4 (scheduling and hold
-//! limits, see `MIGRATE_3_TO_4`), additions only.
+//! limits, see `MIGRATE_3_TO_4`), additions only; schema 5 changed only
+//! SQLite's table (its CHECK and one partial index, see the SQLite
+//! backend's `MIGRATE_4_TO_5`), so a PostgreSQL store at 4 only records 5.
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
@@ -606,11 +608,14 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(v @ (2 | 3)) => {
+            Some(v @ (2..=4)) => {
                 if v == 2 {
                     c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 }
-                c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
+                if v <= 3 {
+                    c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
+                }
+                // Schema 5 rebuilt SQLite's `jobs` table only: nothing to do here.
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],
