@@ -159,14 +159,15 @@
 //!   tenure always is, it writes.
 
 mod listen;
+mod literal;
 mod tls;
 mod url;
 
 pub(crate) use url::redact;
 
 use super::{
-    backoff_cols, backoff_from_cols, Backend, JobFacts, JobRow, LiveScan, NewEvent, ProductionRow,
-    Stored, Tombstone, Txn, SCHEMA_VERSION,
+    backoff_cols, backoff_from_cols, Backend, ClaimStart, JobFacts, JobRow, LiveScan, Locked,
+    NewEvent, ProductionRow, Stored, Tombstone, Txn, SCHEMA_VERSION,
 };
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
@@ -186,6 +187,14 @@ macro_rules! job_cols {
         "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
          state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
          updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us"
+    };
+}
+/// How many columns `job_cols!` lists.
+const JOB_COLS: usize = 22;
+/// The server's clock in whole µs.
+macro_rules! server_sample {
+    () => {
+        "floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
     };
 }
 /// How many rows hold the high-water mark.
@@ -668,7 +677,8 @@ impl Backend for PgBackend {
             &self.pool,
             &format!(
                 "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock}; \
-                 SET LOCAL statement_timeout = {stmt}"
+                 SET LOCAL statement_timeout = {stmt}; \
+                 SET LOCAL standard_conforming_strings = on"
             ),
             true,
         )?;
@@ -722,6 +732,9 @@ struct PgTxn {
     notify: Vec<String>,
     /// The high-water mark read with `BEGIN`, until asked for.
     begin_mark: Option<i64>,
+    /// Deferred writes (see [`PgTxn::defer`]): SQL sent at the head of the
+    /// transaction's next request.
+    pending: String,
 }
 
 impl PgTxn {
@@ -760,6 +773,7 @@ impl PgTxn {
             event_reg: None,
             held: Vec::new(),
             notify: Vec::new(),
+            pending: String::new(),
         }))
     }
 
@@ -775,19 +789,42 @@ impl PgTxn {
     }
 
     fn query(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.flush()?;
         let r = self.c().query(sql, p);
         self.track(r)
     }
 
     fn execute(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        self.flush()?;
         let r = self.c().execute(sql, p);
         self.track(r)
     }
 
+    /// Send `sql` (simple query) after the deferred writes, in one request.
     fn batch(&mut self, sql: &str) -> Result<()> {
+        let sql = format!("{}{sql}", std::mem::take(&mut self.pending));
         crate::stats::round_trip();
-        let r = self.c().client.batch_execute(sql).map_err(map_err);
+        let r = self.c().client.batch_execute(&sql).map_err(map_err);
         self.track(r)
+    }
+
+    /// Defer a write whose answer nobody waits for: it is sent at the head
+    /// of the transaction's next request, at the latest with the pre-commit
+    /// check and `COMMIT` (one request for both), so a transition's writes
+    /// cost no round trip of their own. Rendered with [`literal`], as the
+    /// simple-query protocol that carries `COMMIT` takes no parameters. A
+    /// rollback to the savepoint they follow drops them unsent.
+    fn defer(&mut self, sql: &str) {
+        self.pending.push_str(sql);
+        self.pending.push_str("; ");
+    }
+
+    /// Send the deferred writes now (before a statement that may read them).
+    fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.batch("")
     }
 
     fn advisory(&mut self, class: i32, k: i32, shared: bool) -> Result<()> {
@@ -827,8 +864,14 @@ impl PgTxn {
         let Some(mut conn) = self.conn.take() else {
             return Ok(());
         };
+        let sql = if sql == "ROLLBACK" {
+            self.pending.clear();
+            sql.to_owned()
+        } else {
+            format!("{}{sql}", std::mem::take(&mut self.pending))
+        };
         crate::stats::round_trip();
-        match conn.client.batch_execute(sql) {
+        match conn.client.batch_execute(&sql) {
             Ok(()) => {
                 self.pool.give_back(conn);
                 Ok(())
@@ -1056,14 +1099,163 @@ fn jobs(rows: Vec<Row>) -> Result<Vec<JobRow>> {
 }
 
 impl Txn for PgTxn {
+    fn has_server_clock(&self) -> bool {
+        self.pool.server_clock
+    }
+
+    fn lock_jobs_sampled(
+        &mut self,
+        keys: &[(&str, &str)],
+        local_now: Option<i64>,
+    ) -> Result<Locked> {
+        let prods: Vec<&str> = keys.iter().map(|k| k.0).collect();
+        let names: Vec<&str> = keys.iter().map(|k| k.1).collect();
+        let local = local_now.filter(|_| !self.pool.server_clock);
+        // One statement: lock the rows (in seq order, as `jobs_for_update`),
+        // then sample the clock in a CTE that consumes every locked row
+        // first, so the sample is taken after any wait for a lock; the
+        // rows' productions' default back-off comes with them.
+        let rows = self.query(
+            concat!(
+                "WITH l AS MATERIALIZED (
+                     SELECT ",
+                job_cols!(),
+                " FROM tenure.jobs WHERE (production, job) IN
+                         (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
+                     ORDER BY seq FOR UPDATE),
+                 t AS MATERIALIZED (
+                     SELECT coalesce($3::bigint, ",
+                server_sample!(),
+                ") AS now FROM (SELECT count(*) AS n FROM l) c)
+                 SELECT l.*, t.now, p.backoff_base_us, p.backoff_cap_us
+                 FROM t LEFT JOIN l ON true LEFT JOIN tenure.productions p ON p.name = l.production"
+            ),
+            &[&prods, &names, &local],
+        )?;
+        let now: i64 = rows
+            .first()
+            .map(|r| r.get(JOB_COLS))
+            .ok_or_else(|| Error::Internal("the locked read gave no row".into()))?;
+        let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
+        let mut backoffs = HashMap::new();
+        for r in &rows {
+            if r.get::<_, Option<i64>>(0).is_none() {
+                continue;
+            }
+            let row = job_row(r)?;
+            let b = backoff_from_cols(r.get(JOB_COLS + 1), r.get(JOB_COLS + 2))?;
+            backoffs.insert(row.production.clone(), b);
+            found.insert((row.production.clone(), row.job.clone()), row);
+        }
+        let rows = keys
+            .iter()
+            .map(|(p, j)| found.remove(&((*p).to_owned(), (*j).to_owned())))
+            .collect();
+        Ok(Locked {
+            now,
+            rows,
+            backoffs,
+        })
+    }
+
+    fn claim_start(
+        &mut self,
+        production: &str,
+        limit: usize,
+        local_now: Option<i64>,
+    ) -> Result<ClaimStart> {
+        let k = key(&[production]);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let local = local_now.filter(|_| !self.pool.server_clock);
+        // One statement: the production's shared lock (as
+        // `production_exists`), then, in the same row, its existence and
+        // the clock sample (after the lock); the candidates are the first
+        // page of the ready jobs (`jobs_ready`) and of the parked jobs whose
+        // due time has come (`jobs_parked`), locked SKIP LOCKED in queue
+        // order with their conditions re-checked on the latest row version.
+        // Leases still held are left out (see `LiveScan::Claim`).
+        let rows = self.query(
+            concat!(
+                "WITH lk AS MATERIALIZED (
+                     SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3) AS found,
+                            coalesce($5::bigint, ",
+                server_sample!(),
+                ") AS now, l.locked::text AS locked
+                     FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked
+                           OFFSET 0) l),
+                 cand AS MATERIALIZED (
+                     (SELECT seq FROM tenure.jobs
+                      WHERE production = $3 AND state IN ('requested', 'claimed') AND NOT parked
+                        AND (state = 'requested' OR expires_us IS NULL
+                             OR expires_us <= (SELECT now FROM lk))
+                        AND (SELECT found FROM lk)
+                      ORDER BY priority DESC, seq LIMIT $4)
+                     UNION ALL
+                     (SELECT seq FROM tenure.jobs
+                      WHERE production = $3 AND parked AND due_us <= (SELECT now FROM lk)
+                        AND state IN ('requested', 'claimed') AND (SELECT found FROM lk)
+                      ORDER BY priority DESC, seq LIMIT $4)),
+                 r AS MATERIALIZED (
+                     SELECT ",
+                job_cols!(),
+                " FROM tenure.jobs
+                     WHERE seq IN (SELECT seq FROM cand) AND production = $3
+                       AND state IN ('requested', 'claimed')
+                       AND (NOT parked OR due_us <= (SELECT now FROM lk))
+                       AND (state = 'requested' OR expires_us IS NULL
+                            OR expires_us <= (SELECT now FROM lk))
+                     ORDER BY priority DESC, seq LIMIT $4
+                     FOR UPDATE SKIP LOCKED)
+                 SELECT r.*, lk.found, lk.now,
+                        EXISTS (SELECT 1 FROM tenure.jobs WHERE production = $3 AND parked
+                                AND due_us <= lk.now)
+                 FROM lk LEFT JOIN r ON true
+                 ORDER BY r.priority DESC, r.seq"
+            ),
+            &[&CLASS_PROD, &k, &production, &limit, &local],
+        )?;
+        self.held.push((CLASS_PROD, k, true, self.savepoints));
+        let first = rows
+            .first()
+            .ok_or_else(|| Error::Internal("the claim scan gave no row".into()))?;
+        let exists: bool = first.get(JOB_COLS);
+        let now: i64 = first.get(JOB_COLS + 1);
+        let due_parked: bool = first.get(JOB_COLS + 2);
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            if r.get::<_, Option<i64>>(0).is_none() {
+                continue;
+            }
+            let mut row = job_row(r)?;
+            // Due: un-parked by the statement below (the rule would see the
+            // same row after `unpark_due`).
+            row.parked = false;
+            out.push(row);
+        }
+        if due_parked {
+            // The due jobs of this production join the ready scan: sent
+            // with the next request (as `unpark_due` with `LiveScan::Claim`).
+            let sql = literal::render(
+                "UPDATE tenure.jobs SET parked = false WHERE seq IN (
+                     SELECT seq FROM tenure.jobs
+                     WHERE production = $1 AND parked AND due_us <= $2
+                     FOR UPDATE SKIP LOCKED)",
+                &[literal::text(production), literal::int(now)],
+            )?;
+            self.defer(&sql);
+        }
+        Ok(ClaimStart {
+            now,
+            exists: Some(exists),
+            rows: out,
+        })
+    }
+
     fn server_now_us(&mut self) -> Result<Option<i64>> {
         if !self.pool.server_clock {
             return Ok(None);
         }
-        let rows = self.query(
-            "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
-            &[],
-        )?;
+        let rows = self.query(concat!("SELECT ", server_sample!()), &[])?;
         Ok(rows.first().map(|r| r.get(0)))
     }
 
@@ -1391,60 +1583,75 @@ impl Txn for PgTxn {
         facts: &[JobFacts<'_>],
         events: &[NewEvent<'_>],
     ) -> Result<()> {
-        // Full row updates.
-        let seq: Vec<i64> = rows.iter().map(|r| r.seq).collect();
-        let state: Vec<&str> = rows.iter().map(|r| r.state.as_str()).collect();
-        let attempts: Vec<i64> = rows.iter().map(|r| i64::from(r.attempts)).collect();
-        let claim: Vec<Option<String>> = rows
-            .iter()
-            .map(|r| r.claim_id.map(|u| u.to_string()))
-            .collect();
-        let digest: Vec<Option<&[u8]>> = rows.iter().map(|r| r.secret_digest.as_deref()).collect();
-        let holder: Vec<Option<&str>> = rows.iter().map(|r| r.holder.as_deref()).collect();
-        let claimed: Vec<Option<i64>> = rows.iter().map(|r| r.claimed_us).collect();
-        let expires: Vec<Option<i64>> = rows.iter().map(|r| r.expires_us).collect();
-        let updated: Vec<i64> = rows.iter().map(|r| r.updated_us).collect();
-        let error: Vec<Option<&str>> = rows.iter().map(|r| r.last_error.as_deref()).collect();
-        let due: Vec<Option<i64>> = rows.iter().map(|r| r.due_us).collect();
-        let parked: Vec<bool> = rows.iter().map(|r| r.parked).collect();
-        // Expiry-only updates (renewals).
-        let x_seq: Vec<i64> = expiries.iter().map(|r| r.seq).collect();
-        let x_expires: Vec<Option<i64>> = expiries.iter().map(|r| r.expires_us).collect();
-        let x_updated: Vec<i64> = expiries.iter().map(|r| r.updated_us).collect();
-        // Facts.
-        let (mut f_prod, mut f_job, mut f_ord, mut f_key, mut f_value) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for f in facts {
-            for (i, (k, v)) in f.facts.iter().enumerate() {
-                f_prod.push(f.production);
-                f_job.push(f.job);
-                f_ord.push(i as i64);
-                f_key.push(*k);
-                f_value.push(*v);
-            }
-        }
-        // Events.
-        let e_at: Vec<i64> = events.iter().map(|e| e.at_us).collect();
-        let e_prod: Vec<&str> = events.iter().map(|e| e.production).collect();
-        let e_job: Vec<Option<&str>> = events.iter().map(|e| e.job).collect();
-        let e_kind: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-        let e_state: Vec<Option<&str>> =
-            events.iter().map(|e| e.state.map(|s| s.as_str())).collect();
-        let e_claim: Vec<Option<String>> = events
-            .iter()
-            .map(|e| e.claim_id.map(|u| u.to_string()))
-            .collect();
-        let e_holder: Vec<Option<&str>> = events.iter().map(|e| e.holder).collect();
-        let e_attempt: Vec<Option<i64>> = events.iter().map(|e| e.attempt.map(i64::from)).collect();
-        let e_expires: Vec<Option<i64>> = events.iter().map(|e| e.expires_us).collect();
-        let e_detail: Vec<&str> = events.iter().map(|e| e.detail).collect();
-        // One statement. Its data-modifying parts touch disjoint rows (the
-        // jobs are distinct). The events register the transaction's lower
-        // bound first, as the single insert does (a transaction that
-        // already holds one takes a harmless higher one); the sort consumes
-        // the whole join, so the lock is taken before any identity value
-        // is drawn (see the module docs).
-        let out = self.query(
+        use literal::{array, boolean, int, opt_bytea, opt_int, opt_text, text};
+        let uuid = |u: Option<Uuid>| opt_text(u.map(|u| u.to_string()).as_deref());
+        let col =
+            |f: &dyn Fn(&JobRow) -> literal::Lit, ty: &str| array(rows.iter().map(|r| f(r)), ty);
+        let n_facts: usize = facts.iter().map(|f| f.facts.len()).sum();
+        let fact_col = |f: &dyn Fn(&JobFacts<'_>, usize, &str, &str) -> literal::Lit, ty: &str| {
+            array(
+                facts.iter().flat_map(|jf| {
+                    jf.facts
+                        .iter()
+                        .enumerate()
+                        .map(move |(i, (k, v))| f(jf, i, k, v))
+                }),
+                ty,
+            )
+        };
+        let ev_col =
+            |f: &dyn Fn(&NewEvent<'_>) -> literal::Lit, ty: &str| array(events.iter().map(f), ty);
+        let expected = [rows.len(), expiries.len(), n_facts, events.len()].map(|n| int(n as i64));
+        let params = [
+            // Full row updates.
+            col(&|r| int(r.seq), "bigint"),
+            col(&|r| text(r.state.as_str()), "text"),
+            col(&|r| int(i64::from(r.attempts)), "bigint"),
+            col(&|r| uuid(r.claim_id), "text"),
+            col(&|r| opt_bytea(r.secret_digest.as_deref()), "bytea"),
+            col(&|r| opt_text(r.holder.as_deref()), "text"),
+            col(&|r| opt_int(r.claimed_us), "bigint"),
+            col(&|r| opt_int(r.expires_us), "bigint"),
+            col(&|r| int(r.updated_us), "bigint"),
+            col(&|r| opt_text(r.last_error.as_deref()), "text"),
+            // Expiry-only updates (renewals).
+            array(expiries.iter().map(|r| int(r.seq)), "bigint"),
+            array(expiries.iter().map(|r| opt_int(r.expires_us)), "bigint"),
+            array(expiries.iter().map(|r| int(r.updated_us)), "bigint"),
+            // Facts.
+            fact_col(&|jf, _, _, _| text(jf.production), "text"),
+            fact_col(&|jf, _, _, _| text(jf.job), "text"),
+            fact_col(&|_, i, _, _| int(i as i64), "bigint"),
+            fact_col(&|_, _, k, _| text(k), "text"),
+            fact_col(&|_, _, _, v| text(v), "text"),
+            // Events.
+            ev_col(&|e| int(e.at_us), "bigint"),
+            ev_col(&|e| text(e.production), "text"),
+            ev_col(&|e| opt_text(e.job), "text"),
+            ev_col(&|e| text(e.kind.as_str()), "text"),
+            ev_col(&|e| opt_text(e.state.map(|s| s.as_str())), "text"),
+            ev_col(&|e| uuid(e.claim_id), "text"),
+            ev_col(&|e| opt_text(e.holder), "text"),
+            ev_col(&|e| opt_int(e.attempt.map(i64::from)), "bigint"),
+            ev_col(&|e| opt_int(e.expires_us), "bigint"),
+            ev_col(&|e| text(e.detail), "text"),
+            int(EVENT_REG),
+            int(EVENT_REG_LIMIT),
+            col(&|r| opt_int(r.due_us), "bigint"),
+            col(&|r| boolean(r.parked), "bool"),
+            array(expected, "bigint"),
+        ];
+        // One statement, sent with the transaction's next request (at the
+        // latest its COMMIT). Its data-modifying parts touch disjoint rows
+        // (the jobs are distinct, and locked by this transaction). The
+        // events register the transaction's lower bound first, as the
+        // single insert does (a transaction that already holds one takes a
+        // harmless higher one); the sort consumes the whole join, so the
+        // lock is taken before any identity value is drawn (see the module
+        // docs). If any part touched other than the expected number of
+        // rows (an event sequence at its limit writes no event), the final
+        // cast fails the statement, and with it the transaction.
+        let sql = literal::render(
             concat!(
                 event_registration!("$29", "$30"),
                 ",
@@ -1454,9 +1661,7 @@ impl Txn for PgTxn {
                          holder = u.holder, claimed_us = u.claimed_us,
                          expires_us = u.expires_us, updated_us = u.updated_us,
                          last_error = u.last_error, due_us = u.due_us, parked = u.parked
-                     FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],
-                                 $5::bytea[], $6::text[], $7::bigint[], $8::bigint[],
-                                 $9::bigint[], $10::text[], $31::bigint[], $32::bool[])
+                     FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $31, $32)
                           AS u(seq, state, attempts, claim_id, secret_digest, holder,
                                claimed_us, expires_us, updated_us, last_error, due_us,
                                parked)
@@ -1465,100 +1670,40 @@ impl Txn for PgTxn {
                  exp AS (
                      UPDATE tenure.jobs j SET expires_us = u.expires_us,
                          updated_us = u.updated_us
-                     FROM unnest($11::bigint[], $12::bigint[], $13::bigint[])
-                          AS u(seq, expires_us, updated_us)
+                     FROM unnest($11, $12, $13) AS u(seq, expires_us, updated_us)
                      WHERE j.seq = u.seq
                      RETURNING 1),
                  fct AS (
                      INSERT INTO tenure.facts (production, job, ord, key, value)
-                     SELECT * FROM unnest($14::text[], $15::text[], $16::bigint[],
-                                          $17::text[], $18::text[])
+                     SELECT * FROM unnest($14, $15, $16, $17, $18)
                      RETURNING 1),
                  ev AS (
                      INSERT INTO tenure.events (at_us, production, job, kind, state,
                          claim_id, holder, attempt, expires_us, detail)
                      SELECT e.at_us, e.production, e.job, e.kind, e.state, e.claim_id,
                             e.holder, e.attempt, e.expires_us, e.detail
-                     FROM reg, unnest($19::bigint[], $20::text[], $21::text[], $22::text[],
-                                      $23::text[], $24::text[], $25::text[], $26::bigint[],
-                                      $27::bigint[], $28::text[])
+                     FROM reg, unnest($19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
                           WITH ORDINALITY AS e(at_us, production, job, kind, state,
                                                claim_id, holder, attempt, expires_us,
                                                detail, ord)
                      ORDER BY e.ord
                      RETURNING 1)
-                 SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM exp),
-                        (SELECT count(*) FROM fct), (SELECT count(*) FROM ev)"
+                 SELECT CASE WHEN c.n = $33 THEN 0 ELSE
+                     ('tenure: a batched write touched (updates, renewals, facts, events) '
+                      || c.n::text || ', not ' || $33::text
+                      || '; an event sequence past 2^48 writes no event')::int END
+                 FROM (SELECT ARRAY[(SELECT count(*) FROM upd), (SELECT count(*) FROM exp),
+                                    (SELECT count(*) FROM fct), (SELECT count(*) FROM ev)]
+                              AS n) c"
             ),
-            &[
-                &seq,
-                &state,
-                &attempts,
-                &claim,
-                &digest,
-                &holder,
-                &claimed,
-                &expires,
-                &updated,
-                &error,
-                &x_seq,
-                &x_expires,
-                &x_updated,
-                &f_prod,
-                &f_job,
-                &f_ord,
-                &f_key,
-                &f_value,
-                &e_at,
-                &e_prod,
-                &e_job,
-                &e_kind,
-                &e_state,
-                &e_claim,
-                &e_holder,
-                &e_attempt,
-                &e_expires,
-                &e_detail,
-                &EVENT_REG,
-                &EVENT_REG_LIMIT,
-                &due,
-                &parked,
-            ],
+            &params,
         )?;
-        let counts: Vec<i64> = out
-            .first()
-            .map(|r| (0..4).map(|i| r.get::<_, i64>(i)).collect())
-            .unwrap_or_default();
-        let n = |v: usize| v as i64;
-        if counts.len() == 4 && counts[3] != n(events.len()) {
-            return Err(Error::Store(format!(
-                "the event sequence has reached {EVENT_REG_LIMIT}, the most this backend \
-                 can order for tailers"
-            )));
-        }
-        if counts
-            != [
-                n(rows.len()),
-                n(expiries.len()),
-                n(f_prod.len()),
-                n(events.len()),
-            ]
-        {
-            return Err(Error::Internal(format!(
-                "a batched write touched {counts:?} rows, expected {} updates, {} renewals, \
-                 {} facts and {} events",
-                rows.len(),
-                expiries.len(),
-                f_prod.len(),
-                events.len()
-            )));
-        }
+        self.defer(&sql);
         if !events.is_empty() && self.event_reg.is_none() {
             self.event_reg = Some(self.savepoints);
         }
         Ok(())
     }
-
     fn live_jobs(
         &mut self,
         production: &str,
@@ -2033,6 +2178,8 @@ impl Txn for PgTxn {
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<()> {
+        // Writes deferred since the savepoint are dropped with it.
+        self.pending.clear();
         self.batch("ROLLBACK TO SAVEPOINT op; RELEASE SAVEPOINT op")?;
         self.failed = false;
         // A lock taken after the savepoint was released with it (and the
@@ -2083,6 +2230,7 @@ impl Txn for PgTxn {
              END $tenure$; {notify}COMMIT",
             notify = self.take_notifies()
         );
+        let sql = format!("{}{sql}", std::mem::take(&mut self.pending));
         self.open = false;
         let Some(mut conn) = self.conn.take() else {
             return Ok(None);
