@@ -1169,11 +1169,26 @@ impl Txn for PgTxn {
         let local = local_now.filter(|_| !self.pool.server_clock);
         // One statement: the production's shared lock (as
         // `production_exists`), then, in the same row, its existence and
-        // the clock sample (after the lock); the candidates are the first
-        // page of the ready jobs (`jobs_ready`) and of the parked jobs whose
-        // due time has come (`jobs_parked`), locked SKIP LOCKED in queue
-        // order with their conditions re-checked on the latest row version.
-        // Leases still held are left out (see `LiveScan::Claim`).
+        // the clock sample (after the lock); then the first page of the
+        // ready jobs (`jobs_ready`, leases still held left out: see
+        // `LiveScan::Claim`) and the first page of the parked jobs whose
+        // due time has come (`jobs_parked`), each `FOR UPDATE SKIP LOCKED`,
+        // merged in queue order; and whether the production has due parked
+        // jobs (to un-park them with the writes).
+        macro_rules! page {
+            ($cond:literal) => {
+                concat!(
+                    "SELECT ",
+                    job_cols!(),
+                    " FROM tenure.jobs
+                     WHERE production = $3 AND state IN ('requested', 'claimed') AND ",
+                    $cond,
+                    " AND (SELECT found FROM lk)
+                     ORDER BY priority DESC, seq LIMIT $4
+                     FOR UPDATE SKIP LOCKED"
+                )
+            };
+        }
         let rows = self.query(
             concat!(
                 "WITH lk AS MATERIALIZED (
@@ -1183,33 +1198,20 @@ impl Txn for PgTxn {
                 ") AS now, l.locked::text AS locked
                      FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked
                            OFFSET 0) l),
-                 cand AS MATERIALIZED (
-                     (SELECT seq FROM tenure.jobs
-                      WHERE production = $3 AND state IN ('requested', 'claimed') AND NOT parked
-                        AND (state = 'requested' OR expires_us IS NULL
-                             OR expires_us <= (SELECT now FROM lk))
-                        AND (SELECT found FROM lk)
-                      ORDER BY priority DESC, seq LIMIT $4)
-                     UNION ALL
-                     (SELECT seq FROM tenure.jobs
-                      WHERE production = $3 AND parked AND due_us <= (SELECT now FROM lk)
-                        AND state IN ('requested', 'claimed') AND (SELECT found FROM lk)
-                      ORDER BY priority DESC, seq LIMIT $4)),
-                 r AS MATERIALIZED (
-                     SELECT ",
-                job_cols!(),
-                " FROM tenure.jobs
-                     WHERE seq IN (SELECT seq FROM cand) AND production = $3
-                       AND state IN ('requested', 'claimed')
-                       AND (NOT parked OR due_us <= (SELECT now FROM lk))
-                       AND (state = 'requested' OR expires_us IS NULL
-                            OR expires_us <= (SELECT now FROM lk))
-                     ORDER BY priority DESC, seq LIMIT $4
-                     FOR UPDATE SKIP LOCKED)
+                 ready AS MATERIALIZED (",
+                page!(
+                    "NOT parked AND (state = 'requested' OR expires_us IS NULL
+                     OR expires_us <= (SELECT now FROM lk))"
+                ),
+                "),
+                 due AS MATERIALIZED (",
+                page!("parked AND due_us <= (SELECT now FROM lk)"),
+                ")
                  SELECT r.*, lk.found, lk.now,
                         EXISTS (SELECT 1 FROM tenure.jobs WHERE production = $3 AND parked
                                 AND due_us <= lk.now)
-                 FROM lk LEFT JOIN r ON true
+                 FROM lk LEFT JOIN (SELECT *, 1 AS src FROM ready
+                                    UNION ALL SELECT *, 2 AS src FROM due) r ON true
                  ORDER BY r.priority DESC, r.seq"
             ),
             &[&CLASS_PROD, &k, &production, &limit, &local],
@@ -1218,20 +1220,41 @@ impl Txn for PgTxn {
         let first = rows
             .first()
             .ok_or_else(|| Error::Internal("the claim scan gave no row".into()))?;
-        let exists: bool = first.get(JOB_COLS);
-        let now: i64 = first.get(JOB_COLS + 1);
-        let due_parked: bool = first.get(JOB_COLS + 2);
+        let exists: bool = first.get(JOB_COLS + 1);
+        let now: i64 = first.get(JOB_COLS + 2);
+        let due_parked: bool = first.get(JOB_COLS + 3);
         let mut out = Vec::with_capacity(rows.len());
+        let mut full = [0usize; 2];
         for r in &rows {
-            if r.get::<_, Option<i64>>(0).is_none() {
+            let Some(src) = r.get::<_, Option<i32>>(JOB_COLS) else {
                 continue;
-            }
+            };
             let mut row = job_row(r)?;
             // Due: un-parked by the statement below (the rule would see the
             // same row after `unpark_due`).
             row.parked = false;
-            out.push(row);
+            full[usize::from(src == 2)] += 1;
+            out.push((src, row));
         }
+        // Queue order holds only up to the last row of a page that was
+        // full (a row of the other page after it may be preceded by rows
+        // of the full one that were not read): the rows after it are left
+        // to the rule's next page, which sees them un-parked (they stay
+        // locked until this transaction ends).
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let mut seen = [0usize; 2];
+        let mut keep = Vec::with_capacity(out.len());
+        for (src, row) in out {
+            let i = usize::from(src == 2);
+            seen[i] += 1;
+            keep.push(row);
+            if full[i] >= limit && seen[i] == full[i] {
+                // The last row of a full page: nothing after it is known
+                // to be in queue order.
+                break;
+            }
+        }
+        let out = keep;
         if due_parked {
             // The due jobs of this production join the ready scan: sent
             // with the next request (as `unpark_due` with `LiveScan::Claim`).
