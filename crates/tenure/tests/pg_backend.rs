@@ -263,6 +263,79 @@ fn the_server_clock_is_the_authority_clock() {
     assert_eq!(max, a.clock().unwrap().mark_us);
 }
 
+/// Clock rule: a transition samples the server's clock after it holds the
+/// rows it locks, in the same statement. While another connection holds a
+/// job's row, a renewal, a completion, a named claim and a batched renewal
+/// of it wait; each one's sample (read back from the new expiry or the
+/// event) is not before the moment the other connection released the row.
+#[test]
+fn the_clock_is_sampled_after_the_row_lock_is_held() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    for j in ["r", "c", "n", "b"] {
+        a.submit("p", &JobSpec::new(j, vec![])).unwrap();
+    }
+    // Hold job `job`'s row on another connection for a while, run `f`
+    // meanwhile, and return the server time just before that row was
+    // released (sampled in the COMMIT's request) with `f`'s answer.
+    let held = |job: &str, f: &(dyn Fn() -> i64 + Sync)| -> (i64, i64) {
+        let mut c = pg::client(&db.url);
+        c.batch_execute("BEGIN").unwrap();
+        c.execute(
+            "SELECT 1 FROM tenure.jobs WHERE job = $1 FOR UPDATE",
+            &[&job],
+        )
+        .unwrap();
+        std::thread::scope(|sc| {
+            let h = sc.spawn(f);
+            std::thread::sleep(Duration::from_millis(400));
+            assert!(!h.is_finished(), "the call waited for the row lock");
+            let msgs = c
+                .simple_query(
+                    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint; \
+                     COMMIT",
+                )
+                .unwrap();
+            let released = msgs
+                .iter()
+                .find_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse::<i64>().ok(),
+                    _ => None,
+                })
+                .unwrap();
+            (released, h.join().unwrap())
+        })
+    };
+    let ttl = secs(60);
+    let leases: Vec<Lease> = ["r", "c", "b"]
+        .iter()
+        .map(|j| a.claim("p", j, "w", ttl).unwrap())
+        .collect();
+    let (released, expiry) = held("r", &|| {
+        leases[0].renew(secs(120)).unwrap();
+        leases[0].expires_us()
+    });
+    assert!(expiry - 120_000_000 >= released, "renewal sampled before the lock");
+    let (released, at) = held("c", &|| {
+        leases[1].complete(&[]).unwrap();
+        a.job("p", "c").unwrap().updated_us
+    });
+    assert!(at >= released, "completion sampled before the lock");
+    let (released, expiry) = held("n", &|| a.claim("p", "n", "w", ttl).unwrap().expires_us());
+    assert!(expiry - 60_000_000 >= released, "claim sampled before the lock");
+    let (released, expiry) = held("b", &|| {
+        let r = a.renew_many(&[&leases[2]], secs(120)).unwrap();
+        r.into_iter().for_each(|x| x.unwrap());
+        leases[2].expires_us()
+    });
+    assert!(expiry - 120_000_000 >= released, "batched renewal sampled before the lock");
+    assert!(a.check().unwrap().ok());
+}
+
 // ---- skew: workers under libfaketime ----
 
 fn faketime(offset: &str, mode: &str, url: &str, stdin: &str) -> String {
