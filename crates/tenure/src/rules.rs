@@ -291,8 +291,18 @@ fn cancelled_production(production: &str) -> Error {
     ))
 }
 
-/// Submit a job: same ID and content is `Existing`; different content is a conflict.
+/// Submit a job: same ID and content is `Existing`; different content is a
+/// conflict. The batch of one ([`submit_many`]), which decides it by the
+/// same rules in fewer steps.
 pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
+    submit_many(s, production, std::slice::from_ref(spec))?
+        .pop()
+        .ok_or_else(|| Error::Internal("a submission got no outcome".into()))
+}
+
+/// [`submit`] one job step by step (to a cancelled production, where only
+/// a resubmission can succeed).
+fn submit_one(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
     valid_submission(production, spec)?;
     let now = s.observe_now();
     let prod = production_row(s, production)?;
@@ -336,31 +346,22 @@ pub(crate) fn submit_many(
         valid_submission(production, spec)?;
     }
     let now = s.observe_now();
-    let prod = production_row(s, production)?;
-    if prod.cancelled_us.is_some() {
-        // Only resubmissions can succeed: the single rule decides each.
-        return specs
-            .iter()
-            .map(|spec| submit(s, production, spec))
-            .collect();
-    }
     let digests: Vec<Vec<u8>> = specs
         .iter()
         .map(|spec| Sha256::digest(&spec.payload).to_vec())
         .collect();
     let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut out: Vec<Option<Submitted>> = vec![None; specs.len()];
+    let mut repeats = Vec::new();
     let mut fresh = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         match first.get(spec.job.as_str()) {
             Some(&j) => {
                 let earlier = new_job(production, &specs[j], digests[j].clone(), now);
-                out[i] = Some(resubmitted(
-                    (&earlier).into(),
-                    production,
-                    spec,
-                    &digests[i],
-                )?);
+                repeats.push((
+                    i,
+                    resubmitted((&earlier).into(), production, spec, &digests[i]),
+                ));
             }
             None => {
                 first.insert(&spec.job, i);
@@ -373,7 +374,23 @@ pub(crate) fn submit_many(
         .map(|&i| new_job(production, &specs[i], digests[i].clone(), now))
         .collect();
     let payloads: Vec<&[u8]> = fresh.iter().map(|&i| &specs[i].payload[..]).collect();
-    let seqs = s.txn.insert_new_jobs(&rows, &payloads)?;
+    // The production is looked up (and locked) with the insert, which runs
+    // only if the production takes new jobs.
+    let (prod, seqs) = s.txn.insert_new_jobs_into(production, &rows, &payloads)?;
+    let prod = prod.ok_or_else(|| Error::NotFound(format!("production {production:?}")))?;
+    let seqs = match seqs {
+        Some(seqs) if prod.cancelled_us.is_none() => seqs,
+        _ => {
+            // Only resubmissions can succeed: the single rule decides each.
+            return specs
+                .iter()
+                .map(|spec| submit_one(s, production, spec))
+                .collect();
+        }
+    };
+    for (i, verdict) in repeats {
+        out[i] = Some(verdict?);
+    }
     let existed: Vec<usize> = (0..fresh.len()).filter(|&k| seqs[k].is_none()).collect();
     if !existed.is_empty() {
         let keys: Vec<(&str, &str)> = existed

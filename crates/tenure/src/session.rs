@@ -150,7 +150,7 @@ impl Session {
     /// A server clock that cannot be read reads as the mark (the
     /// transaction is then unusable and the operation fails anyway).
     pub(crate) fn observe_now(&mut self) -> i64 {
-        let now = match self.txn.server_now_us() {
+        let now = match self.txn.observed_now_us() {
             Ok(Some(t)) => t,
             Ok(None) => self.clock.now_us(),
             Err(_) => self.mark,

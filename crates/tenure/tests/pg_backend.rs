@@ -319,20 +319,29 @@ fn the_clock_is_sampled_after_the_row_lock_is_held() {
         leases[0].renew(secs(120)).unwrap();
         leases[0].expires_us()
     });
-    assert!(expiry - 120_000_000 >= released, "renewal sampled before the lock");
+    assert!(
+        expiry - 120_000_000 >= released,
+        "renewal sampled before the lock"
+    );
     let (released, at) = held("c", &|| {
         leases[1].complete(&[]).unwrap();
         a.job("p", "c").unwrap().updated_us
     });
     assert!(at >= released, "completion sampled before the lock");
     let (released, expiry) = held("n", &|| a.claim("p", "n", "w", ttl).unwrap().expires_us());
-    assert!(expiry - 60_000_000 >= released, "claim sampled before the lock");
+    assert!(
+        expiry - 60_000_000 >= released,
+        "claim sampled before the lock"
+    );
     let (released, expiry) = held("b", &|| {
         let r = a.renew_many(&[&leases[2]], secs(120)).unwrap();
         r.into_iter().for_each(|x| x.unwrap());
         leases[2].expires_us()
     });
-    assert!(expiry - 120_000_000 >= released, "batched renewal sampled before the lock");
+    assert!(
+        expiry - 120_000_000 >= released,
+        "batched renewal sampled before the lock"
+    );
     assert!(a.check().unwrap().ok());
 }
 

@@ -291,6 +291,13 @@ pub(crate) trait Txn: Send {
         let rows = self.live_jobs(production, None, limit, LiveScan::Claim { now })?;
         Ok(ClaimStart { now, exists, rows })
     }
+    /// A clock sample for an unguarded write (a submission, a cancel):
+    /// may be one the store took earlier in this transaction and has not
+    /// handed out yet (PostgreSQL: read with `BEGIN`). Default:
+    /// [`Txn::server_now_us`].
+    fn observed_now_us(&mut self) -> Result<Option<i64>> {
+        self.server_now_us()
+    }
     fn high_water(&mut self) -> Result<i64>;
     fn set_high_water(&mut self, us: i64) -> Result<()>;
     fn schema_version(&mut self) -> Result<u32>;
@@ -354,6 +361,24 @@ pub(crate) trait Txn: Send {
                 self.insert_job(r, p).map(Some)
             })
             .collect()
+    }
+    /// [`Txn::production`] (with its lock), then, only if it exists and is
+    /// not cancelled, [`Txn::insert_new_jobs`] (`None` if not inserted).
+    /// PostgreSQL does both in one statement.
+    fn insert_new_jobs_into(
+        &mut self,
+        production: &str,
+        rows: &[JobRow],
+        payloads: &[&[u8]],
+    ) -> Result<(Option<ProductionRow>, Option<Vec<Option<i64>>>)> {
+        let prod = self.production(production)?;
+        let open = prod.as_ref().is_some_and(|p| p.cancelled_us.is_none());
+        let seqs = if open {
+            Some(self.insert_new_jobs(rows, payloads)?)
+        } else {
+            None
+        };
+        Ok((prod, seqs))
     }
     /// The writes of many transitions of distinct jobs, together: full row
     /// updates ([`Txn::update_job`]), expiry-only updates

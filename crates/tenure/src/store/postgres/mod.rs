@@ -732,6 +732,9 @@ struct PgTxn {
     notify: Vec<String>,
     /// The high-water mark read with `BEGIN`, until asked for.
     begin_mark: Option<i64>,
+    /// The server clock read with a write transaction's `BEGIN`, until an
+    /// unguarded write asks for it ([`Txn::observed_now_us`]).
+    begin_now: Option<i64>,
     /// Deferred writes (see [`PgTxn::defer`]): SQL sent at the head of the
     /// transaction's next request.
     pending: String,
@@ -740,9 +743,16 @@ struct PgTxn {
 impl PgTxn {
     /// Begin with `sql` (`BEGIN ...; SET LOCAL ...`) followed, in the same
     /// round trip, by the read of the high-water mark, which the session
-    /// asks for first ([`Txn::high_water`] answers it once from here).
+    /// asks for first ([`Txn::high_water`] answers it once from here), and,
+    /// for a write transaction on the server's clock, a clock sample for
+    /// the first unguarded write ([`Txn::observed_now_us`]).
     fn begin(pool: &Arc<Pool>, sql: &str, write: bool) -> Result<Box<PgTxn>> {
-        let sql = format!("{sql}; {HIGH_WATER}");
+        let sample = if write && pool.server_clock {
+            concat!("; SELECT ", server_sample!())
+        } else {
+            ""
+        };
+        let sql = format!("{sql}; {HIGH_WATER}{sample}");
         let mut conn = pool.take()?;
         crate::stats::round_trip();
         let mut r = conn.client.simple_query(&sql);
@@ -758,12 +768,16 @@ impl PgTxn {
             crate::stats::round_trip();
             r = conn.client.simple_query(&sql);
         }
-        let mark = r.map_err(map_err)?.iter().find_map(|m| match m {
+        let msgs = r.map_err(map_err)?;
+        let mut vals = msgs.iter().filter_map(|m| match m {
             postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<i64>().ok()),
             _ => None,
         });
+        let mark = vals.next();
+        let begin_now = vals.next();
         Ok(Box::new(PgTxn {
             begin_mark: mark,
+            begin_now,
             conn: Some(conn),
             pool: pool.clone(),
             open: true,
@@ -1282,6 +1296,13 @@ impl Txn for PgTxn {
         Ok(rows.first().map(|r| r.get(0)))
     }
 
+    fn observed_now_us(&mut self) -> Result<Option<i64>> {
+        match self.begin_now.take() {
+            Some(t) => Ok(Some(t)),
+            None => self.server_now_us(),
+        }
+    }
+
     fn high_water(&mut self) -> Result<i64> {
         if let Some(m) = self.begin_mark.take() {
             return Ok(m);
@@ -1535,8 +1556,14 @@ impl Txn for PgTxn {
             .collect())
     }
 
-    fn insert_new_jobs(&mut self, rows: &[JobRow], payloads: &[&[u8]]) -> Result<Vec<Option<i64>>> {
-        let prod: Vec<&str> = rows.iter().map(|r| r.production.as_str()).collect();
+    fn insert_new_jobs_into(
+        &mut self,
+        production: &str,
+        rows: &[JobRow],
+        payloads: &[&[u8]],
+    ) -> Result<(Option<ProductionRow>, Option<Vec<Option<i64>>>)> {
+        let pk = key(&[production]);
+        let prods: Vec<&str> = rows.iter().map(|r| r.production.as_str()).collect();
         let job: Vec<&str> = rows.iter().map(|r| r.job.as_str()).collect();
         let digest: Vec<&[u8]> = rows.iter().map(|r| &r.payload_digest[..]).collect();
         let len: Vec<i64> = rows
@@ -1560,20 +1587,34 @@ impl Txn for PgTxn {
         let mut keys: Vec<i32> = rows.iter().map(|r| key(&[&r.production, &r.job])).collect();
         keys.sort_unstable();
         keys.dedup();
-        // One statement: the locks (the aggregate consumes the CTE before
-        // any row is inserted), then the new IDs in order; an ID that exists
-        // (or that a concurrent transaction inserts first: the insert waits
-        // for it) is left alone and read back by the rules.
+        // One statement: the production's shared lock (as `production`),
+        // then its row `FOR SHARE` (the latest committed version, so a
+        // cancel that held the lock is seen); only if it takes new jobs,
+        // the job locks (the aggregate consumes the CTE before any row is
+        // inserted), then the new IDs in order; an ID that exists (or that
+        // a concurrent transaction inserts first: the insert waits for it)
+        // is left alone and read back by the rules.
         let out = self.query(
-            "WITH locks AS MATERIALIZED (
+            "WITH pl AS MATERIALIZED (
+                 SELECT l.locked::text AS locked
+                 FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($18, $19) AS locked
+                       OFFSET 0) l),
+             prod AS MATERIALIZED (
+                 SELECT p.name, p.created_us, p.cancelled_us, p.backoff_base_us,
+                        p.backoff_cap_us
+                 FROM tenure.productions p, pl WHERE p.name = $20 FOR SHARE OF p),
+             open AS MATERIALIZED (
+                 SELECT count(*) AS n FROM prod WHERE cancelled_us IS NULL),
+             locks AS MATERIALIZED (
                  SELECT pg_catalog.pg_advisory_xact_lock($11::int, k)
-                 FROM unnest($12::int[]) AS k ORDER BY k)
+                 FROM unnest($12::int[]) AS k, open WHERE open.n > 0 ORDER BY k),
+             ins AS (
              INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
                  max_attempts, state, attempts, created_us, updated_us, payload, due_us,
                  parked, max_hold_us, backoff_base_us, backoff_cap_us)
              SELECT u.production, u.job, u.digest, u.len, u.prio, u.max, u.state, 0,
                     u.created, u.updated, u.payload, u.due, u.parked, u.hold, u.base, u.cap
-             FROM (SELECT count(*) AS n FROM locks) l,
+             FROM (SELECT count(*) AS n FROM locks) l, open,
                   unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[], $5::int[],
                          $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::bytea[],
                          $13::bigint[], $14::bool[], $15::bigint[], $16::bigint[],
@@ -1581,22 +1622,57 @@ impl Txn for PgTxn {
                   WITH ORDINALITY
                   AS u(production, job, digest, len, prio, max, state, created, updated,
                        payload, due, parked, hold, base, cap, ord)
-             WHERE l.n >= 0
+             WHERE l.n >= 0 AND open.n > 0
                AND NOT EXISTS (SELECT 1 FROM tenure.tombstones t
                                WHERE t.production = u.production AND t.job = u.job)
              ORDER BY u.ord
              ON CONFLICT (production, job) DO NOTHING
-             RETURNING job, seq",
+             RETURNING job, seq)
+             SELECT p.name, p.created_us, p.cancelled_us, p.backoff_base_us, p.backoff_cap_us,
+                    open.n > 0, i.job, i.seq
+             FROM open LEFT JOIN prod p ON true LEFT JOIN ins i ON true",
             &[
-                &prod, &job, &digest, &len, &prio, &max, &state, &created, &updated, &payloads,
-                &CLASS_JOB, &keys, &due, &parked, &hold, &base, &cap,
+                &prods,
+                &job,
+                &digest,
+                &len,
+                &prio,
+                &max,
+                &state,
+                &created,
+                &updated,
+                &payloads,
+                &CLASS_JOB,
+                &keys,
+                &due,
+                &parked,
+                &hold,
+                &base,
+                &cap,
+                &CLASS_PROD,
+                &pk,
+                &production,
             ],
         )?;
+        self.held.push((CLASS_PROD, pk, true, self.savepoints));
+        let first = out
+            .first()
+            .ok_or_else(|| Error::Internal("the submission statement gave no row".into()))?;
+        let found = match first.get::<_, Option<String>>(0) {
+            Some(_) => Some(production_row(first)?),
+            None => None,
+        };
+        if !first.get::<_, bool>(5) {
+            return Ok((found, None));
+        }
         let mut seqs: HashMap<String, i64> = out
             .iter()
-            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+            .filter_map(|r| Some((r.get::<_, Option<String>>(6)?, r.get::<_, Option<i64>>(7)?)))
             .collect();
-        Ok(rows.iter().map(|r| seqs.remove(&r.job)).collect())
+        Ok((
+            found,
+            Some(rows.iter().map(|r| seqs.remove(&r.job)).collect()),
+        ))
     }
 
     fn write_batch(
