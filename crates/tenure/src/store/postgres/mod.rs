@@ -20,7 +20,8 @@
 //! migrated forward in the same guarded transaction, and an older store
 //! migrates forward in that transaction too: to 3 (retention: tombstones,
 //! the history horizon, pruning's indexes) and to 4 (scheduling and hold
-//! limits, see `MIGRATE_3_TO_4`), additions only.
+//! limits, see `MIGRATE_3_TO_4`) and to 5 (a hot queue: fillfactor, no
+//! index on what a renewal changes, see `MIGRATE_4_TO_5`).
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
@@ -515,6 +516,26 @@ CREATE INDEX jobs_ready ON tenure.jobs (production, priority DESC, seq)
 CREATE INDEX jobs_parked ON tenure.jobs (production, due_us) WHERE parked;
 "#;
 
+/// Schema 5 (a hot queue): every transition rewrites its job's row, so
+/// the table keeps 30 % of each page free (`fillfactor = 70`) for the new
+/// row versions, and no index covers a column a renewal changes (the
+/// expiry and `updated_us`), so a renewal is a HOT update (no index
+/// entries, no index bloat). Pruning's index, which was on `updated_us`,
+/// is on `ended_us` instead: a generated column, `updated_us` of a job in
+/// a terminal state and NULL for a live one, so it stays NULL (unchanged)
+/// through every transition of a live job. The claim scan's index
+/// (`jobs_ready`) and the parked jobs' (`jobs_parked`) stay partial on the
+/// live states. Adding the stored column rewrites the table once (under
+/// the migration's lock), applying the fillfactor to every page.
+/// Idempotent.
+const MIGRATE_4_TO_5: &str = r#"
+ALTER TABLE tenure.jobs SET (fillfactor = 70);
+ALTER TABLE tenure.jobs ADD COLUMN IF NOT EXISTS ended_us BIGINT GENERATED ALWAYS AS (
+    CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN updated_us END) STORED;
+DROP INDEX IF EXISTS tenure.jobs_terminal;
+CREATE INDEX jobs_terminal ON tenure.jobs (ended_us) WHERE ended_us IS NOT NULL;
+"#;
+
 /// The stored schema version, or `None` if there is no tenure schema.
 fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     let exists: bool = c
@@ -615,11 +636,14 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(v @ (2 | 3)) => {
+            Some(v @ (2..=4)) => {
                 if v == 2 {
                     c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 }
-                c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
+                if v <= 3 {
+                    c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
+                }
+                c.batch_execute(MIGRATE_4_TO_5).map_err(map_err)?;
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -648,6 +672,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 c.batch_execute(SCHEMA_V2).map_err(map_err)?;
                 c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
+                c.batch_execute(MIGRATE_4_TO_5).map_err(map_err)?;
                 c.execute(
                     "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -2059,8 +2084,8 @@ impl Txn for PgTxn {
                 "SELECT ",
                 job_cols!(),
                 " FROM tenure.jobs
-                 WHERE state IN ('completed', 'failed', 'cancelled') AND updated_us < $1
-                 ORDER BY updated_us LIMIT $2 FOR UPDATE SKIP LOCKED"
+                 WHERE ended_us < $1
+                 ORDER BY ended_us LIMIT $2 FOR UPDATE SKIP LOCKED"
             ),
             &[&before_us, &limit],
         )?;

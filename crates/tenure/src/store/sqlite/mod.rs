@@ -357,6 +357,8 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 conn.execute_batch(MIGRATE_3_TO_4)?;
             }
             3 => conn.execute_batch(MIGRATE_3_TO_4)?,
+            // Schema 5 changed the PostgreSQL layout only.
+            4 => {}
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
             v => {
