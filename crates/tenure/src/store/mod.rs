@@ -180,6 +180,11 @@ pub(crate) enum LiveScan {
     All,
 }
 
+/// What [`Txn::insert_new_jobs_into`] found and did: the production's row
+/// and, if the jobs were inserted, each one's sequence (`None`: the ID was
+/// taken).
+pub(crate) type Inserted = (Option<ProductionRow>, Option<Vec<Option<i64>>>);
+
 /// What [`Txn::lock_jobs_sampled`] read.
 pub(crate) struct Locked {
     /// The clock sample, taken after the row locks were held.
@@ -370,7 +375,7 @@ pub(crate) trait Txn: Send {
         production: &str,
         rows: &[JobRow],
         payloads: &[&[u8]],
-    ) -> Result<(Option<ProductionRow>, Option<Vec<Option<i64>>>)> {
+    ) -> Result<Inserted> {
         let prod = self.production(production)?;
         let open = prod.as_ref().is_some_and(|p| p.cancelled_us.is_none());
         let seqs = if open {

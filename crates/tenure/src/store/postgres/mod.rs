@@ -167,8 +167,8 @@ mod url;
 pub(crate) use url::redact;
 
 use super::{
-    backoff_cols, backoff_from_cols, Backend, ClaimStart, JobFacts, JobRow, LiveScan, Locked,
-    NewEvent, ProductionRow, Stored, Tombstone, Txn, SCHEMA_VERSION,
+    backoff_cols, backoff_from_cols, Backend, ClaimStart, Inserted, JobFacts, JobRow, LiveScan,
+    Locked, NewEvent, ProductionRow, Stored, Tombstone, Txn, SCHEMA_VERSION,
 };
 use crate::error::{bounded, Error, Result};
 use crate::model::{Event, EventKind, PublishedFact};
@@ -1586,7 +1586,7 @@ impl Txn for PgTxn {
         production: &str,
         rows: &[JobRow],
         payloads: &[&[u8]],
-    ) -> Result<(Option<ProductionRow>, Option<Vec<Option<i64>>>)> {
+    ) -> Result<Inserted> {
         let pk = key(&[production]);
         let prods: Vec<&str> = rows.iter().map(|r| r.production.as_str()).collect();
         let job: Vec<&str> = rows.iter().map(|r| r.job.as_str()).collect();
