@@ -2,15 +2,16 @@
 //!
 //! The synchronous client cannot pipeline a parameterized statement with
 //! the simple-query request that carries the pre-commit check and `COMMIT`,
-//! so a transaction's set-based writes are rendered as text and sent in
-//! that one request (see `PgTxn::defer`). Every value goes through the
+//! so a transaction's set-based writes are sent in that one request as
+//! calls of prepared statements with literal arguments (see
+//! `PgTxn::defer`). Every value goes through the
 //! functions here: strings are single-quoted with quotes doubled, which is
 //! the whole escaping PostgreSQL needs with `standard_conforming_strings =
 //! on` (each write transaction sets it in its `BEGIN`); bytes become hex
-//! `bytea` literals; numbers are printed. A statement is rendered by
-//! [`render`], which substitutes `$n` in a static statement text in one
-//! pass, so a value's text is never scanned again. A NUL byte, which no
-//! PostgreSQL text can hold, is refused.
+//! `bytea` literals; numbers are printed. The statements themselves are
+//! prepared once per connection (`PREPARE`, typed parameters) and called
+//! with [`execute`]; a NUL byte, which no PostgreSQL text can hold, is
+//! refused.
 
 use crate::error::{Error, Result};
 
@@ -61,24 +62,10 @@ pub(super) fn array(items: impl IntoIterator<Item = Lit>, ty: &str) -> Lit {
     Lit(format!("ARRAY[{}]::{ty}[]", inner.join(",")))
 }
 
-/// `sql` with each `$n` replaced by `params[n - 1]`, in one pass.
-pub(super) fn render(sql: &str, params: &[Lit]) -> Result<String> {
-    let mut out =
-        String::with_capacity(sql.len() + params.iter().map(|p| p.0.len()).sum::<usize>());
-    let mut rest = sql;
-    while let Some(i) = rest.find('$') {
-        out.push_str(&rest[..i]);
-        let digits = rest[i + 1..].bytes().take_while(u8::is_ascii_digit).count();
-        let n: usize = rest[i + 1..i + 1 + digits]
-            .parse()
-            .map_err(|_| Error::Internal("a deferred statement has a bare '$'".into()))?;
-        let p = params
-            .get(n.wrapping_sub(1))
-            .ok_or_else(|| Error::Internal(format!("a deferred statement has no ${n}")))?;
-        out.push_str(&p.0);
-        rest = &rest[i + 1 + digits..];
-    }
-    out.push_str(rest);
+/// `EXECUTE name(params...)`: a call of the prepared statement `name`.
+pub(super) fn execute(name: &str, params: &[Lit]) -> Result<String> {
+    let args: Vec<&str> = params.iter().map(|p| p.0.as_str()).collect();
+    let out = format!("EXECUTE {name}({})", args.join(", "));
     if out.contains('\0') {
         return Err(Error::invalid("a value contains a NUL byte"));
     }
@@ -90,28 +77,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn values_render_once_and_quote_safely() {
-        let sql = render(
-            "SELECT $1, $2, $10, $3",
+    fn values_quote_safely() {
+        let sql = execute(
+            "w",
             &[
-                text("it's $1"),
+                text("it's $1 \\"),
                 opt_int(None),
-                bytea(&[0, 255]),
-                int(4),
-                int(5),
-                int(6),
-                int(7),
-                int(8),
-                int(9),
                 array([text("a"), opt_text(None)], "text"),
+                bytea(&[0, 255]),
+                boolean(true),
             ],
         )
         .unwrap();
         assert_eq!(
             sql,
-            "SELECT 'it''s $1', NULL, ARRAY['a',NULL]::text[], '\\x00ff'::bytea"
+            "EXECUTE w('it''s $1 \\', NULL, ARRAY['a',NULL]::text[], '\\x00ff'::bytea, true)"
         );
-        assert!(render("SELECT $1", &[text("a\0b")]).is_err());
-        assert!(render("SELECT $2", &[text("a")]).is_err());
+        assert!(execute("w", &[text("a\0b")]).is_err());
     }
 }

@@ -305,6 +305,8 @@ fn key(parts: &[&str]) -> i32 {
 struct Conn {
     client: Client,
     stmts: HashMap<&'static str, Statement>,
+    /// Statements prepared with SQL `PREPARE` (see `PgTxn::defer`).
+    prepared: std::collections::HashSet<&'static str>,
     stripe: i32,
 }
 
@@ -351,6 +353,7 @@ impl Pool {
         Ok(Conn {
             client,
             stmts: HashMap::new(),
+            prepared: std::collections::HashSet::new(),
             stripe: pid.rem_euclid(STRIPES),
         })
     }
@@ -847,15 +850,35 @@ impl PgTxn {
         self.track(r)
     }
 
-    /// Defer a write whose answer nobody waits for: it is sent at the head
-    /// of the transaction's next request, at the latest with the pre-commit
-    /// check and `COMMIT` (one request for both), so a transition's writes
-    /// cost no round trip of their own. Rendered with [`literal`], as the
-    /// simple-query protocol that carries `COMMIT` takes no parameters. A
-    /// rollback to the savepoint they follow drops them unsent.
-    fn defer(&mut self, sql: &str) {
-        self.pending.push_str(sql);
-        self.pending.push_str("; ");
+    /// Defer a write whose answer nobody waits for: a call of the
+    /// statement `body` (parameters `$n` of `types`), prepared once per
+    /// connection as `name` (`PREPARE`, which outlives a rollback; the
+    /// connection's first call prepares it in a request of its own), is
+    /// sent at the head of the transaction's next request, at the latest
+    /// with the pre-commit check and `COMMIT` (one request for both), so a
+    /// transition's writes cost no round trip of their own. The arguments
+    /// are [`literal`]s, as the simple-query protocol that carries `COMMIT`
+    /// takes no parameters. A rollback to the savepoint they follow drops
+    /// them unsent.
+    fn defer(
+        &mut self,
+        name: &'static str,
+        types: &'static str,
+        body: &'static str,
+        params: &[literal::Lit],
+    ) -> Result<()> {
+        let call = literal::execute(name, params)?;
+        if !self.c().prepared.contains(name) {
+            self.batch(&format!("PREPARE {name} ({types}) AS {body}"))?;
+            self.c().prepared.insert(name);
+        }
+        // The arguments' sizes vary from call to call: one generic plan,
+        // not a custom plan per call.
+        self.pending
+            .push_str("SET LOCAL plan_cache_mode = force_generic_plan; ");
+        self.pending.push_str(&call);
+        self.pending.push_str("; RESET plan_cache_mode; ");
+        Ok(())
     }
 
     /// Send the deferred writes now (before a statement that may read them).
@@ -1297,14 +1320,15 @@ impl Txn for PgTxn {
         if due_parked {
             // The due jobs of this production join the ready scan: sent
             // with the next request (as `unpark_due` with `LiveScan::Claim`).
-            let sql = literal::render(
+            self.defer(
+                "tenure_unpark_due",
+                "text, bigint",
                 "UPDATE tenure.jobs SET parked = false WHERE seq IN (
                      SELECT seq FROM tenure.jobs
                      WHERE production = $1 AND parked AND due_us <= $2
                      FOR UPDATE SKIP LOCKED)",
                 &[literal::text(production), literal::int(now)],
             )?;
-            self.defer(&sql);
         }
         Ok(ClaimStart {
             now,
@@ -1775,7 +1799,12 @@ impl Txn for PgTxn {
         // docs). If any part touched other than the expected number of
         // rows (an event sequence at its limit writes no event), the final
         // cast fails the statement, and with it the transaction.
-        let sql = literal::render(
+        self.defer(
+            "tenure_write_batch",
+            "bigint[], text[], bigint[], text[], bytea[], text[], bigint[], bigint[], \
+             bigint[], text[], bigint[], bigint[], bigint[], text[], text[], bigint[], text[], \
+             text[], bigint[], text[], text[], text[], text[], text[], text[], bigint[], \
+             bigint[], text[], bigint, bigint, bigint[], bool[], bigint[]",
             concat!(
                 event_registration!("$29", "$30"),
                 ",
@@ -1822,7 +1851,6 @@ impl Txn for PgTxn {
             ),
             &params,
         )?;
-        self.defer(&sql);
         if !events.is_empty() && self.event_reg.is_none() {
             self.event_reg = Some(self.savepoints);
         }
