@@ -1243,7 +1243,7 @@ impl Txn for PgTxn {
                     "SELECT ",
                     job_cols!(),
                     " FROM tenure.jobs
-                     WHERE production = $3 AND state IN ('requested', 'claimed') AND ",
+                     WHERE production = $3 AND ",
                     $cond,
                     " AND (SELECT found FROM lk)
                      ORDER BY priority DESC, seq LIMIT $4
@@ -1262,12 +1262,19 @@ impl Txn for PgTxn {
                            OFFSET 0) l),
                  ready AS MATERIALIZED (",
                 page!(
-                    "NOT parked AND (state = 'requested' OR expires_us IS NULL
-                     OR expires_us <= (SELECT now FROM lk))"
+                    "state IN ('requested', 'claimed') AND NOT parked
+                     AND (state = 'requested' OR expires_us IS NULL
+                          OR expires_us <= (SELECT now FROM lk))"
                 ),
                 "),
                  due AS MATERIALIZED (",
-                page!("parked AND due_us <= (SELECT now FROM lk)"),
+                // Read through `jobs_parked`: the state test is kept out of
+                // the index conditions (`IS TRUE`), or the planner may walk
+                // every requested job by `jobs_by_state` instead.
+                page!(
+                    "parked AND due_us <= (SELECT now FROM lk)
+                     AND (state IN ('requested', 'claimed')) IS TRUE"
+                ),
                 ")
                  SELECT r.*, lk.found, lk.now,
                         EXISTS (SELECT 1 FROM tenure.jobs WHERE production = $3 AND parked
