@@ -67,6 +67,19 @@
 //!
 //! Reads run `REPEATABLE READ READ ONLY`: one consistent snapshot.
 //!
+//! # Round trips
+//!
+//! A write transaction that succeeds takes at most three requests (see
+//! docs/postgres.md, "Round trips"): `BEGIN` with its settings, the mark
+//! and (on the server's clock) a clock sample for unguarded writes; one
+//! statement that locks, samples the clock after the locks and reads
+//! ([`Txn::lock_jobs_sampled`], [`Txn::claim_start`],
+//! [`Txn::insert_new_jobs_into`]); and the deferred writes
+//! ([`PgTxn::defer`]: calls of statements prepared once per connection,
+//! with [`literal`] arguments) with the pre-commit check and `COMMIT`. Any
+//! other statement sends the deferred writes first, so a transaction always
+//! reads its own writes.
+//!
 //! # The clock
 //!
 //! The authority's private clock on this backend is the **server's**
