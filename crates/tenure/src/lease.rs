@@ -95,15 +95,21 @@ pub(crate) mod transitions {
         let r = rules::transition_many(
             s,
             keys,
+            false,
             |_| Ok(()),
-            |_, row, now| rules::renewed(row, now, ttl),
+            |_, row, now, _| rules::renewed(row, now, ttl),
         );
         settled(r, |e| ((), Settle::Expiry(e)))
     }
 
     pub(crate) fn release_many(s: &mut Session, keys: &[LeaseKey<'_>]) -> Outcomes<JobState> {
-        let r =
-            rules::transition_many(s, keys, |_| Ok(()), |_, row, now| rules::released(row, now));
+        let r = rules::transition_many(
+            s,
+            keys,
+            false,
+            |_| Ok(()),
+            |_, row, now, _| rules::released(row, now),
+        );
         settled(r, |st| (st, Settle::Close))
     }
 
@@ -115,15 +121,12 @@ pub(crate) mod transitions {
         keys: &[LeaseKey<'_>],
         args: &[(&str, bool)],
     ) -> Outcomes<JobState> {
-        let backoffs = rules::production_backoffs(s, keys)?;
         let r = rules::transition_many(
             s,
             keys,
+            true,
             |i| crate::validate::reason(args[i].0),
-            |i, row, now| {
-                let p = backoffs.get(row.production.as_str()).copied().flatten();
-                rules::failed(row, now, args[i].0, args[i].1, None, p)
-            },
+            |i, row, now, p| rules::failed(row, now, args[i].0, args[i].1, None, p),
         );
         settled(r, |st| (st, Settle::Close))
     }
@@ -137,8 +140,9 @@ pub(crate) mod transitions {
         let r = rules::transition_many(
             s,
             keys,
+            false,
             |i| rules::valid_completion(facts[i], None),
-            |i, row, now| rules::completed(row, now, facts[i], None),
+            |i, row, now, _| rules::completed(row, now, facts[i], None),
         );
         settled(r, |()| ((), Settle::Close))
     }
