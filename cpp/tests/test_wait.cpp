@@ -285,3 +285,45 @@ TEST_CASE("worker: a configuration the core refuses stops the worker and join() 
   CHECK(w.stopping());
   CHECK_THROWS_AS(tenure::WorkerConfig("p", "w", 10s).slots(0), tenure::InvalidArgument);
 }
+
+TEST_CASE("worker: a keeper that cannot start reports Lost and leaves the lease held, as the Rust loop") {
+  // The keep-alive period is not shorter than the TTL: the claim succeeds,
+  // tenure_lease_keep_alive refuses it. The Rust worker reports Lost and
+  // never releases (crates/tenure/src/worker.rs, run_job); so does this one.
+  const tenure::Authority a = store("cpp-worker-no-keeper");
+  a.submit("p", tenure::JobSpec("j"));
+  Reports reports;
+  std::atomic<int> ran{0};
+  std::size_t events_after_claim = 0;
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig("p", "w-keep", 10s).renew_every(10s),
+        [&](const tenure::JobContext&) -> tenure::JobOutcome {
+          ++ran;
+          return tenure::Complete{};
+        },
+        [&](const tenure::Report& r) { reports.add(r); });
+    CHECK_THROWS_AS(w.join(), tenure::InvalidDuration);
+    CHECK(w.stopping());
+    events_after_claim = event_count(a);
+  }
+  CHECK(ran.load() == 0);
+  REQUIRE(reports.size() == 1);
+  const tenure::Report& r = reports.all.at(0);
+  CHECK(r.result == tenure::JobResult::Lost);
+  REQUIRE(r.error.has_value());
+  CHECK(r.error->status() == TENURE_INVALID_DURATION);
+  CHECK(r.state == tenure::JobState::Any);
+  CHECK(r.production == "p");
+  CHECK(r.job == "j");
+  CHECK(r.attempt == 1);
+  // not released: still claimed by this worker's claim, no event after the claim
+  const tenure::JobView v = a.job("p", "j");
+  CHECK(v.state == tenure::JobState::Claimed);
+  CHECK(v.holder == std::optional<std::string>("w-keep"));
+  CHECK(v.claim_id == std::optional<std::string>(r.claim_id));
+  CHECK(event_count(a) == events_after_claim);
+  const auto events = a.events(0, 10000);
+  REQUIRE(!events.empty());
+  CHECK(events.back().kind == "claimed");
+}

@@ -1988,10 +1988,9 @@ class Worker {
     try {
       keeper = lease.keep_alive(s.cfg.ttl(), s.cfg.renew_every());
     } catch (const Error& e) {
-      Report r = released(lease);
-      r.result = JobResult::Lost;
-      r.error = e;
-      s.tell(r);
+      // As the Rust loop: the lease is lost to this worker and left as it
+      // is (held until it expires); nothing releases it.
+      s.tell(lost(lease, e));
       if (e.status() == TENURE_INVALID_DURATION) {
         {
           const std::lock_guard<std::mutex> lk(s.m);
