@@ -22,6 +22,20 @@
  * authority, leases (also after release/complete/fail and after their edit
  * ended) and edits (also after commit/abort).
  *
+ * The ABI 1.1 functions are driven the same way (call_one_1_1): options
+ * handles and open_with, waits with timeouts of at most 5 ms or out of
+ * range and a cancel handle (sometimes cancelled), keepers on any lease
+ * (periods of at least 50 ms or out of range) and their status, message,
+ * stop and free, prune / horizon / vacuum / delete / export (a sink that
+ * sometimes stops the export), every batched call on the authority and on
+ * the edit (batch sizes 0, 1..8, 1000, 1001 with arrays of exactly the
+ * size, or 4 slots when over the bound: such a call must not read them;
+ * per-lease statuses and states must be known values, the out-arrays
+ * untouched on failure), job options with delays around every bound,
+ * submit_with, production back-off, fail_retry_after, and the 1.1 view
+ * accessors. Every export of tenure.map is called by name here
+ * (`cargo xtask test` checks it, crates/xtask/src/probes.rs).
+ *
  * The run is deterministic for a given seed (the store's clock is the only
  * outside input). Usage:
  *   capi_driver DIR ITERATIONS [SECONDS [SEED]]
@@ -239,10 +253,18 @@ static char SENT_OBJ;
 #define SENT_U64 UINT64_C(0xA5A5A5A5A5A5A5A5)
 #define SENT_BYTE 0xA5
 
+/* The highest status number this header names (ABI 1.1 appended 22..24). */
+#define LAST_STATUS TENURE_PRODUCTION_LIVE
+
+/* A status the library names and this header knows. */
+static int known_status(tenure_status st) {
+  const char *name = tenure_status_name(st);
+  return st <= LAST_STATUS && name != NULL && strcmp(name, "unknown") != 0;
+}
+
 static void note(tenure_status st, const char *what) {
   executions++;
-  const char *name = tenure_status_name(st);
-  if (st > TENURE_INTERNAL || name == NULL || strcmp(name, "unknown") == 0) {
+  if (!known_status(st)) {
     fprintf(stderr, "%s: unknown status %u\n", what, (unsigned)st);
     CHECK(0);
   }
@@ -416,9 +438,7 @@ static void check_batch_out(tenure_status st, size_t n, const tenure_status *sts
     return;
   }
   for (size_t i = 0; i < n; i++) {
-    const char *name = tenure_status_name(sts[i]);
-    if (sts[i] > TENURE_INTERNAL || strcmp(name, "unknown") == 0 || sts[i] == TENURE_INTERNAL ||
-        (on_edit && sts[i] != TENURE_OK)) {
+    if (!known_status(sts[i]) || sts[i] == TENURE_INTERNAL || (on_edit && sts[i] != TENURE_OK)) {
       fprintf(stderr, "%s: lease %zu has status %u\n", what, i, (unsigned)sts[i]);
       CHECK(0);
     }
