@@ -492,11 +492,12 @@ static void open_done(tenure_status st, const char *path, tenure_authority *out,
   if (st == TENURE_OK && path != NULL && strcmp(path, "other.db") != 0) {
     /* a random name became a store: remove it again */
     unlink(path);
-    char side[400];
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
+    static const char *const sidecars[] = {"-wal", "-shm", "-tenure-queue"};
+    for (size_t i = 0; i < sizeof sidecars / sizeof sidecars[0]; i++) {
+      char side[400];
+      snprintf(side, sizeof side, "%s%s", path, sidecars[i]);
+      unlink(side);
+    }
   }
 }
 
@@ -811,7 +812,7 @@ static void call_one_1_1(int on) {
       }
       tenure_job_options *use = chance(5) ? NULL : jo;
       if (chance(50)) note(tenure_job_options_set_not_before(use, gen_delay()), "set_not_before");
-      if (chance(20)) note(tenure_job_options_set_max_hold(use, gen_delay()), "set_max_hold");
+      if (chance(30)) note(tenure_job_options_set_max_hold(use, gen_delay()), "set_max_hold");
       if (chance(30))
         note(tenure_job_options_set_backoff(use, gen_delay(), gen_delay()), "set_backoff");
       tenure_job_spec *spec = NULL;
@@ -819,7 +820,11 @@ static void call_one_1_1(int on) {
         tail_bytes(sizeof *spec);
         spec = (tenure_job_spec *)struct_block;
         REQUIRE(tenure_job_spec_init(spec) == TENURE_OK);
-        spec->job = gen_job();
+        /* jobs of their own too: an existing job with another hold limit
+         * or back-off is a conflict, so options reach new jobs this way */
+        static const char *const SJOBS[] = {"s0", "s1", "s2", "s3", "s4",
+                                            "s5", "s6", "s7", "s8", "s9"};
+        spec->job = chance(50) ? gen_job() : gen_str(SJOBS[below(10)]);
         spec->struct_size = gen_struct_size(sizeof *spec);
         spec->max_attempts = 1000;
       }
