@@ -380,6 +380,9 @@ static void authority_entry_points(const char *dir) {
   EXPECT(tenure_keeper_error_message(kp, NULL, 4, &kneed), INV);
   EXPECT(tenure_keeper_error_message(kp, kmsg, sizeof kmsg, NULL), INV);
   CHECK(kneed == 5);
+  memset(kmsg, 'Z', sizeof kmsg);
+  EXPECT(tenure_keeper_error_message(kp, kmsg, 0, &kneed), INV); /* too small: the size is told */
+  CHECK(kneed == 1 && kmsg[0] == 'Z');
   OK(tenure_keeper_status(kp, &ks, &kerr));
   CHECK(ks == TENURE_KEEPER_RUNNING && kerr == TENURE_OK);
   tenure_keeper_free(kp); /* stops; never releases */
