@@ -285,3 +285,101 @@ TEST_CASE("worker: a configuration the core refuses stops the worker and join() 
   CHECK(w.stopping());
   CHECK_THROWS_AS(tenure::WorkerConfig("p", "w", 10s).slots(0), tenure::InvalidArgument);
 }
+
+TEST_CASE("worker: a keeper that cannot start reports Lost and leaves the lease held, as the Rust loop") {
+  // The keep-alive period is not shorter than the TTL: the claim succeeds,
+  // tenure_lease_keep_alive refuses it. The Rust worker reports Lost and
+  // never releases (crates/tenure/src/worker.rs, run_job); so does this one.
+  const tenure::Authority a = store("cpp-worker-no-keeper");
+  a.submit("p", tenure::JobSpec("j"));
+  Reports reports;
+  std::atomic<int> ran{0};
+  std::size_t events_after_claim = 0;
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig("p", "w-keep", 10s).renew_every(10s),
+        [&](const tenure::JobContext&) -> tenure::JobOutcome {
+          ++ran;
+          return tenure::Complete{};
+        },
+        [&](const tenure::Report& r) { reports.add(r); });
+    CHECK_THROWS_AS(w.join(), tenure::InvalidDuration);
+    CHECK(w.stopping());
+    events_after_claim = event_count(a);
+  }
+  CHECK(ran.load() == 0);
+  REQUIRE(reports.size() == 1);
+  const tenure::Report& r = reports.all.at(0);
+  CHECK(r.result == tenure::JobResult::Lost);
+  REQUIRE(r.error.has_value());
+  CHECK(r.error->status() == TENURE_INVALID_DURATION);
+  CHECK(r.state == tenure::JobState::Any);
+  CHECK(r.production == "p");
+  CHECK(r.job == "j");
+  CHECK(r.attempt == 1);
+  // not released: still claimed by this worker's claim, no event after the claim
+  const tenure::JobView v = a.job("p", "j");
+  CHECK(v.state == tenure::JobState::Claimed);
+  CHECK(v.holder == std::optional<std::string>("w-keep"));
+  CHECK(v.claim_id == std::optional<std::string>(r.claim_id));
+  CHECK(event_count(a) == events_after_claim);
+  const auto events = a.events(0, 10000);
+  REQUIRE(!events.empty());
+  CHECK(events.back().kind == "claimed");
+}
+
+TEST_CASE("worker: a lease lost while the handler runs is reported Lost with the refusal, as the Rust loop") {
+  // crates/tenure/tests/worker.rs: a_lost_lease_is_reported_and_the_handler_can_see_it
+  const tenure::Authority a = store("cpp-worker-lost");
+  a.submit("p", tenure::JobSpec("j"));
+  Reports reports;
+  std::atomic<bool> saw_loss{false};
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig("p", "w-lost", 10s).renew_every(50ms),
+        [&](const tenure::JobContext& job) -> tenure::JobOutcome {
+          a.cancel("p", "j");
+          const auto t0 = steady::now();
+          while (!job.lease_lost() && steady::now() - t0 < 10s) std::this_thread::sleep_for(5ms);
+          saw_loss = job.lease_lost().has_value() && job.lease_lost()->status() == TENURE_CANCELLED;
+          return tenure::Complete{};
+        },
+        [&](const tenure::Report& r) { reports.add(r); });
+    for (int i = 0; i < 1000 && reports.size() < 1; ++i) std::this_thread::sleep_for(10ms);
+    w.stop();
+    w.join();
+  }
+  CHECK(saw_loss.load());
+  REQUIRE(reports.size() == 1);
+  const tenure::Report& r = reports.all.at(0);
+  CHECK(r.result == tenure::JobResult::Lost);
+  REQUIRE(r.error.has_value());
+  CHECK(r.error->status() == TENURE_CANCELLED);
+  CHECK(r.job == "j");
+  CHECK(r.attempt == 1);
+  CHECK(a.job("p", "j").state == tenure::JobState::Cancelled);
+}
+
+TEST_CASE("worker: the longest grace period is waited without overflow; a finishing handler ends join") {
+  const tenure::Authority a = store("cpp-worker-long-grace");
+  a.submit("p", tenure::JobSpec("j"));
+  Reports reports;
+  std::atomic<bool> running{false};
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig("p", "w", 10s).grace(std::chrono::microseconds::max()),
+        [&](const tenure::JobContext& job) -> tenure::JobOutcome {
+          running = true;
+          while (!job.stopping()) std::this_thread::sleep_for(5ms);
+          return tenure::Complete{};
+        },
+        [&](const tenure::Report& r) { reports.add(r); });
+    for (int i = 0; i < 1000 && !running.load(); ++i) std::this_thread::sleep_for(10ms);
+    REQUIRE(running.load());
+    w.stop();
+    w.join();
+  }
+  REQUIRE(reports.size() == 1);
+  CHECK(reports.all.at(0).result == tenure::JobResult::Completed);
+  CHECK(a.job("p", "j").state == tenure::JobState::Completed);
+}

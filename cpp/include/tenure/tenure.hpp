@@ -1825,6 +1825,9 @@ class JobContext {
 /// throws is a retryable failure. A wait refused for bad input
 /// (`InvalidArgument`, `InvalidDuration`: the configuration) stops the
 /// worker and `join()` throws it; other failed waits pause the slot 1 s.
+/// A keeper that cannot start is reported `Lost` with its error and the
+/// lease is left held until it expires, as the Rust loop does (an
+/// `InvalidDuration` there also stops the worker).
 ///
 /// Stop (`stop()`, from any thread but not a signal handler): waits are
 /// cancelled at once, so no new job is taken; running handlers go on for
@@ -1988,10 +1991,9 @@ class Worker {
     try {
       keeper = lease.keep_alive(s.cfg.ttl(), s.cfg.renew_every());
     } catch (const Error& e) {
-      Report r = released(lease);
-      r.result = JobResult::Lost;
-      r.error = e;
-      s.tell(r);
+      // As the Rust loop: the lease is lost to this worker and left as it
+      // is (held until it expires); nothing releases it.
+      s.tell(lost(lease, e));
       if (e.status() == TENURE_INVALID_DURATION) {
         {
           const std::lock_guard<std::mutex> lk(s.m);
@@ -2051,8 +2053,20 @@ class Worker {
     finished_ = true;
     std::unique_lock<std::mutex> lk(s_->m);
     s_->cv.wait(lk, [this] { return s_->stopped_at.has_value(); });
-    const auto grace_end = *s_->stopped_at + s_->cfg.grace();
-    s_->cv.wait_until(lk, grace_end, [this] { return s_->active == 0; });
+    // The grace period's end, computed without overflow: a grace past the
+    // clock's range never ends (the slots' end ends the wait), a negative
+    // one has ended. No C call checks a grace period (the Rust loop's
+    // 0 ..= 24 h bound is checked at its start), so none is refused here.
+    using clock = std::chrono::steady_clock;
+    const clock::time_point stopped = *s_->stopped_at;
+    const auto room = std::chrono::duration_cast<std::chrono::microseconds>(clock::time_point::max() - stopped);
+    const std::chrono::microseconds grace = std::max(s_->cfg.grace(), std::chrono::microseconds::zero());
+    const auto slots_done = [this] { return s_->active == 0; };
+    if (grace >= room) {
+      s_->cv.wait(lk, slots_done);
+    } else {
+      s_->cv.wait_until(lk, stopped + grace, slots_done);
+    }
     std::map<std::uint64_t, std::shared_ptr<detail::Held>> left;
     left.swap(s_->held);
     const bool all_done = s_->active == 0;
