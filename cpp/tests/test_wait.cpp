@@ -276,56 +276,38 @@ TEST_CASE("worker: at the end of the grace period held leases are released and r
   CHECK(reports.size() == 2);
 }
 
-TEST_CASE("worker: a configuration the core refuses stops the worker and join() throws it") {
+TEST_CASE("worker: a configuration the Rust worker refuses is refused before any thread starts") {
+  // The same checks as WorkerConfig::check in crates/tenure/src/worker.rs,
+  // made by the core through tenure_worker_config_check.
   const tenure::Authority a = store("cpp-worker-bad");
-  tenure::Worker w(a, tenure::WorkerConfig("p", "bad\nholder", 10s), [](const tenure::JobContext&) -> tenure::JobOutcome {
-    return tenure::Complete{};
-  });
-  CHECK_THROWS_AS(w.join(), tenure::InvalidArgument);
-  CHECK(w.stopping());
-  CHECK_THROWS_AS(tenure::WorkerConfig("p", "w", 10s).slots(0), tenure::InvalidArgument);
-}
-
-TEST_CASE("worker: a keeper that cannot start reports Lost and leaves the lease held, as the Rust loop") {
-  // The keep-alive period is not shorter than the TTL: the claim succeeds,
-  // tenure_lease_keep_alive refuses it. The Rust worker reports Lost and
-  // never releases (crates/tenure/src/worker.rs, run_job); so does this one.
-  const tenure::Authority a = store("cpp-worker-no-keeper");
   a.submit("p", tenure::JobSpec("j"));
-  Reports reports;
+  const auto events = event_count(a);
   std::atomic<int> ran{0};
-  std::size_t events_after_claim = 0;
-  {
-    tenure::Worker w(
-        a, tenure::WorkerConfig("p", "w-keep", 10s).renew_every(10s),
-        [&](const tenure::JobContext&) -> tenure::JobOutcome {
-          ++ran;
-          return tenure::Complete{};
-        },
-        [&](const tenure::Report& r) { reports.add(r); });
-    CHECK_THROWS_AS(w.join(), tenure::InvalidDuration);
-    CHECK(w.stopping());
-    events_after_claim = event_count(a);
-  }
+  const auto start = [&](const tenure::WorkerConfig& c) {
+    tenure::Worker w(a, c, [&](const tenure::JobContext&) -> tenure::JobOutcome {
+      ++ran;
+      return tenure::Complete{};
+    });
+    w.stop();
+    w.join();
+  };
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "bad\nholder", 10s)), tenure::InvalidArgument);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).slots(0)), tenure::InvalidArgument);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).slots(1025)), tenure::InvalidArgument);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).renew_every(10s)), tenure::InvalidDuration);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).wait_timeout(0s)), tenure::InvalidDuration);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).wait_timeout(25h)), tenure::InvalidDuration);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).grace(25h)), tenure::InvalidDuration);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).grace(-1s)), tenure::InvalidDuration);
+  // nothing ran, nothing was claimed
   CHECK(ran.load() == 0);
-  REQUIRE(reports.size() == 1);
-  const tenure::Report& r = reports.all.at(0);
-  CHECK(r.result == tenure::JobResult::Lost);
-  REQUIRE(r.error.has_value());
-  CHECK(r.error->status() == TENURE_INVALID_DURATION);
-  CHECK(r.state == tenure::JobState::Any);
-  CHECK(r.production == "p");
-  CHECK(r.job == "j");
-  CHECK(r.attempt == 1);
-  // not released: still claimed by this worker's claim, no event after the claim
-  const tenure::JobView v = a.job("p", "j");
-  CHECK(v.state == tenure::JobState::Claimed);
-  CHECK(v.holder == std::optional<std::string>("w-keep"));
-  CHECK(v.claim_id == std::optional<std::string>(r.claim_id));
-  CHECK(event_count(a) == events_after_claim);
-  const auto events = a.events(0, 10000);
-  REQUIRE(!events.empty());
-  CHECK(events.back().kind == "claimed");
+  CHECK(a.job("p", "j").state == tenure::JobState::Requested);
+  CHECK(event_count(a) == events);
+  // the bounds themselves are accepted
+  CHECK(tenure_worker_config_check("p", "w", 1024, 10'000'000, 3'333'333, 86'400'000'000, 86'400'000'000) ==
+        TENURE_OK);
+  CHECK_NOTHROW(start(tenure::WorkerConfig("p", "w", 10s).slots(2).wait_timeout(24h).grace(24h)));
+  CHECK_NOTHROW(start(tenure::WorkerConfig("p", "w", 10s).grace(0s)));
 }
 
 TEST_CASE("worker: a lease lost while the handler runs is reported Lost with the refusal, as the Rust loop") {
@@ -360,14 +342,14 @@ TEST_CASE("worker: a lease lost while the handler runs is reported Lost with the
   CHECK(a.job("p", "j").state == tenure::JobState::Cancelled);
 }
 
-TEST_CASE("worker: the longest grace period is waited without overflow; a finishing handler ends join") {
+TEST_CASE("worker: the longest grace period (24 h) is waited without overflow; a finishing handler ends join") {
   const tenure::Authority a = store("cpp-worker-long-grace");
   a.submit("p", tenure::JobSpec("j"));
   Reports reports;
   std::atomic<bool> running{false};
   {
     tenure::Worker w(
-        a, tenure::WorkerConfig("p", "w", 10s).grace(std::chrono::microseconds::max()),
+        a, tenure::WorkerConfig("p", "w", 10s).grace(24h),
         [&](const tenure::JobContext& job) -> tenure::JobOutcome {
           running = true;
           while (!job.stopping()) std::this_thread::sleep_for(5ms);

@@ -388,6 +388,32 @@ static void authority_entry_points(const char *dir) {
   tenure_keeper_free(kp); /* stops; never releases */
   tenure_keeper_free(NULL);
 
+  /* a worker loop's configuration: the Rust worker's checks, no store */
+  OK(tenure_worker_config_check("p", "w", 1, 1000000, 300000, 1000000, 0));
+  OK(tenure_worker_config_check("p", "w", 1024, 1000000, 999999, INT64_C(86400000000),
+                                INT64_C(86400000000)));
+  EXPECT(tenure_worker_config_check(NULL, "w", 1, 1000000, 300000, 1000000, 0), INV);
+  EXPECT(tenure_worker_config_check("p", NULL, 1, 1000000, 300000, 1000000, 0), INV);
+  BAD_ID(tenure_worker_config_check(S, "w", 1, 1000000, 300000, 1000000, 0));
+  BAD_HOLDER(tenure_worker_config_check("p", S, 1, 1000000, 300000, 1000000, 0));
+  BAD_TTL(tenure_worker_config_check("p", "w", 1, T, 1, 1000000, 0));
+  {
+    const size_t bad_slots[] = {0, 1025, SIZE_MAX};
+    for (size_t i = 0; i < sizeof bad_slots / sizeof bad_slots[0]; i++)
+      EXPECT(tenure_worker_config_check("p", "w", bad_slots[i], 1000000, 300000, 1000000, 0), INV);
+    /* the period: positive, shorter than the TTL; the wait timeout positive,
+     * at most 24 h; the grace period 0 ..= 24 h */
+    const int64_t bad_every[] = {0, -1, INT64_MIN, 1000000, INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_every / sizeof bad_every[0]; i++)
+      EXPECT(tenure_worker_config_check("p", "w", 1, 1000000, bad_every[i], 1000000, 0), DUR);
+    const int64_t bad_waits[] = {0, -1, INT64_MIN, INT64_C(86400000001), INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_waits / sizeof bad_waits[0]; i++)
+      EXPECT(tenure_worker_config_check("p", "w", 1, 1000000, 300000, bad_waits[i], 0), DUR);
+    const int64_t bad_grace[] = {-1, INT64_MIN, INT64_C(86400000001), INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_grace / sizeof bad_grace[0]; i++)
+      EXPECT(tenure_worker_config_check("p", "w", 1, 1000000, 300000, 1000000, bad_grace[i]), DUR);
+  }
+
   /* accessors with NULL / out-of-range arguments */
   CHECK(tenure_lease_production(NULL) == NULL);
   CHECK(tenure_lease_job(NULL) == NULL);

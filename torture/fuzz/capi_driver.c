@@ -580,6 +580,12 @@ static void call_one_1_1(int on) {
       note(st, what);
       tenure_lease *l = take_ptr(st, out, on, what);
       if (l) add_lease(l);
+      if (chance(4)) { /* a worker loop's configuration check (no store) */
+        static const size_t slots[] = {0, 1, 2, 1024, 1025, SIZE_MAX};
+        note(tenure_worker_config_check(gen_prod(), gen_holder(), slots[below(6)], gen_ttl(),
+                                        gen_every(), gen_wait_timeout(), gen_delay()),
+             "worker_config_check");
+      }
       break;
     }
     case 4: { /* keepers */

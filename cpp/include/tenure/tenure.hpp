@@ -1719,8 +1719,9 @@ struct Report {
 };
 
 /// How a `Worker` runs: one slot, renewal every `ttl / 3`, waits of 60 s,
-/// grace 30 s. Durations convert exactly (`to_micros`); their ranges are
-/// the core's (checked by the C calls the worker makes).
+/// grace 30 s. Durations convert exactly (`to_micros`); the whole
+/// configuration is checked by the core (`tenure_worker_config_check`) when
+/// the `Worker` starts, exactly as the Rust worker checks its own.
 class WorkerConfig {
  public:
   template <class Rep, class Period>
@@ -1729,9 +1730,9 @@ class WorkerConfig {
         holder_(detail::cstr(holder, "holder")),
         ttl_(to_micros(ttl)),
         renew_every_(std::max<std::int64_t>(ttl_.count() / 3, 1)) {}
-  /// Concurrent jobs: one thread each (at least 1).
-  WorkerConfig& slots(std::size_t n) {
-    if (n == 0) throw InvalidArgument("invalid argument: a worker needs at least one slot");
+  /// Concurrent jobs: one thread each (1 ..= 1024, checked when the
+  /// `Worker` starts).
+  WorkerConfig& slots(std::size_t n) noexcept {
     slots_ = n;
     return *this;
   }
@@ -1844,9 +1845,12 @@ class Worker {
   using Handler = std::function<JobOutcome(const JobContext&)>;
   using Reporter = std::function<void(const Report&)>;
 
-  /// Start `config.slots()` threads on `authority`.
+  /// Start `config.slots()` threads on `authority`; a configuration the core
+  /// refuses (`tenure_worker_config_check`) throws its error before any
+  /// thread starts.
   Worker(const Authority& authority, WorkerConfig config, Handler handler, Reporter report = {})
-      : s_(std::make_shared<Shared>(authority, std::move(config), std::move(handler), std::move(report))) {
+      : s_(std::make_shared<Shared>(authority, checked(std::move(config)), std::move(handler),
+                                    std::move(report))) {
     const std::size_t n = s_->cfg.slots();
     s_->active = n;
     threads_.reserve(n);
@@ -1894,6 +1898,13 @@ class Worker {
   void join() { finish(); }
 
  private:
+  /// The configuration, once the core accepted it (else its error).
+  static WorkerConfig checked(WorkerConfig c) {
+    check(tenure_worker_config_check(c.production().c_str(), c.holder().c_str(), c.slots(),
+                                     c.ttl().count(), c.renew_every().count(),
+                                     c.wait_timeout().count(), c.grace().count()));
+    return c;
+  }
   struct Shared {
     Shared(const Authority& a, WorkerConfig c, Handler h, Reporter r)
         : auth(&a), cfg(std::move(c)), handler(std::move(h)), report(std::move(r)) {}
