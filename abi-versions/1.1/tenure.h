@@ -1668,6 +1668,25 @@ tenure_status tenure_keeper_error_message(const struct tenure_keeper *keeper,
 void tenure_keeper_free(struct tenure_keeper *keeper);
 
 /**
+ * Check a worker loop's configuration as the Rust worker checks it before
+ * it starts (ABI 1.1): `production` and `holder` valid, `slots` 1 ..=
+ * 1024, `ttl_us` a TTL, `renew_every_us` positive and shorter than
+ * `ttl_us`, `wait_timeout_us` positive and at most 24 h, `grace_us` 0 ..=
+ * 24 h; else `TENURE_INVALID_ARGUMENT` or `TENURE_INVALID_DURATION` naming
+ * the value. For loops built from `tenure_authority_claim_next_wait()` and
+ * `tenure_lease_keep_alive()` (the C++ `tenure::Worker` calls it before it
+ * starts a thread), so they refuse what the Rust loop refuses. Touches no
+ * store. Thread-safe.
+ */
+tenure_status tenure_worker_config_check(const char *production,
+                                         const char *holder,
+                                         size_t slots,
+                                         int64_t ttl_us,
+                                         int64_t renew_every_us,
+                                         int64_t wait_timeout_us,
+                                         int64_t grace_us);
+
+/**
  * Make a job options handle with no option set (ABI 1.1): a job
  * submitted with it is due at once, has no hold limit and no back-off
  * of its own. `*out_options` receives a handle to free with

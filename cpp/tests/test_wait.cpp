@@ -276,12 +276,92 @@ TEST_CASE("worker: at the end of the grace period held leases are released and r
   CHECK(reports.size() == 2);
 }
 
-TEST_CASE("worker: a configuration the core refuses stops the worker and join() throws it") {
+TEST_CASE("worker: a configuration the Rust worker refuses is refused before any thread starts") {
+  // The same checks as WorkerConfig::check in crates/tenure/src/worker.rs,
+  // made by the core through tenure_worker_config_check.
   const tenure::Authority a = store("cpp-worker-bad");
-  tenure::Worker w(a, tenure::WorkerConfig("p", "bad\nholder", 10s), [](const tenure::JobContext&) -> tenure::JobOutcome {
-    return tenure::Complete{};
-  });
-  CHECK_THROWS_AS(w.join(), tenure::InvalidArgument);
-  CHECK(w.stopping());
-  CHECK_THROWS_AS(tenure::WorkerConfig("p", "w", 10s).slots(0), tenure::InvalidArgument);
+  a.submit("p", tenure::JobSpec("j"));
+  const auto events = event_count(a);
+  std::atomic<int> ran{0};
+  const auto start = [&](const tenure::WorkerConfig& c) {
+    tenure::Worker w(a, c, [&](const tenure::JobContext&) -> tenure::JobOutcome {
+      ++ran;
+      return tenure::Complete{};
+    });
+    w.stop();
+    w.join();
+  };
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "bad\nholder", 10s)), tenure::InvalidArgument);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).slots(0)), tenure::InvalidArgument);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).slots(1025)), tenure::InvalidArgument);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).renew_every(10s)), tenure::InvalidDuration);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).wait_timeout(0s)), tenure::InvalidDuration);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).wait_timeout(25h)), tenure::InvalidDuration);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).grace(25h)), tenure::InvalidDuration);
+  CHECK_THROWS_AS(start(tenure::WorkerConfig("p", "w", 10s).grace(-1s)), tenure::InvalidDuration);
+  // nothing ran, nothing was claimed
+  CHECK(ran.load() == 0);
+  CHECK(a.job("p", "j").state == tenure::JobState::Requested);
+  CHECK(event_count(a) == events);
+  // the bounds themselves are accepted
+  CHECK(tenure_worker_config_check("p", "w", 1024, 10'000'000, 3'333'333, 86'400'000'000, 86'400'000'000) ==
+        TENURE_OK);
+  CHECK_NOTHROW(start(tenure::WorkerConfig("p", "w", 10s).slots(2).wait_timeout(24h).grace(24h)));
+  CHECK_NOTHROW(start(tenure::WorkerConfig("p", "w", 10s).grace(0s)));
+}
+
+TEST_CASE("worker: a lease lost while the handler runs is reported Lost with the refusal, as the Rust loop") {
+  // crates/tenure/tests/worker.rs: a_lost_lease_is_reported_and_the_handler_can_see_it
+  const tenure::Authority a = store("cpp-worker-lost");
+  a.submit("p", tenure::JobSpec("j"));
+  Reports reports;
+  std::atomic<bool> saw_loss{false};
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig("p", "w-lost", 10s).renew_every(50ms),
+        [&](const tenure::JobContext& job) -> tenure::JobOutcome {
+          a.cancel("p", "j");
+          const auto t0 = steady::now();
+          while (!job.lease_lost() && steady::now() - t0 < 10s) std::this_thread::sleep_for(5ms);
+          saw_loss = job.lease_lost().has_value() && job.lease_lost()->status() == TENURE_CANCELLED;
+          return tenure::Complete{};
+        },
+        [&](const tenure::Report& r) { reports.add(r); });
+    for (int i = 0; i < 1000 && reports.size() < 1; ++i) std::this_thread::sleep_for(10ms);
+    w.stop();
+    w.join();
+  }
+  CHECK(saw_loss.load());
+  REQUIRE(reports.size() == 1);
+  const tenure::Report& r = reports.all.at(0);
+  CHECK(r.result == tenure::JobResult::Lost);
+  REQUIRE(r.error.has_value());
+  CHECK(r.error->status() == TENURE_CANCELLED);
+  CHECK(r.job == "j");
+  CHECK(r.attempt == 1);
+  CHECK(a.job("p", "j").state == tenure::JobState::Cancelled);
+}
+
+TEST_CASE("worker: the longest grace period (24 h) is waited without overflow; a finishing handler ends join") {
+  const tenure::Authority a = store("cpp-worker-long-grace");
+  a.submit("p", tenure::JobSpec("j"));
+  Reports reports;
+  std::atomic<bool> running{false};
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig("p", "w", 10s).grace(24h),
+        [&](const tenure::JobContext& job) -> tenure::JobOutcome {
+          running = true;
+          while (!job.stopping()) std::this_thread::sleep_for(5ms);
+          return tenure::Complete{};
+        },
+        [&](const tenure::Report& r) { reports.add(r); });
+    for (int i = 0; i < 1000 && !running.load(); ++i) std::this_thread::sleep_for(10ms);
+    REQUIRE(running.load());
+    w.stop();
+    w.join();
+  }
+  REQUIRE(reports.size() == 1);
+  CHECK(reports.all.at(0).result == tenure::JobResult::Completed);
+  CHECK(a.job("p", "j").state == tenure::JobState::Completed);
 }

@@ -2,8 +2,11 @@
  * UTF-8, empty and oversize IDs/holders/reasons, out-of-range durations,
  * unreadable struct sizes, malformed/oversize/truncated tokens, too-small
  * buffers; the scheduling calls of ABI 1.1 (delays out of range, bad
- * back-offs). Each must return the documented status, leave out-parameters
- * untouched and change nothing in the store (the event log does not grow).
+ * back-offs), the batched calls, and the functions without a status.
+ * Each must return the documented status, leave out-parameters untouched
+ * and change nothing in the store (the event log does not grow). Every
+ * export of tenure.map is called here by name (never built by token
+ * pasting): `cargo xtask test` checks that (crates/xtask/src/probes.rs).
  * Usage: test_bad_input DIR */
 #include <stdint.h>
 
@@ -104,6 +107,7 @@ static void authority_entry_points(const char *dir) {
    * when the handle is made, NULLs everywhere, nothing is created */
   tenure_options *opts = NULL;
   EXPECT(tenure_options_new(NULL, NULL), INV);
+  EXPECT(tenure_options_new(&newer.o, NULL), INV);
   OK(tenure_open_options_init(&o));
   o.struct_size = 4;
   EXPECT(tenure_options_new(&o, &opts), INV);
@@ -376,10 +380,39 @@ static void authority_entry_points(const char *dir) {
   EXPECT(tenure_keeper_error_message(kp, NULL, 4, &kneed), INV);
   EXPECT(tenure_keeper_error_message(kp, kmsg, sizeof kmsg, NULL), INV);
   CHECK(kneed == 5);
+  memset(kmsg, 'Z', sizeof kmsg);
+  EXPECT(tenure_keeper_error_message(kp, kmsg, 0, &kneed), INV); /* too small: the size is told */
+  CHECK(kneed == 1 && kmsg[0] == 'Z');
   OK(tenure_keeper_status(kp, &ks, &kerr));
   CHECK(ks == TENURE_KEEPER_RUNNING && kerr == TENURE_OK);
   tenure_keeper_free(kp); /* stops; never releases */
   tenure_keeper_free(NULL);
+
+  /* a worker loop's configuration: the Rust worker's checks, no store */
+  OK(tenure_worker_config_check("p", "w", 1, 1000000, 300000, 1000000, 0));
+  OK(tenure_worker_config_check("p", "w", 1024, 1000000, 999999, INT64_C(86400000000),
+                                INT64_C(86400000000)));
+  EXPECT(tenure_worker_config_check(NULL, "w", 1, 1000000, 300000, 1000000, 0), INV);
+  EXPECT(tenure_worker_config_check("p", NULL, 1, 1000000, 300000, 1000000, 0), INV);
+  BAD_ID(tenure_worker_config_check(S, "w", 1, 1000000, 300000, 1000000, 0));
+  BAD_HOLDER(tenure_worker_config_check("p", S, 1, 1000000, 300000, 1000000, 0));
+  BAD_TTL(tenure_worker_config_check("p", "w", 1, T, 1, 1000000, 0));
+  {
+    const size_t bad_slots[] = {0, 1025, SIZE_MAX};
+    for (size_t i = 0; i < sizeof bad_slots / sizeof bad_slots[0]; i++)
+      EXPECT(tenure_worker_config_check("p", "w", bad_slots[i], 1000000, 300000, 1000000, 0), INV);
+    /* the period: positive, shorter than the TTL; the wait timeout positive,
+     * at most 24 h; the grace period 0 ..= 24 h */
+    const int64_t bad_every[] = {0, -1, INT64_MIN, 1000000, INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_every / sizeof bad_every[0]; i++)
+      EXPECT(tenure_worker_config_check("p", "w", 1, 1000000, bad_every[i], 1000000, 0), DUR);
+    const int64_t bad_waits[] = {0, -1, INT64_MIN, INT64_C(86400000001), INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_waits / sizeof bad_waits[0]; i++)
+      EXPECT(tenure_worker_config_check("p", "w", 1, 1000000, 300000, bad_waits[i], 0), DUR);
+    const int64_t bad_grace[] = {-1, INT64_MIN, INT64_C(86400000001), INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_grace / sizeof bad_grace[0]; i++)
+      EXPECT(tenure_worker_config_check("p", "w", 1, 1000000, 300000, 1000000, bad_grace[i]), DUR);
+  }
 
   /* accessors with NULL / out-of-range arguments */
   CHECK(tenure_lease_production(NULL) == NULL);
@@ -738,48 +771,50 @@ static void batch_entry_points(const char *dir) {
   EXPECT(FN(H, "p", "w", 1000000, 2, slots, NULL), INV);
 
 
-#define LEASE_MANY(H, PRE)                                                 \
-  EXPECT(PRE##_renew_many(NULL, ls, 1, 1000000, st), INV);                 \
-  EXPECT(PRE##_renew_many(H, NULL, 1, 1000000, st), INV);                  \
-  EXPECT(PRE##_renew_many(H, none, 1, 1000000, st), INV);                  \
-  EXPECT(PRE##_renew_many(H, ls, 2, 1000000, st), INV); /* ls[1] NULL */   \
-  EXPECT(PRE##_renew_many(H, ls, 0, 1000000, st), INV);                    \
-  EXPECT(PRE##_renew_many(H, ls, 1001, 1000000, st), INV);                 \
-  EXPECT(PRE##_renew_many(H, ls, 1, 1000000, NULL), INV);                  \
-  BAD_TTL(PRE##_renew_many(H, ls, 1, T, st));                              \
-  EXPECT(PRE##_release_many(NULL, ls, 1, st, js), INV);                    \
-  EXPECT(PRE##_release_many(H, NULL, 1, st, js), INV);                     \
-  EXPECT(PRE##_release_many(H, none, 1, st, js), INV);                     \
-  EXPECT(PRE##_release_many(H, ls, 0, st, js), INV);                       \
-  EXPECT(PRE##_release_many(H, ls, 1001, st, js), INV);                    \
-  EXPECT(PRE##_release_many(H, ls, 1, NULL, js), INV);                     \
-  EXPECT(PRE##_fail_many(NULL, ls, reasons, perm, 1, st, js), INV);        \
-  EXPECT(PRE##_fail_many(H, NULL, reasons, perm, 1, st, js), INV);         \
-  EXPECT(PRE##_fail_many(H, none, reasons, perm, 1, st, js), INV);         \
-  EXPECT(PRE##_fail_many(H, ls, NULL, perm, 1, st, js), INV);              \
-  EXPECT(PRE##_fail_many(H, ls, null_reasons, perm, 1, st, js), INV);      \
-  EXPECT(PRE##_fail_many(H, ls, bad_reasons, perm, 1, st, js), INV);       \
-  EXPECT(PRE##_fail_many(H, ls, reasons, NULL, 1, st, js), INV);           \
-  EXPECT(PRE##_fail_many(H, ls, reasons, perm, 0, st, js), INV);           \
-  EXPECT(PRE##_fail_many(H, ls, reasons, perm, 1001, st, js), INV);        \
-  EXPECT(PRE##_fail_many(H, ls, reasons, perm, 1, NULL, js), INV);         \
-  EXPECT(PRE##_complete_many(NULL, ls, NULL, NULL, 1, st), INV);           \
-  EXPECT(PRE##_complete_many(H, NULL, NULL, NULL, 1, st), INV);            \
-  EXPECT(PRE##_complete_many(H, none, NULL, NULL, 1, st), INV);            \
-  EXPECT(PRE##_complete_many(H, ls, bad_facts, NULL, 1, st), INV);         \
-  EXPECT(PRE##_complete_many(H, ls, NULL, one, 1, st), INV);               \
-  EXPECT(PRE##_complete_many(H, ls, no_facts, one, 1, st), INV);           \
-  EXPECT(PRE##_complete_many(H, ls, bad_facts, one, 1, st), INV);          \
-  EXPECT(PRE##_complete_many(H, ls, null_key_facts, one, 1, st), INV);     \
-  EXPECT(PRE##_complete_many(H, ls, NULL, NULL, 0, st), INV);              \
-  EXPECT(PRE##_complete_many(H, ls, NULL, NULL, 1001, st), INV);           \
-  EXPECT(PRE##_complete_many(H, ls, NULL, NULL, 1, NULL), INV);
+#define LEASE_MANY(H, RENEW, RELEASE, FAIL, COMPLETE)                       \
+  EXPECT(RENEW(NULL, ls, 1, 1000000, st), INV);                             \
+  EXPECT(RENEW(H, NULL, 1, 1000000, st), INV);                              \
+  EXPECT(RENEW(H, none, 1, 1000000, st), INV);                              \
+  EXPECT(RENEW(H, ls, 2, 1000000, st), INV); /* ls[1] NULL */               \
+  EXPECT(RENEW(H, ls, 0, 1000000, st), INV);                                \
+  EXPECT(RENEW(H, ls, 1001, 1000000, st), INV);                             \
+  EXPECT(RENEW(H, ls, 1, 1000000, NULL), INV);                              \
+  BAD_TTL(RENEW(H, ls, 1, T, st));                                          \
+  EXPECT(RELEASE(NULL, ls, 1, st, js), INV);                                \
+  EXPECT(RELEASE(H, NULL, 1, st, js), INV);                                 \
+  EXPECT(RELEASE(H, none, 1, st, js), INV);                                 \
+  EXPECT(RELEASE(H, ls, 0, st, js), INV);                                   \
+  EXPECT(RELEASE(H, ls, 1001, st, js), INV);                                \
+  EXPECT(RELEASE(H, ls, 1, NULL, js), INV);                                 \
+  EXPECT(FAIL(NULL, ls, reasons, perm, 1, st, js), INV);                    \
+  EXPECT(FAIL(H, NULL, reasons, perm, 1, st, js), INV);                     \
+  EXPECT(FAIL(H, none, reasons, perm, 1, st, js), INV);                     \
+  EXPECT(FAIL(H, ls, NULL, perm, 1, st, js), INV);                          \
+  EXPECT(FAIL(H, ls, null_reasons, perm, 1, st, js), INV);                  \
+  EXPECT(FAIL(H, ls, bad_reasons, perm, 1, st, js), INV);                   \
+  EXPECT(FAIL(H, ls, reasons, NULL, 1, st, js), INV);                       \
+  EXPECT(FAIL(H, ls, reasons, perm, 0, st, js), INV);                       \
+  EXPECT(FAIL(H, ls, reasons, perm, 1001, st, js), INV);                    \
+  EXPECT(FAIL(H, ls, reasons, perm, 1, NULL, js), INV);                     \
+  EXPECT(COMPLETE(NULL, ls, NULL, NULL, 1, st), INV);                       \
+  EXPECT(COMPLETE(H, NULL, NULL, NULL, 1, st), INV);                        \
+  EXPECT(COMPLETE(H, none, NULL, NULL, 1, st), INV);                        \
+  EXPECT(COMPLETE(H, ls, bad_facts, NULL, 1, st), INV);                     \
+  EXPECT(COMPLETE(H, ls, NULL, one, 1, st), INV);                           \
+  EXPECT(COMPLETE(H, ls, no_facts, one, 1, st), INV);                       \
+  EXPECT(COMPLETE(H, ls, bad_facts, one, 1, st), INV);                      \
+  EXPECT(COMPLETE(H, ls, null_key_facts, one, 1, st), INV);                 \
+  EXPECT(COMPLETE(H, ls, NULL, NULL, 0, st), INV);                          \
+  EXPECT(COMPLETE(H, ls, NULL, NULL, 1001, st), INV);                       \
+  EXPECT(COMPLETE(H, ls, NULL, NULL, 1, NULL), INV);
   /* the authority's rows first: the edit holds the writer lock */
   CLAIM_MANY(a, tenure_authority_claim_next_many)
-  LEASE_MANY(a, tenure_authority)
+  LEASE_MANY(a, tenure_authority_renew_many, tenure_authority_release_many,
+             tenure_authority_fail_many, tenure_authority_complete_many)
   REQUIRE(tenure_edit_begin(a, &e) == TENURE_OK);
   CLAIM_MANY(e, tenure_edit_claim_next_many)
-  LEASE_MANY(e, tenure_edit)
+  LEASE_MANY(e, tenure_edit_renew_many, tenure_edit_release_many, tenure_edit_fail_many,
+             tenure_edit_complete_many)
   CHECK(slots[0] == POISON_LEASE && slots[1] == POISON_LEASE && count == 9);
   CHECK(st[0] == 77 && st[1] == 77 && js[0] == 9 && js[1] == 9);
 #undef CLAIM_MANY
@@ -925,6 +960,104 @@ static void schedule_entry_points(const char *dir) {
   tenure_authority_free(a);
 }
 
+/* Idempotent calls (ABI 1.1): NULL for each pointer, bad request IDs,
+ * bad production/job/holder IDs and TTLs, bad reasons and facts. None
+ * claims, records a request or writes an event; the out-parameters stay
+ * untouched. */
+static void idempotent_entry_points(const char *dir) {
+  tenure_authority *a = open_store(dir, "idempotent.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  submit_job(a, "p", "k", 3);
+  tenure_lease *l = NULL;
+  REQUIRE(tenure_authority_claim(a, "p", "j", "w", 60000000, &l) == TENURE_OK);
+  size_t events_before = event_count(a);
+
+  tenure_claim_request *r = (tenure_claim_request *)0x1;
+  BAD_ID(tenure_claim_request_new(S, &r));
+  CHECK(r == (tenure_claim_request *)0x1);
+  EXPECT(tenure_claim_request_new("r", NULL), INV);
+  REQUIRE(tenure_claim_request_new("r", &r) == TENURE_OK);
+  tenure_claim_request_free(NULL);
+
+  tenure_lease *out = POISON_LEASE;
+  bool replayed = true;
+  EXPECT(tenure_authority_claim_with(NULL, "p", "k", "w", 1000000, r, &out, &replayed), INV);
+  BAD_ID(tenure_authority_claim_with(a, S, "k", "w", 1000000, r, &out, &replayed));
+  BAD_ID(tenure_authority_claim_with(a, "p", S, "w", 1000000, r, &out, &replayed));
+  BAD_HOLDER(tenure_authority_claim_with(a, "p", "k", S, 1000000, r, &out, &replayed));
+  BAD_TTL(tenure_authority_claim_with(a, "p", "k", "w", T, r, &out, &replayed));
+  EXPECT(tenure_authority_claim_with(a, "p", "k", "w", 1000000, NULL, &out, &replayed), INV);
+  EXPECT(tenure_authority_claim_with(a, "p", "k", "w", 1000000, r, NULL, &replayed), INV);
+  EXPECT(tenure_authority_claim_with(a, "p", "k", "w", 1000000, r, &out, NULL), INV);
+  EXPECT(tenure_authority_claim_next_with(NULL, "p", "w", 1000000, r, &out, &replayed), INV);
+  BAD_ID(tenure_authority_claim_next_with(a, S, "w", 1000000, r, &out, &replayed));
+  BAD_HOLDER(tenure_authority_claim_next_with(a, "p", S, 1000000, r, &out, &replayed));
+  BAD_TTL(tenure_authority_claim_next_with(a, "p", "w", T, r, &out, &replayed));
+  EXPECT(tenure_authority_claim_next_with(a, "p", "w", 1000000, NULL, &out, &replayed), INV);
+  EXPECT(tenure_authority_claim_next_with(a, "p", "w", 1000000, r, NULL, &replayed), INV);
+  EXPECT(tenure_authority_claim_next_with(a, "p", "w", 1000000, r, &out, NULL), INV);
+  CHECK(out == POISON_LEASE && replayed);
+
+  int64_t exp = 7;
+  tenure_job_state js = 44;
+  EXPECT(tenure_lease_renew_idempotent(NULL, 1000000, &exp, &replayed), INV);
+  BAD_TTL(tenure_lease_renew_idempotent(l, T, &exp, &replayed));
+  EXPECT(tenure_lease_renew_idempotent(l, 1000000, NULL, &replayed), INV);
+  EXPECT(tenure_lease_renew_idempotent(l, 1000000, &exp, NULL), INV);
+  EXPECT(tenure_lease_release_idempotent(NULL, &js, &replayed), INV);
+  EXPECT(tenure_lease_release_idempotent(l, NULL, &replayed), INV);
+  EXPECT(tenure_lease_release_idempotent(l, &js, NULL), INV);
+  EXPECT(tenure_lease_fail_idempotent(NULL, "r", false, &js, &replayed), INV);
+  EXPECT(tenure_lease_fail_idempotent(l, NULL, false, &js, &replayed), INV);
+  EXPECT(tenure_lease_fail_idempotent(l, BAD_UTF8, false, &js, &replayed), INV);
+  EXPECT(tenure_lease_fail_idempotent(l, LONG_REASON, false, &js, &replayed), INV);
+  EXPECT(tenure_lease_fail_idempotent(l, "r", false, NULL, &replayed), INV);
+  EXPECT(tenure_lease_fail_idempotent(l, "r", false, &js, NULL), INV);
+  tenure_fact good = {"k", "v"};
+  tenure_fact bad[] = {{NULL, "v"}, {"k", BAD_UTF8}, {"", "v"}, {"tenure.claim_id", "forged"}};
+  EXPECT(tenure_lease_complete_idempotent(NULL, &good, 1, &replayed), INV);
+  EXPECT(tenure_lease_complete_idempotent(l, NULL, 1, &replayed), INV);
+  EXPECT(tenure_lease_complete_idempotent(l, &good, 1, NULL), INV);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tenure_fact two[2] = {good, bad[i]};
+    EXPECT(tenure_lease_complete_idempotent(l, two, 2, &replayed), INV);
+  }
+  CHECK(exp == 7 && js == 44 && replayed);
+
+  tenure_job_view *v = NULL;
+  OK(tenure_authority_job(a, "p", "k", &v));
+  CHECK(tenure_job_view_state(v) == TENURE_JOB_REQUESTED);
+  tenure_job_view_free(v);
+  CHECK(event_count(a) == events_before);
+  CHECK(tenure_lease_status_get(l) == TENURE_LEASE_STATUS_ACTIVE);
+  /* the request ID was never used: a good claim under it is not a replay */
+  OK(tenure_authority_claim_with(a, "p", "k", "w", 1000000, r, &out, &replayed));
+  CHECK(out != POISON_LEASE && !replayed);
+  tenure_lease_free(out);
+  tenure_claim_request_free(r);
+  OK(tenure_lease_release(l, &js));
+  tenure_lease_free(l);
+  tenure_authority_free(a);
+}
+
+/* The functions without a status: any number is answered with a static
+ * string ("unknown" out of range), never NULL; versions are constants. */
+static void static_entry_points(void) {
+  const uint32_t numbers[] = {0, 1, 24, 25, 99, UINT32_MAX};
+  for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+    CHECK(tenure_status_name(numbers[i]) != NULL);
+    CHECK(tenure_job_state_name(numbers[i]) != NULL);
+  }
+  CHECK(strcmp(tenure_status_name(UINT32_MAX), "unknown") == 0);
+  CHECK(strcmp(tenure_status_name(TENURE_INVALID_ARGUMENT), "invalid_argument") == 0);
+  CHECK(strcmp(tenure_job_state_name(7), "unknown") == 0);
+  CHECK(strcmp(tenure_job_state_name(UINT32_MAX), "unknown") == 0);
+  CHECK(strcmp(tenure_job_state_name(TENURE_JOB_CANCELLED), "cancelled") == 0);
+  CHECK(tenure_abi_version() == TENURE_ABI_VERSION);
+  CHECK(tenure_version() != NULL && strlen(tenure_version()) > 0);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -939,5 +1072,7 @@ int main(int argc, char **argv) {
   retention_entry_points(argv[1]);
   batch_entry_points(argv[1]);
   schedule_entry_points(argv[1]);
+  idempotent_entry_points(argv[1]);
+  static_entry_points();
   return finish();
 }

@@ -1824,8 +1824,9 @@ struct Report {
 };
 
 /// How a `Worker` runs: one slot, renewal every `ttl / 3`, waits of 60 s,
-/// grace 30 s. Durations convert exactly (`to_micros`); their ranges are
-/// the core's (checked by the C calls the worker makes).
+/// grace 30 s. Durations convert exactly (`to_micros`); the whole
+/// configuration is checked by the core (`tenure_worker_config_check`) when
+/// the `Worker` starts, exactly as the Rust worker checks its own.
 class WorkerConfig {
  public:
   template <class Rep, class Period>
@@ -1834,9 +1835,9 @@ class WorkerConfig {
         holder_(detail::cstr(holder, "holder")),
         ttl_(to_micros(ttl)),
         renew_every_(std::max<std::int64_t>(ttl_.count() / 3, 1)) {}
-  /// Concurrent jobs: one thread each (at least 1).
-  WorkerConfig& slots(std::size_t n) {
-    if (n == 0) throw InvalidArgument("invalid argument: a worker needs at least one slot");
+  /// Concurrent jobs: one thread each (1 ..= 1024, checked when the
+  /// `Worker` starts).
+  WorkerConfig& slots(std::size_t n) noexcept {
     slots_ = n;
     return *this;
   }
@@ -1930,6 +1931,9 @@ class JobContext {
 /// throws is a retryable failure. A wait refused for bad input
 /// (`InvalidArgument`, `InvalidDuration`: the configuration) stops the
 /// worker and `join()` throws it; other failed waits pause the slot 1 s.
+/// A keeper that cannot start is reported `Lost` with its error and the
+/// lease is left held until it expires, as the Rust loop does (an
+/// `InvalidDuration` there also stops the worker).
 ///
 /// Stop (`stop()`, from any thread but not a signal handler): waits are
 /// cancelled at once, so no new job is taken; running handlers go on for
@@ -1946,9 +1950,12 @@ class Worker {
   using Handler = std::function<JobOutcome(const JobContext&)>;
   using Reporter = std::function<void(const Report&)>;
 
-  /// Start `config.slots()` threads on `authority`.
+  /// Start `config.slots()` threads on `authority`; a configuration the core
+  /// refuses (`tenure_worker_config_check`) throws its error before any
+  /// thread starts.
   Worker(const Authority& authority, WorkerConfig config, Handler handler, Reporter report = {})
-      : s_(std::make_shared<Shared>(authority, std::move(config), std::move(handler), std::move(report))) {
+      : s_(std::make_shared<Shared>(authority, checked(std::move(config)), std::move(handler),
+                                    std::move(report))) {
     const std::size_t n = s_->cfg.slots();
     s_->active = n;
     threads_.reserve(n);
@@ -1996,6 +2003,13 @@ class Worker {
   void join() { finish(); }
 
  private:
+  /// The configuration, once the core accepted it (else its error).
+  static WorkerConfig checked(WorkerConfig c) {
+    check(tenure_worker_config_check(c.production().c_str(), c.holder().c_str(), c.slots(),
+                                     c.ttl().count(), c.renew_every().count(),
+                                     c.wait_timeout().count(), c.grace().count()));
+    return c;
+  }
   struct Shared {
     Shared(const Authority& a, WorkerConfig c, Handler h, Reporter r)
         : auth(&a), cfg(std::move(c)), handler(std::move(h)), report(std::move(r)) {}
@@ -2093,10 +2107,9 @@ class Worker {
     try {
       keeper = lease.keep_alive(s.cfg.ttl(), s.cfg.renew_every());
     } catch (const Error& e) {
-      Report r = released(lease);
-      r.result = JobResult::Lost;
-      r.error = e;
-      s.tell(r);
+      // As the Rust loop: the lease is lost to this worker and left as it
+      // is (held until it expires); nothing releases it.
+      s.tell(lost(lease, e));
       if (e.status() == TENURE_INVALID_DURATION) {
         {
           const std::lock_guard<std::mutex> lk(s.m);
@@ -2156,8 +2169,20 @@ class Worker {
     finished_ = true;
     std::unique_lock<std::mutex> lk(s_->m);
     s_->cv.wait(lk, [this] { return s_->stopped_at.has_value(); });
-    const auto grace_end = *s_->stopped_at + s_->cfg.grace();
-    s_->cv.wait_until(lk, grace_end, [this] { return s_->active == 0; });
+    // The grace period's end, computed without overflow: a grace past the
+    // clock's range never ends (the slots' end ends the wait), a negative
+    // one has ended. No C call checks a grace period (the Rust loop's
+    // 0 ..= 24 h bound is checked at its start), so none is refused here.
+    using clock = std::chrono::steady_clock;
+    const clock::time_point stopped = *s_->stopped_at;
+    const auto room = std::chrono::duration_cast<std::chrono::microseconds>(clock::time_point::max() - stopped);
+    const std::chrono::microseconds grace = std::max(s_->cfg.grace(), std::chrono::microseconds::zero());
+    const auto slots_done = [this] { return s_->active == 0; };
+    if (grace >= room) {
+      s_->cv.wait(lk, slots_done);
+    } else {
+      s_->cv.wait_until(lk, stopped + grace, slots_done);
+    }
     std::map<std::uint64_t, std::shared_ptr<detail::Held>> left;
     left.swap(s_->held);
     const bool all_done = s_->active == 0;

@@ -248,3 +248,38 @@ pub unsafe extern "C" fn tenure_keeper_error_message(
 pub unsafe extern "C" fn tenure_keeper_free(keeper: *mut tenure_keeper) {
     free_box(keeper)
 }
+
+// ---------------------------------------------------------------------------
+// Worker loops composed of these pieces
+// ---------------------------------------------------------------------------
+
+/// Check a worker loop's configuration as the Rust worker checks it before
+/// it starts (ABI 1.1): `production` and `holder` valid, `slots` 1 ..=
+/// 1024, `ttl_us` a TTL, `renew_every_us` positive and shorter than
+/// `ttl_us`, `wait_timeout_us` positive and at most 24 h, `grace_us` 0 ..=
+/// 24 h; else `TENURE_INVALID_ARGUMENT` or `TENURE_INVALID_DURATION` naming
+/// the value. For loops built from `tenure_authority_claim_next_wait()` and
+/// `tenure_lease_keep_alive()` (the C++ `tenure::Worker` calls it before it
+/// starts a thread), so they refuse what the Rust loop refuses. Touches no
+/// store. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_worker_config_check(
+    production: *const c_char,
+    holder: *const c_char,
+    slots: usize,
+    ttl_us: i64,
+    renew_every_us: i64,
+    wait_timeout_us: i64,
+    grace_us: i64,
+) -> tenure_status {
+    boundary(|| {
+        let production = arg_str!(production);
+        let holder = arg_str!(holder);
+        tenure::worker::WorkerConfig::new(production, holder, crate::boundary::ttl(ttl_us)?)
+            .slots(slots)
+            .renew_every(micros("a keep-alive period", renew_every_us)?)
+            .wait_timeout(micros("a wait timeout", wait_timeout_us)?)
+            .grace(micros("a grace period", grace_us)?)
+            .check()
+    })
+}

@@ -8,12 +8,17 @@
 //! operation and either waits for a leader to carry it or becomes the leader
 //! itself. The leader:
 //!
+//! 0. if its previous group had more members than are queued, waits up to
+//!    [`GATHER`] for them to queue again (no lock held);
 //! 1. begins the write transaction (its turn at the fair writer queue, then
 //!    `BEGIN IMMEDIATE`), while more operations queue up behind it;
 //! 2. takes up to [`MAX_MEMBERS`] queued operations in arrival order, and
 //!    stops taking more once [`MAX_WORK`] of work has run (after at least
 //!    [`MIN_MEMBERS`]), so one process's
 //!    turn stays short and the writer lock stays fair between processes;
+//!    having taken them, it passes the lead on to the first caller still
+//!    queued, which gathers and waits for the writer lock while this group
+//!    runs and commits (so a handoff costs no wake-up after the COMMIT);
 //! 3. runs each member in its own savepoint, inside one group savepoint:
 //!    each member makes its own checks under the writer lock and takes its
 //!    own clock sample, exactly as alone; a member that fails rolls back to
@@ -28,7 +33,7 @@
 //!    unsettled then waits for the next group;
 //! 5. writes the high-water mark (every observed time, the refused members'
 //!    included) and COMMITs; then every member's outcome is published and
-//!    its caller returns. Nothing is acknowledged before that COMMIT
+//!    its caller (woken alone) returns. Nothing is acknowledged before that COMMIT
 //!    returned, and a failed COMMIT is every successful member's error.
 //!
 //! Each member's outcome is the one it would have had alone, run in the
@@ -47,7 +52,7 @@ use crate::error::{Error, Result};
 use crate::session::{refusal, Session};
 use crate::store::Backend;
 use std::any::Any;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -61,11 +66,46 @@ pub(crate) const MIN_MEMBERS: usize = 8;
 /// How many times a group runs its members again after pre-commit refusals.
 pub(crate) const MAX_ROUNDS: usize = 4;
 
+/// How long a leader waits, before taking its turn at the writer lock, for
+/// callers of the previous group to queue again (see [`Combiner::gather`]).
+pub(crate) const GATHER: Duration = Duration::from_micros(100);
+
 type Outcome = Result<Box<dyn Any + Send>>;
 type Work = Box<dyn FnMut(&mut Session) -> Outcome + Send + 'static>;
 
+/// Where one caller waits: for its outcome, or to be told to lead.
+#[derive(Default)]
+struct Slot {
+    state: Mutex<SlotState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct SlotState {
+    out: Option<Outcome>,
+    /// The previous leader handed the lead to this caller.
+    lead: bool,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Settle this caller: the outcome, then a wake-up of this caller only.
+    fn settle(&self, out: Outcome) {
+        self.lock().out = Some(out);
+        self.wake.notify_one();
+    }
+
+    fn hand_lead(&self) {
+        self.lock().lead = true;
+        self.wake.notify_one();
+    }
+}
+
 struct Job {
-    id: u64,
+    slot: Arc<Slot>,
     queued: Instant,
     work: Work,
 }
@@ -75,23 +115,24 @@ struct State {
     queue: VecDeque<Job>,
     /// A thread is leading a group.
     leader: bool,
-    /// Ids the leader took from the queue and has not settled yet.
-    taken: Vec<u64>,
-    /// Settled outcomes, until their callers collect them.
-    done: HashMap<u64, Outcome>,
-    next_id: u64,
+    /// Members of the last group (the leader's estimate of how many
+    /// callers are cycling through the combiner).
+    last_size: usize,
+    /// The leader waits in [`Combiner::gather`] until this many are queued.
+    want: usize,
 }
 
 /// The group-commit queue of one SQLite store handle.
 #[derive(Default)]
 pub(crate) struct Combiner {
     state: Mutex<State>,
-    wake: Condvar,
+    /// Rung for a gathering leader when its queue is full enough.
+    gathered: Condvar,
 }
 
 /// How one group ended: outcomes to publish, jobs to queue again.
 struct Settled {
-    outcomes: Vec<(u64, Outcome)>,
+    outcomes: Vec<(Arc<Slot>, Outcome)>,
     again: Vec<Job>,
 }
 
@@ -117,81 +158,134 @@ impl Combiner {
             Box::new(move |s| f(s).map(|v| Box::new(v) as Box<dyn Any + Send>));
         // SAFETY: only the lifetime is erased (same fat-pointer layout). The
         // closure may borrow from this caller's frame; this function returns
-        // only after its outcome is in `done`, and every path that publishes
-        // an outcome drops the job (and its closure) first: the job is
-        // either in the queue or owned by the one leader, which settles it
-        // (or, after a panic, has dropped it during unwinding) before
-        // publishing. The leader never panics out of `lead`.
+        // only after its outcome is in its slot, and every path that settles
+        // a slot drops the job (and its closure) first: the job is either
+        // in the queue or owned by the one leader, which settles it (or,
+        // after a panic, has dropped it during unwinding) before settling
+        // the slot. The leader never panics out of `lead`.
         let work: Work = unsafe {
             std::mem::transmute::<Box<dyn FnMut(&mut Session) -> Outcome + Send + '_>, Work>(work)
         };
+        let slot = Arc::new(Slot::default());
         let mut st = self.lock();
-        let id = st.next_id;
-        st.next_id += 1;
         st.queue.push_back(Job {
-            id,
+            slot: slot.clone(),
             queued: Instant::now(),
             work,
         });
+        let mut lead = !st.leader;
+        if lead {
+            st.leader = true;
+        } else if st.want > 0 && st.queue.len() >= st.want {
+            self.gathered.notify_one();
+        }
+        drop(st);
         loop {
-            if let Some(out) = st.done.remove(&id) {
-                drop(st);
-                return out.and_then(|b| {
-                    b.downcast::<T>()
-                        .map(|v| *v)
-                        .map_err(|_| Error::Internal("a group member's result changed type".into()))
-                });
+            if lead {
+                self.lead(backend, clock);
             }
-            if !st.leader {
-                st.leader = true;
-                drop(st);
-                self.lead(backend, clock, id);
-                st = self.lock();
-                continue;
+            let mut s = slot.lock();
+            loop {
+                if let Some(out) = s.out.take() {
+                    drop(s);
+                    return out.and_then(|b| {
+                        b.downcast::<T>().map(|v| *v).map_err(|_| {
+                            Error::Internal("a group member's result changed type".into())
+                        })
+                    });
+                }
+                if std::mem::take(&mut s.lead) {
+                    lead = true;
+                    break;
+                }
+                s = slot.wake.wait(s).unwrap_or_else(|p| p.into_inner());
             }
-            st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
         }
     }
 
-    /// Lead groups until the one carrying `own` has settled, then hand the
-    /// lead to a waiting caller.
-    fn lead(&self, backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>, own: u64) {
-        loop {
-            let began = Instant::now();
-            let r = catch_unwind(AssertUnwindSafe(|| self.group(backend, clock, began)));
-            let mut st = self.lock();
-            match r {
-                Ok(settled) => {
-                    for job in settled.again.into_iter().rev() {
-                        st.queue.push_front(job);
-                    }
-                    for (id, out) in settled.outcomes {
-                        st.done.insert(id, out);
-                    }
+    /// Lead one group. The lead passes on as soon as the group has taken
+    /// its members ([`hand_on`]): the next leader gathers and queues for the
+    /// writer lock while this group runs and commits, so the handoff costs
+    /// no wake-up after the COMMIT. Whoever is first in the queue then
+    /// leads (woken alone), or the next caller to queue if nobody is.
+    fn lead(&self, backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>) {
+        self.gather();
+        let began = Instant::now();
+        let taken = Mutex::new(Vec::new());
+        let handed = std::cell::Cell::new(false);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            self.group(backend, clock, began, &taken, &handed)
+        }));
+        let mut st = self.lock();
+        let outcomes = match r {
+            Ok(settled) => {
+                for job in settled.again.into_iter().rev() {
+                    st.queue.push_front(job);
                 }
-                Err(_) => {
-                    // The jobs were dropped while unwinding.
-                    let e = Error::Internal("a panic inside a commit group".into());
-                    for id in std::mem::take(&mut st.taken) {
-                        st.done.insert(id, Err(e.clone()));
-                    }
-                }
+                settled.outcomes
             }
-            st.taken.clear();
-            let finished = st.done.contains_key(&own);
-            if finished {
-                st.leader = false;
+            Err(_) => {
+                // The jobs were dropped while unwinding.
+                let e = Error::Internal("a panic inside a commit group".into());
+                std::mem::take(&mut *taken.lock().unwrap_or_else(|p| p.into_inner()))
+                    .into_iter()
+                    .map(|s| (s, Err(e.clone())))
+                    .collect()
             }
-            drop(st);
-            self.wake.notify_all();
-            if finished {
-                return;
-            }
+        };
+        // Still the leader (the group ended before taking members), or
+        // nobody leads while jobs went back to the queue: pass the lead on.
+        let next = if !handed.get() || !st.leader {
+            hand_on(&mut st)
+        } else {
+            None
+        };
+        drop(st);
+        if let Some(next) = next {
+            next.hand_lead();
         }
+        for (slot, out) in outcomes {
+            slot.settle(out);
+        }
+    }
+
+    /// Before its turn at the writer lock, a leader whose previous group
+    /// carried more members than are queued now waits up to [`GATHER`] for
+    /// them to queue again: their callers are on their way back (their
+    /// outcomes were just published), and one group carrying all of them
+    /// costs one lock handoff and one COMMIT instead of two. A group of one
+    /// (a single thread) never waits.
+    fn gather(&self) {
+        let mut st = self.lock();
+        let want = st.last_size.min(MAX_MEMBERS);
+        if want <= 1 || st.queue.len() >= want {
+            return;
+        }
+        st.want = want;
+        let until = Instant::now() + GATHER;
+        while st.queue.len() < want {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            st = self
+                .gathered
+                .wait_timeout(st, until - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        st.want = 0;
     }
 
     /// Take the writer lock, then the queued jobs, and settle one group.
-    fn group(&self, backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>, began: Instant) -> Settled {
+    fn group(
+        &self,
+        backend: &Arc<dyn Backend>,
+        clock: &Arc<dyn Clock>,
+        began: Instant,
+        taken: &Mutex<Vec<Arc<Slot>>>,
+        handed: &std::cell::Cell<bool>,
+    ) -> Settled {
         let session = match Session::begin(backend, clock) {
             Ok(s) => s,
             Err(e) => {
@@ -204,28 +298,34 @@ impl Combiner {
                     .partition(|j| j.queued > began);
                 st.queue = late;
                 drop(st);
-                let ids: Vec<u64> = early.iter().map(|j| j.id).collect();
+                let slots: Vec<Arc<Slot>> = early.iter().map(|j| j.slot.clone()).collect();
                 drop(early);
                 return Settled {
-                    outcomes: ids.into_iter().map(|id| (id, Err(e.clone()))).collect(),
+                    outcomes: slots.into_iter().map(|s| (s, Err(e.clone()))).collect(),
                     again: Vec::new(),
                 };
             }
         };
-        let mut batch: Vec<Job> = {
+        let (mut batch, next) = {
             let mut st = self.lock();
             let n = st.queue.len().min(MAX_MEMBERS);
             let batch: Vec<Job> = st.queue.drain(..n).collect();
-            st.taken = batch.iter().map(|j| j.id).collect();
-            batch
+            *taken.lock().unwrap_or_else(|p| p.into_inner()) =
+                batch.iter().map(|j| j.slot.clone()).collect();
+            st.last_size = n;
+            handed.set(true);
+            (batch, hand_on(&mut st))
         };
+        if let Some(next) = next {
+            next.hand_lead();
+        }
         if batch.len() == 1 {
             let mut job = batch.pop().expect("one job");
             let out = session.single(|s| (job.work)(s));
-            let id = job.id;
+            let slot = job.slot.clone();
             drop(job);
             return Settled {
-                outcomes: vec![(id, out)],
+                outcomes: vec![(slot, out)],
                 again: Vec::new(),
             };
         }
@@ -233,15 +333,24 @@ impl Combiner {
     }
 }
 
+/// Pass the lead on: to the first queued caller (returned, to be woken
+/// once the state lock is released), or to nobody if none is queued (the
+/// next caller to queue leads).
+fn hand_on(st: &mut State) -> Option<Arc<Slot>> {
+    let next = st.queue.front().map(|j| j.slot.clone());
+    st.leader = next.is_some();
+    next
+}
+
 /// Run a group of two or more members in one transaction (see the module
 /// documentation for the steps).
 fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
-    let mut outcomes: Vec<(u64, Outcome)> = Vec::with_capacity(batch.len());
+    let mut outcomes: Vec<(Arc<Slot>, Outcome)> = Vec::with_capacity(batch.len());
     let mut again = Vec::new();
-    let all_fail = |batch: Vec<Job>, outcomes: &mut Vec<(u64, Outcome)>, e: &Error| {
-        let ids: Vec<u64> = batch.iter().map(|j| j.id).collect();
+    let all_fail = |batch: Vec<Job>, outcomes: &mut Vec<(Arc<Slot>, Outcome)>, e: &Error| {
+        let slots: Vec<Arc<Slot>> = batch.iter().map(|j| j.slot.clone()).collect();
         drop(batch);
-        outcomes.extend(ids.into_iter().map(|id| (id, Err(e.clone()))));
+        outcomes.extend(slots.into_iter().map(|s| (s, Err(e.clone()))));
     };
     if let Err(e) = session.open_group() {
         session.abort();
@@ -282,17 +391,17 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
             .map(|(_, fp)| pre.and_then(|p| refusal(fp, p)))
             .collect();
         if refused.iter().all(Option::is_none) {
-            let ids: Vec<u64> = batch.iter().map(|j| j.id).collect();
+            let slots: Vec<Arc<Slot>> = batch.iter().map(|j| j.slot.clone()).collect();
             drop(batch);
             match session.commit_group(pre) {
                 Ok(()) => {
-                    for (id, (r, _)) in ids.into_iter().zip(results) {
-                        outcomes.push((id, r));
+                    for (slot, (r, _)) in slots.into_iter().zip(results) {
+                        outcomes.push((slot, r));
                     }
                 }
                 Err(e) => {
-                    for (id, (r, _)) in ids.into_iter().zip(results) {
-                        outcomes.push((id, r.and(Err(e.clone()))));
+                    for (slot, (r, _)) in slots.into_iter().zip(results) {
+                        outcomes.push((slot, r.and(Err(e.clone()))));
                     }
                 }
             }
@@ -307,9 +416,9 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
         for (job, why) in batch.into_iter().zip(refused) {
             match why {
                 Some(e) => {
-                    let id = job.id;
+                    let slot = job.slot.clone();
                     drop(job);
-                    outcomes.push((id, Err(e)));
+                    outcomes.push((slot, Err(e)));
                 }
                 None => kept.push(job),
             }

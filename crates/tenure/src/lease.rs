@@ -160,8 +160,9 @@ pub(crate) mod transitions {
         let r = rules::transition_many_applied(
             s,
             keys,
+            false,
             |_| Ok(()),
-            |_, row, now| rules::renewed(row, now, ttl),
+            |_, row, now, _| rules::renewed(row, now, ttl),
             replay.then_some(|_, t: &mut dyn crate::store::Txn, row: &_, now| {
                 rules::renewal_replay(t, row, now, ttl)
             }),
@@ -178,8 +179,9 @@ pub(crate) mod transitions {
         let r = rules::transition_many_applied(
             s,
             keys,
+            false,
             |_| Ok(()),
-            |_, row, now| rules::released(row, now),
+            |_, row, now, _| rules::released(row, now),
             replay.then_some(|_, t: &mut dyn crate::store::Txn, row: &_, _| {
                 rules::release_replay(t, row)
             }),
@@ -197,15 +199,12 @@ pub(crate) mod transitions {
         replay: bool,
         value: impl Fn(Applied<JobState>) -> U,
     ) -> Outcomes<U> {
-        let backoffs = rules::production_backoffs(s, keys)?;
         let r = rules::transition_many_applied(
             s,
             keys,
+            true,
             |i| crate::validate::reason(args[i].0),
-            |i, row, now| {
-                let p = backoffs.get(row.production.as_str()).copied().flatten();
-                rules::failed(row, now, args[i].0, args[i].1, None, p)
-            },
+            |i, row, now, p| rules::failed(row, now, args[i].0, args[i].1, None, p),
             replay.then_some(|i: usize, t: &mut dyn crate::store::Txn, row: &_, _| {
                 rules::failure_replay(t, row, args[i].0, args[i].1, None)
             }),
@@ -224,8 +223,9 @@ pub(crate) mod transitions {
         let r = rules::transition_many_applied(
             s,
             keys,
+            false,
             |i| rules::valid_completion(facts[i], None),
-            |i, row, now| rules::completed(row, now, facts[i], None),
+            |i, row, now, _| rules::completed(row, now, facts[i], None),
             replay.then_some(|i: usize, t: &mut dyn crate::store::Txn, row: &_, _| {
                 rules::completion_replay(t, row, facts[i], None)
             }),

@@ -292,8 +292,18 @@ fn cancelled_production(production: &str) -> Error {
     ))
 }
 
-/// Submit a job: same ID and content is `Existing`; different content is a conflict.
+/// Submit a job: same ID and content is `Existing`; different content is a
+/// conflict. The batch of one ([`submit_many`]), which decides it by the
+/// same rules in fewer steps.
 pub(crate) fn submit(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
+    submit_many(s, production, std::slice::from_ref(spec))?
+        .pop()
+        .ok_or_else(|| Error::Internal("a submission got no outcome".into()))
+}
+
+/// [`submit`] one job step by step (to a cancelled production, where only
+/// a resubmission can succeed).
+fn submit_one(s: &mut Session, production: &str, spec: &JobSpec) -> Result<Submitted> {
     valid_submission(production, spec)?;
     let now = s.observe_now();
     let prod = production_row(s, production)?;
@@ -337,31 +347,22 @@ pub(crate) fn submit_many(
         valid_submission(production, spec)?;
     }
     let now = s.observe_now();
-    let prod = production_row(s, production)?;
-    if prod.cancelled_us.is_some() {
-        // Only resubmissions can succeed: the single rule decides each.
-        return specs
-            .iter()
-            .map(|spec| submit(s, production, spec))
-            .collect();
-    }
     let digests: Vec<Vec<u8>> = specs
         .iter()
         .map(|spec| Sha256::digest(&spec.payload).to_vec())
         .collect();
     let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut out: Vec<Option<Submitted>> = vec![None; specs.len()];
+    let mut repeats = Vec::new();
     let mut fresh = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         match first.get(spec.job.as_str()) {
             Some(&j) => {
                 let earlier = new_job(production, &specs[j], digests[j].clone(), now);
-                out[i] = Some(resubmitted(
-                    (&earlier).into(),
-                    production,
-                    spec,
-                    &digests[i],
-                )?);
+                repeats.push((
+                    i,
+                    resubmitted((&earlier).into(), production, spec, &digests[i]),
+                ));
             }
             None => {
                 first.insert(&spec.job, i);
@@ -374,7 +375,23 @@ pub(crate) fn submit_many(
         .map(|&i| new_job(production, &specs[i], digests[i].clone(), now))
         .collect();
     let payloads: Vec<&[u8]> = fresh.iter().map(|&i| &specs[i].payload[..]).collect();
-    let seqs = s.txn.insert_new_jobs(&rows, &payloads)?;
+    // The production is looked up (and locked) with the insert, which runs
+    // only if the production takes new jobs.
+    let (prod, seqs) = s.txn.insert_new_jobs_into(production, &rows, &payloads)?;
+    let prod = prod.ok_or_else(|| Error::NotFound(format!("production {production:?}")))?;
+    let seqs = match seqs {
+        Some(seqs) if prod.cancelled_us.is_none() => seqs,
+        _ => {
+            // Only resubmissions can succeed: the single rule decides each.
+            return specs
+                .iter()
+                .map(|spec| submit_one(s, production, spec))
+                .collect();
+        }
+    };
+    for (i, verdict) in repeats {
+        out[i] = Some(verdict?);
+    }
     let existed: Vec<usize> = (0..fresh.len()).filter(|&k| seqs[k].is_none()).collect();
     if !existed.is_empty() {
         let keys: Vec<(&str, &str)> = existed
@@ -453,28 +470,11 @@ impl Change {
     }
 }
 
-/// Write one decided transition: the row, its facts, its event.
+/// Write one decided transition: the row, its facts, its event (as a
+/// batch of one, so a backend that saves round trips on batches saves them
+/// here too).
 fn write(s: &mut Session, c: Change) -> Result<()> {
-    if let Some((at, what)) = c.deadline.clone() {
-        s.deadline(at, what);
-    }
-    ring_if_claimable(s, &c);
-    if c.expiry_only {
-        s.txn.update_expiry(&c.row)?;
-    } else {
-        s.txn.update_job(&c.row)?;
-    }
-    if !c.facts.is_empty() {
-        let pairs: Vec<(&str, &str)> = c
-            .facts
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        s.txn.insert_facts(&c.row.production, &c.row.job, &pairs)?;
-    }
-    s.txn
-        .append_event(&event(&c.row, c.kind, c.row.updated_us, &c.detail))?;
-    Ok(())
+    write_many(s, &[c])
 }
 
 /// A transition that leaves a job `requested` (a release, a retryable
@@ -626,8 +626,22 @@ fn claim_minting(
     validate::id("production", production)?;
     validate::id("job", job)?;
     validate::holder(holder)?;
-    let now = s.guarded_sample()?;
-    let row = job_row(s.txn.as_mut(), production, job)?;
+    let (now, row) = locked(s, production, job)?;
+    claim_locked(s, production, job, (now, row), holder, ttl, given)
+}
+
+/// The claim rule on the job's row `row`, locked (and the clock sampled
+/// after the lock) by [`locked`] at `now`.
+fn claim_locked(
+    s: &mut Session,
+    production: &str,
+    job: &str,
+    (now, row): (i64, Option<JobRow>),
+    holder: &str,
+    ttl: Ttl,
+    given: Option<&Secret>,
+) -> Result<Minted> {
+    let row = row.ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))?;
     if let Some(due) = not_due(&row, now) {
         return Err(Error::NotClaimable(format!(
             "job {} is not due until {due} µs (now {now} µs)",
@@ -699,36 +713,37 @@ fn claim_next_scan(
 ) -> Result<Vec<Minted>> {
     validate::id("production", production)?;
     validate::holder(holder)?;
-    let now = s.guarded_sample()?;
-    // Where reading the production also orders this claim against a
-    // concurrent cancel of it, the lookup comes before the scan; otherwise it
-    // only proves the production exists, which a job the scan finds proves
-    // too (productions are never deleted and every job belongs to one).
-    let looked_up = s.txn.production_lookup_locks();
-    let exists = |s: &mut Session| -> Result<()> {
-        if s.txn.production_exists(production)? {
-            Ok(())
-        } else {
-            Err(Error::NotFound(format!("production {production:?}")))
-        }
-    };
-    if looked_up {
-        exists(s)?;
+    let missing = || Error::NotFound(format!("production {production:?}"));
+    // One step: where reading the production also orders this claim against
+    // a concurrent cancel of it, the lookup (and its lock) comes first, then
+    // the clock sample; otherwise the lookup only proves the production
+    // exists, which a job the scan finds proves too (productions are never
+    // deleted and every job belongs to one). Jobs whose not-before time has
+    // come join the scan; the others stay out of it, so the scan never
+    // walks past jobs that are not due.
+    let start = s.sampled(
+        |txn, local| txn.claim_start(production, n, local),
+        |st| st.now,
+    )?;
+    let now = start.now;
+    if start.exists == Some(false) {
+        return Err(missing());
     }
-    // Jobs whose not-before time has come join the scan; the others stay
-    // out of it, so the scan never walks past jobs that are not due.
-    s.txn.unpark_due(production, now, LiveScan::Claim { now })?;
+    let mut first = Some(start.rows);
     let mut cursor = None;
     let mut page = n;
     let mut out = Vec::new();
     let mut changes = Vec::new();
     'scan: loop {
-        let rows = s
-            .txn
-            .live_jobs(production, cursor, page, LiveScan::Claim { now })?;
+        let rows = match first.take() {
+            Some(rows) => rows,
+            None => s
+                .txn
+                .live_jobs(production, cursor, page, LiveScan::Claim { now })?,
+        };
         if rows.is_empty() {
-            if cursor.is_none() && !looked_up {
-                exists(s)?;
+            if cursor.is_none() && start.exists.is_none() && !s.txn.production_exists(production)? {
+                return Err(missing());
             }
             break;
         }
@@ -835,17 +850,48 @@ fn checked(row: Option<JobRow>, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> 
     }
 }
 
-/// One claimant transition: sample, check the lease, decide, write; with
-/// `replay`, a refusal is answered with `replay`'s recorded outcome when
-/// the lease itself already made this transition (see [`replayed_or`]).
+/// A single transition's first step: lock the job, then sample the clock
+/// ([`Txn::lock_jobs_sampled`]), the sample checked against the mark.
+fn locked(s: &mut Session, production: &str, job: &str) -> Result<(i64, Option<JobRow>)> {
+    let l = locked_many(s, &[(production, job)])?;
+    Ok((l.now, l.rows.into_iter().next().flatten()))
+}
+
+/// [`locked`] for many distinct jobs.
+fn locked_many(s: &mut Session, keys: &[(&str, &str)]) -> Result<crate::store::Locked> {
+    let l = s.sampled(|txn, local| txn.lock_jobs_sampled(keys, local), |l| l.now)?;
+    if l.rows.len() != keys.len() {
+        return Err(Error::Internal("a batched read lost rows".into()));
+    }
+    Ok(l)
+}
+
+/// The default back-off of a production, for [`failed`]: from what the
+/// locked read brought, else read now.
+fn production_backoff(
+    s: &mut Session,
+    read: &mut std::collections::HashMap<String, Option<Backoff>>,
+    production: &str,
+) -> Result<Option<Backoff>> {
+    if let Some(b) = read.get(production) {
+        return Ok(*b);
+    }
+    let b = s.txn.production(production)?.and_then(|p| p.backoff);
+    read.insert(production.to_owned(), b);
+    Ok(b)
+}
+
+/// One claimant transition: lock, sample, check the lease, decide, write;
+/// with `replay`, a refusal is answered with `replay`'s recorded outcome
+/// when the lease itself already made this transition (see
+/// [`replayed_or`]: only a refusal reads more).
 fn transition_or_replay<T>(
     s: &mut Session,
     key: &LeaseKey<'_>,
     decide: impl FnOnce(JobRow, i64) -> Result<(Change, T)>,
     replay: Option<impl FnOnce(&mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
 ) -> Result<Applied<T>> {
-    let now = s.guarded_sample()?;
-    let row = s.txn.job(key.production, key.job)?;
+    let (now, row) = locked(s, key.production, key.job)?;
     let kept = replay.as_ref().and(row.clone());
     match checked(row, key, now).and_then(|row| decide(row, now)) {
         Ok((c, out)) => {
@@ -859,7 +905,9 @@ fn transition_or_replay<T>(
 /// Many claimant transitions in one operation: `valid(i)` checks item `i`'s
 /// own arguments; then one clock sample, one locked read of every job, and
 /// each lease checked by [`checked`] and decided by `decide` exactly as
-/// alone; the accepted transitions are written together. The outcome is one
+/// alone (`decide` gets the row's production's default back-off when
+/// `backoffs` asks for it, else `None`); the accepted transitions are
+/// written together. The outcome is one
 /// result per item: a refused item (invalid, a second item on the same job,
 /// or a lease the rules refuse) writes nothing. The outer error means the
 /// whole operation failed (clock rollback, store, busy).
@@ -870,8 +918,9 @@ fn transition_or_replay<T>(
 pub(crate) fn transition_many_applied<T>(
     s: &mut Session,
     keys: &[LeaseKey<'_>],
+    backoffs: bool,
     mut valid: impl FnMut(usize) -> Result<()>,
-    mut decide: impl FnMut(usize, JobRow, i64) -> Result<(Change, T)>,
+    mut decide: impl FnMut(usize, JobRow, i64, Option<Backoff>) -> Result<(Change, T)>,
     mut replay: Option<impl FnMut(usize, &mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
 ) -> Result<Vec<Result<Applied<T>>>> {
     validate::batch(keys.len())?;
@@ -891,19 +940,26 @@ pub(crate) fn transition_many_applied<T>(
         }
     }
     if !todo.is_empty() {
-        let now = s.guarded_sample()?;
         let lookup: Vec<(&str, &str)> = todo
             .iter()
             .map(|&i| (keys[i].production, keys[i].job))
             .collect();
-        let rows = s.txn.jobs_for_update(&lookup)?;
-        if rows.len() != todo.len() {
-            return Err(Error::Internal("a batched read lost rows".into()));
-        }
+        let crate::store::Locked {
+            now,
+            rows,
+            backoffs: mut read,
+        } = locked_many(s, &lookup)?;
         let mut changes = Vec::with_capacity(todo.len());
         for (&i, row) in todo.iter().zip(rows) {
             let kept = replay.as_ref().and(row.clone());
-            match checked(row, &keys[i], now).and_then(|row| decide(i, row, now)) {
+            let decided = checked(row, &keys[i], now).and_then(|row| {
+                let b = match backoffs {
+                    true => production_backoff(s, &mut read, &row.production)?,
+                    false => None,
+                };
+                decide(i, row, now, b)
+            });
+            match decided {
                 Ok((c, v)) => {
                     changes.push(c);
                     out[i] = Some(Ok(Applied::fresh(v)));
@@ -1087,40 +1143,24 @@ pub(crate) fn fail_applied(
     replay: bool,
 ) -> Result<Applied<JobState>> {
     validate::reason(reason)?;
-    let now = s.guarded_sample()?;
+    let l = locked_many(s, &[(key.production, key.job)])?;
+    let (now, mut read) = (l.now, l.backoffs);
     let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| {
         failure_replay(t, row, reason, permanent, retry_after)
     });
-    let row = match checked_or_replayed(s, key, now, r)? {
+    let row = match checked_or_replayed(s, key, now, l.rows.into_iter().next().flatten(), r)? {
         Ok(row) => row,
         Err(replayed) => return Ok(replayed),
     };
-    // The production's back-off is read only when nothing closer decides.
+    // The production's back-off is needed only when nothing closer decides.
     let fallback = if retry_after.is_none() && row.backoff.is_none() {
-        s.txn.production(&row.production)?.and_then(|p| p.backoff)
+        production_backoff(s, &mut read, &row.production)?
     } else {
         None
     };
     let (c, state) = failed(row, now, reason, permanent, retry_after, fallback)?;
     write(s, c)?;
     Ok(Applied::fresh(state))
-}
-
-/// The default back-off of each production the leases belong to, for
-/// [`failed`] (a production that does not exist has none: its lease's
-/// check refuses anyway).
-pub(crate) fn production_backoffs<'k>(
-    s: &mut Session,
-    keys: &[LeaseKey<'k>],
-) -> Result<std::collections::HashMap<&'k str, Option<Backoff>>> {
-    let mut out = std::collections::HashMap::new();
-    for k in keys {
-        if !out.contains_key(k.production) {
-            let b = s.txn.production(k.production)?.and_then(|p| p.backoff);
-            out.insert(k.production, b);
-        }
-    }
-    Ok(out)
 }
 
 fn validate_execution(e: &Execution) -> Result<()> {
@@ -1203,10 +1243,10 @@ pub(crate) fn complete_applied(
     replay: bool,
 ) -> Result<Applied<()>> {
     valid_completion(facts, exec)?;
-    let now = s.guarded_sample()?;
+    let (now, row) = locked(s, key.production, key.job)?;
     let r =
         replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| completion_replay(t, row, facts, exec));
-    let row = match checked_or_replayed(s, key, now, r)? {
+    let row = match checked_or_replayed(s, key, now, row, r)? {
         Ok(row) => row,
         Err(replayed) => return Ok(replayed),
     };
@@ -1594,16 +1634,23 @@ pub(crate) fn claim_with(
     validate::id("job", job)?;
     validate::holder(holder)?;
     validate::id("request ID", req.request_id())?;
-    let now = s.guarded_sample()?;
     // The job's lock first: a claim under this request that is still
     // committing elsewhere (its answer lost) has then committed, and its
     // record is visible to the lookup.
-    s.txn.job(production, job)?;
+    let (now, row) = locked(s, production, job)?;
     let args = request_args("claim", job, holder, ttl);
     if let Some(m) = claim_replay(s, production, req, &args, now)? {
         return Ok(Applied::replay(m));
     }
-    let m = claim_minting(s, production, job, holder, ttl, Some(&req.secret))?;
+    let m = claim_locked(
+        s,
+        production,
+        job,
+        (now, row),
+        holder,
+        ttl,
+        Some(&req.secret),
+    )?;
     record_request(s, req, args, &m, now)?;
     Ok(Applied::fresh(m))
 }
@@ -1668,16 +1715,16 @@ fn replayed_or<T>(
     }
 }
 
-/// Read the lease's row (locked in a write transaction) and check it
-/// ([`checked`]): `Ok(Ok(row))` to transition, `Ok(Err(replay))` when
+/// Check the lease's row `row` (read and locked by [`locked`]) as
+/// [`checked`] does: `Ok(Ok(row))` to transition, `Ok(Err(replay))` when
 /// `replay` answered a refusal as [`replayed_or`] says, `Err` the refusal.
 fn checked_or_replayed<T>(
     s: &mut Session,
     key: &LeaseKey<'_>,
     now: i64,
+    row: Option<JobRow>,
     replay: Option<impl FnOnce(&mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
 ) -> Result<std::result::Result<JobRow, Applied<T>>> {
-    let row = s.txn.job(key.production, key.job)?;
     let kept = replay.as_ref().and(row.clone());
     match checked(row, key, now) {
         Ok(row) => Ok(Ok(row)),

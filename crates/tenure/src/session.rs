@@ -113,6 +113,28 @@ impl Session {
             Some(t) => t,
             None => self.clock.now_us(),
         };
+        self.accept(now)?;
+        Ok(now)
+    }
+
+    /// A guarded transition's first step, in which the store samples the
+    /// clock after taking its row locks (see [`Txn::lock_jobs_sampled`]):
+    /// `read` gets the transaction and the authority's clock sample when
+    /// the store has no clock of its own, and returns the sample it used,
+    /// which is then checked against the mark exactly as
+    /// [`Session::guarded_sample`] checks its sample.
+    pub(crate) fn sampled<T>(
+        &mut self,
+        read: impl FnOnce(&mut dyn Txn, Option<i64>) -> Result<T>,
+        now_of: impl Fn(&T) -> i64,
+    ) -> Result<T> {
+        let local = (!self.txn.has_server_clock()).then(|| self.clock.now_us());
+        let v = read(self.txn.as_mut(), local)?;
+        self.accept(now_of(&v))?;
+        Ok(v)
+    }
+
+    fn accept(&mut self, now: i64) -> Result<()> {
         if now < self.mark {
             return Err(Error::ClockRollback {
                 now_us: now,
@@ -121,14 +143,14 @@ impl Session {
         }
         self.mark = now;
         self.guarded = true;
-        Ok(now)
+        Ok(())
     }
 
     /// Time for an unguarded write (submit, cancel): `max(now, mark)`.
     /// A server clock that cannot be read reads as the mark (the
     /// transaction is then unusable and the operation fails anyway).
     pub(crate) fn observe_now(&mut self) -> i64 {
-        let now = match self.txn.server_now_us() {
+        let now = match self.txn.observed_now_us() {
             Ok(Some(t)) => t,
             Ok(None) => self.clock.now_us(),
             Err(_) => self.mark,

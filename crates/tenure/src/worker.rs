@@ -87,7 +87,13 @@ impl WorkerConfig {
         self
     }
 
-    fn validate(&self) -> Result<()> {
+    /// The checks [`Worker::start`] makes before it starts a slot: the
+    /// production ID and holder, 1 ..= [`MAX_SLOTS`] slots, a keep-alive
+    /// period shorter than the TTL, a positive wait timeout of at most 24 h
+    /// and a grace period of at most 24 h. Loops composed elsewhere (the C++
+    /// `tenure::Worker`, through `tenure_worker_config_check`) make the same
+    /// checks here.
+    pub fn check(&self) -> Result<()> {
         crate::validate::id("production", &self.production)?;
         crate::validate::holder(&self.holder)?;
         if self.slots == 0 || self.slots > MAX_SLOTS {
@@ -292,7 +298,7 @@ impl Worker {
         handler: impl Fn(&JobContext<'_>) -> Outcome + Send + Sync + 'static,
         report: impl Fn(Report) + Send + Sync + 'static,
     ) -> Result<Worker> {
-        config.validate()?;
+        config.check()?;
         let ctl = Arc::new(Ctl {
             state: Mutex::new(CtlState {
                 stopped_at: None,

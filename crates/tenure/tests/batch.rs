@@ -335,14 +335,13 @@ fn pg_batched_calls_take_the_same_round_trips_whatever_their_size() {
         eprintln!("skipped: PostgreSQL only (round trips)");
         return;
     }
-    // With the test clock (no server clock samples): BEGIN with the mark
-    // read; claim-next: the production's lock and existence, the SKIP
-    // LOCKED scan; transitions: the locked read; then one statement for the
-    // rows, facts and events, and the mark with COMMIT (5 and 4).
-    // submit_many: BEGIN, production lock, production row, the insert, the
-    // events, COMMIT (6). The server's clock adds one sample (the pre-commit
-    // one goes with COMMIT).
-    const MAX_ROUND_TRIPS: u64 = 6;
+    // With the test clock, as with the server's (see
+    // `pg_every_call_takes_at_most_three_round_trips`): BEGIN with the mark
+    // read; one statement that locks and reads (claim-next: the
+    // production's lock and existence and the SKIP LOCKED scan;
+    // transitions: the locked read; submit_many: the production's lock and
+    // row and the insert); the writes with the mark and COMMIT.
+    const MAX_ROUND_TRIPS: u64 = 3;
     let env = Env::with_jobs(0, 3);
     let a = &env.auth;
     let specs: Vec<JobSpec> = (0..300)
@@ -650,9 +649,143 @@ fn pg_server_clock_precommit_refusal_changes_nothing() {
     }
     eprintln!("server clock round trips (n, claim_next_many, complete_many): {trips:?}");
     assert_eq!((trips[1].1, trips[1].2), (trips[2].1, trips[2].2));
-    // claim_next_many: the scan plus the statement that unparks jobs whose
-    // due time has come (docs/design.md, "Scheduling and hold limits").
-    assert!(trips[2].1 <= 7 && trips[2].2 <= 5);
+    assert!(trips[2].1 <= 3 && trips[2].2 <= 3);
     assert!(a.check().unwrap().ok());
     drop(a);
+}
+
+/// PostgreSQL with the server's clock: every single transition, claim-next
+/// and submission, and every batched call at sizes 1 to 200, succeeds in at
+/// most 3 round trips (`BEGIN` with the mark; one statement that locks,
+/// samples the clock after the locks and reads; the writes with the
+/// pre-commit check, the mark and `COMMIT`), after a warm-up call prepared
+/// the statements. Also with jobs parked until a due time that has come.
+#[test]
+fn pg_every_call_takes_at_most_three_round_trips() {
+    let Some(db) = pg::fresh_database() else {
+        eprintln!("skipped: PostgreSQL only (round trips)");
+        return;
+    };
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    let rt = |f: &mut dyn FnMut()| {
+        let before = stats::pg_round_trips();
+        f();
+        stats::pg_round_trips() - before
+    };
+    let mut all = Vec::new();
+    for round in 0..3 {
+        let n = [1usize, 1, 200][round];
+        let mut t: Vec<(&str, u64)> = Vec::new();
+        let specs: Vec<JobSpec> = (0..4 * n + 4)
+            .map(|i| JobSpec::new(format!("j{round}-{i}"), b"p".to_vec()))
+            .collect();
+        t.push((
+            "submit_many",
+            rt(&mut || {
+                a.submit_many("p", &specs).unwrap();
+            }),
+        ));
+        t.push((
+            "submit",
+            rt(&mut || {
+                a.submit("p", &JobSpec::new(format!("one{round}"), vec![]))
+                    .unwrap();
+            }),
+        ));
+        let mut one = None;
+        t.push((
+            "claim",
+            rt(&mut || one = Some(a.claim("p", &format!("one{round}"), "w", secs(60)).unwrap())),
+        ));
+        let one = one.unwrap();
+        let mut single = Vec::new();
+        t.push((
+            "claim_next",
+            rt(&mut || {
+                for _ in 0..4 {
+                    single.push(a.claim_next("p", "w", secs(60)).unwrap());
+                }
+            }) / 4,
+        ));
+        t.push(("renew", rt(&mut || one.renew(secs(120)).unwrap())));
+        t.push((
+            "release",
+            rt(&mut || {
+                single[0].release().unwrap();
+            }),
+        ));
+        t.push((
+            "fail",
+            rt(&mut || {
+                single[1].fail("x", false).unwrap();
+            }),
+        ));
+        t.push((
+            "complete",
+            rt(&mut || single[2].complete(&[Fact::new("k", "v")]).unwrap()),
+        ));
+        t.push(("complete (one)", rt(&mut || one.complete(&[]).unwrap())));
+        let mut ls = Vec::new();
+        t.push((
+            "claim_next_many",
+            rt(&mut || ls = a.claim_next_many("p", "w", secs(60), 4 * n).unwrap()),
+        ));
+        assert_eq!(ls.len(), 4 * n);
+        let (a1, rest) = ls.split_at(n);
+        let (a2, rest) = rest.split_at(n);
+        let (a3, a4) = rest.split_at(n);
+        fn ok<T>(r: Vec<Result<T>>) {
+            assert!(r.into_iter().all(|x| x.is_ok()));
+        }
+        t.push((
+            "renew_many",
+            rt(&mut || {
+                ok(a.renew_many(&a1.iter().collect::<Vec<_>>(), secs(120))
+                    .unwrap())
+            }),
+        ));
+        t.push((
+            "release_many",
+            rt(&mut || ok(a.release_many(&a2.iter().collect::<Vec<_>>()).unwrap())),
+        ));
+        t.push((
+            "fail_many",
+            rt(&mut || {
+                let items: Vec<(&Lease, &str, bool)> = a3.iter().map(|l| (l, "x", false)).collect();
+                ok(a.fail_many(&items).unwrap())
+            }),
+        ));
+        let facts = [Fact::new("k", "v")];
+        t.push((
+            "complete_many",
+            rt(&mut || {
+                let items: Vec<(&Lease, &[Fact])> = a4.iter().map(|l| (l, &facts[..])).collect();
+                ok(a.complete_many(&items).unwrap())
+            }),
+        ));
+        all.push((n, t));
+    }
+    eprintln!("round trips with the server clock: {all:?}");
+    for (_, t) in &all[1..] {
+        for (call, n) in t {
+            assert!(*n <= 3, "{call}: {n} round trips");
+        }
+    }
+    // Jobs whose due time has come are claimed in the same 3 (the first
+    // claim prepares the statement that un-parks them).
+    a.create_production("d").unwrap();
+    for j in ["due1", "due2"] {
+        let spec = JobSpec::new(j, vec![]).not_before(Delay::from_micros(1000).unwrap());
+        a.submit("d", &spec).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut n = 0;
+    for j in ["due1", "due2"] {
+        let mut got = None;
+        n = rt(&mut || got = Some(a.claim_next("d", "w", secs(60)).unwrap()));
+        assert_eq!(got.unwrap().job(), j);
+    }
+    assert!(n <= 3, "claim_next of a due job: {n} round trips");
+    assert!(a.check().unwrap().ok());
 }

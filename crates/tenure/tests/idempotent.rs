@@ -371,33 +371,39 @@ fn a_v2_store_migrates_to_request_ids() {
     assert!(a.check().unwrap().ok());
 }
 
+/// Stores recorded at schema 4 (before the SQLite rebuild and the hot
+/// queue) and at 5 (before request IDs) migrate to request IDs.
 #[test]
-fn a_schema_4_store_migrates_to_request_ids() {
-    let env = Env::with_jobs(1, 3);
-    let l = env.auth.claim("p", "j0", "w", secs(10)).unwrap();
-    match &env.pg {
-        Some(db) => pg::client(&db.url)
-            .batch_execute(
-                "DROP TABLE tenure.claim_requests;
-                 UPDATE tenure.meta SET value = 4 WHERE key = 'schema_version';",
-            )
-            .unwrap(),
-        None => rusqlite::Connection::open(env.path())
-            .unwrap()
-            .execute_batch("DROP TABLE claim_requests; PRAGMA user_version = 4;")
-            .unwrap(),
+fn schema_4_and_5_stores_migrate_to_request_ids() {
+    for from in [4, 5] {
+        let env = Env::with_jobs(1, 3);
+        let l = env.auth.claim("p", "j0", "w", secs(10)).unwrap();
+        match &env.pg {
+            Some(db) => pg::client(&db.url)
+                .batch_execute(&format!(
+                    "DROP TABLE tenure.claim_requests;
+                     UPDATE tenure.meta SET value = {from} WHERE key = 'schema_version';"
+                ))
+                .unwrap(),
+            None => rusqlite::Connection::open(env.path())
+                .unwrap()
+                .execute_batch(&format!(
+                    "DROP TABLE claim_requests; PRAGMA user_version = {from};"
+                ))
+                .unwrap(),
+        }
+        let a = env.reopen();
+        assert_eq!(a.migrated_from(), from);
+        l.release().unwrap();
+        let req = ClaimRequest::new("r").unwrap();
+        let first = a.claim_with("p", "j0", "w", secs(10), &req).unwrap();
+        assert!(
+            a.claim_with("p", "j0", "w", secs(10), &req)
+                .unwrap()
+                .replayed
+        );
+        assert_eq!(first.value.attempt(), 2);
+        assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+        assert!(a.check().unwrap().ok());
     }
-    let a = env.reopen();
-    assert_eq!(a.migrated_from(), 4);
-    l.release().unwrap();
-    let req = ClaimRequest::new("r").unwrap();
-    let first = a.claim_with("p", "j0", "w", secs(10), &req).unwrap();
-    assert!(
-        a.claim_with("p", "j0", "w", secs(10), &req)
-            .unwrap()
-            .replayed
-    );
-    assert_eq!(first.value.attempt(), 2);
-    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
-    assert!(a.check().unwrap().ok());
 }

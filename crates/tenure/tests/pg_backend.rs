@@ -73,6 +73,38 @@ fn newer_schema_is_refused_untouched_and_current_needs_no_migration() {
     assert_eq!(dump(&url), before);
 }
 
+/// Schema 5 rebuilt SQLite's `jobs` table only and schema 6 adds a table:
+/// a PostgreSQL store recorded at 4 records the current version and keeps
+/// every row as it was.
+#[test]
+fn a_store_recorded_at_schema_4_migrates_keeping_every_row() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(2, 3);
+    let url = env.pg.as_ref().unwrap().url.clone();
+    pg::client(&url)
+        .execute(
+            "UPDATE tenure.meta SET value = 4 WHERE key = 'schema_version'",
+            &[],
+        )
+        .unwrap();
+    let rows = || -> Vec<String> {
+        let all = dump(&url);
+        assert!(all.iter().any(|r| r.contains("schema_version")));
+        all.into_iter()
+            .filter(|r| !r.contains("schema_version"))
+            .collect()
+    };
+    let before = rows();
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 4);
+    assert_eq!(Authority::schema_version(), 6);
+    assert_eq!(rows(), before);
+    assert!(a.check().unwrap().ok());
+    assert_eq!(env.reopen().migrated_from(), 6);
+}
+
 #[test]
 fn new_database_is_created_once_by_concurrent_openers() {
     if skip() {
@@ -261,6 +293,181 @@ fn the_server_clock_is_the_authority_clock() {
         .unwrap()
         .get(0);
     assert_eq!(max, a.clock().unwrap().mark_us);
+}
+
+/// Clock rule: a transition samples the server's clock after it holds the
+/// rows it locks, in the same statement. While another connection holds a
+/// job's row, a renewal, a completion, a named claim and a batched renewal
+/// of it wait; each one's sample (read back from the new expiry or the
+/// event) is not before the moment the other connection released the row.
+#[test]
+fn the_clock_is_sampled_after_the_row_lock_is_held() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    for j in ["r", "c", "n", "b"] {
+        a.submit("p", &JobSpec::new(j, vec![])).unwrap();
+    }
+    // Hold job `job`'s row on another connection for a while, run `f`
+    // meanwhile, and return the server time just before that row was
+    // released (sampled in the COMMIT's request) with `f`'s answer.
+    let held = |job: &str, f: &(dyn Fn() -> i64 + Sync)| -> (i64, i64) {
+        let mut c = pg::client(&db.url);
+        c.batch_execute("BEGIN").unwrap();
+        c.execute(
+            "SELECT 1 FROM tenure.jobs WHERE job = $1 FOR UPDATE",
+            &[&job],
+        )
+        .unwrap();
+        std::thread::scope(|sc| {
+            let h = sc.spawn(f);
+            std::thread::sleep(Duration::from_millis(400));
+            assert!(!h.is_finished(), "the call waited for the row lock");
+            let msgs = c
+                .simple_query(
+                    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint; \
+                     COMMIT",
+                )
+                .unwrap();
+            let released = msgs
+                .iter()
+                .find_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse::<i64>().ok(),
+                    _ => None,
+                })
+                .unwrap();
+            (released, h.join().unwrap())
+        })
+    };
+    let ttl = secs(60);
+    let leases: Vec<Lease> = ["r", "c", "b"]
+        .iter()
+        .map(|j| a.claim("p", j, "w", ttl).unwrap())
+        .collect();
+    let (released, expiry) = held("r", &|| {
+        leases[0].renew(secs(120)).unwrap();
+        leases[0].expires_us()
+    });
+    assert!(
+        expiry - 120_000_000 >= released,
+        "renewal sampled before the lock"
+    );
+    let (released, at) = held("c", &|| {
+        leases[1].complete(&[]).unwrap();
+        a.job("p", "c").unwrap().updated_us
+    });
+    assert!(at >= released, "completion sampled before the lock");
+    let (released, expiry) = held("n", &|| a.claim("p", "n", "w", ttl).unwrap().expires_us());
+    assert!(
+        expiry - 60_000_000 >= released,
+        "claim sampled before the lock"
+    );
+    let (released, expiry) = held("b", &|| {
+        let r = a.renew_many(&[&leases[2]], secs(120)).unwrap();
+        r.into_iter().for_each(|x| x.unwrap());
+        leases[2].expires_us()
+    });
+    assert!(
+        expiry - 120_000_000 >= released,
+        "batched renewal sampled before the lock"
+    );
+    assert!(a.check().unwrap().ok());
+}
+
+/// `n_tup_upd` and `n_tup_hot_upd` of `tenure.jobs`, once the server has
+/// the statistics of every session that ended (retried briefly: sessions
+/// report them as they exit).
+fn jobs_updates(url: &str, at_least: i64) -> (i64, i64) {
+    let mut last = (0, 0);
+    for _ in 0..50 {
+        let mut c = pg::client(url);
+        let r = c
+            .query_one(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+                 WHERE schemaname = 'tenure' AND relname = 'jobs'",
+                &[],
+            )
+            .unwrap();
+        last = (r.get(0), r.get(1));
+        if last.0 >= at_least {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    last
+}
+
+/// Schema 5 (a hot queue): a store at schema 4 migrates on open, its lease
+/// stays valid through the migration, the jobs table keeps free space in
+/// its pages (`fillfactor = 70`), and renewals, which change only columns
+/// no index covers, are HOT updates (`pg_stat_user_tables.n_tup_hot_upd`);
+/// pruning still finds terminal jobs by their end time.
+#[test]
+fn renewals_are_hot_updates_and_a_schema_4_store_migrates() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    a.submit("p", &JobSpec::new("held", vec![])).unwrap();
+    a.submit("p", &JobSpec::new("done", vec![])).unwrap();
+    let lease = a.claim("p", "held", "w", secs(600)).unwrap();
+    let token = lease.export_token().unwrap();
+    a.claim("p", "done", "w", secs(60))
+        .unwrap()
+        .complete(&[])
+        .unwrap();
+    drop(lease);
+    drop(a);
+    pg_downgrade_to_schema_4(&db.url);
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    assert_eq!(a.migrated_from(), 4);
+    let mut c = pg::client(&db.url);
+    let opts: Vec<String> = c
+        .query_one(
+            "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'tenure.jobs'::regclass",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(opts.contains(&"fillfactor=70".to_string()), "{opts:?}");
+    let lease = a.import_lease(token.expose()).unwrap();
+    let (upd0, hot0) = jobs_updates(&db.url, 0);
+    const N: i64 = 50;
+    for i in 0..N {
+        lease.renew(secs(700 + i)).unwrap();
+    }
+    // Close the pool's connections: their sessions report their statistics.
+    drop(lease);
+    drop(a);
+    let (upd, hot) = jobs_updates(&db.url, upd0 + N);
+    eprintln!("jobs updates: {} ({} HOT)", upd - upd0, hot - hot0);
+    assert!(upd - upd0 >= N);
+    // Nearly all (a page may run out of room once).
+    assert!(
+        hot - hot0 >= N - 2,
+        "{} of {N} renewals were HOT",
+        hot - hot0
+    );
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    assert_eq!(a.migrated_from(), SCHEMA_VERSION);
+    let lease = a.import_lease(token.expose()).unwrap();
+    lease.complete(&[]).unwrap();
+    // Pruning finds both terminal jobs by the end time the migration derived.
+    std::thread::sleep(Duration::from_millis(1100));
+    let r = a
+        .prune(&Retention {
+            event_age: None,
+            terminal_job_age: Some(Age::from_secs(1).unwrap()),
+            tombstone_age: None,
+        })
+        .unwrap();
+    assert_eq!(r.jobs, 2, "{r:?}");
+    assert!(a.check().unwrap().ok());
 }
 
 // ---- skew: workers under libfaketime ----

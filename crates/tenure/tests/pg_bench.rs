@@ -9,7 +9,10 @@
 //! `TENURE_BENCH_BATCHES`, e.g. `1,16`). Seeding is timed too: `submit_many`
 //! in chunks of 1000 (the bulk-submit rate). Output: one `BENCH {json}` line
 //! per (C, B), with the round trips one batched claim + completion of B jobs
-//! takes on this thread (deterministic; see `stats::pg_round_trips`).
+//! takes on this thread, and each of the two alone (deterministic; see
+//! `stats::pg_round_trips`), and the share of the jobs table's row updates
+//! during the drain that were HOT (`pg_stat_user_tables.n_tup_hot_upd` over
+//! `n_tup_upd`).
 mod common;
 use common::*;
 use std::process::{Command, Stdio};
@@ -64,17 +67,28 @@ fn pg_bench() {
             .map(|i| JobSpec::new(format!("rt-{i}"), vec![0u8; 64]))
             .collect();
         a.submit_many("rt", &specs).unwrap();
-        let mut trips = 0;
+        let (mut claim_trips, mut complete_trips) = (0, 0);
         for _ in 0..2 {
             // The second pass runs on prepared statements.
             let before = stats::pg_round_trips();
-            let ls = a
-                .claim_next_many("rt", "rt", secs(60), batch as usize)
-                .unwrap();
-            let items: Vec<(&Lease, &[Fact])> = ls.iter().map(|l| (l, &[][..])).collect();
-            a.complete_many(&items).unwrap();
-            trips = stats::pg_round_trips() - before;
+            let ls = if batch == 1 {
+                vec![a.claim_next("rt", "rt", secs(60)).unwrap()]
+            } else {
+                a.claim_next_many("rt", "rt", secs(60), batch as usize)
+                    .unwrap()
+            };
+            let between = stats::pg_round_trips();
+            if batch == 1 {
+                ls[0].complete(&[]).unwrap();
+            } else {
+                let items: Vec<(&Lease, &[Fact])> = ls.iter().map(|l| (l, &[][..])).collect();
+                a.complete_many(&items).unwrap();
+            }
+            claim_trips = between - before;
+            complete_trips = stats::pg_round_trips() - between;
         }
+        let trips = claim_trips + complete_trips;
+        let updates_before = jobs_updates(&db.url);
         let procs = if c == 1 { 1 } else { 4.min(c) };
         let threads = c / procs;
         let children: Vec<_> = (0..procs)
@@ -108,9 +122,15 @@ fn pg_bench() {
             busy += parts[2].parse::<u64>().unwrap();
         }
         assert!(a.check().unwrap().ok());
+        // The workers' sessions ended and reported their statistics.
+        let updates = jobs_updates(&db.url);
+        let hot =
+            (updates.1 - updates_before.1) as f64 / ((updates.0 - updates_before.0).max(1)) as f64;
         println!(
             "BENCH {{\"workload\":\"pg-lifecycle\",\"connections\":{c},\"processes\":{procs},\
-             \"batch\":{batch},\"round_trips\":{trips},\"cycles\":{total},\"busy\":{busy},\
+             \"batch\":{batch},\"round_trips\":{trips},\"round_trips_claim\":{claim_trips},\
+             \"round_trips_complete\":{complete_trips},\"hot_update_share\":{hot:.3},\
+             \"cycles\":{total},\"busy\":{busy},\
              \"cycles_per_s\":{:.1},\"submit_per_s\":{submit_per_s:.1}}}",
             total as f64 / secs
         );
@@ -169,6 +189,20 @@ fn pg_bench_worker() {
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     });
     println!("DONE {done} {:.3} {busy}", start.elapsed().as_secs_f64());
+}
+
+/// `(n_tup_upd, n_tup_hot_upd)` of `tenure.jobs` (statistics of sessions
+/// that ended; a moment's wait lets the last ones arrive).
+fn jobs_updates(url: &str) -> (i64, i64) {
+    std::thread::sleep(Duration::from_millis(500));
+    let r = pg::client(url)
+        .query_one(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+             WHERE schemaname = 'tenure' AND relname = 'jobs'",
+            &[],
+        )
+        .unwrap();
+    (r.get(0), r.get(1))
 }
 
 /// Sizes of the hot tables and their dead tuples, for the soak's report.

@@ -10,7 +10,7 @@
 //! of `store/postgres/mod.rs`).
 mod common;
 use common::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -317,9 +317,10 @@ fn check_during_concurrent_writes_reads_one_snapshot() {
     let env = Env::new();
     env.auth.create_production("p").unwrap();
     let done = Arc::new(AtomicBool::new(false));
+    let progress = Arc::new(AtomicU64::new(0));
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
-            let (auth, done) = (env.reopen(), done.clone());
+            let (auth, done, progress) = (env.reopen(), done.clone(), progress.clone());
             thread::spawn(move || {
                 let mut n = 0u64;
                 while !done.load(Ordering::SeqCst) {
@@ -333,6 +334,7 @@ fn check_during_concurrent_writes_reads_one_snapshot() {
                         Err(e) => assert_eq!(e.code(), ErrorCode::NoJobAvailable),
                     }
                     n += 1;
+                    progress.fetch_add(1, Ordering::SeqCst);
                 }
                 n
             })
@@ -340,7 +342,14 @@ fn check_during_concurrent_writes_reads_one_snapshot() {
         .collect();
     let checker = env.reopen();
     let mut checked = 0;
-    for _ in 0..40 {
+    // At least 40 checks, and on until the writers have committed a few
+    // dozen cycles while checks ran (however slow the machine is).
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let mut runs = 0;
+    while runs < 40
+        || (progress.load(Ordering::SeqCst) < 30 && std::time::Instant::now() < deadline)
+    {
+        runs += 1;
         let report = checker.check().unwrap();
         assert!(
             report.ok(),

@@ -284,3 +284,109 @@ fn full_disk_child() {
         "{e}"
     );
 }
+
+/// The lease token of job `held` in `fixtures/v4_store.sql` (a test store's).
+const V4_HELD_TOKEN: &str = "tenure-lease-v1.AXAEaGVsZCi3kn_bnCh6Vy-UH6N-0tHaECTvIjFOGA49OztuPf3g";
+
+/// `(seq, job, state)` of every job row, in `seq` order.
+fn job_rows(c: &rusqlite::Connection) -> Vec<(i64, String, String)> {
+    c.prepare("SELECT seq, job, state FROM jobs ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// How many temporary B-trees (`OpenEphemeral`) one execution of `sql` builds.
+fn ephemeral_tables(c: &rusqlite::Connection, sql: &str) -> usize {
+    let mut st = c.prepare(&format!("EXPLAIN {sql}")).unwrap();
+    // EXPLAIN runs nothing: its parameters may stay unbound.
+    let mut rows = st.raw_query();
+    let mut n = 0;
+    while let Some(r) = rows.next().unwrap() {
+        n += usize::from(r.get::<_, String>(1).unwrap() == "OpenEphemeral");
+    }
+    n
+}
+
+/// The writes of a state change and of a renewal (the backend's statements).
+const JOB_UPDATE: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4,
+    secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9,
+    last_error = ?10, due_us = ?11, parked = ?12 WHERE seq = ?1";
+const EXPIRY_UPDATE: &str = "UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1";
+
+#[test]
+fn a_v4_store_is_rebuilt_with_job_writes_that_build_no_temporary_tables() {
+    if skip_on_postgres("a SQLite file of schema 4") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let (before, mark) = {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(include_str!("fixtures/v4_store.sql"))
+            .unwrap();
+        // Schema 4 builds temporary tables for the CHECK and `jobs_terminal`.
+        assert!(ephemeral_tables(&c, JOB_UPDATE) > 0);
+        assert!(ephemeral_tables(&c, EXPIRY_UPDATE) > 0);
+        let mark: i64 = c
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'high_water_us'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (job_rows(&c), mark)
+    };
+    let clock = ManualClock::new(mark + 1_000_000);
+    let a = Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
+    assert_eq!(a.migrated_from(), 4);
+    let report = a.check().unwrap();
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(report.schema_version, SCHEMA_VERSION);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    // Every row kept its sequence number, state and columns.
+    assert_eq!(job_rows(&c), before);
+    assert_eq!(before.len(), 4);
+    assert_eq!(ephemeral_tables(&c, JOB_UPDATE), 0);
+    assert_eq!(ephemeral_tables(&c, EXPIRY_UPDATE), 0);
+    // The rebuilt CHECK still refuses a state that does not exist.
+    let bad = c.execute("UPDATE jobs SET state = 'expired' WHERE job = 'queued'", []);
+    assert!(bad.unwrap_err().to_string().contains("CHECK"));
+    let st = |j: &str| a.job("p", j).unwrap().state;
+    assert_eq!(st("held"), JobState::Claimed);
+    assert_eq!(st("done"), JobState::Completed);
+    assert_eq!(st("retry"), JobState::Requested);
+    assert_eq!(a.payload("p", "queued").unwrap(), b"payload queued\n");
+    assert_eq!(a.facts("p", "done").unwrap()[0].value, "42");
+    // The lease taken before the migration still works, then is closed.
+    let held = a.import_lease(V4_HELD_TOKEN).unwrap();
+    held.renew(secs(86_400)).unwrap();
+    held.complete(&[Fact::new("k", "v")]).unwrap();
+    // New rows continue the sequence; claim-next finds the requested jobs
+    // oldest first (the ready index was rebuilt).
+    a.submit("p", &JobSpec::new("new", "n")).unwrap();
+    let seq: i64 = c
+        .query_row("SELECT seq FROM jobs WHERE job = 'new'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(seq, before.iter().map(|r| r.0).max().unwrap() + 1);
+    let next = a.claim_next("p", "w", secs(60)).unwrap();
+    assert_eq!(next.job(), "retry");
+    next.complete(&[]).unwrap();
+    // Pruning finds terminal jobs through the rebuilt `jobs_terminal`.
+    clock.advance(3_600_000_000);
+    let keep = Some(Age::from_secs(60).unwrap());
+    let r = a
+        .prune(&Retention {
+            event_age: None,
+            terminal_job_age: keep,
+            tombstone_age: None,
+        })
+        .unwrap();
+    assert_eq!(r.jobs, 3, "done, held and retry are terminal: {r:?}");
+    assert!(a.check().unwrap().ok());
+    drop(a);
+    let a = Authority::open(&path, &Options::new().clock(clock)).unwrap();
+    assert_eq!(a.migrated_from(), SCHEMA_VERSION);
+}

@@ -682,8 +682,11 @@ fn older_or_same(v: &str, minor: u32, major: u32) -> bool {
         .is_some_and(|m| m <= minor)
 }
 
-/// Run the C test suites against the freshly built library.
+/// Check the probe coverage rule ([`crate::probes`]), then run the C test
+/// suites against the freshly built library.
 pub fn c_tests() -> Result {
+    step("probe coverage (every export of tenure.map in the bad-input suite and the fuzz driver)");
+    crate::probes::check()?;
     tools()?;
     let lib = build_lib()?;
     run_c_suites(

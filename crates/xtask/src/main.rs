@@ -21,6 +21,7 @@ mod pg;
 mod pg_peer;
 mod pg_suites;
 mod pg_tls;
+mod probes;
 mod python;
 mod readme;
 mod torture;

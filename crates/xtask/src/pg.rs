@@ -524,8 +524,9 @@ fn throughput(
     )?;
     md.push_str(&format!(
         "\n**{label}**\n\n| PostgreSQL workload (server on this machine) | value | \
-         round trips per batched claim + completion | bulk submit (submit_many, chunks of 1000) |\n\
-         |---|---:|---:|---:|\n",
+         round trips per claim + completion (claim, completion) | HOT share of job updates | \
+         bulk submit (submit_many, chunks of 1000) |\n\
+         |---|---:|---:|---:|---:|\n",
     ));
     let mut rows = Vec::new();
     for line in out
@@ -555,12 +556,15 @@ fn throughput(
             _ => String::new(),
         };
         md.push_str(&format!(
-            "| {how}, {} connections in {} processes ({} busy retries) | {} jobs/s{ratio} | {} | {} jobs/s |\n",
+            "| {how}, {} connections in {} processes ({} busy retries) | {} jobs/s{ratio} | {} ({}, {}) | {} | {} jobs/s |\n",
             row["connections"],
             row["processes"],
             row["busy"],
             row["cycles_per_s"],
             row["round_trips"],
+            row["round_trips_claim"],
+            row["round_trips_complete"],
+            row["hot_update_share"],
             row["submit_per_s"],
         ));
     }

@@ -161,6 +161,7 @@ pub fn torture(quick: bool) -> Result {
 /// written on failure; its last line must be `N passed, 0 failed`.
 fn capi_fuzz(iterations: u32) -> Result {
     step(&format!("campaign: capi-fuzz ({iterations} iterations)"));
+    crate::probes::check()?;
     let lib = crate::capi::build_lib()?;
     let work = std::env::temp_dir().join(format!("tenure-capi-fuzz-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);

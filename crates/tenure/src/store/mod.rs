@@ -17,7 +17,7 @@ use crate::ttl::{Backoff, Delay};
 use uuid::Uuid;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,6 +202,41 @@ pub(crate) enum LiveScan {
     All,
 }
 
+/// What [`Txn::insert_new_jobs_into`] found and did: the production's row
+/// and, if the jobs were inserted, each one's sequence (`None`: the ID was
+/// taken).
+pub(crate) type Inserted = (Option<ProductionRow>, Option<Vec<Option<i64>>>);
+
+/// What [`Txn::lock_jobs_sampled`] read.
+pub(crate) struct Locked {
+    /// The clock sample, taken after the row locks were held.
+    pub now: i64,
+    pub rows: Vec<Option<JobRow>>,
+    /// Default back-off of productions read with the rows.
+    pub backoffs: std::collections::HashMap<String, Option<Backoff>>,
+}
+
+/// What [`Txn::claim_start`] read.
+pub(crate) struct ClaimStart {
+    /// The clock sample, taken after the production's lock.
+    pub now: i64,
+    /// Whether the production exists (`None`: not looked up, see
+    /// [`Txn::production_lookup_locks`]).
+    pub exists: Option<bool>,
+    /// The scan's first page.
+    pub rows: Vec<JobRow>,
+}
+
+/// The clock for a step: the authority's (`local_now`) or the store's.
+fn sample<T: Txn + ?Sized>(txn: &mut T, local_now: Option<i64>) -> Result<i64> {
+    match local_now {
+        Some(t) => Ok(t),
+        None => txn.server_now_us()?.ok_or_else(|| {
+            crate::error::Error::Internal("no clock sample: the store has no clock".into())
+        }),
+    }
+}
+
 /// Opens transactions on one store.
 pub(crate) trait Backend: Send + Sync {
     /// Begin a write transaction: takes the writer lock (SQLite `BEGIN IMMEDIATE`).
@@ -227,6 +262,68 @@ pub(crate) trait Txn: Send {
     /// Default: no server clock.
     fn server_now_us(&mut self) -> Result<Option<i64>> {
         Ok(None)
+    }
+    /// Whether [`Txn::server_now_us`] answers with a store clock (without
+    /// asking the store). Default: false.
+    fn has_server_clock(&self) -> bool {
+        false
+    }
+    /// The first step of a lease transition: lock these distinct jobs
+    /// (as [`Txn::jobs_for_update`]) and sample the clock *after* the locks
+    /// are held. `local_now` is the authority's clock, given when the store
+    /// has none ([`Txn::has_server_clock`]). The answer: the sample, the
+    /// rows in the order asked, and the default back-off of the rows'
+    /// productions where the backend read it with them (a production
+    /// missing from the map was not read: the rules read it if they need
+    /// it). Default: sample, then [`Txn::jobs_for_update`], no back-offs.
+    fn lock_jobs_sampled(
+        &mut self,
+        keys: &[(&str, &str)],
+        local_now: Option<i64>,
+    ) -> Result<Locked> {
+        let now = sample(self, local_now)?;
+        Ok(Locked {
+            now,
+            rows: self.jobs_for_update(keys)?,
+            backoffs: std::collections::HashMap::new(),
+        })
+    }
+    /// Claim-next's first step: the production's lookup (with the lock
+    /// [`Txn::production_exists`] takes) where [`Txn::production_lookup_locks`],
+    /// a clock sample taken after that lock (`local_now` as in
+    /// [`Txn::lock_jobs_sampled`]), the jobs whose due time has come made
+    /// visible to the scan ([`Txn::unpark_due`]), and the scan's first page
+    /// ([`Txn::live_jobs`] with [`LiveScan::Claim`] and no cursor). Default:
+    /// those primitives in that order (the sample first).
+    fn claim_start(
+        &mut self,
+        production: &str,
+        limit: usize,
+        local_now: Option<i64>,
+    ) -> Result<ClaimStart> {
+        let now = sample(self, local_now)?;
+        let exists = if self.production_lookup_locks() {
+            Some(self.production_exists(production)?)
+        } else {
+            None
+        };
+        if exists == Some(false) {
+            return Ok(ClaimStart {
+                now,
+                exists,
+                rows: Vec::new(),
+            });
+        }
+        self.unpark_due(production, now, LiveScan::Claim { now })?;
+        let rows = self.live_jobs(production, None, limit, LiveScan::Claim { now })?;
+        Ok(ClaimStart { now, exists, rows })
+    }
+    /// A clock sample for an unguarded write (a submission, a cancel):
+    /// may be one the store took earlier in this transaction and has not
+    /// handed out yet (PostgreSQL: read with `BEGIN`). Default:
+    /// [`Txn::server_now_us`].
+    fn observed_now_us(&mut self) -> Result<Option<i64>> {
+        self.server_now_us()
     }
     fn high_water(&mut self) -> Result<i64>;
     fn set_high_water(&mut self, us: i64) -> Result<()>;
@@ -291,6 +388,24 @@ pub(crate) trait Txn: Send {
                 self.insert_job(r, p).map(Some)
             })
             .collect()
+    }
+    /// [`Txn::production`] (with its lock), then, only if it exists and is
+    /// not cancelled, [`Txn::insert_new_jobs`] (`None` if not inserted).
+    /// PostgreSQL does both in one statement.
+    fn insert_new_jobs_into(
+        &mut self,
+        production: &str,
+        rows: &[JobRow],
+        payloads: &[&[u8]],
+    ) -> Result<Inserted> {
+        let prod = self.production(production)?;
+        let open = prod.as_ref().is_some_and(|p| p.cancelled_us.is_none());
+        let seqs = if open {
+            Some(self.insert_new_jobs(rows, payloads)?)
+        } else {
+            None
+        };
+        Ok((prod, seqs))
     }
     /// The writes of many transitions of distinct jobs, together: full row
     /// updates ([`Txn::update_job`]), expiry-only updates

@@ -223,11 +223,29 @@ pub fn ms(n: u64) -> std::time::Duration {
 
 /// Turn `env`'s store (closed by its caller's reopen) back into its
 /// schema 3 layout: undo the 3 → 4 additions (scheduling and hold limits).
+/// Turn a PostgreSQL store back into its schema 4 layout (schema 5
+/// changed only PostgreSQL's).
+pub fn pg_downgrade_to_schema_4(url: &str) {
+    pg::client(url)
+        .batch_execute(
+            "ALTER TABLE tenure.jobs DROP COLUMN ended_us;
+             ALTER TABLE tenure.jobs RESET (fillfactor);
+             CREATE INDEX jobs_terminal ON tenure.jobs (updated_us)
+                 WHERE state IN ('completed', 'failed', 'cancelled');
+             UPDATE tenure.meta SET value = 4 WHERE key = 'schema_version';",
+        )
+        .unwrap();
+}
+
 pub fn downgrade_to_schema_3(env: &Env) {
     match &env.pg {
         Some(db) => pg::client(&db.url)
             .batch_execute(
-                "ALTER TABLE tenure.jobs DROP COLUMN due_us, DROP COLUMN parked,
+                "ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS ended_us;
+                 ALTER TABLE tenure.jobs RESET (fillfactor);
+                 CREATE INDEX IF NOT EXISTS jobs_terminal ON tenure.jobs (updated_us)
+                     WHERE state IN ('completed', 'failed', 'cancelled');
+                 ALTER TABLE tenure.jobs DROP COLUMN due_us, DROP COLUMN parked,
                      DROP COLUMN max_hold_us, DROP COLUMN backoff_base_us,
                      DROP COLUMN backoff_cap_us;
                  ALTER TABLE tenure.productions DROP COLUMN backoff_base_us,

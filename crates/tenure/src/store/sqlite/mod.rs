@@ -100,8 +100,13 @@ impl Pool {
 fn configure(conn: &Connection, sync: Synchronous, busy: Duration) -> Result<()> {
     conn.busy_timeout(busy)?;
     conn.set_prepared_statement_cache_capacity(64);
+    // Temporary files in memory: a commit group's savepoints keep the
+    // original of every page its members change (a sub-journal), which
+    // SQLite otherwise spills to a new temporary file past 64 KiB, i.e. in
+    // most groups of several members.
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF; PRAGMA trusted_schema = OFF;",
+        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF; PRAGMA trusted_schema = OFF;
+         PRAGMA temp_store = MEMORY;",
         sync.pragma()
     ))?;
     Ok(())
@@ -312,9 +317,67 @@ CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
 CREATE INDEX jobs_parked ON jobs (production, due_us) WHERE parked = 1;
 ";
 
-/// Schema 5 (request IDs): the claims made under a caller's request ID,
-/// one row per request, removed with their job. Additive only.
+/// Schema 5 (cheaper job writes): the same `jobs` table, rebuilt so that
+/// no write of a job row evaluates a constant list of more than two values.
+/// SQLite codes `x IN (a, b, c, ...)` (three or more constants) by building
+/// a temporary B-tree of the list on every execution of the statement:
+/// the `state` CHECK (five values) and the partial index `jobs_terminal`
+/// (three values, evaluated for the old and the new row of an `UPDATE`)
+/// cost three of them per state change and two per renewal. The CHECK
+/// becomes plain comparisons and `jobs_terminal` keeps the rows whose state
+/// is neither `requested` nor `claimed` (the same rows, given the CHECK).
+/// SQLite cannot alter a CHECK, so the table is copied (every column and
+/// `seq` as they are) into a new table that replaces it, and its indexes are
+/// created again. Run once, inside the migration transaction that checked
+/// the version.
 const MIGRATE_4_TO_5: &str = "
+CREATE TABLE jobs_v5 (
+    seq            INTEGER PRIMARY KEY,
+    production     TEXT NOT NULL,
+    job            TEXT NOT NULL,
+    payload_digest BLOB NOT NULL,
+    payload_len    INTEGER NOT NULL,
+    priority       INTEGER NOT NULL,
+    max_attempts   INTEGER NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
+    state          TEXT NOT NULL
+                   CHECK (state = 'requested' OR state = 'claimed' OR state = 'completed'
+                          OR state = 'failed' OR state = 'cancelled'),
+    attempts       INTEGER NOT NULL CHECK (attempts >= 0),
+    claim_id       TEXT,
+    secret_digest  BLOB CHECK (secret_digest IS NULL OR length(secret_digest) = 32),
+    holder         TEXT,
+    claimed_us     INTEGER,
+    expires_us     INTEGER,
+    created_us     INTEGER NOT NULL,
+    updated_us     INTEGER NOT NULL,
+    last_error     TEXT,
+    payload        BLOB NOT NULL,
+    due_us         INTEGER,
+    parked         INTEGER NOT NULL DEFAULT 0 CHECK (parked IN (0, 1)),
+    max_hold_us    INTEGER CHECK (max_hold_us IS NULL OR max_hold_us > 0),
+    backoff_base_us INTEGER,
+    backoff_cap_us INTEGER,
+    UNIQUE (production, job)
+);
+INSERT INTO jobs_v5 (seq, production, job, payload_digest, payload_len, priority, max_attempts,
+    state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us,
+    updated_us, last_error, payload, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us)
+SELECT seq, production, job, payload_digest, payload_len, priority, max_attempts,
+    state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us,
+    updated_us, last_error, payload, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us
+FROM jobs;
+DROP TABLE jobs;
+ALTER TABLE jobs_v5 RENAME TO jobs;
+CREATE INDEX jobs_by_state ON jobs (production, state, job);
+CREATE INDEX jobs_terminal ON jobs (updated_us) WHERE state NOT IN ('requested', 'claimed');
+CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
+    WHERE state IN ('requested', 'claimed') AND parked = 0;
+CREATE INDEX jobs_parked ON jobs (production, due_us) WHERE parked = 1;
+";
+
+/// Schema 6 (request IDs): the claims made under a caller's request ID,
+/// one row per request, removed with their job. Additive only.
+const MIGRATE_5_TO_6: &str = "
 CREATE TABLE IF NOT EXISTS claim_requests (
     production    TEXT NOT NULL,
     request_id    TEXT NOT NULL,
@@ -337,6 +400,7 @@ fn create_current(conn: &Connection) -> Result<()> {
     conn.execute_batch(MIGRATE_2_TO_3)?;
     conn.execute_batch(MIGRATE_3_TO_4)?;
     conn.execute_batch(MIGRATE_4_TO_5)?;
+    conn.execute_batch(MIGRATE_5_TO_6)?;
     Ok(())
 }
 
@@ -369,16 +433,18 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            2 => {
-                conn.execute_batch(MIGRATE_2_TO_3)?;
-                conn.execute_batch(MIGRATE_3_TO_4)?;
-                conn.execute_batch(MIGRATE_4_TO_5)?;
+            2..=5 => {
+                if from == 2 {
+                    conn.execute_batch(MIGRATE_2_TO_3)?;
+                }
+                if from <= 3 {
+                    conn.execute_batch(MIGRATE_3_TO_4)?;
+                }
+                if from <= 4 {
+                    conn.execute_batch(MIGRATE_4_TO_5)?;
+                }
+                conn.execute_batch(MIGRATE_5_TO_6)?;
             }
-            3 => {
-                conn.execute_batch(MIGRATE_3_TO_4)?;
-                conn.execute_batch(MIGRATE_4_TO_5)?;
-            }
-            4 => conn.execute_batch(MIGRATE_4_TO_5)?,
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
             v => {
@@ -627,6 +693,10 @@ impl SqliteTxn {
     fn finish(&mut self, sql: &str) -> Result<()> {
         if !self.open {
             return Ok(());
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(turn) = &self.turn {
+            turn.ending();
         }
         let r = exec(self.c(), sql);
         #[cfg(target_os = "linux")]
@@ -1053,6 +1123,17 @@ impl Txn for SqliteTxn {
     }
 
     fn unpark_due(&mut self, production: &str, up_to_us: i64, _scan: LiveScan) -> Result<u64> {
+        // Usually nothing is due: a read of one index entry answers that
+        // for a fraction of what an UPDATE costs (it opens every index of
+        // `jobs` for writing even when it changes no row).
+        let mut probe = self.c().prepare_cached(
+            "SELECT 1 FROM jobs INDEXED BY jobs_parked
+             WHERE production = ?1 AND parked = 1 AND due_us <= ?2 LIMIT 1",
+        )?;
+        if !probe.exists(params![production, up_to_us])? {
+            return Ok(0);
+        }
+        drop(probe);
         let mut st = self.c().prepare_cached(
             "UPDATE jobs INDEXED BY jobs_parked SET parked = 0
              WHERE production = ?1 AND parked = 1 AND due_us <= ?2",
@@ -1188,7 +1269,7 @@ impl Txn for SqliteTxn {
             "SELECT ",
             job_cols!(),
             " FROM jobs INDEXED BY jobs_terminal
-             WHERE state IN ('completed', 'failed', 'cancelled') AND updated_us < ?1
+             WHERE state NOT IN ('requested', 'claimed') AND updated_us < ?1
              ORDER BY updated_us LIMIT ?2"
         ))?;
         let rows = st.query_map(params![before_us, limit as i64], job_row)?;

@@ -15,8 +15,10 @@
 //!   open-file-description lock (`F_OFD_SETLK`), and waits until it can lock
 //!   byte `t - 1`, i.e. until its predecessor finished, gave up or died (the
 //!   kernel drops a dead process's locks, so a crash never wedges the queue);
-//! - the writer next in line (its predecessor holds the turn) spins for up
-//!   to 200 µs before sleeping, so a handoff rarely pays a wake-up;
+//! - a writer rings its doorbell once more when its COMMIT begins: its
+//!   successor, woken then, spins (yielding the processor between checks)
+//!   for up to 500 µs while the commit runs, so the wake-up overlaps the
+//!   commit's fsync and the handoff rarely pays a wake-up;
 //! - on finishing, it unlocks its byte and rings its doorbell, waking its
 //!   successor at once. Waiters otherwise sleep; they re-check every 20 ms
 //!   only to notice a predecessor that died without ringing (polling faster
@@ -44,7 +46,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const MAP_LEN: usize = 4096;
@@ -52,8 +54,9 @@ const BYTES_BASE: i64 = MAP_LEN as i64;
 const BYTES_SPAN: u64 = 1 << 40;
 const RECHECK: Duration = Duration::from_millis(20);
 const BELLS: u64 = 64;
-/// How long the next writer in line spins before sleeping.
-const SPIN: Duration = Duration::from_micros(200);
+/// How long the next writer in line spins before sleeping: about one
+/// commit's fsync on a fast disk (a slower commit ends with a wake-up).
+const SPIN: Duration = Duration::from_micros(500);
 const BELLS_OFFSET: usize = 64;
 /// Where the work doorbell lives: right after the writer doorbells.
 pub(crate) const WORK_BELL_OFFSET: usize = BELLS_OFFSET + 4 * BELLS as usize;
@@ -63,7 +66,15 @@ pub(crate) struct WriterQueue {
     path: PathBuf,
     _file: File,
     map: *mut libc::c_void,
+    /// Descriptors of the queue file that hold no lock, for the next
+    /// turns: each turn needs its own open file description (the locks
+    /// belong to it), and reusing one saves an `open` and a `close` per
+    /// write transaction.
+    spare: Mutex<Vec<File>>,
 }
+
+/// Most spare descriptors a queue keeps.
+const MAX_SPARE: usize = 16;
 
 // SAFETY: the mapping is only accessed through atomics; the pointer itself
 // is immutable for the queue's lifetime.
@@ -74,7 +85,8 @@ unsafe impl Sync for WriterQueue {}
 pub(crate) struct WriterTurn {
     queue: Arc<WriterQueue>,
     ticket: u64,
-    file: File,
+    /// Present until the turn is dropped (then it goes back to `spare`).
+    file: Option<File>,
 }
 
 fn byte(t: u64) -> i64 {
@@ -128,6 +140,7 @@ impl WriterQueue {
             path,
             _file: file,
             map,
+            spare: Mutex::new(Vec::new()),
         })
     }
 
@@ -160,18 +173,22 @@ impl WriterQueue {
 
     /// Wait for this writer's turn, at most until `deadline`.
     pub(crate) fn acquire(self: &Arc<Self>, deadline: Instant) -> Result<WriterTurn> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&self.path)
-            .map_err(|e| Error::Store(format!("cannot open the writer queue: {e}")))?;
+        let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let file = match spare {
+            Some(f) => f,
+            None => OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&self.path)
+                .map_err(|e| Error::Store(format!("cannot open the writer queue: {e}")))?,
+        };
         let t = self.next_ticket().fetch_add(1, Ordering::AcqRel);
         // Normally free; if not (a holder 2^40 tickets ago), fairness only degrades.
         ofd_lock(&file, libc::F_WRLCK, byte(t));
         let turn = WriterTurn {
             queue: self.clone(),
             ticket: t,
-            file,
+            file: Some(file),
         };
         if t == 0 {
             self.serving().store(t, Ordering::Release);
@@ -181,8 +198,12 @@ impl WriterQueue {
         let doorbell = self.doorbell(t - 1);
         loop {
             let bell = doorbell.load(Ordering::Acquire);
-            if ofd_lock(&turn.file, libc::F_WRLCK, prev) {
-                ofd_lock(&turn.file, libc::F_UNLCK, prev);
+            let file = turn
+                .file
+                .as_ref()
+                .expect("a turn holds its file until dropped");
+            if ofd_lock(file, libc::F_WRLCK, prev) {
+                ofd_lock(file, libc::F_UNLCK, prev);
                 self.serving().store(t, Ordering::Release);
                 return Ok(turn);
             }
@@ -194,11 +215,13 @@ impl WriterQueue {
                 ));
             }
             if self.serving().load(Ordering::Acquire) == t - 1 {
-                // Next in line: the holder is about to finish. Spin briefly
-                // instead of paying a sleep/wake-up on the handoff.
+                // Next in line: the holder is about to finish (it rang when
+                // its COMMIT began, see `WriterTurn::ending`). Spin, giving
+                // the processor away between checks, instead of paying a
+                // sleep/wake-up on the handoff.
                 let until = now + SPIN.min(deadline - now);
                 while doorbell.load(Ordering::Acquire) == bell && Instant::now() < until {
-                    std::hint::spin_loop();
+                    std::thread::yield_now();
                 }
                 if doorbell.load(Ordering::Acquire) != bell {
                     continue;
@@ -269,16 +292,36 @@ impl Drop for WriterQueue {
     }
 }
 
-impl Drop for WriterTurn {
-    fn drop(&mut self) {
-        // Closing the descriptor drops its locks; unlock explicitly first so
-        // the order "unlock, then ring" holds.
-        unlock_all(&self.file);
+impl WriterTurn {
+    /// The turn's last step (the COMMIT) begins: ring the doorbell once
+    /// already, so that a successor asleep on it wakes while the commit
+    /// runs (its fsync, at `synchronous = FULL`) and then spins for the
+    /// handoff, instead of waking only after it. The successor still waits
+    /// for this turn's lock byte.
+    pub(crate) fn ending(&self) {
         ring(self.queue.doorbell(self.ticket));
     }
 }
 
-fn unlock_all(file: &File) {
+impl Drop for WriterTurn {
+    fn drop(&mut self) {
+        // Unlock before ringing (the order "unlock, then ring" holds); the
+        // descriptor, holding no lock now, is kept for a later turn.
+        let Some(file) = self.file.take() else { return };
+        let unlocked = unlock_all(&file);
+        ring(self.queue.doorbell(self.ticket));
+        if !unlocked {
+            return; // closing it drops whatever it still holds
+        }
+        let mut spare = self.queue.spare.lock().unwrap_or_else(|p| p.into_inner());
+        if spare.len() < MAX_SPARE {
+            spare.push(file);
+        }
+    }
+}
+
+/// Whether the descriptor now holds no lock.
+fn unlock_all(file: &File) -> bool {
     // SAFETY: releasing every OFD lock this descriptor holds (l_len = 0: to EOF and beyond).
     unsafe {
         let mut fl: libc::flock = std::mem::zeroed();
@@ -286,6 +329,6 @@ fn unlock_all(file: &File) {
         fl.l_whence = libc::SEEK_SET as libc::c_short;
         fl.l_start = 0;
         fl.l_len = 0;
-        libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl);
+        libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) == 0
     }
 }
