@@ -596,9 +596,12 @@ fn mint(
     holder: &str,
     ttl: Ttl,
     now: i64,
-    given: Option<&Secret>,
+    asked: Asked<'_>,
 ) -> Result<Minted> {
-    let (c, m) = minted(row, holder, ttl, now, given)?;
+    let (c, m) = minted(row, holder, ttl, now, asked.map(|(r, _)| &r.secret))?;
+    if let Some((req, args)) = asked {
+        record_request(s, req, args, &m, now)?;
+    }
     write(s, c)?;
     Ok(m)
 }
@@ -614,20 +617,25 @@ pub(crate) fn claim(
     claim_minting(s, production, job, holder, ttl, None)
 }
 
-/// [`claim`] with the secret `given` (a [`ClaimRequest`]'s) or a fresh one.
+/// A claim made under a [`ClaimRequest`], with the digest of the claim's
+/// arguments ([`request_args`]): the claim carries the request's secret and
+/// is recorded under its ID ([`record_request`]) before its writes.
+type Asked<'a> = Option<(&'a ClaimRequest, &'a [u8])>;
+
+/// [`claim`], under the request `asked` or none (a fresh secret).
 fn claim_minting(
     s: &mut Session,
     production: &str,
     job: &str,
     holder: &str,
     ttl: Ttl,
-    given: Option<&Secret>,
+    asked: Asked<'_>,
 ) -> Result<Minted> {
     validate::id("production", production)?;
     validate::id("job", job)?;
     validate::holder(holder)?;
     let (now, row) = locked(s, production, job)?;
-    claim_locked(s, production, job, (now, row), holder, ttl, given)
+    claim_locked(s, production, job, (now, row), holder, ttl, asked)
 }
 
 /// The claim rule on the job's row `row`, locked (and the clock sampled
@@ -639,7 +647,7 @@ fn claim_locked(
     (now, row): (i64, Option<JobRow>),
     holder: &str,
     ttl: Ttl,
-    given: Option<&Secret>,
+    asked: Asked<'_>,
 ) -> Result<Minted> {
     let row = row.ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))?;
     if let Some(due) = not_due(&row, now) {
@@ -650,7 +658,7 @@ fn claim_locked(
     }
     match classify(&row, now) {
         JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
-            mint(s, row, holder, ttl, now, given)
+            mint(s, row, holder, ttl, now, asked)
         }
         JobState::Requested | JobState::Expired => Err(Error::NotClaimable(format!(
             "job {} has used all {} attempts",
@@ -701,15 +709,15 @@ pub(crate) fn claim_next_many(
     claim_next_scan(s, production, holder, ttl, n, None)
 }
 
-/// The claim-next rule for `n` claims (see [`claim_next`]); `given`: the
-/// secret of a single claim under a [`ClaimRequest`].
+/// The claim-next rule for `n` claims (see [`claim_next`]); `asked`: the
+/// request of a single claim (`n` = 1) under a [`ClaimRequest`].
 fn claim_next_scan(
     s: &mut Session,
     production: &str,
     holder: &str,
     ttl: Ttl,
     n: usize,
-    given: Option<&Secret>,
+    asked: Asked<'_>,
 ) -> Result<Vec<Minted>> {
     validate::id("production", production)?;
     validate::holder(holder)?;
@@ -757,7 +765,8 @@ fn claim_next_scan(
             match classify(&row, now) {
                 JobState::Claimed => continue,
                 JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
-                    let (c, m) = minted(row, holder, ttl, now, given.filter(|_| n == 1))?;
+                    let given = asked.filter(|_| n == 1).map(|(r, _)| &r.secret);
+                    let (c, m) = minted(row, holder, ttl, now, given)?;
                     changes.push(c);
                     out.push(m);
                     if out.len() == n {
@@ -767,6 +776,9 @@ fn claim_next_scan(
                 _ => changes.push(exhausted(row, now)),
             }
         }
+    }
+    if let (Some((req, args)), [m]) = (asked.filter(|_| n == 1), &out[..]) {
+        record_request(s, req, args, m, now)?;
     }
     write_many(s, &changes)?;
     Ok(out)
@@ -1551,13 +1563,14 @@ fn request_args(kind: &str, job: &str, holder: &str, ttl: Ttl) -> Vec<u8> {
 /// is new; `conflict` if it was used with other arguments or another
 /// secret; else the claim it made while that is current (nothing changes),
 /// or that claim's own refusal ([`checked`]: `stale_lease`,
-/// `lease_expired`, `lease_closed`, `cancelled`).
+/// `lease_expired`, `lease_closed`, `cancelled`), checked at `now(s)`,
+/// which is asked for only when the request ID was used.
 fn claim_replay(
     s: &mut Session,
     production: &str,
     req: &ClaimRequest,
     args: &[u8],
-    now: i64,
+    now: impl FnOnce(&mut Session) -> Result<i64>,
 ) -> Result<Option<Minted>> {
     let Some(r) = s.txn.claim_request(production, req.request_id())? else {
         return Ok(None);
@@ -1574,6 +1587,7 @@ fn claim_replay(
             "request ID {id:?} of production {production:?} was used with another secret"
         )));
     }
+    let now = now(s)?;
     let key = LeaseKey {
         production,
         job: &r.job,
@@ -1598,7 +1612,7 @@ fn claim_replay(
 fn record_request(
     s: &mut Session,
     req: &ClaimRequest,
-    args: Vec<u8>,
+    args: &[u8],
     m: &Minted,
     now: i64,
 ) -> Result<()> {
@@ -1608,7 +1622,7 @@ fn record_request(
         job: m.job.clone(),
         claim_id: m.claim_id,
         secret_digest: req.secret.digest().to_vec(),
-        args_digest: args,
+        args_digest: args.to_vec(),
         created_us: now,
     })?;
     if fresh {
@@ -1639,19 +1653,11 @@ pub(crate) fn claim_with(
     // record is visible to the lookup.
     let (now, row) = locked(s, production, job)?;
     let args = request_args("claim", job, holder, ttl);
-    if let Some(m) = claim_replay(s, production, req, &args, now)? {
+    if let Some(m) = claim_replay(s, production, req, &args, |_| Ok(now))? {
         return Ok(Applied::replay(m));
     }
-    let m = claim_locked(
-        s,
-        production,
-        job,
-        (now, row),
-        holder,
-        ttl,
-        Some(&req.secret),
-    )?;
-    record_request(s, req, args, &m, now)?;
+    let asked = Some((req, &args[..]));
+    let m = claim_locked(s, production, job, (now, row), holder, ttl, asked)?;
     Ok(Applied::fresh(m))
 }
 
@@ -1667,15 +1673,14 @@ pub(crate) fn claim_next_with(
     validate::id("production", production)?;
     validate::holder(holder)?;
     validate::id("request ID", req.request_id())?;
-    let now = s.guarded_sample()?;
     let args = request_args("claim-next", "", holder, ttl);
-    if let Some(m) = claim_replay(s, production, req, &args, now)? {
+    // A new request ID (the usual case) needs no clock sample of its own:
+    // the scan takes one.
+    let sampled = |s: &mut Session| s.guarded_sample();
+    if let Some(m) = claim_replay(s, production, req, &args, sampled)? {
         return Ok(Applied::replay(Some(m)));
     }
-    let m = claim_next_scan(s, production, holder, ttl, 1, Some(&req.secret))?.pop();
-    if let Some(m) = &m {
-        record_request(s, req, args, m, now)?;
-    }
+    let m = claim_next_scan(s, production, holder, ttl, 1, Some((req, &args[..])))?.pop();
     Ok(Applied::fresh(m))
 }
 
