@@ -796,20 +796,6 @@ impl Authority {
 }
 }
 
-/// An owning, production-bound lease on one job.
-///
-/// Attribution (``production``, ``job``, ``claim_id``, ``attempt``,
-/// ``holder``), the expiry confirmed by the store (``expires_us``, and as an
-/// aware UTC ``datetime``, ``expires_at``) and the
-/// local ``status`` (``"pending"``, ``"active"``, ``"closed"``) are readable;
-/// the secret is not: ``export_token()`` is the only way to get the
-/// credential, and ``repr()`` never shows it.
-///
-/// A lease is deliberately not a context manager: dropping or
-/// garbage-collecting it never writes, renews or releases anything. End it
-/// explicitly with ``release()``, ``fail()`` or ``complete()``, or let it
-/// expire. Thread-safe (e.g. a heartbeat thread renewing it); not usable in
-/// another process after ``fork()`` (hand it over with a token instead).
 /// A claim's request ID with the secret the claim will carry, generated in
 /// this process (docs/design.md, "Idempotent calls"). Pass the same object
 /// to retry a claim whose answer was lost. The secret never shows.
@@ -838,6 +824,20 @@ impl ClaimRequest {
     }
 }
 
+/// An owning, production-bound lease on one job.
+///
+/// Attribution (``production``, ``job``, ``claim_id``, ``attempt``,
+/// ``holder``), the expiry confirmed by the store (``expires_us``, and as an
+/// aware UTC ``datetime``, ``expires_at``) and the
+/// local ``status`` (``"pending"``, ``"active"``, ``"closed"``) are readable;
+/// the secret is not: ``export_token()`` is the only way to get the
+/// credential, and ``repr()`` never shows it.
+///
+/// A lease is deliberately not a context manager: dropping or
+/// garbage-collecting it never writes, renews or releases anything. End it
+/// explicitly with ``release()``, ``fail()`` or ``complete()``, or let it
+/// expire. Thread-safe (e.g. a heartbeat thread renewing it); not usable in
+/// another process after ``fork()`` (hand it over with a token instead).
 #[pyclass(frozen, module = "tenure")]
 pub struct Lease {
     inner: ProcessBound<tenure::Lease>,
