@@ -26,9 +26,10 @@
 //! `test_census.cpp`, `test_census.py`, `test_packaging.py`,
 //! `test_typing.py`):
 //! - C: `test_lifecycle.c`, `test_bad_input.c`, `test_threads.c`,
-//!   `test_token_handoff.c`, `test_wait.c`, `test_batch.c` (ASan/UBSan, as on SQLite);
-//! - C++: `test_tenure.cpp`, `test_wait.cpp` and `test_batch.cpp` (with `test_main.cpp`),
-//!   C++20, ASan/UBSan;
+//!   `test_token_handoff.c`, `test_wait.c`, `test_batch.c`, `test_retention.c`
+//!   (ASan/UBSan, as on SQLite);
+//! - C++: `test_tenure.cpp`, `test_wait.cpp`, `test_batch.cpp` and
+//!   `test_retention.cpp` (with `test_main.cpp`), C++20, ASan/UBSan;
 //! - Python: `test_lifecycle.py`, `test_errors.py`, `test_processes.py`,
 //!   `test_threads.py`, `test_cross_language.py`, `test_durations.py`,
 //!   `test_batch.py`
@@ -48,6 +49,7 @@ const C_SUITES: &[&str] = &[
     "token_handoff",
     "wait",
     "batch",
+    "retention",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`).
 const CPP_SOURCES: &[&str] = &[
@@ -55,6 +57,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_tenure.cpp",
     "test_wait.cpp",
     "test_batch.cpp",
+    "test_retention.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
@@ -144,7 +147,10 @@ pub fn run(server: &Server) -> Result {
         ));
     }
 
-    step("PostgreSQL: the C++ suite (test_tenure.cpp, test_wait.cpp) against the server");
+    step(&format!(
+        "PostgreSQL: the C++ suite ({}) against the server",
+        CPP_SOURCES[1..].join(", ")
+    ));
     apt_install(&["g++", "doctest-dev"])?;
     let work = crate::capi::target_dir()?.join("cpp-pg-suite");
     let _ = std::fs::remove_dir_all(&work);
@@ -165,7 +171,8 @@ pub fn run(server: &Server) -> Result {
         .unwrap_or("")
         .trim_start_matches("[doctest] ");
     summary.push(format!(
-        "C++ test_tenure.cpp, test_wait.cpp: {cases}; {} subcase(s) skipped",
+        "C++ {}: {cases}; {} subcase(s) skipped",
+        CPP_SOURCES[1..].join(", "),
         skips(&out)
     ));
 
