@@ -467,36 +467,40 @@ fn soak_rows(row: &serde_json::Value) -> Result<String> {
         "\n| PostgreSQL retention soak | value | ratio | target |\n|---|---:|---:|---|\n\
          | {what}: jobs + events + facts + tombstones size at the end (max {:.1} MiB; dead tuples at the end {:.0}, max {max_dead:.0}) | {:.1} MiB | {growth:.2} × after the first {window} | ≤ 2 × — {} |\n\
          | {what}: throughput of the last {window} | {:.0} jobs/s | {pace:.2} × the first {window} | ≥ 0.9 × — {} |\n\
-         | xmin pinned {pin} s from the middle: lowest {PIN_SPAN} s throughput while pinned (mean {:.0} jobs/s) | {:.0} jobs/s | {:.2} × the {pin} s before ({:.0} jobs/s) | ≥ 0.5 × — {} |\n\
-         | xmin released: time until a {PIN_SPAN} s span is back at ≥ 0.9 × the {pin} s before the pin | {recovery} | | ≤ {pin} s — {} |\n",
+         | xmin pinned {pin} s from the middle: lowest {} s throughput while pinned (mean {:.0} jobs/s) | {:.0} jobs/s | {:.2} × the {pin} s before ({:.0} jobs/s) | ≥ 0.5 × — {} |\n\
+         | xmin released: time until a {} s span is back at ≥ 0.9 × the {pin} s before the pin | {recovery} | | ≤ {pin} s — {} |\n",
         max_bytes / 1048576.0,
         sum(last, "dead"),
         bytes(last) / 1048576.0,
         yes(growth <= 2.0),
         f(&last["jobs_per_s"]),
         yes(pace >= 0.9),
+        p.span,
         p.during_mean,
         p.during_low,
         p.during_low / p.baseline,
         p.baseline,
         yes(p.during_low / p.baseline >= 0.5),
+        p.span,
         yes(p.recovery_s.is_some_and(|r| r <= pin)),
     ))
 }
 
 /// Seconds over which the pin rows measure a throughput: long enough that
 /// one of the VM's fsync stalls is not a throughput, short enough to show a
-/// drop.
+/// drop (a shorter pin, as in the smoke run: the pin's length).
 const PIN_SPAN: usize = 10;
 
 /// The pinned-xmin figures from the jobs completed in every second: the
 /// baseline is the mean over the `pin` seconds before the snapshot was
 /// taken (`p0`); while pinned (`p0 ..= p1`) the mean and the lowest mean of
-/// any [`PIN_SPAN`]-second span inside it; after the release, the seconds
-/// from `p1` to the end of the first span whose mean is ≥ 0.9 × the
-/// baseline (`None`: not within the run).
+/// any `span`-second span inside it ([`PIN_SPAN`], at most the pin's
+/// length); after the release, the seconds from `p1` to the end of the
+/// first span whose mean is ≥ 0.9 × the baseline (`None`: not within the
+/// run).
 #[derive(Debug, PartialEq)]
 struct PinFigures {
+    span: usize,
     baseline: f64,
     during_mean: f64,
     during_low: f64,
@@ -506,6 +510,7 @@ struct PinFigures {
 impl PinFigures {
     fn of(per_second: &[f64], p0: f64, p1: f64, pin: f64) -> PinFigures {
         let n = per_second.len();
+        let span = PIN_SPAN.min(pin as usize).max(1);
         let mean = |a: usize, b: usize| -> f64 {
             let b = b.min(n);
             if b <= a {
@@ -519,13 +524,14 @@ impl PinFigures {
             s0.saturating_sub(pin as usize),
             p0.max(0.0).floor() as usize,
         );
-        let during_low = (s0..=s1.saturating_sub(PIN_SPAN))
-            .map(|a| mean(a, a + PIN_SPAN))
+        let during_low = (s0..=s1.saturating_sub(span).max(s0))
+            .map(|a| mean(a, a + span))
             .fold(f64::NAN, f64::min);
-        let recovery_s = (s1 + 1..n.saturating_sub(PIN_SPAN - 1))
-            .find(|&a| mean(a, a + PIN_SPAN) >= 0.9 * baseline)
-            .map(|a| (a + PIN_SPAN) as f64 - p1);
+        let recovery_s = (s1 + 1..n.saturating_sub(span - 1))
+            .find(|&a| mean(a, a + span) >= 0.9 * baseline)
+            .map(|a| (a + span) as f64 - p1);
         PinFigures {
+            span,
             baseline,
             during_mean: mean(s0, s1),
             during_low,
@@ -841,5 +847,8 @@ mod tests {
         // A run that ends before recovering says so.
         let p = PinFigures::of(&secs[..145], 60.5, 120.5, 60.0);
         assert_eq!(p.recovery_s, None);
+        // A pin shorter than a span (the smoke run's 3 s) is one span.
+        let p = PinFigures::of(&secs, 79.5, 82.5, 3.0);
+        assert_eq!((p.span, p.baseline, p.during_low), (3, 100.0, 40.0));
     }
 }
