@@ -288,6 +288,42 @@ fn automatic_retention_prunes_inside_write_traffic() {
 }
 
 #[test]
+fn automatic_retention_catches_up_sooner_after_a_step_that_hit_its_bound() {
+    let env = Env::new();
+    let auto = Authority::open(
+        env.path(),
+        &common::options()
+            .clock(env.clock.clone())
+            .retention(policy(60, 3600, 3600)),
+    )
+    .unwrap();
+    // 601 old events: more than two steps of 256.
+    complete_n(&env, "p", 200);
+    assert_eq!(PRUNE_STEP_ROWS, 256);
+    env.clock.advance(2 * MIN);
+    auto.create_production("q").unwrap();
+    let mut writes = 1;
+    let mut submit = |n: u64| {
+        for _ in 0..n {
+            auto.submit("q", &spec(&format!("n{writes}"), "x")).unwrap();
+            writes += 1;
+        }
+    };
+    submit(tenure::AUTO_PRUNE_EVERY - 1);
+    assert_eq!(auto.history_horizon().unwrap(), 256, "one step at 64 calls");
+    // The step hit its bound: the next two come after 8 calls each.
+    submit(tenure::AUTO_PRUNE_CATCH_UP_EVERY);
+    assert_eq!(auto.history_horizon().unwrap(), 512);
+    submit(tenure::AUTO_PRUNE_CATCH_UP_EVERY);
+    assert_eq!(auto.history_horizon().unwrap(), 601, "all old events gone");
+    // Caught up: back to the regular cadence.
+    let before = auto.history_horizon().unwrap();
+    env.clock.advance(2 * MIN);
+    submit(tenure::AUTO_PRUNE_CATCH_UP_EVERY);
+    assert_eq!(auto.history_horizon().unwrap(), before);
+}
+
+#[test]
 fn deleting_a_production_with_a_live_job_is_refused_and_changes_nothing() {
     let env = Env::new();
     complete_n(&env, "p", 2);
