@@ -259,16 +259,19 @@ fn pruning_is_refused_while_the_clock_is_below_the_mark() {
     assert_eq!(env.auth.history_horizon().unwrap(), 0);
 }
 
+/// A second handle on `env`'s store, on its clock, applying `p` by itself.
+fn auto_handle(env: &Env, p: Retention) -> Authority {
+    Authority::open(
+        env.path(),
+        &common::options().clock(env.clock.clone()).retention(p),
+    )
+    .unwrap()
+}
+
 #[test]
 fn automatic_retention_prunes_inside_write_traffic() {
     let env = Env::new();
-    let auto = Authority::open(
-        env.path(),
-        &common::options()
-            .clock(env.clock.clone())
-            .retention(policy(60, 60, 3600)),
-    )
-    .unwrap();
+    let auto = auto_handle(&env, policy(60, 60, 3600));
     complete_n(&env, "p", 5);
     env.clock.advance(2 * MIN);
     auto.create_production("q").unwrap();
@@ -290,13 +293,7 @@ fn automatic_retention_prunes_inside_write_traffic() {
 #[test]
 fn automatic_retention_catches_up_sooner_after_a_step_that_hit_its_bound() {
     let env = Env::new();
-    let auto = Authority::open(
-        env.path(),
-        &common::options()
-            .clock(env.clock.clone())
-            .retention(policy(60, 3600, 3600)),
-    )
-    .unwrap();
+    let auto = auto_handle(&env, policy(60, 3600, 3600));
     // 601 old events: more than two steps of 256.
     complete_n(&env, "p", 200);
     assert_eq!(PRUNE_STEP_ROWS, 256);
