@@ -73,8 +73,8 @@ pub use model::{
     DEFAULT_MAX_ATTEMPTS,
 };
 pub use retention::{
-    Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_EVERY, DELETE_STEP_JOBS,
-    PRUNE_STEP_ROWS,
+    Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_CATCH_UP_EVERY,
+    AUTO_PRUNE_EVERY, DELETE_STEP_JOBS, PRUNE_STEP_ROWS,
 };
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;

@@ -45,6 +45,7 @@ const C_SUITES: &[&str] = &[
     "wait",
     "batch",
     "schedule",
+    "retention",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
 /// `test_main.cpp` first (the summary names the others).
@@ -54,6 +55,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_wait.cpp",
     "test_batch.cpp",
     "test_schedule.cpp",
+    "test_retention.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
