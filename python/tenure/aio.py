@@ -148,7 +148,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-M = TypeVar("M", _native.Lease, list[_native.Lease])
+M = TypeVar("M", _native.Lease, list[_native.Lease], "_Taken")
 
 DEFAULT_MAX_WORKERS = 32
 """Threads of an :class:`Authority`'s pool unless ``max_workers`` is given."""
@@ -179,9 +179,41 @@ def _on_own_thread(call: Callable[[], T]) -> concurrent.futures.Future[T]:
     return fut
 
 
-def _release_all_quietly(leases: Union[_native.Lease, list[_native.Lease]]) -> None:
-    """Hand back the lease (or every lease of a batch) nobody received."""
-    for lease in leases if isinstance(leases, list) else [leases]:
+@dataclass
+class _Taken:
+    """What a :class:`Worker` task's off-loop take gives it: the claimed
+    lease, its payload and its started keeper, or (``lost`` not ``None``)
+    the lease handed back in the same call because the payload could not be
+    read or the keeper not started (``lost``: the release was refused)."""
+
+    lease: _native.Lease
+    payload: bytes = b""
+    keeper: Optional[_native.Keeper] = None
+    lost: Optional[bool] = None
+
+
+_Minted: TypeAlias = Union[_native.Lease, list[_native.Lease], _Taken]
+
+
+def _minted_count(minted: _Minted) -> int:
+    """How many leases a hand-back of ``minted`` returns to the store."""
+    if isinstance(minted, list):
+        return len(minted)
+    if isinstance(minted, _Taken):
+        return 1 if minted.lost is None else 0
+    return 1
+
+
+def _release_all_quietly(minted: _Minted) -> None:
+    """Hand back the lease (or every lease of a batch) nobody received; a
+    worker's take has its keeper stopped first."""
+    if isinstance(minted, _Taken):
+        if minted.keeper is not None:
+            minted.keeper.stop()
+        if minted.lost is None:
+            _release_quietly(minted.lease)
+        return
+    for lease in minted if isinstance(minted, list) else [minted]:
         _release_quietly(lease)
 
 
@@ -316,11 +348,16 @@ class Authority:
         return Lease(await self._minting(call, wait), self)
 
     async def _minting(self, call: Callable[[], M],
-                       wait: Optional[_native.WaitCancel] = None) -> M:
-        """Run a call minting a lease or a list of leases (on the pool; a
-        wait for work, whose cancel handle is ``wait``, on a thread of its
-        own); on cancellation every lease it minted is handed back."""
-        fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
+                       wait: Optional[_native.WaitCancel] = None,
+                       run_on: Optional[concurrent.futures.Executor] = None) -> M:
+        """Run a call minting a lease or a list of leases (on ``run_on``, else
+        on the pool, or for a wait for work, whose cancel handle is ``wait``,
+        on a thread of its own); on cancellation every lease it minted is
+        handed back."""
+        if run_on is not None:
+            fut = run_on.submit(call)
+        else:
+            fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
         waiter = asyncio.wrap_future(fut)
         try:
             native = await asyncio.shield(waiter)
@@ -341,7 +378,7 @@ class Authority:
                 self._handbacks.discard(fut)
             return
         lease = fut.result()
-        count = len(lease) if isinstance(lease, list) else 1
+        count = _minted_count(lease)
         try:
             done = self._pool.submit(_release_all_quietly, lease)
         except RuntimeError:  # the pool is shut down: release here
@@ -416,13 +453,24 @@ class Authority:
         ``cancel``, :meth:`aclose` or :meth:`tenure.Authority.close`. A
         cancelled task cancels the native wait; a claim that committed
         anyway is handed back."""
+        return Lease(await self._wait_then(production, holder, ttl, timeout, cancel,
+                                           lambda lease: lease), self)
+
+    async def _wait_then(self, production: str, holder: str, ttl: timedelta,
+                         timeout: timedelta, cancel: Optional[_native.WaitCancel],
+                         then: Callable[[_native.Lease], M],
+                         run_on: Optional[concurrent.futures.Executor] = None) -> M:
+        """``claim_next_wait`` followed by ``then(lease)`` in the same
+        off-loop call (on ``run_on``, else on a thread of its own),
+        cancellation-safe as :meth:`claim_next_wait` (``then``'s result is
+        what is handed back)."""
         own = _native.WaitCancel(cancel)
         with self._lock:
             self._waits.add(own)
         try:
-            return await self._mint(
-                lambda: self._native.claim_next_wait(production, holder, ttl, timeout, own),
-                wait=own)
+            return await self._minting(
+                lambda: then(self._native.claim_next_wait(production, holder, ttl, timeout, own)),
+                wait=own, run_on=run_on)
         finally:
             with self._lock:
                 self._waits.discard(own)
@@ -940,17 +988,6 @@ def _reason(e: BaseException) -> str:
     return raw.decode("utf-8", "ignore")
 
 
-async def _fail_as_asked(lease: Lease, failed: JobFailed) -> None:
-    """Fail the lease as a handler's :class:`JobFailed` asks; arguments the
-    store refuses (changing nothing: a bad ``retry_after`` or ``reason``)
-    make it a retryable failure naming why, as an exception would."""
-    try:
-        await lease.fail(failed.reason, permanent=failed.permanent,
-                         retry_after=failed.retry_after)
-    except (TypeError, _native.InvalidArgument, _native.InvalidDuration) as e:
-        await lease.fail(_reason(e))
-
-
 class Worker:
     """An async worker loop over one production with bounded concurrency.
 
@@ -1011,7 +1048,10 @@ class Worker:
         self._waits = _native.WaitCancel()
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(self._watch(stop)) if stop is not None else None
-        slots = [loop.create_task(self._slot()) for _ in range(self._concurrency)]
+        # One thread per task: its wait for work, and its job's off-loop calls.
+        pool = concurrent.futures.ThreadPoolExecutor(self._concurrency,
+                                                     thread_name_prefix="tenure-aio-worker")
+        slots = [loop.create_task(self._slot(pool)) for _ in range(self._concurrency)]
         cancelled = False
         try:
             await self._until_done_or_failed(slots)
@@ -1025,6 +1065,13 @@ class Worker:
             await self._drain(slots, grace=0.0)
         if watcher is not None:
             watcher.cancel()
+        # Calls still finishing (a settle whose task was cancelled) end before run returns.
+        closing = loop.run_in_executor(None, pool.shutdown)
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            cancelled = True
+            closing.add_done_callback(_quiet)
         if cancelled:
             raise asyncio.CancelledError
         errors = [e for t in slots if not t.cancelled() and (e := t.exception()) is not None]
@@ -1067,20 +1114,34 @@ class Worker:
             # Shielded: the cancelled handlers release their leases before we return.
             await asyncio.shield(asyncio.wait(pending))
 
-    async def _slot(self) -> None:
+    async def _slot(self, pool: concurrent.futures.ThreadPoolExecutor) -> None:
         while not self._quit.is_set():
-            lease = await self._next_lease()
-            if lease is None:
+            taken = await self._next_job(pool)
+            if taken is None:
                 return
-            await self._process(lease)
+            await self._process(pool, taken)
 
-    async def _next_lease(self) -> Optional[Lease]:
-        """The wait for work (``None`` once stopping, or idle with
-        ``until_idle``)."""
+    def _take(self, lease: _native.Lease) -> _Taken:
+        """Off the loop, right after the claim: read the payload and start
+        the keeper; if either is refused, hand the lease back here."""
+        try:
+            payload = self._auth.native.payload(lease.production, lease.job)
+            keeper = lease.keep_alive(self._ttl, self._every)
+        except _native.TenureError:
+            return _Taken(lease, lost=_settle(lease, _RELEASE) == "lost")
+        except BaseException:
+            _release_quietly(lease)
+            raise
+        return _Taken(lease, payload, keeper)
+
+    async def _next_job(self, pool: concurrent.futures.ThreadPoolExecutor) -> Optional[_Taken]:
+        """The wait for work, the payload and the keeper's start in one
+        off-loop call (``None`` once stopping, or idle with ``until_idle``)."""
         while not self._quit.is_set():
             try:
-                lease = await self._auth.claim_next_wait(
-                    self._production, self._holder, self._ttl, self._wait_timeout, self._waits)
+                taken = await self._auth._wait_then(
+                    self._production, self._holder, self._ttl, self._wait_timeout,
+                    self._waits, self._take, run_on=pool)
             except _native.NoJobAvailable:
                 if self._until_idle:
                     return None
@@ -1091,48 +1152,94 @@ class Worker:
                     return None
                 except asyncio.TimeoutError:
                     continue
-            if self._quit.is_set():  # the stop came while claiming: take no new job
-                await self._release(lease)
+            if self._quit.is_set() and taken.lost is None:
+                # The stop came while claiming: take no new job.
+                await self._end(pool, taken, _RELEASE)
                 return None
-            return lease
+            self.stats.claimed += 1
+            if taken.lost is not None:  # payload or keeper refused: handed back
+                self._count("lost" if taken.lost else "released")
+                continue
+            return taken
         return None
 
-    async def _release(self, lease: Lease) -> None:
-        try:
-            await asyncio.shield(lease.release())
+    def _count(self, result: str) -> None:
+        if result == "completed":
+            self.stats.completed += 1
+        elif result == "failed":
+            self.stats.failed += 1
+        elif result == "released":
             self.stats.released += 1
-        except _native.TenureError:
+        else:
             self.stats.lost += 1
 
-    async def _process(self, lease: Lease) -> None:
-        self.stats.claimed += 1
+    async def _end(self, pool: concurrent.futures.ThreadPoolExecutor, taken: _Taken,
+                   outcome: Union[BaseException, _Facts, _Release]) -> None:
+        """Stop the keeper and settle the lease (complete, fail or release as
+        ``outcome`` says) in one off-loop call; shielded: a cancelled task
+        still has it done."""
+        fut = pool.submit(_stop_and_settle, taken, outcome)
+        waiter = asyncio.wrap_future(fut)
+        try:
+            result = await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            waiter.add_done_callback(_quiet)
+            raise
+        self._count(result)
+
+    async def _process(self, pool: concurrent.futures.ThreadPoolExecutor, taken: _Taken) -> None:
         outcome: Union[BaseException, _Facts] = None
         try:
-            payload = await self._auth.payload(lease.production, lease.job)
-            async with lease.keep_alive(self._ttl, self._every):
-                try:
-                    outcome = await self._handler(Job(lease, payload))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    outcome = e
-        except _native.TenureError:
-            # The keeper's renewal was refused (then the release is refused
-            # too: lost) or the payload could not be read (handed back).
-            await self._release(lease)
-            return
-        except BaseException:  # cancelled (stop past grace), or an interrupt
-            await self._release(lease)
+            outcome = await self._handler(Job(Lease(taken.lease, self._auth), taken.payload))
+        except asyncio.CancelledError:  # stop past grace: release
+            await self._end(pool, taken, _RELEASE)
             raise
-        try:
-            if isinstance(outcome, BaseException):
-                if isinstance(outcome, JobFailed):
-                    await asyncio.shield(_fail_as_asked(lease, outcome))
-                else:
-                    await asyncio.shield(lease.fail(_reason(outcome)))
-                self.stats.failed += 1
-            else:
-                await asyncio.shield(lease.complete(outcome))
-                self.stats.completed += 1
-        except _native.TenureError:
-            self.stats.lost += 1
+        except Exception as e:
+            outcome = e
+        except BaseException:  # an interrupt
+            await self._end(pool, taken, _RELEASE)
+            raise
+        await self._end(pool, taken, outcome)
+
+
+class _Release:
+    """The outcome that hands the lease back (stop past grace, or no new job)."""
+
+
+_RELEASE = _Release()
+
+
+def _settle(lease: _native.Lease,
+            outcome: Union[BaseException, _Facts, _Release]) -> str:
+    """Complete with the facts, fail as the handler's exception asks, or
+    (:data:`_RELEASE`) hand the lease back; returns the
+    :class:`WorkerStats` field it counts as."""
+    try:
+        if isinstance(outcome, _Release):
+            lease.release()
+            return "released"
+        if isinstance(outcome, JobFailed):
+            try:
+                lease.fail(outcome.reason, permanent=outcome.permanent,
+                           retry_after=outcome.retry_after)
+            except (TypeError, _native.InvalidArgument, _native.InvalidDuration) as e:
+                lease.fail(_reason(e))
+            return "failed"
+        if isinstance(outcome, BaseException):
+            lease.fail(_reason(outcome))
+            return "failed"
+        lease.complete(outcome)
+        return "completed"
+    except _native.TenureError:
+        return "lost"
+
+
+def _stop_and_settle(taken: _Taken, outcome: Union[BaseException, _Facts, _Release]) -> str:
+    """Stop the job's keeper (a renewal in flight is waited for), then
+    settle the lease; a keeper whose renewal was refused means the lease is
+    lost: it is released (refused: ``lost``) instead of settled."""
+    assert taken.keeper is not None
+    taken.keeper.stop()
+    if taken.keeper.error is not None:
+        outcome = _RELEASE
+    return _settle(taken.lease, outcome)
