@@ -148,7 +148,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-M = TypeVar("M", _native.Lease, list[_native.Lease], "_Taken")
+M = TypeVar("M", _native.Lease, list[_native.Lease], "_Turn")
 
 DEFAULT_MAX_WORKERS = 32
 """Threads of an :class:`Authority`'s pool unless ``max_workers`` is given."""
@@ -181,10 +181,10 @@ def _on_own_thread(call: Callable[[], T]) -> concurrent.futures.Future[T]:
 
 @dataclass
 class _Taken:
-    """What a :class:`Worker` task's off-loop take gives it: the claimed
-    lease, its payload and its started keeper, or (``lost`` not ``None``)
-    the lease handed back in the same call because the payload could not be
-    read or the keeper not started (``lost``: the release was refused)."""
+    """A job a :class:`Worker` task took: the claimed lease, its payload
+    and its started keeper, or (``lost`` not ``None``) the lease handed back
+    in the same call because the payload could not be read or the keeper
+    not started (``lost``: the release was refused)."""
 
     lease: _native.Lease
     payload: bytes = b""
@@ -192,26 +192,38 @@ class _Taken:
     lost: Optional[bool] = None
 
 
-_Minted: TypeAlias = Union[_native.Lease, list[_native.Lease], _Taken]
+@dataclass
+class _Turn:
+    """What one off-loop call of a :class:`Worker` task gives back: how the
+    previous job was settled (a :class:`WorkerStats` field name, or
+    ``None``), the job taken next, or the wait's error."""
+
+    settled: Optional[str]
+    taken: Optional[_Taken]
+    error: Optional[Exception] = None
+
+
+_Minted: TypeAlias = Union[_native.Lease, list[_native.Lease], _Turn]
 
 
 def _minted_count(minted: _Minted) -> int:
     """How many leases a hand-back of ``minted`` returns to the store."""
     if isinstance(minted, list):
         return len(minted)
-    if isinstance(minted, _Taken):
-        return 1 if minted.lost is None else 0
+    if isinstance(minted, _Turn):
+        return 1 if minted.taken is not None and minted.taken.lost is None else 0
     return 1
 
 
 def _release_all_quietly(minted: _Minted) -> None:
     """Hand back the lease (or every lease of a batch) nobody received; a
-    worker's take has its keeper stopped first."""
-    if isinstance(minted, _Taken):
-        if minted.keeper is not None:
-            minted.keeper.stop()
-        if minted.lost is None:
-            _release_quietly(minted.lease)
+    worker's job taken has its keeper stopped first."""
+    if isinstance(minted, _Turn):
+        taken = minted.taken
+        if taken is not None and taken.lost is None:
+            if taken.keeper is not None:
+                taken.keeper.stop()
+            _release_quietly(taken.lease)
         return
     for lease in minted if isinstance(minted, list) else [minted]:
         _release_quietly(lease)
@@ -453,24 +465,13 @@ class Authority:
         ``cancel``, :meth:`aclose` or :meth:`tenure.Authority.close`. A
         cancelled task cancels the native wait; a claim that committed
         anyway is handed back."""
-        return Lease(await self._wait_then(production, holder, ttl, timeout, cancel,
-                                           lambda lease: lease), self)
-
-    async def _wait_then(self, production: str, holder: str, ttl: timedelta,
-                         timeout: timedelta, cancel: Optional[_native.WaitCancel],
-                         then: Callable[[_native.Lease], M],
-                         run_on: Optional[concurrent.futures.Executor] = None) -> M:
-        """``claim_next_wait`` followed by ``then(lease)`` in the same
-        off-loop call (on ``run_on``, else on a thread of its own),
-        cancellation-safe as :meth:`claim_next_wait` (``then``'s result is
-        what is handed back)."""
         own = _native.WaitCancel(cancel)
         with self._lock:
             self._waits.add(own)
         try:
-            return await self._minting(
-                lambda: then(self._native.claim_next_wait(production, holder, ttl, timeout, own)),
-                wait=own, run_on=run_on)
+            return await self._mint(
+                lambda: self._native.claim_next_wait(production, holder, ttl, timeout, own),
+                wait=own)
         finally:
             with self._lock:
                 self._waits.discard(own)
@@ -1115,43 +1116,74 @@ class Worker:
             await asyncio.shield(asyncio.wait(pending))
 
     async def _slot(self, pool: concurrent.futures.ThreadPoolExecutor) -> None:
-        while not self._quit.is_set():
-            taken = await self._next_job(pool)
+        done: Optional[_Settle] = None  # a handled job, settled with the next wait
+        while True:
+            if self._quit.is_set():
+                if done is not None:
+                    await self._end(pool, done.taken, done.outcome)
+                return
+            taken = await self._next_job(pool, done)
             if taken is None:
                 return
-            await self._process(pool, taken)
+            done = _Settle(taken, await self._handle(pool, taken))
 
-    def _take(self, lease: _native.Lease) -> _Taken:
-        """Off the loop, right after the claim: read the payload and start
-        the keeper; if either is refused, hand the lease back here."""
+    def _turn(self, done: Optional[_Settle], wait: _native.WaitCancel) -> _Turn:
+        """One off-loop call per job: settle the previous job (stop its
+        keeper; complete, fail or release it), then wait for work, claim,
+        read the payload and start the keeper. A refused payload read or
+        keeper start hands the lease back here."""
+        settled = done.run() if done is not None else None
+        try:
+            lease = self._auth.native.claim_next_wait(
+                self._production, self._holder, self._ttl, self._wait_timeout, wait)
+        except Exception as e:  # handed to the task with the settle's outcome
+            return _Turn(settled, None, e)
         try:
             payload = self._auth.native.payload(lease.production, lease.job)
             keeper = lease.keep_alive(self._ttl, self._every)
         except _native.TenureError:
-            return _Taken(lease, lost=_settle(lease, _RELEASE) == "lost")
+            return _Turn(settled, _Taken(lease, lost=_settle(lease, _RELEASE) == "lost"))
         except BaseException:
             _release_quietly(lease)
             raise
-        return _Taken(lease, payload, keeper)
+        return _Turn(settled, _Taken(lease, payload, keeper))
 
-    async def _next_job(self, pool: concurrent.futures.ThreadPoolExecutor) -> Optional[_Taken]:
-        """The wait for work, the payload and the keeper's start in one
-        off-loop call (``None`` once stopping, or idle with ``until_idle``)."""
+    async def _next_job(self, pool: concurrent.futures.ThreadPoolExecutor,
+                        done: Optional[_Settle]) -> Optional[_Taken]:
+        """Settle ``done`` and take the next job in one off-loop call,
+        cancellation-safe as :meth:`Authority.claim_next_wait` (``None`` once
+        stopping, or idle with ``until_idle``)."""
+        auth = self._auth
         while not self._quit.is_set():
+            own = _native.WaitCancel(self._waits)
+            with auth._lock:
+                auth._waits.add(own)
             try:
-                taken = await self._auth._wait_then(
-                    self._production, self._holder, self._ttl, self._wait_timeout,
-                    self._waits, self._take, run_on=pool)
-            except _native.NoJobAvailable:
+                turn = await auth._minting(lambda: self._turn(done, own), wait=own, run_on=pool)
+            except asyncio.CancelledError:
+                if done is not None and done.claim():  # the call never ran: settle here
+                    await self._end(pool, done.taken, done.outcome)
+                raise
+            finally:
+                with auth._lock:
+                    auth._waits.discard(own)
+            if turn.settled is not None:
+                self._count(turn.settled)
+            done = None
+            if isinstance(turn.error, _native.NoJobAvailable):
                 if self._until_idle:
                     return None
                 continue  # a timeout (wait again) or the stop's cancel (the loop ends)
-            except _native.Busy:
+            if isinstance(turn.error, _native.Busy):
                 try:
                     await asyncio.wait_for(self._quit.wait(), _BUSY_PAUSE)
                     return None
                 except asyncio.TimeoutError:
                     continue
+            if turn.error is not None:
+                raise turn.error
+            taken = turn.taken
+            assert taken is not None
             if self._quit.is_set() and taken.lost is None:
                 # The stop came while claiming: take no new job.
                 await self._end(pool, taken, _RELEASE)
@@ -1161,6 +1193,8 @@ class Worker:
                 self._count("lost" if taken.lost else "released")
                 continue
             return taken
+        if done is not None:
+            await self._end(pool, done.taken, done.outcome)
         return None
 
     def _count(self, result: str) -> None:
@@ -1174,7 +1208,7 @@ class Worker:
             self.stats.lost += 1
 
     async def _end(self, pool: concurrent.futures.ThreadPoolExecutor, taken: _Taken,
-                   outcome: Union[BaseException, _Facts, _Release]) -> None:
+                   outcome: _Outcome) -> None:
         """Stop the keeper and settle the lease (complete, fail or release as
         ``outcome`` says) in one off-loop call; shielded: a cancelled task
         still has it done."""
@@ -1187,19 +1221,18 @@ class Worker:
             raise
         self._count(result)
 
-    async def _process(self, pool: concurrent.futures.ThreadPoolExecutor, taken: _Taken) -> None:
-        outcome: Union[BaseException, _Facts] = None
+    async def _handle(self, pool: concurrent.futures.ThreadPoolExecutor,
+                      taken: _Taken) -> Union[Exception, _Facts]:
+        """Run the handler: its facts or its exception (settled later); if
+        it is cancelled (stop past grace) or interrupted, the lease is
+        released now and the exception propagates."""
         try:
-            outcome = await self._handler(Job(Lease(taken.lease, self._auth), taken.payload))
-        except asyncio.CancelledError:  # stop past grace: release
-            await self._end(pool, taken, _RELEASE)
-            raise
+            return await self._handler(Job(Lease(taken.lease, self._auth), taken.payload))
         except Exception as e:
-            outcome = e
-        except BaseException:  # an interrupt
+            return e
+        except BaseException:  # cancelled (stop past grace), or an interrupt
             await self._end(pool, taken, _RELEASE)
             raise
-        await self._end(pool, taken, outcome)
 
 
 class _Release:
@@ -1208,9 +1241,32 @@ class _Release:
 
 _RELEASE = _Release()
 
+if TYPE_CHECKING:
+    _Outcome: TypeAlias = Union[BaseException, _Facts, _Release]
 
-def _settle(lease: _native.Lease,
-            outcome: Union[BaseException, _Facts, _Release]) -> str:
+
+class _Settle:
+    """A handled job waiting to be settled; :meth:`claim` makes sure exactly
+    one caller (the task's next off-loop call, or the task itself when that
+    call never ran) settles it."""
+
+    def __init__(self, taken: _Taken, outcome: _Outcome) -> None:
+        self.taken = taken
+        self.outcome = outcome
+        self._lock = threading.Lock()
+        self._claimed = False
+
+    def claim(self) -> bool:
+        with self._lock:
+            first, self._claimed = not self._claimed, True
+            return first
+
+    def run(self) -> Optional[str]:
+        """Settle it unless another caller claimed it first."""
+        return _stop_and_settle(self.taken, self.outcome) if self.claim() else None
+
+
+def _settle(lease: _native.Lease, outcome: _Outcome) -> str:
     """Complete with the facts, fail as the handler's exception asks, or
     (:data:`_RELEASE`) hand the lease back; returns the
     :class:`WorkerStats` field it counts as."""
@@ -1234,7 +1290,7 @@ def _settle(lease: _native.Lease,
         return "lost"
 
 
-def _stop_and_settle(taken: _Taken, outcome: Union[BaseException, _Facts, _Release]) -> str:
+def _stop_and_settle(taken: _Taken, outcome: _Outcome) -> str:
     """Stop the job's keeper (a renewal in flight is waited for), then
     settle the lease; a keeper whose renewal was refused means the lease is
     lost: it is released (refused: ``lost``) instead of settled."""
