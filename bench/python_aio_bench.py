@@ -14,11 +14,12 @@ the same handler work: read the payload, complete with one fact.
 - ``asyncio``: ``tenure.aio.Worker`` with ``concurrency`` tasks (wait for
   work, payload, a keeper per job, the async handler, complete) over one
   ``tenure.aio.Authority``. While it runs, a ticker task sleeps 1 ms at a
-  time and records how late it wakes: the event loop's longest stall.
+  time and records how late it wakes: the event loop's longest stall. Then the same ticker runs alone on an idle loop for as
+  long: the machine's own floor for that figure.
 
 Output: ``worker_per_s``, ``threads_per_s``, ``asyncio_per_s``, ``ratio``
-(asyncio / worker, the target), ``ratio_threads`` (asyncio / threads) and
-``max_stall_ms``.
+(asyncio / worker, the target), ``ratio_threads`` (asyncio / threads),
+``max_stall_ms`` and ``idle_stall_ms``.
 """
 
 from __future__ import annotations
@@ -97,6 +98,18 @@ def worker_run(d: str, jobs: int, concurrency: int) -> float:
     return seconds
 
 
+async def idle_stall(seconds: float) -> float:
+    """The same ticker on an idle loop for ``seconds``: how late a 1 ms
+    sleep wakes with nothing else running (the machine's own floor)."""
+    stall = 0.0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.001)
+        stall = max(stall, time.perf_counter() - t0 - 0.001)
+    return stall
+
+
 async def asyncio_run(d: str, jobs: int, concurrency: int) -> tuple[float, float]:
     native = fill(os.path.join(d, "asyncio.db"), jobs)
     stall = 0.0
@@ -135,6 +148,7 @@ def main() -> None:
         w = worker_run(d, args.jobs, args.concurrency)
         t = threads_run(d, args.jobs, args.concurrency)
         s, stall = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
+        idle = asyncio.run(idle_stall(s))
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print(json.dumps({
@@ -142,7 +156,7 @@ def main() -> None:
         "concurrency": args.concurrency, "sync": "FULL",
         "worker_per_s": args.jobs / w, "threads_per_s": args.jobs / t,
         "asyncio_per_s": args.jobs / s, "ratio": w / s, "ratio_threads": t / s,
-        "max_stall_ms": stall * 1000.0,
+        "max_stall_ms": stall * 1000.0, "idle_stall_ms": idle * 1000.0,
     }))
 
 
