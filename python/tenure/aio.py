@@ -162,6 +162,32 @@ def _quiet(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
+def _outcome(fut: concurrent.futures.Future[T]) -> asyncio.Future[T]:
+    """A loop future that gets ``fut``'s outcome once it is done. Unlike
+    ``asyncio.wrap_future``, cancelling it (the awaiting task was
+    cancelled) leaves ``fut`` alone: the call started or queued goes on, as
+    under ``asyncio.shield``, and its outcome is dropped here."""
+    loop = asyncio.get_running_loop()
+    out: asyncio.Future[T] = loop.create_future()
+
+    def copy(done: concurrent.futures.Future[T]) -> None:
+        if out.cancelled():
+            return
+        if done.cancelled():
+            out.cancel()
+        elif (e := done.exception()) is not None:
+            out.set_exception(e)
+        else:
+            out.set_result(done.result())
+
+    def on_done(done: concurrent.futures.Future[T]) -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(copy, done)
+
+    fut.add_done_callback(on_done)
+    return out
+
+
 def _on_own_thread(call: Callable[[], T]) -> concurrent.futures.Future[T]:
     """Run ``call`` on a new daemon thread; like ``pool.submit``, cancelling
     the future before the call starts means it never runs."""
@@ -370,9 +396,8 @@ class Authority:
             fut = run_on.submit(call)
         else:
             fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
-        waiter = asyncio.wrap_future(fut)
         try:
-            native = await asyncio.shield(waiter)
+            native = await _outcome(fut)
         except asyncio.CancelledError:
             if wait is not None:
                 wait.cancel()  # the native wait returns at once
@@ -380,7 +405,6 @@ class Authority:
                 with self._lock:
                     self._handbacks.add(fut)
                 fut.add_done_callback(self._hand_back)
-            waiter.add_done_callback(_quiet)
             raise
         return native
 
@@ -708,6 +732,7 @@ class KeepAlive:
         self._lease = lease
         self._ttl, self._every = _period(ttl, every)
         self._keeper: Optional[_native.Keeper] = None
+        self._entered = False
 
     @property
     def keeper(self) -> Optional[_native.Keeper]:
@@ -730,9 +755,19 @@ class KeepAlive:
         return self._keeper is not None and self._keeper.status == "running"
 
     async def __aenter__(self) -> Self:
-        if self._keeper is not None:
+        if self._entered:
             raise RuntimeError("a KeepAlive runs once")
-        self._keeper = self._lease.native.keep_alive(self._ttl, self._every)
+        self._entered = True
+        # Started off the loop (it starts a thread); if this entry is
+        # cancelled, a keeper that started anyway is stopped there.
+        fut = self._lease._auth._pool.submit(self._lease.native.keep_alive,
+                                             self._ttl, self._every)
+        try:
+            self._keeper = await _outcome(fut)
+        except asyncio.CancelledError:
+            if not fut.cancel():
+                fut.add_done_callback(_stop_if_started)
+            raise
         return self
 
     async def __aexit__(self, exc_type: Optional[type[BaseException]],
@@ -742,14 +777,14 @@ class KeepAlive:
         assert keeper is not None
         # Off the loop (a renewal in flight is waited for) and shielded: even
         # if this exit is cancelled, the keeper stops.
-        stopping = asyncio.get_running_loop().run_in_executor(self._lease._auth._pool, keeper.stop)
-        try:
-            await asyncio.shield(stopping)
-        except asyncio.CancelledError:
-            stopping.add_done_callback(_quiet)
-            raise
+        await _outcome(self._lease._auth._pool.submit(keeper.stop))
         if exc_type is None and keeper.error is not None:
             raise keeper.error
+
+
+def _stop_if_started(fut: concurrent.futures.Future[_native.Keeper]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        fut.result().stop()
 
 
 def _abort_if_begun(fut: concurrent.futures.Future[_native.Edit]) -> None:
@@ -791,13 +826,11 @@ class Edit:
             raise RuntimeError("an aio.Edit is entered once")
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tenure-aio-edit")
         fut = self._pool.submit(self._auth.native.edit)
-        waiter = asyncio.wrap_future(fut)
         try:
-            self._native = await asyncio.shield(waiter)
+            self._native = await _outcome(fut)
         except BaseException:
             # Cancelled or refused: an edit that began anyway is aborted on its thread.
             fut.add_done_callback(_abort_if_begun)
-            waiter.add_done_callback(_quiet)
             self._pool.shutdown(wait=False)
             self._finished = True
             raise
@@ -815,12 +848,7 @@ class Edit:
         fut = self._pool.submit(native.commit if commit else native.abort)
         self._pool.shutdown(wait=False)
         self._finished = True
-        waiter = asyncio.wrap_future(fut)
-        try:
-            await asyncio.shield(waiter)
-        except asyncio.CancelledError:
-            waiter.add_done_callback(_quiet)
-            raise
+        await _outcome(fut)
         if exc_type is None and self._interrupted:
             raise EditInterrupted("a call inside the edit was cancelled after it started; "
                                   "the edit was aborted")
@@ -831,13 +859,11 @@ class Edit:
         if self._finished:
             raise _native.InvalidArgument("the edit has already finished")
         fut = self._pool.submit(call)
-        waiter = asyncio.wrap_future(fut)
         try:
-            return await asyncio.shield(waiter)
+            return await _outcome(fut)
         except asyncio.CancelledError:
             if not fut.cancel():
                 self._interrupted = True
-            waiter.add_done_callback(_quiet)
             raise
 
     def _edit(self) -> _native.Edit:
@@ -1212,13 +1238,7 @@ class Worker:
         """Stop the keeper and settle the lease (complete, fail or release as
         ``outcome`` says) in one off-loop call; shielded: a cancelled task
         still has it done."""
-        fut = pool.submit(_stop_and_settle, taken, outcome)
-        waiter = asyncio.wrap_future(fut)
-        try:
-            result = await asyncio.shield(waiter)
-        except asyncio.CancelledError:
-            waiter.add_done_callback(_quiet)
-            raise
+        result = await _outcome(pool.submit(_stop_and_settle, taken, outcome))
         self._count(result)
 
     async def _handle(self, pool: concurrent.futures.ThreadPoolExecutor,
