@@ -71,7 +71,8 @@ Waiting for work
 
 Keepers
     ``async with lease.keep_alive(ttl, every=...)`` starts the native keeper
-    (:meth:`tenure.Lease.keep_alive`): a native thread, not a task on the
+    (:meth:`tenure.Lease.keep_alive`) off the loop (one whose start went on
+    after the entry was cancelled is stopped): a native thread, not a task on the
     event loop, renews the lease to now + ``ttl`` every ``every`` (``ttl / 3``
     unless given), so a busy loop never delays a renewal. Leaving the block
     stops it off the loop: no renewal happens after that, and one in flight
@@ -90,7 +91,11 @@ Workers
     task is cancelled: no new claims (the waits for work are cancelled at
     once), running handlers get ``grace`` to finish, then are cancelled and
     their leases released. Each task waits for work with
-    :meth:`Authority.claim_next_wait`.
+    :meth:`Authority.claim_next_wait`, on a thread of its own for the run:
+    one off-loop call per job settles the task's previous job (keeper
+    stopped, then completed, failed or released) and takes the next (wait,
+    claim, payload, keeper start); it is cancellation-safe like
+    ``claim_next_wait`` (the previous job is settled exactly once).
 
 Times
     The value classes carry aware UTC ``datetime`` attributes beside the
@@ -718,7 +723,8 @@ def _period(ttl: timedelta, every: Optional[timedelta]) -> tuple[timedelta, time
 class KeepAlive:
     """Renews a lease on a native thread while its ``async with`` block runs.
 
-    Entering starts :meth:`tenure.Lease.keep_alive`: every ``every``
+    Entering starts :meth:`tenure.Lease.keep_alive` off the loop (if the
+    entry is cancelled, a keeper that started anyway is stopped): every ``every``
     (``ttl / 3`` unless given; it must be shorter than ``ttl``) a native
     thread renews the lease to now + ``ttl``. Leaving the block stops it off
     the event loop; no renewal happens after that, and one in flight is
