@@ -1068,6 +1068,7 @@ class Worker:
         self._wait_timeout = wait_timeout
         self._quit_event: Optional[asyncio.Event] = None
         self._waits = _native.WaitCancel()
+        self._settling: list[_Settle] = []
         self.stats = WorkerStats()
 
     @property
@@ -1105,6 +1106,10 @@ class Worker:
         except asyncio.CancelledError:
             cancelled = True
             closing.add_done_callback(_quiet)
+        for done in self._settling:  # settled by calls whose tasks were cancelled
+            if done.result is not None:
+                self._count(done.result)
+        self._settling.clear()
         if cancelled:
             raise asyncio.CancelledError
         errors = [e for t in slots if not t.cancelled() and (e := t.exception()) is not None]
@@ -1193,8 +1198,11 @@ class Worker:
             try:
                 turn = await auth._minting(lambda: self._turn(done, own), wait=own, run_on=pool)
             except asyncio.CancelledError:
-                if done is not None and done.claim():  # the call never ran: settle here
-                    await self._end(pool, done.taken, done.outcome)
+                if done is not None:
+                    if done.claim():  # the call never ran: settle here
+                        await self._end(pool, done.taken, done.outcome)
+                    else:  # the call settles it: counted when run() ends
+                        self._settling.append(done)
                 raise
             finally:
                 with auth._lock:
@@ -1282,6 +1290,9 @@ class _Settle:
         self._lock = threading.Lock()
         self._claimed = False
 
+        self.result: Optional[str] = None
+        """How it was settled (a :class:`WorkerStats` field name), once it was."""
+
     def claim(self) -> bool:
         with self._lock:
             first, self._claimed = not self._claimed, True
@@ -1289,7 +1300,10 @@ class _Settle:
 
     def run(self) -> Optional[str]:
         """Settle it unless another caller claimed it first."""
-        return _stop_and_settle(self.taken, self.outcome) if self.claim() else None
+        if not self.claim():
+            return None
+        self.result = _stop_and_settle(self.taken, self.outcome)
+        return self.result
 
 
 def _settle(lease: _native.Lease, outcome: _Outcome) -> str:
