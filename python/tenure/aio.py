@@ -1153,16 +1153,26 @@ class Worker:
             await asyncio.shield(asyncio.wait(pending))
 
     async def _slot(self, pool: concurrent.futures.ThreadPoolExecutor) -> None:
-        done: Optional[_Settle] = None  # a handled job, settled with the next wait
-        while True:
-            if self._quit.is_set():
-                if done is not None:
-                    await self._end(pool, done.taken, done.outcome)
-                return
-            taken = await self._next_job(pool, done)
-            if taken is None:
-                return
-            done = _Settle(taken, await self._handle(pool, taken))
+        # This task's waits (cancelled on its cancellation, which ends it),
+        # under the worker's (the stop) and known to the authority (aclose).
+        wait = _native.WaitCancel(self._waits)
+        auth = self._auth
+        with auth._lock:
+            auth._waits.add(wait)
+        try:
+            done: Optional[_Settle] = None  # a handled job, settled with the next wait
+            while True:
+                if self._quit.is_set():
+                    if done is not None:
+                        await self._end(pool, done.taken, done.outcome)
+                    return
+                taken = await self._next_job(pool, wait, done)
+                if taken is None:
+                    return
+                done = _Settle(taken, await self._handle(pool, taken))
+        finally:
+            with auth._lock:
+                auth._waits.discard(wait)
 
     def _turn(self, done: Optional[_Settle], wait: _native.WaitCancel) -> _Turn:
         """One off-loop call per job: settle the previous job (stop its
@@ -1186,17 +1196,14 @@ class Worker:
         return _Turn(settled, _Taken(lease, payload, keeper))
 
     async def _next_job(self, pool: concurrent.futures.ThreadPoolExecutor,
-                        done: Optional[_Settle]) -> Optional[_Taken]:
+                        wait: _native.WaitCancel, done: Optional[_Settle]) -> Optional[_Taken]:
         """Settle ``done`` and take the next job in one off-loop call,
         cancellation-safe as :meth:`Authority.claim_next_wait` (``None`` once
         stopping, or idle with ``until_idle``)."""
-        auth = self._auth
         while not self._quit.is_set():
-            own = _native.WaitCancel(self._waits)
-            with auth._lock:
-                auth._waits.add(own)
             try:
-                turn = await auth._minting(lambda: self._turn(done, own), wait=own, run_on=pool)
+                turn = await self._auth._minting(lambda: self._turn(done, wait), wait=wait,
+                                                 run_on=pool)
             except asyncio.CancelledError:
                 if done is not None:
                     if done.claim():  # the call never ran: settle here
@@ -1204,9 +1211,6 @@ class Worker:
                     else:  # the call settles it: counted when run() ends
                         self._settling.append(done)
                 raise
-            finally:
-                with auth._lock:
-                    auth._waits.discard(own)
             if turn.settled is not None:
                 self._count(turn.settled)
             done = None
