@@ -3,14 +3,23 @@
 
     python_aio_bench.py --jobs 10000 --concurrency 16
 
-Each side drains its own fresh store of ``jobs`` jobs (synchronous=FULL):
-claim_next, read the payload, complete with one fact. The threaded worker
-runs ``concurrency`` threads over one ``tenure.Authority``; the asyncio worker
-is ``tenure.aio.Worker`` with ``concurrency`` tasks (its keeper included)
-over one ``tenure.aio.Authority``. While the asyncio worker runs, a ticker
-task sleeps 1 ms at a time and records how late it wakes: the event loop's
-longest stall. Output: ``threads_per_s``, ``asyncio_per_s``, ``ratio``
-(asyncio / threads) and ``max_stall_ms``.
+Each side drains its own fresh store of ``jobs`` jobs (synchronous=FULL) with
+the same handler work: read the payload, complete with one fact.
+
+- ``worker``: the threaded worker class, ``tenure.Worker`` with ``concurrency``
+  slots (the core's loop: wait for work, payload, a keeper per job, the
+  Python handler, complete) over one ``tenure.Authority``.
+- ``threads``: bare threads, ``concurrency`` of them calling ``claim_next``,
+  ``payload`` and ``complete`` (no keeper, no wait for work): context.
+- ``asyncio``: ``tenure.aio.Worker`` with ``concurrency`` tasks (wait for
+  work, payload, a keeper per job, the async handler, complete) over one
+  ``tenure.aio.Authority``. While it runs, a ticker task sleeps 1 ms at a
+  time and records how late it wakes: the event loop's longest stall. Then the same ticker runs alone on an idle loop for as
+  long: the machine's own floor for that figure.
+
+Output: ``worker_per_s``, ``threads_per_s``, ``asyncio_per_s``, ``ratio``
+(asyncio / worker, the target), ``ratio_threads`` (asyncio / threads),
+``max_stall_ms`` and ``idle_stall_ms``.
 """
 
 from __future__ import annotations
@@ -65,6 +74,42 @@ def threads_run(d: str, jobs: int, concurrency: int) -> float:
     return seconds
 
 
+def worker_run(d: str, jobs: int, concurrency: int) -> float:
+    a = fill(os.path.join(d, "worker.db"), jobs)
+    lock = threading.Lock()
+    done = 0
+    all_done = threading.Event()
+
+    def handle(job: tenure.Job) -> dict[str, str]:
+        return {"size": str(len(job.payload))}
+
+    def report(r: tenure.Report) -> None:
+        nonlocal done
+        assert r.result == "completed", r
+        with lock:
+            done += 1
+            if done == jobs:
+                all_done.set()
+
+    start = time.perf_counter()
+    with tenure.Worker(a, "bench", "worker", handle, ttl=TTL, slots=concurrency, report=report):
+        all_done.wait()
+        seconds = time.perf_counter() - start
+    return seconds
+
+
+async def idle_stall(seconds: float) -> float:
+    """The same ticker on an idle loop for ``seconds``: how late a 1 ms
+    sleep wakes with nothing else running (the machine's own floor)."""
+    stall = 0.0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.001)
+        stall = max(stall, time.perf_counter() - t0 - 0.001)
+    return stall
+
+
 async def asyncio_run(d: str, jobs: int, concurrency: int) -> tuple[float, float]:
     native = fill(os.path.join(d, "asyncio.db"), jobs)
     stall = 0.0
@@ -100,15 +145,18 @@ def main() -> None:
     args = p.parse_args()
     d = tempfile.mkdtemp(prefix="tenure-pyaio-bench-")
     try:
+        w = worker_run(d, args.jobs, args.concurrency)
         t = threads_run(d, args.jobs, args.concurrency)
         s, stall = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
+        idle = asyncio.run(idle_stall(s))
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print(json.dumps({
         "workload": "py-asyncio-vs-threads", "jobs": args.jobs,
         "concurrency": args.concurrency, "sync": "FULL",
-        "threads_per_s": args.jobs / t, "asyncio_per_s": args.jobs / s,
-        "ratio": t / s, "max_stall_ms": stall * 1000.0,
+        "worker_per_s": args.jobs / w, "threads_per_s": args.jobs / t,
+        "asyncio_per_s": args.jobs / s, "ratio": w / s, "ratio_threads": t / s,
+        "max_stall_ms": stall * 1000.0, "idle_stall_ms": idle * 1000.0,
     }))
 
 

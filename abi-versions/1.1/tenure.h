@@ -1486,8 +1486,9 @@ const char *tenure_event_list_detail(const struct tenure_event_list *list, size_
 /**
  * A retention policy the authorities opened with these options apply
  * automatically (ABI 1.1; off by default): one bounded prune step after
- * every 64 committed one-step calls of a handle, in its own short
- * transaction after the caller's commit. Ages in whole seconds, 1 ..=
+ * every 64 committed one-step calls of a handle (every 8 while the last
+ * step hit its bound), in its own short transaction after the caller's
+ * commit. Ages in whole seconds, 1 ..=
  * 315 360 000 (3650 days), else `TENURE_INVALID_DURATION`; 0 keeps that
  * kind forever, all three 0 turn automatic retention off
  * (docs/design.md, "Retention").

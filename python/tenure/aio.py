@@ -71,7 +71,8 @@ Waiting for work
 
 Keepers
     ``async with lease.keep_alive(ttl, every=...)`` starts the native keeper
-    (:meth:`tenure.Lease.keep_alive`): a native thread, not a task on the
+    (:meth:`tenure.Lease.keep_alive`) off the loop (one whose start went on
+    after the entry was cancelled is stopped): a native thread, not a task on the
     event loop, renews the lease to now + ``ttl`` every ``every`` (``ttl / 3``
     unless given), so a busy loop never delays a renewal. Leaving the block
     stops it off the loop: no renewal happens after that, and one in flight
@@ -90,7 +91,11 @@ Workers
     task is cancelled: no new claims (the waits for work are cancelled at
     once), running handlers get ``grace`` to finish, then are cancelled and
     their leases released. Each task waits for work with
-    :meth:`Authority.claim_next_wait`.
+    :meth:`Authority.claim_next_wait`, on a thread of its own for the run:
+    one off-loop call per job settles the task's previous job (keeper
+    stopped, then completed, failed or released) and takes the next (wait,
+    claim, payload, keeper start); it is cancellation-safe like
+    ``claim_next_wait`` (the previous job is settled exactly once).
 
 Times
     The value classes carry aware UTC ``datetime`` attributes beside the
@@ -148,7 +153,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-M = TypeVar("M", _native.Lease, list[_native.Lease])
+M = TypeVar("M", _native.Lease, list[_native.Lease], "_Turn")
 
 DEFAULT_MAX_WORKERS = 32
 """Threads of an :class:`Authority`'s pool unless ``max_workers`` is given."""
@@ -160,6 +165,32 @@ def _quiet(fut: asyncio.Future[Any]) -> None:
     """Mark an abandoned future's outcome as retrieved (no "never retrieved" log)."""
     if not fut.cancelled():
         fut.exception()
+
+
+def _outcome(fut: concurrent.futures.Future[T]) -> asyncio.Future[T]:
+    """A loop future that gets ``fut``'s outcome once it is done. Unlike
+    ``asyncio.wrap_future``, cancelling it (the awaiting task was
+    cancelled) leaves ``fut`` alone: the call started or queued goes on, as
+    under ``asyncio.shield``, and its outcome is dropped here."""
+    loop = asyncio.get_running_loop()
+    out: asyncio.Future[T] = loop.create_future()
+
+    def copy(done: concurrent.futures.Future[T]) -> None:
+        if out.cancelled():
+            return
+        if done.cancelled():
+            out.cancel()
+        elif (e := done.exception()) is not None:
+            out.set_exception(e)
+        else:
+            out.set_result(done.result())
+
+    def on_done(done: concurrent.futures.Future[T]) -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(copy, done)
+
+    fut.add_done_callback(on_done)
+    return out
 
 
 def _on_own_thread(call: Callable[[], T]) -> concurrent.futures.Future[T]:
@@ -179,9 +210,53 @@ def _on_own_thread(call: Callable[[], T]) -> concurrent.futures.Future[T]:
     return fut
 
 
-def _release_all_quietly(leases: Union[_native.Lease, list[_native.Lease]]) -> None:
-    """Hand back the lease (or every lease of a batch) nobody received."""
-    for lease in leases if isinstance(leases, list) else [leases]:
+@dataclass
+class _Taken:
+    """A job a :class:`Worker` task took: the claimed lease, its payload
+    and its started keeper, or (``lost`` not ``None``) the lease handed back
+    in the same call because the payload could not be read or the keeper
+    not started (``lost``: the release was refused)."""
+
+    lease: _native.Lease
+    payload: bytes = b""
+    keeper: Optional[_native.Keeper] = None
+    lost: Optional[bool] = None
+
+
+@dataclass
+class _Turn:
+    """What one off-loop call of a :class:`Worker` task gives back: how the
+    previous job was settled (a :class:`WorkerStats` field name, or
+    ``None``), the job taken next, or the wait's error."""
+
+    settled: Optional[str]
+    taken: Optional[_Taken]
+    error: Optional[Exception] = None
+
+
+_Minted: TypeAlias = Union[_native.Lease, list[_native.Lease], _Turn]
+
+
+def _minted_count(minted: _Minted) -> int:
+    """How many leases a hand-back of ``minted`` returns to the store."""
+    if isinstance(minted, list):
+        return len(minted)
+    if isinstance(minted, _Turn):
+        return 1 if minted.taken is not None and minted.taken.lost is None else 0
+    return 1
+
+
+def _release_all_quietly(minted: _Minted) -> None:
+    """Hand back the lease (or every lease of a batch) nobody received; a
+    worker's job taken has its keeper stopped first."""
+    if isinstance(minted, _Turn):
+        taken = minted.taken
+        if taken is not None and taken.lost is None:
+            if taken.keeper is not None:
+                taken.keeper.stop()
+            _release_quietly(taken.lease)
+        return
+    for lease in minted if isinstance(minted, list) else [minted]:
         _release_quietly(lease)
 
 
@@ -316,14 +391,18 @@ class Authority:
         return Lease(await self._minting(call, wait), self)
 
     async def _minting(self, call: Callable[[], M],
-                       wait: Optional[_native.WaitCancel] = None) -> M:
-        """Run a call minting a lease or a list of leases (on the pool; a
-        wait for work, whose cancel handle is ``wait``, on a thread of its
-        own); on cancellation every lease it minted is handed back."""
-        fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
-        waiter = asyncio.wrap_future(fut)
+                       wait: Optional[_native.WaitCancel] = None,
+                       run_on: Optional[concurrent.futures.Executor] = None) -> M:
+        """Run a call minting a lease or a list of leases (on ``run_on``, else
+        on the pool, or for a wait for work, whose cancel handle is ``wait``,
+        on a thread of its own); on cancellation every lease it minted is
+        handed back."""
+        if run_on is not None:
+            fut = run_on.submit(call)
+        else:
+            fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
         try:
-            native = await asyncio.shield(waiter)
+            native = await _outcome(fut)
         except asyncio.CancelledError:
             if wait is not None:
                 wait.cancel()  # the native wait returns at once
@@ -331,7 +410,6 @@ class Authority:
                 with self._lock:
                     self._handbacks.add(fut)
                 fut.add_done_callback(self._hand_back)
-            waiter.add_done_callback(_quiet)
             raise
         return native
 
@@ -341,7 +419,7 @@ class Authority:
                 self._handbacks.discard(fut)
             return
         lease = fut.result()
-        count = len(lease) if isinstance(lease, list) else 1
+        count = _minted_count(lease)
         try:
             done = self._pool.submit(_release_all_quietly, lease)
         except RuntimeError:  # the pool is shut down: release here
@@ -645,7 +723,8 @@ def _period(ttl: timedelta, every: Optional[timedelta]) -> tuple[timedelta, time
 class KeepAlive:
     """Renews a lease on a native thread while its ``async with`` block runs.
 
-    Entering starts :meth:`tenure.Lease.keep_alive`: every ``every``
+    Entering starts :meth:`tenure.Lease.keep_alive` off the loop (if the
+    entry is cancelled, a keeper that started anyway is stopped): every ``every``
     (``ttl / 3`` unless given; it must be shorter than ``ttl``) a native
     thread renews the lease to now + ``ttl``. Leaving the block stops it off
     the event loop; no renewal happens after that, and one in flight is
@@ -659,6 +738,7 @@ class KeepAlive:
         self._lease = lease
         self._ttl, self._every = _period(ttl, every)
         self._keeper: Optional[_native.Keeper] = None
+        self._entered = False
 
     @property
     def keeper(self) -> Optional[_native.Keeper]:
@@ -681,9 +761,19 @@ class KeepAlive:
         return self._keeper is not None and self._keeper.status == "running"
 
     async def __aenter__(self) -> Self:
-        if self._keeper is not None:
+        if self._entered:
             raise RuntimeError("a KeepAlive runs once")
-        self._keeper = self._lease.native.keep_alive(self._ttl, self._every)
+        self._entered = True
+        # Started off the loop (it starts a thread); if this entry is
+        # cancelled, a keeper that started anyway is stopped there.
+        fut = self._lease._auth._pool.submit(self._lease.native.keep_alive,
+                                             self._ttl, self._every)
+        try:
+            self._keeper = await _outcome(fut)
+        except asyncio.CancelledError:
+            if not fut.cancel():
+                fut.add_done_callback(_stop_if_started)
+            raise
         return self
 
     async def __aexit__(self, exc_type: Optional[type[BaseException]],
@@ -693,14 +783,14 @@ class KeepAlive:
         assert keeper is not None
         # Off the loop (a renewal in flight is waited for) and shielded: even
         # if this exit is cancelled, the keeper stops.
-        stopping = asyncio.get_running_loop().run_in_executor(self._lease._auth._pool, keeper.stop)
-        try:
-            await asyncio.shield(stopping)
-        except asyncio.CancelledError:
-            stopping.add_done_callback(_quiet)
-            raise
+        await _outcome(self._lease._auth._pool.submit(keeper.stop))
         if exc_type is None and keeper.error is not None:
             raise keeper.error
+
+
+def _stop_if_started(fut: concurrent.futures.Future[_native.Keeper]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        fut.result().stop()
 
 
 def _abort_if_begun(fut: concurrent.futures.Future[_native.Edit]) -> None:
@@ -742,13 +832,11 @@ class Edit:
             raise RuntimeError("an aio.Edit is entered once")
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tenure-aio-edit")
         fut = self._pool.submit(self._auth.native.edit)
-        waiter = asyncio.wrap_future(fut)
         try:
-            self._native = await asyncio.shield(waiter)
+            self._native = await _outcome(fut)
         except BaseException:
             # Cancelled or refused: an edit that began anyway is aborted on its thread.
             fut.add_done_callback(_abort_if_begun)
-            waiter.add_done_callback(_quiet)
             self._pool.shutdown(wait=False)
             self._finished = True
             raise
@@ -766,12 +854,7 @@ class Edit:
         fut = self._pool.submit(native.commit if commit else native.abort)
         self._pool.shutdown(wait=False)
         self._finished = True
-        waiter = asyncio.wrap_future(fut)
-        try:
-            await asyncio.shield(waiter)
-        except asyncio.CancelledError:
-            waiter.add_done_callback(_quiet)
-            raise
+        await _outcome(fut)
         if exc_type is None and self._interrupted:
             raise EditInterrupted("a call inside the edit was cancelled after it started; "
                                   "the edit was aborted")
@@ -782,13 +865,11 @@ class Edit:
         if self._finished:
             raise _native.InvalidArgument("the edit has already finished")
         fut = self._pool.submit(call)
-        waiter = asyncio.wrap_future(fut)
         try:
-            return await asyncio.shield(waiter)
+            return await _outcome(fut)
         except asyncio.CancelledError:
             if not fut.cancel():
                 self._interrupted = True
-            waiter.add_done_callback(_quiet)
             raise
 
     def _edit(self) -> _native.Edit:
@@ -940,17 +1021,6 @@ def _reason(e: BaseException) -> str:
     return raw.decode("utf-8", "ignore")
 
 
-async def _fail_as_asked(lease: Lease, failed: JobFailed) -> None:
-    """Fail the lease as a handler's :class:`JobFailed` asks; arguments the
-    store refuses (changing nothing: a bad ``retry_after`` or ``reason``)
-    make it a retryable failure naming why, as an exception would."""
-    try:
-        await lease.fail(failed.reason, permanent=failed.permanent,
-                         retry_after=failed.retry_after)
-    except (TypeError, _native.InvalidArgument, _native.InvalidDuration) as e:
-        await lease.fail(_reason(e))
-
-
 class Worker:
     """An async worker loop over one production with bounded concurrency.
 
@@ -998,6 +1068,7 @@ class Worker:
         self._wait_timeout = wait_timeout
         self._quit_event: Optional[asyncio.Event] = None
         self._waits = _native.WaitCancel()
+        self._settling: list[_Settle] = []
         self.stats = WorkerStats()
 
     @property
@@ -1011,7 +1082,10 @@ class Worker:
         self._waits = _native.WaitCancel()
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(self._watch(stop)) if stop is not None else None
-        slots = [loop.create_task(self._slot()) for _ in range(self._concurrency)]
+        # One thread per task: its wait for work, and its job's off-loop calls.
+        pool = concurrent.futures.ThreadPoolExecutor(self._concurrency,
+                                                     thread_name_prefix="tenure-aio-worker")
+        slots = [loop.create_task(self._slot(pool)) for _ in range(self._concurrency)]
         cancelled = False
         try:
             await self._until_done_or_failed(slots)
@@ -1025,6 +1099,17 @@ class Worker:
             await self._drain(slots, grace=0.0)
         if watcher is not None:
             watcher.cancel()
+        # Calls still finishing (a settle whose task was cancelled) end before run returns.
+        closing = loop.run_in_executor(None, pool.shutdown)
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            cancelled = True
+            closing.add_done_callback(_quiet)
+        for done in self._settling:  # settled by calls whose tasks were cancelled
+            if done.result is not None:
+                self._count(done.result)
+        self._settling.clear()
         if cancelled:
             raise asyncio.CancelledError
         errors = [e for t in slots if not t.cancelled() and (e := t.exception()) is not None]
@@ -1067,72 +1152,194 @@ class Worker:
             # Shielded: the cancelled handlers release their leases before we return.
             await asyncio.shield(asyncio.wait(pending))
 
-    async def _slot(self) -> None:
-        while not self._quit.is_set():
-            lease = await self._next_lease()
-            if lease is None:
-                return
-            await self._process(lease)
+    async def _slot(self, pool: concurrent.futures.ThreadPoolExecutor) -> None:
+        # This task's waits (cancelled on its cancellation, which ends it),
+        # under the worker's (the stop) and known to the authority (aclose).
+        wait = _native.WaitCancel(self._waits)
+        auth = self._auth
+        with auth._lock:
+            auth._waits.add(wait)
+        try:
+            done: Optional[_Settle] = None  # a handled job, settled with the next wait
+            while True:
+                if self._quit.is_set():
+                    if done is not None:
+                        await self._end(pool, done.taken, done.outcome)
+                    return
+                taken = await self._next_job(pool, wait, done)
+                if taken is None:
+                    return
+                done = _Settle(taken, await self._handle(pool, taken))
+        finally:
+            with auth._lock:
+                auth._waits.discard(wait)
 
-    async def _next_lease(self) -> Optional[Lease]:
-        """The wait for work (``None`` once stopping, or idle with
-        ``until_idle``)."""
+    def _turn(self, done: Optional[_Settle], wait: _native.WaitCancel) -> _Turn:
+        """One off-loop call per job: settle the previous job (stop its
+        keeper; complete, fail or release it), then wait for work, claim,
+        read the payload and start the keeper. A refused payload read or
+        keeper start hands the lease back here."""
+        settled = done.run() if done is not None else None
+        try:
+            lease = self._auth.native.claim_next_wait(
+                self._production, self._holder, self._ttl, self._wait_timeout, wait)
+        except Exception as e:  # handed to the task with the settle's outcome
+            return _Turn(settled, None, e)
+        try:
+            payload = self._auth.native.payload(lease.production, lease.job)
+            keeper = lease.keep_alive(self._ttl, self._every)
+        except _native.TenureError:
+            return _Turn(settled, _Taken(lease, lost=_settle(lease, _RELEASE) == "lost"))
+        except BaseException:
+            _release_quietly(lease)
+            raise
+        return _Turn(settled, _Taken(lease, payload, keeper))
+
+    async def _next_job(self, pool: concurrent.futures.ThreadPoolExecutor,
+                        wait: _native.WaitCancel, done: Optional[_Settle]) -> Optional[_Taken]:
+        """Settle ``done`` and take the next job in one off-loop call,
+        cancellation-safe as :meth:`Authority.claim_next_wait` (``None`` once
+        stopping, or idle with ``until_idle``)."""
         while not self._quit.is_set():
             try:
-                lease = await self._auth.claim_next_wait(
-                    self._production, self._holder, self._ttl, self._wait_timeout, self._waits)
-            except _native.NoJobAvailable:
+                turn = await self._auth._minting(lambda: self._turn(done, wait), wait=wait,
+                                                 run_on=pool)
+            except asyncio.CancelledError:
+                if done is not None:
+                    if done.claim():  # the call never ran: settle here
+                        await self._end(pool, done.taken, done.outcome)
+                    else:  # the call settles it: counted when run() ends
+                        self._settling.append(done)
+                raise
+            if turn.settled is not None:
+                self._count(turn.settled)
+            done = None
+            if isinstance(turn.error, _native.NoJobAvailable):
                 if self._until_idle:
                     return None
                 continue  # a timeout (wait again) or the stop's cancel (the loop ends)
-            except _native.Busy:
+            if isinstance(turn.error, _native.Busy):
                 try:
                     await asyncio.wait_for(self._quit.wait(), _BUSY_PAUSE)
                     return None
                 except asyncio.TimeoutError:
                     continue
-            if self._quit.is_set():  # the stop came while claiming: take no new job
-                await self._release(lease)
+            if turn.error is not None:
+                raise turn.error
+            taken = turn.taken
+            assert taken is not None
+            if self._quit.is_set() and taken.lost is None:
+                # The stop came while claiming: take no new job.
+                await self._end(pool, taken, _RELEASE)
                 return None
-            return lease
+            self.stats.claimed += 1
+            if taken.lost is not None:  # payload or keeper refused: handed back
+                self._count("lost" if taken.lost else "released")
+                continue
+            return taken
+        if done is not None:
+            await self._end(pool, done.taken, done.outcome)
         return None
 
-    async def _release(self, lease: Lease) -> None:
-        try:
-            await asyncio.shield(lease.release())
+    def _count(self, result: str) -> None:
+        if result == "completed":
+            self.stats.completed += 1
+        elif result == "failed":
+            self.stats.failed += 1
+        elif result == "released":
             self.stats.released += 1
-        except _native.TenureError:
+        else:
             self.stats.lost += 1
 
-    async def _process(self, lease: Lease) -> None:
-        self.stats.claimed += 1
-        outcome: Union[BaseException, _Facts] = None
+    async def _end(self, pool: concurrent.futures.ThreadPoolExecutor, taken: _Taken,
+                   outcome: _Outcome) -> None:
+        """Stop the keeper and settle the lease (complete, fail or release as
+        ``outcome`` says) in one off-loop call; shielded: a cancelled task
+        still has it done."""
+        result = await _outcome(pool.submit(_stop_and_settle, taken, outcome))
+        self._count(result)
+
+    async def _handle(self, pool: concurrent.futures.ThreadPoolExecutor,
+                      taken: _Taken) -> Union[Exception, _Facts]:
+        """Run the handler: its facts or its exception (settled later); if
+        it is cancelled (stop past grace) or interrupted, the lease is
+        released now and the exception propagates."""
         try:
-            payload = await self._auth.payload(lease.production, lease.job)
-            async with lease.keep_alive(self._ttl, self._every):
-                try:
-                    outcome = await self._handler(Job(lease, payload))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    outcome = e
-        except _native.TenureError:
-            # The keeper's renewal was refused (then the release is refused
-            # too: lost) or the payload could not be read (handed back).
-            await self._release(lease)
-            return
+            return await self._handler(Job(Lease(taken.lease, self._auth), taken.payload))
+        except Exception as e:
+            return e
         except BaseException:  # cancelled (stop past grace), or an interrupt
-            await self._release(lease)
+            await self._end(pool, taken, _RELEASE)
             raise
-        try:
-            if isinstance(outcome, BaseException):
-                if isinstance(outcome, JobFailed):
-                    await asyncio.shield(_fail_as_asked(lease, outcome))
-                else:
-                    await asyncio.shield(lease.fail(_reason(outcome)))
-                self.stats.failed += 1
-            else:
-                await asyncio.shield(lease.complete(outcome))
-                self.stats.completed += 1
-        except _native.TenureError:
-            self.stats.lost += 1
+
+
+class _Release:
+    """The outcome that hands the lease back (stop past grace, or no new job)."""
+
+
+_RELEASE = _Release()
+
+if TYPE_CHECKING:
+    _Outcome: TypeAlias = Union[BaseException, _Facts, _Release]
+
+
+class _Settle:
+    """A handled job waiting to be settled; :meth:`claim` makes sure exactly
+    one caller (the task's next off-loop call, or the task itself when that
+    call never ran) settles it."""
+
+    def __init__(self, taken: _Taken, outcome: _Outcome) -> None:
+        self.taken = taken
+        self.outcome = outcome
+        self._lock = threading.Lock()
+        self._claimed = False
+
+        self.result: Optional[str] = None
+        """How it was settled (a :class:`WorkerStats` field name), once it was."""
+
+    def claim(self) -> bool:
+        with self._lock:
+            first, self._claimed = not self._claimed, True
+            return first
+
+    def run(self) -> Optional[str]:
+        """Settle it unless another caller claimed it first."""
+        if not self.claim():
+            return None
+        self.result = _stop_and_settle(self.taken, self.outcome)
+        return self.result
+
+
+def _settle(lease: _native.Lease, outcome: _Outcome) -> str:
+    """Complete with the facts, fail as the handler's exception asks, or
+    (:data:`_RELEASE`) hand the lease back; returns the
+    :class:`WorkerStats` field it counts as."""
+    try:
+        if isinstance(outcome, _Release):
+            lease.release()
+            return "released"
+        if isinstance(outcome, JobFailed):
+            try:
+                lease.fail(outcome.reason, permanent=outcome.permanent,
+                           retry_after=outcome.retry_after)
+            except (TypeError, _native.InvalidArgument, _native.InvalidDuration) as e:
+                lease.fail(_reason(e))
+            return "failed"
+        if isinstance(outcome, BaseException):
+            lease.fail(_reason(outcome))
+            return "failed"
+        lease.complete(outcome)
+        return "completed"
+    except _native.TenureError:
+        return "lost"
+
+
+def _stop_and_settle(taken: _Taken, outcome: _Outcome) -> str:
+    """Stop the job's keeper (a renewal in flight is waited for), then
+    settle the lease; a keeper whose renewal was refused means the lease is
+    lost: it is released (refused: ``lost``) instead of settled."""
+    assert taken.keeper is not None
+    taken.keeper.stop()
+    if taken.keeper.error is not None:
+        outcome = _RELEASE
+    return _settle(taken.lease, outcome)

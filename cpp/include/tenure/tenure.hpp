@@ -550,8 +550,8 @@ class Options {
   /// Whether group commit is on.
   bool group_commit() const noexcept { return group_commit_; }
   /// A retention policy the authority applies automatically: one bounded
-  /// prune step after every 64 committed one-step calls, in its own short
-  /// transaction (`tenure_options_set_retention`, ABI 1.1; off by default,
+  /// prune step after every 64 committed one-step calls (every 8 while the
+  /// last step hit its bound), in its own short transaction (`tenure_options_set_retention`, ABI 1.1; off by default,
   /// a policy with no age set turns it off).
   Options& retention(const Retention& policy) noexcept {
     retention_ = policy;

@@ -89,7 +89,30 @@ fn soak(a: &Args) -> String {
     };
     let auth = Authority::open(&path, &Options::new().synchronous(s).retention(policy)).unwrap();
     auth.create_production("soak").unwrap();
-    let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let size = |suffix: &str| {
+        let mut p = path.clone().into_os_string();
+        p.push(suffix);
+        std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+    };
+    // The file's pages and how many of them are free (a reader beside the
+    // writer: WAL).
+    // and the rows the retention window holds (the file's size follows
+    // them: what 60 s of the stream left, so a faster window stores more).
+    let pages = || -> [i64; 5] {
+        let c = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let q = |sql: &str| c.query_row(sql, [], |r| r.get(0)).unwrap();
+        [
+            q("PRAGMA page_count"),
+            q("PRAGMA freelist_count"),
+            q("SELECT count(*) FROM jobs"),
+            q("SELECT count(*) FROM tombstones"),
+            q("SELECT count(*) FROM events"),
+        ]
+    };
     let mut windows = Vec::new();
     let (mut start, mut slowest) = (Instant::now(), Duration::ZERO);
     let mut i = 0;
@@ -109,12 +132,16 @@ fn soak(a: &Args) -> String {
             i += 1;
             if i % window == 0 || i == jobs {
                 let secs = start.elapsed().as_secs_f64();
-                windows.push(format!(
-                    r#"{{"jobs_done":{i},"jobs_per_s":{:.2},"file_bytes":{},"slowest_cycle_ms":{:.3}}}"#,
+                let [pages, free, kept_jobs, kept_stones, kept_events] = pages();
+                let line = format!(
+                    r#"{{"jobs_done":{i},"jobs_per_s":{:.2},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"slowest_cycle_ms":{:.3}}}"#,
                     (i - windows.len() * window).min(window) as f64 / secs,
-                    size(),
+                    size(""),
+                    size("-wal"),
                     slowest.as_secs_f64() * 1e3
-                ));
+                );
+                eprintln!("soak window {line}");
+                windows.push(line);
                 start = Instant::now();
                 slowest = Duration::ZERO;
             }

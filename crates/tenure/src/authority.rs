@@ -87,8 +87,9 @@ impl Options {
     }
     /// A retention policy this handle applies automatically: one bounded
     /// prune step ([`Authority::prune`]) after every
-    /// [`crate::AUTO_PRUNE_EVERY`] committed one-step calls, in its own
-    /// short transaction. Off by default (no policy: nothing is ever pruned
+    /// [`crate::AUTO_PRUNE_EVERY`] committed one-step calls (every
+    /// [`crate::AUTO_PRUNE_CATCH_UP_EVERY`] while the last step hit its
+    /// bound), in its own short transaction. Off by default (no policy: nothing is ever pruned
     /// except by an explicit [`Authority::prune`]); see docs/design.md,
     /// "Retention".
     pub fn retention(mut self, policy: Retention) -> Options {
@@ -170,6 +171,7 @@ impl Authority {
                 waits: Default::default(),
                 retention: options.retention,
                 writes: Default::default(),
+                prune_behind: Default::default(),
             }),
         })
     }
@@ -194,6 +196,7 @@ impl Authority {
                 waits: Default::default(),
                 retention: options.retention,
                 writes: Default::default(),
+                prune_behind: Default::default(),
             }),
         })
     }

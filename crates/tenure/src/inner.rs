@@ -6,7 +6,9 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::group::Combiner;
 use crate::model::ClockReading;
-use crate::retention::{PruneReport, Retention, AUTO_PRUNE_EVERY, PRUNE_STEP_ROWS};
+use crate::retention::{
+    PruneReport, Retention, AUTO_PRUNE_CATCH_UP_EVERY, AUTO_PRUNE_EVERY, PRUNE_STEP_ROWS,
+};
 use crate::session::Session;
 use crate::store::{Backend, Txn};
 use std::path::PathBuf;
@@ -31,6 +33,8 @@ pub(crate) struct Inner {
     pub(crate) retention: Option<Retention>,
     /// Committed one-step calls, for the automatic prune cadence.
     pub(crate) writes: AtomicU64,
+    /// The last automatic prune step hit its bound: catch up sooner.
+    pub(crate) prune_behind: std::sync::atomic::AtomicBool,
 }
 
 impl Inner {
@@ -77,15 +81,24 @@ impl Inner {
     }
 
     /// The automatic retention cadence: one bounded prune step after every
-    /// [`AUTO_PRUNE_EVERY`] committed one-step calls. Its failure (busy, a
-    /// clock rollback) is not the caller's: the next turn tries again.
+    /// [`AUTO_PRUNE_EVERY`] committed one-step calls, or every
+    /// [`AUTO_PRUNE_CATCH_UP_EVERY`] while the last step hit its bound. Its
+    /// failure (busy, a clock rollback) is not the caller's: the next turn
+    /// tries again.
     fn after_write(&self) {
         let Some(policy) = &self.retention else {
             return;
         };
         let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
-        if n % AUTO_PRUNE_EVERY == 0 {
-            let _ = self.prune_step(policy, PRUNE_STEP_ROWS);
+        let every = if self.prune_behind.load(Ordering::Relaxed) {
+            AUTO_PRUNE_CATCH_UP_EVERY
+        } else {
+            AUTO_PRUNE_EVERY
+        };
+        if n % every == 0 {
+            if let Ok(r) = self.prune_step(policy, PRUNE_STEP_ROWS) {
+                self.prune_behind.store(r.more, Ordering::Relaxed);
+            }
         }
     }
 

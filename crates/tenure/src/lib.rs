@@ -76,8 +76,8 @@ pub use model::{
 };
 pub use request::{Applied, ClaimRequest};
 pub use retention::{
-    Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_EVERY, DELETE_STEP_JOBS,
-    PRUNE_STEP_ROWS,
+    Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_CATCH_UP_EVERY,
+    AUTO_PRUNE_EVERY, DELETE_STEP_JOBS, PRUNE_STEP_ROWS,
 };
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;

@@ -18,6 +18,11 @@ pub const PRUNE_STEP_ROWS: usize = 256;
 /// calls of a handle whose options carry a [`Retention`] policy.
 pub const AUTO_PRUNE_EVERY: u64 = 64;
 
+/// While the last automatic step hit its bound ([`PruneReport::more`]: a
+/// backlog, e.g. what a faster minute left behind), the next one runs after
+/// this many committed calls instead of [`AUTO_PRUNE_EVERY`].
+pub const AUTO_PRUNE_CATCH_UP_EVERY: u64 = 8;
+
 /// Jobs one step of [`crate::Authority::delete_production`] removes.
 pub const DELETE_STEP_JOBS: usize = 1_000;
 

@@ -236,8 +236,10 @@ fn table_stats(c: &mut postgres::Client) -> String {
 /// terminal jobs and tombstones at `TENURE_SOAK_RETENTION_S`; from the
 /// middle of the stream a second connection holds a transaction open (a
 /// pinned xmin) for `TENURE_SOAK_PIN_S`. Prints one `BENCH {json}` line:
-/// per-window throughput and table sizes / dead tuples, and per-second
-/// throughput with the pin's start and end.
+/// per-window (`TENURE_SOAK_WINDOW` jobs) throughput and table sizes / dead
+/// tuples, the table sizes every 10 s, the jobs completed in every second
+/// since the start, and when the pin's snapshot was taken and released
+/// (seconds since the start).
 #[test]
 #[ignore = "benchmark: cargo xtask bench --backend postgres"]
 fn pg_soak() {
@@ -258,8 +260,9 @@ fn pg_soak() {
     let t0 = Instant::now();
     let mut per_second: Vec<u64> = Vec::new();
     let mut windows = Vec::new();
+    let mut samples = Vec::new();
+    let mut next_sample = 0;
     let mut start = Instant::now();
-    let mut pin_at = None;
     let mut pinner = None;
     let mut i = 0;
     while i < jobs {
@@ -279,9 +282,16 @@ fn pg_soak() {
                 per_second.resize(sec + 1, 0);
             }
             per_second[sec] += 1;
+            if sec >= next_sample {
+                samples.push(format!(
+                    r#"{{"s":{sec},"tables":{}}}"#,
+                    table_stats(&mut stats)
+                ));
+                next_sample = sec + 10;
+            }
             if i == jobs / 2 && pinner.is_none() {
                 let url = db.url.clone();
-                pin_at = Some(t0.elapsed().as_secs_f64());
+                let (taken, taken_rx) = std::sync::mpsc::channel();
                 pinner = Some(std::thread::spawn(move || {
                     let mut c = pg::client(&url);
                     let mut t = c
@@ -289,10 +299,15 @@ fn pg_soak() {
                         .isolation_level(postgres::IsolationLevel::RepeatableRead)
                         .start()
                         .unwrap();
+                    // The snapshot (and so the pinned xmin) is taken here.
                     t.query("SELECT count(*) FROM tenure.meta", &[]).unwrap();
+                    let from = t0.elapsed().as_secs_f64();
+                    taken.send(()).unwrap();
                     std::thread::sleep(pin);
                     t.commit().unwrap();
+                    (from, t0.elapsed().as_secs_f64())
                 }));
+                taken_rx.recv().unwrap();
             }
             if i % window == 0 || i == jobs {
                 let secs = start.elapsed().as_secs_f64();
@@ -306,20 +321,17 @@ fn pg_soak() {
             }
         }
     }
-    let pin_end = pinner.map(|p| {
-        p.join().unwrap();
-        pin_at.unwrap_or(0.0) + pin.as_secs_f64()
-    });
+    let end_s = t0.elapsed().as_secs_f64();
+    let (pin_start, pin_end) = pinner.map_or((-1.0, -1.0), |p| p.join().unwrap());
     let report = a.check().unwrap();
     println!(
-        r#"BENCH {{"workload":"pg-soak","jobs":{jobs},"window":{window},"retention_s":{},"pin_s":{},"pin_start_s":{},"pin_end_s":{},"check_ok":{},"history_horizon":{},"windows":[{}],"per_second":{:?}}}"#,
+        r#"BENCH {{"workload":"pg-soak","jobs":{jobs},"window":{window},"retention_s":{},"pin_s":{},"pin_start_s":{pin_start:.3},"pin_end_s":{pin_end:.3},"end_s":{end_s:.3},"check_ok":{},"history_horizon":{},"windows":[{}],"samples":[{}],"per_second":{:?}}}"#,
         keep.as_secs(),
         pin.as_secs(),
-        pin_at.unwrap_or(-1.0),
-        pin_end.unwrap_or(-1.0),
         report.ok(),
         report.history_horizon,
         windows.join(","),
+        samples.join(","),
         per_second
     );
 }

@@ -259,16 +259,19 @@ fn pruning_is_refused_while_the_clock_is_below_the_mark() {
     assert_eq!(env.auth.history_horizon().unwrap(), 0);
 }
 
+/// A second handle on `env`'s store, on its clock, applying `p` by itself.
+fn auto_handle(env: &Env, p: Retention) -> Authority {
+    Authority::open(
+        env.path(),
+        &common::options().clock(env.clock.clone()).retention(p),
+    )
+    .unwrap()
+}
+
 #[test]
 fn automatic_retention_prunes_inside_write_traffic() {
     let env = Env::new();
-    let auto = Authority::open(
-        env.path(),
-        &common::options()
-            .clock(env.clock.clone())
-            .retention(policy(60, 60, 3600)),
-    )
-    .unwrap();
+    let auto = auto_handle(&env, policy(60, 60, 3600));
     complete_n(&env, "p", 5);
     env.clock.advance(2 * MIN);
     auto.create_production("q").unwrap();
@@ -285,6 +288,36 @@ fn automatic_retention_prunes_inside_write_traffic() {
     // The default options prune nothing.
     let off = Options::new();
     assert!(format!("{off:?}").contains("retention: None"));
+}
+
+#[test]
+fn automatic_retention_catches_up_sooner_after_a_step_that_hit_its_bound() {
+    let env = Env::new();
+    let auto = auto_handle(&env, policy(60, 3600, 3600));
+    // 601 old events: more than two steps of 256.
+    complete_n(&env, "p", 200);
+    assert_eq!(PRUNE_STEP_ROWS, 256);
+    env.clock.advance(2 * MIN);
+    auto.create_production("q").unwrap();
+    let mut writes = 1;
+    let mut submit = |n: u64| {
+        for _ in 0..n {
+            auto.submit("q", &spec(&format!("n{writes}"), "x")).unwrap();
+            writes += 1;
+        }
+    };
+    submit(tenure::AUTO_PRUNE_EVERY - 1);
+    assert_eq!(auto.history_horizon().unwrap(), 256, "one step at 64 calls");
+    // The step hit its bound: the next two come after 8 calls each.
+    submit(tenure::AUTO_PRUNE_CATCH_UP_EVERY);
+    assert_eq!(auto.history_horizon().unwrap(), 512);
+    submit(tenure::AUTO_PRUNE_CATCH_UP_EVERY);
+    assert_eq!(auto.history_horizon().unwrap(), 601, "all old events gone");
+    // Caught up: back to the regular cadence.
+    let before = auto.history_horizon().unwrap();
+    env.clock.advance(2 * MIN);
+    submit(tenure::AUTO_PRUNE_CATCH_UP_EVERY);
+    assert_eq!(auto.history_horizon().unwrap(), before);
 }
 
 #[test]
@@ -479,34 +512,66 @@ fn a_schema_2_store_migrates_to_the_retention_schema() {
 }
 
 #[test]
-fn new_sqlite_stores_give_space_back_in_small_steps() {
+fn new_sqlite_stores_give_space_back_beyond_a_slack_in_small_steps() {
     if common::skip_on_postgres("SQLite file size") {
         return;
     }
     let env = Env::new();
     let c = rusqlite::Connection::open(env.path()).unwrap();
-    let mode: i64 = c.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).unwrap();
-    assert_eq!(mode, 2, "incremental");
+    let pragma = |name: &str| -> i64 {
+        c.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(pragma("auto_vacuum"), 2, "incremental");
     env.auth.create_production("p").unwrap();
+    // 160 payloads of 64 KiB: ~2 600 pages, then pruned at once.
     let big = vec![7u8; 64 * 1024];
-    for round in 0..4 {
-        let specs: Vec<JobSpec> = (0..50)
-            .map(|i| JobSpec::new(format!("r{round}j{i}"), big.clone()))
+    for chunk in 0..4 {
+        let specs: Vec<JobSpec> = (0..40)
+            .map(|i| JobSpec::new(format!("c{chunk}j{i}"), big.clone()))
             .collect();
         env.auth.submit_many("p", &specs).unwrap();
-        for i in 0..50 {
-            env.auth.cancel("p", &format!("r{round}j{i}")).unwrap();
-        }
-        env.clock.advance(2 * MIN);
-        prune_all(&env.auth, &policy(60, 60, 3600));
     }
-    let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
-    let free: i64 = c
-        .query_row("PRAGMA freelist_count", [], |r| r.get(0))
-        .unwrap();
-    // 50 payloads of 64 KiB are ~800 pages; four rounds would be 3 200
-    // without reclaiming.
-    assert!(pages < 1_600, "{pages} pages, {free} free");
+    for chunk in 0..4 {
+        for i in 0..40 {
+            env.auth.cancel("p", &format!("c{chunk}j{i}")).unwrap();
+        }
+    }
+    let full = pragma("page_count");
+    assert!(full > 2_400, "{full} pages");
+    env.clock.advance(2 * MIN);
+    let keep = policy(60, 60, 3600);
+    // One step removes the jobs and gives back at most 512 free pages (and
+    // the pointer-map pages that covered them: 1 per ~800 pages).
+    let step = 512 + 4;
+    let r = env.auth.prune(&keep).unwrap();
+    assert_eq!(r.jobs, 160);
+    let after_one = pragma("page_count");
+    assert!(
+        (full - step..full).contains(&after_one),
+        "{full} -> {after_one} pages"
+    );
+    assert!(pragma("freelist_count") > after_one / 4);
+    // Later steps, even ones that remove nothing, go on in bounded pieces
+    // until the free pages are at most a quarter of the file (or 512).
+    let mut pages = after_one;
+    for _ in 0..10 {
+        env.auth.prune(&keep).unwrap();
+        let now = pragma("page_count");
+        assert!(now >= pages - step && now <= pages, "{pages} -> {now}");
+        pages = now;
+    }
+    let free = pragma("freelist_count");
+    assert!(pages < full / 3, "{full} -> {pages} pages, {free} free");
+    assert!(free <= (pages / 4).max(512), "{pages} pages, {free} free");
+    // A slack is kept: those pages are reused, not given back.
+    let specs: Vec<JobSpec> = (0..4)
+        .map(|i| JobSpec::new(format!("again{i}"), big.clone()))
+        .collect();
+    env.auth.submit_many("p", &specs).unwrap();
+    env.auth.prune(&keep).unwrap();
+    assert!(pragma("page_count") <= pages + 8, "reused the free pages");
+    assert!(env.auth.check().unwrap().ok());
 }
 
 #[test]

@@ -45,6 +45,7 @@ const C_SUITES: &[&str] = &[
     "wait",
     "batch",
     "schedule",
+    "retention",
     "idempotent",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
@@ -55,6 +56,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_wait.cpp",
     "test_batch.cpp",
     "test_schedule.cpp",
+    "test_retention.cpp",
     "test_idempotent.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).

@@ -501,8 +501,9 @@ pub(crate) trait Txn: Send {
     fn delete_production_tombstones(&mut self, production: &str) -> Result<u64>;
     /// Delete the production row itself.
     fn delete_production(&mut self, production: &str) -> Result<()>;
-    /// Give freed space back to the file system in a small step (SQLite:
-    /// `PRAGMA incremental_vacuum`). Default: nothing to do.
+    /// Give free space beyond a slack the next writes reuse back to the
+    /// file system in a small step (SQLite: `PRAGMA incremental_vacuum` of
+    /// the free pages beyond a quarter of the file). Default: nothing to do.
     fn reclaim_space(&mut self) -> Result<()> {
         Ok(())
     }

@@ -391,8 +391,18 @@ CREATE TABLE IF NOT EXISTS claim_requests (
 CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, job);
 ";
 
-/// How many free pages one reclaim step gives back (4 KiB each).
-const RECLAIM_PAGES: u32 = 512;
+/// How many free pages one reclaim step gives back at most (4 KiB each).
+const RECLAIM_PAGES: i64 = 512;
+
+/// Free pages a reclaim step leaves in the file: a quarter of its pages
+/// (at least [`RECLAIM_PAGES`]). Under a steady stream the pages pruning
+/// frees are reused by the next writes; giving each back at once would move
+/// the file's newest (hottest) pages into the holes and grow the file again
+/// right after, every step. Only a surplus beyond this slack (after a
+/// burst of pruning or a deleted production) is given back.
+fn reclaim_slack(pages: i64) -> i64 {
+    (pages / 4).max(RECLAIM_PAGES)
+}
 
 /// The current table layout: schema 2 plus every later migration in order.
 fn create_current(conn: &Connection) -> Result<()> {
@@ -1394,14 +1404,19 @@ impl Txn for SqliteTxn {
         Ok(())
     }
 
-    /// At most [`RECLAIM_PAGES`] free pages per step; nothing on a store
-    /// created before schema 3 (`auto_vacuum` off: `Authority::vacuum`).
+    /// Gives back the free pages beyond [`reclaim_slack`], at most
+    /// [`RECLAIM_PAGES`] per step; nothing on a store created before
+    /// schema 3 (`auto_vacuum` off: `Authority::vacuum`).
     fn reclaim_space(&mut self) -> Result<()> {
-        let mut st = self
-            .c()
-            .prepare(&format!("PRAGMA incremental_vacuum({RECLAIM_PAGES})"))?;
-        let mut rows = st.query([])?;
-        while rows.next()?.is_some() {}
+        let c = self.c();
+        let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let free: i64 = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+        let surplus = (free - reclaim_slack(pages)).min(RECLAIM_PAGES);
+        if surplus > 0 {
+            let mut st = c.prepare(&format!("PRAGMA incremental_vacuum({surplus})"))?;
+            let mut rows = st.query([])?;
+            while rows.next()?.is_some() {}
+        }
         Ok(())
     }
 
