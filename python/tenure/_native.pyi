@@ -22,6 +22,7 @@ __all__ = [
     "Busy",
     "Cancelled",
     "CheckReport",
+    "ClaimRequest",
     "ClockReading",
     "ClockRollback",
     "Conflict",
@@ -437,10 +438,11 @@ class ClaimRequest:
     """A claim's request ID with a secret made in this process; pass the same
     object to retry a claim whose answer was lost (``claim_with``)."""
 
-    def __init__(self, request_id: str) -> None: ...
+    def __new__(cls, request_id: str) -> Self: ...
     @property
     def request_id(self) -> str: ...
 
+@final
 class Lease:
     """An owning, production-bound lease on one job; the secret never shows."""
 
