@@ -73,7 +73,8 @@ fn newer_schema_is_refused_untouched_and_current_needs_no_migration() {
     assert_eq!(dump(&url), before);
 }
 
-/// Schema 5 rebuilt SQLite's `jobs` table only and schema 6 adds a table:
+/// Schema 5 rebuilt SQLite's `jobs` table only, schema 6 adds a table and
+/// schema 7 finds the payloads already apart:
 /// a PostgreSQL store recorded at 4 records the current version and keeps
 /// every row as it was.
 #[test]
@@ -99,10 +100,10 @@ fn a_store_recorded_at_schema_4_migrates_keeping_every_row() {
     let before = rows();
     let a = env.reopen();
     assert_eq!(a.migrated_from(), 4);
-    assert_eq!(Authority::schema_version(), 6);
+    assert_eq!(Authority::schema_version(), 7);
     assert_eq!(rows(), before);
     assert!(a.check().unwrap().ok());
-    assert_eq!(env.reopen().migrated_from(), 6);
+    assert_eq!(env.reopen().migrated_from(), 7);
 }
 
 #[test]
@@ -468,6 +469,105 @@ fn renewals_are_hot_updates_and_a_schema_4_store_migrates() {
         .unwrap();
     assert_eq!(r.jobs, 2, "{r:?}");
     assert!(a.check().unwrap().ok());
+}
+
+/// Schema 7 (narrow hot rows): payloads live apart from the job rows. A
+/// store at schema 6, whose `jobs` rows still carry their payloads,
+/// migrates on open: every payload moves (byte for byte) into
+/// `tenure.payloads`, the column is gone, a lease taken before the
+/// migration stays valid, a new submission and a bulk submission write
+/// their payloads apart, and pruning and production deletion remove them
+/// with their jobs.
+#[test]
+fn a_schema_6_store_moves_payloads_out_of_the_job_rows() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    let big: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+    a.submit("p", &JobSpec::new("held", b"held payload".to_vec()))
+        .unwrap();
+    a.submit("p", &JobSpec::new("big", big.clone())).unwrap();
+    a.submit("p", &JobSpec::new("empty", vec![])).unwrap();
+    let lease = a.claim("p", "held", "w", secs(600)).unwrap();
+    let token = lease.export_token().unwrap();
+    drop(lease);
+    drop(a);
+    // Back to schema 6's layout: the payloads inside the job rows.
+    pg::client(&db.url)
+        .batch_execute(
+            "ALTER TABLE tenure.jobs ADD COLUMN payload BYTEA;
+             UPDATE tenure.jobs j SET payload = x.payload FROM tenure.payloads x
+                 WHERE x.production = j.production AND x.job = j.job;
+             ALTER TABLE tenure.jobs ALTER COLUMN payload SET NOT NULL;
+             DROP TABLE tenure.payloads;
+             UPDATE tenure.meta SET value = 6 WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    assert_eq!(a.migrated_from(), 6);
+    assert_eq!(SCHEMA_VERSION, 7);
+    let mut c = pg::client(&db.url);
+    let column: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'tenure.jobs'::regclass
+             AND attname = 'payload' AND NOT attisdropped",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(column, 0, "the payload column is dropped from tenure.jobs");
+    assert_eq!(a.payload("p", "held").unwrap(), b"held payload");
+    assert_eq!(a.payload("p", "big").unwrap(), big);
+    assert_eq!(a.payload("p", "empty").unwrap(), Vec::<u8>::new());
+    let lease = a.import_lease(token.expose()).unwrap();
+    lease.renew(secs(900)).unwrap();
+    lease.complete(&[]).unwrap();
+    a.submit("p", &JobSpec::new("new", b"n".to_vec())).unwrap();
+    a.submit_many(
+        "p",
+        &[
+            JobSpec::new("bulk1", b"b1".to_vec()),
+            JobSpec::new("bulk2", b"b2".to_vec()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(a.payload("p", "new").unwrap(), b"n");
+    assert_eq!(a.payload("p", "bulk2").unwrap(), b"b2");
+    let rows = |c: &mut postgres::Client| -> i64 {
+        c.query_one("SELECT count(*) FROM tenure.payloads", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(rows(&mut c), 6);
+    // Pruning removes a terminal job's payload with the job.
+    std::thread::sleep(Duration::from_millis(1100));
+    let r = a
+        .prune(&Retention {
+            event_age: None,
+            terminal_job_age: Some(Age::from_secs(1).unwrap()),
+            tombstone_age: None,
+        })
+        .unwrap();
+    assert_eq!(r.jobs, 1, "{r:?}");
+    assert_eq!(rows(&mut c), 5);
+    let left: i64 = c
+        .query_one(
+            "SELECT count(*) FROM tenure.payloads WHERE job = 'held'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    // Deleting the production removes the rest.
+    a.cancel_production("p").unwrap();
+    a.delete_production("p").unwrap();
+    assert_eq!(rows(&mut c), 0);
+    assert!(a.check().unwrap().ok());
+    let again = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    assert_eq!(again.migrated_from(), SCHEMA_VERSION);
 }
 
 // ---- skew: workers under libfaketime ----

@@ -144,7 +144,8 @@ fn pg_dump(url: &str) -> Vec<(String, Vec<u8>)> {
     let mut raw = Vec::new();
     for r in c
         .query(
-            "SELECT payload, payload_digest, coalesce(secret_digest, '') FROM tenure.jobs",
+            "SELECT p.payload, j.payload_digest, coalesce(j.secret_digest, '')
+             FROM tenure.jobs j JOIN tenure.payloads p USING (production, job)",
             &[],
         )
         .unwrap()
@@ -154,6 +155,6 @@ fn pg_dump(url: &str) -> Vec<(String, Vec<u8>)> {
         }
     }
     assert!(!raw.is_empty());
-    out.push(("bytea columns of tenure.jobs".into(), raw));
+    out.push(("bytea columns of tenure.jobs and tenure.payloads".into(), raw));
     out
 }

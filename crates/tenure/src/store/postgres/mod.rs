@@ -23,7 +23,8 @@
 //! limits, see `MIGRATE_3_TO_4`) and to 5 (a hot queue: fillfactor, no
 //! index on what a renewal changes, see `MIGRATE_4_TO_5`; on SQLite schema 5
 //! rebuilt the `jobs` table instead, see the SQLite backend) and to 6
-//! (request IDs, see `MIGRATE_5_TO_6`).
+//! (request IDs, see `MIGRATE_5_TO_6`) and to 7 (payloads apart from the
+//! job rows, see `MIGRATE_6_TO_7`).
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
@@ -573,6 +574,38 @@ CREATE TABLE IF NOT EXISTS tenure.claim_requests (
 CREATE INDEX IF NOT EXISTS claim_requests_by_job ON tenure.claim_requests (production, job);
 "#;
 
+/// Schema 7 (narrow hot rows): payloads live in `tenure.payloads`, apart
+/// from the `jobs` row that every transition rewrites, so a claim, renewal
+/// or completion copies only the job's state, never its payload, and more
+/// row versions fit a page. Submissions write both rows in one statement;
+/// pruning and production deletion remove both. The migration moves every
+/// payload and drops the column (PostgreSQL does not rewrite the table for
+/// that: the old row versions keep their bytes until a transition, pruning
+/// or a `VACUUM FULL` rewrites them). Idempotent: a store whose `jobs` has
+/// no payload column is left as it is.
+const MIGRATE_6_TO_7: &str = r#"
+CREATE TABLE IF NOT EXISTS tenure.payloads (
+    production TEXT COLLATE "C" NOT NULL,
+    job        TEXT COLLATE "C" NOT NULL,
+    payload    BYTEA NOT NULL,
+    PRIMARY KEY (production, job)
+);
+ALTER TABLE tenure.payloads SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+               WHERE attrelid = 'tenure.jobs'::regclass AND attname = 'payload'
+                 AND NOT attisdropped) THEN
+        INSERT INTO tenure.payloads (production, job, payload)
+            SELECT production, job, payload FROM tenure.jobs
+            ON CONFLICT (production, job) DO NOTHING;
+        ALTER TABLE tenure.jobs DROP COLUMN payload;
+    END IF;
+END
+$$;
+"#;
+
 /// The stored schema version, or `None` if there is no tenure schema.
 fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     let exists: bool = c
@@ -673,7 +706,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(v @ (2..=5)) => {
+            Some(v @ (2..=6)) => {
                 if v == 2 {
                     c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 }
@@ -683,7 +716,10 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 if v <= 4 {
                     c.batch_execute(MIGRATE_4_TO_5).map_err(map_err)?;
                 }
-                c.batch_execute(MIGRATE_5_TO_6).map_err(map_err)?;
+                if v <= 5 {
+                    c.batch_execute(MIGRATE_5_TO_6).map_err(map_err)?;
+                }
+                c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -714,6 +750,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 c.batch_execute(MIGRATE_3_TO_4).map_err(map_err)?;
                 c.batch_execute(MIGRATE_4_TO_5).map_err(map_err)?;
                 c.batch_execute(MIGRATE_5_TO_6).map_err(map_err)?;
+                c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
                 c.execute(
                     "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -1527,7 +1564,7 @@ impl Txn for PgTxn {
 
     fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
         let rows = self.query(
-            "SELECT payload FROM tenure.jobs WHERE production = $1 AND job = $2",
+            "SELECT payload FROM tenure.payloads WHERE production = $1 AND job = $2",
             &[&production, &job],
         )?;
         Ok(rows.first().map(|r| r.get(0)))
@@ -1540,13 +1577,17 @@ impl Txn for PgTxn {
         let claim = row.claim_id.map(|u| u.to_string());
         let (base, cap) = backoff_cols(row.backoff);
         let rows = self.query(
-            "INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
-                 max_attempts, state, attempts, claim_id, secret_digest, holder, claimed_us,
-                 expires_us, created_us, updated_us, last_error, payload, due_us, parked,
-                 max_hold_us, backoff_base_us, backoff_cap_us)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20, $21, $22)
-             RETURNING seq",
+            "WITH j AS (
+                 INSERT INTO tenure.jobs (production, job, payload_digest, payload_len,
+                     priority, max_attempts, state, attempts, claim_id, secret_digest, holder,
+                     claimed_us, expires_us, created_us, updated_us, last_error, due_us,
+                     parked, max_hold_us, backoff_base_us, backoff_cap_us)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                     $16, $18, $19, $20, $21, $22)
+                 RETURNING seq),
+             p AS (
+                 INSERT INTO tenure.payloads (production, job, payload) VALUES ($1, $2, $17))
+             SELECT seq FROM j",
             &[
                 &row.production,
                 &row.job,
@@ -1702,26 +1743,31 @@ impl Txn for PgTxn {
              locks AS MATERIALIZED (
                  SELECT pg_catalog.pg_advisory_xact_lock($11::int, k)
                  FROM unnest($12::int[]) AS k, open WHERE open.n > 0 ORDER BY k),
-             ins AS (
-             INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
-                 max_attempts, state, attempts, created_us, updated_us, payload, due_us,
-                 parked, max_hold_us, backoff_base_us, backoff_cap_us)
-             SELECT u.production, u.job, u.digest, u.len, u.prio, u.max, u.state, 0,
-                    u.created, u.updated, u.payload, u.due, u.parked, u.hold, u.base, u.cap
-             FROM (SELECT count(*) AS n FROM locks) l, open,
-                  unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[], $5::int[],
-                         $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::bytea[],
-                         $13::bigint[], $14::bool[], $15::bigint[], $16::bigint[],
-                         $17::bigint[])
+             u AS (
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[],
+                         $5::int[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[],
+                         $10::bytea[], $13::bigint[], $14::bool[], $15::bigint[],
+                         $16::bigint[], $17::bigint[])
                   WITH ORDINALITY
                   AS u(production, job, digest, len, prio, max, state, created, updated,
-                       payload, due, parked, hold, base, cap, ord)
+                       payload, due, parked, hold, base, cap, ord)),
+             ins AS (
+             INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
+                 max_attempts, state, attempts, created_us, updated_us, due_us,
+                 parked, max_hold_us, backoff_base_us, backoff_cap_us)
+             SELECT u.production, u.job, u.digest, u.len, u.prio, u.max, u.state, 0,
+                    u.created, u.updated, u.due, u.parked, u.hold, u.base, u.cap
+             FROM (SELECT count(*) AS n FROM locks) l, open, u
              WHERE l.n >= 0 AND open.n > 0
                AND NOT EXISTS (SELECT 1 FROM tenure.tombstones t
                                WHERE t.production = u.production AND t.job = u.job)
              ORDER BY u.ord
              ON CONFLICT (production, job) DO NOTHING
-             RETURNING job, seq)
+             RETURNING production, job, seq),
+             pay AS (
+             INSERT INTO tenure.payloads (production, job, payload)
+             SELECT u.production, u.job, u.payload
+             FROM ins JOIN u ON u.production = ins.production AND u.job = ins.job)
              SELECT p.name, p.created_us, p.cancelled_us, p.backoff_base_us, p.backoff_cap_us,
                     open.n > 0, i.job, i.seq
              FROM open LEFT JOIN prod p ON true LEFT JOIN ins i ON true",
@@ -2180,8 +2226,10 @@ impl Txn for PgTxn {
             )));
         }
         let facts = self.execute(
-            "DELETE FROM tenure.facts f USING unnest($1::text[], $2::text[]) AS d(p, j)
-             WHERE f.production = d.p AND f.job = d.j",
+            "WITH d AS (SELECT * FROM unnest($1::text[], $2::text[]) AS d(p, j)),
+             pay AS (DELETE FROM tenure.payloads x USING d
+                     WHERE x.production = d.p AND x.job = d.j)
+             DELETE FROM tenure.facts f USING d WHERE f.production = d.p AND f.job = d.j",
             &[&prods, &names],
         )?;
         self.execute(

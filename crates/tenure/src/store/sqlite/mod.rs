@@ -443,7 +443,9 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            2..=5 => {
+            // Schema 7 changed the PostgreSQL layout only (payloads apart
+            // from the job rows); a SQLite store at 6 just records 7.
+            2..=6 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -453,7 +455,9 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 if from <= 4 {
                     conn.execute_batch(MIGRATE_4_TO_5)?;
                 }
-                conn.execute_batch(MIGRATE_5_TO_6)?;
+                if from <= 5 {
+                    conn.execute_batch(MIGRATE_5_TO_6)?;
+                }
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
