@@ -155,6 +155,9 @@ fn pg_dump(url: &str) -> Vec<(String, Vec<u8>)> {
         }
     }
     assert!(!raw.is_empty());
-    out.push(("bytea columns of tenure.jobs and tenure.payloads".into(), raw));
+    out.push((
+        "bytea columns of tenure.jobs and tenure.payloads".into(),
+        raw,
+    ));
     out
 }
