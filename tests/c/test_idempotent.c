@@ -126,14 +126,19 @@ static void transitions_retried_after_they_committed_are_replays(const char *dir
 
 #define NONE_YET ((tenure_lease *)0x1)
 
-static void a_batch_claimed_under_one_request_replays_member_by_member(const char *dir) {
-  tenure_authority *a = open_store(dir, "batch_claim.db");
-  make_production(a, "p");
-  for (int i = 0; i < 4; i++) {
-    char job[8];
+/* Jobs j0 .. j<n-1> in production "p", 3 attempts each. */
+static void submit_jobs(tenure_authority *a, int n) {
+  for (int i = 0; i < n; i++) {
+    char job[16];
     snprintf(job, sizeof job, "j%d", i);
     submit_job(a, "p", job, 3);
   }
+}
+
+static void a_batch_claimed_under_one_request_replays_member_by_member(const char *dir) {
+  tenure_authority *a = open_store(dir, "batch_claim.db");
+  make_production(a, "p");
+  submit_jobs(a, 4);
   tenure_claim_request *r = NULL, *other = NULL;
   OK(tenure_claim_request_new("batch", &r));
   OK(tenure_claim_request_new("batch", &other));
@@ -220,11 +225,7 @@ static void a_batch_claimed_under_one_request_replays_member_by_member(const cha
 static void batched_transitions_give_each_lease_its_status_and_replay(const char *dir) {
   tenure_authority *a = open_store(dir, "batch_transitions.db");
   make_production(a, "p");
-  for (int i = 0; i < 4; i++) {
-    char job[8];
-    snprintf(job, sizeof job, "j%d", i);
-    submit_job(a, "p", job, 3);
-  }
+  submit_jobs(a, 4);
   tenure_lease *l[4] = {NULL, NULL, NULL, NULL}, *c[4];
   size_t count = 0;
   OK(tenure_authority_claim_next_many(a, "p", "w", TTL, 4, l, &count));
@@ -317,11 +318,7 @@ static void batched_transitions_give_each_lease_its_status_and_replay(const char
 static void claims_under_a_request_in_an_edit_replay_after_the_commit(const char *dir) {
   tenure_authority *a = open_store(dir, "edit.db");
   make_production(a, "p");
-  for (int i = 0; i < 4; i++) {
-    char job[8];
-    snprintf(job, sizeof job, "j%d", i);
-    submit_job(a, "p", job, 3);
-  }
+  submit_jobs(a, 4);
   tenure_claim_request *rw = NULL, *rn = NULL, *rm = NULL;
   OK(tenure_claim_request_new("with", &rw));
   OK(tenure_claim_request_new("next", &rn));

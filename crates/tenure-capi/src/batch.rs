@@ -419,18 +419,9 @@ pub unsafe extern "C" fn tenure_authority_release_many_idempotent(
     boundary(|| {
         let authority = Arg::read(authority, "authority")?;
         let leases = self::leases(leases, n)?;
-        let out = statuses_out(out_statuses, n)?;
-        let states = out_array(out_states, n, "out_states", true)?;
-        let replayed = out_array(out_replayed, n, "out_replayed", true)?;
-        let done = authority.inner.release_many_idempotent(&leases)?;
-        write_applied(
-            &done,
-            out,
-            replayed,
-            states,
-            NO_STATE,
-            tenure_job_state::from,
-        )
+        states_applied(n, out_statuses, out_states, out_replayed, || {
+            authority.inner.release_many_idempotent(&leases)
+        })
     })
 }
 
@@ -452,18 +443,9 @@ pub unsafe extern "C" fn tenure_authority_fail_many_idempotent(
     boundary(|| {
         let authority = Arg::read(authority, "authority")?;
         let items = fail_items(leases, reasons, permanent, n)?;
-        let out = statuses_out(out_statuses, n)?;
-        let states = out_array(out_states, n, "out_states", true)?;
-        let replayed = out_array(out_replayed, n, "out_replayed", true)?;
-        let done = authority.inner.fail_many_idempotent(&items)?;
-        write_applied(
-            &done,
-            out,
-            replayed,
-            states,
-            NO_STATE,
-            tenure_job_state::from,
-        )
+        states_applied(n, out_statuses, out_states, out_replayed, || {
+            authority.inner.fail_many_idempotent(&items)
+        })
     })
 }
 
@@ -493,6 +475,30 @@ pub unsafe extern "C" fn tenure_authority_complete_many_idempotent(
             .complete_many_idempotent(&complete_items(&leases, &facts))?;
         write_applied(&done, out, replayed, None, NO_STATE, |()| NO_STATE)
     })
+}
+
+/// The out-arrays of an idempotent batch whose accepted items leave a job
+/// state (release, fail), checked after the inputs and written from the
+/// outcomes of `run`.
+unsafe fn states_applied(
+    n: usize,
+    out_statuses: *mut tenure_status,
+    out_states: *mut tenure_job_state,
+    out_replayed: *mut bool,
+    run: impl FnOnce() -> R<Vec<R<Applied<JobState>>>>,
+) -> R {
+    let out = statuses_out(out_statuses, n)?;
+    let states = out_array(out_states, n, "out_states", true)?;
+    let replayed = out_array(out_replayed, n, "out_replayed", true)?;
+    let done = run()?;
+    write_applied(
+        &done,
+        out,
+        replayed,
+        states,
+        NO_STATE,
+        tenure_job_state::from,
+    )
 }
 
 /// [`write_outcomes`] of idempotent outcomes, plus each accepted item's
