@@ -548,6 +548,17 @@ class Authority:
             lambda: self._native.claim_next_many(production, holder, ttl, n))
         return [Lease(x, self) for x in natives]
 
+    async def claim_next_many_with(self, production: str, holder: str, ttl: timedelta, n: int,
+                                   request: _native.ClaimRequest
+                                   ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
+        """:meth:`claim_next_many` under ``request``: ``(claims, replayed)``
+        (see :meth:`tenure.Authority.claim_next_many_with`); cancellation-safe
+        as :meth:`claim_with` (every lease the cancelled call returns is
+        handed back)."""
+        natives, replayed = await self._minting(
+            lambda: self._native.claim_next_many_with(production, holder, ttl, n, request))
+        return _wrap_claims(natives, self), replayed
+
     async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
                          ttl: timedelta) -> list[_Done]:
         ns = [_native_lease(x) for x in leases]
@@ -658,6 +669,12 @@ class Authority:
 
 def _native_lease(lease: Union[Lease, _native.Lease]) -> _native.Lease:
     return lease.native if isinstance(lease, Lease) else lease
+
+
+def _wrap_claims(claims: list[Union[_native.Lease, _native.TenureError]],
+                 auth: Authority) -> list[Union[Lease, _native.TenureError]]:
+    """A batch claim's slots with each lease wrapped (errors stay as they are)."""
+    return [Lease(x, auth) if isinstance(x, _native.Lease) else x for x in claims]
 
 
 def _native_fail_items(items: Iterable[_AioFailItem]) -> list[_FailItem]:
@@ -985,6 +1002,13 @@ class Edit:
         natives = await self._run(
             lambda: self._edit().claim_next_many(production, holder, ttl, n))
         return [Lease(x, self._auth) for x in natives]
+
+    async def claim_next_many_with(self, production: str, holder: str, ttl: timedelta, n: int,
+                                   request: _native.ClaimRequest
+                                   ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
+        natives, replayed = await self._run(
+            lambda: self._edit().claim_next_many_with(production, holder, ttl, n, request))
+        return _wrap_claims(natives, self._auth), replayed
 
     async def claim_with(self, production: str, job: str, holder: str, ttl: timedelta,
                          request: _native.ClaimRequest) -> tuple[Lease, bool]:

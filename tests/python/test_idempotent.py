@@ -9,17 +9,15 @@ are ``InvalidArgument`` and claim nothing.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Union
 
 import pytest
 
 import tenure
-from conftest import LONG
+from conftest import LONG, wait_until
 from tenure import aio
 
 TTL = timedelta(seconds=60)
@@ -106,11 +104,10 @@ def test_a_failure_retried_with_its_retry_delay_is_a_replay(auth: tenure.Authori
     assert lease.fail("mirror down", retry_after=delay) == "requested"
     view, events = auth.job(prod, "j"), len(auth.events())
     assert view.due_us is not None
-    for call in (lambda: other.fail_idempotent("mirror down", retry_after=timedelta(seconds=31)),
-                 lambda: other.fail_idempotent("mirror down", retry_after=timedelta(0)),
-                 lambda: other.fail_idempotent("other", retry_after=delay)):
+    for reason, after in (("mirror down", timedelta(seconds=31)), ("mirror down", timedelta(0)),
+                          ("other", delay)):
         with pytest.raises(tenure.Conflict):
-            call()
+            other.fail_idempotent(reason, retry_after=after)
     with pytest.raises(tenure.InvalidArgument):
         other.fail_idempotent("mirror down", permanent=True, retry_after=delay)
     with pytest.raises(TypeError, match="retry_after"):
@@ -145,7 +142,7 @@ def test_a_renewal_retried_up_to_the_hold_limit_is_a_replay(auth: tenure.Authori
     lease.release()
 
 
-def outcome_kinds(out: list[object]) -> list[object]:
+def outcome_kinds(out: Sequence[object]) -> list[object]:
     """Each outcome of a batch: its value, or its error's class."""
     return [type(x) if isinstance(x, tenure.TenureError) else x for x in out]
 
@@ -172,8 +169,8 @@ def test_idempotent_batches_give_each_lease_its_own_outcome(auth: tenure.Authori
     assert outcome_kinds(out) == [True, tenure.Conflict, tenure.Conflict]
     assert isinstance(out[1], tenure.Conflict) and out[1].code == tenure.Conflict("").code
     assert len(auth.events()) == events + 2
-    out = auth.release_many_idempotent([copies[1], twins[2]])
-    assert outcome_kinds(out) == [("requested", True), tenure.LeaseClosed]
+    released = auth.release_many_idempotent([copies[1], twins[2]])
+    assert outcome_kinds(released) == [("requested", True), tenure.LeaseClosed]
     # The plain batched call keeps lease_closed for a copy that never heard.
     assert outcome_kinds(auth.complete_many([(ls[2], facts)])) == [tenure.LeaseClosed]
 
@@ -183,10 +180,10 @@ def test_idempotent_batches_give_each_lease_its_own_outcome(auth: tenure.Authori
     retry, other = copy_of(auth, fs[0]), copy_of(auth, fs[0])
     fs[0].fail("boom")
     events = len(auth.events())
-    out = auth.fail_many_idempotent([(other, "boom", True), (fs[1], "gone", True)])
-    assert outcome_kinds(out) == [tenure.Conflict, ("failed", False)]
-    out = auth.fail_many_idempotent([(retry, "boom"), (fs[1], "gone", True)])
-    assert outcome_kinds(out) == [("requested", True), tenure.LeaseClosed]
+    failed = auth.fail_many_idempotent([(other, "boom", True), (fs[1], "gone", True)])
+    assert outcome_kinds(failed) == [tenure.Conflict, ("failed", False)]
+    failed = auth.fail_many_idempotent([(retry, "boom"), (fs[1], "gone", True)])
+    assert outcome_kinds(failed) == [("requested", True), tenure.LeaseClosed]
     assert len(auth.events()) == events + 1
     assert auth.job(prod, "f1").state == "failed"
 
@@ -196,10 +193,10 @@ def test_idempotent_batches_give_each_lease_its_own_outcome(auth: tenure.Authori
     held_retry = copy_of(auth, held)
     capped, _ = held.renew_idempotent(timedelta(seconds=120))
     events = len(auth.events())
-    out = auth.renew_many_idempotent([held_retry, renewed, retry], timedelta(seconds=120))
-    assert out[0] == (capped, True)
-    assert isinstance(out[1], tuple) and out[1][1] is False and out[1][0] == renewed.expires_us
-    assert isinstance(out[2], tenure.LeaseClosed)  # its failure's replay closed it
+    renewals = auth.renew_many_idempotent([held_retry, renewed, retry], timedelta(seconds=120))
+    assert renewals[0] == (capped, True)
+    assert renewals[1] == (renewed.expires_us, False)
+    assert isinstance(renewals[2], tenure.LeaseClosed)  # its failure's replay closed it
     assert len(auth.events()) == events + 1
     held.release()
     renewed.release()
@@ -329,42 +326,110 @@ def test_aio_edit_claims_under_a_request(auth: tenure.Authority, prod: str) -> N
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("named", [True, False])
-def test_aio_cancelled_claim_under_a_request_is_handed_back(store: Union[Path, str],
-                                                            auth: tenure.Authority, prod: str,
-                                                            named: bool) -> None:
-    """The claim waits inside the native call (another handle's edit holds
-    the lock) when its task is cancelled; it commits afterwards and is
-    released, so the job is requested again, and a retry of the request
-    gets that claim's own error (``LeaseClosed``) instead of a new claim."""
+@pytest.mark.parametrize("kind", ["claim_with", "claim_next_with", "claim_next_many_with"])
+def test_aio_cancelled_claim_under_a_request_is_handed_back(auth: tenure.Authority, prod: str,
+                                                            kind: str) -> None:
+    """The task is cancelled after its claim committed and before it
+    resumed (the event loop is held until the job is claimed): every lease
+    the call returned is released, the jobs are requested again, and a
+    retry of the request gets that claim's own error (``LeaseClosed``)
+    instead of a new claim."""
     auth.submit(prod, "j")
-    other = tenure.Authority(store, busy_timeout=timedelta(seconds=60))
-    blocker = other.edit()
-    blocker.claim(prod, "j", "blocker", LONG)  # aborted below: never committed
     req = tenure.ClaimRequest("cancelled-1")
 
-    def claim(a: aio.Authority) -> asyncio.Future[tuple[aio.Lease, bool]]:
-        if named:
-            return asyncio.ensure_future(a.claim_with(prod, "j", "w", LONG, req))
-        return asyncio.ensure_future(a.claim_next_with(prod, "w", LONG, req))
+    async def claim(a: aio.Authority) -> list[Union[aio.Lease, tenure.TenureError]]:
+        if kind == "claim_with":
+            return [(await a.claim_with(prod, "j", "w", LONG, req))[0]]
+        if kind == "claim_next_with":
+            return [(await a.claim_next_with(prod, "w", LONG, req))[0]]
+        claims, replayed = await a.claim_next_many_with(prod, "w", LONG, 2, req)
+        assert replayed
+        return claims
 
     async def main() -> None:
-        async with aio.Authority(auth, max_workers=4) as a:
-            task = claim(a)
-            await asyncio.sleep(0.3)  # the claim now waits inside the native call
-            assert not task.done()
+        async with aio.Authority(auth, max_workers=2) as a:
+            task = asyncio.ensure_future(claim(a))
+            await asyncio.sleep(0)  # the task submits its call, then waits for it
+            # Hold the loop until the claim committed: the task cannot resume.
+            wait_until(lambda: auth.job(prod, "j").state == "claimed", "the claim")
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert auth.job(prod, "j").state == "requested"  # not committed yet
-            threading.Timer(0.2, blocker.abort).start()
-            await until(lambda: a.handed_back == 1, "the hand-back")
-            assert await a.settle() == 1
-            with pytest.raises(tenure.LeaseClosed):
-                await claim(a)
+            assert await a.settle() == 1 and a.handed_back == 1
+            assert auth.job(prod, "j").state == "requested"
+            if kind == "claim_next_many_with":
+                assert outcome_kinds(await claim(a)) == [tenure.LeaseClosed]
+            else:
+                with pytest.raises(tenure.LeaseClosed):
+                    await claim(a)
         view = auth.job(prod, "j")
         assert view.state == "requested" and view.attempts == 1
         kinds = [e.kind for e in auth.production_events(prod) if e.job == "j"]
         assert kinds == ["submitted", "claimed", "released"]
+
+    asyncio.run(main())
+
+
+def test_a_batch_claim_retried_under_its_request_returns_the_same_leases(
+        auth: tenure.Authority, prod: str) -> None:
+    req = tenure.ClaimRequest("batch-1")
+    assert auth.claim_next_many_with(prod, "w", TTL, 3, req) == ([], False)  # none: unused
+    for j in ("j0", "j1"):
+        auth.submit(prod, j)
+    claims, replayed = auth.claim_next_many_with(prod, "w", TTL, 3, req)
+    assert not replayed and [c.job for c in claims if isinstance(c, tenure.Lease)] == ["j0", "j1"]
+    first = [c for c in claims if isinstance(c, tenure.Lease)]
+    events = len(auth.events())
+    again, replayed = auth.claim_next_many_with(prod, "w", TTL, 3, req)
+    assert replayed
+    assert [(c.claim_id, c.attempt, c.expires_us) for c in again
+            if isinstance(c, tenure.Lease)] == [(c.claim_id, 1, c.expires_us) for c in first]
+    assert len(again) == 2 and len(auth.events()) == events
+    for call in (lambda: auth.claim_next_many_with(prod, "w", TTL, 2, req),
+                 lambda: auth.claim_next_many_with(prod, "w2", TTL, 3, req),
+                 lambda: auth.claim_next_many_with(prod, "w", 2 * TTL, 3, req),
+                 lambda: auth.claim_next_many_with(prod, "w", TTL, 3,
+                                                   tenure.ClaimRequest("batch-1")),
+                 lambda: auth.claim_next_with(prod, "w", TTL, req)):
+        with pytest.raises(tenure.Conflict):
+            call()
+    with pytest.raises(tenure.InvalidArgument):
+        auth.claim_next_many_with(prod, "w", TTL, 0, tenure.ClaimRequest("batch-2"))
+    assert len(auth.events()) == events
+    # Each member is answered on its own: a completed one by its error.
+    first[0].complete()
+    claims, replayed = auth.claim_next_many_with(prod, "w", TTL, 3, req)
+    assert replayed and outcome_kinds(claims[:1]) == [tenure.LeaseClosed]
+    assert isinstance(claims[1], tenure.Lease) and claims[1].claim_id == first[1].claim_id
+    claims[1].release()
+    assert len(auth.events()) == events + 2
+
+
+def test_an_edit_claims_a_batch_under_a_request(auth: tenure.Authority, prod: str) -> None:
+    for j in ("j0", "j1"):
+        auth.submit(prod, j)
+    req = tenure.ClaimRequest("edit-batch")
+    with auth.edit() as e:
+        claims, replayed = e.claim_next_many_with(prod, "w", TTL, 2, req)
+        assert not replayed
+        assert [c.status for c in claims if isinstance(c, tenure.Lease)] == ["pending"] * 2
+    assert [c.status for c in claims if isinstance(c, tenure.Lease)] == ["active"] * 2
+    again, replayed = auth.claim_next_many_with(prod, "w", TTL, 2, req)
+    assert replayed and [c.claim_id for c in again if isinstance(c, tenure.Lease)] == [
+        c.claim_id for c in claims if isinstance(c, tenure.Lease)]
+    assert outcome_kinds(auth.release_many([c for c in claims if isinstance(c, tenure.Lease)])) == [
+        "requested", "requested"]
+
+    async def main() -> None:
+        async with aio.Authority(auth, max_workers=2) as a:
+            areq = tenure.ClaimRequest("aio-batch")
+            async with a.edit() as e:
+                got, replayed = await e.claim_next_many_with(prod, "w", TTL, 5, areq)
+                assert not replayed and all(isinstance(c, aio.Lease) for c in got)
+            again, replayed = await a.claim_next_many_with(prod, "w", TTL, 5, areq)
+            assert replayed and len(again) == len(got) == 2
+            for c in again:
+                assert isinstance(c, aio.Lease)
+                await c.release()
 
     asyncio.run(main())

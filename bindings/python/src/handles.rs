@@ -173,6 +173,10 @@ fn expiry_value(py: Python<'_>, us: i64) -> PyResult<Py<PyAny>> {
     Ok(us.into_pyobject(py)?.into_any().unbind())
 }
 
+fn lease_value(py: Python<'_>, l: tenure::Lease) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, Lease::wrap(l))?.into_any())
+}
+
 /// The outcome of an idempotent batch item: ``(value, replayed)``, the
 /// shape the single ``*_idempotent`` calls return.
 fn replayed_value<T>(
@@ -401,6 +405,29 @@ macro_rules! pymethods_with_shared_ops {
             ) -> PyResult<Vec<Lease>> {
                 self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_many(production, holder, ttl, n)),
                               |v| Ok(v.into_iter().map(Lease::wrap).collect()))
+            }
+
+            /// ``claim_next_many`` under ``request`` (a ``ClaimRequest``):
+            /// returns ``(claims, replayed)``. A fresh call's ``claims`` are
+            /// all leases (possibly none: an empty list, and the request ID
+            /// stays unused). A retry with the same request answers each
+            /// member on its own, in order: the same lease while its claim
+            /// is current, else that claim's error as an exception object
+            /// (not raised). The same ID with another secret, other
+            /// arguments (holder, TTL, ``n``) or used by another kind of
+            /// claim is ``Conflict``.
+            fn claim_next_many_with(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                holder: &str,
+                ttl: &Bound<'_, PyAny>,
+                n: usize,
+                request: &ClaimRequest,
+            ) -> PyResult<(Vec<Py<PyAny>>, bool)> {
+                let r = &request.inner;
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_many_with(production, holder, ttl, n, r)),
+                              |a| Ok((outcomes(py, a.value, lease_value)?, a.replayed)))
             }
 
             /// Renew many leases to now + ``ttl`` in one operation. One
