@@ -40,11 +40,14 @@ Edits
 Cancellation
     A cancelled ``await`` does not stop a native call that already started
     on its thread; it still commits. So every call that mints a lease is
-    cancellation-safe: if ``claim`` / ``claim_next`` / ``claim_next_wait``
-    is cancelled and the claim then commits (or had committed while the task
-    was being woken),
-    the new lease is released on the authority's pool, since the caller never
-    received it; if the call had not started yet it never runs. If the
+    cancellation-safe: if ``claim`` / ``claim_next`` / ``claim_next_many`` /
+    ``claim_next_wait``, or a claim under a request ID (``claim_with`` /
+    ``claim_next_with`` / ``claim_next_many_with``, its answer fresh or a
+    replay), is cancelled and the claim then commits (or had committed while
+    the task was being woken), every lease it returned is released on the
+    authority's pool, since the caller never received it (a later retry of
+    the same request then gets ``LeaseClosed``, never a second claim); if
+    the call had not started yet it never runs. If the
     release itself is refused the lease is already closed or expired;
     ``Busy`` is retried three times, after which the lease is left to expire
     (never renewed by anyone). A cancelled ``claim_next_wait`` also cancels
