@@ -9,8 +9,7 @@ are ``InvalidArgument`` and claim nothing.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Union
 
@@ -225,14 +224,6 @@ def test_idempotent_batches_refuse_bad_input_whole(auth: tenure.Authority, prod:
 
 
 # -- tenure.aio: the same calls as coroutines ------------------------------------
-
-
-async def until(pred: Callable[[], bool], what: str, limit: float = 60.0) -> None:
-    deadline = time.monotonic() + limit
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for: {what}")
-        await asyncio.sleep(0.005)
 
 
 def test_aio_idempotent_calls_answer_as_the_sync_ones(auth: tenure.Authority, prod: str) -> None:
