@@ -410,7 +410,8 @@ class Authority:
     async def _minting(self, call: Callable[[], M],
                        wait: Optional[_native.WaitCancel] = None,
                        run_on: Optional[concurrent.futures.Executor] = None) -> M:
-        """Run a call minting a lease or a list of leases (on ``run_on``, else
+        """Run a call minting a lease, a list of leases or a claim under a
+        request (``(lease or slots, replayed)``) (on ``run_on``, else
         on the pool, or for a wait for work, whose cancel handle is ``wait``,
         on a thread of its own); on cancellation every lease it minted is
         handed back."""
