@@ -40,11 +40,14 @@ Edits
 Cancellation
     A cancelled ``await`` does not stop a native call that already started
     on its thread; it still commits. So every call that mints a lease is
-    cancellation-safe: if ``claim`` / ``claim_next`` / ``claim_next_wait``
-    is cancelled and the claim then commits (or had committed while the task
-    was being woken),
-    the new lease is released on the authority's pool, since the caller never
-    received it; if the call had not started yet it never runs. If the
+    cancellation-safe: if ``claim`` / ``claim_next`` / ``claim_next_many`` /
+    ``claim_next_wait``, or a claim under a request ID (``claim_with`` /
+    ``claim_next_with`` / ``claim_next_many_with``, its answer fresh or a
+    replay), is cancelled and the claim then commits (or had committed while
+    the task was being woken), every lease it returned is released on the
+    authority's pool, since the caller never received it (a later retry of
+    the same request then gets ``LeaseClosed``, never a second claim); if
+    the call had not started yet it never runs. If the
     release itself is refused the lease is already closed or expired;
     ``Busy`` is retried three times, after which the lease is left to expire
     (never renewed by anyone). A cancelled ``claim_next_wait`` also cancels
@@ -129,7 +132,10 @@ if TYPE_CHECKING:
         _FailItem,
         _JobState,
         _LeaseStatus,
+        _RenewedOrError,
+        _ReplayedOrError,
         _StateOrError,
+        _StateReplayedOrError,
         _Submitted,
     )
 
@@ -153,7 +159,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-M = TypeVar("M", _native.Lease, list[_native.Lease], "_Turn")
+M = TypeVar("M", _native.Lease, list[_native.Lease], "_Turn", tuple[_native.Lease, bool],
+            tuple[list[Union[_native.Lease, _native.TenureError]], bool])
 
 DEFAULT_MAX_WORKERS = 32
 """Threads of an :class:`Authority`'s pool unless ``max_workers`` is given."""
@@ -234,16 +241,26 @@ class _Turn:
     error: Optional[Exception] = None
 
 
-_Minted: TypeAlias = Union[_native.Lease, list[_native.Lease], _Turn]
+_Claimed: TypeAlias = Union[_native.Lease, list[_native.Lease], tuple[_native.Lease, bool],
+                            tuple[list[Union[_native.Lease, _native.TenureError]], bool]]
+_Minted: TypeAlias = Union[_Claimed, _Turn]
+
+
+def _claimed_leases(claimed: _Claimed) -> list[_native.Lease]:
+    """The leases a claim minted: the lease, every lease of a batch, the
+    lease (or batch) of a claim under a request (``(value, replayed)``;
+    the errors of a batch's replay hold no lease)."""
+    value = claimed[0] if isinstance(claimed, tuple) else claimed
+    if isinstance(value, list):
+        return [x for x in value if isinstance(x, _native.Lease)]
+    return [value]
 
 
 def _minted_count(minted: _Minted) -> int:
     """How many leases a hand-back of ``minted`` returns to the store."""
-    if isinstance(minted, list):
-        return len(minted)
     if isinstance(minted, _Turn):
         return 1 if minted.taken is not None and minted.taken.lost is None else 0
-    return 1
+    return len(_claimed_leases(minted))
 
 
 def _release_all_quietly(minted: _Minted) -> None:
@@ -256,7 +273,7 @@ def _release_all_quietly(minted: _Minted) -> None:
                 taken.keeper.stop()
             _release_quietly(taken.lease)
         return
-    for lease in minted if isinstance(minted, list) else [minted]:
+    for lease in _claimed_leases(minted):
         _release_quietly(lease)
 
 
@@ -393,7 +410,8 @@ class Authority:
     async def _minting(self, call: Callable[[], M],
                        wait: Optional[_native.WaitCancel] = None,
                        run_on: Optional[concurrent.futures.Executor] = None) -> M:
-        """Run a call minting a lease or a list of leases (on ``run_on``, else
+        """Run a call minting a lease, a list of leases or a claim under a
+        request (``(lease or slots, replayed)``) (on ``run_on``, else
         on the pool, or for a wait for work, whose cancel handle is ``wait``,
         on a thread of its own); on cancellation every lease it minted is
         handed back."""
@@ -486,6 +504,24 @@ class Authority:
         ``NoJobAvailable`` when there is none."""
         return await self._mint(lambda: self._native.claim_next(production, holder, ttl))
 
+    async def claim_with(self, production: str, job: str, holder: str, ttl: timedelta,
+                         request: _native.ClaimRequest) -> tuple[Lease, bool]:
+        """Claim a named job under ``request``: ``(lease, replayed)`` (see
+        :meth:`tenure.Authority.claim_with`). Cancellation-safe like
+        :meth:`claim`: a lease the cancelled call returns, new or replayed,
+        is handed back (a later retry of the request gets ``LeaseClosed``)."""
+        native, replayed = await self._minting(
+            lambda: self._native.claim_with(production, job, holder, ttl, request))
+        return Lease(native, self), replayed
+
+    async def claim_next_with(self, production: str, holder: str, ttl: timedelta,
+                              request: _native.ClaimRequest) -> tuple[Lease, bool]:
+        """Claim the next claimable job under ``request``: ``(lease,
+        replayed)``; cancellation-safe as :meth:`claim_with`."""
+        native, replayed = await self._minting(
+            lambda: self._native.claim_next_with(production, holder, ttl, request))
+        return Lease(native, self), replayed
+
     async def claim_next_wait(self, production: str, holder: str, ttl: timedelta,
                               timeout: timedelta,
                               cancel: Optional[_native.WaitCancel] = None) -> Lease:
@@ -516,6 +552,17 @@ class Authority:
             lambda: self._native.claim_next_many(production, holder, ttl, n))
         return [Lease(x, self) for x in natives]
 
+    async def claim_next_many_with(self, production: str, holder: str, ttl: timedelta, n: int,
+                                   request: _native.ClaimRequest
+                                   ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
+        """:meth:`claim_next_many` under ``request``: ``(claims, replayed)``
+        (see :meth:`tenure.Authority.claim_next_many_with`); cancellation-safe
+        as :meth:`claim_with` (every lease the cancelled call returns is
+        handed back)."""
+        natives, replayed = await self._minting(
+            lambda: self._native.claim_next_many_with(production, holder, ttl, n, request))
+        return _wrap_claims(natives, self), replayed
+
     async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
                          ttl: timedelta) -> list[_Done]:
         ns = [_native_lease(x) for x in leases]
@@ -533,6 +580,29 @@ class Authority:
     async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
         ns = _native_complete_items(items)
         return await self._run(lambda: self._native.complete_many(ns))
+
+    # Idempotent batched calls: per lease what the single ``*_idempotent``
+    # call returns, or the lease's error as an exception object.
+
+    async def renew_many_idempotent(self, leases: Iterable[Union[Lease, _native.Lease]],
+                                    ttl: timedelta) -> list[_RenewedOrError]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._native.renew_many_idempotent(ns, ttl))
+
+    async def release_many_idempotent(self, leases: Iterable[Union[Lease, _native.Lease]]
+                                      ) -> list[_StateReplayedOrError]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._native.release_many_idempotent(ns))
+
+    async def fail_many_idempotent(self, items: Iterable[_AioFailItem]
+                                   ) -> list[_StateReplayedOrError]:
+        ns = _native_fail_items(items)
+        return await self._run(lambda: self._native.fail_many_idempotent(ns))
+
+    async def complete_many_idempotent(self, items: Iterable[_AioCompleteItem]
+                                       ) -> list[_ReplayedOrError]:
+        ns = _native_complete_items(items)
+        return await self._run(lambda: self._native.complete_many_idempotent(ns))
 
     async def import_lease(self, token: str) -> Lease:
         """Import a token from another process (not released on cancellation:
@@ -603,6 +673,12 @@ class Authority:
 
 def _native_lease(lease: Union[Lease, _native.Lease]) -> _native.Lease:
     return lease.native if isinstance(lease, Lease) else lease
+
+
+def _wrap_claims(claims: list[Union[_native.Lease, _native.TenureError]],
+                 auth: Authority) -> list[Union[Lease, _native.TenureError]]:
+    """A batch claim's slots with each lease wrapped (errors stay as they are)."""
+    return [Lease(x, auth) if isinstance(x, _native.Lease) else x for x in claims]
 
 
 def _native_fail_items(items: Iterable[_AioFailItem]) -> list[_FailItem]:
@@ -692,6 +768,24 @@ class Lease:
 
     async def complete(self, facts: _Facts = None) -> None:
         await self._auth._run(lambda: self._native.complete(facts))
+
+    async def renew_idempotent(self, ttl: timedelta) -> tuple[int, bool]:
+        """:meth:`tenure.Lease.renew_idempotent`: ``(expires_us, replayed)``."""
+        return await self._auth._run(lambda: self._native.renew_idempotent(ttl))
+
+    async def release_idempotent(self) -> tuple[_JobState, bool]:
+        """:meth:`tenure.Lease.release_idempotent`: ``(state, replayed)``."""
+        return await self._auth._run(self._native.release_idempotent)
+
+    async def fail_idempotent(self, reason: str = "", *, permanent: bool = False,
+                              retry_after: Optional[timedelta] = None) -> tuple[_JobState, bool]:
+        """:meth:`tenure.Lease.fail_idempotent`: ``(state, replayed)``."""
+        return await self._auth._run(lambda: self._native.fail_idempotent(
+            reason, permanent=permanent, retry_after=retry_after))
+
+    async def complete_idempotent(self, facts: _Facts = None) -> bool:
+        """:meth:`tenure.Lease.complete_idempotent`: whether it was a replay."""
+        return await self._auth._run(lambda: self._native.complete_idempotent(facts))
 
     def export_token(self) -> str:
         """The credential as text (no I/O; treat it like a password)."""
@@ -912,6 +1006,25 @@ class Edit:
         natives = await self._run(
             lambda: self._edit().claim_next_many(production, holder, ttl, n))
         return [Lease(x, self._auth) for x in natives]
+
+    async def claim_next_many_with(self, production: str, holder: str, ttl: timedelta, n: int,
+                                   request: _native.ClaimRequest
+                                   ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
+        natives, replayed = await self._run(
+            lambda: self._edit().claim_next_many_with(production, holder, ttl, n, request))
+        return _wrap_claims(natives, self._auth), replayed
+
+    async def claim_with(self, production: str, job: str, holder: str, ttl: timedelta,
+                         request: _native.ClaimRequest) -> tuple[Lease, bool]:
+        native, replayed = await self._run(
+            lambda: self._edit().claim_with(production, job, holder, ttl, request))
+        return Lease(native, self._auth), replayed
+
+    async def claim_next_with(self, production: str, holder: str, ttl: timedelta,
+                              request: _native.ClaimRequest) -> tuple[Lease, bool]:
+        native, replayed = await self._run(
+            lambda: self._edit().claim_next_with(production, holder, ttl, request))
+        return Lease(native, self._auth), replayed
 
     async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
                          ttl: timedelta) -> list[_Done]:

@@ -44,6 +44,10 @@ def test_census_none_is_type_error(auth: tenure.Authority, prod: str) -> None:
         lambda: auth.claim_next(prod, "w", None),  # type: ignore[arg-type]
         lambda: auth.import_lease(None),  # type: ignore[arg-type]
         lambda: tenure.Authority(None),  # type: ignore[arg-type]
+        lambda: tenure.ClaimRequest(None),  # type: ignore[arg-type]
+        lambda: auth.claim_with(prod, "j", "w", LONG, None),  # type: ignore[arg-type]
+        lambda: auth.claim_next_with(prod, "w", LONG, "r1"),  # type: ignore[arg-type]
+        lambda: auth.release_many_idempotent(None),  # type: ignore[arg-type]
     ):
         with pytest.raises(TypeError):
             call()
@@ -59,12 +63,15 @@ def test_census_invalid_utf8_is_unicode_error(auth: tenure.Authority, prod: str,
         lambda: auth.claim(prod, "j", BAD_UTF8, LONG),
         lambda: auth.job(prod, BAD_UTF8),
         lambda: auth.import_lease("tenure-lease-v1." + BAD_UTF8),
+        lambda: tenure.ClaimRequest(BAD_UTF8),
     ):
         with pytest.raises(UnicodeEncodeError):
             call()
     lease = auth.claim(prod, "j", "w", LONG)
     with pytest.raises(UnicodeEncodeError):
         lease.fail(BAD_UTF8)
+    with pytest.raises(UnicodeEncodeError):
+        lease.fail_idempotent(BAD_UTF8)
     # A surrogate in a fact key or value is UnicodeEncodeError like every
     # other string argument; a non-str key or value is the facts TypeError.
     with pytest.raises(UnicodeEncodeError):
@@ -95,6 +102,10 @@ def test_census_empty_and_oversize(auth: tenure.Authority, prod: str) -> None:
         lambda: auth.claim(prod, "j", "", LONG),
         lambda: auth.claim(prod, "j", "h" * 257, LONG),
         lambda: auth.claim(prod, "", "w", LONG),
+        lambda: tenure.ClaimRequest(""),
+        lambda: tenure.ClaimRequest(long_id),
+        lambda: auth.claim_with(prod, "j", "", LONG, tenure.ClaimRequest("r1")),
+        lambda: auth.claim_next_with(prod, "h" * 257, LONG, tenure.ClaimRequest("r1")),
     ):
         with pytest.raises(tenure.InvalidArgument):
             call()
@@ -104,6 +115,10 @@ def test_census_empty_and_oversize(auth: tenure.Authority, prod: str) -> None:
     after_claim = events(auth)
     with pytest.raises(tenure.InvalidArgument):
         lease.fail("r" * 1025)
+    with pytest.raises(tenure.InvalidArgument):
+        lease.fail_idempotent("r" * 1025)
+    with pytest.raises(tenure.InvalidArgument):
+        lease.complete_idempotent({"k": "v" * 4097})
     with pytest.raises(tenure.InvalidArgument):
         lease.complete({"k": "v" * 4097})
     with pytest.raises(tenure.InvalidArgument):

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tenure::{Delay, Error, ListQuery, Options, Synchronous};
+use tenure::{Applied, Delay, Error, JobState, ListQuery, Options, Synchronous, Ttl};
 
 fn submitted(s: tenure::Submitted) -> &'static str {
     match s {
@@ -87,6 +87,43 @@ fn fail_items<'py>(items: &Bound<'py, PyAny>) -> PyResult<Vec<(Bound<'py, Lease>
     })
 }
 
+/// Run `run` on the core leases of the batch `leases` (a Python iterable of
+/// ``tenure.Lease``, each checked to be used in its own process).
+fn with_leases<T>(
+    leases: &Bound<'_, PyAny>,
+    run: impl FnOnce(&[&tenure::Lease]) -> PyResult<T>,
+) -> PyResult<T> {
+    let held = batch_leases(leases)?;
+    run(&core_leases(&held)?)
+}
+
+/// Run `run` on the core items of a `fail_many` batch (see [`fail_items`]).
+fn with_fail_items<T>(
+    items: &Bound<'_, PyAny>,
+    run: impl FnOnce(&[(&tenure::Lease, &str, bool)]) -> PyResult<T>,
+) -> PyResult<T> {
+    let held = fail_items(items)?;
+    let ls = held
+        .iter()
+        .map(|(l, r, p)| Ok((l.get().get()?, r.as_str(), *p)))
+        .collect::<PyResult<Vec<_>>>()?;
+    run(&ls)
+}
+
+/// Run `run` on the core items of a `complete_many` batch (see
+/// [`complete_items`]).
+fn with_complete_items<T>(
+    items: &Bound<'_, PyAny>,
+    run: impl FnOnce(&[(&tenure::Lease, &[tenure::Fact])]) -> PyResult<T>,
+) -> PyResult<T> {
+    let held = complete_items(items)?;
+    let ls = held
+        .iter()
+        .map(|(l, f)| Ok((l.get().get()?, f.as_slice())))
+        .collect::<PyResult<Vec<_>>>()?;
+    run(&ls)
+}
+
 /// Items of `complete_many`: a ``Lease`` (no facts) or ``(lease, facts)``
 /// with facts as ``Lease.complete`` takes them.
 fn complete_items<'py>(
@@ -132,6 +169,44 @@ fn none_value(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
     Ok(py.None())
 }
 
+fn expiry_value(py: Python<'_>, us: i64) -> PyResult<Py<PyAny>> {
+    Ok(us.into_pyobject(py)?.into_any().unbind())
+}
+
+fn lease_value(py: Python<'_>, l: tenure::Lease) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, Lease::wrap(l))?.into_any())
+}
+
+/// The outcome of an idempotent batch item: ``(value, replayed)``, the
+/// shape the single ``*_idempotent`` calls return.
+fn replayed_value<T>(
+    value: impl Fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+) -> impl Fn(Python<'_>, Applied<T>) -> PyResult<Py<PyAny>> {
+    move |py, a| {
+        let v = value(py, a.value)?;
+        Ok((v, a.replayed).into_pyobject(py)?.into_any().unbind())
+    }
+}
+
+/// The outcome of an idempotent completion in a batch: whether it was a
+/// replay, as ``Lease.complete_idempotent`` returns it.
+fn replayed_flag(py: Python<'_>, a: Applied<()>) -> PyResult<Py<PyAny>> {
+    Ok(pyo3::types::PyBool::new(py, a.replayed)
+        .to_owned()
+        .into_any()
+        .unbind())
+}
+
+/// An applied claim as Python gets it: ``(lease, replayed)``.
+fn applied_lease(a: Applied<tenure::Lease>) -> PyResult<(Lease, bool)> {
+    Ok((Lease::wrap(a.value), a.replayed))
+}
+
+/// An applied job state as Python gets it: ``(state, replayed)``.
+fn applied_state(a: Applied<JobState>) -> (&'static str, bool) {
+    (a.value.as_str(), a.replayed)
+}
+
 /// The retry delay of a `fail(..., permanent=, retry_after=)` call: a
 /// permanent failure is never retried, so it takes no delay
 /// (`InvalidArgument`, nothing changes).
@@ -172,6 +247,20 @@ trait Ops {
         py: Python<'_>,
         f: impl FnOnce(Target<'_>) -> tenure::Result<T> + Send,
     ) -> PyResult<T>;
+
+    /// The one body of every claim: convert ``ttl``, run the lease-minting
+    /// core call `claim` on the handle, turn what it minted into its
+    /// Python value with `wrap`.
+    fn claim_on<T: Send, R>(
+        &self,
+        py: Python<'_>,
+        ttl: &Bound<'_, PyAny>,
+        claim: impl FnOnce(Target<'_>, Ttl) -> tenure::Result<T> + Send,
+        wrap: impl FnOnce(T) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        self.run_on(py, |t| claim(t, ttl)).and_then(wrap)
+    }
 }
 
 /// `#[pymethods] impl $ty { ... }` with the Python methods `Authority` and
@@ -252,9 +341,8 @@ macro_rules! pymethods_with_shared_ops {
                 holder: &str,
                 ttl: &Bound<'_, PyAny>,
             ) -> PyResult<Lease> {
-                let ttl = convert::ttl(ttl, "ttl")?;
-                self.run_on(py, |t| on_target!(t, claim(production, job, holder, ttl)))
-                    .map(Lease::wrap)
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim(production, job, holder, ttl)),
+                              |l| Ok(Lease::wrap(l)))
             }
 
             /// Claim a named job under ``request`` (a ``ClaimRequest``):
@@ -271,10 +359,9 @@ macro_rules! pymethods_with_shared_ops {
                 ttl: &Bound<'_, PyAny>,
                 request: &ClaimRequest,
             ) -> PyResult<(Lease, bool)> {
-                let ttl = convert::ttl(ttl, "ttl")?;
                 let r = &request.inner;
-                self.run_on(py, |t| on_target!(t, claim_with(production, job, holder, ttl, r)))
-                    .map(|a| (Lease::wrap(a.value), a.replayed))
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_with(production, job, holder, ttl, r)),
+                              applied_lease)
             }
 
             /// Claim the next claimable job under ``request`` (as
@@ -287,10 +374,9 @@ macro_rules! pymethods_with_shared_ops {
                 ttl: &Bound<'_, PyAny>,
                 request: &ClaimRequest,
             ) -> PyResult<(Lease, bool)> {
-                let ttl = convert::ttl(ttl, "ttl")?;
                 let r = &request.inner;
-                self.run_on(py, |t| on_target!(t, claim_next_with(production, holder, ttl, r)))
-                    .map(|a| (Lease::wrap(a.value), a.replayed))
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_with(production, holder, ttl, r)),
+                              applied_lease)
             }
 
             /// Claim the next claimable job (highest priority, then oldest);
@@ -302,9 +388,8 @@ macro_rules! pymethods_with_shared_ops {
                 holder: &str,
                 ttl: &Bound<'_, PyAny>,
             ) -> PyResult<Lease> {
-                let ttl = convert::ttl(ttl, "ttl")?;
-                self.run_on(py, |t| on_target!(t, claim_next(production, holder, ttl)))
-                    .map(Lease::wrap)
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next(production, holder, ttl)),
+                              |l| Ok(Lease::wrap(l)))
             }
 
             /// Claim up to ``n`` (1 ..= 1000) jobs in one operation, in
@@ -318,9 +403,31 @@ macro_rules! pymethods_with_shared_ops {
                 ttl: &Bound<'_, PyAny>,
                 n: usize,
             ) -> PyResult<Vec<Lease>> {
-                let ttl = convert::ttl(ttl, "ttl")?;
-                let v = self.run_on(py, |t| on_target!(t, claim_next_many(production, holder, ttl, n)))?;
-                Ok(v.into_iter().map(Lease::wrap).collect())
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_many(production, holder, ttl, n)),
+                              |v| Ok(v.into_iter().map(Lease::wrap).collect()))
+            }
+
+            /// ``claim_next_many`` under ``request`` (a ``ClaimRequest``):
+            /// returns ``(claims, replayed)``. A fresh call's ``claims`` are
+            /// all leases (possibly none: an empty list, and the request ID
+            /// stays unused). A retry with the same request answers each
+            /// member on its own, in order: the same lease while its claim
+            /// is current, else that claim's error as an exception object
+            /// (not raised). The same ID with another secret, other
+            /// arguments (holder, TTL, ``n``) or used by another kind of
+            /// claim is ``Conflict``.
+            fn claim_next_many_with(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                holder: &str,
+                ttl: &Bound<'_, PyAny>,
+                n: usize,
+                request: &ClaimRequest,
+            ) -> PyResult<(Vec<Py<PyAny>>, bool)> {
+                let r = &request.inner;
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_many_with(production, holder, ttl, n, r)),
+                              |a| Ok((outcomes(py, a.value, lease_value)?, a.replayed)))
             }
 
             /// Renew many leases to now + ``ttl`` in one operation. One
@@ -336,33 +443,27 @@ macro_rules! pymethods_with_shared_ops {
                 ttl: &Bound<'_, PyAny>,
             ) -> PyResult<Vec<Py<PyAny>>> {
                 let ttl = convert::ttl(ttl, "ttl")?;
-                let held = batch_leases(leases)?;
-                let ls = core_leases(&held)?;
-                let done = self.run_on(py, |t| on_target!(t, renew_many(&ls, ttl)))?;
-                outcomes(py, done, none_value)
+                with_leases(leases, |ls| {
+                    outcomes(py, self.run_on(py, |t| on_target!(t, renew_many(ls, ttl)))?, none_value)
+                })
             }
 
             /// Release many leases in one operation; outcomes as
             /// ``renew_many``, with the job's new state (``str``) for each
             /// accepted lease.
             fn release_many(&self, py: Python<'_>, leases: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
-                let held = batch_leases(leases)?;
-                let ls = core_leases(&held)?;
-                let done = self.run_on(py, |t| on_target!(t, release_many(&ls)))?;
-                outcomes(py, done, state_value)
+                with_leases(leases, |ls| {
+                    outcomes(py, self.run_on(py, |t| on_target!(t, release_many(ls)))?, state_value)
+                })
             }
 
             /// Fail many leases in one operation: ``items`` are
             /// ``(lease, reason)`` or ``(lease, reason, permanent)``
             /// tuples; outcomes as ``release_many``.
             fn fail_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
-                let held = fail_items(items)?;
-                let ls: Vec<(&tenure::Lease, &str, bool)> = held
-                    .iter()
-                    .map(|(l, r, p)| Ok((l.get().get()?, r.as_str(), *p)))
-                    .collect::<PyResult<_>>()?;
-                let done = self.run_on(py, |t| on_target!(t, fail_many(&ls)))?;
-                outcomes(py, done, state_value)
+                with_fail_items(items, |ls| {
+                    outcomes(py, self.run_on(py, |t| on_target!(t, fail_many(ls)))?, state_value)
+                })
             }
 
             /// Complete many leases in one operation: ``items`` are leases
@@ -370,13 +471,9 @@ macro_rules! pymethods_with_shared_ops {
             /// takes them); the accepted completions commit together.
             /// Outcomes as ``renew_many``.
             fn complete_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
-                let held = complete_items(items)?;
-                let ls: Vec<(&tenure::Lease, &[tenure::Fact])> = held
-                    .iter()
-                    .map(|(l, f)| Ok((l.get().get()?, f.as_slice())))
-                    .collect::<PyResult<_>>()?;
-                let done = self.run_on(py, |t| on_target!(t, complete_many(&ls)))?;
-                outcomes(py, done, none_value)
+                with_complete_items(items, |ls| {
+                    outcomes(py, self.run_on(py, |t| on_target!(t, complete_many(ls)))?, none_value)
+                })
             }
 
             $($items)*
@@ -430,6 +527,16 @@ impl Authority {
             ))
         })
     }
+
+    /// Run a core call on the handle with the GIL released.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&tenure::Authority) -> tenure::Result<T> + Send,
+    ) -> PyResult<T> {
+        let a = self.get()?;
+        unlocked(py, || f(&a))
+    }
 }
 
 impl Ops for Authority {
@@ -438,8 +545,7 @@ impl Ops for Authority {
         py: Python<'_>,
         f: impl FnOnce(Target<'_>) -> tenure::Result<T> + Send,
     ) -> PyResult<T> {
-        let a = self.get()?;
-        unlocked(py, || f(Target::Authority(&a)))
+        self.run(py, |a| f(Target::Authority(a)))
     }
 }
 
@@ -530,6 +636,68 @@ impl Authority {
             return Err(e);
         }
         r.map(Lease::wrap).map_err(to_py)
+    }
+
+    /// ``renew_many`` as idempotent calls (each lease as
+    /// ``Lease.renew_idempotent`` alone): one outcome per lease, in order,
+    /// ``(expires_us, replayed)`` or the lease's error as an exception
+    /// object (not raised; the lease changed nothing). A raised error means
+    /// the whole call failed and nothing changed.
+    fn renew_many_idempotent(
+        &self,
+        py: Python<'_>,
+        leases: &Bound<'_, PyAny>,
+        ttl: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        with_leases(leases, |ls| {
+            let done = self.run(py, |a| a.renew_many_idempotent(ls, ttl))?;
+            outcomes(py, done, replayed_value(expiry_value))
+        })
+    }
+
+    /// ``release_many`` as idempotent calls: outcomes as
+    /// ``renew_many_idempotent``, ``(state, replayed)`` for each accepted
+    /// lease.
+    fn release_many_idempotent(
+        &self,
+        py: Python<'_>,
+        leases: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        with_leases(leases, |ls| {
+            let done = self.run(py, |a| a.release_many_idempotent(ls))?;
+            outcomes(py, done, replayed_value(state_value))
+        })
+    }
+
+    /// ``fail_many`` as idempotent calls (items as ``fail_many``'s; the
+    /// same reason and permanence as the recorded failure is a replay,
+    /// another is ``Conflict`` for that lease): outcomes as
+    /// ``release_many_idempotent``.
+    fn fail_many_idempotent(
+        &self,
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        with_fail_items(items, |ls| {
+            let done = self.run(py, |a| a.fail_many_idempotent(ls))?;
+            outcomes(py, done, replayed_value(state_value))
+        })
+    }
+
+    /// ``complete_many`` as idempotent calls (items as
+    /// ``complete_many``'s; other facts are ``Conflict`` for that lease):
+    /// one outcome per lease, whether it was a replay (``bool``, as
+    /// ``Lease.complete_idempotent`` returns it) or its error.
+    fn complete_many_idempotent(
+        &self,
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        with_complete_items(items, |ls| {
+            let done = self.run(py, |a| a.complete_many_idempotent(ls))?;
+            outcomes(py, done, replayed_flag)
+        })
     }
 
     /// End every ``claim_next_wait`` in progress on this authority at once
@@ -852,6 +1020,40 @@ impl Lease {
     fn get(&self) -> PyResult<&tenure::Lease> {
         self.inner.get("Lease")
     }
+
+    /// Run a core call on this lease with the GIL released.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&tenure::Lease) -> tenure::Result<T> + Send,
+    ) -> PyResult<T> {
+        let l = self.get()?;
+        unlocked(py, || f(l))
+    }
+
+    /// The one failure call behind ``fail`` and ``fail_idempotent``: the
+    /// retry delay, if any, picks the core's `fail_retry_after` form;
+    /// `idempotent` its `_idempotent` twin (a plain call is never a replay).
+    fn failure(
+        &self,
+        py: Python<'_>,
+        reason: &str,
+        permanent: bool,
+        retry_after: Option<Delay>,
+        idempotent: bool,
+    ) -> PyResult<Applied<JobState>> {
+        let delay = retry_delay(permanent, retry_after)?;
+        let fresh = |value| Applied {
+            value,
+            replayed: false,
+        };
+        self.run(py, |l| match (delay, idempotent) {
+            (Some(d), true) => l.fail_retry_after_idempotent(reason, d),
+            (None, true) => l.fail_idempotent(reason, permanent),
+            (Some(d), false) => l.fail_retry_after(reason, d).map(fresh),
+            (None, false) => l.fail(reason, permanent).map(fresh),
+        })
+    }
 }
 
 #[pymethods]
@@ -903,14 +1105,12 @@ impl Lease {
     /// before the current expiry (``LeaseExpired``).
     fn renew(&self, py: Python<'_>, ttl: &Bound<'_, PyAny>) -> PyResult<()> {
         let ttl = convert::ttl(ttl, "ttl")?;
-        let l = self.get()?;
-        unlocked(py, || l.renew(ttl))
+        self.run(py, |l| l.renew(ttl))
     }
 
     /// Give the job back unfinished; returns the job's new state. Closes the lease.
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
-        let l = self.get()?;
-        unlocked(py, || l.release()).map(|s| s.as_str())
+        self.run(py, |l| l.release()).map(|s| s.as_str())
     }
 
     /// Report failure (``reason`` up to 1024 bytes): requested again unless
@@ -928,13 +1128,8 @@ impl Lease {
         permanent: bool,
         #[pyo3(from_py_with = convert::retry_after)] retry_after: Option<Delay>,
     ) -> PyResult<&'static str> {
-        let delay = retry_delay(permanent, retry_after)?;
-        let l = self.get()?;
-        unlocked(py, || match delay {
-            Some(d) => l.fail_retry_after(reason, d),
-            None => l.fail(reason, permanent),
-        })
-        .map(|s| s.as_str())
+        self.failure(py, reason, permanent, retry_after, false)
+            .map(|a| a.value.as_str())
     }
 
     /// Complete the job, publishing ``facts`` (a ``dict[str, str]`` or an
@@ -943,8 +1138,7 @@ impl Lease {
     #[pyo3(signature = (facts = None))]
     fn complete(&self, py: Python<'_>, facts: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let facts = convert::facts(facts)?;
-        let l = self.get()?;
-        unlocked(py, || l.complete(&facts))
+        self.run(py, |l| l.complete(&facts))
     }
 
     /// ``renew`` as an idempotent call: returns ``(expires_us, replayed)``;
@@ -952,28 +1146,28 @@ impl Lease {
     /// a replay.
     fn renew_idempotent(&self, py: Python<'_>, ttl: &Bound<'_, PyAny>) -> PyResult<(i64, bool)> {
         let ttl = convert::ttl(ttl, "ttl")?;
-        let l = self.get()?;
-        unlocked(py, || l.renew_idempotent(ttl)).map(|a| (a.value, a.replayed))
+        self.run(py, |l| l.renew_idempotent(ttl))
+            .map(|a| (a.value, a.replayed))
     }
 
     /// ``release`` as an idempotent call: returns ``(state, replayed)``.
     fn release_idempotent(&self, py: Python<'_>) -> PyResult<(&'static str, bool)> {
-        let l = self.get()?;
-        unlocked(py, || l.release_idempotent()).map(|a| (a.value.as_str(), a.replayed))
+        self.run(py, |l| l.release_idempotent()).map(applied_state)
     }
 
     /// ``fail`` as an idempotent call: returns ``(state, replayed)``; the
-    /// same reason and permanence is a replay, another is ``Conflict``.
-    #[pyo3(signature = (reason = "", *, permanent = false))]
+    /// same reason, permanence and ``retry_after`` as the recorded failure
+    /// is a replay, another is ``Conflict``.
+    #[pyo3(signature = (reason = "", *, permanent = false, retry_after = None))]
     fn fail_idempotent(
         &self,
         py: Python<'_>,
         reason: &str,
         permanent: bool,
+        #[pyo3(from_py_with = convert::retry_after)] retry_after: Option<Delay>,
     ) -> PyResult<(&'static str, bool)> {
-        let l = self.get()?;
-        unlocked(py, || l.fail_idempotent(reason, permanent))
-            .map(|a| (a.value.as_str(), a.replayed))
+        self.failure(py, reason, permanent, retry_after, true)
+            .map(applied_state)
     }
 
     /// ``complete`` as an idempotent call: returns whether it was a replay;
@@ -985,8 +1179,8 @@ impl Lease {
         facts: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let facts = convert::facts(facts)?;
-        let l = self.get()?;
-        unlocked(py, || l.complete_idempotent(&facts)).map(|a| a.replayed)
+        self.run(py, |l| l.complete_idempotent(&facts))
+            .map(|a| a.replayed)
     }
 
     /// Start a keeper: a native thread that renews this lease to now +
