@@ -1229,6 +1229,66 @@ tenure_status tenure_edit_complete_many(const struct tenure_edit *edit,
                                         tenure_status *out_statuses);
 
 /**
+ * Renew `n` leases as `tenure_authority_renew_many()` does, as an
+ * idempotent call (ABI 1.1): each lease is decided as
+ * `tenure_lease_renew_idempotent()` decides it. `out_expires_us` and
+ * `out_replayed` may be NULL; if given, arrays of `n` receiving each
+ * renewed lease's expiry and whether it was a replay (0 and false for a
+ * refused lease).
+ */
+tenure_status tenure_authority_renew_many_idempotent(const struct tenure_authority *authority,
+                                                     const struct tenure_lease *const *leases,
+                                                     size_t n,
+                                                     int64_t ttl_us,
+                                                     tenure_status *out_statuses,
+                                                     int64_t *out_expires_us,
+                                                     bool *out_replayed);
+
+/**
+ * Release `n` leases as `tenure_authority_release_many()` does, as an
+ * idempotent call (ABI 1.1): each lease is decided as
+ * `tenure_lease_release_idempotent()` decides it. `out_states` and
+ * `out_replayed` may be NULL; if given, arrays of `n` (`TENURE_JOB_ANY`
+ * and false for a refused lease).
+ */
+tenure_status tenure_authority_release_many_idempotent(const struct tenure_authority *authority,
+                                                       const struct tenure_lease *const *leases,
+                                                       size_t n,
+                                                       tenure_status *out_statuses,
+                                                       tenure_job_state *out_states,
+                                                       bool *out_replayed);
+
+/**
+ * Fail `n` leases as `tenure_authority_fail_many()` does, as an idempotent
+ * call (ABI 1.1): each lease is decided as `tenure_lease_fail_idempotent()`
+ * decides it. `out_states` and `out_replayed` may be NULL; if given,
+ * arrays of `n` (`TENURE_JOB_ANY` and false for a refused lease).
+ */
+tenure_status tenure_authority_fail_many_idempotent(const struct tenure_authority *authority,
+                                                    const struct tenure_lease *const *leases,
+                                                    const char *const *reasons,
+                                                    const bool *permanent,
+                                                    size_t n,
+                                                    tenure_status *out_statuses,
+                                                    tenure_job_state *out_states,
+                                                    bool *out_replayed);
+
+/**
+ * Complete `n` leases as `tenure_authority_complete_many()` does, as an
+ * idempotent call (ABI 1.1): each lease is decided as
+ * `tenure_lease_complete_idempotent()` decides it (other facts than its
+ * lease recorded: `TENURE_CONFLICT` in its slot). `out_replayed` may be
+ * NULL; if given, an array of `n` (false for a refused lease).
+ */
+tenure_status tenure_authority_complete_many_idempotent(const struct tenure_authority *authority,
+                                                        const struct tenure_lease *const *leases,
+                                                        const struct tenure_fact *const *facts,
+                                                        const size_t *n_facts,
+                                                        size_t n,
+                                                        tenure_status *out_statuses,
+                                                        bool *out_replayed);
+
+/**
  * Free a job view (NULL is a no-op).
  */
 void tenure_job_view_free(struct tenure_job_view *view);
@@ -1832,14 +1892,15 @@ void tenure_claim_request_free(struct tenure_claim_request *request);
 
 /**
  * Claim job `job` of `production` as `tenure_authority_claim()` does,
- * under `request` (ABI 1.1). A retry with the same request handle answers
- * with the same lease while that claim is current (`*out_replayed` true,
- * nothing changes), else with that claim's own status
- * (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`, `TENURE_LEASE_CLOSED`,
- * `TENURE_CANCELLED`); the same request ID with another secret or other
- * arguments is `TENURE_CONFLICT`. Retried automatically when the
- * connection to a PostgreSQL server breaks. `*out_lease` receives an
- * active lease to free with `tenure_lease_free()`.
+ * under `request` (ABI 1.1). A retry with the same request handle
+ * answers with the same lease while that claim is current
+ * (`*out_replayed` true, nothing changes), else with that claim's own
+ * status (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`,
+ * `TENURE_LEASE_CLOSED`, `TENURE_CANCELLED`); the same request ID with
+ * another secret or other arguments is `TENURE_CONFLICT`. Retried
+ * automatically when the connection to a PostgreSQL server breaks.
+ * `*out_lease` receives an active lease to free with
+ * `tenure_lease_free()`.
  */
 tenure_status tenure_authority_claim_with(const struct tenure_authority *authority,
                                           const char *production,
@@ -1860,6 +1921,79 @@ tenure_status tenure_authority_claim_next_with(const struct tenure_authority *au
                                                int64_t ttl_us,
                                                const struct tenure_claim_request *request,
                                                struct tenure_lease **out_lease,
+                                               bool *out_replayed);
+
+/**
+ * Claim up to `n` (1 ..= 1000) jobs as
+ * `tenure_authority_claim_next_many()` does, under `request` (ABI 1.1):
+ * lease `i` carries a secret derived from the request's, so a retry
+ * with the same request handle answers with the same claims
+ * (`*out_replayed` true, nothing changes). `out_leases` and
+ * `out_statuses` are the caller's arrays of `n` slots: on `TENURE_OK`
+ * each slot below `*out_count` holds either `TENURE_OK` and a lease
+ * (free it with `tenure_lease_free()`) or, in a replay, that claim's own
+ * status (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`,
+ * `TENURE_LEASE_CLOSED`, `TENURE_CANCELLED`, `TENURE_NOT_FOUND` for a
+ * job deleted since) and NULL; slots from `*out_count` on are untouched.
+ * A fresh call's slots are all `TENURE_OK`; none claimable is
+ * `TENURE_OK` with `*out_count` 0 and leaves the request ID unused. The
+ * same request ID with another secret, other arguments (holder, TTL,
+ * `n`) or used by `tenure_authority_claim_with()` /
+ * `tenure_authority_claim_next_with()` is `TENURE_CONFLICT`. Retried
+ * automatically when the connection to a PostgreSQL server breaks.
+ */
+tenure_status tenure_authority_claim_next_many_with(const struct tenure_authority *authority,
+                                                    const char *production,
+                                                    const char *holder,
+                                                    int64_t ttl_us,
+                                                    size_t n,
+                                                    const struct tenure_claim_request *request,
+                                                    struct tenure_lease **out_leases,
+                                                    tenure_status *out_statuses,
+                                                    size_t *out_count,
+                                                    bool *out_replayed);
+
+/**
+ * Claim a job under `request` inside the edit (ABI 1.1; see
+ * `tenure_authority_claim_with()`): the lease is pending until the edit
+ * commits.
+ */
+tenure_status tenure_edit_claim_with(const struct tenure_edit *edit,
+                                     const char *production,
+                                     const char *job,
+                                     const char *holder,
+                                     int64_t ttl_us,
+                                     const struct tenure_claim_request *request,
+                                     struct tenure_lease **out_lease,
+                                     bool *out_replayed);
+
+/**
+ * Claim the next job under `request` inside the edit (ABI 1.1; see
+ * `tenure_authority_claim_next_with()`): the lease is pending until the
+ * edit commits.
+ */
+tenure_status tenure_edit_claim_next_with(const struct tenure_edit *edit,
+                                          const char *production,
+                                          const char *holder,
+                                          int64_t ttl_us,
+                                          const struct tenure_claim_request *request,
+                                          struct tenure_lease **out_lease,
+                                          bool *out_replayed);
+
+/**
+ * Claim up to `n` jobs under `request` inside the edit (ABI 1.1; see
+ * `tenure_authority_claim_next_many_with()`): the leases are pending
+ * until the edit commits.
+ */
+tenure_status tenure_edit_claim_next_many_with(const struct tenure_edit *edit,
+                                               const char *production,
+                                               const char *holder,
+                                               int64_t ttl_us,
+                                               size_t n,
+                                               const struct tenure_claim_request *request,
+                                               struct tenure_lease **out_leases,
+                                               tenure_status *out_statuses,
+                                               size_t *out_count,
                                                bool *out_replayed);
 
 /**
@@ -1892,6 +2026,18 @@ tenure_status tenure_lease_fail_idempotent(const struct tenure_lease *lease,
                                            bool permanent,
                                            tenure_job_state *out_state,
                                            bool *out_replayed);
+
+/**
+ * Fail with a retry delay as `tenure_lease_fail_retry_after()` does, as an
+ * idempotent call (ABI 1.1): a failure this lease already recorded with
+ * the same reason and retry delay is a replay; another reason, a
+ * permanent failure or another delay is `TENURE_CONFLICT`.
+ */
+tenure_status tenure_lease_fail_retry_after_idempotent(const struct tenure_lease *lease,
+                                                       const char *reason,
+                                                       int64_t delay_us,
+                                                       tenure_job_state *out_state,
+                                                       bool *out_replayed);
 
 /**
  * Complete as `tenure_lease_complete()` does, as an idempotent call (ABI

@@ -961,7 +961,8 @@ static void schedule_entry_points(const char *dir) {
 }
 
 /* Idempotent calls (ABI 1.1): NULL for each pointer, bad request IDs,
- * bad production/job/holder IDs and TTLs, bad reasons and facts. None
+ * bad production/job/holder IDs, TTLs and delays, bad batch sizes, bad
+ * reasons and facts, on authorities and inside edits. None
  * claims, records a request or writes an event; the out-parameters stay
  * untouched. */
 static void idempotent_entry_points(const char *dir) {
@@ -999,6 +1000,101 @@ static void idempotent_entry_points(const char *dir) {
   EXPECT(tenure_authority_claim_next_with(a, "p", "w", 1000000, r, &out, NULL), INV);
   CHECK(out == POISON_LEASE && replayed);
 
+  /* The claims under a request on an authority and inside an edit, the
+   * batch claim's arrays and size among them. */
+  tenure_lease *slots[2] = {POISON_LEASE, POISON_LEASE};
+  tenure_status sts[2] = {77, 77};
+  size_t count = 9;
+#define CLAIMS_WITH(H, WITH, NEXT, MANY)                                    \
+  EXPECT(WITH(NULL, "p", "k", "w", 1000000, r, &out, &replayed), INV);      \
+  BAD_ID(WITH(H, S, "k", "w", 1000000, r, &out, &replayed));                \
+  BAD_ID(WITH(H, "p", S, "w", 1000000, r, &out, &replayed));                \
+  BAD_HOLDER(WITH(H, "p", "k", S, 1000000, r, &out, &replayed));            \
+  BAD_TTL(WITH(H, "p", "k", "w", T, r, &out, &replayed));                   \
+  EXPECT(WITH(H, "p", "k", "w", 1000000, NULL, &out, &replayed), INV);      \
+  EXPECT(WITH(H, "p", "k", "w", 1000000, r, NULL, &replayed), INV);         \
+  EXPECT(WITH(H, "p", "k", "w", 1000000, r, &out, NULL), INV);              \
+  EXPECT(NEXT(NULL, "p", "w", 1000000, r, &out, &replayed), INV);           \
+  BAD_ID(NEXT(H, S, "w", 1000000, r, &out, &replayed));                     \
+  BAD_HOLDER(NEXT(H, "p", S, 1000000, r, &out, &replayed));                 \
+  BAD_TTL(NEXT(H, "p", "w", T, r, &out, &replayed));                        \
+  EXPECT(NEXT(H, "p", "w", 1000000, NULL, &out, &replayed), INV);           \
+  EXPECT(NEXT(H, "p", "w", 1000000, r, NULL, &replayed), INV);              \
+  EXPECT(NEXT(H, "p", "w", 1000000, r, &out, NULL), INV);                   \
+  EXPECT(MANY(NULL, "p", "w", 1000000, 2, r, slots, sts, &count, &replayed), INV); \
+  BAD_ID(MANY(H, S, "w", 1000000, 2, r, slots, sts, &count, &replayed));    \
+  BAD_HOLDER(MANY(H, "p", S, 1000000, 2, r, slots, sts, &count, &replayed)); \
+  BAD_TTL(MANY(H, "p", "w", T, 2, r, slots, sts, &count, &replayed));       \
+  EXPECT(MANY(H, "p", "w", 1000000, 0, r, slots, sts, &count, &replayed), INV); \
+  EXPECT(MANY(H, "p", "w", 1000000, 1001, r, slots, sts, &count, &replayed), INV); \
+  EXPECT(MANY(H, "p", "w", 1000000, 2, NULL, slots, sts, &count, &replayed), INV); \
+  EXPECT(MANY(H, "p", "w", 1000000, 2, r, NULL, sts, &count, &replayed), INV); \
+  EXPECT(MANY(H, "p", "w", 1000000, 2, r, slots, NULL, &count, &replayed), INV); \
+  EXPECT(MANY(H, "p", "w", 1000000, 2, r, slots, sts, NULL, &replayed), INV); \
+  EXPECT(MANY(H, "p", "w", 1000000, 2, r, slots, sts, &count, NULL), INV);
+  CLAIMS_WITH(a, tenure_authority_claim_with, tenure_authority_claim_next_with,
+              tenure_authority_claim_next_many_with)
+  tenure_edit *e = NULL;
+  REQUIRE(tenure_edit_begin(a, &e) == TENURE_OK);
+  CLAIMS_WITH(e, tenure_edit_claim_with, tenure_edit_claim_next_with,
+              tenure_edit_claim_next_many_with)
+#undef CLAIMS_WITH
+  OK(tenure_edit_commit(e)); /* commits nothing: every step above failed */
+  tenure_edit_free(e);
+  CHECK(out == POISON_LEASE && replayed);
+  CHECK(slots[0] == POISON_LEASE && slots[1] == POISON_LEASE && sts[0] == 77 && count == 9);
+
+  /* The batched idempotent transitions: NULL handles, arrays and items,
+   * sizes 0 and over 1000, bad text and durations; out-arrays untouched. */
+  const tenure_lease *ls[2] = {l, NULL};
+  const tenure_lease *none[1] = {NULL};
+  const char *reasons[1] = {"r"};
+  const char *bad_reasons[1] = {BAD_UTF8};
+  const char *null_reasons[1] = {NULL};
+  bool perm[1] = {false};
+  tenure_fact bad_fact = {"k", BAD_UTF8};
+  const tenure_fact *bad_facts[1] = {&bad_fact};
+  const tenure_fact *no_facts[1] = {NULL};
+  size_t one[1] = {1};
+  int64_t exps[1] = {5};
+  tenure_job_state jss[1] = {9};
+  bool reps[1] = {true};
+  EXPECT(tenure_authority_renew_many_idempotent(NULL, ls, 1, 1000000, sts, exps, reps), INV);
+  EXPECT(tenure_authority_renew_many_idempotent(a, NULL, 1, 1000000, sts, exps, reps), INV);
+  EXPECT(tenure_authority_renew_many_idempotent(a, none, 1, 1000000, sts, exps, reps), INV);
+  EXPECT(tenure_authority_renew_many_idempotent(a, ls, 2, 1000000, sts, exps, reps), INV);
+  EXPECT(tenure_authority_renew_many_idempotent(a, ls, 0, 1000000, sts, exps, reps), INV);
+  EXPECT(tenure_authority_renew_many_idempotent(a, ls, 1001, 1000000, sts, exps, reps), INV);
+  EXPECT(tenure_authority_renew_many_idempotent(a, ls, 1, 1000000, NULL, exps, reps), INV);
+  BAD_TTL(tenure_authority_renew_many_idempotent(a, ls, 1, T, sts, exps, reps));
+  EXPECT(tenure_authority_release_many_idempotent(NULL, ls, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_release_many_idempotent(a, NULL, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_release_many_idempotent(a, none, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_release_many_idempotent(a, ls, 0, sts, jss, reps), INV);
+  EXPECT(tenure_authority_release_many_idempotent(a, ls, 1001, sts, jss, reps), INV);
+  EXPECT(tenure_authority_release_many_idempotent(a, ls, 1, NULL, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(NULL, ls, reasons, perm, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, NULL, reasons, perm, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, none, reasons, perm, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, ls, NULL, perm, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, ls, null_reasons, perm, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, ls, bad_reasons, perm, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, ls, reasons, NULL, 1, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, ls, reasons, perm, 0, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, ls, reasons, perm, 1001, sts, jss, reps), INV);
+  EXPECT(tenure_authority_fail_many_idempotent(a, ls, reasons, perm, 1, NULL, jss, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(NULL, ls, NULL, NULL, 1, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, NULL, NULL, NULL, 1, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, none, NULL, NULL, 1, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, ls, bad_facts, NULL, 1, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, ls, NULL, one, 1, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, ls, no_facts, one, 1, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, ls, bad_facts, one, 1, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, ls, NULL, NULL, 0, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, ls, NULL, NULL, 1001, sts, reps), INV);
+  EXPECT(tenure_authority_complete_many_idempotent(a, ls, NULL, NULL, 1, NULL, reps), INV);
+  CHECK(sts[0] == 77 && exps[0] == 5 && jss[0] == 9 && reps[0]);
+
   int64_t exp = 7;
   tenure_job_state js = 44;
   EXPECT(tenure_lease_renew_idempotent(NULL, 1000000, &exp, &replayed), INV);
@@ -1014,6 +1110,13 @@ static void idempotent_entry_points(const char *dir) {
   EXPECT(tenure_lease_fail_idempotent(l, LONG_REASON, false, &js, &replayed), INV);
   EXPECT(tenure_lease_fail_idempotent(l, "r", false, NULL, &replayed), INV);
   EXPECT(tenure_lease_fail_idempotent(l, "r", false, &js, NULL), INV);
+  EXPECT(tenure_lease_fail_retry_after_idempotent(NULL, "r", 0, &js, &replayed), INV);
+  EXPECT(tenure_lease_fail_retry_after_idempotent(l, NULL, 0, &js, &replayed), INV);
+  EXPECT(tenure_lease_fail_retry_after_idempotent(l, BAD_UTF8, 0, &js, &replayed), INV);
+  EXPECT(tenure_lease_fail_retry_after_idempotent(l, LONG_REASON, 0, &js, &replayed), INV);
+  BAD_DELAY(tenure_lease_fail_retry_after_idempotent(l, "r", D, &js, &replayed));
+  EXPECT(tenure_lease_fail_retry_after_idempotent(l, "r", 0, NULL, &replayed), INV);
+  EXPECT(tenure_lease_fail_retry_after_idempotent(l, "r", 0, &js, NULL), INV);
   tenure_fact good = {"k", "v"};
   tenure_fact bad[] = {{NULL, "v"}, {"k", BAD_UTF8}, {"", "v"}, {"tenure.claim_id", "forged"}};
   EXPECT(tenure_lease_complete_idempotent(NULL, &good, 1, &replayed), INV);

@@ -506,12 +506,144 @@ static void open_done(tenure_status st, const char *path, tenure_authority *out,
  * across calls so that retries replay. */
 static tenure_claim_request *claim_req;
 
-/* The idempotent calls (ABI 1.1): claim requests, claims under them and
- * the lease transitions that report replays. */
+/* A batch claim under a request (ABI 1.1) on the authority or the edit:
+ * on success each slot below the count holds OK and a lease or a status
+ * and NULL, the rest stay untouched; on failure nothing is written. */
+static void call_claim_many_with(int on) {
+  int on_edit = chance(30);
+  const char *what = on_edit ? "edit_claim_next_many_with" : "claim_next_many_with";
+  size_t n = gen_batch();
+  size_t k = batch_slots(n);
+  tenure_lease **slots = malloc(k * sizeof *slots);
+  tenure_status *sts = malloc(k * sizeof *sts);
+  REQUIRE(slots != NULL && sts != NULL);
+  for (size_t i = 0; i < k; i++) {
+    slots[i] = SENT_PTR;
+    sts[i] = SENT_U32;
+  }
+  size_t count = (size_t)SENT_U64;
+  bool replayed = false;
+  tenure_lease **arr = chance(5) ? NULL : slots;
+  tenure_status *sarr = chance(5) ? NULL : sts;
+  const tenure_claim_request *r = chance(5) ? NULL : claim_req;
+  tenure_status st =
+      on_edit ? tenure_edit_claim_next_many_with(chance(5) ? NULL : edit, gen_prod(), gen_holder(),
+                                                 gen_ttl(), n, r, arr, sarr, on ? NULL : &count,
+                                                 &replayed)
+              : tenure_authority_claim_next_many_with(gen_auth(), gen_prod(), gen_holder(),
+                                                      gen_ttl(), n, r, arr, sarr,
+                                                      on ? NULL : &count, &replayed);
+  note(st, what);
+  if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
+  if (st != TENURE_OK) {
+    CHECK(count == (size_t)SENT_U64);
+    for (size_t i = 0; i < k; i++) CHECK(slots[i] == SENT_PTR && sts[i] == SENT_U32);
+  } else {
+    CHECK(count <= n);
+    for (size_t i = 0; i < k; i++) {
+      if (i >= count) {
+        CHECK(slots[i] == SENT_PTR && sts[i] == SENT_U32);
+      } else if (sts[i] == TENURE_OK) {
+        CHECK(slots[i] != SENT_PTR && slots[i] != NULL);
+        if (slots[i] != SENT_PTR && slots[i] != NULL) add_lease(slots[i]);
+      } else {
+        CHECK(known_status(sts[i]) && sts[i] != TENURE_INTERNAL && replayed && slots[i] == NULL);
+      }
+    }
+  }
+  free(slots);
+  free(sts);
+}
+
+/* The batched transitions as idempotent calls (ABI 1.1): statuses,
+ * states, expiries and replayed flags per lease; optional arrays NULL. */
+static void call_many_idempotent(int on) {
+  const char *what;
+  size_t n = gen_batch();
+  size_t k = batch_slots(n);
+  const tenure_lease **ls = malloc(k * sizeof *ls);
+  tenure_status *sts = malloc(k * sizeof *sts);
+  tenure_job_state *states = malloc(k * sizeof *states);
+  int64_t *exps = malloc(k * sizeof *exps);
+  bool *reps = malloc(k * sizeof *reps);
+  const char **reasons = malloc(k * sizeof *reasons);
+  bool *perm = malloc(k * sizeof *perm);
+  const tenure_fact **facts = malloc(k * sizeof *facts);
+  size_t *n_facts = malloc(k * sizeof *n_facts);
+  tenure_fact pool[2] = {{"k1", "v"}, {"out.size", "12"}};
+  REQUIRE(ls && sts && states && exps && reps && reasons && perm && facts && n_facts);
+  for (size_t i = 0; i < k; i++) {
+    ls[i] = pick_lease();
+    sts[i] = SENT_U32;
+    states[i] = SENT_U32;
+    exps[i] = (int64_t)SENT_U64;
+    reps[i] = false;
+    reasons[i] = i < 8 ? gen_str("batch failure") : "batch failure";
+    perm[i] = below(2);
+    n_facts[i] = below(3);
+    facts[i] = n_facts[i] == 0 && chance(50) ? NULL : pool;
+  }
+  const tenure_authority *a = gen_auth();
+  const tenure_lease *const *lsa = chance(5) ? NULL : (const tenure_lease *const *)ls;
+  tenure_status *out = on ? NULL : sts;
+  tenure_job_state *outs = chance(20) ? NULL : states;
+  bool *outr = chance(20) ? NULL : reps;
+  tenure_status st;
+  switch (below(4)) {
+    case 0: {
+      what = "renew_many_idempotent";
+      int64_t *oute = chance(20) ? NULL : exps;
+      st = tenure_authority_renew_many_idempotent(a, lsa, n, gen_ttl(), out, oute, outr);
+      if (st != TENURE_OK) for (size_t i = 0; i < k; i++) CHECK(exps[i] == (int64_t)SENT_U64);
+      outs = NULL;
+      break;
+    }
+    case 1:
+      what = "release_many_idempotent";
+      st = tenure_authority_release_many_idempotent(a, lsa, n, out, outs, outr);
+      break;
+    case 2: {
+      what = "fail_many_idempotent";
+      const char *const *r = chance(5) ? NULL : (const char *const *)reasons;
+      const bool *p = chance(5) ? NULL : perm;
+      st = tenure_authority_fail_many_idempotent(a, lsa, r, p, n, out, outs, outr);
+      break;
+    }
+    default: {
+      what = "complete_many_idempotent";
+      int none = chance(20);
+      const tenure_fact *const *f = none ? NULL : (const tenure_fact *const *)facts;
+      const size_t *nf = none ? NULL : n_facts;
+      st = tenure_authority_complete_many_idempotent(a, lsa, f, nf, n, out, outr);
+      outs = NULL;
+      break;
+    }
+  }
+  note(st, what);
+  if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
+  if (!on) check_batch_out(st, n, sts, outs, 0, what);
+  for (size_t i = 0; i < (st == TENURE_OK ? n : k); i++) {
+    /* a replayed flag only for an accepted lease; nothing on failure */
+    CHECK(!reps[i] || (st == TENURE_OK && sts[i] == TENURE_OK));
+  }
+  free(ls);
+  free(sts);
+  free(states);
+  free(exps);
+  free(reps);
+  free(reasons);
+  free(perm);
+  free(facts);
+  free(n_facts);
+}
+
+/* The idempotent calls (ABI 1.1): claim requests, claims under them (on
+ * the authority or the edit) and the lease transitions that report
+ * replays. */
 static void call_idempotent(int on) {
   const char *what;
   bool replayed = true;
-  switch (below(6)) {
+  switch (below(9)) {
     case 0: {
       what = "claim_request_new";
       static const char *const RIDS[] = {"r0", "r1", "r2"};
@@ -526,15 +658,24 @@ static void call_idempotent(int on) {
       break;
     }
     case 1: {
-      int next = below(2);
-      what = next ? "claim_next_with" : "claim_with";
+      int next = below(2), on_edit = chance(30);
+      what = next ? (on_edit ? "edit_claim_next_with" : "claim_next_with")
+                  : (on_edit ? "edit_claim_with" : "claim_with");
       tenure_lease *out = SENT_PTR;
       const tenure_claim_request *r = chance(5) ? NULL : claim_req;
-      tenure_status st =
-          next ? tenure_authority_claim_next_with(gen_auth(), gen_prod(), gen_holder(), gen_ttl(), r,
-                                                  on ? NULL : &out, &replayed)
-               : tenure_authority_claim_with(gen_auth(), gen_prod(), gen_job(), gen_holder(),
-                                             gen_ttl(), r, on ? NULL : &out, &replayed);
+      const tenure_edit *e = chance(5) ? NULL : edit;
+      tenure_status st;
+      if (on_edit) {
+        st = next ? tenure_edit_claim_next_with(e, gen_prod(), gen_holder(), gen_ttl(), r,
+                                                on ? NULL : &out, &replayed)
+                  : tenure_edit_claim_with(e, gen_prod(), gen_job(), gen_holder(), gen_ttl(), r,
+                                           on ? NULL : &out, &replayed);
+      } else {
+        st = next ? tenure_authority_claim_next_with(gen_auth(), gen_prod(), gen_holder(), gen_ttl(),
+                                                     r, on ? NULL : &out, &replayed)
+                  : tenure_authority_claim_with(gen_auth(), gen_prod(), gen_job(), gen_holder(),
+                                                gen_ttl(), r, on ? NULL : &out, &replayed);
+      }
       note(st, what);
       tenure_lease *l = take_ptr(st, out, on, what);
       if (l) add_lease(l);
@@ -562,6 +703,21 @@ static void call_idempotent(int on) {
       uint32_t s = SENT_U32;
       tenure_status st = tenure_lease_fail_idempotent(pick_lease(), gen_str("it broke"), below(2),
                                                       on ? NULL : &s, &replayed);
+      note(st, what);
+      check_scalar(st, s == SENT_U32, on, what);
+      break;
+    }
+    case 5:
+      call_claim_many_with(on);
+      break;
+    case 6:
+      call_many_idempotent(on);
+      break;
+    case 7: {
+      what = "lease_fail_retry_after_idempotent";
+      uint32_t s = SENT_U32;
+      tenure_status st = tenure_lease_fail_retry_after_idempotent(
+          pick_lease(), gen_str("later"), gen_delay(), on ? NULL : &s, &replayed);
       note(st, what);
       check_scalar(st, s == SENT_U32, on, what);
       break;

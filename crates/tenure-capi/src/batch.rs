@@ -10,7 +10,7 @@
 
 use std::ffi::c_char;
 
-use tenure::{Fact, JobState, Lease, Ttl};
+use tenure::{Applied, Fact, JobState, Lease, Ttl};
 
 use crate::authority::tenure_authority;
 use crate::boundary::{boundary, str_arg, ttl, Arg, R};
@@ -44,7 +44,7 @@ unsafe fn array<'a, T>(p: *const T, n: usize, name: &str) -> R<&'a [T]> {
 }
 
 /// A writable C array of `n` items, or `None` for an optional NULL one.
-unsafe fn out_array<'a, T>(
+pub(crate) unsafe fn out_array<'a, T>(
     p: *mut T,
     n: usize,
     name: &str,
@@ -81,20 +81,22 @@ unsafe fn leases<'a>(p: *const *const tenure_lease, n: usize) -> R<Vec<&'a Lease
 }
 
 /// The status of one outcome (`TENURE_OK` or the item's error).
-fn status<T>(r: &R<T>) -> tenure_status {
+pub(crate) fn status<T>(r: &R<T>) -> tenure_status {
     match r {
         Ok(_) => tenure_status::TENURE_OK,
         Err(e) => tenure_status::from_code(e.code()),
     }
 }
 
-/// Writes one status per outcome, and (if asked for) the job's new state of
-/// each accepted item (`TENURE_JOB_ANY` for a refused one).
-fn write_outcomes<T: Copy>(
+/// Writes one status per outcome, and (if asked for) `value` of each
+/// accepted item to `values` (`none` for a refused one: the job's new state,
+/// `TENURE_JOB_ANY`; an expiry, 0; a replayed flag, false).
+fn write_outcomes<T: Copy, S: Copy>(
     done: &[R<T>],
     statuses: &mut [tenure_status],
-    states: Option<&mut [tenure_job_state]>,
-    state: impl Fn(T) -> tenure_job_state,
+    values: Option<&mut [S]>,
+    none: S,
+    value: impl Fn(T) -> S,
 ) -> R {
     if done.len() != statuses.len() {
         return Err(tenure::Error::Internal("a batch lost outcomes".into()));
@@ -102,15 +104,49 @@ fn write_outcomes<T: Copy>(
     for (s, r) in statuses.iter_mut().zip(done) {
         *s = status(r);
     }
-    if let Some(states) = states {
-        for (s, r) in states.iter_mut().zip(done) {
-            *s = r
-                .as_ref()
-                .map_or(tenure_job_state::TENURE_JOB_ANY, |v| state(*v));
-        }
-    }
+    write_values(done, values, none, value);
     Ok(())
 }
+
+/// `value` of each accepted item to `values` if given, `none` for a
+/// refused one.
+fn write_values<T: Copy, S: Copy>(
+    done: &[R<T>],
+    values: Option<&mut [S]>,
+    none: S,
+    value: impl Fn(T) -> S,
+) {
+    for (s, r) in values.unwrap_or_default().iter_mut().zip(done) {
+        *s = r.as_ref().map_or(none, |v| value(*v));
+    }
+}
+
+/// The items of a `fail_many`: lease `i` with `reasons[i]` (UTF-8) and
+/// `permanent[i]`.
+unsafe fn fail_items<'a>(
+    leases: *const *const tenure_lease,
+    reasons: *const *const c_char,
+    permanent: *const bool,
+    n: usize,
+) -> R<Vec<(&'a Lease, &'a str, bool)>> {
+    let leases = self::leases(leases, n)?;
+    let reasons = array(reasons, n, "reasons")?
+        .iter()
+        .enumerate()
+        .map(|(i, r)| str_arg(*r, &format!("reasons[{i}]")))
+        .collect::<R<Vec<&str>>>()?;
+    let permanent = array(permanent, n, "permanent")?;
+    Ok(leases
+        .into_iter()
+        .zip(reasons)
+        .zip(permanent)
+        .map(|((l, r), p)| (l, r, *p))
+        .collect())
+}
+
+/// The job state of an accepted transition (`TENURE_JOB_ANY` for one that
+/// leaves none to report).
+const NO_STATE: tenure_job_state = tenure_job_state::TENURE_JOB_ANY;
 
 /// The exports of the batched operations for the handle type `$ty`
 /// (parameter `$h`), in header order, each with its own documentation.
@@ -165,7 +201,7 @@ macro_rules! batch_writes {
                 let leases = self::leases(leases, n)?;
                 let out = statuses_out(out_statuses, n)?;
                 let done = BatchWriter::renew_many($h, &leases, ttl(ttl_us)?)?;
-                write_outcomes(&done, out, None, |()| tenure_job_state::TENURE_JOB_ANY)
+                write_outcomes(&done, out, None, NO_STATE, |()| NO_STATE)
             })
         }
 
@@ -184,7 +220,7 @@ macro_rules! batch_writes {
                 let out = statuses_out(out_statuses, n)?;
                 let states = out_array(out_states, n, "out_states", true)?;
                 let done = BatchWriter::release_many($h, &leases)?;
-                write_outcomes(&done, out, states, tenure_job_state::from)
+                write_outcomes(&done, out, states, NO_STATE, tenure_job_state::from)
             })
         }
 
@@ -201,23 +237,11 @@ macro_rules! batch_writes {
         ) -> tenure_status {
             boundary(|| {
                 let $h = Arg::read($h, stringify!($h))?;
-                let leases = self::leases(leases, n)?;
-                let reasons = array(reasons, n, "reasons")?
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| str_arg(*r, &format!("reasons[{i}]")))
-                    .collect::<R<Vec<&str>>>()?;
-                let permanent = array(permanent, n, "permanent")?;
+                let items = fail_items(leases, reasons, permanent, n)?;
                 let out = statuses_out(out_statuses, n)?;
                 let states = out_array(out_states, n, "out_states", true)?;
-                let items: Vec<(&Lease, &str, bool)> = leases
-                    .iter()
-                    .zip(reasons)
-                    .zip(permanent)
-                    .map(|((l, r), p)| (*l, r, *p))
-                    .collect();
                 let done = BatchWriter::fail_many($h, &items)?;
-                write_outcomes(&done, out, states, tenure_job_state::from)
+                write_outcomes(&done, out, states, NO_STATE, tenure_job_state::from)
             })
         }
 
@@ -236,10 +260,8 @@ macro_rules! batch_writes {
                 let leases = self::leases(leases, n)?;
                 let facts = batch_facts(facts, n_facts, n)?;
                 let out = statuses_out(out_statuses, n)?;
-                let items: Vec<(&Lease, &[Fact])> =
-                    leases.iter().zip(&facts).map(|(l, f)| (*l, f.as_slice())).collect();
-                let done = BatchWriter::complete_many($h, &items)?;
-                write_outcomes(&done, out, None, |()| tenure_job_state::TENURE_JOB_ANY)
+                let done = BatchWriter::complete_many($h, &complete_items(&leases, &facts))?;
+                write_outcomes(&done, out, None, NO_STATE, |()| NO_STATE)
             })
         }
     };
@@ -266,6 +288,18 @@ unsafe fn batch_facts(
         .map(|(i, (f, c))| {
             convert_facts(*f, *c).map_err(|e| crate::boundary::invalid(format!("lease {i}: {e}")))
         })
+        .collect()
+}
+
+/// The items of a `complete_many`: lease `i` with `facts[i]`.
+fn complete_items<'a>(
+    leases: &[&'a Lease],
+    facts: &'a [Vec<Fact>],
+) -> Vec<(&'a Lease, &'a [Fact])> {
+    leases
+        .iter()
+        .zip(facts)
+        .map(|(l, f)| (*l, f.as_slice()))
         .collect()
 }
 
@@ -334,4 +368,150 @@ batch_writes! {
     /// `tenure_authority_complete_many()`. The facts become visible with the
     /// commit.
     complete_many: tenure_edit_complete_many;
+}
+
+// The batched transitions as idempotent calls (authority only: inside an
+// edit nothing is acknowledged before the edit's own commit).
+
+/// Renew `n` leases as `tenure_authority_renew_many()` does, as an
+/// idempotent call (ABI 1.1): each lease is decided as
+/// `tenure_lease_renew_idempotent()` decides it. `out_expires_us` and
+/// `out_replayed` may be NULL; if given, arrays of `n` receiving each
+/// renewed lease's expiry and whether it was a replay (0 and false for a
+/// refused lease).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_authority_renew_many_idempotent(
+    authority: *const tenure_authority,
+    leases: *const *const tenure_lease,
+    n: usize,
+    ttl_us: i64,
+    out_statuses: *mut tenure_status,
+    out_expires_us: *mut i64,
+    out_replayed: *mut bool,
+) -> tenure_status {
+    boundary(|| {
+        let authority = Arg::read(authority, "authority")?;
+        let leases = self::leases(leases, n)?;
+        let out = statuses_out(out_statuses, n)?;
+        let expires = out_array(out_expires_us, n, "out_expires_us", true)?;
+        let replayed = out_array(out_replayed, n, "out_replayed", true)?;
+        let done = authority
+            .inner
+            .renew_many_idempotent(&leases, ttl(ttl_us)?)?;
+        write_applied(&done, out, replayed, expires, 0, |v| v)
+    })
+}
+
+/// Release `n` leases as `tenure_authority_release_many()` does, as an
+/// idempotent call (ABI 1.1): each lease is decided as
+/// `tenure_lease_release_idempotent()` decides it. `out_states` and
+/// `out_replayed` may be NULL; if given, arrays of `n` (`TENURE_JOB_ANY`
+/// and false for a refused lease).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_authority_release_many_idempotent(
+    authority: *const tenure_authority,
+    leases: *const *const tenure_lease,
+    n: usize,
+    out_statuses: *mut tenure_status,
+    out_states: *mut tenure_job_state,
+    out_replayed: *mut bool,
+) -> tenure_status {
+    boundary(|| {
+        let authority = Arg::read(authority, "authority")?;
+        let leases = self::leases(leases, n)?;
+        states_applied(n, out_statuses, out_states, out_replayed, || {
+            authority.inner.release_many_idempotent(&leases)
+        })
+    })
+}
+
+/// Fail `n` leases as `tenure_authority_fail_many()` does, as an idempotent
+/// call (ABI 1.1): each lease is decided as `tenure_lease_fail_idempotent()`
+/// decides it. `out_states` and `out_replayed` may be NULL; if given,
+/// arrays of `n` (`TENURE_JOB_ANY` and false for a refused lease).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_authority_fail_many_idempotent(
+    authority: *const tenure_authority,
+    leases: *const *const tenure_lease,
+    reasons: *const *const c_char,
+    permanent: *const bool,
+    n: usize,
+    out_statuses: *mut tenure_status,
+    out_states: *mut tenure_job_state,
+    out_replayed: *mut bool,
+) -> tenure_status {
+    boundary(|| {
+        let authority = Arg::read(authority, "authority")?;
+        let items = fail_items(leases, reasons, permanent, n)?;
+        states_applied(n, out_statuses, out_states, out_replayed, || {
+            authority.inner.fail_many_idempotent(&items)
+        })
+    })
+}
+
+/// Complete `n` leases as `tenure_authority_complete_many()` does, as an
+/// idempotent call (ABI 1.1): each lease is decided as
+/// `tenure_lease_complete_idempotent()` decides it (other facts than its
+/// lease recorded: `TENURE_CONFLICT` in its slot). `out_replayed` may be
+/// NULL; if given, an array of `n` (false for a refused lease).
+#[no_mangle]
+pub unsafe extern "C" fn tenure_authority_complete_many_idempotent(
+    authority: *const tenure_authority,
+    leases: *const *const tenure_lease,
+    facts: *const *const tenure_fact,
+    n_facts: *const usize,
+    n: usize,
+    out_statuses: *mut tenure_status,
+    out_replayed: *mut bool,
+) -> tenure_status {
+    boundary(|| {
+        let authority = Arg::read(authority, "authority")?;
+        let leases = self::leases(leases, n)?;
+        let facts = batch_facts(facts, n_facts, n)?;
+        let out = statuses_out(out_statuses, n)?;
+        let replayed = out_array(out_replayed, n, "out_replayed", true)?;
+        let done = authority
+            .inner
+            .complete_many_idempotent(&complete_items(&leases, &facts))?;
+        write_applied(&done, out, replayed, None, NO_STATE, |()| NO_STATE)
+    })
+}
+
+/// The out-arrays of an idempotent batch whose accepted items leave a job
+/// state (release, fail), checked after the inputs and written from the
+/// outcomes of `run`.
+unsafe fn states_applied(
+    n: usize,
+    out_statuses: *mut tenure_status,
+    out_states: *mut tenure_job_state,
+    out_replayed: *mut bool,
+    run: impl FnOnce() -> R<Vec<R<Applied<JobState>>>>,
+) -> R {
+    let out = statuses_out(out_statuses, n)?;
+    let states = out_array(out_states, n, "out_states", true)?;
+    let replayed = out_array(out_replayed, n, "out_replayed", true)?;
+    let done = run()?;
+    write_applied(
+        &done,
+        out,
+        replayed,
+        states,
+        NO_STATE,
+        tenure_job_state::from,
+    )
+}
+
+/// [`write_outcomes`] of idempotent outcomes, plus each accepted item's
+/// replayed flag to `replayed` if given (false for a refused one).
+fn write_applied<T: Copy, S: Copy>(
+    done: &[R<Applied<T>>],
+    statuses: &mut [tenure_status],
+    replayed: Option<&mut [bool]>,
+    values: Option<&mut [S]>,
+    none: S,
+    value: impl Fn(T) -> S,
+) -> R {
+    write_outcomes(done, statuses, values, none, |a| value(a.value))?;
+    write_values(done, replayed, false, |a| a.replayed);
+    Ok(())
 }

@@ -5,10 +5,12 @@
 
 use std::ffi::c_char;
 
-use tenure::{Applied, ClaimRequest, JobState};
+use tenure::{Applied, ClaimRequest, JobState, Lease, Ttl};
 
 use crate::authority::tenure_authority;
-use crate::boundary::{boundary, boxed, free_box, Handle, R};
+use crate::batch::{out_array, status};
+use crate::boundary::{boundary, boxed, free_box, ttl, Arg, Handle, R};
+use crate::edit::tenure_edit;
 use crate::lease::tenure_lease;
 use crate::options::{tenure_fact, tenure_job_state};
 use crate::status::tenure_status;
@@ -39,69 +41,180 @@ pub unsafe extern "C" fn tenure_claim_request_free(request: *mut tenure_claim_re
     free_box(request)
 }
 
-/// Write an applied lease to the out-parameters (both checked non-NULL).
-unsafe fn lease_out(
-    a: Applied<tenure::Lease>,
+writer! {
+    /// A handle that claims under request IDs.
+    trait RequestWriter {
+        fn claim_with(
+            production: &str, job: &str, holder: &str, ttl: Ttl, request: &ClaimRequest
+        ) -> Applied<Lease>;
+        fn claim_next_with(
+            production: &str, holder: &str, ttl: Ttl, request: &ClaimRequest
+        ) -> Applied<Lease>;
+        fn claim_next_many_with(
+            production: &str, holder: &str, ttl: Ttl, n: usize, request: &ClaimRequest
+        ) -> Applied<Vec<R<Lease>>>;
+    }
+}
+
+/// The one body of a single claim under a request (`claim_with`,
+/// `claim_next_with`, on an authority or inside an edit), after the export
+/// read its handle and strings: reads the request and the out-parameters,
+/// runs `claim` with the TTL and the request, writes the lease and the
+/// replayed flag.
+unsafe fn claim_one(
+    ttl_us: i64,
+    request: *const tenure_claim_request,
     out_lease: *mut *mut tenure_lease,
     out_replayed: *mut bool,
-) -> R<()> {
-    out_replayed.write(a.replayed);
-    out_lease.write(tenure_lease::boxed(a.value));
+    claim: impl FnOnce(Ttl, &ClaimRequest) -> R<Applied<Lease>>,
+) -> R {
+    let r = Arg::read(request, "request")?;
+    let (out_lease, out_replayed) = (arg_out!(out_lease), arg_out!(out_replayed));
+    let got = claim(ttl(ttl_us)?, &r.inner)?;
+    out_replayed.write(got.replayed);
+    out_lease.write(tenure_lease::boxed(got.value));
     Ok(())
 }
 
-/// Claim job `job` of `production` as `tenure_authority_claim()` does,
-/// under `request` (ABI 1.1). A retry with the same request handle answers
-/// with the same lease while that claim is current (`*out_replayed` true,
-/// nothing changes), else with that claim's own status
-/// (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`, `TENURE_LEASE_CLOSED`,
-/// `TENURE_CANCELLED`); the same request ID with another secret or other
-/// arguments is `TENURE_CONFLICT`. Retried automatically when the
-/// connection to a PostgreSQL server breaks. `*out_lease` receives an
-/// active lease to free with `tenure_lease_free()`.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_claim_with(
-    authority: *const tenure_authority,
-    production: *const c_char,
-    job: *const c_char,
-    holder: *const c_char,
-    ttl_us: i64,
-    request: *const tenure_claim_request,
-    out_lease: *mut *mut tenure_lease,
-    out_replayed: *mut bool,
-) -> tenure_status {
-    boundary(|| {
-        let a = arg_ref!(authority);
-        let (production, job, holder) = (arg_str!(production), arg_str!(job), arg_str!(holder));
-        let r = arg_ref!(request);
-        let (out_lease, out_replayed) = (arg_out!(out_lease), arg_out!(out_replayed));
-        let ttl = crate::boundary::ttl(ttl_us)?;
-        let got = a.inner.claim_with(production, job, holder, ttl, &r.inner)?;
-        lease_out(got, out_lease, out_replayed)
-    })
+/// The exports of the claims under a request for the handle type `$ty`
+/// (parameter `$h`), in header order, each with its own documentation.
+macro_rules! request_claims {
+    (
+        $h:ident: $ty:ident;
+        $(#[$with_doc:meta])* claim_with: $with:ident;
+        $(#[$next_doc:meta])* claim_next_with: $next:ident;
+        $(#[$many_doc:meta])* claim_next_many_with: $many:ident;
+    ) => {
+        $(#[$with_doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $with(
+            $h: *const $ty,
+            production: *const c_char,
+            job: *const c_char,
+            holder: *const c_char,
+            ttl_us: i64,
+            request: *const tenure_claim_request,
+            out_lease: *mut *mut tenure_lease,
+            out_replayed: *mut bool,
+        ) -> tenure_status {
+            boundary(|| {
+                let $h = Arg::read($h, stringify!($h))?;
+                let (production, job) = (arg_str!(production), arg_str!(job));
+                let holder = arg_str!(holder);
+                claim_one(ttl_us, request, out_lease, out_replayed, |ttl, r| {
+                    RequestWriter::claim_with($h, production, job, holder, ttl, r)
+                })
+            })
+        }
+
+        $(#[$next_doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $next(
+            $h: *const $ty,
+            production: *const c_char,
+            holder: *const c_char,
+            ttl_us: i64,
+            request: *const tenure_claim_request,
+            out_lease: *mut *mut tenure_lease,
+            out_replayed: *mut bool,
+        ) -> tenure_status {
+            boundary(|| {
+                let $h = Arg::read($h, stringify!($h))?;
+                let (production, holder) = (arg_str!(production), arg_str!(holder));
+                claim_one(ttl_us, request, out_lease, out_replayed, |ttl, r| {
+                    RequestWriter::claim_next_with($h, production, holder, ttl, r)
+                })
+            })
+        }
+
+        $(#[$many_doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $many(
+            $h: *const $ty,
+            production: *const c_char,
+            holder: *const c_char,
+            ttl_us: i64,
+            n: usize,
+            request: *const tenure_claim_request,
+            out_leases: *mut *mut tenure_lease,
+            out_statuses: *mut tenure_status,
+            out_count: *mut usize,
+            out_replayed: *mut bool,
+        ) -> tenure_status {
+            boundary(|| {
+                let $h = Arg::read($h, stringify!($h))?;
+                let (production, holder) = (arg_str!(production), arg_str!(holder));
+                tenure::validate::batch(n)?;
+                let r = Arg::read(request, "request")?;
+                let leases = out_array(out_leases, n, "out_leases", false)?.unwrap_or_default();
+                let statuses =
+                    out_array(out_statuses, n, "out_statuses", false)?.unwrap_or_default();
+                let (out_count, out_replayed) = (arg_out!(out_count), arg_out!(out_replayed));
+                let got =
+                    RequestWriter::claim_next_many_with($h, production, holder, ttl(ttl_us)?, n, &r.inner)?;
+                let count = got.value.len();
+                for ((slot, st), l) in leases.iter_mut().zip(statuses.iter_mut()).zip(got.value) {
+                    *st = status(&l);
+                    *slot = l.map_or(std::ptr::null_mut(), tenure_lease::boxed);
+                }
+                out_count.write(count);
+                out_replayed.write(got.replayed);
+                Ok(())
+            })
+        }
+    };
 }
 
-/// Claim the next claimable job as `tenure_authority_claim_next()` does,
-/// under `request` (ABI 1.1; replays as `tenure_authority_claim_with()`).
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_claim_next_with(
-    authority: *const tenure_authority,
-    production: *const c_char,
-    holder: *const c_char,
-    ttl_us: i64,
-    request: *const tenure_claim_request,
-    out_lease: *mut *mut tenure_lease,
-    out_replayed: *mut bool,
-) -> tenure_status {
-    boundary(|| {
-        let a = arg_ref!(authority);
-        let (production, holder) = (arg_str!(production), arg_str!(holder));
-        let r = arg_ref!(request);
-        let (out_lease, out_replayed) = (arg_out!(out_lease), arg_out!(out_replayed));
-        let ttl = crate::boundary::ttl(ttl_us)?;
-        let got = a.inner.claim_next_with(production, holder, ttl, &r.inner)?;
-        lease_out(got, out_lease, out_replayed)
-    })
+request_claims! {
+    authority: tenure_authority;
+    /// Claim job `job` of `production` as `tenure_authority_claim()` does,
+    /// under `request` (ABI 1.1). A retry with the same request handle
+    /// answers with the same lease while that claim is current
+    /// (`*out_replayed` true, nothing changes), else with that claim's own
+    /// status (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`,
+    /// `TENURE_LEASE_CLOSED`, `TENURE_CANCELLED`); the same request ID with
+    /// another secret or other arguments is `TENURE_CONFLICT`. Retried
+    /// automatically when the connection to a PostgreSQL server breaks.
+    /// `*out_lease` receives an active lease to free with
+    /// `tenure_lease_free()`.
+    claim_with: tenure_authority_claim_with;
+    /// Claim the next claimable job as `tenure_authority_claim_next()` does,
+    /// under `request` (ABI 1.1; replays as `tenure_authority_claim_with()`).
+    claim_next_with: tenure_authority_claim_next_with;
+    /// Claim up to `n` (1 ..= 1000) jobs as
+    /// `tenure_authority_claim_next_many()` does, under `request` (ABI 1.1):
+    /// lease `i` carries a secret derived from the request's, so a retry
+    /// with the same request handle answers with the same claims
+    /// (`*out_replayed` true, nothing changes). `out_leases` and
+    /// `out_statuses` are the caller's arrays of `n` slots: on `TENURE_OK`
+    /// each slot below `*out_count` holds either `TENURE_OK` and a lease
+    /// (free it with `tenure_lease_free()`) or, in a replay, that claim's own
+    /// status (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`,
+    /// `TENURE_LEASE_CLOSED`, `TENURE_CANCELLED`, `TENURE_NOT_FOUND` for a
+    /// job deleted since) and NULL; slots from `*out_count` on are untouched.
+    /// A fresh call's slots are all `TENURE_OK`; none claimable is
+    /// `TENURE_OK` with `*out_count` 0 and leaves the request ID unused. The
+    /// same request ID with another secret, other arguments (holder, TTL,
+    /// `n`) or used by `tenure_authority_claim_with()` /
+    /// `tenure_authority_claim_next_with()` is `TENURE_CONFLICT`. Retried
+    /// automatically when the connection to a PostgreSQL server breaks.
+    claim_next_many_with: tenure_authority_claim_next_many_with;
+}
+
+request_claims! {
+    edit: tenure_edit;
+    /// Claim a job under `request` inside the edit (ABI 1.1; see
+    /// `tenure_authority_claim_with()`): the lease is pending until the edit
+    /// commits.
+    claim_with: tenure_edit_claim_with;
+    /// Claim the next job under `request` inside the edit (ABI 1.1; see
+    /// `tenure_authority_claim_next_with()`): the lease is pending until the
+    /// edit commits.
+    claim_next_with: tenure_edit_claim_next_with;
+    /// Claim up to `n` jobs under `request` inside the edit (ABI 1.1; see
+    /// `tenure_authority_claim_next_many_with()`): the leases are pending
+    /// until the edit commits.
+    claim_next_many_with: tenure_edit_claim_next_many_with;
 }
 
 /// Renew as `tenure_lease_renew()` does, as an idempotent call (ABI 1.1):
@@ -167,6 +280,31 @@ pub unsafe extern "C" fn tenure_lease_fail_idempotent(
         let reason = arg_str!(reason);
         let (out_s, out_r) = (arg_out!(out_state), arg_out!(out_replayed));
         state_out(l.lease.fail_idempotent(reason, permanent)?, out_s, out_r)
+    })
+}
+
+/// Fail with a retry delay as `tenure_lease_fail_retry_after()` does, as an
+/// idempotent call (ABI 1.1): a failure this lease already recorded with
+/// the same reason and retry delay is a replay; another reason, a
+/// permanent failure or another delay is `TENURE_CONFLICT`.
+#[no_mangle]
+pub unsafe extern "C" fn tenure_lease_fail_retry_after_idempotent(
+    lease: *const tenure_lease,
+    reason: *const c_char,
+    delay_us: i64,
+    out_state: *mut tenure_job_state,
+    out_replayed: *mut bool,
+) -> tenure_status {
+    boundary(|| {
+        let l = arg_ref!(lease);
+        let reason = arg_str!(reason);
+        let (out_s, out_r) = (arg_out!(out_state), arg_out!(out_replayed));
+        let delay = crate::schedule::delay(delay_us)?;
+        state_out(
+            l.lease.fail_retry_after_idempotent(reason, delay)?,
+            out_s,
+            out_r,
+        )
     })
 }
 

@@ -28,7 +28,7 @@ use crate::status::tenure_status;
 
 /// A count of microseconds as the core's delay (`TENURE_INVALID_DURATION`
 /// when negative or over 366 days).
-fn delay(us: i64) -> R<Delay> {
+pub(crate) fn delay(us: i64) -> R<Delay> {
     Delay::from_micros(us)
 }
 

@@ -164,6 +164,38 @@ macro_rules! shared_operations {
             Ok(out)
         }
 
+        /// [`claim_next_many`](Self::claim_next_many) under a request ID
+        /// (see [`claim_with`](Self::claim_with)): claim `i` carries a
+        /// secret derived in the client from the request's, so a retry with
+        /// the same request answers with the same claims (`replayed`,
+        /// nothing changes), each slot the claim while it is current, else
+        /// that claim's own error. A fresh call's slots are all `Ok`; none
+        /// claimable is an empty list and leaves the request ID unused. The
+        /// same ID with another secret, other arguments (holder, TTL, `n`)
+        /// or used by another kind of claim is
+        /// [`Error::Conflict`](crate::Error::Conflict). Retried
+        /// automatically when the connection to a store server breaks.
+        pub fn claim_next_many_with(
+            &$($mut)? self,
+            production: &str,
+            holder: &str,
+            ttl: $crate::Ttl,
+            n: usize,
+            request: &$crate::ClaimRequest,
+        ) -> $crate::Result<$crate::Applied<Vec<$crate::Result<$crate::Lease>>>> {
+            let a = self.step_idempotent(|s| {
+                $crate::rules::claim_next_many_with(s, production, holder, ttl, n, request)
+            })?;
+            let mut out = Vec::with_capacity(a.value.len());
+            for m in a.value {
+                out.push(match m {
+                    Ok(m) => Ok(self.mint(m)),
+                    Err(e) => Err(e),
+                });
+            }
+            Ok($crate::Applied { replayed: a.replayed, value: out })
+        }
+
         /// Renew many leases to `now + ttl` in one operation (each as
         /// [`Lease::renew`](crate::Lease::renew)). The outer error means
         /// nothing was done; otherwise one outcome per lease, in order.

@@ -11,7 +11,7 @@ use crate::request::{Applied, ClaimRequest};
 use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::secret::Secret;
 use crate::session::Session;
-use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, Stored, Tombstone, Txn};
+use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn};
 use crate::ttl::{Backoff, Delay, Ttl};
 use crate::validate;
 use sha2::{Digest, Sha256};
@@ -596,11 +596,11 @@ fn mint(
     holder: &str,
     ttl: Ttl,
     now: i64,
-    asked: Asked<'_>,
+    asked: Option<Asked<'_>>,
 ) -> Result<Minted> {
-    let (c, m) = minted(row, holder, ttl, now, asked.map(|(r, _)| &r.secret))?;
-    if let Some((req, args)) = asked {
-        record_request(s, req, args, &m, now)?;
+    let (c, m) = minted(row, holder, ttl, now, asked.map(|a| a.secret(0)).as_ref())?;
+    if let Some(a) = asked {
+        record_request(s, a, std::slice::from_ref(&m), now)?;
     }
     write(s, c)?;
     Ok(m)
@@ -617,10 +617,38 @@ pub(crate) fn claim(
     claim_minting(s, production, job, holder, ttl, None)
 }
 
-/// A claim made under a [`ClaimRequest`], with the digest of the claim's
-/// arguments ([`request_args`]): the claim carries the request's secret and
-/// is recorded under its ID ([`record_request`]) before its writes.
-type Asked<'a> = Option<(&'a ClaimRequest, &'a [u8])>;
+/// Claims made under a [`ClaimRequest`], with the digest of the call's
+/// arguments ([`request_args`]), recorded ([`record_request`]) before
+/// their writes. A single claim (`claim_with`, `claim_next_with`) carries
+/// the request's secret and is recorded under its ID; member `i` of a batch
+/// (`claim_next_many_with`) carries [`Secret::derive`]`(i)` and is recorded
+/// under [`Asked::member_id`]`(i)`: the request ID for member 0, and
+/// `"{id}/{i:04}"` after it (a `/` never occurs in a caller's ID).
+#[derive(Clone, Copy)]
+struct Asked<'a> {
+    req: &'a ClaimRequest,
+    args: &'a [u8],
+    batch: bool,
+}
+
+impl Asked<'_> {
+    /// The secret of claim `i` under the request.
+    fn secret(&self, i: usize) -> Secret {
+        if self.batch {
+            self.req.secret.derive(i)
+        } else {
+            self.req.secret.clone()
+        }
+    }
+
+    /// The ID claim `i` under the request is recorded under.
+    fn member_id(&self, i: usize) -> String {
+        match i {
+            0 => self.req.request_id().to_owned(),
+            _ => format!("{}/{i:04}", self.req.request_id()),
+        }
+    }
+}
 
 /// [`claim`], under the request `asked` or none (a fresh secret).
 fn claim_minting(
@@ -629,7 +657,7 @@ fn claim_minting(
     job: &str,
     holder: &str,
     ttl: Ttl,
-    asked: Asked<'_>,
+    asked: Option<Asked<'_>>,
 ) -> Result<Minted> {
     validate::id("production", production)?;
     validate::id("job", job)?;
@@ -647,7 +675,7 @@ fn claim_locked(
     (now, row): (i64, Option<JobRow>),
     holder: &str,
     ttl: Ttl,
-    asked: Asked<'_>,
+    asked: Option<Asked<'_>>,
 ) -> Result<Minted> {
     let row = row.ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))?;
     if let Some(due) = not_due(&row, now) {
@@ -710,14 +738,14 @@ pub(crate) fn claim_next_many(
 }
 
 /// The claim-next rule for `n` claims (see [`claim_next`]); `asked`: the
-/// request of a single claim (`n` = 1) under a [`ClaimRequest`].
+/// request the claims are made under, if any.
 fn claim_next_scan(
     s: &mut Session,
     production: &str,
     holder: &str,
     ttl: Ttl,
     n: usize,
-    asked: Asked<'_>,
+    asked: Option<Asked<'_>>,
 ) -> Result<Vec<Minted>> {
     validate::id("production", production)?;
     validate::holder(holder)?;
@@ -765,8 +793,8 @@ fn claim_next_scan(
             match classify(&row, now) {
                 JobState::Claimed => continue,
                 JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
-                    let given = asked.filter(|_| n == 1).map(|(r, _)| &r.secret);
-                    let (c, m) = minted(row, holder, ttl, now, given)?;
+                    let given = asked.map(|a| a.secret(out.len()));
+                    let (c, m) = minted(row, holder, ttl, now, given.as_ref())?;
                     changes.push(c);
                     out.push(m);
                     if out.len() == n {
@@ -777,8 +805,8 @@ fn claim_next_scan(
             }
         }
     }
-    if let (Some((req, args)), [m]) = (asked.filter(|_| n == 1), &out[..]) {
-        record_request(s, req, args, m, now)?;
+    if let Some(a) = asked.filter(|_| !out.is_empty()) {
+        record_request(s, a, &out, now)?;
     }
     write_many(s, &changes)?;
     Ok(out)
@@ -1550,88 +1578,128 @@ pub(crate) fn delete_production_step(
 /// that claim ([`crate::retry`] retries it automatically).
 pub(crate) const REQUEST_RACE: &str = "another claim under the same request ID";
 
-/// The digest of a claim's arguments, compared with a retry's.
-fn request_args(kind: &str, job: &str, holder: &str, ttl: Ttl) -> Vec<u8> {
+/// The digest of a claim's arguments, compared with a retry's: the kind
+/// of call, its target (the named job; the batch size of a claim-next-many),
+/// the holder and the TTL.
+fn request_args(kind: &str, target: &str, holder: &str, ttl: Ttl) -> Vec<u8> {
     let mut h = Sha256::new();
-    for part in [kind, job, holder, &ttl.as_micros().to_string()] {
+    for part in [kind, target, holder, &ttl.as_micros().to_string()] {
         h.update(part.as_bytes());
         h.update([0]);
     }
     h.finalize().to_vec()
 }
 
-/// A claim under `req` that was already made: `Ok(None)` if the request ID
-/// is new; `conflict` if it was used with other arguments or another
-/// secret; else the claim it made while that is current (nothing changes),
-/// or that claim's own refusal ([`checked`]: `stale_lease`,
-/// `lease_expired`, `lease_closed`, `cancelled`), checked at `now(s)`,
-/// which is asked for only when the request ID was used.
+/// Claims under `asked` already made, up to `n` of them: `Ok(None)` if the
+/// request ID is new; `conflict` if it was used with other arguments or
+/// another secret; else one slot per claim made, in order: the claim while
+/// it is current (nothing changes), or its own refusal ([`checked`]:
+/// `stale_lease`, `lease_expired`, `lease_closed`, `cancelled`; `not_found`
+/// for a member whose job was deleted since), checked at `now(s)`, which is
+/// asked for only when the request ID was used.
 fn claim_replay(
     s: &mut Session,
     production: &str,
-    req: &ClaimRequest,
-    args: &[u8],
+    asked: Asked<'_>,
+    n: usize,
     now: impl FnOnce(&mut Session) -> Result<i64>,
-) -> Result<Option<Minted>> {
-    let Some(r) = s.txn.claim_request(production, req.request_id())? else {
+) -> Result<Option<Vec<Result<Minted>>>> {
+    let ids: Vec<String> = (0..n).map(|i| asked.member_id(i)).collect();
+    let rows = s.txn.claim_requests(production, &ids)?;
+    if rows.is_empty() {
         return Ok(None);
-    };
-    let id = req.request_id();
-    if r.args_digest != args {
-        return Err(Error::Conflict(format!(
-            "request ID {id:?} of production {production:?} was used for a claim with other \
-             arguments"
-        )));
     }
-    if !req.secret.matches(Some(&r.secret_digest)) {
-        return Err(Error::Conflict(format!(
-            "request ID {id:?} of production {production:?} was used with another secret"
-        )));
+    let id = asked.req.request_id();
+    let mut found: Vec<Option<RequestRow>> = ids.iter().map(|_| None).collect();
+    for r in rows {
+        let Some(i) = ids.iter().position(|m| *m == r.request_id) else {
+            continue;
+        };
+        if r.args_digest != asked.args {
+            return Err(Error::Conflict(format!(
+                "request ID {id:?} of production {production:?} was used for a claim with other \
+                 arguments"
+            )));
+        }
+        if !asked.secret(i).matches(Some(&r.secret_digest)) {
+            return Err(Error::Conflict(format!(
+                "request ID {id:?} of production {production:?} was used with another secret"
+            )));
+        }
+        found[i] = Some(r);
     }
     let now = now(s)?;
-    let key = LeaseKey {
-        production,
-        job: &r.job,
-        claim_id: Some(r.claim_id),
-        secret: &req.secret,
-    };
-    let row = current(s.txn.as_mut(), &key, now)?;
-    Ok(Some(Minted {
-        production: r.production,
-        job: r.job,
-        claim_id: r.claim_id,
-        attempt: row.attempts,
-        holder: row.holder.unwrap_or_default(),
-        expires_us: row.expires_us.unwrap_or_default(),
-        secret: req.secret.clone(),
-    }))
+    let made = found
+        .iter()
+        .rposition(Option::is_some)
+        .map_or(0, |last| last + 1);
+    let mut out = Vec::with_capacity(made);
+    for (i, r) in found.into_iter().take(made).enumerate() {
+        let Some(r) = r else {
+            out.push(Err(Error::NotFound(format!(
+                "the job claimed under request ID {id:?} (member {i}) of production \
+                 {production:?} was deleted"
+            ))));
+            continue;
+        };
+        let secret = asked.secret(i);
+        let key = LeaseKey {
+            production,
+            job: &r.job,
+            claim_id: Some(r.claim_id),
+            secret: &secret,
+        };
+        out.push(current(s.txn.as_mut(), &key, now).map(|row| Minted {
+            production: r.production,
+            job: r.job,
+            claim_id: r.claim_id,
+            attempt: row.attempts,
+            holder: row.holder.unwrap_or_default(),
+            expires_us: row.expires_us.unwrap_or_default(),
+            secret,
+        }));
+    }
+    Ok(Some(out))
 }
 
-/// Record the claim `m` made under `req`; a concurrent claim that took the
-/// request ID first makes this one `busy` (rolled back: the retry answers
-/// with that claim).
-fn record_request(
+/// [`claim_replay`] of a single claim: its lease, or its refusal as the
+/// call's error.
+fn claim_replay_one(
     s: &mut Session,
-    req: &ClaimRequest,
-    args: &[u8],
-    m: &Minted,
-    now: i64,
-) -> Result<()> {
-    let fresh = s.txn.insert_claim_request(&crate::store::RequestRow {
-        production: m.production.clone(),
-        request_id: req.request_id().to_owned(),
-        job: m.job.clone(),
-        claim_id: m.claim_id,
-        secret_digest: req.secret.digest().to_vec(),
-        args_digest: args.to_vec(),
-        created_us: now,
-    })?;
-    if fresh {
+    production: &str,
+    asked: Asked<'_>,
+    now: impl FnOnce(&mut Session) -> Result<i64>,
+) -> Result<Option<Minted>> {
+    match claim_replay(s, production, asked, 1, now)? {
+        Some(v) => v.into_iter().next().transpose(),
+        None => Ok(None),
+    }
+}
+
+/// Record the claims `ms` made under `asked` (claim `i` under
+/// [`Asked::member_id`]`(i)`); a concurrent claim that took the request ID
+/// first makes this one `busy` (rolled back: the retry answers with that
+/// claim).
+fn record_request(s: &mut Session, asked: Asked<'_>, ms: &[Minted], now: i64) -> Result<()> {
+    let rows: Vec<RequestRow> = ms
+        .iter()
+        .enumerate()
+        .map(|(i, m)| RequestRow {
+            production: m.production.clone(),
+            request_id: asked.member_id(i),
+            job: m.job.clone(),
+            claim_id: m.claim_id,
+            secret_digest: m.secret.digest().to_vec(),
+            args_digest: asked.args.to_vec(),
+            created_us: now,
+        })
+        .collect();
+    if s.txn.insert_claim_requests(&rows)? {
         Ok(())
     } else {
         Err(Error::Busy(format!(
             "{REQUEST_RACE} {:?} committed first; retry to get its lease",
-            req.request_id()
+            asked.req.request_id()
         )))
     }
 }
@@ -1654,11 +1722,15 @@ pub(crate) fn claim_with(
     // record is visible to the lookup.
     let (now, row) = locked(s, production, job)?;
     let args = request_args("claim", job, holder, ttl);
-    if let Some(m) = claim_replay(s, production, req, &args, |_| Ok(now))? {
+    let asked = Asked {
+        req,
+        args: &args,
+        batch: false,
+    };
+    if let Some(m) = claim_replay_one(s, production, asked, |_| Ok(now))? {
         return Ok(Applied::replay(m));
     }
-    let asked = Some((req, &args[..]));
-    let m = claim_locked(s, production, job, (now, row), holder, ttl, asked)?;
+    let m = claim_locked(s, production, job, (now, row), holder, ttl, Some(asked))?;
     Ok(Applied::fresh(m))
 }
 
@@ -1675,14 +1747,50 @@ pub(crate) fn claim_next_with(
     validate::holder(holder)?;
     validate::id("request ID", req.request_id())?;
     let args = request_args("claim-next", "", holder, ttl);
+    let asked = Asked {
+        req,
+        args: &args,
+        batch: false,
+    };
     // A new request ID (the usual case) needs no clock sample of its own:
     // the scan takes one.
     let sampled = |s: &mut Session| s.guarded_sample();
-    if let Some(m) = claim_replay(s, production, req, &args, sampled)? {
+    if let Some(m) = claim_replay_one(s, production, asked, sampled)? {
         return Ok(Applied::replay(Some(m)));
     }
-    let m = claim_next_scan(s, production, holder, ttl, 1, Some((req, &args[..])))?.pop();
+    let m = claim_next_scan(s, production, holder, ttl, 1, Some(asked))?.pop();
     Ok(Applied::fresh(m))
+}
+
+/// Claim-next-many under a request ID (see [`ClaimRequest`]): claim `i`
+/// carries the secret derived from the request's for `i`, and is recorded
+/// under its own member ID ([`Asked`]). A fresh call's claims are all `Ok`
+/// (none claimable: empty, the request ID stays unused); a replay answers
+/// each claim made as [`claim_replay`] does: current, or its own refusal.
+pub(crate) fn claim_next_many_with(
+    s: &mut Session,
+    production: &str,
+    holder: &str,
+    ttl: Ttl,
+    n: usize,
+    req: &ClaimRequest,
+) -> Result<Applied<Vec<Result<Minted>>>> {
+    validate::batch(n)?;
+    validate::id("production", production)?;
+    validate::holder(holder)?;
+    validate::id("request ID", req.request_id())?;
+    let args = request_args("claim-next-many", &n.to_string(), holder, ttl);
+    let asked = Asked {
+        req,
+        args: &args,
+        batch: true,
+    };
+    let sampled = |s: &mut Session| s.guarded_sample();
+    if let Some(v) = claim_replay(s, production, asked, n, sampled)? {
+        return Ok(Applied::replay(v));
+    }
+    let ms = claim_next_scan(s, production, holder, ttl, n, Some(asked))?;
+    Ok(Applied::fresh(ms.into_iter().map(Ok).collect()))
 }
 
 /// Whether the refusal `e` of a claimant transition may be a replay: the

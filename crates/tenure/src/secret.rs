@@ -12,6 +12,7 @@ use zeroize::Zeroizing;
 /// Length of a secret in bytes.
 pub(crate) const SECRET_LEN: usize = 32;
 const DIGEST_DOMAIN: &[u8] = b"tenure-lease-secret-v1\0";
+const MEMBER_DOMAIN: &[u8] = b"tenure-claim-request-member-v1\0";
 
 /// A lease's private credential.
 #[derive(Clone)]
@@ -33,6 +34,18 @@ impl Secret {
 
     pub(crate) fn bytes(&self) -> &[u8; SECRET_LEN] {
         &self.0
+    }
+
+    /// The secret of member `i` of a batch claimed under one request
+    /// (SHA-256 over a domain tag, this secret and `i`): derived in the
+    /// client, so a retry with the same request reproduces it and only its
+    /// digest travels.
+    pub(crate) fn derive(&self, i: usize) -> Secret {
+        let mut h = Sha256::new();
+        h.update(MEMBER_DOMAIN);
+        h.update(self.0.as_ref());
+        h.update((i as u64).to_le_bytes());
+        Secret(Zeroizing::new(h.finalize().into()))
     }
 
     /// The digest the store keeps in place of the secret.
@@ -73,5 +86,11 @@ mod tests {
         assert!(!a.matches(None));
         assert!(!a.matches(Some(&a.digest()[..31])));
         assert_ne!(&a.digest()[..], &a.bytes()[..]);
+        // Derived member secrets: reproducible, distinct per member and
+        // per parent secret, and never the parent itself.
+        assert_eq!(a.derive(1).bytes(), a.derive(1).bytes());
+        assert_ne!(a.derive(0).bytes(), a.derive(1).bytes());
+        assert_ne!(a.derive(0).bytes(), a.bytes());
+        assert_ne!(a.derive(0).bytes(), b.derive(0).bytes());
     }
 }

@@ -836,11 +836,11 @@ fn pg_every_call_takes_at_most_three_round_trips() {
     // A claim under a request ID looks the request up after the job's lock
     // and records it: two statements more than a plain claim (design.md,
     // "Idempotent calls").
-    a.submit_many(
-        "p",
-        &[JobSpec::new("rq0", vec![]), JobSpec::new("rq1", vec![])],
-    )
-    .unwrap();
+    let rq: Vec<JobSpec> = (0..2)
+        .map(|i| JobSpec::new(format!("rq{i}"), vec![]))
+        .chain((0..20).map(|i| JobSpec::new(format!("rm{i}"), vec![])))
+        .collect();
+    a.submit_many("p", &rq).unwrap();
     for round in 0..2 {
         let req = ClaimRequest::new(&format!("rq-{round}")).unwrap();
         let n = rt(&mut || {
@@ -852,9 +852,21 @@ fn pg_every_call_takes_at_most_three_round_trips() {
             let got = a.claim_next_with("p", "w", secs(60), &next).unwrap();
             assert!(!got.replayed);
         });
-        eprintln!("claim_with: {n} round trips, claim_next_with: {m}");
+        // A batch under one request ID records all its members in one
+        // statement: as many round trips as one claim-next under a request.
+        let many = ClaimRequest::new(&format!("rb-{round}")).unwrap();
+        let b = rt(&mut || {
+            let got = a
+                .claim_next_many_with("p", "w", secs(60), 10, &many)
+                .unwrap();
+            assert!(!got.replayed && got.value.len() == 10);
+        });
+        eprintln!("claim_with: {n} round trips, claim_next_with: {m}, claim_next_many_with: {b}");
         if round == 1 {
-            assert!(n <= 5 && m <= 5, "claim_with {n}, claim_next_with {m}");
+            assert!(
+                n <= 5 && m <= 5 && b <= 5,
+                "claim_with {n}, claim_next_with {m}, claim_next_many_with {b}"
+            );
         }
     }
     // Jobs whose due time has come are claimed in the same 3 (the first

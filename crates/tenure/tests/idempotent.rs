@@ -407,3 +407,186 @@ fn schema_4_and_5_stores_migrate_to_request_ids() {
         assert!(a.check().unwrap().ok());
     }
 }
+
+#[test]
+fn a_batch_claim_retried_under_its_request_id_returns_the_same_leases() {
+    let env = Env::with_jobs(5, 3);
+    let a = &env.auth;
+    let req = ClaimRequest::new("batch").unwrap();
+    let first = a.claim_next_many_with("p", "w", secs(10), 3, &req).unwrap();
+    assert!(!first.replayed);
+    let ls: Vec<Lease> = first.value.into_iter().map(|r| r.unwrap()).collect();
+    let jobs: Vec<&str> = ls.iter().map(|l| l.job()).collect();
+    assert_eq!(jobs, ["j0", "j1", "j2"]);
+    let (views, events): (Vec<JobView>, usize) = (
+        (0..5)
+            .map(|i| a.job("p", &format!("j{i}")).unwrap())
+            .collect(),
+        count_events(a),
+    );
+    env.clock.advance(1_000);
+    let again = a.claim_next_many_with("p", "w", secs(10), 3, &req).unwrap();
+    assert!(again.replayed);
+    let rs: Vec<Lease> = again.value.into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(rs.len(), 3);
+    for (l, r) in ls.iter().zip(&rs) {
+        assert_eq!(
+            (r.job(), r.claim_id(), r.attempt(), r.expires_us()),
+            (l.job(), l.claim_id(), l.attempt(), l.expires_us())
+        );
+    }
+    let now: Vec<JobView> = (0..5)
+        .map(|i| a.job("p", &format!("j{i}")).unwrap())
+        .collect();
+    assert_eq!(now, views, "no attempt consumed, nothing claimed");
+    assert_eq!(count_events(a), events);
+    // The replayed leases carry the claims' secrets: they act as the lease.
+    rs[1].complete(&[]).unwrap();
+    assert_eq!(code(ls[1].release()), ErrorCode::LeaseClosed);
+    // A retry after one member completed: that slot is its own error, the
+    // others replay.
+    let third = a.claim_next_many_with("p", "w", secs(10), 3, &req).unwrap();
+    assert!(third.replayed);
+    let codes: Vec<Option<ErrorCode>> = third
+        .value
+        .iter()
+        .map(|r| r.as_ref().err().map(|e| e.code()))
+        .collect();
+    assert_eq!(codes, [None, Some(ErrorCode::LeaseClosed), None]);
+    assert_eq!(
+        third.value[2].as_ref().unwrap().claim_id(),
+        ls[2].claim_id()
+    );
+    // Members that ended otherwise: released and reclaimed (stale),
+    // cancelled, expired.
+    rs[0].release().unwrap();
+    let taken = a.claim("p", "j0", "other", secs(30)).unwrap();
+    a.cancel("p", "j2").unwrap();
+    let codes = |r: Applied<Vec<Result<Lease>>>| -> Vec<Option<ErrorCode>> {
+        r.value
+            .iter()
+            .map(|r| r.as_ref().err().map(|e| e.code()))
+            .collect()
+    };
+    assert_eq!(
+        codes(a.claim_next_many_with("p", "w", secs(10), 3, &req).unwrap()),
+        [
+            Some(ErrorCode::StaleLease),
+            Some(ErrorCode::LeaseClosed),
+            Some(ErrorCode::Cancelled)
+        ]
+    );
+    taken.release().unwrap();
+    let req2 = ClaimRequest::new("batch-2").unwrap();
+    let two = a
+        .claim_next_many_with("p", "w", secs(10), 2, &req2)
+        .unwrap();
+    assert_eq!(two.value.len(), 2);
+    env.clock.advance(11_000_000);
+    assert_eq!(
+        codes(
+            a.claim_next_many_with("p", "w", secs(10), 2, &req2)
+                .unwrap()
+        ),
+        [Some(ErrorCode::LeaseExpired), Some(ErrorCode::LeaseExpired)]
+    );
+    assert!(a.check().unwrap().ok());
+}
+
+#[test]
+fn a_batch_request_id_with_another_secret_or_other_arguments_is_a_conflict() {
+    let env = Env::with_jobs(4, 3);
+    let a = &env.auth;
+    let req = ClaimRequest::new("req").unwrap();
+    let got = a.claim_next_many_with("p", "w", secs(10), 2, &req).unwrap();
+    assert_eq!(got.value.len(), 2);
+    let views: Vec<JobView> = (0..4)
+        .map(|i| a.job("p", &format!("j{i}")).unwrap())
+        .collect();
+    let events = count_events(a);
+    let other_secret = ClaimRequest::new("req").unwrap();
+    for r in [
+        a.claim_next_many_with("p", "w", secs(10), 2, &other_secret),
+        a.claim_next_many_with("p", "w", secs(10), 3, &req),
+        a.claim_next_many_with("p", "w2", secs(10), 2, &req),
+        a.claim_next_many_with("p", "w", secs(11), 2, &req),
+    ] {
+        assert_eq!(code(r), ErrorCode::Conflict);
+    }
+    // The batch's ID used by a single claim, and a single claim's ID used
+    // by a batch, are conflicts too.
+    assert_eq!(
+        code(a.claim_next_with("p", "w", secs(10), &req)),
+        ErrorCode::Conflict
+    );
+    assert_eq!(
+        code(a.claim_with("p", "j3", "w", secs(10), &req)),
+        ErrorCode::Conflict
+    );
+    let single = ClaimRequest::new("single").unwrap();
+    a.claim_next_with("p", "w", secs(10), &single).unwrap();
+    let views_after: Vec<JobView> = (0..4)
+        .map(|i| a.job("p", &format!("j{i}")).unwrap())
+        .collect();
+    let events_after = count_events(a);
+    assert_eq!(
+        code(a.claim_next_many_with("p", "w", secs(10), 1, &single)),
+        ErrorCode::Conflict
+    );
+    assert_eq!(views[..2], views_after[..2], "the batch's claims stand");
+    assert_eq!(
+        (0..4)
+            .map(|i| a.job("p", &format!("j{i}")).unwrap())
+            .collect::<Vec<_>>(),
+        views_after,
+        "a conflict changes nothing"
+    );
+    assert_eq!(count_events(a), events_after);
+    assert_eq!(events_after, events + 1);
+}
+
+#[test]
+fn a_batch_claim_that_finds_nothing_leaves_its_request_id_unused() {
+    let env = Env::with_jobs(0, 3);
+    let a = &env.auth;
+    let req = ClaimRequest::new("later").unwrap();
+    let none = a.claim_next_many_with("p", "w", secs(10), 4, &req).unwrap();
+    assert!(none.value.is_empty() && !none.replayed);
+    // Unused: the same request is fresh once work arrives, and fewer
+    // claimable than asked is fewer claims.
+    a.submit("p", &JobSpec::new("j0", b"x".to_vec())).unwrap();
+    let one = a.claim_next_many_with("p", "w", secs(10), 4, &req).unwrap();
+    assert!(!one.replayed);
+    assert_eq!(one.value.len(), 1);
+    let again = a.claim_next_many_with("p", "w", secs(10), 4, &req).unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.value.len(), 1);
+    assert_eq!(
+        code(a.claim_next_many_with("p", "w", secs(10), 0, &req)),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        code(a.claim_next_many_with("p", "w", secs(10), validate::MAX_BATCH + 1, &req)),
+        ErrorCode::InvalidArgument
+    );
+}
+
+#[test]
+fn a_batch_claim_in_an_edit_is_pending_until_commit_and_replays_after() {
+    let env = Env::with_jobs(3, 3);
+    let a = &env.auth;
+    let req = ClaimRequest::new("in-edit").unwrap();
+    let mut e = a.edit().unwrap();
+    let got = e.claim_next_many_with("p", "w", secs(10), 2, &req).unwrap();
+    assert!(!got.replayed);
+    let ls: Vec<Lease> = got.value.into_iter().map(|r| r.unwrap()).collect();
+    assert!(ls.iter().all(|l| l.status() == LeaseStatus::Pending));
+    e.commit().unwrap();
+    assert!(ls.iter().all(|l| l.status() == LeaseStatus::Active));
+    let again = a.claim_next_many_with("p", "w", secs(10), 2, &req).unwrap();
+    assert!(again.replayed);
+    assert_eq!(
+        again.value[1].as_ref().unwrap().claim_id(),
+        ls[1].claim_id()
+    );
+}

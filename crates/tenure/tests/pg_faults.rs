@@ -1,7 +1,8 @@
 //! Lost acknowledgements on PostgreSQL: a fault-injecting TCP proxy between
 //! the client and the throwaway server cuts the connection at chosen
 //! points (after the client sent COMMIT and before the reply arrives,
-//! mid-statement, during connect) while claims under request IDs, renew,
+//! mid-statement, during connect) while claims under request IDs (single
+//! and batched), renew,
 //! complete, fail, release and their batched forms run through it. Every
 //! call must return exactly the committed outcome: no double claim, no
 //! attempt consumed by a lost acknowledgement, no completion applied twice,
@@ -214,7 +215,7 @@ fn cut_connections_never_double_claim_consume_an_attempt_or_apply_twice() {
     let n = cuts();
     for i in 0..n {
         let kind = kinds[i % 3];
-        let op = (i / 3) % 10;
+        let op = (i / 3) % 11;
         let p = format!("p{i}");
         a.create_production(&p).unwrap();
         for j in 0..2 {
@@ -326,13 +327,28 @@ fn cut_connections_never_double_claim_consume_an_attempt_or_apply_twice() {
                 assert_eq!(states, [JobState::Requested, JobState::Failed], "{ctx}");
                 assert_eq!(events_of(&direct, &p, EventKind::Failed), 2, "{ctx}");
             }
-            _ => {
+            9 => {
                 let (l0, l1) = (lease("j0"), lease("j1"));
                 plan.arm(kind);
                 let out = a.release_many(&[&l0, &l1]).expect(&ctx);
                 plan.disarm();
                 assert!(out.iter().all(|r| r.is_ok()), "{ctx}: {out:?}");
                 assert_eq!(events_of(&direct, &p, EventKind::Released), 2, "{ctx}");
+            }
+            _ => {
+                let req = ClaimRequest::new(&format!("r{i}")).unwrap();
+                plan.arm(kind);
+                let out = a
+                    .claim_next_many_with(&p, "w", ttl(), 2, &req)
+                    .expect(&ctx)
+                    .value;
+                plan.disarm();
+                assert_eq!(out.len(), 2, "{ctx}");
+                for r in out {
+                    let l = r.expect(&ctx);
+                    let v = direct.job(&p, l.job()).unwrap();
+                    assert_eq!((v.attempts, v.claim_id), (1, Some(l.claim_id())), "{ctx}");
+                }
             }
         }
         // Every claim of the production made exactly one attempt.

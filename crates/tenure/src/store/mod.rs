@@ -510,12 +510,18 @@ pub(crate) trait Txn: Send {
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()>;
     fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<PublishedFact>>;
-    /// The claim recorded under `request_id` in `production` (schema 5).
-    fn claim_request(&mut self, production: &str, request_id: &str) -> Result<Option<RequestRow>>;
-    /// Record a claim made under a request ID unless the ID is taken; false
-    /// if it is (a concurrent claim with the same ID committed first; on
-    /// PostgreSQL the insert waits for it).
-    fn insert_claim_request(&mut self, row: &RequestRow) -> Result<bool>;
+    /// The claims recorded under any of `request_ids` in `production`
+    /// (schema 6), in no particular order; the IDs absent are left out.
+    fn claim_requests(
+        &mut self,
+        production: &str,
+        request_ids: &[String],
+    ) -> Result<Vec<RequestRow>>;
+    /// Record claims made under request IDs unless an ID is taken; false
+    /// if one is (a concurrent claim with the same ID committed first; on
+    /// PostgreSQL the insert waits for it). All rows are of one production;
+    /// the caller rolls back on false.
+    fn insert_claim_requests(&mut self, rows: &[RequestRow]) -> Result<bool>;
     /// The newest event of one job naming `claim_id` (`None` if there is
     /// none, or it was pruned): how a refused claimant transition tells
     /// whether its own lease already made it.

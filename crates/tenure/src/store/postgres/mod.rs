@@ -2328,13 +2328,17 @@ impl Txn for PgTxn {
             .collect())
     }
 
-    fn claim_request(&mut self, production: &str, request_id: &str) -> Result<Option<RequestRow>> {
+    fn claim_requests(
+        &mut self,
+        production: &str,
+        request_ids: &[String],
+    ) -> Result<Vec<RequestRow>> {
         let rows = self.query(
             "SELECT production, request_id, job, claim_id, secret_digest, args_digest, created_us
-             FROM tenure.claim_requests WHERE production = $1 AND request_id = $2",
-            &[&production, &request_id],
+             FROM tenure.claim_requests WHERE production = $1 AND request_id = ANY($2::text[])",
+            &[&production, &request_ids],
         )?;
-        rows.first()
+        rows.iter()
             .map(|r| {
                 Ok(RequestRow {
                     production: r.get(0),
@@ -2347,26 +2351,37 @@ impl Txn for PgTxn {
                     created_us: r.get(6),
                 })
             })
-            .transpose()
+            .collect()
     }
 
-    fn insert_claim_request(&mut self, row: &RequestRow) -> Result<bool> {
+    fn insert_claim_requests(&mut self, rows: &[RequestRow]) -> Result<bool> {
+        let Some(first) = rows.first() else {
+            return Ok(true);
+        };
+        let ids: Vec<&str> = rows.iter().map(|r| r.request_id.as_str()).collect();
+        let jobs: Vec<&str> = rows.iter().map(|r| r.job.as_str()).collect();
+        let claims: Vec<String> = rows.iter().map(|r| r.claim_id.to_string()).collect();
+        let secrets: Vec<&[u8]> = rows.iter().map(|r| r.secret_digest.as_slice()).collect();
+        let args: Vec<&[u8]> = rows.iter().map(|r| r.args_digest.as_slice()).collect();
+        let times: Vec<i64> = rows.iter().map(|r| r.created_us).collect();
         let n = self.execute(
             "INSERT INTO tenure.claim_requests (production, request_id, job, claim_id,
                  secret_digest, args_digest, created_us)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             SELECT $1, u.r, u.j, u.c, u.s, u.a, u.t
+             FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[],
+                         $7::bigint[]) AS u(r, j, c, s, a, t)
              ON CONFLICT (production, request_id) DO NOTHING",
             &[
-                &row.production,
-                &row.request_id,
-                &row.job,
-                &row.claim_id.to_string(),
-                &row.secret_digest,
-                &row.args_digest,
-                &row.created_us,
+                &first.production,
+                &ids,
+                &jobs,
+                &claims,
+                &secrets,
+                &args,
+                &times,
             ],
         )?;
-        Ok(n == 1)
+        Ok(n == rows.len() as u64)
     }
 
     fn last_claim_event(

@@ -1468,38 +1468,46 @@ impl Txn for SqliteTxn {
         }
     }
 
-    fn claim_request(&mut self, production: &str, request_id: &str) -> Result<Option<RequestRow>> {
+    fn claim_requests(
+        &mut self,
+        production: &str,
+        request_ids: &[String],
+    ) -> Result<Vec<RequestRow>> {
         let mut st = self.c().prepare_cached(
             "SELECT production, request_id, job, claim_id, secret_digest, args_digest, created_us
              FROM claim_requests WHERE production = ?1 AND request_id = ?2",
         )?;
-        let row = st
-            .query_row([production, request_id], |r| {
-                Ok(RequestRow {
-                    production: r.get(0)?,
-                    request_id: r.get(1)?,
-                    job: r.get(2)?,
-                    claim_id: uuid_col(r, 3)?
-                        .ok_or_else(|| bad_col(3, "request without a claim ID".into()))?,
-                    secret_digest: r.get(4)?,
-                    args_digest: r.get(5)?,
-                    created_us: r.get(6)?,
+        let mut out = Vec::new();
+        for id in request_ids {
+            let row = st
+                .query_row([production, id.as_str()], |r| {
+                    Ok(RequestRow {
+                        production: r.get(0)?,
+                        request_id: r.get(1)?,
+                        job: r.get(2)?,
+                        claim_id: uuid_col(r, 3)?
+                            .ok_or_else(|| bad_col(3, "request without a claim ID".into()))?,
+                        secret_digest: r.get(4)?,
+                        args_digest: r.get(5)?,
+                        created_us: r.get(6)?,
+                    })
                 })
-            })
-            .optional()?;
-        Ok(row)
+                .optional()?;
+            out.extend(row);
+        }
+        Ok(out)
     }
 
-    fn insert_claim_request(&mut self, row: &RequestRow) -> Result<bool> {
-        let n = self
-            .c()
-            .prepare_cached(
-                "INSERT INTO claim_requests (production, request_id, job, claim_id,
-                     secret_digest, args_digest, created_us)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (production, request_id) DO NOTHING",
-            )?
-            .execute(params![
+    fn insert_claim_requests(&mut self, rows: &[RequestRow]) -> Result<bool> {
+        let mut st = self.c().prepare_cached(
+            "INSERT INTO claim_requests (production, request_id, job, claim_id,
+                 secret_digest, args_digest, created_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (production, request_id) DO NOTHING",
+        )?;
+        let mut all = true;
+        for row in rows {
+            all &= st.execute(params![
                 row.production,
                 row.request_id,
                 row.job,
@@ -1507,8 +1515,9 @@ impl Txn for SqliteTxn {
                 row.secret_digest,
                 row.args_digest,
                 row.created_us
-            ])?;
-        Ok(n == 1)
+            ])? == 1;
+        }
+        Ok(all)
     }
 
     fn last_claim_event(
