@@ -101,12 +101,14 @@ TEST_CASE("idempotent: a failure with a retry delay replays with the same reason
   REQUIRE(v.due.has_value());
   CHECK(*v.due == v.updated + 30s);
   const std::size_t events = event_count(a);
-  const tenure::Applied<tenure::JobState> again = c.fail_retry_after_idempotent("later", 30s);
-  CHECK((again.replayed && again.value == tenure::JobState::Requested));
+  // refusals leave the copy usable; the replay closes it
   CHECK_THROWS_AS(c.fail_retry_after_idempotent("later", 31s), tenure::Conflict);
   CHECK_THROWS_AS(c.fail_retry_after_idempotent("other", 30s), tenure::Conflict);
   CHECK_THROWS_AS(c.fail_idempotent("later", true), tenure::Conflict);
   CHECK_THROWS_AS(c.fail_retry_after("later", 30s), tenure::LeaseClosed);
+  const tenure::Applied<tenure::JobState> again = c.fail_retry_after_idempotent("later", 30s);
+  CHECK((again.replayed && again.value == tenure::JobState::Requested));
+  CHECK(c.status() == tenure::LeaseStatus::Closed);
   CHECK(event_count(a) == events);
   CHECK(a.job("p", "j").due == v.due);
 }
@@ -180,7 +182,7 @@ TEST_CASE("idempotent: batched transitions answer each lease as alone: replays, 
   tenure::Authority a = tenure::Authority::open(db);
   const tenure::Authority foreign_auth = tenure::Authority::open(db);
   a.create_production("p");
-  for (const char* j : {"c0", "c1", "c2", "c3", "r0", "r1", "f0", "f1", "f2", "x", "n"}) {
+  for (const char* j : {"c0", "c1", "c2", "c3", "r0", "r1", "r2", "f0", "f1", "f2", "x", "n"}) {
     a.submit("p", tenure::JobSpec(j).max_attempts(5));
   }
   a.submit("p", tenure::JobSpec("h").max_hold(15s));
@@ -217,9 +219,9 @@ TEST_CASE("idempotent: batched transitions answer each lease as alone: replays, 
   CHECK(r0.release() == tenure::JobState::Requested);
   const tenure::Lease s1 = copy_of(a, r1);
   r1.release();
-  const tenure::Lease again = claim("r1");
+  const tenure::Lease reclaimed = claim("r1"), r2 = claim("r2");
   events = event_count(a);
-  const std::vector<tenure::Outcome> released = a.release_many_idempotent({q0, s1, again});
+  const std::vector<tenure::Outcome> released = a.release_many_idempotent({q0, s1, r2});
   REQUIRE(released.size() == 3);
   CHECK((released[0].ok() && released[0].replayed && released[0].state == tenure::JobState::Requested));
   CHECK(released[1].status == TENURE_STALE_LEASE);
