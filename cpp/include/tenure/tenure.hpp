@@ -1187,8 +1187,8 @@ struct Outcome {
 /// One member of a `claim_next_many_with` batch: `ok()` with its `lease`,
 /// or, in a replay where that member's claim is no longer current, the
 /// claim's own status (`StaleLease`, `LeaseExpired`, `LeaseClosed`,
-/// `Cancelled`) with an empty `lease`. `replayed` is the call's; `state`
-/// and `expires` are unset (the lease has its expiry).
+/// `Cancelled`, `NotFound`) with an empty `lease`. `replayed` is the
+/// call's; `state` and `expires` are unset (the lease has its expiry).
 struct Claimed : Outcome {
   Lease lease{nullptr};
 };
