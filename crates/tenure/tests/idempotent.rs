@@ -590,3 +590,44 @@ fn a_batch_claim_in_an_edit_is_pending_until_commit_and_replays_after() {
         ls[1].claim_id()
     );
 }
+
+#[test]
+fn two_batch_claims_racing_under_one_request_answer_with_the_same_claims() {
+    // Enough jobs that the later claim's scan finds some past the ones the
+    // earlier claim holds (design.md: a later claim-next that finds
+    // nothing claimable answers none).
+    let env = Env::with_jobs(12, 3);
+    let b = env.reopen();
+    let req = ClaimRequest::new("race").unwrap();
+    for round in 0..3 {
+        let req = if round == 0 {
+            req.clone()
+        } else {
+            ClaimRequest::new(&format!("race-{round}")).unwrap()
+        };
+        let barrier = std::sync::Barrier::new(2);
+        let run = |a: &Authority| {
+            barrier.wait();
+            let got = a.claim_next_many_with("p", "w", secs(10), 2, &req).unwrap();
+            let ids: Vec<String> = got
+                .value
+                .iter()
+                .map(|l| l.as_ref().unwrap().claim_id().to_string())
+                .collect();
+            (ids, got.replayed)
+        };
+        let (x, y) = std::thread::scope(|s| {
+            let x = s.spawn(|| run(&env.auth));
+            let y = s.spawn(|| run(&b));
+            (x.join().unwrap(), y.join().unwrap())
+        });
+        assert_eq!(x.0, y.0, "round {round}: both answer with the same claims");
+        assert_eq!(x.0.len(), 2);
+        assert!(x.1 != y.1, "round {round}: exactly one is the fresh claim");
+    }
+    let attempts: u32 = (0..12)
+        .map(|i| env.auth.job("p", &format!("j{i}")).unwrap().attempts)
+        .sum();
+    assert_eq!(attempts, 6, "three batches of two, no claim made twice");
+    assert!(env.auth.check().unwrap().ok());
+}
