@@ -1,5 +1,6 @@
 // The C++ cells of the bad input census (docs/reliability.md): invalid UTF-8, empty
-// strings, truncated tokens, a read-only store and a full disk.
+// strings, truncated tokens, bad request IDs and batch sizes of the idempotent
+// calls, a read-only store and a full disk.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
@@ -83,6 +85,51 @@ TEST_CASE("census: empty strings are InvalidArgument") {
   CHECK_THROWS_AS(a.claim_next("", "w", 10s), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.import_lease(""), tenure::TokenMalformed);
   CHECK(a.job("p", "kept").attempts == 0);
+}
+
+TEST_CASE("census: bad request IDs, batch sizes and durations of the idempotent calls change nothing") {
+  const auto a = store_with_job(fresh_db("census-request"));
+  const std::size_t events = a.events(0, 10000).size();
+  const std::string nul("a\0b", 3);
+  for (const std::string& id : {std::string(""), std::string(129, 'r'), std::string("a/b"), std::string("-r"),
+                                std::string("r q"), std::string("r\xff"), nul}) {
+    CHECK_THROWS_AS(tenure::ClaimRequest{id}, tenure::InvalidArgument);
+  }
+  CHECK_NOTHROW(tenure::ClaimRequest(std::string(128, 'r')));
+  tenure::ClaimRequest r("req");
+  CHECK_THROWS_AS(a.claim_with("p", "kept", "w", 0s, r), tenure::InvalidDuration);
+  CHECK_THROWS_AS(a.claim_with("p", "kept", "w", std::chrono::nanoseconds(1500), r), tenure::InvalidDuration);
+  CHECK_THROWS_AS(a.claim_with("p", "kept", "w\x80", 10s, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", 10s, 0, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", 10s, 1001, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_with("p", "", 10s, 1, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", -1s, 1, r), tenure::InvalidDuration);
+  {
+    tenure::Edit e = a.edit();
+    CHECK_THROWS_AS(e.claim_next_many_with("p", "w", 10s, 1001, r), tenure::InvalidArgument);
+    CHECK_THROWS_AS(e.claim_with("", "kept", "w", 10s, r), tenure::InvalidArgument);
+    e.commit();
+  }
+  const tenure::ClaimRequest taken = std::move(r);
+  CHECK_THROWS_AS(a.claim_next_with("p", "w", 10s, r), tenure::InvalidArgument);  // moved from: no handle
+  CHECK_THROWS_AS(a.renew_many_idempotent({}, 10s), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.release_many_idempotent({}), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.fail_many_idempotent({}), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.complete_many_idempotent({}), tenure::InvalidArgument);
+  CHECK(a.job("p", "kept").attempts == 0);
+  CHECK(a.events(0, 10000).size() == events);
+  // the request was never recorded: it claims afresh
+  const tenure::Applied<tenure::Lease> l = a.claim_with("p", "kept", "w", 10s, taken);
+  CHECK(!l.replayed);
+  // a bad item is that lease's own InvalidArgument; text with a NUL byte fails the whole call
+  const std::size_t claimed = a.events(0, 10000).size();
+  CHECK(a.fail_many_idempotent({{l.value, std::string(1025, 'x')}})[0].status == TENURE_INVALID_ARGUMENT);
+  CHECK(a.complete_many_idempotent({{l.value, {{"tenure.k", "v"}}}})[0].status == TENURE_INVALID_ARGUMENT);
+  CHECK_THROWS_AS(a.fail_many_idempotent({{l.value, nul}}), tenure::InvalidArgument);
+  CHECK_THROWS_AS(l.value.fail_retry_after_idempotent(nul, 1s), tenure::InvalidArgument);
+  CHECK(a.events(0, 10000).size() == claimed);
+  CHECK(l.value.status() == tenure::LeaseStatus::Active);
+  l.value.release();
 }
 
 TEST_CASE("census: a truncated token is TokenMalformed") {

@@ -887,8 +887,9 @@ struct Applied {
 
 /// A claim's request ID with the secret the claim will carry, generated in
 /// this process (`tenure_claim_request`). Pass the same object to retry a
-/// claim whose answer was lost: `Authority::claim_with` then returns the
-/// same lease while it is current. Move-only; thread-safe.
+/// claim whose answer was lost: `claim_with`, `claim_next_with` and
+/// `claim_next_many_with` (on `Authority` and `Edit`) then return the same
+/// lease(s) while current. Move-only; thread-safe.
 class ClaimRequest {
  public:
   /// A request with a fresh secret; the ID is validated like a job ID
@@ -1074,6 +1075,19 @@ class Lease {
     check(tenure_lease_fail_idempotent(h_.get(), r.c_str(), permanent, &st, &replayed));
     return {static_cast<JobState>(st), replayed};
   }
+  /// `fail_retry_after` as an idempotent call: the same reason and retry
+  /// delay is a replay with the state it left; another reason, delay or a
+  /// permanent failure is `Conflict`.
+  template <class Rep, class Period>
+  Applied<JobState> fail_retry_after_idempotent(std::string_view reason,
+                                                std::chrono::duration<Rep, Period> delay) const {
+    const std::int64_t us = to_micros(delay);
+    const std::string r = detail::cstr(reason, "reason");
+    tenure_job_state st{};
+    bool replayed = false;
+    check(tenure_lease_fail_retry_after_idempotent(h_.get(), r.c_str(), us, &st, &replayed));
+    return {static_cast<JobState>(st), replayed};
+  }
   /// `complete` as an idempotent call: the same facts (any order) is a
   /// replay (returns true); other facts are `Conflict`.
   bool complete_idempotent(const std::vector<Fact>& facts = {}) const {
@@ -1151,8 +1165,15 @@ struct Completion {
 /// exception class if wanted.
 struct Outcome {
   tenure_status status = TENURE_OK;
-  /// `release_many`/`fail_many`: the job's new state if `ok()`, else `Any`.
+  /// `release_many`/`fail_many` (and their `_idempotent` forms): the job's
+  /// new state if `ok()`, else `Any`.
   JobState state = JobState::Any;
+  /// The `_idempotent` forms (and `claim_next_many_with`): `ok()` as a
+  /// replay of a call that had already committed (this lease changed
+  /// nothing). Always false for the plain calls and refused leases.
+  bool replayed = false;
+  /// `renew_many_idempotent`: the lease's expiry if `ok()`; else empty.
+  std::optional<time_point> expires = std::nullopt;
 
   bool ok() const noexcept { return status == TENURE_OK; }
   /// The status's snake_case name (`"ok"`, `"stale_lease"`, ...).
@@ -1163,7 +1184,31 @@ struct Outcome {
   }
 };
 
+/// One member of a `claim_next_many_with` batch: `ok()` with its `lease`,
+/// or, in a replay where that member's claim is no longer current, the
+/// claim's own status (`StaleLease`, `LeaseExpired`, `LeaseClosed`,
+/// `Cancelled`, `NotFound`) with an empty `lease`. `replayed` is the
+/// call's; `state` and `expires` are unset (the lease has its expiry).
+struct Claimed : Outcome {
+  Lease lease{nullptr};
+};
+
 namespace detail {
+
+/// A vector's data, NULL when empty (the C call then refuses the size).
+template <class T>
+T* or_null(std::vector<T>& v) noexcept {
+  return v.empty() ? nullptr : v.data();
+}
+template <class T>
+const T* or_null(const std::vector<T>& v) noexcept {
+  return v.empty() ? nullptr : v.data();
+}
+
+/// A C `bool` array of `n` falses (NULL when `n` is 0).
+inline std::unique_ptr<bool[]> bools(std::size_t n) {
+  return n == 0 ? nullptr : std::make_unique<bool[]>(n);
+}
 
 /// The C handles of a batch.
 inline std::vector<const tenure_lease*> c_leases(const LeaseRefs& leases) {
@@ -1173,16 +1218,80 @@ inline std::vector<const tenure_lease*> c_leases(const LeaseRefs& leases) {
   return out;
 }
 
-/// Outcomes from the C status (and state) arrays.
-inline std::vector<Outcome> outcomes(const std::vector<tenure_status>& st,
-                                     const std::vector<tenure_job_state>* states = nullptr) {
-  std::vector<Outcome> out(st.size());
-  for (std::size_t i = 0; i < st.size(); ++i) {
-    out[i].status = st[i];
-    if (states != nullptr) out[i].state = static_cast<JobState>((*states)[i]);
+/// The C arrays of a `fail_many` batch. They point into its own strings,
+/// so it is neither copied nor moved.
+struct FailArgs {
+  explicit FailArgs(const std::vector<Failure>& items) : permanent(bools(items.size())) {
+    leases.reserve(items.size());
+    reasons.reserve(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      leases.push_back(items[i].lease.get().capi());
+      reasons.push_back(cstr(items[i].reason, "reason"));
+      permanent[i] = items[i].permanent;
+    }
+    for (const std::string& r : reasons) ptrs.push_back(r.c_str());
   }
-  return out;
-}
+  FailArgs(const FailArgs&) = delete;
+  FailArgs& operator=(const FailArgs&) = delete;
+
+  std::vector<const tenure_lease*> leases;
+  std::vector<std::string> reasons;
+  std::vector<const char*> ptrs;
+  std::unique_ptr<bool[]> permanent;
+};
+
+/// The C arrays of a `complete_many` batch (pointing into its own strings:
+/// neither copied nor moved).
+struct CompleteArgs {
+  explicit CompleteArgs(const std::vector<Completion>& items) : keep(items.size()), facts(items.size()) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      leases.push_back(items[i].lease.get().capi());
+      facts[i] = c_facts(items[i].facts, keep[i]);
+      ptrs.push_back(facts[i].empty() ? nullptr : facts[i].data());
+      counts.push_back(facts[i].size());
+    }
+  }
+  CompleteArgs(const CompleteArgs&) = delete;
+  CompleteArgs& operator=(const CompleteArgs&) = delete;
+
+  std::vector<const tenure_lease*> leases;
+  std::vector<std::vector<std::string>> keep;
+  std::vector<std::vector<tenure_fact>> facts;
+  std::vector<const tenure_fact*> ptrs;
+  std::vector<std::size_t> counts;
+};
+
+/// The out-arrays of a batched call of `n` leases (statuses, states,
+/// replayed flags and, if `expiry`, expiries; a call passes those it has)
+/// and the `Outcome`s they give.
+class BatchOut {
+ public:
+  explicit BatchOut(std::size_t n, bool expiry = false)
+      : st_(n, TENURE_OK), js_(n, TENURE_JOB_ANY), replayed_(bools(n)), exp_(expiry ? n : 0, 0) {}
+
+  tenure_status* statuses() noexcept { return or_null(st_); }
+  tenure_job_state* states() noexcept { return or_null(js_); }
+  bool* replayed() noexcept { return replayed_.get(); }
+  std::int64_t* expiries() noexcept { return or_null(exp_); }
+
+  std::vector<Outcome> outcomes() const {
+    std::vector<Outcome> out(st_.size());
+    for (std::size_t i = 0; i < st_.size(); ++i) {
+      out[i].status = st_[i];
+      out[i].state = static_cast<JobState>(js_[i]);
+      if (!out[i].ok()) continue;
+      out[i].replayed = replayed_[i];
+      if (!exp_.empty()) out[i].expires = tp(exp_[i]);
+    }
+    return out;
+  }
+
+ private:
+  std::vector<tenure_status> st_;
+  std::vector<tenure_job_state> js_;
+  std::unique_ptr<bool[]> replayed_;
+  std::vector<std::int64_t> exp_;
+};
 
 }  // namespace detail
 
@@ -1208,7 +1317,10 @@ struct shared_capi<tenure_authority> {
   static constexpr auto cancel = &tenure_authority_cancel;
   static constexpr auto claim = &tenure_authority_claim;
   static constexpr auto claim_next = &tenure_authority_claim_next;
+  static constexpr auto claim_with = &tenure_authority_claim_with;
+  static constexpr auto claim_next_with = &tenure_authority_claim_next_with;
   static constexpr auto claim_next_many = &tenure_authority_claim_next_many;
+  static constexpr auto claim_next_many_with = &tenure_authority_claim_next_many_with;
   static constexpr auto renew_many = &tenure_authority_renew_many;
   static constexpr auto release_many = &tenure_authority_release_many;
   static constexpr auto fail_many = &tenure_authority_fail_many;
@@ -1225,7 +1337,10 @@ struct shared_capi<tenure_edit> {
   static constexpr auto cancel = &tenure_edit_cancel;
   static constexpr auto claim = &tenure_edit_claim;
   static constexpr auto claim_next = &tenure_edit_claim_next;
+  static constexpr auto claim_with = &tenure_edit_claim_with;
+  static constexpr auto claim_next_with = &tenure_edit_claim_next_with;
   static constexpr auto claim_next_many = &tenure_edit_claim_next_many;
+  static constexpr auto claim_next_many_with = &tenure_edit_claim_next_many_with;
   static constexpr auto renew_many = &tenure_edit_renew_many;
   static constexpr auto release_many = &tenure_edit_release_many;
   static constexpr auto fail_many = &tenure_edit_fail_many;
@@ -1309,6 +1424,34 @@ class SharedOps {
     check(C::claim_next(h(), p.c_str(), hd.c_str(), us, &out));
     return Lease(out);
   }
+  /// Claim a named job under `request` (see `ClaimRequest`): a retry with
+  /// the same request returns the same lease (`replayed`) while it is
+  /// current, else that claim's own error; the same ID with another secret
+  /// or other arguments is `Conflict`.
+  template <class Rep, class Period>
+  Applied<Lease> claim_with(std::string_view production, std::string_view job, std::string_view holder,
+                            std::chrono::duration<Rep, Period> ttl, const ClaimRequest& request) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = cstr(production, "production ID");
+    const std::string j = cstr(job, "job ID");
+    const std::string hd = cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    bool replayed = false;
+    check(C::claim_with(h(), p.c_str(), j.c_str(), hd.c_str(), us, request.capi(), &out, &replayed));
+    return {Lease(out), replayed};
+  }
+  /// Claim the next claimable job under `request` (as `claim_with`).
+  template <class Rep, class Period>
+  Applied<Lease> claim_next_with(std::string_view production, std::string_view holder,
+                                 std::chrono::duration<Rep, Period> ttl, const ClaimRequest& request) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = cstr(production, "production ID");
+    const std::string hd = cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    bool replayed = false;
+    check(C::claim_next_with(h(), p.c_str(), hd.c_str(), us, request.capi(), &out, &replayed));
+    return {Lease(out), replayed};
+  }
 
   // Batched calls (ABI 1.1; see docs/design.md, "Batched calls"). A batch
   // holds 1 ..= 1000 items, else `InvalidArgument`. On an `Authority` the
@@ -1327,66 +1470,72 @@ class SharedOps {
     const std::string hd = cstr(holder, "holder");
     std::vector<tenure_lease*> raw(n, nullptr);
     std::size_t count = 0;
-    check(C::claim_next_many(h(), p.c_str(), hd.c_str(), us, n, raw.empty() ? nullptr : raw.data(),
-                             &count));
+    check(C::claim_next_many(h(), p.c_str(), hd.c_str(), us, n, or_null(raw), &count));
     std::vector<Lease> out;
     out.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) out.emplace_back(raw[i]);
+    for (std::size_t i = 0; i < count && i < n; ++i) out.emplace_back(raw[i]);
     return out;
+  }
+  /// `claim_next_many` under `request` (see `ClaimRequest`): a retry with
+  /// the same request (same `n`, holder and TTL) is a replay giving each
+  /// member its lease while that claim is current, else the claim's own
+  /// status (see `Claimed`); another secret or other arguments, or the ID
+  /// of a single claim, is `Conflict`. None claimable: an empty vector, and
+  /// the request ID stays unused.
+  template <class Rep, class Period>
+  Applied<std::vector<Claimed>> claim_next_many_with(std::string_view production, std::string_view holder,
+                                                     std::chrono::duration<Rep, Period> ttl, std::size_t n,
+                                                     const ClaimRequest& request) const {
+    const std::int64_t us = to_micros(ttl);
+    const std::string p = cstr(production, "production ID");
+    const std::string hd = cstr(holder, "holder");
+    std::vector<tenure_lease*> raw(n, nullptr);
+    std::vector<tenure_status> st(n, TENURE_OK);
+    std::size_t count = 0;
+    bool replayed = false;
+    check(C::claim_next_many_with(h(), p.c_str(), hd.c_str(), us, n, request.capi(), or_null(raw), or_null(st),
+                                  &count, &replayed));
+    std::vector<Claimed> out(count < n ? count : n);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i].lease = Lease(raw[i]);
+      out[i].status = st[i];
+      out[i].replayed = replayed;
+    }
+    return {std::move(out), replayed};
   }
   /// Renew every lease to now + `ttl`.
   template <class Rep, class Period>
   std::vector<Outcome> renew_many(const LeaseRefs& leases, std::chrono::duration<Rep, Period> ttl) const {
     const std::int64_t us = to_micros(ttl);
     const std::vector<const tenure_lease*> c = c_leases(leases);
-    std::vector<tenure_status> st(c.size());
-    check(C::renew_many(h(), data(c), c.size(), us, data(st)));
-    return outcomes(st);
+    BatchOut out(c.size());
+    check(C::renew_many(h(), or_null(c), c.size(), us, out.statuses()));
+    return out.outcomes();
   }
   /// Release every lease; each ok outcome carries the job's new state.
   std::vector<Outcome> release_many(const LeaseRefs& leases) const {
     const std::vector<const tenure_lease*> c = c_leases(leases);
-    std::vector<tenure_status> st(c.size());
-    std::vector<tenure_job_state> js(c.size());
-    check(C::release_many(h(), data(c), c.size(), data(st), data(js)));
-    return outcomes(st, &js);
+    BatchOut out(c.size());
+    check(C::release_many(h(), or_null(c), c.size(), out.statuses(), out.states()));
+    return out.outcomes();
   }
   /// Fail every lease with its reason and permanence; each ok outcome
   /// carries the job's new state.
   std::vector<Outcome> fail_many(const std::vector<Failure>& items) const {
-    std::vector<const tenure_lease*> c;
-    std::vector<std::string> reasons;
-    std::vector<const char*> rp;
-    std::unique_ptr<bool[]> perm(new bool[items.size() == 0 ? 1 : items.size()]);
-    reasons.reserve(items.size());
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      c.push_back(items[i].lease.get().capi());
-      reasons.push_back(cstr(items[i].reason, "reason"));
-      perm[i] = items[i].permanent;
-    }
-    for (const std::string& r : reasons) rp.push_back(r.c_str());
-    std::vector<tenure_status> st(c.size());
-    std::vector<tenure_job_state> js(c.size());
-    check(C::fail_many(h(), data(c), data(rp), perm.get(), c.size(), data(st), data(js)));
-    return outcomes(st, &js);
+    const FailArgs a(items);
+    BatchOut out(items.size());
+    check(C::fail_many(h(), or_null(a.leases), or_null(a.ptrs), a.permanent.get(), items.size(), out.statuses(),
+                       out.states()));
+    return out.outcomes();
   }
   /// Complete every lease, each publishing its facts (and provenance); the
   /// accepted completions commit together.
   std::vector<Outcome> complete_many(const std::vector<Completion>& items) const {
-    std::vector<const tenure_lease*> c;
-    std::vector<std::vector<std::string>> keep(items.size());
-    std::vector<std::vector<tenure_fact>> facts(items.size());
-    std::vector<const tenure_fact*> fp;
-    std::vector<std::size_t> nf;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      c.push_back(items[i].lease.get().capi());
-      facts[i] = c_facts(items[i].facts, keep[i]);
-      fp.push_back(facts[i].empty() ? nullptr : facts[i].data());
-      nf.push_back(facts[i].size());
-    }
-    std::vector<tenure_status> st(c.size());
-    check(C::complete_many(h(), data(c), data(fp), data(nf), c.size(), data(st)));
-    return outcomes(st);
+    const CompleteArgs a(items);
+    BatchOut out(items.size());
+    check(C::complete_many(h(), or_null(a.leases), or_null(a.ptrs), or_null(a.counts), items.size(),
+                           out.statuses()));
+    return out.outcomes();
   }
 
  protected:
@@ -1400,15 +1549,6 @@ class SharedOps {
  private:
   using C = shared_capi<Handle>;
   Handle* h() const noexcept { return static_cast<const Derived*>(this)->capi(); }
-  /// A vector's data, NULL when empty (the C call then refuses the size).
-  template <class T>
-  static T* data(std::vector<T>& v) noexcept {
-    return v.empty() ? nullptr : v.data();
-  }
-  template <class T>
-  static const T* data(const std::vector<T>& v) noexcept {
-    return v.empty() ? nullptr : v.data();
-  }
 };
 
 }  // namespace detail
@@ -1421,8 +1561,9 @@ class SharedOps {
 /// `commit()` or `abort()`; keep it short. Leases it mints are pending until
 /// the commit. Destroying an edit that is still open aborts it. Move-only;
 /// use from one thread at a time. `create_production`, `cancel_production`,
-/// `submit`, `cancel`, `claim` and `claim_next` are the `Authority`
-/// operations (`detail::SharedOps`), run inside the transaction.
+/// `submit`, `cancel`, the claims (also under a request ID) and the batched
+/// calls are the `Authority` operations (`detail::SharedOps`), run inside
+/// the transaction.
 class Edit : public detail::SharedOps<Edit, tenure_edit> {
  public:
   /// Adopt a C handle (may be NULL).
@@ -1487,8 +1628,8 @@ class Edit : public detail::SharedOps<Edit, tenure_edit> {
 /// `const` and thread-safe: share one `Authority` between threads by
 /// reference. Leases and edits made from it stay valid after it is
 /// destroyed (the C handles are independent). `create_production`,
-/// `cancel_production`, `submit`, `cancel`, `claim` and `claim_next` come
-/// from `detail::SharedOps`.
+/// `cancel_production`, `submit`, `cancel`, the claims (also under a
+/// request ID) and the batched calls come from `detail::SharedOps`.
 class Authority : public detail::SharedOps<Authority, tenure_authority> {
  public:
   /// Open or create the store at `path`. Checks the loaded library's ABI
@@ -1632,34 +1773,50 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     check(tenure_authority_check(h_.get(), &n));
     return n;
   }
-  /// Claim a named job under `request` (see `ClaimRequest`): a retry with
-  /// the same request returns the same lease (`replayed`) while it is
-  /// current, else that claim's own error; the same ID with another secret
-  /// or other arguments is `Conflict`.
+  // The batched transitions as idempotent calls (ABI 1.1; docs/design.md,
+  // "Idempotent calls"): each lease is answered as its single `_idempotent`
+  // call would answer it alone, in an `Outcome` with `replayed` (a refused
+  // lease throws nothing and changed nothing, as in `renew_many`, ...).
+
+  /// `renew_many` as an idempotent call; each ok outcome carries the
+  /// lease's expiry (`expires`).
   template <class Rep, class Period>
-  Applied<Lease> claim_with(std::string_view production, std::string_view job, std::string_view holder,
-                            std::chrono::duration<Rep, Period> ttl, const ClaimRequest& request) const {
+  std::vector<Outcome> renew_many_idempotent(const LeaseRefs& leases, std::chrono::duration<Rep, Period> ttl) const {
     const std::int64_t us = to_micros(ttl);
-    const std::string p = detail::cstr(production, "production ID");
-    const std::string j = detail::cstr(job, "job ID");
-    const std::string hd = detail::cstr(holder, "holder");
-    tenure_lease* out = nullptr;
-    bool replayed = false;
-    check(tenure_authority_claim_with(h_.get(), p.c_str(), j.c_str(), hd.c_str(), us, request.capi(), &out,
-                                      &replayed));
-    return {Lease(out), replayed};
+    const std::vector<const tenure_lease*> c = detail::c_leases(leases);
+    detail::BatchOut out(c.size(), true);
+    check(tenure_authority_renew_many_idempotent(h_.get(), detail::or_null(c), c.size(), us, out.statuses(),
+                                                 out.expiries(), out.replayed()));
+    return out.outcomes();
   }
-  /// Claim the next claimable job under `request` (as `claim_with`).
-  template <class Rep, class Period>
-  Applied<Lease> claim_next_with(std::string_view production, std::string_view holder,
-                                 std::chrono::duration<Rep, Period> ttl, const ClaimRequest& request) const {
-    const std::int64_t us = to_micros(ttl);
-    const std::string p = detail::cstr(production, "production ID");
-    const std::string hd = detail::cstr(holder, "holder");
-    tenure_lease* out = nullptr;
-    bool replayed = false;
-    check(tenure_authority_claim_next_with(h_.get(), p.c_str(), hd.c_str(), us, request.capi(), &out, &replayed));
-    return {Lease(out), replayed};
+  /// `release_many` as an idempotent call; each ok outcome carries the
+  /// job's state (the one the release left, in a replay).
+  std::vector<Outcome> release_many_idempotent(const LeaseRefs& leases) const {
+    const std::vector<const tenure_lease*> c = detail::c_leases(leases);
+    detail::BatchOut out(c.size());
+    check(tenure_authority_release_many_idempotent(h_.get(), detail::or_null(c), c.size(), out.statuses(),
+                                                   out.states(), out.replayed()));
+    return out.outcomes();
+  }
+  /// `fail_many` as an idempotent call: the same reason and permanence is
+  /// a replay, another is that lease's `Conflict`.
+  std::vector<Outcome> fail_many_idempotent(const std::vector<Failure>& items) const {
+    const detail::FailArgs a(items);
+    detail::BatchOut out(items.size());
+    check(tenure_authority_fail_many_idempotent(h_.get(), detail::or_null(a.leases), detail::or_null(a.ptrs),
+                                                a.permanent.get(), items.size(), out.statuses(), out.states(),
+                                                out.replayed()));
+    return out.outcomes();
+  }
+  /// `complete_many` as an idempotent call: the same facts (any order) is
+  /// a replay, other facts are that lease's `Conflict`.
+  std::vector<Outcome> complete_many_idempotent(const std::vector<Completion>& items) const {
+    const detail::CompleteArgs a(items);
+    detail::BatchOut out(items.size());
+    check(tenure_authority_complete_many_idempotent(h_.get(), detail::or_null(a.leases), detail::or_null(a.ptrs),
+                                                    detail::or_null(a.counts), items.size(), out.statuses(),
+                                                    out.replayed()));
+    return out.outcomes();
   }
   /// Claim the next claimable job, waiting up to `timeout` (exact µs, 0 ..=
   /// 24 h; zero makes one attempt) for one: the thread sleeps until a
