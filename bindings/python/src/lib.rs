@@ -27,6 +27,7 @@
 
 use pyo3::prelude::*;
 
+mod aio_work;
 mod convert;
 mod errors;
 mod handles;
@@ -72,6 +73,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<work::Retry>()?;
     m.add_class::<work::Fail>()?;
     m.add_class::<work::Report>()?;
+    m.add_class::<aio_work::AioWorker>()?;
+    m.add_class::<aio_work::AioTicket>()?;
     m.add_class::<values::Retention>()?;
     m.add_class::<values::PruneReport>()?;
     m.add_class::<values::DeletedCounts>()?;
