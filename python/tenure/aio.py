@@ -84,18 +84,15 @@ Keepers
     block writes nothing.
 
 Workers
-    :class:`Worker` runs ``concurrency`` tasks that each claim a job, run the
-    async handler under a keeper, and complete (the handler's facts) or fail
-    it (:class:`JobFailed` chooses retryable or permanent; any other exception
-    is a retryable failure). It stops on a stop ``asyncio.Event`` or when its
-    task is cancelled: no new claims (the waits for work are cancelled at
-    once), running handlers get ``grace`` to finish, then are cancelled and
-    their leases released. Each task waits for work with
-    :meth:`Authority.claim_next_wait`, on a thread of its own for the run:
-    one off-loop call per job settles the task's previous job (keeper
-    stopped, then completed, failed or released) and takes the next (wait,
-    claim, payload, keeper start); it is cancellation-safe like
-    ``claim_next_wait`` (the previous job is settled exactly once).
+    :class:`Worker` runs ``concurrency`` native slot threads that each claim
+    a job, read its payload and start its keeper without the GIL, then hand
+    the job to the event loop with one ``loop.call_soon_threadsafe`` call
+    (the async handler runs as a task there) and complete it (the handler's
+    facts) or fail it (:class:`JobFailed` chooses retryable or permanent;
+    any other exception is a retryable failure) once the task is done. It
+    stops on a stop ``asyncio.Event`` or when its task is cancelled: no new
+    claims (the waits for work are cancelled at once), running handlers get
+    ``grace`` to finish, then are cancelled and their leases released.
 
 Times
     The value classes carry aware UTC ``datetime`` attributes beside the
