@@ -19,7 +19,11 @@ the same handler work: read the payload, complete with one fact.
   as long: the machine's own floor for both figures.
 
 Output: ``worker_per_s``, ``threads_per_s``, ``asyncio_per_s``, ``ratio``
-(asyncio / worker, the target), ``ratio_threads`` (asyncio / threads),
+(asyncio / worker, the target), ``ratio_threads`` (asyncio / threads), the
+process's CPU time per job of each side (``worker_cpu_us``,
+``threads_cpu_us``, ``asyncio_cpu_us``: all threads, user + system, over
+the timed part only; on a shared machine the fairer comparison of the
+work each side does),
 ``max_stall_ms`` and ``idle_stall_ms`` (longest), ``stall_p99_ms`` and
 ``idle_p99_ms``.
 """
@@ -51,7 +55,7 @@ def fill(path: str, jobs: int) -> tenure.Authority:
     return a
 
 
-def threads_run(d: str, jobs: int, concurrency: int) -> float:
+def threads_run(d: str, jobs: int, concurrency: int) -> tuple[float, float]:
     a = fill(os.path.join(d, "threads.db"), jobs)
     done = [0] * concurrency
 
@@ -66,17 +70,17 @@ def threads_run(d: str, jobs: int, concurrency: int) -> float:
             done[n] += 1
 
     ts = [threading.Thread(target=work, args=(n,)) for n in range(concurrency)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert sum(done) == jobs, done
-    return seconds
+    return seconds, cpu
 
 
-def worker_run(d: str, jobs: int, concurrency: int) -> float:
+def worker_run(d: str, jobs: int, concurrency: int) -> tuple[float, float]:
     a = fill(os.path.join(d, "worker.db"), jobs)
     lock = threading.Lock()
     done = 0
@@ -93,11 +97,11 @@ def worker_run(d: str, jobs: int, concurrency: int) -> float:
             if done == jobs:
                 all_done.set()
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with tenure.Worker(a, "bench", "worker", handle, ttl=TTL, slots=concurrency, report=report):
         all_done.wait()
         seconds = time.perf_counter() - start
-    return seconds
+    return seconds, time.process_time() - cpu
 
 
 def p99(lateness: list[float]) -> float:
@@ -118,7 +122,8 @@ async def idle_stall(seconds: float) -> list[float]:
     return lateness
 
 
-async def asyncio_run(d: str, jobs: int, concurrency: int) -> tuple[float, list[float]]:
+async def asyncio_run(d: str, jobs: int,
+                      concurrency: int) -> tuple[float, float, list[float]]:
     native = fill(os.path.join(d, "asyncio.db"), jobs)
     lateness: list[float] = []
     running = True
@@ -136,13 +141,13 @@ async def asyncio_run(d: str, jobs: int, concurrency: int) -> tuple[float, list[
         tick = asyncio.ensure_future(ticker())
         worker = aio.Worker(a, "bench", "asyncio", handle, concurrency=concurrency, ttl=TTL,
                             until_idle=True)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         stats = await worker.run()
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         running = False
         await tick
     assert stats.completed == jobs, stats
-    return seconds, lateness
+    return seconds, cpu, lateness
 
 
 def main() -> None:
@@ -152,9 +157,9 @@ def main() -> None:
     args = p.parse_args()
     d = tempfile.mkdtemp(prefix="tenure-pyaio-bench-")
     try:
-        w = worker_run(d, args.jobs, args.concurrency)
-        t = threads_run(d, args.jobs, args.concurrency)
-        s, busy = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
+        w, w_cpu = worker_run(d, args.jobs, args.concurrency)
+        t, t_cpu = threads_run(d, args.jobs, args.concurrency)
+        s, s_cpu, busy = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
         idle = asyncio.run(idle_stall(s))
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -166,6 +171,8 @@ def main() -> None:
         "max_stall_ms": max(busy, default=0.0) * 1000.0,
         "idle_stall_ms": max(idle, default=0.0) * 1000.0,
         "stall_p99_ms": p99(busy) * 1000.0, "idle_p99_ms": p99(idle) * 1000.0,
+        "worker_cpu_us": w_cpu / args.jobs * 1e6, "threads_cpu_us": t_cpu / args.jobs * 1e6,
+        "asyncio_cpu_us": s_cpu / args.jobs * 1e6,
     }))
 
 

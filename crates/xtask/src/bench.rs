@@ -805,6 +805,7 @@ fn python_asyncio(
     let (mut worker, mut threads, mut asyncio) = (Vec::new(), Vec::new(), Vec::new());
     let (mut stall, mut idle) = (Vec::new(), Vec::new());
     let (mut stall_p99, mut idle_p99) = (Vec::new(), Vec::new());
+    let (mut worker_cpu, mut asyncio_cpu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let out = workload(
             Command::new(py)
@@ -818,6 +819,8 @@ fn python_asyncio(
         idle.push(num(&out, "idle_stall_ms"));
         stall_p99.push(num(&out, "stall_p99_ms"));
         idle_p99.push(num(&out, "idle_p99_ms"));
+        worker_cpu.push(num(&out, "worker_cpu_us"));
+        asyncio_cpu.push(num(&out, "asyncio_cpu_us"));
         raw.push(out);
     }
     let (w, t, a) = (median(worker), median(threads), median(asyncio));
@@ -849,6 +852,15 @@ fn python_asyncio(
         name: "Python: asyncio worker vs 16 bare threads (context: no keeper, no wait)".into(),
         value: format!("{a:.0} jobs/s"),
         ratio: Some(("16 bare threads".into(), a / t)),
+        target: None,
+    });
+    let (wc, ac) = (median(worker_cpu), median(asyncio_cpu));
+    rows.push(Row {
+        name: "Python: process CPU time per job, asyncio worker (context: the work each side \
+               does, whatever the machine's load)"
+            .into(),
+        value: format!("{ac:.0} µs/job"),
+        ratio: Some((format!("threaded worker, {wc:.0} µs/job"), ac / wc)),
         target: None,
     });
     rows.push(Row {
