@@ -85,10 +85,10 @@ Keepers
 
 Workers
     :class:`Worker` runs ``concurrency`` native slot threads that each claim
-    a job, read its payload and start its keeper without the GIL, then hand
-    the job to the event loop with one ``loop.call_soon_threadsafe`` call
-    (the async handler runs as a task there) and complete it (the handler's
-    facts) or fail it (:class:`JobFailed` chooses retryable or permanent;
+    a job, read its payload and start its keeper, never taking the GIL,
+    then hand the job to the event loop through a native queue and a socket
+    the loop watches (the async handler runs as a task there) and complete
+    it (the handler's facts) or fail it (:class:`JobFailed` chooses retryable or permanent;
     any other exception is a retryable failure) once the task is done. It
     stops on a stop ``asyncio.Event`` or when its task is cancelled: no new
     claims (the waits for work are cancelled at once), running handlers get
@@ -985,14 +985,16 @@ class Worker:
     exception, or facts that are not valid facts, is a retryable failure
     whose reason is the exception's class and text, at most 1024 bytes).
 
-    The slots are native threads (``tenure._AioWorker``): each waits for
-    work with :meth:`tenure.Authority.claim_next_wait` (waits of
-    ``wait_timeout``, 60 s unless given; with ``until_idle``, zero: a single
-    attempt), reads the payload, starts the keeper and then hands the job
-    to the event loop with one ``loop.call_soon_threadsafe`` call, which
-    starts the handler's task; the slot waits for the task (without the
-    GIL) and settles the lease itself. The event loop runs one callback per
-    job and the handler, nothing else.
+    The slots are native threads (``tenure._AioWorker``) that never take
+    the GIL: each waits for work with :meth:`tenure.Authority.claim_next_wait`
+    (waits of ``wait_timeout``, 60 s unless given; with ``until_idle``,
+    zero: a single attempt), reads the payload, starts the keeper and then
+    queues the job natively and wakes the event loop through a socket it
+    watches (``loop.add_reader``, so the loop must support it: the default
+    Unix loops do); the loop's reader callback starts the handler task of
+    every ready job, and the slot waits for its task and settles the lease
+    itself. The event loop runs one callback per batch of ready jobs and
+    the handlers, nothing else.
 
     :meth:`run` returns when ``stop`` is set, when ``until_idle`` is true
     and every slot's wait found nothing claimable, or raises
@@ -1047,7 +1049,7 @@ class Worker:
         auth, handler = self._auth, self._handler
 
         def start(ticket: _native._AioTicket) -> None:
-            """On the loop, once per job: start the handler's task."""
+            """Start one job's handler task."""
             if quit.is_set():  # stopping: the job is released, never run
                 ticket.hand_back()
                 return
@@ -1057,8 +1059,14 @@ class Worker:
             task.add_done_callback(tasks.discard)
             task.add_done_callback(ticket.done)
 
-        def finished() -> None:
-            if not ended.done():
+        def ready() -> None:
+            """The slots' socket is readable: start the jobs they handed over."""
+            tickets, stopped, done = core.take()
+            for ticket in tickets:
+                start(ticket)
+            if stopped:  # a wait error stopped the worker
+                quit.set()
+            if done and not ended.done():
                 ended.set_result(None)
 
         waits = _native.WaitCancel()  # cancelled by aclose, like every wait for work
@@ -1066,9 +1074,9 @@ class Worker:
             auth.native, self._production, self._holder, ttl=self._ttl,
             renew_every=self._every, wait_timeout=self._wait_timeout,
             until_idle=self._until_idle, slots=self._concurrency, cancel=waits,
-            post=loop.call_soon_threadsafe, start=start, stopped=quit.set, ended=finished,
             job_failed=JobFailed)
         self._core = core
+        loop.add_reader(core.fileno, ready)
         with auth._lock:
             auth._waits.add(waits)
         watcher = loop.create_task(_set_on(stop, quit)) if stop is not None else None
@@ -1086,6 +1094,8 @@ class Worker:
                 cancelled = True
                 await _drain(tasks, ended, 0.0)
         finally:
+            loop.remove_reader(core.fileno)
+            core.close()  # a job nobody took any more is released
             with auth._lock:
                 auth._waits.discard(waits)
             if watcher is not None:

@@ -3,13 +3,16 @@
 //! handler to the event loop, through `_AioTicket`.
 //!
 //! Per job a slot thread, without the GIL, waits for work
-//! (`claim_next_wait`), reads the payload and starts the keeper; then, with
-//! the GIL, makes one `loop.call_soon_threadsafe(start, ticket)` call (the
-//! loop's `start` creates the handler task and gives it `ticket.done` as a
-//! done-callback) and blocks, the GIL released, until the ticket has the
-//! task's outcome; it then stops the keeper and settles the lease natively.
-//! The event loop runs one small callback per job plus the handler; no
-//! Python code runs on the slot threads.
+//! (`claim_next_wait`), reads the payload and starts the keeper; then it
+//! puts the job on a native queue and, if the queue was not already
+//! signalled, writes one byte to a socket the event loop watches
+//! (`loop.add_reader`). The loop's reader callback (`take()`) turns every
+//! queued job into an `_AioTicket` and starts its handler task, with
+//! `ticket.done` as the task's done-callback; the slot waits for that
+//! outcome (no GIL) and then stops the keeper and settles the lease
+//! natively. A slot thread never takes the GIL: the event loop is the only
+//! thread running Python, one small callback per batch of ready jobs plus
+//! the handlers.
 //!
 //! What the loop decides here is `tenure.aio.Worker`'s documented
 //! behaviour (docs/python.md): until-idle, the `Busy` pause, a wait error
@@ -18,11 +21,16 @@
 //! cancellation of handler tasks are the loop's (asyncio), in `aio.py`.
 
 use crate::convert::{self, guarded};
+use crate::errors::to_py;
 use crate::handles::{retry_delay, Authority, Lease};
 use crate::work::{checked_facts, exception, lock, reason, CancelNode, WaitCancel};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tenure::{Delay, Error, Fact, Ttl};
@@ -69,6 +77,14 @@ struct State {
     error: Option<Error>,
     /// Slot threads still running.
     active: usize,
+    /// Jobs waiting for the loop's `take()`.
+    queue: VecDeque<Arc<Handoff>>,
+    /// A byte was written since the last `take()`.
+    signalled: bool,
+    /// A wait error stopped the worker (not yet told to the loop).
+    stopped: bool,
+    /// `close()` was called: jobs are handed back instead of queued.
+    closed: bool,
 }
 
 impl State {
@@ -93,14 +109,9 @@ struct Shared {
     /// The stop: the slots' waits use it; a child of the caller's handle
     /// and of the authority's closer.
     node: Arc<CancelNode>,
-    /// `loop.call_soon_threadsafe`.
-    post: Py<PyAny>,
-    /// `start(ticket)`, run on the loop once per job.
-    start: Py<PyAny>,
-    /// `stopped()`, run on the loop when a wait error stopped the worker.
-    stopped: Py<PyAny>,
-    /// `ended()`, run on the loop when the last slot ended.
-    ended: Py<PyAny>,
+    /// The end the slots write to; the loop watches `reader`.
+    writer: UnixStream,
+    reader: UnixStream,
     /// `tenure.aio.JobFailed`.
     job_failed: Py<PyAny>,
     state: Mutex<State>,
@@ -115,20 +126,37 @@ impl Shared {
         lock(&self.state).count(t);
     }
 
-    /// Run `callback(*args)` on the loop; false if the loop refused it
-    /// (closed).
-    fn post<'py>(&self, py: Python<'py>, args: impl pyo3::call::PyCallArgs<'py>) -> bool {
-        self.post.bind(py).call1(args).is_ok()
+    /// Wake the loop's reader (once until its next `take()`); under the
+    /// state's lock.
+    fn signal(&self, st: &mut State) {
+        if !st.signalled {
+            st.signalled = true;
+            // A full socket already has the loop's attention.
+            let _ = (&self.writer).write(&[1]);
+        }
     }
 
     /// A wait error other than `NoJobAvailable` and `Busy`: keep the first,
     /// stop every slot and tell the loop.
     fn fail(&self, e: Error) {
-        lock(&self.state).error.get_or_insert(e);
         self.node.cancel();
-        Python::attach(|py| {
-            let _ = self.post(py, (self.stopped.clone_ref(py),));
-        });
+        let mut st = lock(&self.state);
+        st.error.get_or_insert(e);
+        st.stopped = true;
+        self.signal(&mut st);
+    }
+
+    /// Stop, and hand back every queued job and every later one.
+    fn close(&self) {
+        self.node.cancel();
+        let jobs: Vec<Arc<Handoff>> = {
+            let mut st = lock(&self.state);
+            st.closed = true;
+            st.queue.drain(..).collect()
+        };
+        for h in jobs {
+            h.set(Settle::HandBack);
+        }
     }
 
     /// Pause `d` unless the worker stops first.
@@ -197,37 +225,22 @@ fn run_job(s: &Shared, lease: tenure::Lease) {
             return;
         }
     };
-    let ticket = Arc::new(Outcome::default());
-    let posted = Python::attach(|py| -> PyResult<(Py<Lease>, bool)> {
-        let lease = Py::new(py, Lease::wrap(lease))?;
-        let t = AioTicket {
-            lease: lease.clone_ref(py),
-            payload: PyBytes::new(py, &payload).unbind(),
-            outcome: ticket.clone(),
-            job_failed: s.job_failed.clone_ref(py),
-        };
-        let t = Py::new(py, t)?;
-        let ok = s.post(py, (s.start.clone_ref(py), t));
-        Ok((lease, ok))
-    });
-    let Ok((lease, ok)) = posted else {
-        keeper.stop();
-        return s.count(Tally::Lost); // the lease could not be wrapped: it expires
-    };
-    let outcome = if ok {
-        lock(&s.state).claimed += 1;
-        ticket.wait()
-    } else {
-        Settle::HandBack // the loop is closed
-    };
-    let l = match lease.get().get() {
-        Ok(l) => l,
-        Err(_) => {
-            keeper.stop();
-            return s.count(Tally::Lost); // another process (after fork)
+    let h = Arc::new(Handoff::new(lease, payload));
+    {
+        let mut st = lock(&s.state);
+        st.claimed += 1;
+        if st.closed {
+            h.set(Settle::HandBack); // nobody takes jobs any more
+        } else {
+            st.queue.push_back(h.clone());
+            s.signal(&mut st);
         }
-    };
+    }
+    let (outcome, held) = h.wait();
     keeper.stop();
+    let Some(l) = held.lease() else {
+        return s.count(Tally::Lost); // another process (after fork)
+    };
     let tally = if keeper.error().is_some() {
         released(l.release()) // the lease is lost: hand it back
     } else {
@@ -261,31 +274,101 @@ fn run_job(s: &Shared, lease: tenure::Lease) {
     s.count(tally);
 }
 
-/// A slot's wait for its job's outcome.
-#[derive(Default)]
-struct Outcome {
-    settle: Mutex<Option<Settle>>,
+/// The lease a slot settles: its own until the loop took the job, then
+/// the `tenure.Lease` the handler got.
+enum Held {
+    Own(tenure::Lease),
+    Shared(Py<Lease>),
+}
+
+impl Held {
+    fn lease(&self) -> Option<&tenure::Lease> {
+        match self {
+            Held::Own(l) => Some(l),
+            Held::Shared(p) => p.get().get().ok(),
+        }
+    }
+}
+
+struct HandoffState {
+    /// The claimed lease until the loop takes the job.
+    lease: Option<tenure::Lease>,
+    payload: Vec<u8>,
+    /// The loop's `tenure.Lease` once it took the job.
+    shared: Option<Py<Lease>>,
+    settle: Option<Settle>,
+}
+
+/// One job between its slot and the event loop: the slot waits here for
+/// the outcome.
+struct Handoff {
+    state: Mutex<HandoffState>,
     cv: Condvar,
 }
 
-impl Outcome {
-    /// Set it (the first caller wins).
+impl Handoff {
+    fn new(lease: tenure::Lease, payload: Vec<u8>) -> Handoff {
+        Handoff {
+            state: Mutex::new(HandoffState {
+                lease: Some(lease),
+                payload,
+                shared: None,
+                settle: None,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Set the outcome (the first caller wins).
     fn set(&self, s: Settle) {
-        let mut g = lock(&self.settle);
-        if g.is_none() {
-            *g = Some(s);
+        let mut g = lock(&self.state);
+        if g.settle.is_none() {
+            g.settle = Some(s);
             self.cv.notify_all();
         }
     }
 
-    fn wait(&self) -> Settle {
-        let mut g = lock(&self.settle);
+    /// The outcome and the lease to settle.
+    fn wait(&self) -> (Settle, Held) {
+        let mut g = lock(&self.state);
         loop {
-            if let Some(s) = g.take() {
-                return s;
+            if let Some(s) = g.settle.take() {
+                let held = match (g.shared.take(), g.lease.take()) {
+                    (Some(p), _) => Held::Shared(p),
+                    (None, Some(l)) => Held::Own(l),
+                    (None, None) => unreachable!("a job's lease is held until it is settled"),
+                };
+                return (s, held);
             }
             g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// The job as the loop's ticket (on the loop, with the GIL).
+    fn ticket(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        job_failed: &Py<PyAny>,
+    ) -> PyResult<Option<Py<AioTicket>>> {
+        let (lease, payload) = {
+            let mut g = lock(&self.state);
+            if g.settle.is_some() {
+                return Ok(None); // already handed back
+            }
+            let Some(l) = g.lease.take() else {
+                return Ok(None);
+            };
+            let lease = Py::new(py, Lease::wrap(l))?;
+            g.shared = Some(lease.clone_ref(py));
+            (lease, std::mem::take(&mut g.payload))
+        };
+        let t = AioTicket {
+            lease,
+            payload: PyBytes::new(py, &payload).unbind(),
+            handoff: self.clone(),
+            job_failed: job_failed.clone_ref(py),
+        };
+        Py::new(py, t).map(Some)
     }
 }
 
@@ -297,7 +380,7 @@ impl Outcome {
 pub struct AioTicket {
     lease: Py<Lease>,
     payload: Py<PyBytes>,
-    outcome: Arc<Outcome>,
+    handoff: Arc<Handoff>,
     job_failed: Py<PyAny>,
 }
 
@@ -306,7 +389,7 @@ impl AioTicket {
     /// `Lease.fail` checks them.
     fn job_failed(exc: &Bound<'_, PyAny>) -> PyResult<Settle> {
         let reason: String = exc.getattr("reason")?.extract()?;
-        tenure::validate::reason(&reason).map_err(crate::errors::to_py)?;
+        tenure::validate::reason(&reason).map_err(to_py)?;
         let permanent: bool = exc.getattr("permanent")?.extract()?;
         let retry_after = convert::retry_after(&exc.getattr("retry_after")?)?;
         let delay = retry_delay(permanent, retry_after)?;
@@ -366,24 +449,26 @@ impl AioTicket {
     /// its exception says, or release when it was cancelled.
     fn done(&self, py: Python<'_>, task: &Bound<'_, PyAny>) {
         let s = self.settle(py, task).unwrap_or(Settle::Release);
-        self.outcome.set(s);
+        self.handoff.set(s);
     }
 
     /// The handler will not run (the worker is stopping): release the
     /// lease; the job is not counted as claimed.
     fn hand_back(&self) {
-        self.outcome.set(Settle::HandBack);
+        self.handoff.set(Settle::HandBack);
     }
 }
 
 impl Drop for AioTicket {
     fn drop(&mut self) {
-        self.outcome.set(Settle::Release);
+        self.handoff.set(Settle::Release);
     }
 }
 
 /// The native loop of ``tenure.aio.Worker`` (see the module docs of
-/// ``aio_work.rs``); private to ``tenure.aio``.
+/// ``aio_work.rs``); private to ``tenure.aio``. The loop watches
+/// ``fileno`` (``loop.add_reader``) and calls ``take()`` when it is
+/// readable; ``close()`` hands back the jobs nobody will take.
 #[pyclass(frozen, module = "tenure", name = "_AioWorker")]
 pub struct AioWorker {
     shared: Arc<Shared>,
@@ -393,7 +478,7 @@ pub struct AioWorker {
 impl AioWorker {
     /// Start ``slots`` slot threads at once.
     #[new]
-    #[pyo3(signature = (authority, production, holder, *, ttl, renew_every, wait_timeout, until_idle, slots, cancel, post, start, stopped, ended, job_failed))]
+    #[pyo3(signature = (authority, production, holder, *, ttl, renew_every, wait_timeout, until_idle, slots, cancel, job_failed))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         authority: &Bound<'_, Authority>,
@@ -405,13 +490,17 @@ impl AioWorker {
         until_idle: bool,
         #[pyo3(from_py_with = convert::slots)] slots: u32,
         cancel: &Bound<'_, WaitCancel>,
-        post: Py<PyAny>,
-        start: Py<PyAny>,
-        stopped: Py<PyAny>,
-        ended: Py<PyAny>,
         job_failed: Py<PyAny>,
     ) -> PyResult<AioWorker> {
         let auth = authority.get();
+        let internal = |e: std::io::Error| {
+            to_py(Error::Internal(format!(
+                "cannot make the worker's wake-up socket: {e}"
+            )))
+        };
+        let (writer, reader) = UnixStream::pair().map_err(internal)?;
+        writer.set_nonblocking(true).map_err(internal)?;
+        reader.set_nonblocking(true).map_err(internal)?;
         let shared = Arc::new(Shared {
             auth: auth.get()?,
             production: production.to_owned(),
@@ -421,10 +510,8 @@ impl AioWorker {
             wait_timeout: convert::wait(wait_timeout, "wait_timeout")?,
             until_idle,
             node: auth.wait_node(Some(cancel.get().node())),
-            post,
-            start,
-            stopped,
-            ended,
+            writer,
+            reader,
             job_failed,
             state: Mutex::new(State {
                 active: slots as usize,
@@ -437,21 +524,16 @@ impl AioWorker {
                 .name(format!("tenure-aio-slot-{i}"))
                 .spawn(move || {
                     slot(&s);
-                    let last = {
-                        let mut st = lock(&s.state);
-                        st.active -= 1;
-                        st.active == 0
-                    };
-                    if last {
-                        Python::attach(|py| {
-                            let _ = s.post(py, (s.ended.clone_ref(py),));
-                        });
+                    let mut st = lock(&s.state);
+                    st.active -= 1;
+                    if st.active == 0 {
+                        s.signal(&mut st);
                     }
                 });
             if let Err(e) = t {
                 lock(&shared.state).active -= (slots - i) as usize;
                 shared.node.cancel();
-                return Err(crate::errors::to_py(Error::Internal(format!(
+                return Err(to_py(Error::Internal(format!(
                     "cannot start a worker slot: {e}"
                 ))));
             }
@@ -459,9 +541,46 @@ impl AioWorker {
         Ok(AioWorker { shared })
     }
 
+    /// The socket to watch (``loop.add_reader``): readable when ``take()``
+    /// has something.
+    #[getter]
+    fn fileno(&self) -> i32 {
+        self.shared.reader.as_raw_fd()
+    }
+
+    /// On the loop: ``(tickets, stopped, ended)``: the jobs ready for a
+    /// handler, whether a wait error stopped the worker since the last
+    /// call, and whether every slot has ended.
+    fn take(&self, py: Python<'_>) -> (Vec<Py<AioTicket>>, bool, bool) {
+        let s = &self.shared;
+        let (jobs, stopped, ended) = {
+            let mut st = lock(&s.state);
+            let mut buf = [0u8; 64];
+            while matches!((&s.reader).read(&mut buf), Ok(n) if n > 0) {}
+            st.signalled = false;
+            let jobs: Vec<Arc<Handoff>> = st.queue.drain(..).collect();
+            (jobs, std::mem::take(&mut st.stopped), st.active == 0)
+        };
+        let mut tickets = Vec::with_capacity(jobs.len());
+        for h in jobs {
+            match h.ticket(py, &s.job_failed) {
+                Ok(Some(t)) => tickets.push(t),
+                Ok(None) => {}
+                Err(_) => h.set(Settle::HandBack),
+            }
+        }
+        (tickets, stopped, ended)
+    }
+
     /// Take no new jobs: the waits end at once. Idempotent.
     fn stop(&self) {
         self.shared.node.cancel();
+    }
+
+    /// Stop, and hand back every job the loop has not taken (now or
+    /// later). Idempotent.
+    fn close(&self) {
+        self.shared.close();
     }
 
     /// ``(claimed, completed, failed, released, lost)`` so far.
@@ -476,5 +595,11 @@ impl AioWorker {
     fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         let e = lock(&self.shared.state).error.clone();
         e.map(|e| exception(py, e))
+    }
+}
+
+impl Drop for AioWorker {
+    fn drop(&mut self) {
+        self.shared.close();
     }
 }
