@@ -31,6 +31,7 @@ use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tenure::{Delay, Error, Fact, Ttl};
@@ -238,8 +239,8 @@ fn run_job(s: &Shared, lease: tenure::Lease) {
     }
     let (outcome, held) = h.wait();
     keeper.stop();
-    let Some(l) = held.lease() else {
-        return s.count(Tally::Lost); // another process (after fork)
+    let Some(l) = held.as_ref().and_then(Held::lease) else {
+        return s.count(Tally::Lost); // not wrapped, or after fork: it expires
     };
     let tally = if keeper.error().is_some() {
         released(l.release()) // the lease is lost: hand it back
@@ -329,14 +330,13 @@ impl Handoff {
     }
 
     /// The outcome and the lease to settle.
-    fn wait(&self) -> (Settle, Held) {
+    fn wait(&self) -> (Settle, Option<Held>) {
         let mut g = lock(&self.state);
         loop {
             if let Some(s) = g.settle.take() {
                 let held = match (g.shared.take(), g.lease.take()) {
-                    (Some(p), _) => Held::Shared(p),
-                    (None, Some(l)) => Held::Own(l),
-                    (None, None) => unreachable!("a job's lease is held until it is settled"),
+                    (Some(p), _) => Some(Held::Shared(p)),
+                    (None, l) => l.map(Held::Own), // None: it could not be wrapped
                 };
                 return (s, held);
             }
@@ -523,7 +523,8 @@ impl AioWorker {
             let t = std::thread::Builder::new()
                 .name(format!("tenure-aio-slot-{i}"))
                 .spawn(move || {
-                    slot(&s);
+                    // A panic ends this slot, never the count of slots.
+                    let _ = catch_unwind(AssertUnwindSafe(|| slot(&s)));
                     let mut st = lock(&s.state);
                     st.active -= 1;
                     if st.active == 0 {
