@@ -14,12 +14,20 @@ the same handler work: read the payload, complete with one fact.
 - ``asyncio``: ``tenure.aio.Worker`` with ``concurrency`` tasks (wait for
   work, payload, a keeper per job, the async handler, complete) over one
   ``tenure.aio.Authority``. While it runs, a ticker task sleeps 1 ms at a
-  time and records how late it wakes: the event loop's longest stall. Then the same ticker runs alone on an idle loop for as
-  long: the machine's own floor for that figure.
+  time and records how late it wakes: the event loop's longest stall (and
+  its 99th percentile); meanwhile the same ticker runs on an idle loop in
+  another process (the machine's floor over the same window). Then the
+  same ticker runs alone on an idle loop in this process for as long.
 
 Output: ``worker_per_s``, ``threads_per_s``, ``asyncio_per_s``, ``ratio``
-(asyncio / worker, the target), ``ratio_threads`` (asyncio / threads),
-``max_stall_ms`` and ``idle_stall_ms``.
+(asyncio / worker, the target), ``ratio_threads`` (asyncio / threads), the
+process's CPU time per job of each side (``worker_cpu_us``,
+``threads_cpu_us``, ``asyncio_cpu_us``: all threads, user + system, over
+the timed part only; on a shared machine the fairer comparison of the
+work each side does),
+``max_stall_ms``, ``peer_stall_ms`` and ``idle_stall_ms`` (longest: during
+the run, the other process's during the run, this process's after it) and
+``stall_p99_ms``, ``peer_p99_ms``, ``idle_p99_ms``.
 """
 
 from __future__ import annotations
@@ -29,9 +37,12 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 import tenure
@@ -49,7 +60,7 @@ def fill(path: str, jobs: int) -> tenure.Authority:
     return a
 
 
-def threads_run(d: str, jobs: int, concurrency: int) -> float:
+def threads_run(d: str, jobs: int, concurrency: int) -> tuple[float, float]:
     a = fill(os.path.join(d, "threads.db"), jobs)
     done = [0] * concurrency
 
@@ -64,17 +75,17 @@ def threads_run(d: str, jobs: int, concurrency: int) -> float:
             done[n] += 1
 
     ts = [threading.Thread(target=work, args=(n,)) for n in range(concurrency)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert sum(done) == jobs, done
-    return seconds
+    return seconds, cpu
 
 
-def worker_run(d: str, jobs: int, concurrency: int) -> float:
+def worker_run(d: str, jobs: int, concurrency: int) -> tuple[float, float]:
     a = fill(os.path.join(d, "worker.db"), jobs)
     lock = threading.Lock()
     done = 0
@@ -91,63 +102,93 @@ def worker_run(d: str, jobs: int, concurrency: int) -> float:
             if done == jobs:
                 all_done.set()
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with tenure.Worker(a, "bench", "worker", handle, ttl=TTL, slots=concurrency, report=report):
         all_done.wait()
         seconds = time.perf_counter() - start
-    return seconds
+    return seconds, time.process_time() - cpu
 
 
-async def idle_stall(seconds: float) -> float:
-    """The same ticker on an idle loop for ``seconds``: how late a 1 ms
-    sleep wakes with nothing else running (the machine's own floor)."""
-    stall = 0.0
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+def p99(lateness: list[float]) -> float:
+    """The 99th percentile of the ticker's lateness samples."""
+    s = sorted(lateness)
+    return s[min(len(s) - 1, int(len(s) * 0.99))] if s else 0.0
+
+
+async def ticking(done: Callable[[], bool]) -> list[float]:
+    """The ticker: sleep 1 ms at a time until ``done()``, recording how
+    late each sleep wakes."""
+    lateness: list[float] = []
+    while not done():
         t0 = time.perf_counter()
         await asyncio.sleep(0.001)
-        stall = max(stall, time.perf_counter() - t0 - 0.001)
-    return stall
+        lateness.append(time.perf_counter() - t0 - 0.001)
+    return lateness
 
 
-async def asyncio_run(d: str, jobs: int, concurrency: int) -> tuple[float, float]:
+async def idle_stall(seconds: float) -> list[float]:
+    """The same ticker on an idle loop for ``seconds``: how late each 1 ms
+    sleep wakes with nothing else running (the machine's own floor)."""
+    end = time.perf_counter() + seconds
+    return await ticking(lambda: time.perf_counter() >= end)
+
+
+def peer_ticker() -> None:
+    """``--peer-ticker``: the ticker on an idle loop in this process until
+    stdin closes; prints its longest and p99 lateness (ms) as JSON."""
+    closed = threading.Event()
+
+    def watch() -> None:
+        sys.stdin.read()
+        closed.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    print("ready", flush=True)
+    lateness = asyncio.run(ticking(closed.is_set))
+    print(json.dumps({"max_ms": max(lateness, default=0.0) * 1000.0,
+                      "p99_ms": p99(lateness) * 1000.0}))
+
+
+async def asyncio_run(d: str, jobs: int, concurrency: int
+                      ) -> tuple[float, float, list[float], dict[str, float]]:
+    """The asyncio side, its ticker's lateness, and that of an idle ticker
+    in another process over the same window (the machine's floor then)."""
     native = fill(os.path.join(d, "asyncio.db"), jobs)
-    stall = 0.0
     running = True
-
-    async def ticker() -> None:
-        nonlocal stall
-        while running:
-            t0 = time.perf_counter()
-            await asyncio.sleep(0.001)
-            stall = max(stall, time.perf_counter() - t0 - 0.001)
-
     async def handle(job: aio.Job) -> dict[str, str]:
         return {"size": str(len(job.payload))}
 
+    peer = subprocess.Popen([sys.executable, __file__, "--peer-ticker"], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert peer.stdout is not None and peer.stdout.readline() == "ready\n"
     async with aio.Authority(native, max_workers=2 * concurrency) as a:
-        tick = asyncio.ensure_future(ticker())
+        tick = asyncio.ensure_future(ticking(lambda: not running))
         worker = aio.Worker(a, "bench", "asyncio", handle, concurrency=concurrency, ttl=TTL,
                             until_idle=True)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         stats = await worker.run()
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         running = False
-        await tick
+        lateness = await tick
+    floor = json.loads(peer.communicate()[0])
     assert stats.completed == jobs, stats
-    return seconds, stall
+    return seconds, cpu, lateness, floor
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--peer-ticker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.peer_ticker:
+        peer_ticker()
+        return
     d = tempfile.mkdtemp(prefix="tenure-pyaio-bench-")
     try:
-        w = worker_run(d, args.jobs, args.concurrency)
-        t = threads_run(d, args.jobs, args.concurrency)
-        s, stall = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
+        w, w_cpu = worker_run(d, args.jobs, args.concurrency)
+        t, t_cpu = threads_run(d, args.jobs, args.concurrency)
+        s, s_cpu, busy, peer = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
         idle = asyncio.run(idle_stall(s))
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -156,7 +197,12 @@ def main() -> None:
         "concurrency": args.concurrency, "sync": "FULL",
         "worker_per_s": args.jobs / w, "threads_per_s": args.jobs / t,
         "asyncio_per_s": args.jobs / s, "ratio": w / s, "ratio_threads": t / s,
-        "max_stall_ms": stall * 1000.0, "idle_stall_ms": idle * 1000.0,
+        "max_stall_ms": max(busy, default=0.0) * 1000.0,
+        "idle_stall_ms": max(idle, default=0.0) * 1000.0,
+        "stall_p99_ms": p99(busy) * 1000.0, "idle_p99_ms": p99(idle) * 1000.0,
+        "peer_stall_ms": peer["max_ms"], "peer_p99_ms": peer["p99_ms"],
+        "worker_cpu_us": w_cpu / args.jobs * 1e6, "threads_cpu_us": t_cpu / args.jobs * 1e6,
+        "asyncio_cpu_us": s_cpu / args.jobs * 1e6,
     }))
 
 

@@ -618,6 +618,45 @@ class Worker:
     ) -> bool: ...
 
 @final
+class _AioTicket:
+    """One job an ``_AioWorker`` slot hands to the event loop (private to ``tenure.aio``)."""
+
+    @property
+    def lease(self) -> Lease: ...
+    @property
+    def payload(self) -> bytes: ...
+    def done(self, task: object) -> None: ...
+    def hand_back(self) -> None: ...
+
+@final
+class _AioWorker:
+    """The native slots of ``tenure.aio.Worker`` (private to ``tenure.aio``)."""
+
+    def __new__(
+        cls,
+        authority: Authority,
+        production: str,
+        holder: str,
+        *,
+        ttl: datetime.timedelta,
+        renew_every: datetime.timedelta,
+        wait_timeout: datetime.timedelta,
+        until_idle: bool,
+        slots: int,
+        cancel: WaitCancel,
+        job_failed: type[BaseException],
+    ) -> Self: ...
+    @property
+    def fileno(self) -> int: ...
+    def take(self) -> tuple[list[_AioTicket], bool, bool]: ...
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+    @property
+    def counts(self) -> tuple[int, int, int, int, int]: ...
+    @property
+    def error(self) -> Optional[TenureError]: ...
+
+@final
 class Edit:
     """One write transaction; a context manager (commit on success, abort on error)."""
 

@@ -87,18 +87,15 @@ Keepers
     block writes nothing.
 
 Workers
-    :class:`Worker` runs ``concurrency`` tasks that each claim a job, run the
-    async handler under a keeper, and complete (the handler's facts) or fail
-    it (:class:`JobFailed` chooses retryable or permanent; any other exception
-    is a retryable failure). It stops on a stop ``asyncio.Event`` or when its
-    task is cancelled: no new claims (the waits for work are cancelled at
-    once), running handlers get ``grace`` to finish, then are cancelled and
-    their leases released. Each task waits for work with
-    :meth:`Authority.claim_next_wait`, on a thread of its own for the run:
-    one off-loop call per job settles the task's previous job (keeper
-    stopped, then completed, failed or released) and takes the next (wait,
-    claim, payload, keeper start); it is cancellation-safe like
-    ``claim_next_wait`` (the previous job is settled exactly once).
+    :class:`Worker` runs ``concurrency`` native slot threads that each claim
+    a job, read its payload and start its keeper, never taking the GIL,
+    then hand the job to the event loop through a native queue and a socket
+    the loop watches (the async handler runs as a task there) and complete
+    it (the handler's facts) or fail it (:class:`JobFailed` chooses retryable or permanent;
+    any other exception is a retryable failure) once the task is done. It
+    stops on a stop ``asyncio.Event`` or when its task is cancelled: no new
+    claims (the waits for work are cancelled at once), running handlers get
+    ``grace`` to finish, then are cancelled and their leases released.
 
 Times
     The value classes carry aware UTC ``datetime`` attributes beside the
@@ -159,7 +156,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-M = TypeVar("M", _native.Lease, list[_native.Lease], "_Turn", tuple[_native.Lease, bool],
+M = TypeVar("M", _native.Lease, list[_native.Lease], tuple[_native.Lease, bool],
             tuple[list[Union[_native.Lease, _native.TenureError]], bool])
 
 DEFAULT_MAX_WORKERS = 32
@@ -217,33 +214,9 @@ def _on_own_thread(call: Callable[[], T]) -> concurrent.futures.Future[T]:
     return fut
 
 
-@dataclass
-class _Taken:
-    """A job a :class:`Worker` task took: the claimed lease, its payload
-    and its started keeper, or (``lost`` not ``None``) the lease handed back
-    in the same call because the payload could not be read or the keeper
-    not started (``lost``: the release was refused)."""
-
-    lease: _native.Lease
-    payload: bytes = b""
-    keeper: Optional[_native.Keeper] = None
-    lost: Optional[bool] = None
-
-
-@dataclass
-class _Turn:
-    """What one off-loop call of a :class:`Worker` task gives back: how the
-    previous job was settled (a :class:`WorkerStats` field name, or
-    ``None``), the job taken next, or the wait's error."""
-
-    settled: Optional[str]
-    taken: Optional[_Taken]
-    error: Optional[Exception] = None
-
-
 _Claimed: TypeAlias = Union[_native.Lease, list[_native.Lease], tuple[_native.Lease, bool],
                             tuple[list[Union[_native.Lease, _native.TenureError]], bool]]
-_Minted: TypeAlias = Union[_Claimed, _Turn]
+_Minted: TypeAlias = _Claimed
 
 
 def _claimed_leases(claimed: _Claimed) -> list[_native.Lease]:
@@ -258,21 +231,11 @@ def _claimed_leases(claimed: _Claimed) -> list[_native.Lease]:
 
 def _minted_count(minted: _Minted) -> int:
     """How many leases a hand-back of ``minted`` returns to the store."""
-    if isinstance(minted, _Turn):
-        return 1 if minted.taken is not None and minted.taken.lost is None else 0
     return len(_claimed_leases(minted))
 
 
 def _release_all_quietly(minted: _Minted) -> None:
-    """Hand back the lease (or every lease of a batch) nobody received; a
-    worker's job taken has its keeper stopped first."""
-    if isinstance(minted, _Turn):
-        taken = minted.taken
-        if taken is not None and taken.lost is None:
-            if taken.keeper is not None:
-                taken.keeper.stop()
-            _release_quietly(taken.lease)
-        return
+    """Hand back the lease (or every lease of a batch) nobody received."""
     for lease in _claimed_leases(minted):
         _release_quietly(lease)
 
@@ -408,17 +371,12 @@ class Authority:
         return Lease(await self._minting(call, wait), self)
 
     async def _minting(self, call: Callable[[], M],
-                       wait: Optional[_native.WaitCancel] = None,
-                       run_on: Optional[concurrent.futures.Executor] = None) -> M:
+                       wait: Optional[_native.WaitCancel] = None) -> M:
         """Run a call minting a lease, a list of leases or a claim under a
-        request (``(lease or slots, replayed)``) (on ``run_on``, else
-        on the pool, or for a wait for work, whose cancel handle is ``wait``,
-        on a thread of its own); on cancellation every lease it minted is
-        handed back."""
-        if run_on is not None:
-            fut = run_on.submit(call)
-        else:
-            fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
+        request (``(lease or slots, replayed)``) (on the pool, or for a wait
+        for work, whose cancel handle is ``wait``, on a thread of its own);
+        on cancellation every lease it minted is handed back."""
+        fut = self._pool.submit(call) if wait is None else _on_own_thread(call)
         try:
             native = await _outcome(fut)
         except asyncio.CancelledError:
@@ -1122,38 +1080,47 @@ class WorkerStats:
     lost: int = 0
 
 
-_MAX_REASON = 1024
 _WAIT_TIMEOUT = timedelta(seconds=60)
-_BUSY_PAUSE = 0.1
-"""Seconds a worker task pauses after a wait for work ended with ``Busy``."""
 
 
-def _reason(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}"
-    raw = text.encode("utf-8")[:_MAX_REASON]
-    return raw.decode("utf-8", "ignore")
+async def _call(handler: Callable[[Job], Awaitable[_Facts]], job: Job) -> _Facts:
+    """The handler's task: a handler that raises before it returns an
+    awaitable fails its job like one that raises while awaited."""
+    return await handler(job)
 
 
 class Worker:
     """An async worker loop over one production with bounded concurrency.
 
-    ``concurrency`` tasks each claim a job (``holder``, ``ttl``), fetch its
+    ``concurrency`` slots each claim a job (``holder``, ``ttl``), fetch its
     payload, run ``handler(job)`` under a keeper (``renew_every``, ``ttl / 3``
     unless given) and then complete the job with the facts the handler
     returned, or fail it when the handler raised (:class:`JobFailed` says
     whether permanently and, with ``retry_after``, when to retry; any other
-    exception is a retryable failure whose reason is the exception's class
-    and text, at most 1024 bytes).
+    exception, or facts that are not valid facts, is a retryable failure
+    whose reason is the exception's class and text, at most 1024 bytes).
 
-    Each task waits for work with :meth:`Authority.claim_next_wait`, waits of
-    ``wait_timeout`` (60 s unless given; with ``until_idle``, zero: a single
-    attempt). :meth:`run` returns when ``stop`` is set, when ``until_idle``
-    is true and a wait found nothing claimable, or raises ``CancelledError`` when its task is
-    cancelled. Stopping takes no new jobs (the waits are cancelled at once;
-    a claim that lands after the stop is released), gives running handlers
-    ``grace`` to finish, then cancels them and releases their leases. A
-    store error other than ``NoJobAvailable`` and ``Busy`` from the wait for
-    work stops the worker the same way and is raised from :meth:`run`.
+    The slots are native threads (``tenure._AioWorker``) that never take
+    the GIL: each waits for work with :meth:`tenure.Authority.claim_next_wait`
+    (waits of ``wait_timeout``, 60 s unless given; with ``until_idle``,
+    zero: a single attempt), reads the payload, starts the keeper and then
+    queues the job natively and wakes the event loop through a socket it
+    watches (``loop.add_reader``, so the loop must support it: the default
+    Unix loops do); the loop's reader callback starts the handler task of
+    every ready job, and the slot waits for its task and settles the lease
+    itself. The event loop runs one callback per batch of ready jobs and
+    the handlers, nothing else.
+
+    :meth:`run` returns when ``stop`` is set, when ``until_idle`` is true
+    and every slot's wait found nothing claimable, or raises
+    ``CancelledError`` when its task is cancelled. Stopping takes no new
+    jobs (the waits are cancelled at once; a claim that lands after the
+    stop is released), gives running handlers ``grace`` to finish, then
+    cancels them and releases their leases (a second cancellation of
+    :meth:`run` while it waits cancels them at once). A wait for work that
+    ends with ``Busy`` pauses that slot 100 ms; any other store error from
+    it (not ``NoJobAvailable``) stops the worker the same way and is raised
+    from :meth:`run`.
     """
 
     def __init__(self, auth: Authority, production: str, holder: str,
@@ -1179,280 +1146,105 @@ class Worker:
         elif wait_timeout != timedelta(0):
             wait_timeout = _duration(wait_timeout, "wait_timeout")
         self._wait_timeout = wait_timeout
-        self._quit_event: Optional[asyncio.Event] = None
-        self._waits = _native.WaitCancel()
-        self._settling: list[_Settle] = []
-        self.stats = WorkerStats()
+        self._core: Optional[_native._AioWorker] = None
 
     @property
-    def _quit(self) -> asyncio.Event:
-        assert self._quit_event is not None, "Worker.run is not running"
-        return self._quit_event
+    def stats(self) -> WorkerStats:
+        """What the last (or current) :meth:`run` did so far: a snapshot."""
+        if self._core is None:
+            return WorkerStats()
+        return WorkerStats(*self._core.counts)
 
     async def run(self, stop: Optional[asyncio.Event] = None) -> WorkerStats:
         """Work until stopped (see the class docs); returns :attr:`stats`."""
-        self._quit_event = asyncio.Event()
-        self._waits = _native.WaitCancel()
         loop = asyncio.get_running_loop()
-        watcher = loop.create_task(self._watch(stop)) if stop is not None else None
-        # One thread per task: its wait for work, and its job's off-loop calls.
-        pool = concurrent.futures.ThreadPoolExecutor(self._concurrency,
-                                                     thread_name_prefix="tenure-aio-worker")
-        slots = [loop.create_task(self._slot(pool)) for _ in range(self._concurrency)]
+        quit = asyncio.Event()
+        ended: asyncio.Future[None] = loop.create_future()
+        tasks: set[asyncio.Task[_Facts]] = set()
+        auth, handler = self._auth, self._handler
+
+        def start(ticket: _native._AioTicket) -> None:
+            """Start one job's handler task."""
+            if quit.is_set():  # stopping: the job is released, never run
+                ticket.hand_back()
+                return
+            task = loop.create_task(_call(handler, Job(Lease(ticket.lease, auth),
+                                                       ticket.payload)))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            task.add_done_callback(ticket.done)
+
+        def ready() -> None:
+            """The slots' socket is readable: start the jobs they handed over."""
+            tickets, stopped, done = core.take()
+            for ticket in tickets:
+                start(ticket)
+            if stopped:  # a wait error stopped the worker
+                quit.set()
+            if done and not ended.done():
+                ended.set_result(None)
+
+        waits = _native.WaitCancel()  # cancelled by aclose, like every wait for work
+        core = _native._AioWorker(
+            auth.native, self._production, self._holder, ttl=self._ttl,
+            renew_every=self._every, wait_timeout=self._wait_timeout,
+            until_idle=self._until_idle, slots=self._concurrency, cancel=waits,
+            job_failed=JobFailed)
+        self._core = core
+        loop.add_reader(core.fileno, ready)
+        with auth._lock:
+            auth._waits.add(waits)
+        watcher = loop.create_task(_set_on(stop, quit)) if stop is not None else None
         cancelled = False
         try:
-            await self._until_done_or_failed(slots)
-        except asyncio.CancelledError:
-            cancelled = True
-        self._stop_now()
-        try:
-            await self._drain(slots)
-        except asyncio.CancelledError:
-            cancelled = True
-            await self._drain(slots, grace=0.0)
-        if watcher is not None:
-            watcher.cancel()
-        # Calls still finishing (a settle whose task was cancelled) end before run returns.
-        closing = loop.run_in_executor(None, pool.shutdown)
-        try:
-            await asyncio.shield(closing)
-        except asyncio.CancelledError:
-            cancelled = True
-            closing.add_done_callback(_quiet)
-        for done in self._settling:  # settled by calls whose tasks were cancelled
-            if done.result is not None:
-                self._count(done.result)
-        self._settling.clear()
+            try:
+                await _first(ended, quit)
+            except asyncio.CancelledError:
+                cancelled = True
+            quit.set()
+            core.stop()
+            try:
+                await _drain(tasks, ended, self._grace.total_seconds())
+            except asyncio.CancelledError:
+                cancelled = True
+                await _drain(tasks, ended, 0.0)
+        finally:
+            loop.remove_reader(core.fileno)
+            core.close()  # a job nobody took any more is released
+            with auth._lock:
+                auth._waits.discard(waits)
+            if watcher is not None:
+                watcher.cancel()
         if cancelled:
             raise asyncio.CancelledError
-        errors = [e for t in slots if not t.cancelled() and (e := t.exception()) is not None]
-        if errors:
-            raise errors[0]
+        error = core.error
+        if error is not None:
+            raise error
         return self.stats
 
-    def _stop_now(self) -> None:
-        """Take no new jobs: end the waits for work at once."""
-        self._quit.set()
-        self._waits.cancel()
 
-    async def _watch(self, stop: asyncio.Event) -> None:
-        await stop.wait()
-        self._stop_now()
-
-    async def _until_done_or_failed(self, slots: list[asyncio.Task[None]]) -> None:
-        """Until every slot ended, one failed, or the stop came."""
-        quit = asyncio.ensure_future(self._quit.wait())
-        pending: set[asyncio.Future[Any]] = {*slots, quit}
-        try:
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                if quit in done or all(t.done() for t in slots) or any(
-                        not t.cancelled() and t.exception() is not None for t in done):
-                    return
-        finally:
-            quit.cancel()
-
-    async def _drain(self, slots: list[asyncio.Task[None]], grace: Optional[float] = None) -> None:
-        pending = {t for t in slots if not t.done()}
-        if not pending:
-            return
-        limit = self._grace.total_seconds() if grace is None else grace
-        if limit > 0:
-            _, pending = await asyncio.wait(pending, timeout=limit)
-        for t in pending:
-            t.cancel()
-        if pending:
-            # Shielded: the cancelled handlers release their leases before we return.
-            await asyncio.shield(asyncio.wait(pending))
-
-    async def _slot(self, pool: concurrent.futures.ThreadPoolExecutor) -> None:
-        # This task's waits (cancelled on its cancellation, which ends it),
-        # under the worker's (the stop) and known to the authority (aclose).
-        wait = _native.WaitCancel(self._waits)
-        auth = self._auth
-        with auth._lock:
-            auth._waits.add(wait)
-        try:
-            done: Optional[_Settle] = None  # a handled job, settled with the next wait
-            while True:
-                if self._quit.is_set():
-                    if done is not None:
-                        await self._end(pool, done.taken, done.outcome)
-                    return
-                taken = await self._next_job(pool, wait, done)
-                if taken is None:
-                    return
-                done = _Settle(taken, await self._handle(pool, taken))
-        finally:
-            with auth._lock:
-                auth._waits.discard(wait)
-
-    def _turn(self, done: Optional[_Settle], wait: _native.WaitCancel) -> _Turn:
-        """One off-loop call per job: settle the previous job (stop its
-        keeper; complete, fail or release it), then wait for work, claim,
-        read the payload and start the keeper. A refused payload read or
-        keeper start hands the lease back here."""
-        settled = done.run() if done is not None else None
-        try:
-            lease = self._auth.native.claim_next_wait(
-                self._production, self._holder, self._ttl, self._wait_timeout, wait)
-        except Exception as e:  # handed to the task with the settle's outcome
-            return _Turn(settled, None, e)
-        try:
-            payload = self._auth.native.payload(lease.production, lease.job)
-            keeper = lease.keep_alive(self._ttl, self._every)
-        except _native.TenureError:
-            return _Turn(settled, _Taken(lease, lost=_settle(lease, _RELEASE) == "lost"))
-        except BaseException:
-            _release_quietly(lease)
-            raise
-        return _Turn(settled, _Taken(lease, payload, keeper))
-
-    async def _next_job(self, pool: concurrent.futures.ThreadPoolExecutor,
-                        wait: _native.WaitCancel, done: Optional[_Settle]) -> Optional[_Taken]:
-        """Settle ``done`` and take the next job in one off-loop call,
-        cancellation-safe as :meth:`Authority.claim_next_wait` (``None`` once
-        stopping, or idle with ``until_idle``)."""
-        while not self._quit.is_set():
-            try:
-                turn = await self._auth._minting(lambda: self._turn(done, wait), wait=wait,
-                                                 run_on=pool)
-            except asyncio.CancelledError:
-                if done is not None:
-                    if done.claim():  # the call never ran: settle here
-                        await self._end(pool, done.taken, done.outcome)
-                    else:  # the call settles it: counted when run() ends
-                        self._settling.append(done)
-                raise
-            if turn.settled is not None:
-                self._count(turn.settled)
-            done = None
-            if isinstance(turn.error, _native.NoJobAvailable):
-                if self._until_idle:
-                    return None
-                continue  # a timeout (wait again) or the stop's cancel (the loop ends)
-            if isinstance(turn.error, _native.Busy):
-                try:
-                    await asyncio.wait_for(self._quit.wait(), _BUSY_PAUSE)
-                    return None
-                except asyncio.TimeoutError:
-                    continue
-            if turn.error is not None:
-                raise turn.error
-            taken = turn.taken
-            assert taken is not None
-            if self._quit.is_set() and taken.lost is None:
-                # The stop came while claiming: take no new job.
-                await self._end(pool, taken, _RELEASE)
-                return None
-            self.stats.claimed += 1
-            if taken.lost is not None:  # payload or keeper refused: handed back
-                self._count("lost" if taken.lost else "released")
-                continue
-            return taken
-        if done is not None:
-            await self._end(pool, done.taken, done.outcome)
-        return None
-
-    def _count(self, result: str) -> None:
-        if result == "completed":
-            self.stats.completed += 1
-        elif result == "failed":
-            self.stats.failed += 1
-        elif result == "released":
-            self.stats.released += 1
-        else:
-            self.stats.lost += 1
-
-    async def _end(self, pool: concurrent.futures.ThreadPoolExecutor, taken: _Taken,
-                   outcome: _Outcome) -> None:
-        """Stop the keeper and settle the lease (complete, fail or release as
-        ``outcome`` says) in one off-loop call; shielded: a cancelled task
-        still has it done."""
-        result = await _outcome(pool.submit(_stop_and_settle, taken, outcome))
-        self._count(result)
-
-    async def _handle(self, pool: concurrent.futures.ThreadPoolExecutor,
-                      taken: _Taken) -> Union[Exception, _Facts]:
-        """Run the handler: its facts or its exception (settled later); if
-        it is cancelled (stop past grace) or interrupted, the lease is
-        released now and the exception propagates."""
-        try:
-            return await self._handler(Job(Lease(taken.lease, self._auth), taken.payload))
-        except Exception as e:
-            return e
-        except BaseException:  # cancelled (stop past grace), or an interrupt
-            await self._end(pool, taken, _RELEASE)
-            raise
+async def _set_on(stop: asyncio.Event, quit: asyncio.Event) -> None:
+    await stop.wait()
+    quit.set()
 
 
-class _Release:
-    """The outcome that hands the lease back (stop past grace, or no new job)."""
-
-
-_RELEASE = _Release()
-
-if TYPE_CHECKING:
-    _Outcome: TypeAlias = Union[BaseException, _Facts, _Release]
-
-
-class _Settle:
-    """A handled job waiting to be settled; :meth:`claim` makes sure exactly
-    one caller (the task's next off-loop call, or the task itself when that
-    call never ran) settles it."""
-
-    def __init__(self, taken: _Taken, outcome: _Outcome) -> None:
-        self.taken = taken
-        self.outcome = outcome
-        self._lock = threading.Lock()
-        self._claimed = False
-
-        self.result: Optional[str] = None
-        """How it was settled (a :class:`WorkerStats` field name), once it was."""
-
-    def claim(self) -> bool:
-        with self._lock:
-            first, self._claimed = not self._claimed, True
-            return first
-
-    def run(self) -> Optional[str]:
-        """Settle it unless another caller claimed it first."""
-        if not self.claim():
-            return None
-        self.result = _stop_and_settle(self.taken, self.outcome)
-        return self.result
-
-
-def _settle(lease: _native.Lease, outcome: _Outcome) -> str:
-    """Complete with the facts, fail as the handler's exception asks, or
-    (:data:`_RELEASE`) hand the lease back; returns the
-    :class:`WorkerStats` field it counts as."""
+async def _first(ended: asyncio.Future[None], quit: asyncio.Event) -> None:
+    """Until every slot ended or the stop came."""
+    stopping: asyncio.Future[Any] = asyncio.ensure_future(quit.wait())
+    waits: list[asyncio.Future[Any]] = [ended, stopping]
     try:
-        if isinstance(outcome, _Release):
-            lease.release()
-            return "released"
-        if isinstance(outcome, JobFailed):
-            try:
-                lease.fail(outcome.reason, permanent=outcome.permanent,
-                           retry_after=outcome.retry_after)
-            except (TypeError, _native.InvalidArgument, _native.InvalidDuration) as e:
-                lease.fail(_reason(e))
-            return "failed"
-        if isinstance(outcome, BaseException):
-            lease.fail(_reason(outcome))
-            return "failed"
-        lease.complete(outcome)
-        return "completed"
-    except _native.TenureError:
-        return "lost"
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
 
 
-def _stop_and_settle(taken: _Taken, outcome: _Outcome) -> str:
-    """Stop the job's keeper (a renewal in flight is waited for), then
-    settle the lease; a keeper whose renewal was refused means the lease is
-    lost: it is released (refused: ``lost``) instead of settled."""
-    assert taken.keeper is not None
-    taken.keeper.stop()
-    if taken.keeper.error is not None:
-        outcome = _RELEASE
-    return _settle(taken.lease, outcome)
+async def _drain(tasks: set[asyncio.Task[_Facts]], ended: asyncio.Future[None],
+                 grace: float) -> None:
+    """Give the running handlers ``grace`` seconds, cancel those still
+    running (their slots release the leases), then wait (shielded) until
+    every slot has settled its job and ended."""
+    if grace > 0 and not ended.done():
+        await asyncio.wait([ended], timeout=grace)
+    for t in list(tasks):
+        t.cancel()
+    await asyncio.shield(ended)

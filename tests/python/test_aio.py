@@ -37,6 +37,16 @@ async def until(pred: Callable[[], bool], what: str, limit: float = 60.0) -> Non
         await asyncio.sleep(0.005)
 
 
+def drain(auth: tenure.Authority, prod: str,
+          handler: Callable[[aio.Job], Awaitable[Any]]) -> aio.WorkerStats:
+    """Run an until-idle worker of two slots over ``prod``."""
+    async def main() -> aio.WorkerStats:
+        async with wrap(auth) as a:
+            return await aio.Worker(a, prod, "aw", handler, concurrency=2, ttl=LONG,
+                                    until_idle=True).run()
+    return run(main())
+
+
 # -- the same results and errors as the synchronous API ------------------------
 
 
@@ -687,3 +697,111 @@ def test_worker_gives_each_handler_its_own_payload(auth: tenure.Authority,
     assert (stats.claimed, stats.completed, stats.released, stats.lost) == (50, 50, 0, 0)
     for i in range(50):
         assert {f.key: f.value for f in auth.facts(prod, f"j{i:03}")}["n"] == str(i)
+
+
+def test_worker_handler_errors_of_every_kind_are_retryable_failures(auth: tenure.Authority,
+                                                                    prod: str) -> None:
+    """Facts that are not facts, a handler that raises before it returns an
+    awaitable, and a JobFailed whose arguments Lease.fail refuses each fail
+    the job retryably with a reason naming why; nothing is left claimed."""
+    for name in ("facts", "sync", "both", "long"):
+        auth.submit(prod, name, name.encode(), max_attempts=1)
+
+    def handler(job: aio.Job) -> Awaitable[Any]:
+        if job.payload == b"sync":
+            raise KeyError("no coroutine")
+
+        async def work() -> Any:
+            if job.payload == b"facts":
+                return {"k": 1}  # a value that is not a str
+            if job.payload == b"both":
+                raise aio.JobFailed("x", permanent=True, retry_after=timedelta(seconds=1))
+            raise aio.JobFailed("é" * 600)  # 1200 bytes: over the bound
+        return work()
+
+    stats = drain(auth, prod, handler)
+    assert (stats.claimed, stats.failed, stats.completed, stats.lost) == (4, 4, 0, 0)
+    errors = {name: auth.job(prod, name).last_error or "" for name in
+              ("facts", "sync", "both", "long")}
+    assert all(auth.job(prod, n).state == "failed" for n in errors)
+    assert errors["facts"].startswith("TypeError: ")
+    assert errors["sync"] == "KeyError: 'no coroutine'"
+    assert errors["both"].startswith("InvalidArgument: ")
+    assert errors["long"].startswith("InvalidArgument: ")
+
+
+def test_worker_second_cancellation_cancels_handlers_at_once(auth: tenure.Authority,
+                                                             prod: str) -> None:
+    """Cancelling run starts the grace period; cancelling it again while it
+    waits cancels the handlers now and releases their leases."""
+    auth.submit_many(prod, [tenure.JobSpec(f"j{i}") for i in range(2)])
+    started = 0
+
+    async def handler(job: aio.Job) -> None:
+        nonlocal started
+        started += 1
+        await asyncio.Event().wait()
+
+    async def main() -> tuple[aio.WorkerStats, float]:
+        async with wrap(auth) as a:
+            w = aio.Worker(a, prod, "aw", handler, concurrency=2, ttl=LONG,
+                           grace=timedelta(minutes=10))
+            task = asyncio.ensure_future(w.run())
+            await until(lambda: started == 2, "two handlers")
+            task.cancel()
+            await asyncio.sleep(0.1)
+            assert not task.done()  # in its grace period
+            t0 = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return w.stats, time.monotonic() - t0
+
+    stats, took = run(main())
+    assert took < 30
+    assert (stats.claimed, stats.released, stats.completed) == (2, 2, 0)
+    assert {v.state for v in auth.jobs(prod)} == {"requested"}
+
+
+def test_worker_runs_no_python_threads_and_counts_live(auth: tenure.Authority,
+                                                       prod: str) -> None:
+    """The slots are native threads: the worker adds no Python thread; each
+    handler runs on the loop's thread; stats are counted while it runs."""
+    auth.submit_many(prod, [tenure.JobSpec(f"j{i:02}") for i in range(20)])
+    threads: set[int] = set()
+    seen: list[int] = []
+
+    async def main() -> aio.WorkerStats:
+        async with wrap(auth) as a:
+            w: aio.Worker
+
+            async def handler(job: aio.Job) -> None:
+                threads.add(threading.get_ident())
+                seen.append(w.stats.claimed)
+                assert threading.active_count() <= before
+
+            before = threading.active_count()
+            w = aio.Worker(a, prod, "aw", handler, concurrency=16, ttl=LONG, until_idle=True)
+            assert w.stats == aio.WorkerStats()
+            return await w.run()
+
+    stats = run(main())
+    assert threads == {threading.get_ident()}
+    assert stats.completed == 20 and max(seen) >= 1
+
+
+def test_aclose_stops_a_running_worker(store: Union[Path, str]) -> None:
+    async def main() -> aio.WorkerStats:
+        a = await aio.open(store)
+        await a.create_production("p")
+
+        async def handler(job: aio.Job) -> None:
+            return None
+
+        task = asyncio.ensure_future(aio.Worker(a, "p", "aw", handler, concurrency=4,
+                                                ttl=LONG).run())
+        await asyncio.sleep(0.2)
+        await a.aclose()  # ends the worker's waits: its slots end
+        return await asyncio.wait_for(task, 30)
+
+    assert run(main()) == aio.WorkerStats()

@@ -210,7 +210,7 @@ fn applied_state(a: Applied<JobState>) -> (&'static str, bool) {
 /// The retry delay of a `fail(..., permanent=, retry_after=)` call: a
 /// permanent failure is never retried, so it takes no delay
 /// (`InvalidArgument`, nothing changes).
-fn retry_delay(permanent: bool, retry_after: Option<Delay>) -> PyResult<Option<Delay>> {
+pub(crate) fn retry_delay(permanent: bool, retry_after: Option<Delay>) -> PyResult<Option<Delay>> {
     if permanent && retry_after.is_some() {
         return Err(to_py(Error::InvalidArgument(
             "retry_after applies to a retryable failure; a permanent one is never retried".into(),
@@ -537,6 +537,17 @@ impl Authority {
         let a = self.get()?;
         unlocked(py, || f(&a))
     }
+
+    /// A cancel node for waits of this handle: a child of `cancel` (if
+    /// any) and of this handle's closer.
+    pub(crate) fn wait_node(&self, cancel: Option<&Arc<CancelNode>>) -> Arc<CancelNode> {
+        let own = CancelNode::new();
+        if let Some(c) = cancel {
+            c.adopt(&own);
+        }
+        self.closer.adopt(&own);
+        own
+    }
 }
 
 impl Ops for Authority {
@@ -612,11 +623,7 @@ impl Authority {
         let ttl = convert::ttl(ttl, "ttl")?;
         let timeout = convert::wait(timeout, "timeout")?;
         let a = self.get()?;
-        let own = CancelNode::new();
-        if let Some(c) = cancel {
-            c.get().node().adopt(&own);
-        }
-        self.closer.adopt(&own);
+        let own = self.wait_node(cancel.map(|c| c.get().node()));
         let (production, holder) = (production.to_owned(), holder.to_owned());
         let token = own.clone();
         let (r, interrupted) = work::interruptible(
@@ -1012,12 +1019,12 @@ pub struct Lease {
 }
 
 impl Lease {
-    fn wrap(l: tenure::Lease) -> Lease {
+    pub(crate) fn wrap(l: tenure::Lease) -> Lease {
         Lease {
             inner: ProcessBound::new(l),
         }
     }
-    fn get(&self) -> PyResult<&tenure::Lease> {
+    pub(crate) fn get(&self) -> PyResult<&tenure::Lease> {
         self.inner.get("Lease")
     }
 

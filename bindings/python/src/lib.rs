@@ -27,6 +27,7 @@
 
 use pyo3::prelude::*;
 
+mod aio_work;
 mod convert;
 mod errors;
 mod handles;
@@ -72,6 +73,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<work::Retry>()?;
     m.add_class::<work::Fail>()?;
     m.add_class::<work::Report>()?;
+    // Private to `tenure.aio`: attributes, not in `__all__`.
+    m.setattr("_AioWorker", m.py().get_type::<aio_work::AioWorker>())?;
+    m.setattr("_AioTicket", m.py().get_type::<aio_work::AioTicket>())?;
     m.add_class::<values::Retention>()?;
     m.add_class::<values::PruneReport>()?;
     m.add_class::<values::DeletedCounts>()?;

@@ -28,12 +28,12 @@ use tenure::{Delay, Error, KeeperStatus, Ttl};
 /// How often a blocked main thread runs Python's signal handlers.
 const SIGNAL_SLICE: Duration = Duration::from_millis(100);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A core error as a Python exception object (its class and code), not raised.
-fn exception(py: Python<'_>, e: Error) -> Py<PyAny> {
+pub(crate) fn exception(py: Python<'_>, e: Error) -> Py<PyAny> {
     to_py(e).into_value(py).into_any()
 }
 
@@ -332,7 +332,7 @@ impl Keeper {
 
 /// Caller facts, checked by the core's rule now, so that a handler's bad
 /// facts are its error (a retry naming it) instead of a refused completion.
-fn checked_facts(facts: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<tenure::Fact>> {
+pub(crate) fn checked_facts(facts: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<tenure::Fact>> {
     let facts = convert::facts(facts)?;
     let pairs: Vec<(&str, &str)> = facts
         .iter()
@@ -623,7 +623,7 @@ impl Report {
 }
 
 /// `"Class: text"` of a handler's exception, cut to the core's reason bound.
-fn reason(py: Python<'_>, e: &PyErr) -> String {
+pub(crate) fn reason(py: Python<'_>, e: &PyErr) -> String {
     let class = e
         .get_type(py)
         .name()
