@@ -1038,6 +1038,18 @@ mod tests {
     }
 
     #[test]
+    fn kept_row_bytes_split_tombstone_pages_from_the_rest() {
+        let w: Value = serde_json::from_str(
+            r#"{"file_bytes":40960,"pages":10,"jobs_kept":4,"tombstones_kept":2,
+                "pages_by_name":{"jobs":3,"events":2,"facts":1,"tombstones":1,"tombstones_by_age":1}}"#,
+        )
+        .unwrap();
+        // 6 pages of 4 KiB for 4 jobs, 2 for 2 tombstones.
+        assert_eq!(kept_row_bytes(&w), (6144.0, 4096.0));
+        assert!(kept_row_bytes(&serde_json::json!({})).0.is_nan());
+    }
+
+    #[test]
     fn counts_read_as_english() {
         assert_eq!(count(1, "thread"), "1 thread");
         assert_eq!(count(4, "thread"), "4 threads");
