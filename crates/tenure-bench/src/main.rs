@@ -113,6 +113,33 @@ fn soak(a: &Args) -> String {
             q("SELECT count(*) FROM events"),
         ]
     };
+    // Where the pages are: every table and index with its pages (dbstat),
+    // largest first.
+    let space = || -> String {
+        let c = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let mut st = c
+            .prepare(
+                "SELECT name, count(*) AS n FROM dbstat GROUP BY name HAVING n > 1
+                 ORDER BY n DESC, name",
+            )
+            .unwrap();
+        let rows: Vec<String> = st
+            .query_map([], |r| {
+                Ok(format!(
+                    r#""{}":{}"#,
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?
+                ))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows.join(",")
+    };
     let mut windows = Vec::new();
     let (mut start, mut slowest) = (Instant::now(), Duration::ZERO);
     let mut i = 0;
@@ -134,10 +161,11 @@ fn soak(a: &Args) -> String {
                 let secs = start.elapsed().as_secs_f64();
                 let [pages, free, kept_jobs, kept_stones, kept_events] = pages();
                 let line = format!(
-                    r#"{{"jobs_done":{i},"jobs_per_s":{:.2},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"slowest_cycle_ms":{:.3}}}"#,
+                    r#"{{"jobs_done":{i},"jobs_per_s":{:.2},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"pages_by_name":{{{}}},"slowest_cycle_ms":{:.3}}}"#,
                     (i - windows.len() * window).min(window) as f64 / secs,
                     size(""),
                     size("-wal"),
+                    space(),
                     slowest.as_secs_f64() * 1e3
                 );
                 eprintln!("soak window {line}");

@@ -230,6 +230,60 @@ fn table_stats(c: &mut postgres::Client) -> String {
     format!("{{{}}}", parts.join(","))
 }
 
+/// Prints `EXPLAIN (ANALYZE, BUFFERS)` of the scans the soak's stream runs
+/// (claim-next's ready page, and the prune steps' reads of terminal jobs,
+/// tombstones and events), each line prefixed `EXPLAIN <when> <scan>:`.
+fn explain_hot(url: &str, when: &str) {
+    let mut c = pg::client(url);
+    // Constants, as the bound parameters the store passes: an index bound,
+    // not a filter on a volatile expression.
+    let now: i64 = c
+        .query_one(
+            "SELECT (extract(epoch from clock_timestamp()) * 1e6)::bigint",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let cutoff = now - 60_000_000;
+    let scans = [
+        (
+            "claim-next",
+            format!(
+                "SELECT seq FROM tenure.jobs WHERE production = 'soak'
+                 AND state IN ('requested', 'claimed') AND NOT parked
+                 AND (state = 'requested' OR expires_us IS NULL OR expires_us <= {now})
+                 ORDER BY priority DESC, seq LIMIT 1"
+            ),
+        ),
+        (
+            "terminal-jobs",
+            format!(
+                "SELECT seq FROM tenure.jobs WHERE ended_us < {cutoff}
+                 ORDER BY ended_us LIMIT 256"
+            ),
+        ),
+        (
+            "tombstones",
+            format!(
+                "SELECT job FROM tenure.tombstones WHERE pruned_us < {cutoff}
+                 ORDER BY pruned_us LIMIT 256"
+            ),
+        ),
+        (
+            "events",
+            "SELECT seq, at_us FROM tenure.events ORDER BY seq LIMIT 257".to_string(),
+        ),
+    ];
+    for (name, sql) in scans {
+        for r in c
+            .query(&format!("EXPLAIN (ANALYZE, BUFFERS) {sql}"), &[])
+            .unwrap()
+        {
+            println!("EXPLAIN {when} {name}: {}", r.get::<_, String>(0));
+        }
+    }
+}
+
 /// The PostgreSQL retention soak behind `cargo xtask bench --backend
 /// postgres` (and `--soak`): a steady stream of `TENURE_SOAK_JOBS` jobs
 /// (claim-next + complete, one worker) with automatic retention of events,
@@ -290,6 +344,7 @@ fn pg_soak() {
                 next_sample = sec + 10;
             }
             if i == jobs / 2 && pinner.is_none() {
+                explain_hot(&db.url, "before the pin");
                 let url = db.url.clone();
                 let (taken, taken_rx) = std::sync::mpsc::channel();
                 pinner = Some(std::thread::spawn(move || {
@@ -303,7 +358,12 @@ fn pg_soak() {
                     t.query("SELECT count(*) FROM tenure.meta", &[]).unwrap();
                     let from = t0.elapsed().as_secs_f64();
                     taken.send(()).unwrap();
-                    std::thread::sleep(pin);
+                    // The hot scans' plans near the pin's end (a third
+                    // connection), against the same plans just before it.
+                    let late = pin.saturating_sub(Duration::from_secs(5));
+                    std::thread::sleep(late);
+                    explain_hot(&url, "pinned");
+                    std::thread::sleep(pin - late);
                     t.commit().unwrap();
                     (from, t0.elapsed().as_secs_f64())
                 }));

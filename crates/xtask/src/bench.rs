@@ -480,6 +480,8 @@ fn soak_rows(
         .fold(0.0, f64::max);
     let growth = size(last) / size(first);
     let pace = num(last, "jobs_per_s") / num(first, "jobs_per_s");
+    let (first_job, first_stone) = kept_row_bytes(first);
+    let (last_job, last_stone) = kept_row_bytes(last);
     let what = format!(
         "soak: {} (claim-next + complete, FULL), retention {keep} s, check ok {}",
         count(jobs, "job"),
@@ -487,13 +489,15 @@ fn soak_rows(
     );
     rows.push(Row {
         name: format!(
-            "{what}: store file size after the run (max during it {:.1} MiB; WAL {:.1} MiB, {:.0} of {:.0} pages free; jobs + tombstones kept {} after the first window, {} at the end)",
+            "{what}: store file size after the run (max during it {:.1} MiB; WAL {:.1} MiB, {:.0} of {:.0} pages free; jobs kept {} after the first window, {} at the end, tombstones {} and {}; bytes per kept job with its events and facts {first_job:.0} and {last_job:.0}, per tombstone {first_stone:.0} and {last_stone:.0})",
             max_size / 1048576.0,
             num(last, "wal_bytes") / 1048576.0,
             num(last, "free_pages"),
             num(last, "pages"),
-            num(first, "jobs_kept") + num(first, "tombstones_kept"),
-            num(last, "jobs_kept") + num(last, "tombstones_kept"),
+            num(first, "jobs_kept"),
+            num(last, "jobs_kept"),
+            num(first, "tombstones_kept"),
+            num(last, "tombstones_kept"),
         ),
         value: format!("{:.1} MiB", size(last) / 1048576.0),
         ratio: Some((format!("after the first {}", count(window, "job")), growth)),
@@ -510,6 +514,30 @@ fn soak_rows(
     });
     raw.push(j);
     Ok(())
+}
+
+/// The store's footprint per row the retention window holds, from one soak
+/// window's pages by table and index (free pages left out):
+/// bytes per kept job (the jobs table, its indexes, events and facts) and
+/// bytes per tombstone (the tombstones table and its index).
+fn kept_row_bytes(window: &Value) -> (f64, f64) {
+    let Some(by_name) = window["pages_by_name"].as_object() else {
+        return (f64::NAN, f64::NAN);
+    };
+    let page = num(window, "file_bytes") / num(window, "pages");
+    let (mut stones, mut rest) = (0.0, 0.0);
+    for (name, pages) in by_name {
+        let bytes = pages.as_f64().unwrap_or(0.0) * page;
+        if name.starts_with("tombstones") {
+            stones += bytes;
+        } else {
+            rest += bytes;
+        }
+    }
+    (
+        rest / num(window, "jobs_kept"),
+        stones / num(window, "tombstones_kept"),
+    )
 }
 
 /// Write the report of `rows` as `bench/results/<stamp>-<kind>.{md,json}`
@@ -1039,6 +1067,18 @@ mod tests {
         assert_eq!(num(&j, "renewals_missed"), 0.0);
         assert!(num(&j, "y").is_nan());
         assert!(num(&j, "workload").is_nan());
+    }
+
+    #[test]
+    fn kept_row_bytes_split_tombstone_pages_from_the_rest() {
+        let w: Value = serde_json::from_str(
+            r#"{"file_bytes":40960,"pages":10,"jobs_kept":4,"tombstones_kept":2,
+                "pages_by_name":{"jobs":3,"events":2,"facts":1,"tombstones":1,"tombstones_by_age":1}}"#,
+        )
+        .unwrap();
+        // 6 pages of 4 KiB for 4 jobs, 2 for 2 tombstones.
+        assert_eq!(kept_row_bytes(&w), (6144.0, 4096.0));
+        assert!(kept_row_bytes(&serde_json::json!({})).0.is_nan());
     }
 
     #[test]

@@ -425,6 +425,7 @@ fn soak(
         .ok_or_else(|| format!("no soak row in the output:\n{out}"))?;
     let row = parse_json(line, "pg_soak BENCH line")?;
     md.push_str(&soak_rows(&row)?);
+    md.push_str(&soak_plans(&out));
     json.push(row);
     Ok(())
 }
@@ -484,6 +485,47 @@ fn soak_rows(row: &serde_json::Value) -> Result<String> {
         p.span,
         yes(p.recovery_s.is_some_and(|r| r <= pin)),
     ))
+}
+
+/// What the soak's `EXPLAIN (ANALYZE, BUFFERS)` of each hot scan read, just
+/// before the pin and 5 s before its release: one line per scan with the
+/// buffers and the execution time of both (the plans themselves are in
+/// the test's output, lines `EXPLAIN <when> <scan>: ...`).
+fn soak_plans(out: &str) -> String {
+    let figures = |when: &str, scan: &str| -> String {
+        let prefix = format!("EXPLAIN {when} {scan}: ");
+        let lines: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .collect();
+        let pick = |key: &str| {
+            lines
+                .iter()
+                .find_map(|l| l.trim().strip_prefix(key))
+                .unwrap_or("?")
+                .trim()
+                .to_string()
+        };
+        format!(
+            "{} buffers, {}",
+            pick("Buffers: shared hit="),
+            pick("Execution Time:")
+        )
+    };
+    let mut md = String::from(
+        "
+Plans of the hot scans (`EXPLAIN (ANALYZE, BUFFERS)`):
+
+",
+    );
+    for scan in ["claim-next", "terminal-jobs", "tombstones", "events"] {
+        md.push_str(&format!(
+            "- {scan}: before the pin {}; pinned (5 s before the release) {}\n",
+            figures("before the pin", scan),
+            figures("pinned", scan)
+        ));
+    }
+    md
 }
 
 /// Seconds over which the pin rows measure a throughput: long enough that
@@ -831,6 +873,33 @@ mod tests {
             "{md}"
         );
         assert!(batched_targets(&rows, &[]).contains("not measured"));
+    }
+
+    #[test]
+    fn soak_plans_report_buffers_and_time_before_and_during_the_pin() {
+        let out = "\
+EXPLAIN before the pin claim-next: Limit  (cost=0.27..6.22 rows=1 width=12)
+EXPLAIN before the pin claim-next:   Buffers: shared hit=21
+EXPLAIN before the pin claim-next:   ->  Index Scan using jobs_ready on jobs
+EXPLAIN before the pin claim-next:         Buffers: shared hit=21
+EXPLAIN before the pin claim-next: Planning:
+EXPLAIN before the pin claim-next:   Buffers: shared hit=238
+EXPLAIN before the pin claim-next: Execution Time: 0.118 ms
+EXPLAIN pinned claim-next:   Buffers: shared hit=12344
+EXPLAIN pinned claim-next: Execution Time: 12.290 ms
+";
+        let md = soak_plans(out);
+        assert!(
+            md.contains(
+                "- claim-next: before the pin 21 buffers, 0.118 ms; \
+                 pinned (5 s before the release) 12344 buffers, 12.290 ms\n"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("- events: before the pin ? buffers, ?; "),
+            "{md}"
+        );
     }
 
     #[test]
