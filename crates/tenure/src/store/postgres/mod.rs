@@ -673,7 +673,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(v @ (2..=5)) => {
+            Some(v @ (2..=6)) => {
                 if v == 2 {
                     c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 }
@@ -683,7 +683,11 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 if v <= 4 {
                     c.batch_execute(MIGRATE_4_TO_5).map_err(map_err)?;
                 }
-                c.batch_execute(MIGRATE_5_TO_6).map_err(map_err)?;
+                if v <= 5 {
+                    c.batch_execute(MIGRATE_5_TO_6).map_err(map_err)?;
+                }
+                // Schema 7 changes SQLite's layout only (derived provenance
+                // facts); PostgreSQL keeps its provenance as fact rows.
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -1152,6 +1156,7 @@ fn job_row(r: &Row) -> Result<JobRow> {
         parked: r.get(18),
         max_hold_us: r.get(19),
         backoff: backoff_from_cols(r.get(20), r.get(21))?,
+        provenance_at: None,
     })
 }
 
