@@ -396,11 +396,20 @@ CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, 
 /// `updated_us`), so they are no longer written as fact rows; the column
 /// `provenance_at` of a completed job says where among its facts they stand
 /// and [`Txn::facts`] gives them back there. Additive: existing rows (NULL)
-/// keep their stored provenance facts. Run once, inside the migration
-/// transaction that checked the version.
-const MIGRATE_6_TO_7: &str = "
-ALTER TABLE jobs ADD COLUMN provenance_at INTEGER;
-";
+/// keep their stored provenance facts. Run inside the migration transaction
+/// that checked the version; a `jobs` table that has the column already is
+/// left as it is.
+fn migrate_6_to_7(conn: &Connection) -> Result<()> {
+    let has: i64 = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'provenance_at'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has == 0 {
+        conn.execute_batch("ALTER TABLE jobs ADD COLUMN provenance_at INTEGER;")?;
+    }
+    Ok(())
+}
 
 /// How many free pages one reclaim step gives back at most (4 KiB each).
 const RECLAIM_PAGES: i64 = 512;
@@ -422,8 +431,7 @@ fn create_current(conn: &Connection) -> Result<()> {
     conn.execute_batch(MIGRATE_3_TO_4)?;
     conn.execute_batch(MIGRATE_4_TO_5)?;
     conn.execute_batch(MIGRATE_5_TO_6)?;
-    conn.execute_batch(MIGRATE_6_TO_7)?;
-    Ok(())
+    migrate_6_to_7(conn)
 }
 
 /// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
@@ -468,7 +476,7 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 if from <= 5 {
                     conn.execute_batch(MIGRATE_5_TO_6)?;
                 }
-                conn.execute_batch(MIGRATE_6_TO_7)?;
+                migrate_6_to_7(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
