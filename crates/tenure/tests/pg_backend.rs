@@ -99,10 +99,10 @@ fn a_store_recorded_at_schema_4_migrates_keeping_every_row() {
     let before = rows();
     let a = env.reopen();
     assert_eq!(a.migrated_from(), 4);
-    assert_eq!(Authority::schema_version(), 6);
+    assert_eq!(Authority::schema_version(), 7);
     assert_eq!(rows(), before);
     assert!(a.check().unwrap().ok());
-    assert_eq!(env.reopen().migrated_from(), 6);
+    assert_eq!(env.reopen().migrated_from(), 7);
 }
 
 #[test]
