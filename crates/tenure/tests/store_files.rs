@@ -310,6 +310,22 @@ fn ephemeral_tables(c: &rusqlite::Connection, sql: &str) -> usize {
     n
 }
 
+/// Write `fixtures/v4_store.sql` to `path`: the open file and its
+/// high-water mark.
+fn v4_store(path: &Path) -> (rusqlite::Connection, i64) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.execute_batch(include_str!("fixtures/v4_store.sql"))
+        .unwrap();
+    let mark = c
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'high_water_us'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    (c, mark)
+}
+
 /// The writes of a state change and of a renewal (the backend's statements).
 const JOB_UPDATE: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4,
     secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9,
@@ -324,19 +340,10 @@ fn a_v4_store_is_rebuilt_with_job_writes_that_build_no_temporary_tables() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
     let (before, mark) = {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(include_str!("fixtures/v4_store.sql"))
-            .unwrap();
+        let (c, mark) = v4_store(&path);
         // Schema 4 builds temporary tables for the CHECK and `jobs_terminal`.
         assert!(ephemeral_tables(&c, JOB_UPDATE) > 0);
         assert!(ephemeral_tables(&c, EXPIRY_UPDATE) > 0);
-        let mark: i64 = c
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'high_water_us'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
         (job_rows(&c), mark)
     };
     let clock = ManualClock::new(mark + 1_000_000);
@@ -422,17 +429,7 @@ fn provenance_kept_in_the_job_row_reads_exactly_as_stored_provenance_did() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    let mark = {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(include_str!("fixtures/v4_store.sql"))
-            .unwrap();
-        c.query_row(
-            "SELECT value FROM meta WHERE key = 'high_water_us'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .unwrap()
-    };
+    let mark = v4_store(&path).1;
     let clock = ManualClock::new(mark + 1_000_000);
     let a = Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
     assert_eq!(a.migrated_from(), 4);
