@@ -85,6 +85,10 @@ struct SlotState {
     out: Option<Outcome>,
     /// The previous leader handed the lead to this caller.
     lead: bool,
+    /// The caller sleeps on `wake` (set and cleared under the lock): only
+    /// then does settling it or handing it the lead need a wake-up (a
+    /// leader settling its own slot has nobody to wake).
+    asleep: bool,
 }
 
 impl Slot {
@@ -94,13 +98,23 @@ impl Slot {
 
     /// Settle this caller: the outcome, then a wake-up of this caller only.
     fn settle(&self, out: Outcome) {
-        self.lock().out = Some(out);
-        self.wake.notify_one();
+        let mut s = self.lock();
+        s.out = Some(out);
+        self.wake_if_asleep(s);
     }
 
     fn hand_lead(&self) {
-        self.lock().lead = true;
-        self.wake.notify_one();
+        let mut s = self.lock();
+        s.lead = true;
+        self.wake_if_asleep(s);
+    }
+
+    fn wake_if_asleep(&self, s: MutexGuard<'_, SlotState>) {
+        let asleep = s.asleep;
+        drop(s);
+        if asleep {
+            self.wake.notify_one();
+        }
     }
 }
 
@@ -198,7 +212,9 @@ impl Combiner {
                     lead = true;
                     break;
                 }
+                s.asleep = true;
                 s = slot.wake.wait(s).unwrap_or_else(|p| p.into_inner());
+                s.asleep = false;
             }
         }
     }

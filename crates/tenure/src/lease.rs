@@ -220,12 +220,13 @@ pub(crate) mod transitions {
         replay: bool,
         value: impl Fn(Applied<()>) -> U,
     ) -> Outcomes<U> {
+        let derive = s.txn.derives_provenance();
         let r = rules::transition_many_applied(
             s,
             keys,
             false,
             |i| rules::valid_completion(facts[i], None),
-            |i, row, now, _| rules::completed(row, now, facts[i], None),
+            |i, row, now, _| rules::completed(row, now, facts[i], None, derive),
             replay.then_some(|i: usize, t: &mut dyn crate::store::Txn, row: &_, _| {
                 rules::completion_replay(t, row, facts[i], None)
             }),

@@ -269,6 +269,7 @@ fn new_job(production: &str, spec: &JobSpec, digest: Vec<u8>, now: i64) -> JobRo
         parked: false,
         max_hold_us: spec.max_hold.map(Delay::as_micros),
         backoff: spec.backoff,
+        provenance_at: None,
     };
     schedule(&mut row, now, spec.not_before.unwrap_or_default());
     row
@@ -1235,13 +1236,37 @@ pub(crate) fn valid_completion(facts: &[Fact], exec: Option<&Execution>) -> Resu
     Ok(())
 }
 
-/// Complete: the caller's facts (checked by [`valid_completion`]) plus
-/// provenance, published with the completion.
+/// How many provenance facts a completion publishes ([`provenance`]).
+pub(crate) const PROVENANCE_FACTS: usize = 4;
+
+/// The provenance facts the authority publishes with a completion: the
+/// claim that completed the job, its holder, attempt and the completion's
+/// time. A store that keeps them in the job row
+/// ([`Txn::derives_provenance`]) gives them back from it with this function.
+pub(crate) fn provenance(
+    claim_id: Option<Uuid>,
+    holder: Option<&str>,
+    attempt: u32,
+    completed_us: i64,
+) -> [(&'static str, String); PROVENANCE_FACTS] {
+    [
+        ("tenure.claim_id", claim_id.unwrap_or_default().to_string()),
+        ("tenure.holder", holder.unwrap_or_default().to_owned()),
+        ("tenure.attempt", attempt.to_string()),
+        ("tenure.completed_us", completed_us.to_string()),
+    ]
+}
+
+/// Complete: the caller's facts (checked by [`valid_completion`]), then
+/// provenance, then the execution's facts, published with the completion.
+/// With `derive` ([`Txn::derives_provenance`]) the provenance is left to
+/// the row (`provenance_at`) instead of being written as facts.
 pub(crate) fn completed(
     mut row: JobRow,
     now: i64,
     facts: &[Fact],
     exec: Option<&Execution>,
+    derive: bool,
 ) -> Result<(Change, ())> {
     let deadline = ending(&row, "completed");
     row.state = Stored::Completed;
@@ -1251,13 +1276,14 @@ pub(crate) fn completed(
         .map(|f| (f.key.clone(), f.value.clone()))
         .collect();
     let p = |k: &str, v: String| (k.to_owned(), v);
-    all.push(p(
-        "tenure.claim_id",
-        row.claim_id.unwrap_or_default().to_string(),
-    ));
-    all.push(p("tenure.holder", row.holder.clone().unwrap_or_default()));
-    all.push(p("tenure.attempt", row.attempts.to_string()));
-    all.push(p("tenure.completed_us", now.to_string()));
+    if derive {
+        let at = u32::try_from(all.len())
+            .map_err(|_| Error::Internal("too many facts for one completion".into()))?;
+        row.provenance_at = Some(at);
+    } else {
+        let given = provenance(row.claim_id, row.holder.as_deref(), row.attempts, now);
+        all.extend(given.into_iter().map(|(k, v)| p(k, v)));
+    }
     if let Some(e) = exec {
         all.push(p("tenure.exec.nonce", e.nonce.to_string()));
         all.push(p("tenure.exec.output", e.output_path.clone()));
@@ -1302,7 +1328,8 @@ pub(crate) fn complete_applied(
             )));
         }
     }
-    let (c, ()) = completed(row, now, facts, exec)?;
+    let derive = s.txn.derives_provenance();
+    let (c, ()) = completed(row, now, facts, exec, derive)?;
     write(s, c)?;
     Ok(Applied::fresh(()))
 }

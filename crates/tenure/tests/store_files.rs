@@ -310,6 +310,22 @@ fn ephemeral_tables(c: &rusqlite::Connection, sql: &str) -> usize {
     n
 }
 
+/// Write `fixtures/v4_store.sql` to `path`: the open file and its
+/// high-water mark.
+fn v4_store(path: &Path) -> (rusqlite::Connection, i64) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.execute_batch(include_str!("fixtures/v4_store.sql"))
+        .unwrap();
+    let mark = c
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'high_water_us'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    (c, mark)
+}
+
 /// The writes of a state change and of a renewal (the backend's statements).
 const JOB_UPDATE: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4,
     secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9,
@@ -324,19 +340,10 @@ fn a_v4_store_is_rebuilt_with_job_writes_that_build_no_temporary_tables() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
     let (before, mark) = {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(include_str!("fixtures/v4_store.sql"))
-            .unwrap();
+        let (c, mark) = v4_store(&path);
         // Schema 4 builds temporary tables for the CHECK and `jobs_terminal`.
         assert!(ephemeral_tables(&c, JOB_UPDATE) > 0);
         assert!(ephemeral_tables(&c, EXPIRY_UPDATE) > 0);
-        let mark: i64 = c
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'high_water_us'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
         (job_rows(&c), mark)
     };
     let clock = ManualClock::new(mark + 1_000_000);
@@ -389,4 +396,182 @@ fn a_v4_store_is_rebuilt_with_job_writes_that_build_no_temporary_tables() {
     drop(a);
     let a = Authority::open(&path, &Options::new().clock(clock)).unwrap();
     assert_eq!(a.migrated_from(), SCHEMA_VERSION);
+}
+
+/// `(key, value)` of every fact of one job, in order.
+fn kv(facts: &[PublishedFact]) -> Vec<(String, String)> {
+    facts
+        .iter()
+        .map(|f| (f.key.clone(), f.value.clone()))
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The fact rows the file itself holds for one job: `(ord, key)`.
+fn stored_facts(c: &rusqlite::Connection, job: &str) -> Vec<(i64, String)> {
+    c.prepare("SELECT ord, key FROM facts WHERE production = 'p' AND job = ?1 ORDER BY ord")
+        .unwrap()
+        .query_map([job], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[test]
+fn provenance_kept_in_the_job_row_reads_exactly_as_stored_provenance_did() {
+    if skip_on_postgres("a SQLite file of schema 4") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let mark = v4_store(&path).1;
+    let clock = ManualClock::new(mark + 1_000_000);
+    let a = Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
+    assert_eq!(a.migrated_from(), 4);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    // A completion made before the migration keeps its stored provenance rows.
+    let done = pairs(&[
+        ("out", "42"),
+        ("tenure.claim_id", "8fbc7289-e893-436d-9698-19ee3350148e"),
+        ("tenure.holder", "w2"),
+        ("tenure.attempt", "1"),
+        ("tenure.completed_us", "1796078259396593"),
+    ]);
+    assert_eq!(kv(&a.facts("p", "done").unwrap()), done);
+    assert_eq!(stored_facts(&c, "done").len(), 5);
+
+    // New completions: with caller facts, with an execution record, batched,
+    // and without facts.
+    let held = a.import_lease(V4_HELD_TOKEN).unwrap();
+    clock.advance(1_000);
+    held.complete(&[Fact::new("k", "v")]).unwrap();
+    let held_at = clock.get();
+    for j in ["x", "y", "z"] {
+        a.submit("p", &JobSpec::new(j, j)).unwrap();
+    }
+    let x = a.claim("p", "x", "worker-x", secs(60)).unwrap();
+    let copy = |l: &Lease| a.import_lease(l.export_token().unwrap().expose()).unwrap();
+    let x_retry = copy(&x);
+    let exec = Execution {
+        nonce: uuid::Uuid::new_v4(),
+        output_path: "/out/x.out".into(),
+        output_sha256: "ab".repeat(32),
+        output_size: 7,
+        exit_status: 0,
+    };
+    clock.advance(1_000);
+    x.complete_execution(&exec, &[Fact::new("a", "1"), Fact::new("b", "2")])
+        .unwrap();
+    let x_at = clock.get();
+    let y = a.claim("p", "y", "worker-y", secs(60)).unwrap();
+    let z = a.claim("p", "z", "worker-z", secs(60)).unwrap();
+    let z_retry = copy(&z);
+    clock.advance(1_000);
+    let yz_at = clock.get();
+    let empty: &[Fact] = &[];
+    let out = a
+        .complete_many(&[(&y, &[Fact::new("r", "y")][..]), (&z, empty)])
+        .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+
+    let prov = |l: &Lease, at: i64| {
+        vec![
+            ("tenure.claim_id".to_string(), l.claim_id().to_string()),
+            ("tenure.holder".to_string(), l.holder().to_string()),
+            ("tenure.attempt".to_string(), l.attempt().to_string()),
+            ("tenure.completed_us".to_string(), at.to_string()),
+        ]
+    };
+    let mut want_held = pairs(&[("k", "v")]);
+    want_held.extend(prov(&held, held_at));
+    let mut want_x = pairs(&[("a", "1"), ("b", "2")]);
+    want_x.extend(prov(&x, x_at));
+    want_x.extend(pairs(&[
+        ("tenure.exec.nonce", &exec.nonce.to_string()),
+        ("tenure.exec.output", "/out/x.out"),
+        ("tenure.exec.sha256", &"ab".repeat(32)),
+        ("tenure.exec.size", "7"),
+        ("tenure.exec.exit_status", "0"),
+    ]));
+    let mut want_y = pairs(&[("r", "y")]);
+    want_y.extend(prov(&y, yz_at));
+    let want_z = prov(&z, yz_at);
+    let want = [
+        ("done", &done),
+        ("held", &want_held),
+        ("x", &want_x),
+        ("y", &want_y),
+        ("z", &want_z),
+    ];
+    for (job, facts) in want {
+        assert_eq!(&kv(&a.facts("p", job).unwrap()), facts, "{job}");
+    }
+    // The new completions store no provenance rows: the execution's facts
+    // keep the positions after the provenance.
+    assert_eq!(
+        stored_facts(&c, "x"),
+        [
+            (0, "a".to_string()),
+            (1, "b".to_string()),
+            (2, "tenure.exec.nonce".to_string()),
+            (3, "tenure.exec.output".to_string()),
+            (4, "tenure.exec.sha256".to_string()),
+            (5, "tenure.exec.size".to_string()),
+            (6, "tenure.exec.exit_status".to_string()),
+        ]
+    );
+    assert_eq!(stored_facts(&c, "z"), []);
+    assert_eq!(stored_facts(&c, "held").len(), 1);
+
+    // The production's listing and its export: every job's facts in job
+    // order, the same records.
+    let listed = a.production_facts("p").unwrap();
+    let by_job: Vec<(String, String, String)> = listed
+        .iter()
+        .map(|f| (f.job.clone(), f.key.clone(), f.value.clone()))
+        .collect();
+    let expected: Vec<(String, String, String)> = want
+        .iter()
+        .flat_map(|(j, fs)| {
+            fs.iter()
+                .map(move |(k, v)| (j.to_string(), k.clone(), v.clone()))
+        })
+        .collect();
+    assert_eq!(by_job, expected);
+    assert!(listed.iter().all(|f| f.production == "p"));
+    let mut exported = Vec::new();
+    a.export_production("p", &mut |r| {
+        if let ExportRecord::Fact(f) = r {
+            exported.push(f);
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(exported, listed);
+    let report = a.check().unwrap();
+    assert!(report.ok(), "{report:?}");
+
+    // A retried completion compares the caller's facts as before.
+    assert!(
+        x_retry
+            .complete_execution_idempotent(&exec, &[Fact::new("b", "2"), Fact::new("a", "1")])
+            .unwrap()
+            .replayed
+    );
+    assert_eq!(
+        code_of(z_retry.complete_idempotent(&[Fact::new("other", "1")])),
+        ErrorCode::Conflict
+    );
+
+    // Deleting the production counts every fact it had, derived ones too.
+    a.cancel_production("p").unwrap();
+    let counts = a.delete_production("p").unwrap();
+    let total: usize = want.iter().map(|(_, fs)| fs.len()).sum();
+    assert_eq!(counts.facts, total as u64);
+    assert!(a.production_facts("p").is_err() || a.production_facts("p").unwrap().is_empty());
 }

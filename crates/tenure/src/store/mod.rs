@@ -92,6 +92,12 @@ pub(crate) struct JobRow {
     pub parked: bool,
     pub max_hold_us: Option<i64>,
     pub backoff: Option<Backoff>,
+    /// A completed job whose provenance facts are not stored as fact rows
+    /// but read from this row (schema 7, see [`Txn::derives_provenance`]):
+    /// the position among the job's facts where the provenance
+    /// ([`crate::rules::provenance`]) stands, i.e. how many caller facts
+    /// precede it. `None`: the facts are all stored rows (or there are none).
+    pub provenance_at: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -266,6 +272,16 @@ pub(crate) trait Txn: Send {
     /// Whether [`Txn::server_now_us`] answers with a store clock (without
     /// asking the store). Default: false.
     fn has_server_clock(&self) -> bool {
+        false
+    }
+    /// Whether a completion's provenance facts ([`crate::rules::provenance`])
+    /// are kept in the job row instead of as fact rows: the rules then hand
+    /// [`Txn::insert_facts`] only the caller's and the execution's facts and
+    /// set [`JobRow::provenance_at`], and [`Txn::facts`] gives the provenance
+    /// back in its place (derived from the row's claim ID, holder, attempts
+    /// and `updated_us`, which a completed job never changes), so every
+    /// reader sees the same facts either way. Default: false (stored rows).
+    fn derives_provenance(&self) -> bool {
         false
     }
     /// The first step of a lease transition: lock these distinct jobs
@@ -509,6 +525,9 @@ pub(crate) trait Txn: Send {
     }
 
     fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()>;
+    /// A job's (or every job's of the production, by job ID) published
+    /// facts in their order, provenance included (also where it is derived,
+    /// [`Txn::derives_provenance`]).
     fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<PublishedFact>>;
     /// The claims recorded under any of `request_ids` in `production`
     /// (schema 6), in no particular order; the IDs absent are left out.

@@ -262,7 +262,22 @@ pub fn downgrade_to_schema_3(env: &Env) {
         None => rusqlite::Connection::open(env.path())
             .unwrap()
             .execute_batch(
-                "DROP INDEX jobs_ready; DROP INDEX jobs_parked;
+                // Schema 7 keeps a completion's provenance in the job row;
+                // the stores before it hold it as fact rows, placed after
+                // the caller's facts.
+                "UPDATE facts SET ord = -(ord + 5) WHERE ord >= (SELECT provenance_at FROM jobs j
+                     WHERE j.production = facts.production AND j.job = facts.job);
+                 UPDATE facts SET ord = -ord - 1 WHERE ord < 0;
+                 INSERT INTO facts (production, job, ord, key, value)
+                     SELECT production, job, provenance_at + k.i, k.key,
+                         CASE k.i WHEN 0 THEN claim_id WHEN 1 THEN ifnull(holder, '')
+                             WHEN 2 THEN CAST(attempts AS TEXT) ELSE CAST(updated_us AS TEXT) END
+                     FROM jobs, (SELECT 0 AS i, 'tenure.claim_id' AS key
+                         UNION ALL SELECT 1, 'tenure.holder' UNION ALL SELECT 2, 'tenure.attempt'
+                         UNION ALL SELECT 3, 'tenure.completed_us') AS k
+                     WHERE provenance_at IS NOT NULL;
+                 ALTER TABLE jobs DROP COLUMN provenance_at;
+                 DROP INDEX jobs_ready; DROP INDEX jobs_parked;
                  ALTER TABLE jobs DROP COLUMN due_us; ALTER TABLE jobs DROP COLUMN parked;
                  ALTER TABLE jobs DROP COLUMN max_hold_us;
                  ALTER TABLE jobs DROP COLUMN backoff_base_us;

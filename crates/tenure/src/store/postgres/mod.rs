@@ -719,6 +719,8 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 if v <= 5 {
                     c.batch_execute(MIGRATE_5_TO_6).map_err(map_err)?;
                 }
+                // Schema 7 on PostgreSQL: payloads apart from the job rows
+                // (SQLite's schema 7 derives provenance facts instead).
                 c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
@@ -1189,6 +1191,7 @@ fn job_row(r: &Row) -> Result<JobRow> {
         parked: r.get(18),
         max_hold_us: r.get(19),
         backoff: backoff_from_cols(r.get(20), r.get(21))?,
+        provenance_at: None,
     })
 }
 

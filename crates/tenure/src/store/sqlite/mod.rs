@@ -391,6 +391,26 @@ CREATE TABLE IF NOT EXISTS claim_requests (
 CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, job);
 ";
 
+/// Schema 7 (provenance in the job row): a completion's four `tenure.*`
+/// provenance facts restate the completed row (claim ID, holder, attempts,
+/// `updated_us`), so they are no longer written as fact rows; the column
+/// `provenance_at` of a completed job says where among its facts they stand
+/// and [`Txn::facts`] gives them back there. Additive: existing rows (NULL)
+/// keep their stored provenance facts. Run inside the migration transaction
+/// that checked the version; a `jobs` table that has the column already is
+/// left as it is.
+fn migrate_6_to_7(conn: &Connection) -> Result<()> {
+    let has: i64 = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'provenance_at'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has == 0 {
+        conn.execute_batch("ALTER TABLE jobs ADD COLUMN provenance_at INTEGER;")?;
+    }
+    Ok(())
+}
+
 /// How many free pages one reclaim step gives back at most (4 KiB each).
 const RECLAIM_PAGES: i64 = 512;
 
@@ -411,7 +431,7 @@ fn create_current(conn: &Connection) -> Result<()> {
     conn.execute_batch(MIGRATE_3_TO_4)?;
     conn.execute_batch(MIGRATE_4_TO_5)?;
     conn.execute_batch(MIGRATE_5_TO_6)?;
-    Ok(())
+    migrate_6_to_7(conn)
 }
 
 /// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
@@ -443,8 +463,6 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            // Schema 7 changed the PostgreSQL layout only (payloads apart
-            // from the job rows); a SQLite store at 6 just records 7.
             2..=6 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
@@ -458,6 +476,7 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 if from <= 5 {
                     conn.execute_batch(MIGRATE_5_TO_6)?;
                 }
+                migrate_6_to_7(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
@@ -583,6 +602,7 @@ fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
             parked: false,
             max_hold_us: None,
             backoff: None,
+            provenance_at: None,
         };
         insert_job(conn, &row, &payload)?;
         append_event(
@@ -773,7 +793,8 @@ macro_rules! job_cols {
     () => {
         "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
          state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
-         updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us"
+         updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us, \
+         provenance_at"
     };
 }
 
@@ -824,6 +845,7 @@ fn job_row(r: &Row<'_>) -> rusqlite::Result<JobRow> {
         max_hold_us: r.get(19)?,
         backoff: backoff_from_cols(r.get(20)?, r.get(21)?)
             .map_err(|e| bad_col(20, e.to_string()))?,
+        provenance_at: r.get(22)?,
     })
 }
 
@@ -945,6 +967,52 @@ fn insert_facts_sql(n: usize) -> &'static str {
     &all[n - 1]
 }
 
+/// A completed job's provenance kept in its row (schema 7).
+struct Derived {
+    job: String,
+    /// Its position among the job's facts (`provenance_at`).
+    at: u32,
+    claim_id: Option<Uuid>,
+    holder: Option<String>,
+    attempts: u32,
+    completed_us: i64,
+}
+
+/// Merge stored facts (`(ord, fact)`, ordered by job, then ord) with the
+/// provenance of jobs that keep it in their row (ordered by job): each
+/// job's provenance goes before its stored fact of ord `at` (after all of
+/// them if none is), which is where a store of fact rows keeps it.
+fn with_provenance(
+    production: &str,
+    stored: Vec<(i64, PublishedFact)>,
+    derived: Vec<Derived>,
+) -> Vec<PublishedFact> {
+    let mut out = Vec::with_capacity(stored.len() + crate::rules::PROVENANCE_FACTS * derived.len());
+    let mut derived = derived.into_iter().peekable();
+    let put = |out: &mut Vec<PublishedFact>, d: Derived| {
+        let facts =
+            crate::rules::provenance(d.claim_id, d.holder.as_deref(), d.attempts, d.completed_us);
+        out.extend(facts.into_iter().map(|(key, value)| PublishedFact {
+            production: production.to_owned(),
+            job: d.job.clone(),
+            key: key.to_owned(),
+            value,
+        }));
+    };
+    for (ord, f) in stored {
+        while let Some(d) =
+            derived.next_if(|d| d.job < f.job || (d.job == f.job && i64::from(d.at) <= ord))
+        {
+            put(&mut out, d);
+        }
+        out.push(f);
+    }
+    for d in derived {
+        put(&mut out, d);
+    }
+    out
+}
+
 fn collect<T>(
     rows: rusqlite::MappedRows<'_, impl FnMut(&Row<'_>) -> rusqlite::Result<T>>,
 ) -> Result<Vec<T>> {
@@ -979,6 +1047,10 @@ impl Txn for SqliteTxn {
     /// The writer lock is store-wide: nothing to order against.
     fn production_lookup_locks(&self) -> bool {
         false
+    }
+
+    fn derives_provenance(&self) -> bool {
+        true
     }
 
     fn production(&mut self, name: &str) -> Result<Option<ProductionRow>> {
@@ -1059,7 +1131,7 @@ impl Txn for SqliteTxn {
         let mut st = self.c().prepare_cached(
             "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, secret_digest = ?5,
                  holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, last_error = ?10,
-                 due_us = ?11, parked = ?12
+                 due_us = ?11, parked = ?12, provenance_at = ?13
              WHERE seq = ?1",
         )?;
         let n = st.execute(params![
@@ -1075,6 +1147,7 @@ impl Txn for SqliteTxn {
             row.last_error,
             row.due_us,
             row.parked,
+            row.provenance_at,
         ])?;
         one_row(n, row)
     }
@@ -1302,6 +1375,9 @@ impl Txn for SqliteTxn {
             facts += c
                 .prepare_cached("DELETE FROM facts WHERE production = ?1 AND job = ?2")?
                 .execute([&row.production, &row.job])? as u64;
+            if row.provenance_at.is_some() {
+                facts += crate::rules::PROVENANCE_FACTS as u64;
+            }
             c.prepare_cached("DELETE FROM nonces WHERE production = ?1 AND job = ?2")?
                 .execute([&row.production, &row.job])?;
             c.prepare_cached("DELETE FROM claim_requests WHERE production = ?1 AND job = ?2")?
@@ -1452,33 +1528,57 @@ impl Txn for SqliteTxn {
     }
 
     fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<PublishedFact>> {
-        let map = |r: &Row<'_>| {
-            Ok(PublishedFact {
-                production: r.get(0)?,
-                job: r.get(1)?,
-                key: r.get(2)?,
-                value: r.get(3)?,
+        let fact = |r: &Row<'_>| {
+            Ok((
+                r.get::<_, i64>(4)?,
+                PublishedFact {
+                    production: r.get(0)?,
+                    job: r.get(1)?,
+                    key: r.get(2)?,
+                    value: r.get(3)?,
+                },
+            ))
+        };
+        let derived = |r: &Row<'_>| {
+            Ok(Derived {
+                job: r.get(0)?,
+                at: r.get(1)?,
+                claim_id: uuid_col(r, 2)?,
+                holder: r.get(3)?,
+                attempts: r.get(4)?,
+                completed_us: r.get(5)?,
             })
         };
         let c = self.c();
-        match job {
+        let (stored, derived) = match job {
             Some(j) => {
                 let mut st = c.prepare_cached(
-                    "SELECT production, job, key, value FROM facts
+                    "SELECT production, job, key, value, ord FROM facts
                      WHERE production = ?1 AND job = ?2 ORDER BY ord",
                 )?;
-                let rows = st.query_map([production, j], map)?;
-                collect(rows)
+                let stored = collect(st.query_map([production, j], fact)?)?;
+                let mut st = c.prepare_cached(
+                    "SELECT job, provenance_at, claim_id, holder, attempts, updated_us FROM jobs
+                     WHERE production = ?1 AND job = ?2 AND provenance_at IS NOT NULL",
+                )?;
+                let derived = collect(st.query_map([production, j], derived)?)?;
+                (stored, derived)
             }
             None => {
                 let mut st = c.prepare_cached(
-                    "SELECT production, job, key, value FROM facts
+                    "SELECT production, job, key, value, ord FROM facts
                      WHERE production = ?1 ORDER BY job, ord",
                 )?;
-                let rows = st.query_map([production], map)?;
-                collect(rows)
+                let stored = collect(st.query_map([production], fact)?)?;
+                let mut st = c.prepare_cached(
+                    "SELECT job, provenance_at, claim_id, holder, attempts, updated_us FROM jobs
+                     WHERE production = ?1 AND provenance_at IS NOT NULL ORDER BY job",
+                )?;
+                let derived = collect(st.query_map([production], derived)?)?;
+                (stored, derived)
             }
-        }
+        };
+        Ok(with_provenance(production, stored, derived))
     }
 
     fn claim_requests(

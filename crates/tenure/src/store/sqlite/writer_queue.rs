@@ -19,10 +19,19 @@
 //!   successor, woken then, spins (yielding the processor between checks)
 //!   for up to 500 µs while the commit runs, so the wake-up overlaps the
 //!   commit's fsync and the handoff rarely pays a wake-up;
-//! - on finishing, it unlocks its byte and rings its doorbell, waking its
-//!   successor at once. Waiters otherwise sleep; they re-check every 20 ms
-//!   only to notice a predecessor that died without ringing (polling faster
-//!   costs more than it saves once a hundred writers wait).
+//! - on finishing, it unlocks its byte, records that its ticket is done
+//!   (the third word: the highest finished ticket + 1) and rings its
+//!   doorbell, waking its successor at once. Waiters otherwise sleep; they
+//!   re-check every 20 ms only to notice a predecessor that died without
+//!   ringing (polling faster costs more than it saves once a hundred
+//!   writers wait);
+//! - the uncontended path costs no lock test and no wake-up: a writer whose
+//!   predecessor's ticket is recorded done takes its turn without testing
+//!   the predecessor's byte, and a ring skips the futex wake while no later
+//!   ticket was taken (nobody can be asleep on that doorbell; a successor
+//!   that takes its ticket after the check sees the rung doorbell and the
+//!   unlocked byte). A process that dies records nothing, so its successor
+//!   falls back to the lock test.
 //!
 //! The same mapping carries the store's **work doorbell**
 //! ([`crate::doorbell`]): the 32-bit word at byte [`WORK_BELL_OFFSET`]
@@ -31,8 +40,8 @@
 //! waiter on it; waiting claimants of every process sleep on it.
 //!
 //! Layout of the 4 KiB mapping: bytes 0–7 next ticket, 8–15 ticket being
-//! served, 64–319 the 64 writer doorbells, 320–323 the work doorbell, the
-//! rest zero. Bytes from 4096 on are the writers' lock bytes (never
+//! served, 16–23 tickets done (the highest finished ticket + 1), 64–319 the
+//! 64 writer doorbells, 320–323 the work doorbell, the rest zero. Bytes from 4096 on are the writers' lock bytes (never
 //! written, only locked).
 //!
 //! The queue orders writers; it is not what makes them exclusive — SQLite's
@@ -87,6 +96,8 @@ pub(crate) struct WriterTurn {
     ticket: u64,
     /// Present until the turn is dropped (then it goes back to `spare`).
     file: Option<File>,
+    /// The turn was served (not given up): its end is recorded as done.
+    served: bool,
 }
 
 fn byte(t: u64) -> i64 {
@@ -155,6 +166,22 @@ impl WriterQueue {
         unsafe { &*((self.map as *const u8).add(8) as *const AtomicU64) }
     }
 
+    /// The highest ticket whose served turn ended, + 1 (0: none recorded).
+    fn done(&self) -> &AtomicU64 {
+        // SAFETY: offset 16 is within the mapping and 8-byte aligned.
+        unsafe { &*((self.map as *const u8).add(16) as *const AtomicU64) }
+    }
+
+    /// Ring ticket `t`'s doorbell, waking its successor if one can be
+    /// waiting: only a writer that took a later ticket waits on it.
+    fn ring_turn(&self, t: u64) {
+        let bell = self.doorbell(t);
+        bell.fetch_add(1, Ordering::SeqCst);
+        if self.next_ticket().load(Ordering::SeqCst) > t.wrapping_add(1) {
+            wake(bell);
+        }
+    }
+
     fn doorbell(&self, t: u64) -> &AtomicU32 {
         let i = (t % BELLS) as usize;
         // SAFETY: BELLS_OFFSET + 4 * 64 < MAP_LEN and 4-byte aligned.
@@ -182,29 +209,34 @@ impl WriterQueue {
                 .open(&self.path)
                 .map_err(|e| Error::Store(format!("cannot open the writer queue: {e}")))?,
         };
-        let t = self.next_ticket().fetch_add(1, Ordering::AcqRel);
+        let t = self.next_ticket().fetch_add(1, Ordering::SeqCst);
         // Normally free; if not (a holder 2^40 tickets ago), fairness only degrades.
         ofd_lock(&file, libc::F_WRLCK, byte(t));
-        let turn = WriterTurn {
+        let mut turn = WriterTurn {
             queue: self.clone(),
             ticket: t,
             file: Some(file),
+            served: false,
         };
-        if t == 0 {
+        if t == 0 || self.done().load(Ordering::Acquire) >= t {
+            // The predecessor's turn ended (recorded by it): no lock test.
             self.serving().store(t, Ordering::Release);
+            turn.served = true;
             return Ok(turn);
         }
         let prev = byte(t - 1);
         let doorbell = self.doorbell(t - 1);
         loop {
-            let bell = doorbell.load(Ordering::Acquire);
+            let bell = doorbell.load(Ordering::SeqCst);
             let file = turn
                 .file
                 .as_ref()
                 .expect("a turn holds its file until dropped");
-            if ofd_lock(file, libc::F_WRLCK, prev) {
-                ofd_lock(file, libc::F_UNLCK, prev);
+            let free = self.done().load(Ordering::Acquire) >= t
+                || (ofd_lock(file, libc::F_WRLCK, prev) && ofd_lock(file, libc::F_UNLCK, prev));
+            if free {
                 self.serving().store(t, Ordering::Release);
+                turn.served = true;
                 return Ok(turn);
             }
             let now = Instant::now();
@@ -269,6 +301,10 @@ fn wait(doorbell: &AtomicU32, bell: u32, timeout: Duration) {
 
 fn ring(doorbell: &AtomicU32) {
     doorbell.fetch_add(1, Ordering::AcqRel);
+    wake(doorbell);
+}
+
+fn wake(doorbell: &AtomicU32) {
     // SAFETY: wake every waiter on our mapped futex word.
     unsafe {
         libc::syscall(
@@ -299,7 +335,7 @@ impl WriterTurn {
     /// handoff, instead of waking only after it. The successor still waits
     /// for this turn's lock byte.
     pub(crate) fn ending(&self) {
-        ring(self.queue.doorbell(self.ticket));
+        self.queue.ring_turn(self.ticket);
     }
 }
 
@@ -309,7 +345,12 @@ impl Drop for WriterTurn {
         // descriptor, holding no lock now, is kept for a later turn.
         let Some(file) = self.file.take() else { return };
         let unlocked = unlock_all(&file);
-        ring(self.queue.doorbell(self.ticket));
+        if self.served {
+            self.queue
+                .done()
+                .fetch_max(self.ticket.wrapping_add(1), Ordering::AcqRel);
+        }
+        self.queue.ring_turn(self.ticket);
         if !unlocked {
             return; // closing it drops whatever it still holds
         }
