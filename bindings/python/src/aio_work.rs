@@ -22,7 +22,7 @@
 
 use crate::convert::{self, guarded};
 use crate::errors::to_py;
-use crate::handles::{retry_delay, Authority, Lease};
+use crate::handles::{fail_lease, retry_delay, Authority, Lease};
 use crate::work::{checked_facts, exception, lock, reason, CancelNode, WaitCancel};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -255,11 +255,7 @@ fn run_job(s: &Shared, lease: tenure::Lease) {
                 permanent,
                 delay,
             } => {
-                let r = match delay {
-                    Some(d) => l.fail_retry_after(&reason, d),
-                    None => l.fail(&reason, permanent),
-                };
-                if r.is_ok() {
+                if fail_lease(l, &reason, permanent, delay, false).is_ok() {
                     Tally::Failed
                 } else {
                     Tally::Lost

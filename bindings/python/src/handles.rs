@@ -1038,9 +1038,8 @@ impl Lease {
         unlocked(py, || f(l))
     }
 
-    /// The one failure call behind ``fail`` and ``fail_idempotent``: the
-    /// retry delay, if any, picks the core's `fail_retry_after` form;
-    /// `idempotent` its `_idempotent` twin (a plain call is never a replay).
+    /// The one failure call behind ``fail`` and ``fail_idempotent``
+    /// ([`fail_lease`] with the GIL released).
     fn failure(
         &self,
         py: Python<'_>,
@@ -1050,16 +1049,29 @@ impl Lease {
         idempotent: bool,
     ) -> PyResult<Applied<JobState>> {
         let delay = retry_delay(permanent, retry_after)?;
-        let fresh = |value| Applied {
-            value,
-            replayed: false,
-        };
-        self.run(py, |l| match (delay, idempotent) {
-            (Some(d), true) => l.fail_retry_after_idempotent(reason, d),
-            (None, true) => l.fail_idempotent(reason, permanent),
-            (Some(d), false) => l.fail_retry_after(reason, d).map(fresh),
-            (None, false) => l.fail(reason, permanent).map(fresh),
-        })
+        self.run(py, |l| fail_lease(l, reason, permanent, delay, idempotent))
+    }
+}
+
+/// The core's failure call: a retry delay (if any) picks its
+/// `fail_retry_after` form, `idempotent` its `_idempotent` twin (a plain
+/// call is never a replay).
+pub(crate) fn fail_lease(
+    l: &tenure::Lease,
+    reason: &str,
+    permanent: bool,
+    delay: Option<Delay>,
+    idempotent: bool,
+) -> tenure::Result<Applied<JobState>> {
+    let fresh = |value| Applied {
+        value,
+        replayed: false,
+    };
+    match (delay, idempotent) {
+        (Some(d), true) => l.fail_retry_after_idempotent(reason, d),
+        (None, true) => l.fail_idempotent(reason, permanent),
+        (Some(d), false) => l.fail_retry_after(reason, d).map(fresh),
+        (None, false) => l.fail(reason, permanent).map(fresh),
     }
 }
 

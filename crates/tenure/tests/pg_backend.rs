@@ -401,6 +401,18 @@ fn jobs_updates(url: &str, at_least: i64) -> (i64, i64) {
     last
 }
 
+/// Wait past a second, then prune the terminal jobs older than one second
+/// (nothing else).
+fn prune_jobs_ended_a_second_ago(a: &Authority) -> PruneReport {
+    std::thread::sleep(Duration::from_millis(1100));
+    a.prune(&Retention {
+        event_age: None,
+        terminal_job_age: Some(Age::from_secs(1).unwrap()),
+        tombstone_age: None,
+    })
+    .unwrap()
+}
+
 /// Schema 5 (a hot queue): a store at schema 4 migrates on open, its lease
 /// stays valid through the migration, the jobs table keeps free space in
 /// its pages (`fillfactor = 70`), and renewals, which change only columns
@@ -459,14 +471,7 @@ fn renewals_are_hot_updates_and_a_schema_4_store_migrates() {
     let lease = a.import_lease(token.expose()).unwrap();
     lease.complete(&[]).unwrap();
     // Pruning finds both terminal jobs by the end time the migration derived.
-    std::thread::sleep(Duration::from_millis(1100));
-    let r = a
-        .prune(&Retention {
-            event_age: None,
-            terminal_job_age: Some(Age::from_secs(1).unwrap()),
-            tombstone_age: None,
-        })
-        .unwrap();
+    let r = prune_jobs_ended_a_second_ago(&a);
     assert_eq!(r.jobs, 2, "{r:?}");
     assert!(a.check().unwrap().ok());
 }
@@ -543,14 +548,7 @@ fn a_schema_6_store_moves_payloads_out_of_the_job_rows() {
     };
     assert_eq!(rows(&mut c), 6);
     // Pruning removes a terminal job's payload with the job.
-    std::thread::sleep(Duration::from_millis(1100));
-    let r = a
-        .prune(&Retention {
-            event_age: None,
-            terminal_job_age: Some(Age::from_secs(1).unwrap()),
-            tombstone_age: None,
-        })
-        .unwrap();
+    let r = prune_jobs_ended_a_second_ago(&a);
     assert_eq!(r.jobs, 1, "{r:?}");
     assert_eq!(rows(&mut c), 5);
     let left: i64 = c
