@@ -316,13 +316,18 @@ impl Handoff {
         }
     }
 
-    /// Set the outcome (the first caller wins).
+    /// Set the outcome (the first caller wins) and wake the slot, after
+    /// letting go of the lock: a slot woken under it would block on the
+    /// lock at once and need a second wake-up from the unlock; on the loop
+    /// each wake-up is a point where the woken slot can preempt it.
     fn set(&self, s: Settle) {
         let mut g = lock(&self.state);
-        if g.settle.is_none() {
-            g.settle = Some(s);
-            self.cv.notify_all();
+        if g.settle.is_some() {
+            return;
         }
+        g.settle = Some(s);
+        drop(g);
+        self.cv.notify_all();
     }
 
     /// The outcome and the lease to settle.
