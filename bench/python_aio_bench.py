@@ -27,7 +27,11 @@ the timed part only; on a shared machine the fairer comparison of the
 work each side does),
 ``max_stall_ms``, ``peer_stall_ms`` and ``idle_stall_ms`` (longest: during
 the run, the other process's during the run, this process's after it) and
-``stall_p99_ms``, ``peer_p99_ms``, ``idle_p99_ms``.
+``stall_p99_ms``, ``peer_p99_ms``, ``idle_p99_ms``; ``max_stall_runq_ms`` and
+``peer_stall_runq_ms``: how much of that longest stall the loop's thread
+spent runnable but waiting for a CPU (Linux schedstat; the rest is the
+loop's own work or a blocking wait); ``loop_preempted``: how often the
+loop's thread was preempted during the asyncio run.
 """
 
 from __future__ import annotations
@@ -115,18 +119,64 @@ def p99(lateness: list[float]) -> float:
     return s[min(len(s) - 1, int(len(s) * 0.99))] if s else 0.0
 
 
-async def ticking(done: Callable[[], bool]) -> list[float]:
+class Ticks:
+    """A ticker's samples: how late each 1 ms sleep woke, and how much of
+    that tick the loop's thread spent runnable but waiting for a CPU (its
+    run-queue wait, from /proc/thread-self/schedstat; 0 where that file
+    does not exist)."""
+
+    def __init__(self) -> None:
+        self.lateness: list[float] = []
+        self.runq: list[float] = []
+
+    def longest(self) -> tuple[float, float]:
+        """The longest stall and its run-queue wait (ms)."""
+        if not self.lateness:
+            return 0.0, 0.0
+        i = max(range(len(self.lateness)), key=self.lateness.__getitem__)
+        return self.lateness[i] * 1000.0, self.runq[i] * 1000.0
+
+
+def runq_wait(fd: int) -> float:
+    """The calling thread's run-queue wait so far (s): schedstat's second
+    field, in ns."""
+    return int(os.pread(fd, 128, 0).split()[1]) / 1e9 if fd >= 0 else 0.0
+
+
+def preempted() -> int:
+    """How often the calling thread was preempted so far (its involuntary
+    context switches)."""
+    try:
+        with open("/proc/thread-self/status") as f:
+            for line in f:
+                if line.startswith("nonvoluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+async def ticking(done: Callable[[], bool]) -> Ticks:
     """The ticker: sleep 1 ms at a time until ``done()``, recording how
-    late each sleep wakes."""
-    lateness: list[float] = []
-    while not done():
-        t0 = time.perf_counter()
-        await asyncio.sleep(0.001)
-        lateness.append(time.perf_counter() - t0 - 0.001)
-    return lateness
+    late each sleep wakes and how long the loop waited for a CPU meanwhile."""
+    ticks = Ticks()
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        fd = -1
+    try:
+        while not done():
+            t0, q0 = time.perf_counter(), runq_wait(fd)
+            await asyncio.sleep(0.001)
+            ticks.lateness.append(time.perf_counter() - t0 - 0.001)
+            ticks.runq.append(runq_wait(fd) - q0)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return ticks
 
 
-async def idle_stall(seconds: float) -> list[float]:
+async def idle_stall(seconds: float) -> Ticks:
     """The same ticker on an idle loop for ``seconds``: how late each 1 ms
     sleep wakes with nothing else running (the machine's own floor)."""
     end = time.perf_counter() + seconds
@@ -144,13 +194,14 @@ def peer_ticker() -> None:
 
     threading.Thread(target=watch, daemon=True).start()
     print("ready", flush=True)
-    lateness = asyncio.run(ticking(closed.is_set))
-    print(json.dumps({"max_ms": max(lateness, default=0.0) * 1000.0,
-                      "p99_ms": p99(lateness) * 1000.0}))
+    ticks = asyncio.run(ticking(closed.is_set))
+    longest, runq = ticks.longest()
+    print(json.dumps({"max_ms": longest, "runq_ms": runq,
+                      "p99_ms": p99(ticks.lateness) * 1000.0}))
 
 
 async def asyncio_run(d: str, jobs: int, concurrency: int
-                      ) -> tuple[float, float, list[float], dict[str, float]]:
+                      ) -> tuple[float, float, Ticks, int, dict[str, float]]:
     """The asyncio side, its ticker's lateness, and that of an idle ticker
     in another process over the same window (the machine's floor then)."""
     native = fill(os.path.join(d, "asyncio.db"), jobs)
@@ -165,14 +216,15 @@ async def asyncio_run(d: str, jobs: int, concurrency: int
         tick = asyncio.ensure_future(ticking(lambda: not running))
         worker = aio.Worker(a, "bench", "asyncio", handle, concurrency=concurrency, ttl=TTL,
                             until_idle=True)
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, pre = time.perf_counter(), time.process_time(), preempted()
         stats = await worker.run()
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        pre = preempted() - pre
         running = False
-        lateness = await tick
+        ticks = await tick
     floor = json.loads(peer.communicate()[0])
     assert stats.completed == jobs, stats
-    return seconds, cpu, lateness, floor
+    return seconds, cpu, ticks, pre, floor
 
 
 def main() -> None:
@@ -188,7 +240,7 @@ def main() -> None:
     try:
         w, w_cpu = worker_run(d, args.jobs, args.concurrency)
         t, t_cpu = threads_run(d, args.jobs, args.concurrency)
-        s, s_cpu, busy, peer = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
+        s, s_cpu, busy, pre, peer = asyncio.run(asyncio_run(d, args.jobs, args.concurrency))
         idle = asyncio.run(idle_stall(s))
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -197,10 +249,12 @@ def main() -> None:
         "concurrency": args.concurrency, "sync": "FULL",
         "worker_per_s": args.jobs / w, "threads_per_s": args.jobs / t,
         "asyncio_per_s": args.jobs / s, "ratio": w / s, "ratio_threads": t / s,
-        "max_stall_ms": max(busy, default=0.0) * 1000.0,
-        "idle_stall_ms": max(idle, default=0.0) * 1000.0,
-        "stall_p99_ms": p99(busy) * 1000.0, "idle_p99_ms": p99(idle) * 1000.0,
-        "peer_stall_ms": peer["max_ms"], "peer_p99_ms": peer["p99_ms"],
+        "max_stall_ms": busy.longest()[0], "max_stall_runq_ms": busy.longest()[1],
+        "loop_preempted": pre,
+        "idle_stall_ms": idle.longest()[0],
+        "stall_p99_ms": p99(busy.lateness) * 1000.0, "idle_p99_ms": p99(idle.lateness) * 1000.0,
+        "peer_stall_ms": peer["max_ms"], "peer_stall_runq_ms": peer["runq_ms"],
+        "peer_p99_ms": peer["p99_ms"],
         "worker_cpu_us": w_cpu / args.jobs * 1e6, "threads_cpu_us": t_cpu / args.jobs * 1e6,
         "asyncio_cpu_us": s_cpu / args.jobs * 1e6,
     }))

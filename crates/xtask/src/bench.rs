@@ -836,6 +836,9 @@ fn python_asyncio(
     let (mut stall_p99, mut idle_p99) = (Vec::new(), Vec::new());
     let (mut worker_cpu, mut asyncio_cpu) = (Vec::new(), Vec::new());
     let (mut peer, mut peer_p99) = (Vec::new(), Vec::new());
+    // (longest stall, its run-queue wait) of each run, this loop's and the peer's.
+    let (mut stall_runq, mut peer_runq) = (Vec::new(), Vec::new());
+    let mut preempted = Vec::new();
     for _ in 0..runs {
         let out = workload(
             Command::new(py)
@@ -853,6 +856,9 @@ fn python_asyncio(
         asyncio_cpu.push(num(&out, "asyncio_cpu_us"));
         peer.push(num(&out, "peer_stall_ms"));
         peer_p99.push(num(&out, "peer_p99_ms"));
+        stall_runq.push((num(&out, "max_stall_ms"), num(&out, "max_stall_runq_ms")));
+        peer_runq.push((num(&out, "peer_stall_ms"), num(&out, "peer_stall_runq_ms")));
+        preempted.push(num(&out, "loop_preempted"));
         raw.push(out);
     }
     let (w, t, a) = (median(worker), median(threads), median(asyncio));
@@ -862,6 +868,14 @@ fn python_asyncio(
     let worst_idle_p99 = idle_p99.iter().copied().fold(0.0, f64::max);
     let worst_peer = peer.iter().copied().fold(0.0, f64::max);
     let worst_peer_p99 = peer_p99.iter().copied().fold(0.0, f64::max);
+    // The run-queue wait inside the worst run's longest stall.
+    let runq_of = |v: &[(f64, f64)]| {
+        v.iter()
+            .copied()
+            .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a })
+            .1
+    };
+    let (worst_runq, worst_peer_runq) = (runq_of(&stall_runq), runq_of(&peer_runq));
     rows.push(Row {
         name: format!("Python: threaded worker (tenure.Worker), 16 slots, {jobs} jobs (FULL)"),
         value: format!("{w:.0} jobs/s"),
@@ -899,15 +913,28 @@ fn python_asyncio(
     });
     rows.push(Row {
         name: "Python: event loop's longest stall during the asyncio run (worst of runs)".into(),
-        value: format!("{worst:.1} ms (p99 {worst_p99:.1} ms)"),
+        value: format!(
+            "{worst:.1} ms (p99 {worst_p99:.1} ms; {worst_runq:.1} ms of it waiting for a CPU)"
+        ),
         ratio: None,
         target: Some(("≤ 5 ms".into(), worst <= 5.0)),
+    });
+    rows.push(Row {
+        name: "Python: times the event loop's thread was preempted during the asyncio run \
+               (context, median of runs)"
+            .into(),
+        value: format!("{:.0}", median(preempted)),
+        ratio: None,
+        target: None,
     });
     rows.push(Row {
         name: "Python: the same ticker on an idle loop in another process during the \
                asyncio run, longest stall (worst of runs)"
             .into(),
-        value: format!("{worst_peer:.1} ms (p99 {worst_peer_p99:.1} ms)"),
+        value: format!(
+            "{worst_peer:.1} ms (p99 {worst_peer_p99:.1} ms; {worst_peer_runq:.1} ms of it \
+             waiting for a CPU)"
+        ),
         ratio: None,
         target: None,
     });
