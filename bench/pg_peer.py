@@ -4,14 +4,14 @@ binding against procrastinate, the same workload on the same PostgreSQL
 server, each run in its own fresh database.
 
     pg_peer.py bench --url MAINTENANCE_URL --jobs N --workers 1,4 --runs R
+    pg_peer.py enqueue --url MAINTENANCE_URL --jobs N --pairs P
 
-The workload, per run and per system:
+``bench``, the drain, per run and per system:
 
-1. Enqueue N no-op jobs (timed separately, reported as ``enqueue_s``; not
-   part of the drain rate; schema creation is outside the timing): tenure
-   ``Authority.submit_many`` in chunks of 1000 (empty payload),
-   procrastinate ``Task.batch_defer_async`` in chunks of 1000 (empty task
-   arguments ``{}``).
+1. Enqueue N no-op jobs (untimed here: the bulk submission is ``enqueue``'s
+   measurement): tenure ``Authority.submit_many`` in chunks of 1000 (empty
+   payload), procrastinate ``Task.batch_defer_async`` in chunks of 1000
+   (empty task arguments ``{}``).
 2. Start W worker processes; each opens its connection(s), then waits for a
    common start signal. The drain is timed from the signal until the last
    worker has found the queue empty; the rate is ``N / drain_s``.
@@ -45,9 +45,21 @@ The workload, per run and per system:
 Each run prints one ``BENCH {json}`` line (``"workload":"pg-peer"``); after
 all runs one ``"workload":"pg-peer-summary"`` line per W gives the median
 drain rates and the ratios tenure / procrastinate and tenure-batch /
-procrastinate, plus the median enqueue rates over all runs (tenure
-``submit_many`` vs procrastinate ``batch_defer_async``). Figures are
-printed, never asserted.
+procrastinate.
+
+``enqueue``, the bulk submission: P pairs, each one tenure sample and one
+procrastinate sample taken back to back (tenure first in even pairs,
+procrastinate first in odd ones, so a drift in the machine's load favours
+neither). A sample enqueues N no-op jobs, exactly as step 1 above, into a
+fresh database of its own (created, its schema applied and, for tenure,
+the production created before the clock starts; dropped after), and its
+rate is N / the time from the first chunk's call to the last chunk's
+return. Each pair prints a ``"workload":"pg-enqueue"`` line with both
+rates and their ratio; the ``"workload":"pg-enqueue-summary"`` line gives
+the median of the per-pair ratios (the figure), their lowest and highest
+(the spread), and each system's median rate.
+
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -84,10 +96,19 @@ def _fresh_database(maintenance_url: str, name: str) -> str:
     return _db_url(maintenance_url, name)
 
 
+def _drop_database(maintenance_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(maintenance_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 # ---------------------------------------------------------------- tenure
 
 
 def tenure_seed(url: str, jobs: int) -> float:
+    """Enqueue ``jobs`` jobs in chunks of ``CHUNK``; returns the seconds the
+    chunks took (the store's creation and the production's are not timed)."""
     import tenure
 
     a = tenure.Authority(url)
@@ -209,6 +230,7 @@ def _procrastinate_app(url: str):  # type: ignore[no-untyped-def]
 
 
 def procrastinate_seed(url: str, jobs: int) -> float:
+    """As ``tenure_seed`` (the schema and the connection pool are not timed)."""
     app, noop = _procrastinate_app(url)
 
     async def go() -> float:
@@ -280,7 +302,7 @@ def one_run(system: str, maintenance_url: str, jobs: int, workers: int, run: int
     seed, _, verify = SYSTEMS[system]
     name = system.replace("-", "_")
     url = _fresh_database(maintenance_url, f"peer_{name}_w{workers}_r{run}")
-    enqueue_s = seed(url, jobs)
+    seed(url, jobs)
     kids = [
         subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "worker", system, url],
@@ -321,12 +343,58 @@ def one_run(system: str, maintenance_url: str, jobs: int, workers: int, run: int
         "jobs": jobs,
         "per_worker": [int(r["done"]) for r in results],
         "busy": sum(int(r["busy"]) for r in results),
-        "enqueue_s": round(enqueue_s, 4),
         "drain_s": round(drain_s, 3),
         "jobs_per_s": round(jobs / drain_s, 1),
     }
     print("BENCH " + json.dumps(row, separators=(",", ":")), flush=True)
     return row
+
+
+def enqueue_pairs(maintenance_url: str, jobs: int, pairs: int) -> None:
+    """The bulk submission, tenure against procrastinate (see the module
+    docs): ``pairs`` alternating pairs of samples, one line each, then the
+    summary line."""
+    ratios: list[float] = []
+    rates: dict[str, list[float]] = {"tenure": [], "procrastinate": []}
+    for pair in range(pairs):
+        order = ["tenure", "procrastinate"]
+        if pair % 2:
+            order.reverse()
+        rate = {}
+        for system in order:
+            name = f"peer_enqueue_{system}_p{pair}"
+            url = _fresh_database(maintenance_url, name)
+            rate[system] = jobs / max(SYSTEMS[system][0](url, jobs), 1e-6)
+            _drop_database(maintenance_url, name)
+            rates[system].append(rate[system])
+        ratios.append(rate["tenure"] / rate["procrastinate"])
+        row = {
+            "workload": "pg-enqueue",
+            "pair": pair,
+            "first": order[0],
+            "jobs": jobs,
+            "chunk": CHUNK,
+            "tenure_jobs_per_s": round(rate["tenure"], 1),
+            "procrastinate_jobs_per_s": round(rate["procrastinate"], 1),
+            "ratio": round(ratios[-1], 3),
+        }
+        print("BENCH " + json.dumps(row, separators=(",", ":")), flush=True)
+    vers = _versions()
+    summary = {
+        "workload": "pg-enqueue-summary",
+        "jobs": jobs,
+        "chunk": CHUNK,
+        "pairs": pairs,
+        "ratio": round(statistics.median(ratios), 3),
+        "ratio_min": round(min(ratios), 3),
+        "ratio_max": round(max(ratios), 3),
+        "tenure_jobs_per_s": round(statistics.median(rates["tenure"]), 1),
+        "procrastinate_jobs_per_s": round(statistics.median(rates["procrastinate"]), 1),
+        "tenure_version": vers["tenure"],
+        "procrastinate_version": vers["procrastinate"],
+        "psycopg_version": vers["psycopg"],
+    }
+    print("BENCH " + json.dumps(summary, separators=(",", ":")), flush=True)
 
 
 def _versions() -> dict[str, str]:
@@ -342,25 +410,24 @@ def main() -> None:
         print("DONE " + json.dumps(r), flush=True)
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("mode", choices=["bench"])
+    p.add_argument("mode", choices=["bench", "enqueue"])
     p.add_argument("--url", required=True, help="maintenance URL of the server")
     p.add_argument("--jobs", type=int, default=5000)
     p.add_argument("--workers", default="1,4")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--pairs", type=int, default=5, help="enqueue: pairs of samples")
     args = p.parse_args()
+    if args.mode == "enqueue":
+        enqueue_pairs(args.url, args.jobs, args.pairs)
+        return
     ws = [int(w) for w in args.workers.split(",")]
     rates: dict[tuple[str, int], list[float]] = {}
-    enqueue: dict[str, list[float]] = {}
     for run in range(args.runs):
         for w in ws:
             for system in ("tenure", "tenure-batch", "procrastinate"):
                 row = one_run(system, args.url, args.jobs, w, run)
                 rates.setdefault((system, w), []).append(row["jobs_per_s"])
-                enqueue.setdefault(system, []).append(args.jobs / max(row["enqueue_s"], 1e-4))
     vers = _versions()
-    # Enqueueing does not depend on W: its median is over every run.
-    te = round(statistics.median(enqueue["tenure"]), 1)
-    qe = round(statistics.median(enqueue["procrastinate"]), 1)
     for w in ws:
         t = statistics.median(rates[("tenure", w)])
         b = statistics.median(rates[("tenure-batch", w)])
@@ -377,9 +444,6 @@ def main() -> None:
             "tenure_batch_jobs_per_s": b,
             "batch_ratio": round(b / q, 2),
             "batch_vs_single": round(b / t, 2),
-            "tenure_enqueue_per_s": te,
-            "procrastinate_enqueue_per_s": qe,
-            "enqueue_ratio": round(te / qe, 2),
             "tenure_version": vers["tenure"],
             "procrastinate_version": vers["procrastinate"],
             "psycopg_version": vers["psycopg"],
