@@ -47,17 +47,19 @@ all runs one ``"workload":"pg-peer-summary"`` line per W gives the median
 drain rates and the ratios tenure / procrastinate and tenure-batch /
 procrastinate.
 
-``enqueue``, the bulk submission: P pairs, each one tenure sample and one
-procrastinate sample taken back to back (tenure first in even pairs,
-procrastinate first in odd ones, so a drift in the machine's load favours
-neither). A sample enqueues N no-op jobs, exactly as step 1 above, into a
-fresh database of its own (created, its schema applied and, for tenure,
-the production created before the clock starts; dropped after), and its
-rate is N / the time from the first chunk's call to the last chunk's
-return. Each pair prints a ``"workload":"pg-enqueue"`` line with both
-rates and their ratio; the ``"workload":"pg-enqueue-summary"`` line gives
-the median of the per-pair ratios (the figure), their lowest and highest
-(the spread), and each system's median rate.
+``enqueue``, the bulk submission: P pairs. A pair enqueues N no-op jobs
+with each system, exactly as step 1 above, each into a fresh database of
+its own (created, its schema applied and, for tenure, the production
+created before any clock starts; both dropped after the pair), chunk by
+chunk in turn: tenure's chunk then procrastinate's in even chunks, the
+other way round in odd ones, each chunk's call timed alone, so both
+systems see the machine's load of the same moments. A system's rate in
+the pair is N / the sum of its chunks' times (building a chunk's
+arguments is inside its time, as a caller pays it). Each pair prints a
+``"workload":"pg-enqueue"`` line with both rates and their ratio; the
+``"workload":"pg-enqueue-summary"`` line gives the median of the per-pair
+ratios (the figure), their lowest and highest (the spread), and each
+system's median rate.
 
 Figures are printed, never asserted.
 """
@@ -350,28 +352,55 @@ def one_run(system: str, maintenance_url: str, jobs: int, workers: int, run: int
     return row
 
 
+def enqueue_pair(maintenance_url: str, jobs: int, pair: int) -> dict[str, float]:
+    """One pair of the bulk submission (see the module docs): the seconds
+    each system's chunks took."""
+    import tenure
+
+    names = {system: f"peer_enqueue_{system}_p{pair}" for system in ("tenure", "procrastinate")}
+    urls = {system: _fresh_database(maintenance_url, name) for system, name in names.items()}
+    a = tenure.Authority(urls["tenure"])
+    a.create_production(PRODUCTION)
+    app, noop = _procrastinate_app(urls["procrastinate"])
+    took = {"tenure": 0.0, "procrastinate": 0.0}
+
+    async def go() -> None:
+        async with app.open_async():
+            await app.schema_manager.apply_schema_async()
+            for c, i in enumerate(range(0, jobs, CHUNK)):
+                end = min(i + CHUNK, jobs)
+                for system in ("tenure", "procrastinate")[:: 1 if c % 2 == 0 else -1]:
+                    t0 = time.perf_counter()
+                    if system == "tenure":
+                        a.submit_many(
+                            PRODUCTION,
+                            [tenure.JobSpec(f"job-{j:08}") for j in range(i, end)],
+                        )
+                    else:
+                        await noop.batch_defer_async(*({} for _ in range(i, end)))
+                    took[system] += time.perf_counter() - t0
+
+    asyncio.run(go())
+    del a
+    for name in names.values():
+        _drop_database(maintenance_url, name)
+    return took
+
+
 def enqueue_pairs(maintenance_url: str, jobs: int, pairs: int) -> None:
     """The bulk submission, tenure against procrastinate (see the module
-    docs): ``pairs`` alternating pairs of samples, one line each, then the
-    summary line."""
+    docs): ``pairs`` pairs, one line each, then the summary line."""
     ratios: list[float] = []
     rates: dict[str, list[float]] = {"tenure": [], "procrastinate": []}
     for pair in range(pairs):
-        order = ["tenure", "procrastinate"]
-        if pair % 2:
-            order.reverse()
-        rate = {}
-        for system in order:
-            name = f"peer_enqueue_{system}_p{pair}"
-            url = _fresh_database(maintenance_url, name)
-            rate[system] = jobs / max(SYSTEMS[system][0](url, jobs), 1e-6)
-            _drop_database(maintenance_url, name)
-            rates[system].append(rate[system])
+        took = enqueue_pair(maintenance_url, jobs, pair)
+        rate = {system: jobs / max(t, 1e-6) for system, t in took.items()}
+        for system, r in rate.items():
+            rates[system].append(r)
         ratios.append(rate["tenure"] / rate["procrastinate"])
         row = {
             "workload": "pg-enqueue",
             "pair": pair,
-            "first": order[0],
             "jobs": jobs,
             "chunk": CHUNK,
             "tenure_jobs_per_s": round(rate["tenure"], 1),

@@ -323,23 +323,35 @@ fn python_lifecycle(server: &Server, py: &Path) -> Result {
     r
 }
 
+/// Which rows `cargo xtask bench --backend postgres` runs: those flagged,
+/// or, with neither flag, every row on both servers and then the soak.
+#[derive(Clone, Copy)]
+pub struct Rows {
+    /// The retention soak (`--soak`).
+    pub soak: bool,
+    /// The bulk-submission row, on both servers (`--bulk-submit`).
+    pub bulk: bool,
+}
+
 /// `cargo xtask bench --backend postgres [--smoke]`: lifecycle rate
 /// (claim-next + complete) with 1, 4, 16 and 64 concurrent connections from
 /// several processes on a throwaway server; writes
-/// `bench/results/<stamp>-postgres.md` and `latest-postgres.md`.
-pub fn bench(smoke: bool, soak_only: bool) -> Result {
+/// `bench/results/<stamp>-postgres-<kind>.md` and `latest-postgres-<kind>.md`.
+pub fn bench(smoke: bool, rows: Rows) -> Result {
     step(&format!(
         "PostgreSQL benchmark ({}{})",
         if smoke { "smoke" } else { "full" },
-        if soak_only {
-            ", retention soak only"
-        } else {
-            ""
+        match (rows.soak, rows.bulk) {
+            (false, false) => "",
+            (true, false) => ", retention soak only",
+            (false, true) => ", bulk submission only",
+            (true, true) => ", bulk submission and retention soak only",
         }
     ));
     let mut md = String::new();
     let mut json = Vec::new();
-    if !soak_only {
+    let all = !rows.soak && !rows.bulk;
+    if all || rows.bulk {
         // Every row twice: on the tests' server (no fsync) and on a durable one.
         for durable in [false, true] {
             let (server, label) = if durable {
@@ -354,25 +366,36 @@ pub fn bench(smoke: bool, soak_only: bool) -> Result {
                 )
             };
             step(&format!("PostgreSQL benchmark on the {label}"));
-            throughput(&server, durable, label, smoke, &mut md, &mut json)?;
+            if rows.bulk {
+                md.push_str(&format!("\n**{label}**\n"));
+                let from = json.len();
+                crate::pg_peer::enqueue(&server, smoke, &mut md, &mut json)?;
+                md.push_str(&format!(
+                    "\n| target | ratio | met |\n|---|---:|---|\n{}",
+                    target_row(BULK_TARGET, enqueue_ratio(&json[from..]), Some(1.0), 1.0)
+                ));
+            } else {
+                throughput(&server, durable, label, smoke, &mut md, &mut json)?;
+            }
         }
     }
-    // The soak runs on a durable server (fsync on), one at a time.
-    let server = start_durable()?;
-    soak(&server, smoke, &mut md, &mut json)?;
-    drop(server);
+    if all || rows.soak {
+        // The soak runs on a durable server (fsync on), one at a time.
+        let server = start_durable()?;
+        soak(&server, smoke, &mut md, &mut json)?;
+    }
     let dir = crate::util::root().join("bench/results");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let kind = match (soak_only, smoke) {
-        (true, true) => "soak-smoke",
-        (true, false) => "soak-full",
-        (false, true) => "smoke",
-        (false, false) => "full",
-    };
+    let kind = format!(
+        "{}{}{}",
+        if rows.bulk { "bulk-submit-" } else { "" },
+        if rows.soak { "soak-" } else { "" },
+        if smoke { "smoke" } else { "full" }
+    );
     std::fs::write(
         dir.join(format!("{stamp}-postgres-{kind}.json")),
         format!("{}\n", serde_json::Value::Array(json)),
@@ -714,10 +737,6 @@ fn batched_targets(rows: &[serde_json::Value], peer: &[serde_json::Value]) -> St
         .iter()
         .find(|r| r["workload"] == "pg-peer-summary" && r["workers"] == 4);
     let q_drain = summary.and_then(|s| s["procrastinate_jobs_per_s"].as_f64());
-    let enqueue = peer
-        .iter()
-        .find(|r| r["workload"] == "pg-enqueue-summary")
-        .and_then(|s| s["ratio"].as_f64());
     let mut md = String::from("\n| batched calls: target | ratio | met |\n|---|---:|---|\n");
     for (what, x, base, want) in [
         (
@@ -732,23 +751,34 @@ fn batched_targets(rows: &[serde_json::Value], peer: &[serde_json::Value]) -> St
             q_drain,
             5.0,
         ),
-        (
-            "bulk submit (submit_many, chunks of 1000) ≥ 1.0 × procrastinate batch_defer (chunks of 1000; median of the pairs' ratios)",
-            enqueue,
-            Some(1.0),
-            1.0,
-        ),
+        (BULK_TARGET, enqueue_ratio(peer), Some(1.0), 1.0),
     ] {
-        match (x, base) {
-            (Some(x), Some(b)) if b > 0.0 => md.push_str(&format!(
-                "| {what} | {:.2} | {} |\n",
-                x / b,
-                if x / b >= want { "yes" } else { "no" }
-            )),
-            _ => md.push_str(&format!("| {what} | n/a | not measured |\n")),
-        }
+        md.push_str(&target_row(what, x, base, want));
     }
     md
+}
+
+const BULK_TARGET: &str = "bulk submit (submit_many, chunks of 1000) ≥ 1.0 × procrastinate \
+     batch_defer (chunks of 1000; median of the pairs' ratios)";
+
+/// The bulk submission's figure: the median of the per-pair ratios of
+/// `pg_peer.py enqueue`.
+fn enqueue_ratio(peer: &[serde_json::Value]) -> Option<f64> {
+    peer.iter()
+        .find(|r| r["workload"] == "pg-enqueue-summary")
+        .and_then(|s| s["ratio"].as_f64())
+}
+
+/// One row of a target table: `x / base` against `want`.
+fn target_row(what: &str, x: Option<f64>, base: Option<f64>, want: f64) -> String {
+    match (x, base) {
+        (Some(x), Some(b)) if b > 0.0 => format!(
+            "| {what} | {:.2} | {} |\n",
+            x / b,
+            if x / b >= want { "yes" } else { "no" }
+        ),
+        _ => format!("| {what} | n/a | not measured |\n"),
+    }
 }
 
 const C_WORKER: &str = r#"
