@@ -108,20 +108,21 @@ def _drop_database(maintenance_url: str, name: str) -> None:
 # ---------------------------------------------------------------- tenure
 
 
-def tenure_seed(url: str, jobs: int) -> float:
-    """Enqueue ``jobs`` jobs in chunks of ``CHUNK``; returns the seconds the
-    chunks took (the store's creation and the production's are not timed)."""
+def tenure_chunk(a, first: int, end: int) -> None:  # type: ignore[no-untyped-def]
+    """Enqueue the jobs ``first`` to ``end`` (exclusive) in one call."""
+    import tenure
+
+    a.submit_many(PRODUCTION, [tenure.JobSpec(f"job-{j:08}") for j in range(first, end)])
+
+
+def tenure_seed(url: str, jobs: int) -> None:
+    """Enqueue ``jobs`` jobs in chunks of ``CHUNK``."""
     import tenure
 
     a = tenure.Authority(url)
     a.create_production(PRODUCTION)
-    t0 = time.perf_counter()
     for i in range(0, jobs, CHUNK):
-        a.submit_many(
-            PRODUCTION,
-            [tenure.JobSpec(f"job-{j:08}") for j in range(i, min(i + CHUNK, jobs))],
-        )
-    return time.perf_counter() - t0
+        tenure_chunk(a, i, min(i + CHUNK, jobs))
 
 
 def _tenure_drain(url: str, step: Callable[..., int]) -> dict[str, object]:
@@ -231,19 +232,22 @@ def _procrastinate_app(url: str):  # type: ignore[no-untyped-def]
     return app, noop
 
 
-def procrastinate_seed(url: str, jobs: int) -> float:
-    """As ``tenure_seed`` (the schema and the connection pool are not timed)."""
+async def procrastinate_chunk(noop, first: int, end: int) -> None:  # type: ignore[no-untyped-def]
+    """As ``tenure_chunk``."""
+    await noop.batch_defer_async(*({} for _ in range(first, end)))
+
+
+def procrastinate_seed(url: str, jobs: int) -> None:
+    """As ``tenure_seed``."""
     app, noop = _procrastinate_app(url)
 
-    async def go() -> float:
+    async def go() -> None:
         async with app.open_async():
             await app.schema_manager.apply_schema_async()
-            t0 = time.perf_counter()
             for i in range(0, jobs, CHUNK):
-                await noop.batch_defer_async(*({} for _ in range(i, min(i + CHUNK, jobs))))
-            return time.perf_counter() - t0
+                await procrastinate_chunk(noop, i, min(i + CHUNK, jobs))
 
-    return asyncio.run(go())
+    asyncio.run(go())
 
 
 def procrastinate_work(url: str) -> dict[str, object]:
@@ -372,12 +376,9 @@ def enqueue_pair(maintenance_url: str, jobs: int, pair: int) -> dict[str, float]
                 for system in ("tenure", "procrastinate")[:: 1 if c % 2 == 0 else -1]:
                     t0 = time.perf_counter()
                     if system == "tenure":
-                        a.submit_many(
-                            PRODUCTION,
-                            [tenure.JobSpec(f"job-{j:08}") for j in range(i, end)],
-                        )
+                        tenure_chunk(a, i, end)
                     else:
-                        await noop.batch_defer_async(*({} for _ in range(i, end)))
+                        await procrastinate_chunk(noop, i, end)
                     took[system] += time.perf_counter() - t0
 
     asyncio.run(go())

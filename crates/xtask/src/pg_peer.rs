@@ -33,14 +33,35 @@ const PEER: &[&str] = &[
     "tzdata==2026.6",
 ];
 
-/// `.venv` with the release tenure wheel and the peer; returns its python.
+/// `.venv` with the release tenure wheel and the peer (prepared once per
+/// xtask run); returns its python.
 fn python() -> Result<std::path::PathBuf> {
+    static PY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    if let Some(py) = PY.get() {
+        return Ok(py.clone());
+    }
     let (py, _) = crate::python::install_wheel(true)?;
     step("PostgreSQL peer: pip install procrastinate into .venv");
     run(Command::new(&py)
         .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
         .args(PEER))?;
-    Ok(py)
+    Ok(PY.get_or_init(|| py).clone())
+}
+
+/// Run `bench/pg_peer.py` with `args` (after the step line `what`); returns
+/// its `BENCH` rows.
+fn peer_rows(what: &str, args: &[&str]) -> Result<Vec<Value>> {
+    let py = python()?;
+    step(what);
+    let out = output(
+        Command::new(&py)
+            .arg(root().join("bench/pg_peer.py"))
+            .args(args),
+    )?;
+    out.lines()
+        .filter_map(|l| l.strip_prefix("BENCH "))
+        .map(|l| parse_json(l, "bench/pg_peer.py BENCH line"))
+        .collect()
 }
 
 /// A field of a `BENCH {json}` row as report text: a string as it is, any
@@ -61,27 +82,29 @@ pub fn bench(
     md: &mut String,
     json: &mut Vec<Value>,
 ) -> Result {
-    let py = python()?;
-    step("PostgreSQL peer: tenure (Python) vs procrastinate, drain N jobs with W processes");
     let jobs = if smoke { "200" } else { "5000" };
-    let out = output(
-        Command::new(&py)
-            .arg(root().join("bench/pg_peer.py"))
-            .args(["bench", "--url", &server.url, "--jobs", jobs])
-            .args(["--workers", "1,4", "--runs", if smoke { "1" } else { "3" }]),
+    let runs = if smoke { "1" } else { "3" };
+    let rows = peer_rows(
+        "PostgreSQL peer: tenure (Python) vs procrastinate, drain N jobs with W processes",
+        &[
+            "bench",
+            "--url",
+            &server.url,
+            "--jobs",
+            jobs,
+            "--workers",
+            "1,4",
+            "--runs",
+            runs,
+        ],
     )?;
-    let rows: Vec<Value> = out
-        .lines()
-        .filter_map(|l| l.strip_prefix("BENCH "))
-        .map(|l| parse_json(l, "bench/pg_peer.py BENCH line"))
-        .collect::<Result<_>>()?;
+    let Some(first) = rows.iter().find(|r| r["workload"] == "pg-peer-summary") else {
+        return Err("no peer summary rows in the output".into());
+    };
     let summaries: Vec<&Value> = rows
         .iter()
         .filter(|r| r["workload"] == "pg-peer-summary")
         .collect();
-    let Some(first) = summaries.first() else {
-        return Err(format!("no peer summary rows in the output:\n{out}"));
-    };
     md.push_str(&format!(
         "\n| Peer row: {} no-op jobs enqueued, then drained by W Python processes (median of {} \
          runs, fresh database each) | tenure {} | procrastinate {} | tenure / procrastinate |\n\
@@ -132,27 +155,11 @@ pub fn enqueue(
     md: &mut String,
     json: &mut Vec<Value>,
 ) -> Result {
-    let py = python()?;
-    step("PostgreSQL peer: bulk submission, tenure submit_many vs procrastinate batch_defer, in pairs");
     let (jobs, pairs) = if smoke { ("2000", "3") } else { ("20000", "7") };
-    let out = output(
-        Command::new(&py)
-            .arg(root().join("bench/pg_peer.py"))
-            .args([
-                "enqueue",
-                "--url",
-                &server.url,
-                "--jobs",
-                jobs,
-                "--pairs",
-                pairs,
-            ]),
+    let rows = peer_rows(
+        "PostgreSQL peer: bulk submission, tenure submit_many vs procrastinate batch_defer, in pairs",
+        &["enqueue", "--url", &server.url, "--jobs", jobs, "--pairs", pairs],
     )?;
-    let rows: Vec<Value> = out
-        .lines()
-        .filter_map(|l| l.strip_prefix("BENCH "))
-        .map(|l| parse_json(l, "bench/pg_peer.py BENCH line"))
-        .collect::<Result<_>>()?;
     md.push_str(&enqueue_table(&rows)?);
     json.extend(rows);
     Ok(())

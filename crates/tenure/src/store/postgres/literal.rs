@@ -109,16 +109,14 @@ impl Lit {
             out.push('"');
         };
         match self {
-            Lit::Null => out.push_str("NULL"),
             Lit::Text(s) => escaped(out, s),
-            Lit::Int(v) => out.push_str(&v.to_string()),
-            Lit::Bool(v) => out.push_str(if *v { "true" } else { "false" }),
             Lit::Bytea(b) => {
                 let mut h = String::with_capacity(2 + 2 * b.len());
                 hex(&mut h, b);
                 escaped(out, &h);
             }
             Lit::Array(_) => unreachable!("arrays of arrays are never rendered"),
+            Lit::Null | Lit::Int(_) | Lit::Bool(_) => self.sql(out),
         }
     }
 }
