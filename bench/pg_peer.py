@@ -4,14 +4,14 @@ binding against procrastinate, the same workload on the same PostgreSQL
 server, each run in its own fresh database.
 
     pg_peer.py bench --url MAINTENANCE_URL --jobs N --workers 1,4 --runs R
+    pg_peer.py enqueue --url MAINTENANCE_URL --jobs N --pairs P
 
-The workload, per run and per system:
+``bench``, the drain, per run and per system:
 
-1. Enqueue N no-op jobs (timed separately, reported as ``enqueue_s``; not
-   part of the drain rate; schema creation is outside the timing): tenure
-   ``Authority.submit_many`` in chunks of 1000 (empty payload),
-   procrastinate ``Task.batch_defer_async`` in chunks of 1000 (empty task
-   arguments ``{}``).
+1. Enqueue N no-op jobs (untimed here: the bulk submission is ``enqueue``'s
+   measurement): tenure ``Authority.submit_many`` in chunks of 1000 (empty
+   payload), procrastinate ``Task.batch_defer_async`` in chunks of 1000
+   (empty task arguments ``{}``).
 2. Start W worker processes; each opens its connection(s), then waits for a
    common start signal. The drain is timed from the signal until the last
    worker has found the queue empty; the rate is ``N / drain_s``.
@@ -45,9 +45,23 @@ The workload, per run and per system:
 Each run prints one ``BENCH {json}`` line (``"workload":"pg-peer"``); after
 all runs one ``"workload":"pg-peer-summary"`` line per W gives the median
 drain rates and the ratios tenure / procrastinate and tenure-batch /
-procrastinate, plus the median enqueue rates over all runs (tenure
-``submit_many`` vs procrastinate ``batch_defer_async``). Figures are
-printed, never asserted.
+procrastinate.
+
+``enqueue``, the bulk submission: P pairs. A pair enqueues N no-op jobs
+with each system, exactly as step 1 above, each into a fresh database of
+its own (created, its schema applied and, for tenure, the production
+created before any clock starts; both dropped after the pair), chunk by
+chunk in turn: tenure's chunk then procrastinate's in even chunks, the
+other way round in odd ones, each chunk's call timed alone, so both
+systems see the machine's load of the same moments. A system's rate in
+the pair is N / the sum of its chunks' times (building a chunk's
+arguments is inside its time, as a caller pays it). Each pair prints a
+``"workload":"pg-enqueue"`` line with both rates and their ratio; the
+``"workload":"pg-enqueue-summary"`` line gives the median of the per-pair
+ratios (the figure), their lowest and highest (the spread), and each
+system's median rate.
+
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -84,21 +98,31 @@ def _fresh_database(maintenance_url: str, name: str) -> str:
     return _db_url(maintenance_url, name)
 
 
+def _drop_database(maintenance_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(maintenance_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 # ---------------------------------------------------------------- tenure
 
 
-def tenure_seed(url: str, jobs: int) -> float:
+def tenure_chunk(a, first: int, end: int) -> None:  # type: ignore[no-untyped-def]
+    """Enqueue the jobs ``first`` to ``end`` (exclusive) in one call."""
+    import tenure
+
+    a.submit_many(PRODUCTION, [tenure.JobSpec(f"job-{j:08}") for j in range(first, end)])
+
+
+def tenure_seed(url: str, jobs: int) -> None:
+    """Enqueue ``jobs`` jobs in chunks of ``CHUNK``."""
     import tenure
 
     a = tenure.Authority(url)
     a.create_production(PRODUCTION)
-    t0 = time.perf_counter()
     for i in range(0, jobs, CHUNK):
-        a.submit_many(
-            PRODUCTION,
-            [tenure.JobSpec(f"job-{j:08}") for j in range(i, min(i + CHUNK, jobs))],
-        )
-    return time.perf_counter() - t0
+        tenure_chunk(a, i, min(i + CHUNK, jobs))
 
 
 def _tenure_drain(url: str, step: Callable[..., int]) -> dict[str, object]:
@@ -208,18 +232,22 @@ def _procrastinate_app(url: str):  # type: ignore[no-untyped-def]
     return app, noop
 
 
-def procrastinate_seed(url: str, jobs: int) -> float:
+async def procrastinate_chunk(noop, first: int, end: int) -> None:  # type: ignore[no-untyped-def]
+    """As ``tenure_chunk``."""
+    await noop.batch_defer_async(*({} for _ in range(first, end)))
+
+
+def procrastinate_seed(url: str, jobs: int) -> None:
+    """As ``tenure_seed``."""
     app, noop = _procrastinate_app(url)
 
-    async def go() -> float:
+    async def go() -> None:
         async with app.open_async():
             await app.schema_manager.apply_schema_async()
-            t0 = time.perf_counter()
             for i in range(0, jobs, CHUNK):
-                await noop.batch_defer_async(*({} for _ in range(i, min(i + CHUNK, jobs))))
-            return time.perf_counter() - t0
+                await procrastinate_chunk(noop, i, min(i + CHUNK, jobs))
 
-    return asyncio.run(go())
+    asyncio.run(go())
 
 
 def procrastinate_work(url: str) -> dict[str, object]:
@@ -280,7 +308,7 @@ def one_run(system: str, maintenance_url: str, jobs: int, workers: int, run: int
     seed, _, verify = SYSTEMS[system]
     name = system.replace("-", "_")
     url = _fresh_database(maintenance_url, f"peer_{name}_w{workers}_r{run}")
-    enqueue_s = seed(url, jobs)
+    seed(url, jobs)
     kids = [
         subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "worker", system, url],
@@ -321,12 +349,82 @@ def one_run(system: str, maintenance_url: str, jobs: int, workers: int, run: int
         "jobs": jobs,
         "per_worker": [int(r["done"]) for r in results],
         "busy": sum(int(r["busy"]) for r in results),
-        "enqueue_s": round(enqueue_s, 4),
         "drain_s": round(drain_s, 3),
         "jobs_per_s": round(jobs / drain_s, 1),
     }
     print("BENCH " + json.dumps(row, separators=(",", ":")), flush=True)
     return row
+
+
+def enqueue_pair(maintenance_url: str, jobs: int, pair: int) -> dict[str, float]:
+    """One pair of the bulk submission (see the module docs): the seconds
+    each system's chunks took."""
+    import tenure
+
+    names = {system: f"peer_enqueue_{system}_p{pair}" for system in ("tenure", "procrastinate")}
+    urls = {system: _fresh_database(maintenance_url, name) for system, name in names.items()}
+    a = tenure.Authority(urls["tenure"])
+    a.create_production(PRODUCTION)
+    app, noop = _procrastinate_app(urls["procrastinate"])
+    took = {"tenure": 0.0, "procrastinate": 0.0}
+
+    async def go() -> None:
+        async with app.open_async():
+            await app.schema_manager.apply_schema_async()
+            for c, i in enumerate(range(0, jobs, CHUNK)):
+                end = min(i + CHUNK, jobs)
+                for system in ("tenure", "procrastinate")[:: 1 if c % 2 == 0 else -1]:
+                    t0 = time.perf_counter()
+                    if system == "tenure":
+                        tenure_chunk(a, i, end)
+                    else:
+                        await procrastinate_chunk(noop, i, end)
+                    took[system] += time.perf_counter() - t0
+
+    asyncio.run(go())
+    del a
+    for name in names.values():
+        _drop_database(maintenance_url, name)
+    return took
+
+
+def enqueue_pairs(maintenance_url: str, jobs: int, pairs: int) -> None:
+    """The bulk submission, tenure against procrastinate (see the module
+    docs): ``pairs`` pairs, one line each, then the summary line."""
+    ratios: list[float] = []
+    rates: dict[str, list[float]] = {"tenure": [], "procrastinate": []}
+    for pair in range(pairs):
+        took = enqueue_pair(maintenance_url, jobs, pair)
+        rate = {system: jobs / max(t, 1e-6) for system, t in took.items()}
+        for system, r in rate.items():
+            rates[system].append(r)
+        ratios.append(rate["tenure"] / rate["procrastinate"])
+        row = {
+            "workload": "pg-enqueue",
+            "pair": pair,
+            "jobs": jobs,
+            "chunk": CHUNK,
+            "tenure_jobs_per_s": round(rate["tenure"], 1),
+            "procrastinate_jobs_per_s": round(rate["procrastinate"], 1),
+            "ratio": round(ratios[-1], 3),
+        }
+        print("BENCH " + json.dumps(row, separators=(",", ":")), flush=True)
+    vers = _versions()
+    summary = {
+        "workload": "pg-enqueue-summary",
+        "jobs": jobs,
+        "chunk": CHUNK,
+        "pairs": pairs,
+        "ratio": round(statistics.median(ratios), 3),
+        "ratio_min": round(min(ratios), 3),
+        "ratio_max": round(max(ratios), 3),
+        "tenure_jobs_per_s": round(statistics.median(rates["tenure"]), 1),
+        "procrastinate_jobs_per_s": round(statistics.median(rates["procrastinate"]), 1),
+        "tenure_version": vers["tenure"],
+        "procrastinate_version": vers["procrastinate"],
+        "psycopg_version": vers["psycopg"],
+    }
+    print("BENCH " + json.dumps(summary, separators=(",", ":")), flush=True)
 
 
 def _versions() -> dict[str, str]:
@@ -342,25 +440,24 @@ def main() -> None:
         print("DONE " + json.dumps(r), flush=True)
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("mode", choices=["bench"])
+    p.add_argument("mode", choices=["bench", "enqueue"])
     p.add_argument("--url", required=True, help="maintenance URL of the server")
     p.add_argument("--jobs", type=int, default=5000)
     p.add_argument("--workers", default="1,4")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--pairs", type=int, default=5, help="enqueue: pairs of samples")
     args = p.parse_args()
+    if args.mode == "enqueue":
+        enqueue_pairs(args.url, args.jobs, args.pairs)
+        return
     ws = [int(w) for w in args.workers.split(",")]
     rates: dict[tuple[str, int], list[float]] = {}
-    enqueue: dict[str, list[float]] = {}
     for run in range(args.runs):
         for w in ws:
             for system in ("tenure", "tenure-batch", "procrastinate"):
                 row = one_run(system, args.url, args.jobs, w, run)
                 rates.setdefault((system, w), []).append(row["jobs_per_s"])
-                enqueue.setdefault(system, []).append(args.jobs / max(row["enqueue_s"], 1e-4))
     vers = _versions()
-    # Enqueueing does not depend on W: its median is over every run.
-    te = round(statistics.median(enqueue["tenure"]), 1)
-    qe = round(statistics.median(enqueue["procrastinate"]), 1)
     for w in ws:
         t = statistics.median(rates[("tenure", w)])
         b = statistics.median(rates[("tenure-batch", w)])
@@ -377,9 +474,6 @@ def main() -> None:
             "tenure_batch_jobs_per_s": b,
             "batch_ratio": round(b / q, 2),
             "batch_vs_single": round(b / t, 2),
-            "tenure_enqueue_per_s": te,
-            "procrastinate_enqueue_per_s": qe,
-            "enqueue_ratio": round(te / qe, 2),
             "tenure_version": vers["tenure"],
             "procrastinate_version": vers["procrastinate"],
             "psycopg_version": vers["psycopg"],

@@ -790,3 +790,70 @@ fn a_rolled_back_operation_gives_up_its_locks_and_the_next_one_takes_them_again(
     }
     assert!(other.check().unwrap().ok());
 }
+
+/// The deferred writes carry every column as one array constant in its
+/// text form (`store/postgres/literal.rs`): values that array syntax or SQL
+/// quoting treats specially come back exactly as they were given, through
+/// batched and single calls alike.
+#[test]
+fn deferred_writes_keep_values_that_array_syntax_treats_specially() {
+    if skip() {
+        return;
+    }
+    let Some(db) = pg::fresh_database() else {
+        return;
+    };
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    let odd = [
+        "it's \"quoted\" \\ back\\slash {a,b} (x)",
+        "NULL",
+        "null",
+        " padded ",
+        "{}",
+        "\\x00ff",
+        "'",
+        "\"",
+        "Grüße, 日本 ✓",
+    ];
+    let specs: Vec<JobSpec> = (0..odd.len())
+        .map(|i| JobSpec::new(format!("j{i}"), vec![]))
+        .collect();
+    a.submit_many("p", &specs).unwrap();
+    for (i, text) in odd.iter().enumerate() {
+        let holder = format!("w {text}");
+        let lease = a.claim_next("p", &holder, secs(60)).unwrap();
+        assert_eq!(lease.job(), format!("j{i}"));
+        if i % 2 == 0 {
+            lease
+                .complete(&[Fact::new("k", *text), Fact::new("empty", "")])
+                .unwrap();
+            let facts = a.facts("p", &format!("j{i}")).unwrap();
+            let value = |k: &str| facts.iter().find(|f| f.key == k).map(|f| f.value.clone());
+            assert_eq!(value("k").as_deref(), Some(*text));
+            assert_eq!(value("empty").as_deref(), Some(""));
+            assert_eq!(value("tenure.holder"), Some(holder.clone()));
+        } else {
+            lease.fail(text, true).unwrap();
+            let job = a.job("p", &format!("j{i}")).unwrap();
+            assert_eq!(job.last_error.as_deref(), Some(*text));
+        }
+    }
+    let events = a.events(0, 1000).unwrap();
+    for (i, text) in odd.iter().enumerate() {
+        let job = format!("j{i}");
+        let claimed = events
+            .iter()
+            .find(|e| e.job.as_deref() == Some(&job) && e.kind == EventKind::Claimed)
+            .unwrap();
+        assert_eq!(claimed.holder, Some(format!("w {text}")));
+        if i % 2 == 1 {
+            let failed = events
+                .iter()
+                .find(|e| e.job.as_deref() == Some(&job) && e.kind == EventKind::Failed)
+                .unwrap();
+            assert!(failed.detail.contains(text), "{:?}", failed.detail);
+        }
+    }
+    assert!(a.check().unwrap().ok());
+}

@@ -6,8 +6,9 @@
 //! thread loops claim-next + complete on its own pooled connection for the
 //! given time: claim-next + complete one job at a time (batch 1), or
 //! `claim_next_many` + `complete_many` of B jobs per call (batch B, from
-//! `TENURE_BENCH_BATCHES`, e.g. `1,16`). Seeding is timed too: `submit_many`
-//! in chunks of 1000 (the bulk-submit rate). Output: one `BENCH {json}` line
+//! `TENURE_BENCH_BATCHES`, e.g. `1,16`). Seeding (`submit_many` in chunks
+//! of 1000) is not timed: the bulk-submit row is `bench/pg_peer.py enqueue`,
+//! measured against its peer in pairs. Output: one `BENCH {json}` line
 //! per (C, B), with the round trips one batched claim + completion of B jobs
 //! takes on this thread, and each of the two alone (deterministic; see
 //! `stats::pg_round_trips`), and the share of the jobs table's row updates
@@ -51,7 +52,6 @@ fn pg_bench() {
         let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
         a.create_production("b").unwrap();
         let seed = env_num("TENURE_BENCH_JOBS", 20_000) as usize;
-        let t = Instant::now();
         for chunk in (0..seed).collect::<Vec<_>>().chunks(1000) {
             let specs: Vec<JobSpec> = chunk
                 .iter()
@@ -59,7 +59,6 @@ fn pg_bench() {
                 .collect();
             a.submit_many("b", &specs).unwrap();
         }
-        let submit_per_s = seed as f64 / t.elapsed().as_secs_f64();
         // Round trips of one batched claim + completion of `batch` jobs,
         // measured on a second production so the drain's queue is intact.
         a.create_production("rt").unwrap();
@@ -131,7 +130,7 @@ fn pg_bench() {
              \"batch\":{batch},\"round_trips\":{trips},\"round_trips_claim\":{claim_trips},\
              \"round_trips_complete\":{complete_trips},\"hot_update_share\":{hot:.3},\
              \"cycles\":{total},\"busy\":{busy},\
-             \"cycles_per_s\":{:.1},\"submit_per_s\":{submit_per_s:.1}}}",
+             \"cycles_per_s\":{:.1}}}",
             total as f64 / secs
         );
     }

@@ -6,9 +6,10 @@
 //!   changed a tracked file (see [`tree`]).
 //! - `python`, `readme`, `pg`, `pg-suites`, `cpp`: one part of `test` alone.
 //! - `torture [--quick]`: the reliability campaigns.
-//! - `bench [--smoke] [--soak] [--backend postgres]`: the benchmarks (SQLite,
-//!   or the PostgreSQL backend on a throwaway server); `--soak` runs only the
-//!   retention soak rows.
+//! - `bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]`: the
+//!   benchmarks (SQLite, or the PostgreSQL backend on a throwaway server);
+//!   `--soak` runs only the retention soak rows, `--bulk-submit` (PostgreSQL
+//!   only) only the bulk-submission row on both servers; both flags, both.
 //! - `abi-check [--bless]`, `dist PREFIX`: the C ABI checks and install.
 //!
 //! Every cargo command here that resolves dependencies passes `--locked`
@@ -41,7 +42,7 @@ const COMMANDS: &[&str] = &[
     "pg-suites",
     "cpp",
     "torture [--quick]",
-    "bench [--smoke] [--soak] [--backend postgres]",
+    "bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]",
     "abi-check [--bless]",
     "dist PREFIX",
 ];
@@ -66,6 +67,7 @@ enum Cmd {
         smoke: bool,
         soak: bool,
         postgres: bool,
+        bulk: bool,
     },
     AbiCheck {
         bless: bool,
@@ -102,11 +104,13 @@ fn parse(args: &[String]) -> Option<Cmd> {
             let mut smoke = false;
             let mut soak = false;
             let mut postgres = false;
+            let mut bulk = false;
             let mut it = rest.iter();
             while let Some(a) = it.next() {
                 match *a {
                     "--smoke" if !smoke => smoke = true,
                     "--soak" if !soak => soak = true,
+                    "--bulk-submit" if !bulk => bulk = true,
                     "--backend" if !postgres => match it.next() {
                         Some(&"postgres") => postgres = true,
                         _ => return None,
@@ -114,10 +118,15 @@ fn parse(args: &[String]) -> Option<Cmd> {
                     _ => return None,
                 }
             }
+            // The bulk-submission row is PostgreSQL's.
+            if bulk && !postgres {
+                return None;
+            }
             Some(Cmd::Bench {
                 smoke,
                 soak,
                 postgres,
+                bulk,
             })
         }
         "abi-check" => flags(&["--bless"]).map(|f| Cmd::AbiCheck { bless: f[0] }),
@@ -147,16 +156,19 @@ fn main() {
             smoke,
             soak,
             postgres: true,
-        } => pg::bench(smoke, soak),
+            bulk,
+        } => pg::bench(smoke, pg::Rows { soak, bulk }),
         Cmd::Bench {
             smoke,
             soak: true,
             postgres: false,
+            ..
         } => bench::soak_only(smoke),
         Cmd::Bench {
             smoke,
             soak: false,
             postgres: false,
+            ..
         } => bench::bench(smoke),
         Cmd::AbiCheck { bless } => capi::abi_check(bless),
         Cmd::Dist(prefix) => capi::dist(&prefix),
@@ -275,7 +287,8 @@ mod tests {
             Some(Cmd::Bench {
                 smoke: true,
                 soak: false,
-                postgres: true
+                postgres: true,
+                bulk: false
             })
         );
         assert_eq!(
@@ -283,7 +296,8 @@ mod tests {
             Some(Cmd::Bench {
                 smoke: true,
                 soak: false,
-                postgres: false
+                postgres: false,
+                bulk: false
             })
         );
         assert_eq!(
@@ -291,7 +305,17 @@ mod tests {
             Some(Cmd::Bench {
                 smoke: false,
                 soak: true,
-                postgres: true
+                postgres: true,
+                bulk: false
+            })
+        );
+        assert_eq!(
+            parse(&args("bench --backend postgres --bulk-submit --smoke")),
+            Some(Cmd::Bench {
+                smoke: true,
+                soak: false,
+                postgres: true,
+                bulk: true
             })
         );
         assert_eq!(
@@ -317,6 +341,8 @@ mod tests {
             "bench --backend sqlite",
             "bench --smoke --smoke",
             "bench --soak --soak",
+            "bench --bulk-submit",
+            "bench --backend postgres --bulk-submit --bulk-submit",
             "abi-check --force",
             "dist",
             "dist a b",

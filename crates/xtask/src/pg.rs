@@ -323,23 +323,35 @@ fn python_lifecycle(server: &Server, py: &Path) -> Result {
     r
 }
 
+/// Which rows `cargo xtask bench --backend postgres` runs: those flagged,
+/// or, with neither flag, every row on both servers and then the soak.
+#[derive(Clone, Copy)]
+pub struct Rows {
+    /// The retention soak (`--soak`).
+    pub soak: bool,
+    /// The bulk-submission row, on both servers (`--bulk-submit`).
+    pub bulk: bool,
+}
+
 /// `cargo xtask bench --backend postgres [--smoke]`: lifecycle rate
 /// (claim-next + complete) with 1, 4, 16 and 64 concurrent connections from
 /// several processes on a throwaway server; writes
-/// `bench/results/<stamp>-postgres.md` and `latest-postgres.md`.
-pub fn bench(smoke: bool, soak_only: bool) -> Result {
+/// `bench/results/<stamp>-postgres-<kind>.md` and `latest-postgres-<kind>.md`.
+pub fn bench(smoke: bool, rows: Rows) -> Result {
     step(&format!(
         "PostgreSQL benchmark ({}{})",
         if smoke { "smoke" } else { "full" },
-        if soak_only {
-            ", retention soak only"
-        } else {
-            ""
+        match (rows.soak, rows.bulk) {
+            (false, false) => "",
+            (true, false) => ", retention soak only",
+            (false, true) => ", bulk submission only",
+            (true, true) => ", bulk submission and retention soak only",
         }
     ));
     let mut md = String::new();
     let mut json = Vec::new();
-    if !soak_only {
+    let all = !rows.soak && !rows.bulk;
+    if all || rows.bulk {
         // Every row twice: on the tests' server (no fsync) and on a durable one.
         for durable in [false, true] {
             let (server, label) = if durable {
@@ -354,25 +366,36 @@ pub fn bench(smoke: bool, soak_only: bool) -> Result {
                 )
             };
             step(&format!("PostgreSQL benchmark on the {label}"));
-            throughput(&server, durable, label, smoke, &mut md, &mut json)?;
+            if rows.bulk {
+                md.push_str(&format!("\n**{label}**\n"));
+                let from = json.len();
+                crate::pg_peer::enqueue(&server, smoke, &mut md, &mut json)?;
+                md.push_str(&format!(
+                    "\n| target | ratio | met |\n|---|---:|---|\n{}",
+                    target_row(BULK_TARGET, enqueue_ratio(&json[from..]), Some(1.0), 1.0)
+                ));
+            } else {
+                throughput(&server, durable, label, smoke, &mut md, &mut json)?;
+            }
         }
     }
-    // The soak runs on a durable server (fsync on), one at a time.
-    let server = start_durable()?;
-    soak(&server, smoke, &mut md, &mut json)?;
-    drop(server);
+    if all || rows.soak {
+        // The soak runs on a durable server (fsync on), one at a time.
+        let server = start_durable()?;
+        soak(&server, smoke, &mut md, &mut json)?;
+    }
     let dir = crate::util::root().join("bench/results");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let kind = match (soak_only, smoke) {
-        (true, true) => "soak-smoke",
-        (true, false) => "soak-full",
-        (false, true) => "smoke",
-        (false, false) => "full",
-    };
+    let kind = format!(
+        "{}{}{}",
+        if rows.bulk { "bulk-submit-" } else { "" },
+        if rows.soak { "soak-" } else { "" },
+        if smoke { "smoke" } else { "full" }
+    );
     std::fs::write(
         dir.join(format!("{stamp}-postgres-{kind}.json")),
         format!("{}\n", serde_json::Value::Array(json)),
@@ -602,8 +625,9 @@ fn pg_bench_test(server: &Server, name: &str) -> Command {
     c
 }
 
-/// Throughput by connection count and batch size, the peer row, the
-/// batched targets and the waiting rows on one server.
+/// Throughput by connection count and batch size, the peer rows (drain and
+/// bulk submission), the batched targets and the waiting rows on one
+/// server.
 fn throughput(
     server: &Server,
     durable: bool,
@@ -624,9 +648,8 @@ fn throughput(
     )?;
     md.push_str(&format!(
         "\n**{label}**\n\n| PostgreSQL workload (server on this machine) | value | \
-         round trips per claim + completion (claim, completion) | HOT share of job updates | \
-         bulk submit (submit_many, chunks of 1000) |\n\
-         |---|---:|---:|---:|---:|\n",
+         round trips per claim + completion (claim, completion) | HOT share of job updates |\n\
+         |---|---:|---:|---:|\n",
     ));
     let mut rows = Vec::new();
     for line in out
@@ -656,7 +679,7 @@ fn throughput(
             _ => String::new(),
         };
         md.push_str(&format!(
-            "| {how}, {} connections in {} processes ({} busy retries) | {} jobs/s{ratio} | {} ({}, {}) | {} | {} jobs/s |\n",
+            "| {how}, {} connections in {} processes ({} busy retries) | {} jobs/s{ratio} | {} ({}, {}) | {} |\n",
             row["connections"],
             row["processes"],
             row["busy"],
@@ -665,11 +688,11 @@ fn throughput(
             row["round_trips_claim"],
             row["round_trips_complete"],
             row["hot_update_share"],
-            row["submit_per_s"],
         ));
     }
     let from = json.len();
     crate::pg_peer::bench(server, smoke, md, json)?;
+    crate::pg_peer::enqueue(server, smoke, md, json)?;
     md.push_str(&batched_targets(&rows, &json[from..]));
     json.extend(rows);
     // Waiting for work on PostgreSQL (LISTEN/NOTIFY): the rows of
@@ -700,26 +723,20 @@ fn throughput(
 
 /// The batched calls' targets on one server: batch 16 at 4 connections
 /// against batch 1 at 4 connections and against procrastinate's drain with
-/// 4 worker processes, and bulk submit against procrastinate's
-/// `batch_defer` (tenure's rows from the Rust harness, the peer's from
-/// `bench/pg_peer.py`, on the same server in the same run).
+/// 4 worker processes (tenure's rows from the Rust harness, the peer's from
+/// `bench/pg_peer.py`, on the same server in the same run), and bulk submit
+/// against procrastinate's `batch_defer`: the median of the per-pair ratios
+/// of `pg_peer.py enqueue` (Python on both sides, alternating pairs).
 fn batched_targets(rows: &[serde_json::Value], peer: &[serde_json::Value]) -> String {
     let rate = |b: u64| {
         rows.iter()
             .find(|r| r["connections"] == 4 && r["batch"] == b)
             .and_then(|r| r["cycles_per_s"].as_f64())
     };
-    let mut submits: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r["submit_per_s"].as_f64())
-        .collect();
-    submits.sort_by(f64::total_cmp);
-    let submit = submits.get(submits.len() / 2).copied();
     let summary = peer
         .iter()
         .find(|r| r["workload"] == "pg-peer-summary" && r["workers"] == 4);
     let q_drain = summary.and_then(|s| s["procrastinate_jobs_per_s"].as_f64());
-    let q_enqueue = summary.and_then(|s| s["procrastinate_enqueue_per_s"].as_f64());
     let mut md = String::from("\n| batched calls: target | ratio | met |\n|---|---:|---|\n");
     for (what, x, base, want) in [
         (
@@ -734,23 +751,34 @@ fn batched_targets(rows: &[serde_json::Value], peer: &[serde_json::Value]) -> St
             q_drain,
             5.0,
         ),
-        (
-            "bulk submit (submit_many, chunks of 1000) ≥ 1.0 × procrastinate batch_defer (chunks of 1000)",
-            submit,
-            q_enqueue,
-            1.0,
-        ),
+        (BULK_TARGET, enqueue_ratio(peer), Some(1.0), 1.0),
     ] {
-        match (x, base) {
-            (Some(x), Some(b)) if b > 0.0 => md.push_str(&format!(
-                "| {what} | {:.2} | {} |\n",
-                x / b,
-                if x / b >= want { "yes" } else { "no" }
-            )),
-            _ => md.push_str(&format!("| {what} | n/a | not measured |\n")),
-        }
+        md.push_str(&target_row(what, x, base, want));
     }
     md
+}
+
+const BULK_TARGET: &str = "bulk submit (submit_many, chunks of 1000) ≥ 1.0 × procrastinate \
+     batch_defer (chunks of 1000; median of the pairs' ratios)";
+
+/// The bulk submission's figure: the median of the per-pair ratios of
+/// `pg_peer.py enqueue`.
+fn enqueue_ratio(peer: &[serde_json::Value]) -> Option<f64> {
+    peer.iter()
+        .find(|r| r["workload"] == "pg-enqueue-summary")
+        .and_then(|s| s["ratio"].as_f64())
+}
+
+/// One row of a target table: `x / base` against `want`.
+fn target_row(what: &str, x: Option<f64>, base: Option<f64>, want: f64) -> String {
+    match (x, base) {
+        (Some(x), Some(b)) if b > 0.0 => format!(
+            "| {what} | {:.2} | {} |\n",
+            x / b,
+            if x / b >= want { "yes" } else { "no" }
+        ),
+        _ => format!("| {what} | n/a | not measured |\n"),
+    }
 }
 
 const C_WORKER: &str = r#"
@@ -853,12 +881,14 @@ mod tests {
     fn batched_targets_are_ratios_of_the_same_run() {
         let j = |s: &str| parse_json(s, "row").unwrap();
         let rows = [
-            j(r#"{"connections":4,"batch":1,"cycles_per_s":100.0,"submit_per_s":900.0}"#),
-            j(r#"{"connections":4,"batch":16,"cycles_per_s":600.0,"submit_per_s":1100.0}"#),
+            j(r#"{"connections":4,"batch":1,"cycles_per_s":100.0}"#),
+            j(r#"{"connections":4,"batch":16,"cycles_per_s":600.0}"#),
         ];
-        let peer = [j(
-            r#"{"workload":"pg-peer-summary","workers":4,"procrastinate_jobs_per_s":200.0,"procrastinate_enqueue_per_s":1000.0}"#,
-        )];
+        let peer = [
+            j(r#"{"workload":"pg-peer-summary","workers":4,"procrastinate_jobs_per_s":200.0}"#),
+            j(r#"{"workload":"pg-enqueue","pair":0,"ratio":3.0}"#),
+            j(r#"{"workload":"pg-enqueue-summary","ratio":1.1,"ratio_min":0.8,"ratio_max":3.0}"#),
+        ];
         let md = batched_targets(&rows, &peer);
         assert!(
             md.contains("≥ 5 × batch 1 at 4 connections | 6.00 | yes |"),
@@ -869,7 +899,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("batch_defer (chunks of 1000) | 1.10 | yes |"),
+            md.contains("median of the pairs' ratios) | 1.10 | yes |"),
             "{md}"
         );
         assert!(batched_targets(&rows, &[]).contains("not measured"));

@@ -11,7 +11,7 @@ const EVERY_COMMAND: &[&str] = &[
     "pg-suites",
     "cpp",
     "torture [--quick]",
-    "bench [--smoke] [--soak] [--backend postgres]",
+    "bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]",
     "abi-check [--bless]",
     "dist PREFIX",
 ];
