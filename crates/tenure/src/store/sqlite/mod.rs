@@ -6,8 +6,11 @@
 //! (`prepare_cached`). Local filesystems only: SQLite's locking is not safe on
 //! network filesystems.
 
+mod conn;
 #[cfg(target_os = "linux")]
 mod writer_queue;
+
+use conn::{Conn, Hot};
 
 use super::{
     backoff_cols, backoff_from_cols, Backend, JobRow, LiveScan, NewEvent, ProductionRow,
@@ -50,7 +53,7 @@ struct Pool {
     path: PathBuf,
     sync: Synchronous,
     busy: Duration,
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<Conn>>,
     #[cfg(target_os = "linux")]
     writer_queue: Option<Arc<writer_queue::WriterQueue>>,
 }
@@ -75,13 +78,13 @@ fn shown(path: &Path) -> String {
 }
 
 impl Pool {
-    fn connect(&self) -> Result<Connection> {
+    fn connect(&self) -> Result<Conn> {
         let conn = open_connection(&self.path)?;
         configure(&conn, self.sync, self.busy)?;
-        Ok(conn)
+        Ok(Conn::new(conn))
     }
 
-    fn take(&self) -> Result<Connection> {
+    fn take(&self) -> Result<Conn> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(c) => Ok(c),
@@ -89,7 +92,7 @@ impl Pool {
         }
     }
 
-    fn give_back(&self, conn: Connection) {
+    fn give_back(&self, conn: Conn) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE {
             idle.push(conn);
@@ -186,7 +189,7 @@ impl SqliteBackend {
             pool.writer_queue = writer_queue::WriterQueue::open(path).map(Arc::new);
         }
         let pool = Arc::new(pool);
-        pool.give_back(conn);
+        pool.give_back(Conn::new(conn));
         Ok((
             SqliteBackend {
                 pool,
@@ -643,7 +646,7 @@ impl Backend for SqliteBackend {
             Some(q) => Some(q.acquire(deadline)?),
             None => None,
         };
-        let mut t = SqliteTxn::begin(&self.pool, "BEGIN IMMEDIATE", deadline)?;
+        let mut t = SqliteTxn::begin(&self.pool, Hot::BeginImmediate, deadline)?;
         #[cfg(target_os = "linux")]
         {
             t.turn = turn;
@@ -653,7 +656,7 @@ impl Backend for SqliteBackend {
     }
     fn begin_read(&self) -> Result<Box<dyn Txn>> {
         let deadline = std::time::Instant::now() + self.pool.busy;
-        Ok(SqliteTxn::begin(&self.pool, "BEGIN DEFERRED", deadline)?)
+        Ok(SqliteTxn::begin(&self.pool, Hot::BeginDeferred, deadline)?)
     }
     fn doorbell(&self) -> Result<Arc<dyn crate::doorbell::Doorbell>> {
         #[cfg(target_os = "linux")]
@@ -676,17 +679,19 @@ impl Backend for SqliteBackend {
             Some(q) => Some(q.acquire(deadline)?),
             None => None,
         };
-        let conn = self.pool.take()?;
+        let pooled = self.pool.take()?;
+        let conn = pooled.get();
         conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
         let r = conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;");
         conn.busy_timeout(self.pool.busy)?;
+        let conn = pooled;
         self.pool.give_back(conn);
         Ok(r?)
     }
 }
 
 struct SqliteTxn {
-    conn: Option<Connection>,
+    conn: Option<Conn>,
     pool: Arc<Pool>,
     open: bool,
     savepoints: u32,
@@ -698,11 +703,12 @@ struct SqliteTxn {
 }
 
 impl SqliteTxn {
-    fn begin(pool: &Arc<Pool>, sql: &str, deadline: std::time::Instant) -> Result<Box<SqliteTxn>> {
+    fn begin(pool: &Arc<Pool>, begin: Hot, deadline: std::time::Instant) -> Result<Box<SqliteTxn>> {
         let conn = pool.take()?;
         // Whatever the queue took of the busy timeout is not available again.
-        conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
-        match exec(&conn, sql) {
+        conn.get()
+            .busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
+        match exec(&conn, begin) {
             Ok(()) => Ok(Box::new(SqliteTxn {
                 conn: Some(conn),
                 pool: pool.clone(),
@@ -721,10 +727,15 @@ impl SqliteTxn {
     }
 
     fn c(&self) -> &Connection {
+        self.h().get()
+    }
+
+    /// The pooled connection, for its [`Hot`] statements.
+    fn h(&self) -> &Conn {
         self.conn.as_ref().expect("connection present while open")
     }
 
-    fn finish(&mut self, sql: &str) -> Result<()> {
+    fn finish(&mut self, end: Hot) -> Result<()> {
         if !self.open {
             return Ok(());
         }
@@ -732,7 +743,7 @@ impl SqliteTxn {
         if let Some(turn) = &self.turn {
             turn.ending();
         }
-        let r = exec(self.c(), sql);
+        let r = exec(self.h(), end);
         #[cfg(target_os = "linux")]
         {
             self.turn = None;
@@ -749,7 +760,7 @@ impl SqliteTxn {
                 // A failed COMMIT may leave the transaction open: roll back so
                 // the connection can be reused, then report the failure.
                 if let Some(c) = self.conn.take() {
-                    if c.is_autocommit() || exec(&c, "ROLLBACK").is_ok() {
+                    if c.get().is_autocommit() || exec(&c, Hot::Rollback).is_ok() {
                         self.pool.give_back(c);
                     }
                 }
@@ -763,7 +774,7 @@ impl SqliteTxn {
 impl Drop for SqliteTxn {
     fn drop(&mut self) {
         if self.open {
-            let _ = self.finish("ROLLBACK");
+            let _ = self.finish(Hot::Rollback);
         }
     }
 }
@@ -780,10 +791,9 @@ fn one_row(n: usize, row: &JobRow) -> Result<()> {
     }
 }
 
-/// Run a statement without results through the connection's statement cache
-/// (transaction control runs several times per transition).
-fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+/// Run a transaction-control statement (several run per transition).
+fn exec(conn: &Conn, h: Hot) -> rusqlite::Result<()> {
+    conn.with(h, |st| st.execute([]).map(|_| ()))
 }
 
 /// The columns [`job_row`] decodes, in its order, as a literal so that the
@@ -804,6 +814,35 @@ macro_rules! event_cols {
         "seq, at_us, production, job, kind, state, claim_id, holder, attempt, expires_us, detail"
     };
 }
+
+// The statements every write transaction runs, kept prepared per
+// connection ([`Hot`]).
+const HIGH_WATER_SQL: &str = "SELECT value FROM meta WHERE key = 'high_water_us'";
+const SET_HIGH_WATER_SQL: &str =
+    "UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'";
+const JOB_SQL: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE production = ?1 AND job = ?2"
+);
+const UPDATE_JOB_SQL: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, \
+     secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, \
+     last_error = ?10, due_us = ?11, parked = ?12, provenance_at = ?13 WHERE seq = ?1";
+const UPDATE_EXPIRY_SQL: &str = "UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1";
+const APPEND_EVENT_SQL: &str = "INSERT INTO events (at_us, production, job, kind, state, \
+     claim_id, holder, attempt, expires_us, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+/// Claim-next's first page: see [`Txn::live_jobs`].
+const LIVE_JOBS_SQL: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs INDEXED BY jobs_ready \
+     WHERE production = ?1 AND state IN ('requested', 'claimed') AND parked = 0 \
+       AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3) \
+     ORDER BY priority DESC, seq LIMIT ?2"
+);
+/// Whether a parked job of the production is due: see [`Txn::unpark_due`].
+const PARKED_PROBE_SQL: &str = "SELECT 1 FROM jobs INDEXED BY jobs_parked \
+     WHERE production = ?1 AND parked = 1 AND due_us <= ?2 LIMIT 1";
 
 fn uuid_col(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<Uuid>> {
     let s: Option<String> = r.get(i)?;
@@ -923,11 +962,13 @@ fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Result<i64> {
 }
 
 fn append_event(conn: &Connection, ev: &NewEvent<'_>) -> Result<u64> {
-    let mut st = conn.prepare_cached(
-        "INSERT INTO events (at_us, production, job, kind, state, claim_id, holder, attempt,
-             expires_us, detail)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?;
+    let mut st = conn.prepare_cached(APPEND_EVENT_SQL)?;
+    insert_event(&mut st, ev)?;
+    Ok(conn.last_insert_rowid() as u64)
+}
+
+/// Bind and run [`APPEND_EVENT_SQL`].
+fn insert_event(st: &mut rusqlite::Statement<'_>, ev: &NewEvent<'_>) -> rusqlite::Result<()> {
     st.execute(params![
         ev.at_us,
         ev.production,
@@ -939,8 +980,8 @@ fn append_event(conn: &Connection, ev: &NewEvent<'_>) -> Result<u64> {
         ev.attempt,
         ev.expires_us,
         ev.detail,
-    ])?;
-    Ok(conn.last_insert_rowid() as u64)
+    ])
+    .map(|_| ())
 }
 
 /// Facts written by one `INSERT` (a completion writes four `tenure.*` facts
@@ -1025,18 +1066,14 @@ fn collect<T>(
 
 impl Txn for SqliteTxn {
     fn high_water(&mut self) -> Result<i64> {
-        let mut st = self
-            .c()
-            .prepare_cached("SELECT value FROM meta WHERE key = 'high_water_us'")?;
-        Ok(st.query_row([], |r| r.get(0))?)
+        Ok(self
+            .h()
+            .with(Hot::HighWater, |st| st.query_row([], |r| r.get(0)))?)
     }
 
     fn set_high_water(&mut self, us: i64) -> Result<()> {
         crate::fault::point();
-        let mut st = self
-            .c()
-            .prepare_cached("UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'")?;
-        st.execute([us])?;
+        self.h().with(Hot::SetHighWater, |st| st.execute([us]))?;
         Ok(())
     }
 
@@ -1106,12 +1143,9 @@ impl Txn for SqliteTxn {
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
-        let mut st = self.c().prepare_cached(concat!(
-            "SELECT ",
-            job_cols!(),
-            " FROM jobs WHERE production = ?1 AND job = ?2"
-        ))?;
-        Ok(st.query_row([production, job], job_row).optional()?)
+        Ok(self.h().with(Hot::Job, |st| {
+            st.query_row([production, job], job_row).optional()
+        })?)
     }
 
     fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
@@ -1128,36 +1162,31 @@ impl Txn for SqliteTxn {
 
     fn update_job(&mut self, row: &JobRow) -> Result<()> {
         crate::fault::point();
-        let mut st = self.c().prepare_cached(
-            "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, secret_digest = ?5,
-                 holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, last_error = ?10,
-                 due_us = ?11, parked = ?12, provenance_at = ?13
-             WHERE seq = ?1",
-        )?;
-        let n = st.execute(params![
-            row.seq,
-            row.state.as_str(),
-            row.attempts,
-            row.claim_id.map(|u| u.to_string()),
-            row.secret_digest,
-            row.holder,
-            row.claimed_us,
-            row.expires_us,
-            row.updated_us,
-            row.last_error,
-            row.due_us,
-            row.parked,
-            row.provenance_at,
-        ])?;
+        let n = self.h().with(Hot::UpdateJob, |st| {
+            st.execute(params![
+                row.seq,
+                row.state.as_str(),
+                row.attempts,
+                row.claim_id.map(|u| u.to_string()),
+                row.secret_digest,
+                row.holder,
+                row.claimed_us,
+                row.expires_us,
+                row.updated_us,
+                row.last_error,
+                row.due_us,
+                row.parked,
+                row.provenance_at,
+            ])
+        })?;
         one_row(n, row)
     }
 
     fn update_expiry(&mut self, row: &JobRow) -> Result<()> {
         crate::fault::point();
-        let mut st = self
-            .c()
-            .prepare_cached("UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1")?;
-        let n = st.execute(params![row.seq, row.expires_us, row.updated_us])?;
+        let n = self.h().with(Hot::UpdateExpiry, |st| {
+            st.execute(params![row.seq, row.expires_us, row.updated_us])
+        })?;
         one_row(n, row)
     }
 
@@ -1178,18 +1207,10 @@ impl Txn for SqliteTxn {
         };
         let c = self.c();
         match after {
-            None => {
-                let mut st = c.prepare_cached(concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM jobs INDEXED BY jobs_ready
-                     WHERE production = ?1 AND state IN ('requested', 'claimed') AND parked = 0
-                       AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3)
-                     ORDER BY priority DESC, seq LIMIT ?2"
-                ))?;
-                let rows = st.query_map(params![production, limit as i64, held_after], job_row)?;
-                collect(rows)
-            }
+            None => Ok(self.h().with(Hot::LiveJobs, |st| {
+                st.query_map(params![production, limit as i64, held_after], job_row)?
+                    .collect()
+            })?),
             Some((prio, seq)) => {
                 let mut st = c.prepare_cached(concat!(
                     "SELECT ",
@@ -1213,14 +1234,12 @@ impl Txn for SqliteTxn {
         // Usually nothing is due: a read of one index entry answers that
         // for a fraction of what an UPDATE costs (it opens every index of
         // `jobs` for writing even when it changes no row).
-        let mut probe = self.c().prepare_cached(
-            "SELECT 1 FROM jobs INDEXED BY jobs_parked
-             WHERE production = ?1 AND parked = 1 AND due_us <= ?2 LIMIT 1",
-        )?;
-        if !probe.exists(params![production, up_to_us])? {
+        let due = self.h().with(Hot::ParkedProbe, |st| {
+            st.exists(params![production, up_to_us])
+        })?;
+        if !due {
             return Ok(0);
         }
-        drop(probe);
         let mut st = self.c().prepare_cached(
             "UPDATE jobs INDEXED BY jobs_parked SET parked = 0
              WHERE production = ?1 AND parked = 1 AND due_us <= ?2",
@@ -1291,7 +1310,8 @@ impl Txn for SqliteTxn {
 
     fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64> {
         crate::fault::point();
-        append_event(self.c(), ev)
+        self.h().with(Hot::AppendEvent, |st| insert_event(st, ev))?;
+        Ok(self.c().last_insert_rowid() as u64)
     }
 
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
@@ -1689,20 +1709,20 @@ impl Txn for SqliteTxn {
     }
 
     fn savepoint(&mut self) -> Result<()> {
-        exec(self.c(), "SAVEPOINT op")?;
+        exec(self.h(), Hot::Savepoint)?;
         self.savepoints += 1;
         Ok(())
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<()> {
-        exec(self.c(), "ROLLBACK TO op")?;
-        exec(self.c(), "RELEASE op")?;
+        exec(self.h(), Hot::RollbackTo)?;
+        exec(self.h(), Hot::Release)?;
         self.savepoints -= 1;
         Ok(())
     }
 
     fn release_savepoint(&mut self) -> Result<()> {
-        exec(self.c(), "RELEASE op")?;
+        exec(self.h(), Hot::Release)?;
         self.savepoints -= 1;
         Ok(())
     }
@@ -1712,7 +1732,7 @@ impl Txn for SqliteTxn {
             return Err(Error::Internal("commit of a finished transaction".into()));
         }
         crate::fault::point();
-        self.finish("COMMIT")?;
+        self.finish(Hot::Commit)?;
         #[cfg(target_os = "linux")]
         if self.ring {
             if let Some(q) = &self.pool.writer_queue {
@@ -1723,7 +1743,7 @@ impl Txn for SqliteTxn {
     }
 
     fn rollback(&mut self) -> Result<()> {
-        self.finish("ROLLBACK")
+        self.finish(Hot::Rollback)
     }
 }
 
