@@ -967,15 +967,22 @@ fn append_event(conn: &Connection, ev: &NewEvent<'_>) -> Result<u64> {
     Ok(conn.last_insert_rowid() as u64)
 }
 
+/// A UUID as its hyphenated lower-case text (how the store keeps claim
+/// IDs), written into `buf` instead of a new string.
+fn uuid_text<'b>(u: &Uuid, buf: &'b mut [u8; uuid::fmt::Hyphenated::LENGTH]) -> &'b str {
+    u.hyphenated().encode_lower(buf)
+}
+
 /// Bind and run [`APPEND_EVENT_SQL`].
 fn insert_event(st: &mut rusqlite::Statement<'_>, ev: &NewEvent<'_>) -> rusqlite::Result<()> {
+    let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
     st.execute(params![
         ev.at_us,
         ev.production,
         ev.job,
         ev.kind.as_str(),
         ev.state.map(|s| s.as_str()),
-        ev.claim_id.map(|u| u.to_string()),
+        ev.claim_id.map(|u| uuid_text(&u, &mut claim)),
         ev.holder,
         ev.attempt,
         ev.expires_us,
@@ -1162,12 +1169,13 @@ impl Txn for SqliteTxn {
 
     fn update_job(&mut self, row: &JobRow) -> Result<()> {
         crate::fault::point();
+        let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
         let n = self.h().with(Hot::UpdateJob, |st| {
             st.execute(params![
                 row.seq,
                 row.state.as_str(),
                 row.attempts,
-                row.claim_id.map(|u| u.to_string()),
+                row.claim_id.map(|u| uuid_text(&u, &mut claim)),
                 row.secret_digest,
                 row.holder,
                 row.claimed_us,
