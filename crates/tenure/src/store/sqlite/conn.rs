@@ -24,6 +24,7 @@ pub(super) enum Hot {
     Release,
     HighWater,
     SetHighWater,
+    SetEventMark,
     Job,
     UpdateJob,
     UpdateExpiry,
@@ -47,6 +48,7 @@ impl Hot {
             Hot::Release => "RELEASE op",
             Hot::HighWater => super::HIGH_WATER_SQL,
             Hot::SetHighWater => super::SET_HIGH_WATER_SQL,
+            Hot::SetEventMark => super::SET_EVENT_MARK_SQL,
             Hot::Job => super::JOB_SQL,
             Hot::UpdateJob => super::UPDATE_JOB_SQL,
             Hot::UpdateExpiry => super::UPDATE_EXPIRY_SQL,
@@ -137,6 +139,7 @@ mod tests {
         for h in [
             Hot::HighWater,
             Hot::SetHighWater,
+            Hot::SetEventMark,
             Hot::Job,
             Hot::UpdateJob,
             Hot::UpdateExpiry,

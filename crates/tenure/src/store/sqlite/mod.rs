@@ -2,9 +2,10 @@
 //!
 //! Connections are pooled per [`crate::Authority`]; each transaction owns one
 //! connection until it ends, so threads sharing an authority wait on SQLite's
-//! writer lock independently. Statements are prepared once per connection
-//! (`prepare_cached`). Local filesystems only: SQLite's locking is not safe on
-//! network filesystems.
+//! writer lock independently. Statements are prepared once per connection:
+//! those of every write transaction in slots of their own ([`conn`]), the
+//! others through `prepare_cached`. Local filesystems only: SQLite's locking
+//! is not safe on network filesystems.
 
 mod conn;
 #[cfg(target_os = "linux")]
@@ -414,6 +415,27 @@ fn migrate_6_to_7(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Schema 8 (the mark on the newest event): every write transaction that
+/// appends events leaves the high-water mark on its last one
+/// (`events.mark_us`), a page its commit writes anyway, instead of
+/// rewriting the `meta` row's page; the stored mark is the larger of the
+/// `meta` row and the newest event's `mark_us` ([`HIGH_WATER_SQL`]). The
+/// newest event is never removed (pruning and production deletion keep
+/// it). Additive: existing events (NULL) leave the mark to `meta`. Run
+/// inside the migration transaction that checked the version; an `events`
+/// table that has the column already is left as it is.
+fn migrate_7_to_8(conn: &Connection) -> Result<()> {
+    let has: i64 = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'mark_us'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has == 0 {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN mark_us INTEGER;")?;
+    }
+    Ok(())
+}
+
 /// How many free pages one reclaim step gives back at most (4 KiB each).
 const RECLAIM_PAGES: i64 = 512;
 
@@ -434,7 +456,8 @@ fn create_current(conn: &Connection) -> Result<()> {
     conn.execute_batch(MIGRATE_3_TO_4)?;
     conn.execute_batch(MIGRATE_4_TO_5)?;
     conn.execute_batch(MIGRATE_5_TO_6)?;
-    migrate_6_to_7(conn)
+    migrate_6_to_7(conn)?;
+    migrate_7_to_8(conn)
 }
 
 /// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
@@ -466,7 +489,7 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            2..=6 => {
+            2..=7 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -479,7 +502,10 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 if from <= 5 {
                     conn.execute_batch(MIGRATE_5_TO_6)?;
                 }
-                migrate_6_to_7(conn)?;
+                if from <= 6 {
+                    migrate_6_to_7(conn)?;
+                }
+                migrate_7_to_8(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
@@ -697,6 +723,12 @@ struct SqliteTxn {
     savepoints: u32,
     /// Ring the work doorbell once the COMMIT returned.
     ring: bool,
+    /// The mark this transaction read ([`Txn::high_water`]): every event
+    /// it appends carries it, so that the newest event never holds less
+    /// than the stored mark, whether or not the commit raises it.
+    read_mark: Option<i64>,
+    /// The sequence of the event this transaction appended last.
+    last_event: Option<i64>,
     /// This writer's place in the [`writer_queue`], held until the transaction ends.
     #[cfg(target_os = "linux")]
     turn: Option<writer_queue::WriterTurn>,
@@ -715,6 +747,8 @@ impl SqliteTxn {
                 open: true,
                 savepoints: 0,
                 ring: false,
+                read_mark: None,
+                last_event: None,
                 #[cfg(target_os = "linux")]
                 turn: None,
             })),
@@ -817,7 +851,12 @@ macro_rules! event_cols {
 
 // The statements every write transaction runs, kept prepared per
 // connection ([`Hot`]).
-const HIGH_WATER_SQL: &str = "SELECT value FROM meta WHERE key = 'high_water_us'";
+/// The stored mark: the `meta` row or the newest event's, whichever is
+/// larger (schema 8, see [`migrate_7_to_8`]).
+const HIGH_WATER_SQL: &str = "SELECT max(value, coalesce((SELECT mark_us FROM events \
+     ORDER BY seq DESC LIMIT 1), value)) FROM meta WHERE key = 'high_water_us'";
+/// The mark on an event this transaction appended.
+const SET_EVENT_MARK_SQL: &str = "UPDATE events SET mark_us = ?2 WHERE seq = ?1";
 const SET_HIGH_WATER_SQL: &str =
     "UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'";
 const JOB_SQL: &str = concat!(
@@ -830,7 +869,8 @@ const UPDATE_JOB_SQL: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_i
      last_error = ?10, due_us = ?11, parked = ?12, provenance_at = ?13 WHERE seq = ?1";
 const UPDATE_EXPIRY_SQL: &str = "UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1";
 const APPEND_EVENT_SQL: &str = "INSERT INTO events (at_us, production, job, kind, state, \
-     claim_id, holder, attempt, expires_us, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+     claim_id, holder, attempt, expires_us, detail, mark_us) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 /// Claim-next's first page: see [`Txn::live_jobs`].
 const LIVE_JOBS_SQL: &str = concat!(
     "SELECT ",
@@ -963,7 +1003,7 @@ fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Result<i64> {
 
 fn append_event(conn: &Connection, ev: &NewEvent<'_>) -> Result<u64> {
     let mut st = conn.prepare_cached(APPEND_EVENT_SQL)?;
-    insert_event(&mut st, ev)?;
+    insert_event(&mut st, ev, None)?;
     Ok(conn.last_insert_rowid() as u64)
 }
 
@@ -973,8 +1013,13 @@ fn uuid_text<'b>(u: &Uuid, buf: &'b mut [u8; uuid::fmt::Hyphenated::LENGTH]) -> 
     u.hyphenated().encode_lower(buf)
 }
 
-/// Bind and run [`APPEND_EVENT_SQL`].
-fn insert_event(st: &mut rusqlite::Statement<'_>, ev: &NewEvent<'_>) -> rusqlite::Result<()> {
+/// Bind and run [`APPEND_EVENT_SQL`], the event carrying `mark` (see
+/// [`SqliteTxn::read_mark`]).
+fn insert_event(
+    st: &mut rusqlite::Statement<'_>,
+    ev: &NewEvent<'_>,
+    mark: Option<i64>,
+) -> rusqlite::Result<()> {
     let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
     st.execute(params![
         ev.at_us,
@@ -987,6 +1032,7 @@ fn insert_event(st: &mut rusqlite::Statement<'_>, ev: &NewEvent<'_>) -> rusqlite
         ev.attempt,
         ev.expires_us,
         ev.detail,
+        mark,
     ])
     .map(|_| ())
 }
@@ -1073,9 +1119,11 @@ fn collect<T>(
 
 impl Txn for SqliteTxn {
     fn high_water(&mut self) -> Result<i64> {
-        Ok(self
+        let mark = self
             .h()
-            .with(Hot::HighWater, |st| st.query_row([], |r| r.get(0)))?)
+            .with(Hot::HighWater, |st| st.query_row([], |r| r.get(0)))?;
+        self.read_mark = Some(mark);
+        Ok(mark)
     }
 
     fn set_high_water(&mut self, us: i64) -> Result<()> {
@@ -1318,8 +1366,12 @@ impl Txn for SqliteTxn {
 
     fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64> {
         crate::fault::point();
-        self.h().with(Hot::AppendEvent, |st| insert_event(st, ev))?;
-        Ok(self.c().last_insert_rowid() as u64)
+        let mark = self.read_mark;
+        self.h()
+            .with(Hot::AppendEvent, |st| insert_event(st, ev, mark))?;
+        let seq = self.c().last_insert_rowid();
+        self.last_event = Some(seq);
+        Ok(seq as u64)
     }
 
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
@@ -1735,6 +1787,27 @@ impl Txn for SqliteTxn {
         Ok(())
     }
 
+    /// The mark goes on the newest event when this transaction appended
+    /// it (schema 8, see [`migrate_7_to_8`]): its page is written anyway.
+    /// An event a savepoint rolled back since leaves the mark to `meta`.
+    fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
+        if let Some(m) = mark {
+            let on_event = match self.last_event {
+                Some(seq) => {
+                    crate::fault::point();
+                    self.h()
+                        .with(Hot::SetEventMark, |st| st.execute(params![seq, m]))?
+                        == 1
+                }
+                None => false,
+            };
+            if !on_event {
+                self.set_high_water(m)?;
+            }
+        }
+        self.commit()
+    }
+
     fn commit(&mut self) -> Result<()> {
         if !self.open {
             return Err(Error::Internal("commit of a finished transaction".into()));
@@ -1787,6 +1860,88 @@ mod tests {
             3 * FACTS_PER_INSERT + 1,
             3 * FACTS_PER_INSERT + 2
         )));
+    }
+
+    fn event(at_us: i64) -> NewEvent<'static> {
+        NewEvent {
+            at_us,
+            production: "p",
+            job: None,
+            kind: EventKind::ProductionCreated,
+            state: None,
+            claim_id: None,
+            holder: None,
+            attempt: None,
+            expires_us: None,
+            detail: "",
+        }
+    }
+
+    /// (the `meta` row, the newest event's `mark_us`, the mark as read).
+    fn marks(b: &SqliteBackend) -> (i64, Option<i64>, i64) {
+        let mut t = b.begin_read().unwrap();
+        let read = t.high_water().unwrap();
+        let conn = b.pool.take().unwrap();
+        let c = conn.get();
+        let meta = c
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'high_water_us'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let newest = c
+            .query_row(
+                "SELECT mark_us FROM events ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .unwrap()
+            .flatten();
+        t.commit().unwrap();
+        (meta, newest, read)
+    }
+
+    #[test]
+    fn the_mark_goes_on_the_newest_event_else_in_meta() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = backend(dir.path());
+        // No event in the transaction: the mark goes to `meta`.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 0);
+        t.commit_with_mark(Some(10)).unwrap();
+        assert_eq!(marks(&b), (10, None, 10));
+        // An event appended: it carries the mark read, then the one committed.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 10);
+        t.append_event(&event(20)).unwrap();
+        t.commit_with_mark(Some(25)).unwrap();
+        assert_eq!(marks(&b), (10, Some(25), 25));
+        // A commit that does not raise the mark leaves the newest event
+        // holding the mark read.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 25);
+        t.append_event(&event(25)).unwrap();
+        t.commit_with_mark(None).unwrap();
+        assert_eq!(marks(&b), (10, Some(25), 25));
+        // The event appended last was rolled back by its savepoint: the
+        // mark goes to `meta`, the event before it keeps the mark read.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 25);
+        t.append_event(&event(30)).unwrap();
+        t.savepoint().unwrap();
+        t.append_event(&event(31)).unwrap();
+        t.rollback_to_savepoint().unwrap();
+        t.commit_with_mark(Some(40)).unwrap();
+        assert_eq!(marks(&b), (40, Some(25), 40));
+        // A rolled-back transaction changes neither.
+        let mut t = b.begin_write().unwrap();
+        t.high_water().unwrap();
+        t.append_event(&event(50)).unwrap();
+        t.set_high_water(50).unwrap();
+        t.rollback().unwrap();
+        assert_eq!(marks(&b), (40, Some(25), 40));
     }
 
     #[test]
