@@ -607,10 +607,7 @@ fn the_mark_on_the_newest_event_refuses_a_clock_that_went_back() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute_batch(include_str!("fixtures/v2_store.sql"))
-        .unwrap();
+    v2_store(&path);
     let v2_mark = T0 - 5_000_000;
     // Behind the v2 store's mark: refused before and after migrating.
     let clock = ManualClock::new(v2_mark - 1);

@@ -299,6 +299,14 @@ pub fn downgrade_to_schema_3(env: &Env) {
     }
 }
 
+/// Write `fixtures/v2_store.sql` (a SQLite store at schema 2) to `path`.
+pub fn v2_store(path: &std::path::Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(include_str!("../fixtures/v2_store.sql"))
+        .unwrap();
+}
+
 pub fn open(dir: &tempfile::TempDir, clock: &ManualClock) -> Authority {
     Authority::open(dir.path().join("store.db"), &options().clock(clock.clone())).unwrap()
 }

@@ -126,10 +126,9 @@ mod tests {
 
     #[test]
     fn every_hot_statement_prepares_and_keeps_its_slot() {
-        let dir = std::env::temp_dir().join(format!("tenure-conn-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
         let (b, _) = super::super::SqliteBackend::open(
-            &dir.join("t.db"),
+            &dir.path().join("t.db"),
             super::super::Synchronous::Normal,
             std::time::Duration::from_secs(5),
             &|| 0,
@@ -150,13 +149,8 @@ mod tests {
             let n = c.with(h, |st| Ok(st.parameter_count())).unwrap();
             assert!(c.stmts[h as usize].borrow().is_some(), "{h:?} kept");
             // The same statement again, and while it is in use.
-            c.with(h, |_| {
-                c.with(h, |st| Ok(assert_eq!(st.parameter_count(), n)))
-            })
-            .unwrap();
+            let again = c.with(h, |_| c.with(h, |st| Ok(st.parameter_count())));
+            assert_eq!(again.unwrap(), n);
         }
-        drop(c);
-        drop(b);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

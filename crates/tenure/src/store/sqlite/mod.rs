@@ -404,13 +404,19 @@ CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, 
 /// that checked the version; a `jobs` table that has the column already is
 /// left as it is.
 fn migrate_6_to_7(conn: &Connection) -> Result<()> {
+    add_column_once(conn, "jobs", "provenance_at", "INTEGER")
+}
+
+/// `ALTER TABLE table ADD COLUMN column decl`, unless the table has the
+/// column already.
+fn add_column_once(conn: &Connection, table: &str, column: &str, decl: &str) -> Result<()> {
     let has: i64 = conn.query_row(
-        "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'provenance_at'",
-        [],
+        "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
         |r| r.get(0),
     )?;
     if has == 0 {
-        conn.execute_batch("ALTER TABLE jobs ADD COLUMN provenance_at INTEGER;")?;
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl};"))?;
     }
     Ok(())
 }
@@ -425,15 +431,7 @@ fn migrate_6_to_7(conn: &Connection) -> Result<()> {
 /// inside the migration transaction that checked the version; an `events`
 /// table that has the column already is left as it is.
 fn migrate_7_to_8(conn: &Connection) -> Result<()> {
-    let has: i64 = conn.query_row(
-        "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'mark_us'",
-        [],
-        |r| r.get(0),
-    )?;
-    if has == 0 {
-        conn.execute_batch("ALTER TABLE events ADD COLUMN mark_us INTEGER;")?;
-    }
-    Ok(())
+    add_column_once(conn, "events", "mark_us", "INTEGER")
 }
 
 /// How many free pages one reclaim step gives back at most (4 KiB each).
