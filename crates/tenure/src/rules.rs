@@ -556,11 +556,10 @@ fn minted(
     let previous = (classify(&row, now) == JobState::Expired)
         .then_some(row.claim_id)
         .flatten();
-    let secret = match given {
-        Some(g) => g.clone(),
-        None => Secret::generate()?,
+    let (secret, claim_id) = match given {
+        Some(g) => (g.clone(), Uuid::new_v4()),
+        None => Secret::generate_with_id()?,
     };
-    let claim_id = Uuid::new_v4();
     let wanted = now
         .checked_add(ttl.as_micros())
         .ok_or_else(|| Error::InvalidDuration("expiry overflows the clock".into()))?;
