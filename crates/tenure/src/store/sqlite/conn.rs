@@ -33,7 +33,7 @@ pub(super) enum Hot {
     ParkedProbe,
 }
 
-/// How many [`Hot`] statements there are.
+/// How many [`Hot`] statements there are (`ParkedProbe` is the last).
 const HOT: usize = Hot::ParkedProbe as usize + 1;
 
 impl Hot {

@@ -708,8 +708,7 @@ impl Backend for SqliteBackend {
         conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
         let r = conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;");
         conn.busy_timeout(self.pool.busy)?;
-        let conn = pooled;
-        self.pool.give_back(conn);
+        self.pool.give_back(pooled);
         Ok(r?)
     }
 }
