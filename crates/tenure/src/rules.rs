@@ -10,7 +10,7 @@ use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, Job
 use crate::request::{Applied, ClaimRequest};
 use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::secret::Secret;
-use crate::session::Session;
+use crate::session::{Guarded, Session};
 use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn};
 use crate::ttl::{Backoff, Delay, Ttl};
 use crate::validate;
@@ -102,6 +102,16 @@ fn not_due(row: &JobRow, now: i64) -> Option<i64> {
 
 fn name(row: &JobRow) -> String {
     format!("{}/{}", row.production, row.job)
+}
+
+/// What a deadline on `row` guards (see [`Guarded`]).
+fn guarded(row: &JobRow, lead: &'static str, tail: &'static str) -> Guarded {
+    Guarded {
+        lead,
+        production: row.production.clone(),
+        job: row.job.clone(),
+        tail,
+    }
 }
 
 fn event<'a>(row: &'a JobRow, kind: EventKind, at_us: i64, detail: &'a str) -> NewEvent<'a> {
@@ -455,7 +465,7 @@ pub(crate) struct Change {
     facts: Vec<(String, String)>,
     /// Only the expiry moved (a renewal): no indexed column changes.
     expiry_only: bool,
-    deadline: Option<(i64, String)>,
+    deadline: Option<(i64, Guarded)>,
 }
 
 impl Change {
@@ -546,11 +556,10 @@ fn minted(
     let previous = (classify(&row, now) == JobState::Expired)
         .then_some(row.claim_id)
         .flatten();
-    let secret = match given {
-        Some(g) => g.clone(),
-        None => Secret::generate()?,
+    let (secret, claim_id) = match given {
+        Some(g) => (g.clone(), Uuid::new_v4()),
+        None => Secret::generate_with_id()?,
     };
-    let claim_id = Uuid::new_v4();
     let wanted = now
         .checked_add(ttl.as_micros())
         .ok_or_else(|| Error::InvalidDuration("expiry overflows the clock".into()))?;
@@ -585,7 +594,7 @@ fn minted(
         expires_us: expires,
         secret,
     };
-    let what = format!("the new claim on {}", name(&row));
+    let what = guarded(&row, "the new claim on", "");
     let mut c = Change::new(row, EventKind::Claimed, detail);
     c.deadline = Some((expires, what));
     Ok((c, m))
@@ -1060,7 +1069,7 @@ pub(crate) fn renewed(mut row: JobRow, now: i64, ttl: Ttl) -> Result<(Change, i6
     } else {
         String::new()
     };
-    let what = format!("the lease on {} being renewed", name(&row));
+    let what = guarded(&row, "the lease on", " being renewed");
     row.expires_us = Some(new);
     row.updated_us = now;
     let mut c = Change::new(row, EventKind::Renewed, detail);
@@ -1082,16 +1091,16 @@ pub(crate) fn renew_applied(
 }
 
 /// The deadline of a lease that ends (release, fail, complete): its expiry.
-fn ending(row: &JobRow, verb: &str) -> Option<(i64, String)> {
+fn ending(row: &JobRow, tail: &'static str) -> Option<(i64, Guarded)> {
     Some((
         row.expires_us.unwrap_or(i64::MIN),
-        format!("the lease on {} being {verb}", name(row)),
+        guarded(row, "the lease on", tail),
     ))
 }
 
 /// Release: back to requested (failed if that was the last attempt).
 pub(crate) fn released(mut row: JobRow, now: i64) -> Result<(Change, JobState)> {
-    let deadline = ending(&row, "released");
+    let deadline = ending(&row, " being released");
     if row.attempts < row.max_attempts {
         row.state = Stored::Requested;
     } else {
@@ -1134,7 +1143,7 @@ pub(crate) fn failed(
     retry_after: Option<Delay>,
     production_backoff: Option<Backoff>,
 ) -> Result<(Change, JobState)> {
-    let deadline = ending(&row, "failed");
+    let deadline = ending(&row, " being failed");
     row.state = if permanent || row.attempts >= row.max_attempts {
         Stored::Failed
     } else {
@@ -1268,7 +1277,7 @@ pub(crate) fn completed(
     exec: Option<&Execution>,
     derive: bool,
 ) -> Result<(Change, ())> {
-    let deadline = ending(&row, "completed");
+    let deadline = ending(&row, " being completed");
     row.state = Stored::Completed;
     row.updated_us = now;
     let mut all: Vec<(String, String)> = facts

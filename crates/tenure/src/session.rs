@@ -27,7 +27,28 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub(crate) struct Deadline {
     pub at_us: i64,
-    pub what: String,
+    pub what: Guarded,
+}
+
+/// What a deadline guards, put into words only when a commit is refused
+/// for it: `"{lead} {production}/{job}{tail}"`, e.g. "the lease on p/j
+/// being renewed".
+#[derive(Clone)]
+pub(crate) struct Guarded {
+    pub lead: &'static str,
+    pub production: String,
+    pub job: String,
+    pub tail: &'static str,
+}
+
+impl std::fmt::Display for Guarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}/{}{}",
+            self.lead, self.production, self.job, self.tail
+        )
+    }
 }
 
 /// What the pre-commit check of one group member needs to know.
@@ -160,7 +181,7 @@ impl Session {
     }
 
     /// Register a time the commit must precede.
-    pub(crate) fn deadline(&mut self, at_us: i64, what: String) {
+    pub(crate) fn deadline(&mut self, at_us: i64, what: Guarded) {
         self.deadlines.push(Deadline { at_us, what });
     }
 
@@ -451,5 +472,29 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.abort_in_place();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_deadline_names_what_it_guarded() {
+        let what = Guarded {
+            lead: "the lease on",
+            production: "p".into(),
+            job: "j".into(),
+            tail: " being renewed",
+        };
+        let d = Deadline { at_us: 10, what };
+        assert_eq!(
+            expired(&d, 12).to_string(),
+            Error::LeaseExpired(
+                "the lease on p/j being renewed expires at 10 µs, before the commit at 12 µs"
+                    .into()
+            )
+            .to_string()
+        );
     }
 }

@@ -258,10 +258,13 @@ fn a_failed_group_commit_is_every_members_error_and_nothing_is_acknowledged() {
     let l0 = a.claim("p", "j0", "w0", secs(60)).unwrap();
     let before = a.events(0, 1000).unwrap().len();
     // Writing the raised high-water mark, the last write before COMMIT,
-    // fails for this group.
+    // fails for this group (on the newest event, or in `meta` when the
+    // group appended none).
     let conn = rusqlite::Connection::open(env.path()).unwrap();
     conn.execute_batch(
-        "CREATE TRIGGER no_mark BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'no mark'); END;",
+        "CREATE TRIGGER no_mark BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'no mark'); END;
+         CREATE TRIGGER no_event_mark BEFORE UPDATE OF mark_us ON events
+             BEGIN SELECT RAISE(ABORT, 'no mark'); END;",
     )
     .unwrap();
     env.clock.advance(1_000);
@@ -285,7 +288,8 @@ fn a_failed_group_commit_is_every_members_error_and_nothing_is_acknowledged() {
         T0 + 60_000_000,
         "nothing settles before commit"
     );
-    conn.execute_batch("DROP TRIGGER no_mark").unwrap();
+    conn.execute_batch("DROP TRIGGER no_mark; DROP TRIGGER no_event_mark")
+        .unwrap();
     assert_eq!(a.job("p", "j1").unwrap().state, JobState::Requested);
     assert_eq!(a.job("p", "j0").unwrap().expires_us, Some(T0 + 60_000_000));
     assert_eq!(a.events(0, 1000).unwrap().len(), before);

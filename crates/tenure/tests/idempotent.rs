@@ -355,10 +355,7 @@ fn a_v2_store_migrates_to_request_ids() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute_batch(include_str!("fixtures/v2_store.sql"))
-        .unwrap();
+    v2_store(&path);
     let clock = ManualClock::new(T0);
     let a = Authority::open(&path, &Options::new().clock(clock)).unwrap();
     assert_eq!(a.migrated_from(), 2);

@@ -100,10 +100,10 @@ fn a_store_recorded_at_schema_4_migrates_keeping_every_row() {
     let before = rows();
     let a = env.reopen();
     assert_eq!(a.migrated_from(), 4);
-    assert_eq!(Authority::schema_version(), 7);
+    assert_eq!(Authority::schema_version(), SCHEMA_VERSION);
     assert_eq!(rows(), before);
     assert!(a.check().unwrap().ok());
-    assert_eq!(env.reopen().migrated_from(), 7);
+    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
 }
 
 #[test]
@@ -513,7 +513,7 @@ fn a_schema_6_store_moves_payloads_out_of_the_job_rows() {
         .unwrap();
     let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
     assert_eq!(a.migrated_from(), 6);
-    assert_eq!(SCHEMA_VERSION, 7);
+    assert_eq!(SCHEMA_VERSION, 8);
     let mut c = pg::client(&db.url);
     let column: i64 = c
         .query_one(

@@ -461,10 +461,7 @@ fn a_v2_store_migrates_to_schedules() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute_batch(include_str!("fixtures/v2_store.sql"))
-        .unwrap();
+    v2_store(&path);
     let clock = ManualClock::new(T0);
     let a = Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
     migrated_v2_store_works(&a, &clock);

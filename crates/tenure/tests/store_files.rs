@@ -575,3 +575,72 @@ fn provenance_kept_in_the_job_row_reads_exactly_as_stored_provenance_did() {
     assert_eq!(counts.facts, total as u64);
     assert!(a.production_facts("p").is_err() || a.production_facts("p").unwrap().is_empty());
 }
+
+/// (the `meta` row's mark, the newest event's `mark_us`).
+fn stored_marks(path: &Path) -> (i64, Option<i64>) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    let meta = c
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'high_water_us'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let newest = c
+        .query_row(
+            "SELECT mark_us FROM events ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    (meta, newest)
+}
+
+/// Schema 8 leaves the high-water mark on the newest event (a page every
+/// guarded commit writes anyway): a v2 store migrates keeping its mark,
+/// guarded commits leave `meta` as it was, and the mark on the event is
+/// what refuses a clock that went back, also after reopening.
+#[test]
+fn the_mark_on_the_newest_event_refuses_a_clock_that_went_back() {
+    if skip_on_postgres("a SQLite file of schema 2") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    v2_store(&path);
+    let v2_mark = T0 - 5_000_000;
+    // Behind the v2 store's mark: refused before and after migrating.
+    let clock = ManualClock::new(v2_mark - 1);
+    let a = Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
+    assert_eq!(a.migrated_from(), 2);
+    assert_eq!(
+        a.claim_next("old", "w", secs(10)).unwrap_err().code(),
+        ErrorCode::ClockRollback
+    );
+    assert_eq!(stored_marks(&path), (v2_mark, None));
+    clock.set(T0);
+    let l = a.claim_next("old", "w", secs(10)).unwrap();
+    clock.set(T0 + 1_000);
+    l.renew(secs(20)).unwrap();
+    // The renewal's commit raised the mark on its event; `meta` kept the
+    // v2 mark.
+    assert_eq!(stored_marks(&path), (v2_mark, Some(T0 + 1_000)));
+    assert_eq!(a.clock().unwrap().mark_us, T0 + 1_000);
+    drop(l);
+    drop(a);
+    // Reopened with a clock between the two marks: only the event's mark
+    // refuses it.
+    clock.set(T0);
+    let a = Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
+    assert_eq!(a.migrated_from(), SCHEMA_VERSION);
+    assert_eq!(
+        a.claim_next("old", "w", secs(10)).unwrap_err().code(),
+        ErrorCode::ClockRollback
+    );
+    clock.set(T0 + 2_000);
+    a.submit("old", &JobSpec::new("fresh", "payload")).unwrap();
+    assert_eq!(a.claim_next("old", "w", secs(10)).unwrap().job(), "fresh");
+    assert_eq!(a.clock().unwrap().mark_us, T0 + 2_000);
+    let report = a.check().unwrap();
+    assert!(report.ok(), "{report:?}");
+}

@@ -262,10 +262,14 @@ pub fn downgrade_to_schema_3(env: &Env) {
         None => rusqlite::Connection::open(env.path())
             .unwrap()
             .execute_batch(
-                // Schema 7 keeps a completion's provenance in the job row;
+                // Schema 8 keeps the mark on the newest event, schema 7 a
+                // completion's provenance in the job row;
                 // the stores before it hold it as fact rows, placed after
                 // the caller's facts.
-                "UPDATE facts SET ord = -(ord + 5) WHERE ord >= (SELECT provenance_at FROM jobs j
+                "UPDATE meta SET value = max(value, coalesce((SELECT mark_us FROM events
+                     ORDER BY seq DESC LIMIT 1), value)) WHERE key = 'high_water_us';
+                 ALTER TABLE events DROP COLUMN mark_us;
+                 UPDATE facts SET ord = -(ord + 5) WHERE ord >= (SELECT provenance_at FROM jobs j
                      WHERE j.production = facts.production AND j.job = facts.job);
                  UPDATE facts SET ord = -ord - 1 WHERE ord < 0;
                  INSERT INTO facts (production, job, ord, key, value)
@@ -293,6 +297,14 @@ pub fn downgrade_to_schema_3(env: &Env) {
             )
             .unwrap(),
     }
+}
+
+/// Write `fixtures/v2_store.sql` (a SQLite store at schema 2) to `path`.
+pub fn v2_store(path: &std::path::Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(include_str!("../fixtures/v2_store.sql"))
+        .unwrap();
 }
 
 pub fn open(dir: &tempfile::TempDir, clock: &ManualClock) -> Authority {

@@ -706,7 +706,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(v @ (2..=6)) => {
+            Some(v @ (2..=7)) => {
                 if v == 2 {
                     c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 }
@@ -721,7 +721,11 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 }
                 // Schema 7 on PostgreSQL: payloads apart from the job rows
                 // (SQLite's schema 7 derives provenance facts instead).
-                c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
+                if v <= 6 {
+                    c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
+                }
+                // Schema 8 (SQLite's mark on the newest event) changes
+                // nothing here: the mark stays in its striped rows.
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],

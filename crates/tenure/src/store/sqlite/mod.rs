@@ -2,12 +2,16 @@
 //!
 //! Connections are pooled per [`crate::Authority`]; each transaction owns one
 //! connection until it ends, so threads sharing an authority wait on SQLite's
-//! writer lock independently. Statements are prepared once per connection
-//! (`prepare_cached`). Local filesystems only: SQLite's locking is not safe on
-//! network filesystems.
+//! writer lock independently. Statements are prepared once per connection:
+//! those of every write transaction in slots of their own ([`conn`]), the
+//! others through `prepare_cached`. Local filesystems only: SQLite's locking
+//! is not safe on network filesystems.
 
+mod conn;
 #[cfg(target_os = "linux")]
 mod writer_queue;
+
+use conn::{Conn, Hot};
 
 use super::{
     backoff_cols, backoff_from_cols, Backend, JobRow, LiveScan, NewEvent, ProductionRow,
@@ -50,7 +54,7 @@ struct Pool {
     path: PathBuf,
     sync: Synchronous,
     busy: Duration,
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<Conn>>,
     #[cfg(target_os = "linux")]
     writer_queue: Option<Arc<writer_queue::WriterQueue>>,
 }
@@ -75,13 +79,13 @@ fn shown(path: &Path) -> String {
 }
 
 impl Pool {
-    fn connect(&self) -> Result<Connection> {
+    fn connect(&self) -> Result<Conn> {
         let conn = open_connection(&self.path)?;
         configure(&conn, self.sync, self.busy)?;
-        Ok(conn)
+        Ok(Conn::new(conn))
     }
 
-    fn take(&self) -> Result<Connection> {
+    fn take(&self) -> Result<Conn> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(c) => Ok(c),
@@ -89,7 +93,7 @@ impl Pool {
         }
     }
 
-    fn give_back(&self, conn: Connection) {
+    fn give_back(&self, conn: Conn) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE {
             idle.push(conn);
@@ -186,7 +190,7 @@ impl SqliteBackend {
             pool.writer_queue = writer_queue::WriterQueue::open(path).map(Arc::new);
         }
         let pool = Arc::new(pool);
-        pool.give_back(conn);
+        pool.give_back(Conn::new(conn));
         Ok((
             SqliteBackend {
                 pool,
@@ -400,15 +404,34 @@ CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, 
 /// that checked the version; a `jobs` table that has the column already is
 /// left as it is.
 fn migrate_6_to_7(conn: &Connection) -> Result<()> {
+    add_column_once(conn, "jobs", "provenance_at", "INTEGER")
+}
+
+/// `ALTER TABLE table ADD COLUMN column decl`, unless the table has the
+/// column already.
+fn add_column_once(conn: &Connection, table: &str, column: &str, decl: &str) -> Result<()> {
     let has: i64 = conn.query_row(
-        "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'provenance_at'",
-        [],
+        "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
         |r| r.get(0),
     )?;
     if has == 0 {
-        conn.execute_batch("ALTER TABLE jobs ADD COLUMN provenance_at INTEGER;")?;
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl};"))?;
     }
     Ok(())
+}
+
+/// Schema 8 (the mark on the newest event): every write transaction that
+/// appends events leaves the high-water mark on its last one
+/// (`events.mark_us`), a page its commit writes anyway, instead of
+/// rewriting the `meta` row's page; the stored mark is the larger of the
+/// `meta` row and the newest event's `mark_us` ([`HIGH_WATER_SQL`]). The
+/// newest event is never removed (pruning and production deletion keep
+/// it). Additive: existing events (NULL) leave the mark to `meta`. Run
+/// inside the migration transaction that checked the version; an `events`
+/// table that has the column already is left as it is.
+fn migrate_7_to_8(conn: &Connection) -> Result<()> {
+    add_column_once(conn, "events", "mark_us", "INTEGER")
 }
 
 /// How many free pages one reclaim step gives back at most (4 KiB each).
@@ -431,7 +454,8 @@ fn create_current(conn: &Connection) -> Result<()> {
     conn.execute_batch(MIGRATE_3_TO_4)?;
     conn.execute_batch(MIGRATE_4_TO_5)?;
     conn.execute_batch(MIGRATE_5_TO_6)?;
-    migrate_6_to_7(conn)
+    migrate_6_to_7(conn)?;
+    migrate_7_to_8(conn)
 }
 
 /// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
@@ -463,7 +487,7 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            2..=6 => {
+            2..=7 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -476,7 +500,10 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 if from <= 5 {
                     conn.execute_batch(MIGRATE_5_TO_6)?;
                 }
-                migrate_6_to_7(conn)?;
+                if from <= 6 {
+                    migrate_6_to_7(conn)?;
+                }
+                migrate_7_to_8(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
@@ -643,7 +670,7 @@ impl Backend for SqliteBackend {
             Some(q) => Some(q.acquire(deadline)?),
             None => None,
         };
-        let mut t = SqliteTxn::begin(&self.pool, "BEGIN IMMEDIATE", deadline)?;
+        let mut t = SqliteTxn::begin(&self.pool, Hot::BeginImmediate, deadline)?;
         #[cfg(target_os = "linux")]
         {
             t.turn = turn;
@@ -653,7 +680,7 @@ impl Backend for SqliteBackend {
     }
     fn begin_read(&self) -> Result<Box<dyn Txn>> {
         let deadline = std::time::Instant::now() + self.pool.busy;
-        Ok(SqliteTxn::begin(&self.pool, "BEGIN DEFERRED", deadline)?)
+        Ok(SqliteTxn::begin(&self.pool, Hot::BeginDeferred, deadline)?)
     }
     fn doorbell(&self) -> Result<Arc<dyn crate::doorbell::Doorbell>> {
         #[cfg(target_os = "linux")]
@@ -676,39 +703,49 @@ impl Backend for SqliteBackend {
             Some(q) => Some(q.acquire(deadline)?),
             None => None,
         };
-        let conn = self.pool.take()?;
+        let pooled = self.pool.take()?;
+        let conn = pooled.get();
         conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
         let r = conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;");
         conn.busy_timeout(self.pool.busy)?;
-        self.pool.give_back(conn);
+        self.pool.give_back(pooled);
         Ok(r?)
     }
 }
 
 struct SqliteTxn {
-    conn: Option<Connection>,
+    conn: Option<Conn>,
     pool: Arc<Pool>,
     open: bool,
     savepoints: u32,
     /// Ring the work doorbell once the COMMIT returned.
     ring: bool,
+    /// The mark this transaction read ([`Txn::high_water`]): every event
+    /// it appends carries it, so that the newest event never holds less
+    /// than the stored mark, whether or not the commit raises it.
+    read_mark: Option<i64>,
+    /// The sequence of the event this transaction appended last.
+    last_event: Option<i64>,
     /// This writer's place in the [`writer_queue`], held until the transaction ends.
     #[cfg(target_os = "linux")]
     turn: Option<writer_queue::WriterTurn>,
 }
 
 impl SqliteTxn {
-    fn begin(pool: &Arc<Pool>, sql: &str, deadline: std::time::Instant) -> Result<Box<SqliteTxn>> {
+    fn begin(pool: &Arc<Pool>, begin: Hot, deadline: std::time::Instant) -> Result<Box<SqliteTxn>> {
         let conn = pool.take()?;
         // Whatever the queue took of the busy timeout is not available again.
-        conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
-        match exec(&conn, sql) {
+        conn.get()
+            .busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
+        match exec(&conn, begin) {
             Ok(()) => Ok(Box::new(SqliteTxn {
                 conn: Some(conn),
                 pool: pool.clone(),
                 open: true,
                 savepoints: 0,
                 ring: false,
+                read_mark: None,
+                last_event: None,
                 #[cfg(target_os = "linux")]
                 turn: None,
             })),
@@ -721,10 +758,15 @@ impl SqliteTxn {
     }
 
     fn c(&self) -> &Connection {
+        self.h().get()
+    }
+
+    /// The pooled connection, for its [`Hot`] statements.
+    fn h(&self) -> &Conn {
         self.conn.as_ref().expect("connection present while open")
     }
 
-    fn finish(&mut self, sql: &str) -> Result<()> {
+    fn finish(&mut self, end: Hot) -> Result<()> {
         if !self.open {
             return Ok(());
         }
@@ -732,7 +774,7 @@ impl SqliteTxn {
         if let Some(turn) = &self.turn {
             turn.ending();
         }
-        let r = exec(self.c(), sql);
+        let r = exec(self.h(), end);
         #[cfg(target_os = "linux")]
         {
             self.turn = None;
@@ -749,7 +791,7 @@ impl SqliteTxn {
                 // A failed COMMIT may leave the transaction open: roll back so
                 // the connection can be reused, then report the failure.
                 if let Some(c) = self.conn.take() {
-                    if c.is_autocommit() || exec(&c, "ROLLBACK").is_ok() {
+                    if c.get().is_autocommit() || exec(&c, Hot::Rollback).is_ok() {
                         self.pool.give_back(c);
                     }
                 }
@@ -763,7 +805,7 @@ impl SqliteTxn {
 impl Drop for SqliteTxn {
     fn drop(&mut self) {
         if self.open {
-            let _ = self.finish("ROLLBACK");
+            let _ = self.finish(Hot::Rollback);
         }
     }
 }
@@ -780,10 +822,9 @@ fn one_row(n: usize, row: &JobRow) -> Result<()> {
     }
 }
 
-/// Run a statement without results through the connection's statement cache
-/// (transaction control runs several times per transition).
-fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+/// Run a transaction-control statement (several run per transition).
+fn exec(conn: &Conn, h: Hot) -> rusqlite::Result<()> {
+    conn.with(h, |st| st.execute([]).map(|_| ()))
 }
 
 /// The columns [`job_row`] decodes, in its order, as a literal so that the
@@ -804,6 +845,41 @@ macro_rules! event_cols {
         "seq, at_us, production, job, kind, state, claim_id, holder, attempt, expires_us, detail"
     };
 }
+
+// The statements every write transaction runs, kept prepared per
+// connection ([`Hot`]).
+/// The stored mark: the `meta` row or the newest event's, whichever is
+/// larger (schema 8, see [`migrate_7_to_8`]).
+const HIGH_WATER_SQL: &str = "SELECT max(value, coalesce((SELECT mark_us FROM events \
+     ORDER BY seq DESC LIMIT 1), value)) FROM meta WHERE key = 'high_water_us'";
+/// The mark on an event this transaction appended.
+const SET_EVENT_MARK_SQL: &str = "UPDATE events SET mark_us = ?2 WHERE seq = ?1";
+const SET_HIGH_WATER_SQL: &str =
+    "UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'";
+const JOB_SQL: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE production = ?1 AND job = ?2"
+);
+const UPDATE_JOB_SQL: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, \
+     secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, \
+     last_error = ?10, due_us = ?11, parked = ?12, provenance_at = ?13 WHERE seq = ?1";
+const UPDATE_EXPIRY_SQL: &str = "UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1";
+const APPEND_EVENT_SQL: &str = "INSERT INTO events (at_us, production, job, kind, state, \
+     claim_id, holder, attempt, expires_us, detail, mark_us) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+/// Claim-next's first page: see [`Txn::live_jobs`].
+const LIVE_JOBS_SQL: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs INDEXED BY jobs_ready \
+     WHERE production = ?1 AND state IN ('requested', 'claimed') AND parked = 0 \
+       AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3) \
+     ORDER BY priority DESC, seq LIMIT ?2"
+);
+/// Whether a parked job of the production is due: see [`Txn::unpark_due`].
+const PARKED_PROBE_SQL: &str = "SELECT 1 FROM jobs INDEXED BY jobs_parked \
+     WHERE production = ?1 AND parked = 1 AND due_us <= ?2 LIMIT 1";
 
 fn uuid_col(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<Uuid>> {
     let s: Option<String> = r.get(i)?;
@@ -923,24 +999,39 @@ fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Result<i64> {
 }
 
 fn append_event(conn: &Connection, ev: &NewEvent<'_>) -> Result<u64> {
-    let mut st = conn.prepare_cached(
-        "INSERT INTO events (at_us, production, job, kind, state, claim_id, holder, attempt,
-             expires_us, detail)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?;
+    let mut st = conn.prepare_cached(APPEND_EVENT_SQL)?;
+    insert_event(&mut st, ev, None)?;
+    Ok(conn.last_insert_rowid() as u64)
+}
+
+/// A UUID as its hyphenated lower-case text (how the store keeps claim
+/// IDs), written into `buf` instead of a new string.
+fn uuid_text<'b>(u: &Uuid, buf: &'b mut [u8; uuid::fmt::Hyphenated::LENGTH]) -> &'b str {
+    u.hyphenated().encode_lower(buf)
+}
+
+/// Bind and run [`APPEND_EVENT_SQL`], the event carrying `mark` (see
+/// [`SqliteTxn::read_mark`]).
+fn insert_event(
+    st: &mut rusqlite::Statement<'_>,
+    ev: &NewEvent<'_>,
+    mark: Option<i64>,
+) -> rusqlite::Result<()> {
+    let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
     st.execute(params![
         ev.at_us,
         ev.production,
         ev.job,
         ev.kind.as_str(),
         ev.state.map(|s| s.as_str()),
-        ev.claim_id.map(|u| u.to_string()),
+        ev.claim_id.map(|u| uuid_text(&u, &mut claim)),
         ev.holder,
         ev.attempt,
         ev.expires_us,
         ev.detail,
-    ])?;
-    Ok(conn.last_insert_rowid() as u64)
+        mark,
+    ])
+    .map(|_| ())
 }
 
 /// Facts written by one `INSERT` (a completion writes four `tenure.*` facts
@@ -1025,18 +1116,16 @@ fn collect<T>(
 
 impl Txn for SqliteTxn {
     fn high_water(&mut self) -> Result<i64> {
-        let mut st = self
-            .c()
-            .prepare_cached("SELECT value FROM meta WHERE key = 'high_water_us'")?;
-        Ok(st.query_row([], |r| r.get(0))?)
+        let mark = self
+            .h()
+            .with(Hot::HighWater, |st| st.query_row([], |r| r.get(0)))?;
+        self.read_mark = Some(mark);
+        Ok(mark)
     }
 
     fn set_high_water(&mut self, us: i64) -> Result<()> {
         crate::fault::point();
-        let mut st = self
-            .c()
-            .prepare_cached("UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'")?;
-        st.execute([us])?;
+        self.h().with(Hot::SetHighWater, |st| st.execute([us]))?;
         Ok(())
     }
 
@@ -1106,12 +1195,9 @@ impl Txn for SqliteTxn {
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
-        let mut st = self.c().prepare_cached(concat!(
-            "SELECT ",
-            job_cols!(),
-            " FROM jobs WHERE production = ?1 AND job = ?2"
-        ))?;
-        Ok(st.query_row([production, job], job_row).optional()?)
+        Ok(self.h().with(Hot::Job, |st| {
+            st.query_row([production, job], job_row).optional()
+        })?)
     }
 
     fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
@@ -1128,36 +1214,32 @@ impl Txn for SqliteTxn {
 
     fn update_job(&mut self, row: &JobRow) -> Result<()> {
         crate::fault::point();
-        let mut st = self.c().prepare_cached(
-            "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, secret_digest = ?5,
-                 holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, last_error = ?10,
-                 due_us = ?11, parked = ?12, provenance_at = ?13
-             WHERE seq = ?1",
-        )?;
-        let n = st.execute(params![
-            row.seq,
-            row.state.as_str(),
-            row.attempts,
-            row.claim_id.map(|u| u.to_string()),
-            row.secret_digest,
-            row.holder,
-            row.claimed_us,
-            row.expires_us,
-            row.updated_us,
-            row.last_error,
-            row.due_us,
-            row.parked,
-            row.provenance_at,
-        ])?;
+        let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
+        let n = self.h().with(Hot::UpdateJob, |st| {
+            st.execute(params![
+                row.seq,
+                row.state.as_str(),
+                row.attempts,
+                row.claim_id.map(|u| uuid_text(&u, &mut claim)),
+                row.secret_digest,
+                row.holder,
+                row.claimed_us,
+                row.expires_us,
+                row.updated_us,
+                row.last_error,
+                row.due_us,
+                row.parked,
+                row.provenance_at,
+            ])
+        })?;
         one_row(n, row)
     }
 
     fn update_expiry(&mut self, row: &JobRow) -> Result<()> {
         crate::fault::point();
-        let mut st = self
-            .c()
-            .prepare_cached("UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1")?;
-        let n = st.execute(params![row.seq, row.expires_us, row.updated_us])?;
+        let n = self.h().with(Hot::UpdateExpiry, |st| {
+            st.execute(params![row.seq, row.expires_us, row.updated_us])
+        })?;
         one_row(n, row)
     }
 
@@ -1178,18 +1260,10 @@ impl Txn for SqliteTxn {
         };
         let c = self.c();
         match after {
-            None => {
-                let mut st = c.prepare_cached(concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM jobs INDEXED BY jobs_ready
-                     WHERE production = ?1 AND state IN ('requested', 'claimed') AND parked = 0
-                       AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3)
-                     ORDER BY priority DESC, seq LIMIT ?2"
-                ))?;
-                let rows = st.query_map(params![production, limit as i64, held_after], job_row)?;
-                collect(rows)
-            }
+            None => Ok(self.h().with(Hot::LiveJobs, |st| {
+                st.query_map(params![production, limit as i64, held_after], job_row)?
+                    .collect()
+            })?),
             Some((prio, seq)) => {
                 let mut st = c.prepare_cached(concat!(
                     "SELECT ",
@@ -1213,14 +1287,12 @@ impl Txn for SqliteTxn {
         // Usually nothing is due: a read of one index entry answers that
         // for a fraction of what an UPDATE costs (it opens every index of
         // `jobs` for writing even when it changes no row).
-        let mut probe = self.c().prepare_cached(
-            "SELECT 1 FROM jobs INDEXED BY jobs_parked
-             WHERE production = ?1 AND parked = 1 AND due_us <= ?2 LIMIT 1",
-        )?;
-        if !probe.exists(params![production, up_to_us])? {
+        let due = self.h().with(Hot::ParkedProbe, |st| {
+            st.exists(params![production, up_to_us])
+        })?;
+        if !due {
             return Ok(0);
         }
-        drop(probe);
         let mut st = self.c().prepare_cached(
             "UPDATE jobs INDEXED BY jobs_parked SET parked = 0
              WHERE production = ?1 AND parked = 1 AND due_us <= ?2",
@@ -1291,7 +1363,12 @@ impl Txn for SqliteTxn {
 
     fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64> {
         crate::fault::point();
-        append_event(self.c(), ev)
+        let mark = self.read_mark;
+        self.h()
+            .with(Hot::AppendEvent, |st| insert_event(st, ev, mark))?;
+        let seq = self.c().last_insert_rowid();
+        self.last_event = Some(seq);
+        Ok(seq as u64)
     }
 
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
@@ -1689,22 +1766,43 @@ impl Txn for SqliteTxn {
     }
 
     fn savepoint(&mut self) -> Result<()> {
-        exec(self.c(), "SAVEPOINT op")?;
+        exec(self.h(), Hot::Savepoint)?;
         self.savepoints += 1;
         Ok(())
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<()> {
-        exec(self.c(), "ROLLBACK TO op")?;
-        exec(self.c(), "RELEASE op")?;
+        exec(self.h(), Hot::RollbackTo)?;
+        exec(self.h(), Hot::Release)?;
         self.savepoints -= 1;
         Ok(())
     }
 
     fn release_savepoint(&mut self) -> Result<()> {
-        exec(self.c(), "RELEASE op")?;
+        exec(self.h(), Hot::Release)?;
         self.savepoints -= 1;
         Ok(())
+    }
+
+    /// The mark goes on the newest event when this transaction appended
+    /// it (schema 8, see [`migrate_7_to_8`]): its page is written anyway.
+    /// An event a savepoint rolled back since leaves the mark to `meta`.
+    fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
+        if let Some(m) = mark {
+            let on_event = match self.last_event {
+                Some(seq) => {
+                    crate::fault::point();
+                    self.h()
+                        .with(Hot::SetEventMark, |st| st.execute(params![seq, m]))?
+                        == 1
+                }
+                None => false,
+            };
+            if !on_event {
+                self.set_high_water(m)?;
+            }
+        }
+        self.commit()
     }
 
     fn commit(&mut self) -> Result<()> {
@@ -1712,7 +1810,7 @@ impl Txn for SqliteTxn {
             return Err(Error::Internal("commit of a finished transaction".into()));
         }
         crate::fault::point();
-        self.finish("COMMIT")?;
+        self.finish(Hot::Commit)?;
         #[cfg(target_os = "linux")]
         if self.ring {
             if let Some(q) = &self.pool.writer_queue {
@@ -1723,7 +1821,7 @@ impl Txn for SqliteTxn {
     }
 
     fn rollback(&mut self) -> Result<()> {
-        self.finish("ROLLBACK")
+        self.finish(Hot::Rollback)
     }
 }
 
@@ -1759,6 +1857,88 @@ mod tests {
             3 * FACTS_PER_INSERT + 1,
             3 * FACTS_PER_INSERT + 2
         )));
+    }
+
+    fn event(at_us: i64) -> NewEvent<'static> {
+        NewEvent {
+            at_us,
+            production: "p",
+            job: None,
+            kind: EventKind::ProductionCreated,
+            state: None,
+            claim_id: None,
+            holder: None,
+            attempt: None,
+            expires_us: None,
+            detail: "",
+        }
+    }
+
+    /// (the `meta` row, the newest event's `mark_us`, the mark as read).
+    fn marks(b: &SqliteBackend) -> (i64, Option<i64>, i64) {
+        let mut t = b.begin_read().unwrap();
+        let read = t.high_water().unwrap();
+        let conn = b.pool.take().unwrap();
+        let c = conn.get();
+        let meta = c
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'high_water_us'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let newest = c
+            .query_row(
+                "SELECT mark_us FROM events ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .unwrap()
+            .flatten();
+        t.commit().unwrap();
+        (meta, newest, read)
+    }
+
+    #[test]
+    fn the_mark_goes_on_the_newest_event_else_in_meta() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = backend(dir.path());
+        // No event in the transaction: the mark goes to `meta`.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 0);
+        t.commit_with_mark(Some(10)).unwrap();
+        assert_eq!(marks(&b), (10, None, 10));
+        // An event appended: it carries the mark read, then the one committed.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 10);
+        t.append_event(&event(20)).unwrap();
+        t.commit_with_mark(Some(25)).unwrap();
+        assert_eq!(marks(&b), (10, Some(25), 25));
+        // A commit that does not raise the mark leaves the newest event
+        // holding the mark read.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 25);
+        t.append_event(&event(25)).unwrap();
+        t.commit_with_mark(None).unwrap();
+        assert_eq!(marks(&b), (10, Some(25), 25));
+        // The event appended last was rolled back by its savepoint: the
+        // mark goes to `meta`, the event before it keeps the mark read.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 25);
+        t.append_event(&event(30)).unwrap();
+        t.savepoint().unwrap();
+        t.append_event(&event(31)).unwrap();
+        t.rollback_to_savepoint().unwrap();
+        t.commit_with_mark(Some(40)).unwrap();
+        assert_eq!(marks(&b), (40, Some(25), 40));
+        // A rolled-back transaction changes neither.
+        let mut t = b.begin_write().unwrap();
+        t.high_water().unwrap();
+        t.append_event(&event(50)).unwrap();
+        t.set_high_water(50).unwrap();
+        t.rollback().unwrap();
+        assert_eq!(marks(&b), (40, Some(25), 40));
     }
 
     #[test]
