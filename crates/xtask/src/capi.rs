@@ -539,6 +539,12 @@ pub fn abi_check(bless: bool) -> Result {
     // only added functions and variables are allowed (nothing removed or
     // changed, which covers every type a released function reaches).
     step("abi-check 3/5: abidiff");
+    opaque_handles_suppressed(
+        &fs::read_to_string(root().join("include/tenure.h"))
+            .map_err(|e| format!("cannot read include/tenure.h: {e}"))?,
+        &fs::read_to_string(root().join("abi-versions/opaque-handles.suppr"))
+            .map_err(|e| format!("cannot read abi-versions/opaque-handles.suppr: {e}"))?,
+    )?;
     let fresh_abi = work.join("libtenure.abi");
     abidw(&lib, &fresh_abi)?;
     for (_, m, dir) in &bases {
@@ -635,6 +641,38 @@ pub fn abi_check(bless: bool) -> Result {
 
 /// From an `abidiff` report against an older baseline: an error unless
 /// every function and variable change is an addition.
+/// Every opaque handle the header declares (`typedef struct tenure_x
+/// tenure_x;`) is named in the suppression's `name_regexp` alternation, so
+/// a change inside a handle's private Rust layout is never reported as an
+/// ABI change, and a handle added to the header without its suppression
+/// fails here instead of on the first change to its fields.
+fn opaque_handles_suppressed(header: &str, suppr: &str) -> Result {
+    let named: BTreeSet<&str> = suppr
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("name_regexp"))
+        .filter_map(|l| l.split_once("tenure_("))
+        .filter_map(|(_, rest)| rest.split_once(')'))
+        .flat_map(|(alts, _)| alts.split('|'))
+        .collect();
+    let missing: Vec<&str> = header
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("typedef struct tenure_"))
+        .filter_map(|rest| rest.split_once(' '))
+        .filter(|(name, tail)| tail.trim() == format!("tenure_{name};"))
+        .map(|(name, _)| name)
+        .filter(|name| !named.contains(name))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "abi-versions/opaque-handles.suppr does not name the opaque handle(s) {} \
+             of include/tenure.h",
+            missing.join(", ")
+        ))
+    }
+}
+
 fn only_additions(report: &str) -> Result {
     for what in ["Functions", "Variables"] {
         let line = report
@@ -924,6 +962,26 @@ pub fn test() -> Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_opaque_handle_of_the_header_is_suppressed() {
+        let suppr =
+            "[suppress_type]\n  name_regexp = ^tenure::([a-z_]+::)*tenure_(authority|lease)$\n";
+        let header = "typedef struct tenure_authority tenure_authority;\n\
+                      typedef struct tenure_lease tenure_lease;\n\
+                      typedef struct tenure_fact { int x; } tenure_fact;\n";
+        assert!(opaque_handles_suppressed(header, suppr).is_ok());
+        let more = format!("{header}typedef struct tenure_claim_request tenure_claim_request;\n");
+        let e = opaque_handles_suppressed(&more, suppr).unwrap_err();
+        assert!(e.contains("claim_request"), "{e}");
+        // The checked-in files agree.
+        let read = |p: &str| fs::read_to_string(root().join(p)).unwrap();
+        opaque_handles_suppressed(
+            &read("include/tenure.h"),
+            &read("abi-versions/opaque-handles.suppr"),
+        )
+        .unwrap();
+    }
 
     fn vars() -> Vec<(&'static str, String)> {
         [
