@@ -411,6 +411,13 @@ fn migrate_6_to_7(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Schema 8 on SQLite: nothing. Schema 8 is PostgreSQL's claim floor (a
+/// bound for claim-next's index walk past row versions an open snapshot
+/// keeps); SQLite keeps no row versions, so its layout does not change.
+fn migrate_7_to_8(_conn: &Connection) -> Result<()> {
+    Ok(())
+}
+
 /// How many free pages one reclaim step gives back at most (4 KiB each).
 const RECLAIM_PAGES: i64 = 512;
 
@@ -431,7 +438,8 @@ fn create_current(conn: &Connection) -> Result<()> {
     conn.execute_batch(MIGRATE_3_TO_4)?;
     conn.execute_batch(MIGRATE_4_TO_5)?;
     conn.execute_batch(MIGRATE_5_TO_6)?;
-    migrate_6_to_7(conn)
+    migrate_6_to_7(conn)?;
+    migrate_7_to_8(conn)
 }
 
 /// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
@@ -463,7 +471,7 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            2..=6 => {
+            2..=7 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -476,7 +484,10 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 if from <= 5 {
                     conn.execute_batch(MIGRATE_5_TO_6)?;
                 }
-                migrate_6_to_7(conn)?;
+                if from <= 6 {
+                    migrate_6_to_7(conn)?;
+                }
+                migrate_7_to_8(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
