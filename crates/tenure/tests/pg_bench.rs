@@ -251,6 +251,7 @@ fn explain_hot(url: &str, when: &str) {
             format!(
                 "SELECT seq FROM tenure.jobs WHERE production = 'soak'
                  AND state IN ('requested', 'claimed') AND NOT parked
+                 AND seq >= (SELECT claim_floor FROM tenure.productions WHERE name = 'soak')
                  AND (state = 'requested' OR expires_us IS NULL OR expires_us <= {now})
                  ORDER BY priority DESC, seq LIMIT 1"
             ),
@@ -272,6 +273,10 @@ fn explain_hot(url: &str, when: &str) {
         (
             "events",
             "SELECT seq, at_us FROM tenure.events ORDER BY seq LIMIT 257".to_string(),
+        ),
+        (
+            "marks",
+            "SELECT coalesce(max(value), 0) FROM tenure.marks".to_string(),
         ),
     ];
     for (name, sql) in scans {

@@ -24,7 +24,8 @@
 //! index on what a renewal changes, see `MIGRATE_4_TO_5`; on SQLite schema 5
 //! rebuilt the `jobs` table instead, see the SQLite backend) and to 6
 //! (request IDs, see `MIGRATE_5_TO_6`) and to 7 (payloads apart from the
-//! job rows, see `MIGRATE_6_TO_7`).
+//! job rows, see `MIGRATE_6_TO_7`) and to 8 (the claim floor, see
+//! `MIGRATE_7_TO_8` and [`Pool::raise_claim_floor`]).
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
