@@ -907,13 +907,17 @@ fn claim_floor_raises_racing_submissions_lose_no_job() {
     let done = std::sync::atomic::AtomicUsize::new(0);
     let submitted = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
-        let subs: Vec<_> = (0..3)
+        // Four submitters whose commits interleave (a batch of three
+        // draws its seqs before it commits), 300 jobs each.
+        let subs: Vec<_> = (0..4)
             .map(|t| {
                 let a = env.reopen();
                 s.spawn(move || {
-                    for i in 0..300 {
-                        a.submit("p", &JobSpec::new(format!("t{t}-{i}"), b"x".to_vec()))
-                            .unwrap();
+                    for i in 0..100 {
+                        let batch: Vec<JobSpec> = (0..3)
+                            .map(|k| JobSpec::new(format!("t{t}-{i}-{k}"), b"x".to_vec()))
+                            .collect();
+                        a.submit_many("p", &batch).unwrap();
                     }
                 })
             })
@@ -945,7 +949,7 @@ fn claim_floor_raises_racing_submissions_lose_no_job() {
         }
         submitted.store(true, std::sync::atomic::Ordering::SeqCst);
     });
-    assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 900);
+    assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 1200);
     assert!(env.auth.check().unwrap().ok());
 }
 
@@ -972,4 +976,44 @@ fn a_schema_7_store_gets_the_claim_floor() {
     assert_eq!(a.claim_next("p", "w", secs(60)).unwrap().job(), "j1");
     assert!(a.check().unwrap().ok());
     assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+}
+
+/// A submission in flight (an open edit that drew its job's `seq`) when
+/// the floor's turn comes: the raise waits for the production's lock (and
+/// for its row, which the submission holds `FOR SHARE`: either guard alone
+/// fails this test only when both are gone), gives up, and leaves the floor
+/// below that job, which is claimable once the edit commits, although a
+/// later job committed first and is live.
+#[test]
+fn a_claim_floor_raise_never_passes_a_submission_in_flight() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    let url = env.pg.as_ref().unwrap().url.clone();
+    let a = env.reopen();
+    a.create_production("p").unwrap();
+    let mut e = env.auth.edit().unwrap();
+    e.submit("p", &JobSpec::new("early", b"x".to_vec()))
+        .unwrap();
+    a.submit("p", &JobSpec::new("later", b"x".to_vec()))
+        .unwrap();
+    assert!(seq_of(&url, "later") > 0);
+    // The 256th claim-next of `a` raises the floor while the edit is open.
+    let later = a.claim_next("p", "w", secs(600)).unwrap();
+    assert_eq!(later.job(), "later");
+    for _ in 1..256 {
+        assert_eq!(
+            code(a.claim_next("p", "w", secs(600))),
+            ErrorCode::NoJobAvailable
+        );
+    }
+    e.commit().unwrap();
+    let (floor, early) = (claim_floor(&url, "p"), seq_of(&url, "early"));
+    assert!(
+        floor <= early,
+        "floor {floor}, early {early}, later {}",
+        seq_of(&url, "later")
+    );
+    assert_eq!(a.claim_next("p", "w", secs(600)).unwrap().job(), "early");
 }
