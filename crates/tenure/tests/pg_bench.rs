@@ -231,8 +231,9 @@ fn table_stats(c: &mut postgres::Client) -> String {
 }
 
 /// Prints `EXPLAIN (ANALYZE, BUFFERS)` of the scans the soak's stream runs
-/// (claim-next's ready page, and the prune steps' reads of terminal jobs,
-/// tombstones and events), each line prefixed `EXPLAIN <when> <scan>:`.
+/// (claim-next's ready page from the claim floor, the prune steps' reads of
+/// terminal jobs, tombstones and events, and the mark's read), each line
+/// prefixed `EXPLAIN <when> <scan>:`.
 fn explain_hot(url: &str, when: &str) {
     let mut c = pg::client(url);
     // Constants, as the bound parameters the store passes: an index bound,
