@@ -686,7 +686,7 @@ END
 $$;
 "#;
 
-/// Schema 8: the claim floor (see `PgBackend::raise_claim_floor`), a
+/// Schema 8: the claim floor (see `Pool::raise_claim_floor`), a
 /// lower bound on the `seq` of every live job of a production (requested or
 /// claimed, parked or not), which claim-next's ready page starts from so
 /// that it skips, inside the index, the entries of jobs that ended before
@@ -1427,7 +1427,7 @@ impl Txn for PgTxn {
         // merged in queue order; and whether the production has due parked
         // jobs (to un-park them with the writes). The ready page starts at
         // the production's claim floor (no live job has a smaller `seq`,
-        // see `PgBackend::raise_claim_floor`): a bound the index checks on
+        // see `Pool::raise_claim_floor`): a bound the index checks on
         // its own entries, so the entries of jobs that ended below it cost
         // no heap visit even while an open snapshot keeps their versions.
         macro_rules! page {
