@@ -857,3 +857,230 @@ fn deferred_writes_keep_values_that_array_syntax_treats_specially() {
     }
     assert!(a.check().unwrap().ok());
 }
+
+fn claim_floor(url: &str, production: &str) -> i64 {
+    pg::client(url)
+        .query_one(
+            "SELECT claim_floor FROM tenure.productions WHERE name = $1",
+            &[&production],
+        )
+        .unwrap()
+        .get(0)
+}
+
+fn seq_of(url: &str, job: &str) -> i64 {
+    pg::client(url)
+        .query_one("SELECT seq FROM tenure.jobs WHERE job = $1", &[&job])
+        .unwrap()
+        .get(0)
+}
+
+/// The claim floor (schema 8): every 256th claim-next of a handle raises
+/// its production's floor to the oldest live job, and claim-next's ready
+/// page starts there. It never passes a job claim-next may take later: a
+/// job parked until its due time, a held lease that expires, a released
+/// job, a job of a lower priority (each the oldest live job of its own
+/// production when the floor is raised); on an empty queue it moves past
+/// every job and a later submission is found.
+#[test]
+fn the_claim_floor_never_passes_a_job_claim_next_may_take() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    let url = env.pg.as_ref().unwrap().url.clone();
+    for kind in ["parked", "held", "released", "low"] {
+        // A fresh handle: its 256th claim-next raises the floor.
+        let a = env.reopen();
+        a.create_production(kind).unwrap();
+        let mut spec = JobSpec::new(kind, b"x".to_vec());
+        if kind == "low" {
+            spec = spec.priority(-1);
+        }
+        a.submit(kind, &spec).unwrap();
+        let first = (kind != "low").then(|| a.claim(kind, kind, "w", secs(30)).unwrap());
+        match (kind, &first) {
+            ("parked", Some(l)) => {
+                l.fail_retry_after("later", Delay::from_micros(600_000_000).unwrap())
+                    .unwrap();
+            }
+            ("released", Some(l)) => {
+                l.release().unwrap();
+                // Claimable again: claimed by the first claim-next below;
+                // held again while the floor is raised.
+            }
+            _ => {}
+        }
+        // 256 claim-nexts, the released job's among them.
+        let n = if kind == "released" { 255 } else { 256 };
+        let fillers: Vec<JobSpec> = (0..n)
+            .map(|i| JobSpec::new(format!("{kind}{i:03}"), b"f".to_vec()))
+            .collect();
+        a.submit_many(kind, &fillers).unwrap();
+        let mut taken = Vec::new();
+        for _ in 0..256 {
+            let l = a.claim_next(kind, "w", secs(3600)).unwrap();
+            if l.job() == kind {
+                taken.push(l);
+            } else {
+                l.complete(&[]).unwrap();
+            }
+        }
+        // The one raise: up to this production's oldest live job, no further.
+        assert_eq!(claim_floor(&url, kind), seq_of(&url, kind), "{kind}");
+        match kind {
+            "parked" => env.clock.advance(600_000_000),
+            "held" => env.clock.advance(31_000_000),
+            "released" => {
+                let l = taken.pop().unwrap();
+                l.release().unwrap();
+            }
+            _ => {}
+        }
+        assert_eq!(a.claim_next(kind, "w", secs(3600)).unwrap().job(), kind);
+    }
+    // Nothing live: the floor moves past every job.
+    let a = env.reopen();
+    a.create_production("e").unwrap();
+    a.submit("e", &JobSpec::new("e0", b"x".to_vec())).unwrap();
+    a.claim_next("e", "w", secs(60))
+        .unwrap()
+        .complete(&[])
+        .unwrap();
+    for _ in 1..256 {
+        assert_eq!(
+            code(a.claim_next("e", "w", secs(60))),
+            ErrorCode::NoJobAvailable
+        );
+    }
+    let floor = claim_floor(&url, "e");
+    assert!(floor > seq_of(&url, "low255"), "{floor}");
+    a.submit("e", &JobSpec::new("late", b"x".to_vec())).unwrap();
+    assert_eq!(a.claim_next("e", "w", secs(60)).unwrap().job(), "late");
+    assert!(a.check().unwrap().ok());
+}
+
+/// Submissions, claims and floor raises racing on one production: every
+/// job submitted is claimed and completed exactly once (a raise holds the
+/// production exclusively, so no submission is in flight while it reads
+/// the oldest live job).
+#[test]
+fn claim_floor_raises_racing_submissions_lose_no_job() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    env.auth.create_production("p").unwrap();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let submitted = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        // Four submitters whose commits interleave (a batch of three
+        // draws its seqs before it commits), 300 jobs each.
+        let subs: Vec<_> = (0..4)
+            .map(|t| {
+                let a = env.reopen();
+                s.spawn(move || {
+                    for i in 0..100 {
+                        let batch: Vec<JobSpec> = (0..3)
+                            .map(|k| JobSpec::new(format!("t{t}-{i}-{k}"), b"x".to_vec()))
+                            .collect();
+                        a.submit_many("p", &batch).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            let a = &env.auth;
+            let (done, submitted) = (&done, &submitted);
+            s.spawn(move || loop {
+                match a.claim_next("p", "w", secs(600)) {
+                    Ok(l) => {
+                        l.complete(&[]).unwrap();
+                        done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    Err(e)
+                        if e.code() == ErrorCode::NoJobAvailable || e.code() == ErrorCode::Busy =>
+                    {
+                        if submitted.load(std::sync::atomic::Ordering::SeqCst)
+                            && e.code() == ErrorCode::NoJobAvailable
+                        {
+                            return;
+                        }
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            });
+        }
+        for h in subs {
+            h.join().unwrap();
+        }
+        submitted.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 1200);
+    assert!(env.auth.check().unwrap().ok());
+}
+
+/// A schema 7 store gets the claim floor column (0: no bound) and claims
+/// as before.
+#[test]
+fn a_schema_7_store_gets_the_claim_floor() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(3, 3);
+    let url = env.pg.as_ref().unwrap().url.clone();
+    let held = env.auth.claim("p", "j0", "w", secs(60)).unwrap();
+    pg::client(&url)
+        .batch_execute(
+            "ALTER TABLE tenure.productions DROP COLUMN claim_floor;
+             UPDATE tenure.meta SET value = 7 WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 7);
+    assert_eq!(claim_floor(&url, "p"), 0);
+    held.complete(&[]).unwrap();
+    assert_eq!(a.claim_next("p", "w", secs(60)).unwrap().job(), "j1");
+    assert!(a.check().unwrap().ok());
+    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+}
+
+/// A submission in flight (an open edit that drew its job's `seq`) when
+/// the floor's turn comes: the raise waits for the production's lock (and
+/// for its row, which the submission holds `FOR SHARE`: either guard alone
+/// fails this test only when both are gone), gives up, and leaves the floor
+/// below that job, which is claimable once the edit commits, although a
+/// later job committed first and is live.
+#[test]
+fn a_claim_floor_raise_never_passes_a_submission_in_flight() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    let url = env.pg.as_ref().unwrap().url.clone();
+    let a = env.reopen();
+    a.create_production("p").unwrap();
+    let mut e = env.auth.edit().unwrap();
+    e.submit("p", &JobSpec::new("early", b"x".to_vec()))
+        .unwrap();
+    a.submit("p", &JobSpec::new("later", b"x".to_vec()))
+        .unwrap();
+    assert!(seq_of(&url, "later") > 0);
+    // The 256th claim-next of `a` raises the floor while the edit is open.
+    let later = a.claim_next("p", "w", secs(600)).unwrap();
+    assert_eq!(later.job(), "later");
+    for _ in 1..256 {
+        assert_eq!(
+            code(a.claim_next("p", "w", secs(600))),
+            ErrorCode::NoJobAvailable
+        );
+    }
+    e.commit().unwrap();
+    let (floor, early) = (claim_floor(&url, "p"), seq_of(&url, "early"));
+    assert!(
+        floor <= early,
+        "floor {floor}, early {early}, later {}",
+        seq_of(&url, "later")
+    );
+    assert_eq!(a.claim_next("p", "w", secs(600)).unwrap().job(), "early");
+}

@@ -230,8 +230,9 @@ fn table_stats(c: &mut postgres::Client) -> String {
 }
 
 /// Prints `EXPLAIN (ANALYZE, BUFFERS)` of the scans the soak's stream runs
-/// (claim-next's ready page, and the prune steps' reads of terminal jobs,
-/// tombstones and events), each line prefixed `EXPLAIN <when> <scan>:`.
+/// (claim-next's ready page from the claim floor, the prune steps' reads of
+/// terminal jobs, tombstones and events, and the mark's read), each line
+/// prefixed `EXPLAIN <when> <scan>:`.
 fn explain_hot(url: &str, when: &str) {
     let mut c = pg::client(url);
     // Constants, as the bound parameters the store passes: an index bound,
@@ -250,6 +251,7 @@ fn explain_hot(url: &str, when: &str) {
             format!(
                 "SELECT seq FROM tenure.jobs WHERE production = 'soak'
                  AND state IN ('requested', 'claimed') AND NOT parked
+                 AND seq >= (SELECT claim_floor FROM tenure.productions WHERE name = 'soak')
                  AND (state = 'requested' OR expires_us IS NULL OR expires_us <= {now})
                  ORDER BY priority DESC, seq LIMIT 1"
             ),
@@ -271,6 +273,10 @@ fn explain_hot(url: &str, when: &str) {
         (
             "events",
             "SELECT seq, at_us FROM tenure.events ORDER BY seq LIMIT 257".to_string(),
+        ),
+        (
+            "marks",
+            "SELECT coalesce(max(value), 0) FROM tenure.marks".to_string(),
         ),
     ];
     for (name, sql) in scans {

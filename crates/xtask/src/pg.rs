@@ -541,7 +541,13 @@ Plans of the hot scans (`EXPLAIN (ANALYZE, BUFFERS)`):
 
 ",
     );
-    for scan in ["claim-next", "terminal-jobs", "tombstones", "events"] {
+    for scan in [
+        "claim-next",
+        "terminal-jobs",
+        "tombstones",
+        "events",
+        "marks",
+    ] {
         md.push_str(&format!(
             "- {scan}: before the pin {}; pinned (5 s before the release) {}\n",
             figures("before the pin", scan),

@@ -24,7 +24,8 @@
 //! index on what a renewal changes, see `MIGRATE_4_TO_5`; on SQLite schema 5
 //! rebuilt the `jobs` table instead, see the SQLite backend) and to 6
 //! (request IDs, see `MIGRATE_5_TO_6`) and to 7 (payloads apart from the
-//! job rows, see `MIGRATE_6_TO_7`).
+//! job rows, see `MIGRATE_6_TO_7`) and to 8 (the claim floor, see
+//! `MIGRATE_7_TO_8` and [`Pool::raise_claim_floor`]).
 //! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
 //! exactly like SQLite.
 //!
@@ -196,6 +197,7 @@ use postgres::{Client, Row, Statement};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use uuid::Uuid;
@@ -356,6 +358,8 @@ struct Pool {
     busy: Duration,
     server_clock: bool,
     idle: Mutex<Vec<Conn>>,
+    /// Claim-next scans begun through this pool (the claim floor's cadence).
+    claim_scans: AtomicU64,
 }
 
 impl Pool {
@@ -400,7 +404,83 @@ impl Pool {
         let lock = self.busy.as_millis().max(1);
         (lock, lock + 30_000)
     }
+
+    /// Raises `production`'s claim floor to the smallest `seq` of its live
+    /// jobs (requested or claimed, parked or not), or, with none, past every
+    /// job there is; in a short transaction of its own, after a claim-next
+    /// committed (every [`FLOOR_EVERY`]th of this pool). It holds the
+    /// production's advisory lock exclusively first (as a cancel does): no
+    /// submission to it is then in flight, so its next statement's snapshot
+    /// sees every job of the production that can ever become claimable
+    /// with a `seq` below the new floor, and a job submitted later gets a
+    /// larger `seq`. A job that ended stays ended, and released, failed,
+    /// expired and un-parked jobs were live all along, so the floor stays
+    /// at or below every job claim-next may take. The transaction waits at
+    /// most [`FLOOR_LOCK_MS`] for the lock; any failure leaves the floor
+    /// where it was (it is a bound, never a rule: claim-next's answer is
+    /// the same with any floor that holds).
+    fn raise_claim_floor(&self, production: &str) {
+        let Ok(mut conn) = self.take() else {
+            return;
+        };
+        let (_, stmt) = self.timeouts();
+        let begin = format!(
+            "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {FLOOR_LOCK_MS}; \
+             SET LOCAL statement_timeout = {stmt}; \
+             SELECT pg_catalog.pg_advisory_xact_lock({CLASS_PROD}, {})",
+            key(&[production])
+        );
+        crate::stats::round_trip();
+        let raised = conn
+            .client
+            .batch_execute(&begin)
+            .map_err(map_err)
+            .and_then(|()| {
+                conn.execute(RAISE_CLAIM_FLOOR, &[&production])?;
+                crate::stats::round_trip();
+                conn.client.batch_execute("COMMIT").map_err(map_err)
+            });
+        if raised.is_err() && conn.client.batch_execute("ROLLBACK").is_err() {
+            return;
+        }
+        self.give_back(conn);
+    }
 }
+
+/// Claim-next scans between two raises of a production's claim floor
+/// (per pool, see [`Pool::raise_claim_floor`]).
+const FLOOR_EVERY: u64 = 256;
+/// How long a floor raise waits for the production's lock (ms) before it
+/// gives up until its next turn.
+const FLOOR_LOCK_MS: u32 = 50;
+
+/// The new claim floor of production `$1` (see [`Pool::raise_claim_floor`]):
+/// the first live job at or above the old floor of each priority present
+/// (a loose index scan over `jobs_ready`), and the smallest parked live
+/// job, whichever is smaller; with no live job, one past the largest `seq`
+/// there is. Only ever raised.
+const RAISE_CLAIM_FLOOR: &str = "
+    WITH RECURSIVE f AS MATERIALIZED (
+         SELECT claim_floor AS lo FROM tenure.productions WHERE name = $1),
+     r(priority, seq) AS (
+         (SELECT priority, seq FROM tenure.jobs
+          WHERE production = $1 AND state IN ('requested', 'claimed') AND NOT parked
+            AND seq >= (SELECT lo FROM f)
+          ORDER BY priority DESC, seq LIMIT 1)
+         UNION ALL
+         SELECT n.priority, n.seq FROM r CROSS JOIN LATERAL (
+             SELECT priority, seq FROM tenure.jobs
+             WHERE production = $1 AND state IN ('requested', 'claimed') AND NOT parked
+               AND seq >= (SELECT lo FROM f) AND priority < r.priority
+             ORDER BY priority DESC, seq LIMIT 1) n),
+     v AS (
+         SELECT coalesce(least(
+             (SELECT min(seq) FROM r),
+             (SELECT min(seq) FROM tenure.jobs WHERE production = $1 AND parked
+                 AND (state IN ('requested', 'claimed')) IS TRUE)),
+             (SELECT max(seq) + 1 FROM tenure.jobs)) AS seq)
+    UPDATE tenure.productions p SET claim_floor = v.seq FROM v
+    WHERE p.name = $1 AND v.seq > p.claim_floor";
 
 /// The PostgreSQL store behind an authority.
 pub(crate) struct PgBackend {
@@ -606,6 +686,15 @@ END
 $$;
 "#;
 
+/// Schema 8: the claim floor (see `Pool::raise_claim_floor`), a
+/// lower bound on the `seq` of every live job of a production (requested or
+/// claimed, parked or not), which claim-next's ready page starts from so
+/// that it skips, inside the index, the entries of jobs that ended before
+/// the bound. 0 (no bound) until the first raise. Additive, idempotent.
+const MIGRATE_7_TO_8: &str = r#"
+ALTER TABLE tenure.productions ADD COLUMN IF NOT EXISTS claim_floor BIGINT NOT NULL DEFAULT 0;
+"#;
+
 /// The stored schema version, or `None` if there is no tenure schema.
 fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     let exists: bool = c
@@ -666,6 +755,7 @@ impl PgBackend {
             busy,
             server_clock,
             idle: Mutex::new(Vec::new()),
+            claim_scans: AtomicU64::new(0),
         };
         let mut conn = pool.connect()?;
         let found = match stored_version(&mut conn.client)? {
@@ -724,8 +814,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 if v <= 6 {
                     c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
                 }
-                // Schema 8 (SQLite's mark on the newest event) changes
-                // nothing here: the mark stays in its striped rows.
+                c.batch_execute(MIGRATE_7_TO_8).map_err(map_err)?;
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -757,6 +846,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 c.batch_execute(MIGRATE_4_TO_5).map_err(map_err)?;
                 c.batch_execute(MIGRATE_5_TO_6).map_err(map_err)?;
                 c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
+                c.batch_execute(MIGRATE_7_TO_8).map_err(map_err)?;
                 c.execute(
                     "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -847,6 +937,10 @@ struct PgTxn {
     /// Deferred writes (see [`PgTxn::defer`]): SQL sent at the head of the
     /// transaction's next request.
     pending: String,
+    /// The production whose claim floor this transaction raises after it
+    /// commits (every [`FLOOR_EVERY`]th claim-next of the pool, see
+    /// [`Pool::raise_claim_floor`]).
+    floor_due: Option<String>,
 }
 
 impl PgTxn {
@@ -897,6 +991,7 @@ impl PgTxn {
             held: Vec::new(),
             notify: Vec::new(),
             pending: String::new(),
+            floor_due: None,
         }))
     }
 
@@ -999,6 +1094,14 @@ impl PgTxn {
         sql
     }
 
+    /// After a commit: the claim floor's turn, if it came (see
+    /// [`Pool::raise_claim_floor`]).
+    fn after_commit(&mut self) {
+        if let Some(production) = self.floor_due.take() {
+            self.pool.raise_claim_floor(&production);
+        }
+    }
+
     fn finish(&mut self, sql: &str) -> Result<()> {
         if !self.open {
             return Ok(());
@@ -1013,10 +1116,14 @@ impl PgTxn {
         } else {
             format!("{}{sql}", std::mem::take(&mut self.pending))
         };
+        let committing = sql.ends_with("COMMIT");
         crate::stats::round_trip();
         match conn.client.batch_execute(&sql) {
             Ok(()) => {
                 self.pool.give_back(conn);
+                if committing {
+                    self.after_commit();
+                }
                 Ok(())
             }
             Err(e) => {
@@ -1318,7 +1425,11 @@ impl Txn for PgTxn {
         // `LiveScan::Claim`) and the first page of the parked jobs whose
         // due time has come (`jobs_parked`), each `FOR UPDATE SKIP LOCKED`,
         // merged in queue order; and whether the production has due parked
-        // jobs (to un-park them with the writes).
+        // jobs (to un-park them with the writes). The ready page starts at
+        // the production's claim floor (no live job has a smaller `seq`,
+        // see `Pool::raise_claim_floor`): a bound the index checks on
+        // its own entries, so the entries of jobs that ended below it cost
+        // no heap visit even while an open snapshot keeps their versions.
         macro_rules! page {
             ($cond:literal) => {
                 concat!(
@@ -1337,6 +1448,8 @@ impl Txn for PgTxn {
             concat!(
                 "WITH lk AS MATERIALIZED (
                      SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3) AS found,
+                            coalesce((SELECT claim_floor FROM tenure.productions
+                                      WHERE name = $3), 0) AS floor,
                             coalesce($5::bigint, ",
                 server_sample!(),
                 ") AS now, l.locked::text AS locked
@@ -1345,6 +1458,7 @@ impl Txn for PgTxn {
                  ready AS MATERIALIZED (",
                 page!(
                     "state IN ('requested', 'claimed') AND NOT parked
+                     AND seq >= (SELECT floor FROM lk)
                      AND (state = 'requested' OR expires_us IS NULL
                           OR expires_us <= (SELECT now FROM lk))"
                 ),
@@ -1368,6 +1482,9 @@ impl Txn for PgTxn {
             &[&CLASS_PROD, &k, &production, &limit, &local],
         )?;
         self.held.push((CLASS_PROD, k, true, self.savepoints));
+        if self.pool.claim_scans.fetch_add(1, Ordering::Relaxed) % FLOOR_EVERY == FLOOR_EVERY - 1 {
+            self.floor_due = Some(production.to_owned());
+        }
         let first = rows
             .first()
             .ok_or_else(|| Error::Internal("the claim scan gave no row".into()))?;
@@ -2568,6 +2685,7 @@ impl Txn for PgTxn {
         match conn.client.batch_execute(&sql) {
             Ok(()) => {
                 self.pool.give_back(conn);
+                self.after_commit();
                 Ok(Some(Ok(())))
             }
             Err(e) => {
