@@ -999,3 +999,76 @@ fn keeper(a: &Args) -> String {
         refused.max(not_held)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn soak_with(pairs: &[(&str, &str)]) -> String {
+        let a: Args = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        soak(&a)
+    }
+
+    /// Every number a key has in a soak's JSON, in order.
+    fn values(json: &str, key: &str) -> Vec<f64> {
+        json.split(&format!(r#""{key}":"#))
+            .skip(1)
+            .map(|rest| {
+                let end = rest.find([',', '}']).unwrap();
+                rest[..end].parse().unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_paced_soak_never_queues_more_than_its_bound() {
+        let j = soak_with(&[
+            ("jobs", "600"),
+            ("window", "200"),
+            ("retention-secs", "1"),
+            ("rate", "1000000"),
+            ("max-backlog", "20"),
+            ("tick-ms", "1"),
+            ("sync", "normal"),
+        ]);
+        assert!(j.contains(r#""check_ok":true"#), "{j}");
+        assert_eq!(values(&j, "jobs_done"), [200.0, 400.0, 600.0], "{j}");
+        let backlog = values(&j, "backlog");
+        assert!(backlog.iter().all(|&b| b <= 20.0), "{j}");
+        // The rate asks for far more than the bound lets in.
+        assert!(values(&j, "held_back").iter().sum::<f64>() > 0.0, "{j}");
+        assert_eq!(backlog.last(), Some(&0.0), "{j}");
+    }
+
+    #[test]
+    fn a_paced_soak_submits_no_faster_than_its_rate() {
+        let t = Instant::now();
+        let j = soak_with(&[
+            ("jobs", "500"),
+            ("window", "250"),
+            ("retention-secs", "1"),
+            ("rate", "1000"),
+            ("sync", "normal"),
+        ]);
+        // 500 arrivals at 1 000 jobs/s cannot all be in before 0.5 s.
+        assert!(t.elapsed() >= Duration::from_millis(480), "{j}");
+        assert!(j.contains(r#""check_ok":true"#), "{j}");
+        assert_eq!(values(&j, "held_back"), [0.0, 0.0], "{j}");
+    }
+
+    #[test]
+    fn an_unpaced_soak_drains_every_job() {
+        let j = soak_with(&[
+            ("jobs", "2500"),
+            ("window", "1000"),
+            ("retention-secs", "1"),
+            ("sync", "normal"),
+        ]);
+        assert!(j.contains(r#""check_ok":true"#), "{j}");
+        assert_eq!(values(&j, "jobs_done"), [1000.0, 2000.0, 2500.0], "{j}");
+        assert_eq!(values(&j, "backlog"), [0.0, 0.0, 0.0], "{j}");
+    }
+}
