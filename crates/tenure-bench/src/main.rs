@@ -1047,14 +1047,14 @@ mod tests {
     fn a_paced_soak_submits_no_faster_than_its_rate() {
         let t = Instant::now();
         let j = soak_with(&[
-            ("jobs", "500"),
-            ("window", "250"),
+            ("jobs", "100"),
+            ("window", "50"),
             ("retention-secs", "1"),
-            ("rate", "1000"),
+            ("rate", "100"),
             ("sync", "normal"),
         ]);
-        // 500 arrivals at 1 000 jobs/s cannot all be in before 0.5 s.
-        assert!(t.elapsed() >= Duration::from_millis(480), "{j}");
+        // 100 arrivals at 100 jobs/s cannot all be in before 1 s.
+        assert!(t.elapsed() >= Duration::from_millis(950), "{j}");
         assert!(j.contains(r#""check_ok":true"#), "{j}");
         assert_eq!(values(&j, "held_back"), [0.0, 0.0], "{j}");
     }
