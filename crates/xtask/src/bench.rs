@@ -518,10 +518,10 @@ fn soak_rows(
         name: format!(
             "{what}: throughput of the last {} (arrivals {:.0} and {:.0} jobs/s in the first and last window; largest backlog at a window end {backlog:.0}, arrivals held back by the backlog bound {held:.0}; mean cycle {:.2} and {:.2} ms in the first and last window, slowest {slowest:.1} ms)",
             count(window, "job"),
-            cycle(first),
-            cycle(last),
             num(first, "arrivals_per_s"),
             num(last, "arrivals_per_s"),
+            cycle(first),
+            cycle(last),
         ),
         value: format!("{:.0} jobs/s", num(last, "jobs_per_s")),
         ratio: Some((format!("the first {}", count(window, "job")), pace)),
