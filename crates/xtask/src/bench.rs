@@ -500,7 +500,7 @@ fn soak_rows(
     );
     rows.push(Row {
         name: format!(
-            "{what}: store file size after the run (max during it {:.1} MiB; WAL {:.1} MiB, {:.0} of {:.0} pages free; jobs kept {} after the first window, {} at the end, tombstones {} and {}; bytes per kept job with its events and facts {first_job:.0} and {last_job:.0}, per tombstone {first_stone:.0} and {last_stone:.0})",
+            "{what}: store file size after the run (max during it {:.1} MiB; WAL {:.1} MiB, {:.0} of {:.0} pages free; jobs kept {} after the first window, {} at the end, tombstones {} and {}; bytes per kept job with its events {first_job:.0} and {last_job:.0}, per tombstone {first_stone:.0} and {last_stone:.0})",
             max_size / 1048576.0,
             num(last, "wal_bytes") / 1048576.0,
             num(last, "free_pages"),
@@ -533,7 +533,7 @@ fn soak_rows(
 
 /// The store's footprint per row the retention window holds, from one soak
 /// window's pages by table and index (free pages left out):
-/// bytes per kept job (the jobs table, its indexes, events and facts) and
+/// bytes per kept job (the jobs table, its indexes, events and their index) and
 /// bytes per tombstone (the tombstones table and its index).
 fn kept_row_bytes(window: &Value) -> (f64, f64) {
     let Some(by_name) = window["pages_by_name"].as_object() else {
