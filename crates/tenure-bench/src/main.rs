@@ -13,6 +13,7 @@
 //! tenure-bench idle       --waiters W --millis MS [--url postgres://...]
 //! tenure-bench keeper     --leases N --millis MS
 //! tenure-bench soak       --jobs N --window W --retention-secs R --sync full|normal
+//!                         [--rate J --max-backlog B --tick-ms T]
 //! ```
 //!
 //! `--url` runs a workload on a PostgreSQL database instead of a fresh
@@ -70,15 +71,32 @@ fn main() {
     println!("{json}");
 }
 
-/// A steady stream through one store with automatic retention (events,
-/// terminal jobs and tombstones all kept `R` s): jobs submitted 1 000 at a
-/// time, each then claimed (claim-next) and completed, one worker thread.
-/// Per window of `W` jobs: throughput, the store file's size at its end,
-/// and the slowest cycle (the automatic prune steps ride on these calls).
+/// A stream through one store with automatic retention (events, terminal
+/// jobs and tombstones all kept `R` s), each job claimed (claim-next) and
+/// completed by one worker thread.
+///
+/// Arrivals: with `--rate` (jobs/s) a submitter thread submits at that
+/// fixed rate, a chunk every `--tick-ms` (default 20), with at most
+/// `--max-backlog` jobs (default 10 000) submitted and not yet completed:
+/// when the worker falls behind, the backlog grows up to that bound and
+/// the arrivals beyond it are held back (not made up later: the schedule
+/// slips by them; counted per window). Without `--rate` the stream is
+/// unpaced: the worker submits 1 000 jobs whenever it has drained the last.
+///
+/// Per window of `W` completed jobs: the arrival rate, the completion
+/// throughput, the backlog at its end, the arrivals held back, the store
+/// file's size, its pages by table and index (`dbstat`), the rows the
+/// retention window holds, the mean and the slowest cycle (claim-next +
+/// complete; the automatic prune steps ride on these calls) and the
+/// 1-minute load average. In a paced stream that keeps up the throughput
+/// is the rate; the mean cycle is what shows a store getting slower.
 fn soak(a: &Args) -> String {
     let jobs: usize = arg(a, "jobs", 1_000_000);
     let window: usize = arg(a, "window", 100_000).clamp(1, jobs.max(1));
     let keep = Age::from_secs(arg(a, "retention-secs", 60)).unwrap();
+    let rate: f64 = arg(a, "rate", 0.0_f64).max(0.0);
+    let max_backlog: u64 = arg(a, "max-backlog", 10_000_u64).max(1);
+    let tick = Duration::from_millis(arg(a, "tick-ms", 20_u64).max(1));
     let (s, pragma) = sync(a);
     let dir = tempdir();
     let path = dir.join("soak.db");
@@ -95,9 +113,8 @@ fn soak(a: &Args) -> String {
         std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
     };
     // The file's pages and how many of them are free (a reader beside the
-    // writer: WAL).
-    // and the rows the retention window holds (the file's size follows
-    // them: what 60 s of the stream left, so a faster window stores more).
+    // writer: WAL), and the rows the retention window holds (the file's
+    // size follows them: what `R` s of the stream left).
     let pages = || -> [i64; 5] {
         let c = rusqlite::Connection::open_with_flags(
             &path,
@@ -140,51 +157,124 @@ fn soak(a: &Args) -> String {
             .collect();
         rows.join(",")
     };
+    // Jobs submitted, completed, and arrivals held back by the bound.
+    let submitted = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let held = Arc::new(AtomicU64::new(0));
+    let submitter = (rate > 0.0).then(|| {
+        let (auth, submitted, done, held) =
+            (auth.clone(), submitted.clone(), done.clone(), held.clone());
+        let worker = std::thread::current();
+        std::thread::spawn(move || {
+            let (total, start) = (jobs as u64, Instant::now());
+            let (mut credit, mut last, mut next) = (0.0_f64, start, start);
+            let mut sent = 0;
+            while sent < total {
+                next += tick;
+                let now = Instant::now();
+                match next.checked_duration_since(now) {
+                    Some(d) => std::thread::sleep(d),
+                    None => next = now,
+                }
+                let now = Instant::now();
+                credit += rate * (now - last).as_secs_f64();
+                last = now;
+                let due = (credit as u64).min(total - sent);
+                let room = max_backlog.saturating_sub(sent - done.load(Ordering::Acquire));
+                let n = due.min(room);
+                // Arrivals beyond the bound are dropped from the schedule.
+                held.fetch_add(due - n, Ordering::Relaxed);
+                credit -= due as f64;
+                if n > 0 {
+                    submit_soak(&auth, sent, n);
+                    sent += n;
+                    submitted.store(sent, Ordering::Release);
+                    worker.unpark();
+                }
+            }
+        })
+    });
     let mut windows = Vec::new();
-    let (mut start, mut slowest) = (Instant::now(), Duration::ZERO);
+    let (mut start, mut slowest, mut busy) = (Instant::now(), Duration::ZERO, Duration::ZERO);
+    let (mut sent_before, mut held_before) = (0, 0);
     let mut i = 0;
     while i < jobs {
-        let k = (jobs - i).min(1_000);
-        let specs: Vec<JobSpec> = (i..i + k)
-            .map(|j| JobSpec::new(format!("s{j:09}"), vec![0u8; 64]))
-            .collect();
-        auth.submit_many("soak", &specs).unwrap();
-        for _ in 0..k {
-            let t = Instant::now();
-            let l = auth
-                .claim_next("soak", "soak-worker", ttl(30_000_000))
-                .unwrap();
-            l.complete(&[]).unwrap();
-            slowest = slowest.max(t.elapsed());
-            i += 1;
-            if i % window == 0 || i == jobs {
-                let secs = start.elapsed().as_secs_f64();
-                let [pages, free, kept_jobs, kept_stones, kept_events] = pages();
-                let line = format!(
-                    r#"{{"jobs_done":{i},"jobs_per_s":{:.2},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"pages_by_name":{{{}}},"slowest_cycle_ms":{:.3}}}"#,
-                    (i - windows.len() * window).min(window) as f64 / secs,
-                    size(""),
-                    size("-wal"),
-                    space(),
-                    slowest.as_secs_f64() * 1e3
-                );
-                eprintln!("soak window {line}");
-                windows.push(line);
-                start = Instant::now();
-                slowest = Duration::ZERO;
+        let queued = submitted.load(Ordering::Acquire);
+        if queued <= i as u64 {
+            if submitter.is_some() {
+                std::thread::park_timeout(Duration::from_millis(10));
+            } else {
+                let k = (jobs - i).min(1_000) as u64;
+                submit_soak(&auth, queued, k);
+                submitted.store(queued + k, Ordering::Release);
             }
+            continue;
         }
+        let t = Instant::now();
+        let l = auth
+            .claim_next("soak", "soak-worker", ttl(30_000_000))
+            .unwrap();
+        l.complete(&[]).unwrap();
+        let cycle = t.elapsed();
+        (slowest, busy) = (slowest.max(cycle), busy + cycle);
+        i += 1;
+        done.store(i as u64, Ordering::Release);
+        if i % window == 0 || i == jobs {
+            let secs = start.elapsed().as_secs_f64();
+            let (sent, held_now) = (
+                submitted.load(Ordering::Acquire),
+                held.load(Ordering::Relaxed),
+            );
+            let [pages, free, kept_jobs, kept_stones, kept_events] = pages();
+            let line = format!(
+                r#"{{"jobs_done":{i},"secs":{secs:.1},"arrivals_per_s":{:.2},"jobs_per_s":{:.2},"backlog":{},"held_back":{},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"pages_by_name":{{{}}},"mean_cycle_ms":{:.3},"slowest_cycle_ms":{:.3},"load1":{}}}"#,
+                (sent - sent_before) as f64 / secs,
+                (i - windows.len() * window).min(window) as f64 / secs,
+                sent - i as u64,
+                held_now - held_before,
+                size(""),
+                size("-wal"),
+                space(),
+                busy.as_secs_f64() * 1e3 / (i - windows.len() * window).min(window) as f64,
+                slowest.as_secs_f64() * 1e3,
+                load1()
+            );
+            eprintln!("soak window {line}");
+            windows.push(line);
+            (sent_before, held_before) = (sent, held_now);
+            (start, slowest, busy) = (Instant::now(), Duration::ZERO, Duration::ZERO);
+        }
+    }
+    if let Some(t) = submitter {
+        t.join().unwrap();
     }
     let horizon = auth.history_horizon().unwrap();
     let check = auth.check().unwrap();
     drop(auth);
     let _ = std::fs::remove_dir_all(&dir);
     format!(
-        r#"{{"workload":"soak","sync":"{pragma}","jobs":{jobs},"window":{window},"retention_s":{},"history_horizon":{horizon},"check_ok":{},"windows":[{}]}}"#,
+        r#"{{"workload":"soak","sync":"{pragma}","jobs":{jobs},"window":{window},"retention_s":{},"rate":{rate},"max_backlog":{max_backlog},"history_horizon":{horizon},"check_ok":{},"windows":[{}]}}"#,
         keep.as_secs(),
         check.ok(),
         windows.join(",")
     )
+}
+
+/// Submit the soak's jobs `from..from + n` in one transaction.
+fn submit_soak(auth: &Authority, from: u64, n: u64) {
+    let specs: Vec<JobSpec> = (from..from + n)
+        .map(|j| JobSpec::new(format!("s{j:09}"), vec![0u8; 64]))
+        .collect();
+    auth.submit_many("soak", &specs).unwrap();
+}
+
+/// The 1-minute load average (`/proc/loadavg`; `null` where there is none).
+fn load1() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .filter(|v| v.parse::<f64>().is_ok())
+        .unwrap_or_else(|| "null".into())
 }
 
 fn arg<T: std::str::FromStr>(a: &Args, k: &str, default: T) -> T {
@@ -911,4 +1001,77 @@ fn keeper(a: &Args) -> String {
         r#"{{"workload":"keeper","leases":{leases},"millis":{millis},"renewals":{renewals},"refused":{refused},"not_held":{not_held},"expirations":{}}}"#,
         refused.max(not_held)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn soak_with(pairs: &[(&str, &str)]) -> String {
+        let a: Args = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        soak(&a)
+    }
+
+    /// Every number a key has in a soak's JSON, in order.
+    fn values(json: &str, key: &str) -> Vec<f64> {
+        json.split(&format!(r#""{key}":"#))
+            .skip(1)
+            .map(|rest| {
+                let end = rest.find([',', '}']).unwrap();
+                rest[..end].parse().unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_paced_soak_never_queues_more_than_its_bound() {
+        let j = soak_with(&[
+            ("jobs", "600"),
+            ("window", "200"),
+            ("retention-secs", "1"),
+            ("rate", "1000000"),
+            ("max-backlog", "20"),
+            ("tick-ms", "1"),
+            ("sync", "normal"),
+        ]);
+        assert!(j.contains(r#""check_ok":true"#), "{j}");
+        assert_eq!(values(&j, "jobs_done"), [200.0, 400.0, 600.0], "{j}");
+        let backlog = values(&j, "backlog");
+        assert!(backlog.iter().all(|&b| b <= 20.0), "{j}");
+        // The rate asks for far more than the bound lets in.
+        assert!(values(&j, "held_back").iter().sum::<f64>() > 0.0, "{j}");
+        assert_eq!(backlog.last(), Some(&0.0), "{j}");
+    }
+
+    #[test]
+    fn a_paced_soak_submits_no_faster_than_its_rate() {
+        let t = Instant::now();
+        let j = soak_with(&[
+            ("jobs", "100"),
+            ("window", "50"),
+            ("retention-secs", "1"),
+            ("rate", "100"),
+            ("sync", "normal"),
+        ]);
+        // 100 arrivals at 100 jobs/s cannot all be in before 1 s.
+        assert!(t.elapsed() >= Duration::from_millis(950), "{j}");
+        assert!(j.contains(r#""check_ok":true"#), "{j}");
+        assert_eq!(values(&j, "held_back"), [0.0, 0.0], "{j}");
+    }
+
+    #[test]
+    fn an_unpaced_soak_drains_every_job() {
+        let j = soak_with(&[
+            ("jobs", "2500"),
+            ("window", "1000"),
+            ("retention-secs", "1"),
+            ("sync", "normal"),
+        ]);
+        assert!(j.contains(r#""check_ok":true"#), "{j}");
+        assert_eq!(values(&j, "jobs_done"), [1000.0, 2000.0, 2500.0], "{j}");
+        assert_eq!(values(&j, "backlog"), [0.0, 0.0, 0.0], "{j}");
+    }
 }
