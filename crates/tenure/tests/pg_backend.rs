@@ -36,7 +36,7 @@ fn dump(url: &str) -> Vec<String> {
     let mut out = Vec::new();
     for t in [
         "meta",
-        "marks",
+        "mark_log",
         "productions",
         "jobs",
         "events",
