@@ -1155,7 +1155,7 @@ fn buffers(c: &mut postgres::Client, sql: &str) -> (u64, Vec<String>) {
         .cloned()
         .unwrap_or_default();
     let n = line
-        .split(|ch: char| ch == ' ' || ch == ',')
+        .split([' ', ','])
         .filter_map(|w| w.split_once('=').and_then(|(_, v)| v.parse::<u64>().ok()))
         .sum();
     (n, plan)

@@ -94,23 +94,31 @@
 //! `test-clock` feature an injected clock overrides the server clock so tests
 //! are deterministic.)
 //!
-//! # The high-water mark without a hot row
+//! # The high-water mark: an insert-only log
 //!
 //! On SQLite the mark is one row, written by the (serialized) writer. Here it
-//! is `tenure.marks`: [`STRIPES`] rows, each only ever raised with
-//! `greatest(value, new)`. A transaction raises the stripe chosen by its
-//! connection's server process ID (`pg_backend_pid() % STRIPES`), so
-//! concurrent transactions on different connections almost never touch the
-//! same row; readers take `max(value)` over the stripes. Why the invariants
-//! still hold: the mark is the maximum over stripes and each stripe is
-//! monotonic, so the mark never decreases (rollback rejection: every sample
-//! is compared with that maximum, exactly like the single row); a raise
-//! commits in the same transaction as the transition it guards, or, if the
-//! transition fails, in its own small transaction (the session's rule), so it
-//! survives restarts like any committed row; and a transaction that did not
-//! see a concurrent raise is no different from a SQLite writer that ran just
-//! before it: the raise it missed was sampled earlier than its own samples
-//! (both come from the one server clock), so it cannot hide a rollback.
+//! is `tenure.mark_log`, one `value` column with a btree index on it: every
+//! transaction that raises the mark appends its value (`INSERT`, never an
+//! `UPDATE`), so concurrent writers never touch the same row, and the mark
+//! is the largest value, read from the right end of the index
+//! ([`HIGH_WATER`]: `ORDER BY value DESC LIMIT 1`). A snapshot held open by
+//! another connection (a pinned xmin) keeps every deleted row version, but
+//! the newest entries are live and come first in that walk, so the read
+//! touches the same few buffers with or without a pin; an updated row, by
+//! contrast, leaves a chain of versions that every read and update walks.
+//! Old rows are deleted every [`MARK_PRUNE_EVERY`] marks of a pool (see
+//! [`Pool::prune_mark_log`]), never the largest. Why the invariants still
+//! hold: the mark is the maximum over committed rows, and a row goes only
+//! below a larger committed one, so the mark never decreases (rollback
+//! rejection: every sample is compared with that maximum, exactly like the
+//! single row); a raise commits in the same transaction as the transition
+//! it guards (inside the pre-commit check's block, or in the `COMMIT`'s
+//! request), or, if the transition fails, in its own small transaction (the
+//! session's rule), so it survives restarts like any committed row; and a
+//! transaction that did not see a concurrent raise is no different from a
+//! SQLite writer that ran just before it: the raise it missed was sampled
+//! earlier than its own samples (both come from the one server clock), so
+//! it cannot hide a rollback.
 //!
 //! # Event sequence visibility: tailing is commit-ordered
 //!
