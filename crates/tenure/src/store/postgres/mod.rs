@@ -428,34 +428,15 @@ impl Pool {
     /// where it was (it is a bound, never a rule: claim-next's answer is
     /// the same with any floor that holds).
     fn raise_claim_floor(&self, production: &str) {
-        let Ok(mut conn) = self.take() else {
-            return;
-        };
-        let (_, stmt) = self.timeouts();
-        let begin = format!(
-            "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {FLOOR_LOCK_MS}; \
-             SET LOCAL statement_timeout = {stmt}; \
-             SELECT pg_catalog.pg_advisory_xact_lock({CLASS_PROD}, {})",
+        let lock = format!(
+            "SELECT pg_catalog.pg_advisory_xact_lock({CLASS_PROD}, {})",
             key(&[production])
         );
-        crate::stats::round_trip();
-        let raised = conn
-            .client
-            .batch_execute(&begin)
-            .map_err(map_err)
-            .and_then(|()| {
-                conn.execute(RAISE_CLAIM_FLOOR, &[&production])?;
-                crate::stats::round_trip();
-                conn.client.batch_execute("COMMIT").map_err(map_err)
-            });
-        if raised.is_err() && conn.client.batch_execute("ROLLBACK").is_err() {
-            return;
-        }
-        self.give_back(conn);
+        self.short_transaction(&lock, |conn| {
+            conn.execute(RAISE_CLAIM_FLOOR, &[&production])
+        });
     }
-}
 
-impl Pool {
     /// Deletes the mark log's rows below its largest value, in a short
     /// transaction of its own after a commit that appended a mark (every
     /// [`MARK_PRUNE_EVERY`]th of this pool). The largest value stays, so the
@@ -470,43 +451,53 @@ impl Pool {
     /// Waits at most [`FLOOR_LOCK_MS`] for a row another pruning holds; any
     /// failure leaves the log as it was until the next turn.
     fn prune_mark_log(&self) {
-        let Ok(mut conn) = self.take() else {
-            return;
-        };
         let turn = self.marks_written.load(Ordering::Relaxed) / MARK_PRUNE_EVERY;
         let lower = if turn % MARK_SWEEP_EVERY <= 1 {
             0
         } else {
             self.marks_pruned_below.load(Ordering::Relaxed)
         };
+        let top = self.short_transaction("", |conn| {
+            let rows = conn.query(PRUNE_MARK_LOG, &[&lower])?;
+            Ok(rows.first().map(|r| r.get::<_, i64>(0)))
+        });
+        if let Some(Some(top)) = top {
+            self.marks_pruned_below.fetch_max(top, Ordering::Relaxed);
+        }
+    }
+
+    /// Runs `work` in a short `READ COMMITTED` transaction of its own, after
+    /// `head` (SQL sent with `BEGIN`, may be empty), waiting at most
+    /// [`FLOOR_LOCK_MS`] for any lock: the bookkeeping a commit leaves due
+    /// (the claim floor, the mark log's pruning), which no caller waits
+    /// for. `None` if anything failed (then nothing was changed).
+    fn short_transaction<T>(
+        &self,
+        head: &str,
+        work: impl FnOnce(&mut Conn) -> Result<T>,
+    ) -> Option<T> {
+        let mut conn = self.take().ok()?;
         let (_, stmt) = self.timeouts();
         let begin = format!(
             "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {FLOOR_LOCK_MS}; \
-             SET LOCAL statement_timeout = {stmt}"
+             SET LOCAL statement_timeout = {stmt}; {head}"
         );
         crate::stats::round_trip();
-        let pruned = conn
+        let done = conn
             .client
             .batch_execute(&begin)
             .map_err(map_err)
             .and_then(|()| {
-                let rows = conn.query(PRUNE_MARK_LOG, &[&lower])?;
+                let out = work(&mut conn)?;
                 crate::stats::round_trip();
                 conn.client.batch_execute("COMMIT").map_err(map_err)?;
-                Ok(rows.first().map(|r| r.get::<_, i64>(0)))
+                Ok(out)
             });
-        match pruned {
-            Ok(Some(top)) => {
-                self.marks_pruned_below.fetch_max(top, Ordering::Relaxed);
-            }
-            Ok(None) => {}
-            Err(_) => {
-                if conn.client.batch_execute("ROLLBACK").is_err() {
-                    return;
-                }
-            }
+        if done.is_err() && conn.client.batch_execute("ROLLBACK").is_err() {
+            return None;
         }
         self.give_back(conn);
+        done.ok()
     }
 }
 
