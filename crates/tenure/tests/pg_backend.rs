@@ -1204,3 +1204,76 @@ fn a_pinned_snapshot_does_not_make_the_mark_read_walk_more() {
         .get(0);
     assert!(a.clock().unwrap().mark_us >= newest);
 }
+
+/// The mark log's pruning never lowers the mark: four handles (four pools,
+/// each pruning every 1024 marks it writes) commit side by side while a
+/// reader sees the mark only rise, and at the end it is not below the
+/// newest event's time.
+#[test]
+fn pruning_the_mark_log_never_lowers_the_mark() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    // One handle alone first, past its first pruning: after every commit
+    // the stored mark is at least the newest event's time.
+    let mut c = pg::client(&db.url);
+    for i in 0..1100 {
+        a.submit("p", &JobSpec::new(format!("a{i}"), vec![]))
+            .unwrap();
+        let (mark, newest): (i64, i64) = {
+            let r = c
+                .query_one(
+                    "SELECT (SELECT coalesce(max(value), 0) FROM tenure.mark_log),
+                            (SELECT max(at_us) FROM tenure.events)",
+                    &[],
+                )
+                .unwrap();
+            (r.get(0), r.get(1))
+        };
+        assert!(mark >= newest, "after {i}: mark {mark} below {newest}");
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..4)
+            .map(|w| {
+                let url = db.url.clone();
+                s.spawn(move || {
+                    let h = Authority::open(url.as_str(), &Options::new()).unwrap();
+                    for i in 0..1100 {
+                        h.submit("p", &JobSpec::new(format!("w{w}-{i}"), vec![]))
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        let reader = s.spawn(|| {
+            let mut last = 0;
+            let mut reads = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let m = a.clock().unwrap().mark_us;
+                assert!(m >= last, "the mark went from {last} to {m}");
+                last = m;
+                reads += 1;
+            }
+            reads
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+    });
+    let newest: i64 = c
+        .query_one("SELECT max(at_us) FROM tenure.events", &[])
+        .unwrap()
+        .get(0);
+    let live: i64 = c
+        .query_one("SELECT count(*) FROM tenure.mark_log", &[])
+        .unwrap()
+        .get(0);
+    assert!(a.clock().unwrap().mark_us >= newest);
+    assert!(live < 5 * 1100, "{live} rows: the log was pruned");
+}
