@@ -36,7 +36,7 @@ fn dump(url: &str) -> Vec<String> {
     let mut out = Vec::new();
     for t in [
         "meta",
-        "marks",
+        "mark_log",
         "productions",
         "jobs",
         "events",
@@ -288,9 +288,9 @@ fn the_server_clock_is_the_authority_clock() {
     assert!(l.expires_us() >= before + 30_000_000 && l.expires_us() <= after + 30_000_000);
     let st = a.clock().unwrap();
     assert!(st.mark_us >= l.expires_us() - 30_000_000 && !st.blocked);
-    // The mark lives in striped rows; readers see their maximum.
+    // The mark lives in an insert-only log; readers see its maximum.
     let max: i64 = pg::client(&db.url)
-        .query_one("SELECT max(value) FROM tenure.marks", &[])
+        .query_one("SELECT max(value) FROM tenure.mark_log", &[])
         .unwrap()
         .get(0);
     assert_eq!(max, a.clock().unwrap().mark_us);
@@ -513,7 +513,7 @@ fn a_schema_6_store_moves_payloads_out_of_the_job_rows() {
         .unwrap();
     let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
     assert_eq!(a.migrated_from(), 6);
-    assert_eq!(SCHEMA_VERSION, 8);
+    assert_eq!(SCHEMA_VERSION, 9);
     let mut c = pg::client(&db.url);
     let column: i64 = c
         .query_one(
@@ -1083,4 +1083,197 @@ fn a_claim_floor_raise_never_passes_a_submission_in_flight() {
         seq_of(&url, "later")
     );
     assert_eq!(a.claim_next("p", "w", secs(600)).unwrap().job(), "early");
+}
+
+/// A schema 8 store (the mark in 16 striped rows) migrates to the mark log
+/// keeping its mark: the log starts at the largest stripe, the stripes are
+/// dropped, and a clock below the old mark is refused after the migration.
+#[test]
+fn a_schema_8_store_keeps_its_mark_in_the_mark_log() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(2, 3);
+    let url = env.pg.as_ref().unwrap().url.clone();
+    let held = env.auth.claim("p", "j0", "w", secs(600)).unwrap();
+    let old_mark = T0 + 3_600_000_000;
+    // Back to schema 8's layout, the largest stripe an hour past the clock.
+    pg::client(&url)
+        .batch_execute(&format!(
+            "DROP TABLE tenure.mark_log;
+             CREATE TABLE tenure.marks (stripe INT PRIMARY KEY, value BIGINT NOT NULL);
+             INSERT INTO tenure.marks (stripe, value)
+                 SELECT s, {T0} + s FROM generate_series(0, 15) s;
+             UPDATE tenure.marks SET value = {old_mark} WHERE stripe = 7;
+             UPDATE tenure.meta SET value = 8 WHERE key = 'schema_version';"
+        ))
+        .unwrap();
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 8);
+    let mut c = pg::client(&url);
+    let stripes: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'tenure' AND tablename = 'marks'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(stripes, 0, "the striped rows are dropped");
+    let log: i64 = c
+        .query_one("SELECT max(value) FROM tenure.mark_log", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(log, old_mark);
+    let st = a.clock().unwrap();
+    assert_eq!(st.mark_us, old_mark);
+    assert!(st.blocked);
+    assert_eq!(
+        code(a.claim("p", "j1", "w", secs(1))),
+        ErrorCode::ClockRollback
+    );
+    assert_eq!(code(held.renew(secs(60))), ErrorCode::ClockRollback);
+    // Past the old mark the clock is accepted again and raises the mark.
+    env.clock.set(old_mark + 1_000_000);
+    let l = a.claim("p", "j1", "w", secs(60)).unwrap();
+    assert_eq!(l.expires_us(), old_mark + 61_000_000);
+    assert_eq!(a.clock().unwrap().mark_us, old_mark + 1_000_000);
+    assert!(a.check().unwrap().ok());
+    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+}
+
+/// The top-level buffer count of `EXPLAIN (ANALYZE, BUFFERS)` of `sql`.
+fn buffers(c: &mut postgres::Client, sql: &str) -> (u64, Vec<String>) {
+    let plan: Vec<String> = c
+        .query(&format!("EXPLAIN (ANALYZE, BUFFERS) {sql}"), &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect();
+    let line = plan
+        .iter()
+        .find(|l| l.trim_start().starts_with("Buffers:"))
+        .cloned()
+        .unwrap_or_default();
+    let n = line
+        .split([' ', ','])
+        .filter_map(|w| w.split_once('=').and_then(|(_, v)| v.parse::<u64>().ok()))
+        .sum();
+    (n, plan)
+}
+
+/// The mark's read (as the session sends it with `BEGIN`) touches a few
+/// buffers however many marks were written while another connection's
+/// open transaction pins the xmin (so no row version of the mark log can
+/// be vacuumed): the newest marks are live and first in the index.
+#[test]
+fn a_pinned_snapshot_does_not_make_the_mark_read_walk_more() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    let read =
+        "SELECT coalesce((SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1), 0)";
+    let mut c = pg::client(&db.url);
+    let (before, _) = buffers(&mut c, read);
+    let mut pin = pg::client(&db.url);
+    pin.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM tenure.jobs")
+        .unwrap();
+    for i in 0..2500 {
+        a.submit("p", &JobSpec::new(format!("j{i}"), vec![]))
+            .unwrap();
+    }
+    // The log is pruned as it goes (a pinned snapshot keeps the deleted
+    // versions, not the rows).
+    let live: i64 = c
+        .query_one("SELECT count(*) FROM tenure.mark_log", &[])
+        .unwrap()
+        .get(0);
+    assert!((1..1200).contains(&live), "{live} rows in the mark log");
+    let (after, plan) = buffers(&mut c, read);
+    pin.batch_execute("COMMIT").unwrap();
+    assert!(
+        after <= before.max(4) + 2,
+        "the mark read walked {after} buffers (before the pin: {before}): {plan:#?}"
+    );
+    // Pruning kept the largest mark: none below the newest event's time.
+    let newest: i64 = c
+        .query_one("SELECT max(at_us) FROM tenure.events", &[])
+        .unwrap()
+        .get(0);
+    assert!(a.clock().unwrap().mark_us >= newest);
+}
+
+/// The mark log's pruning never lowers the mark: four handles (four pools,
+/// each pruning every 1024 marks it writes) commit side by side while a
+/// reader sees the mark only rise, and at the end it is not below the
+/// newest event's time.
+#[test]
+fn pruning_the_mark_log_never_lowers_the_mark() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    // One handle alone first, past its first pruning: after every commit
+    // the stored mark is at least the newest event's time.
+    let mut c = pg::client(&db.url);
+    for i in 0..1100 {
+        a.submit("p", &JobSpec::new(format!("a{i}"), vec![]))
+            .unwrap();
+        let (mark, newest): (i64, i64) = {
+            let r = c
+                .query_one(
+                    "SELECT (SELECT coalesce(max(value), 0) FROM tenure.mark_log),
+                            (SELECT max(at_us) FROM tenure.events)",
+                    &[],
+                )
+                .unwrap();
+            (r.get(0), r.get(1))
+        };
+        assert!(mark >= newest, "after {i}: mark {mark} below {newest}");
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..4)
+            .map(|w| {
+                let url = db.url.clone();
+                s.spawn(move || {
+                    let h = Authority::open(url.as_str(), &Options::new()).unwrap();
+                    for i in 0..1100 {
+                        h.submit("p", &JobSpec::new(format!("w{w}-{i}"), vec![]))
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        let reader = s.spawn(|| {
+            let mut last = 0;
+            let mut reads = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let m = a.clock().unwrap().mark_us;
+                assert!(m >= last, "the mark went from {last} to {m}");
+                last = m;
+                reads += 1;
+            }
+            reads
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+    });
+    let newest: i64 = c
+        .query_one("SELECT max(at_us) FROM tenure.events", &[])
+        .unwrap()
+        .get(0);
+    let live: i64 = c
+        .query_one("SELECT count(*) FROM tenure.mark_log", &[])
+        .unwrap()
+        .get(0);
+    assert!(a.clock().unwrap().mark_us >= newest);
+    assert!(live < 5 * 1100, "{live} rows: the log was pruned");
 }

@@ -276,7 +276,8 @@ fn explain_hot(url: &str, when: &str) {
         ),
         (
             "marks",
-            "SELECT coalesce(max(value), 0) FROM tenure.marks".to_string(),
+            "SELECT coalesce((SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1), 0)"
+                .to_string(),
         ),
     ];
     for (name, sql) in scans {

@@ -95,6 +95,37 @@ fn newer_store_is_refused_untouched() {
     assert_eq!(sha(&path), before, "the store file changed");
 }
 
+/// Schema 9 changed only PostgreSQL's layout: a SQLite store at 8 records
+/// the current version, keeps its mark (a clock below it is still refused)
+/// and every row.
+#[test]
+fn a_schema_8_store_records_the_current_version_and_keeps_its_mark() {
+    if skip_on_postgres("a SQLite file header; tests/pg_backend.rs migrates PostgreSQL from 8") {
+        return;
+    }
+    let env = Env::with_jobs(2, 3);
+    env.clock.advance(60_000_000);
+    let l = env.auth.claim("p", "j0", "w", secs(60)).unwrap();
+    let mark = env.auth.clock().unwrap().mark_us;
+    let path = env.path();
+    drop(l);
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("PRAGMA user_version = 8").unwrap();
+    }
+    env.clock.set(mark - 1);
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 8);
+    assert_eq!(a.clock().unwrap().mark_us, mark);
+    assert_eq!(
+        code_of(a.claim("p", "j1", "w", secs(1))),
+        ErrorCode::ClockRollback
+    );
+    assert_eq!(a.job("p", "j0").unwrap().state, JobState::Claimed);
+    assert!(a.check().unwrap().ok());
+    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+}
+
 #[test]
 fn corrupt_and_foreign_files_are_store_errors() {
     if skip_on_postgres(

@@ -94,23 +94,31 @@
 //! `test-clock` feature an injected clock overrides the server clock so tests
 //! are deterministic.)
 //!
-//! # The high-water mark without a hot row
+//! # The high-water mark: an insert-only log
 //!
 //! On SQLite the mark is one row, written by the (serialized) writer. Here it
-//! is `tenure.marks`: [`STRIPES`] rows, each only ever raised with
-//! `greatest(value, new)`. A transaction raises the stripe chosen by its
-//! connection's server process ID (`pg_backend_pid() % STRIPES`), so
-//! concurrent transactions on different connections almost never touch the
-//! same row; readers take `max(value)` over the stripes. Why the invariants
-//! still hold: the mark is the maximum over stripes and each stripe is
-//! monotonic, so the mark never decreases (rollback rejection: every sample
-//! is compared with that maximum, exactly like the single row); a raise
-//! commits in the same transaction as the transition it guards, or, if the
-//! transition fails, in its own small transaction (the session's rule), so it
-//! survives restarts like any committed row; and a transaction that did not
-//! see a concurrent raise is no different from a SQLite writer that ran just
-//! before it: the raise it missed was sampled earlier than its own samples
-//! (both come from the one server clock), so it cannot hide a rollback.
+//! is `tenure.mark_log`, one `value` column with a btree index on it: every
+//! transaction that raises the mark appends its value (`INSERT`, never an
+//! `UPDATE`), so concurrent writers never touch the same row, and the mark
+//! is the largest value, read from the right end of the index
+//! ([`HIGH_WATER`]: `ORDER BY value DESC LIMIT 1`). A snapshot held open by
+//! another connection (a pinned xmin) keeps every deleted row version, but
+//! the newest entries are live and come first in that walk, so the read
+//! touches the same few buffers with or without a pin; an updated row, by
+//! contrast, leaves a chain of versions that every read and update walks.
+//! Old rows are deleted every [`MARK_PRUNE_EVERY`] marks of a pool (see
+//! [`Pool::prune_mark_log`]), never the largest. Why the invariants still
+//! hold: the mark is the maximum over committed rows, and a row goes only
+//! below a larger committed one, so the mark never decreases (rollback
+//! rejection: every sample is compared with that maximum, exactly like the
+//! single row); a raise commits in the same transaction as the transition
+//! it guards (inside the pre-commit check's block, or in the `COMMIT`'s
+//! request), or, if the transition fails, in its own small transaction (the
+//! session's rule), so it survives restarts like any committed row; and a
+//! transaction that did not see a concurrent raise is no different from a
+//! SQLite writer that ran just before it: the raise it missed was sampled
+//! earlier than its own samples (both come from the one server clock), so
+//! it cannot hide a rollback.
 //!
 //! # Event sequence visibility: tailing is commit-ordered
 //!
@@ -217,8 +225,6 @@ macro_rules! server_sample {
         "floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
     };
 }
-/// How many rows hold the high-water mark.
-pub const STRIPES: i32 = 16;
 
 const MAX_IDLE: usize = 16;
 /// Advisory-lock key (bigint space) guarding schema creation.
@@ -281,8 +287,12 @@ const EVENT_HORIZON_REGISTERED: &str =
 /// SQLSTATE of a pre-commit check that refused (see `commit_checked`).
 const PRECOMMIT_REFUSED: &str = "TN001";
 
-/// The durable high-water mark: the largest stripe.
-const HIGH_WATER: &str = "SELECT coalesce(max(value), 0) FROM tenure.marks";
+/// The durable high-water mark: the largest value in the mark log, read
+/// from the right end of its index (see the module docs).
+const HIGH_WATER: &str =
+    "SELECT coalesce((SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1), 0)";
+/// Appends a commit's mark (`$1`) to the mark log.
+const RAISE_MARK: &str = "INSERT INTO tenure.mark_log (value) VALUES ($1)";
 
 fn map_err(e: postgres::Error) -> Error {
     if let Some(code) = e.code() {
@@ -326,7 +336,6 @@ struct Conn {
     stmts: HashMap<&'static str, Statement>,
     /// Statements prepared with SQL `PREPARE` (see `PgTxn::defer`).
     prepared: std::collections::HashSet<&'static str>,
-    stripe: i32,
 }
 
 impl Conn {
@@ -360,22 +369,21 @@ struct Pool {
     idle: Mutex<Vec<Conn>>,
     /// Claim-next scans begun through this pool (the claim floor's cadence).
     claim_scans: AtomicU64,
+    /// Marks this pool appended to the mark log (the log's pruning cadence).
+    marks_written: AtomicU64,
+    /// The mark log's rows below this value were deleted by this pool's
+    /// last pruning (0: none yet); see [`Pool::prune_mark_log`].
+    marks_pruned_below: std::sync::atomic::AtomicI64,
 }
 
 impl Pool {
     fn connect(&self) -> Result<Conn> {
         crate::stats::round_trip();
-        let mut client = tls::connect(&self.config, &self.tls)?;
-        crate::stats::round_trip();
-        let pid: i32 = client
-            .query_one("SELECT pg_backend_pid()", &[])
-            .map_err(map_err)?
-            .get(0);
+        let client = tls::connect(&self.config, &self.tls)?;
         Ok(Conn {
             client,
             stmts: HashMap::new(),
             prepared: std::collections::HashSet::new(),
-            stripe: pid.rem_euclid(STRIPES),
         })
     }
 
@@ -420,32 +428,91 @@ impl Pool {
     /// where it was (it is a bound, never a rule: claim-next's answer is
     /// the same with any floor that holds).
     fn raise_claim_floor(&self, production: &str) {
-        let Ok(mut conn) = self.take() else {
-            return;
+        let lock = format!(
+            "SELECT pg_catalog.pg_advisory_xact_lock({CLASS_PROD}, {})",
+            key(&[production])
+        );
+        self.short_transaction(&lock, |conn| {
+            conn.execute(RAISE_CLAIM_FLOOR, &[&production])
+        });
+    }
+
+    /// Deletes the mark log's rows below its largest value, in a short
+    /// transaction of its own after a commit that appended a mark (every
+    /// [`MARK_PRUNE_EVERY`]th of this pool). The largest value stays, so the
+    /// mark never decreases: a row is deleted only below a committed row the
+    /// same statement sees and keeps (two prunings deleting at once each keep
+    /// their own maximum, and the larger of those is kept by both). The
+    /// range starts at this pool's previous bound, so under a pinned
+    /// snapshot (which keeps every deleted entry in the index) the walk
+    /// covers only the entries appended since; every
+    /// [`MARK_SWEEP_EVERY`]th pruning, and a pool's first, starts at 0 to
+    /// take the rows a slower transaction appended below an earlier bound.
+    /// Waits at most [`FLOOR_LOCK_MS`] for a row another pruning holds; any
+    /// failure leaves the log as it was until the next turn.
+    fn prune_mark_log(&self) {
+        let turn = self.marks_written.load(Ordering::Relaxed) / MARK_PRUNE_EVERY;
+        let lower = if turn % MARK_SWEEP_EVERY <= 1 {
+            0
+        } else {
+            self.marks_pruned_below.load(Ordering::Relaxed)
         };
+        let top = self.short_transaction("", |conn| {
+            let rows = conn.query(PRUNE_MARK_LOG, &[&lower])?;
+            Ok(rows.first().map(|r| r.get::<_, i64>(0)))
+        });
+        if let Some(Some(top)) = top {
+            self.marks_pruned_below.fetch_max(top, Ordering::Relaxed);
+        }
+    }
+
+    /// Runs `work` in a short `READ COMMITTED` transaction of its own, after
+    /// `head` (SQL sent with `BEGIN`, may be empty), waiting at most
+    /// [`FLOOR_LOCK_MS`] for any lock: the bookkeeping a commit leaves due
+    /// (the claim floor, the mark log's pruning), which no caller waits
+    /// for. `None` if anything failed (then nothing was changed).
+    fn short_transaction<T>(
+        &self,
+        head: &str,
+        work: impl FnOnce(&mut Conn) -> Result<T>,
+    ) -> Option<T> {
+        let mut conn = self.take().ok()?;
         let (_, stmt) = self.timeouts();
         let begin = format!(
             "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {FLOOR_LOCK_MS}; \
-             SET LOCAL statement_timeout = {stmt}; \
-             SELECT pg_catalog.pg_advisory_xact_lock({CLASS_PROD}, {})",
-            key(&[production])
+             SET LOCAL statement_timeout = {stmt}; {head}"
         );
         crate::stats::round_trip();
-        let raised = conn
+        let done = conn
             .client
             .batch_execute(&begin)
             .map_err(map_err)
             .and_then(|()| {
-                conn.execute(RAISE_CLAIM_FLOOR, &[&production])?;
+                let out = work(&mut conn)?;
                 crate::stats::round_trip();
-                conn.client.batch_execute("COMMIT").map_err(map_err)
+                conn.client.batch_execute("COMMIT").map_err(map_err)?;
+                Ok(out)
             });
-        if raised.is_err() && conn.client.batch_execute("ROLLBACK").is_err() {
-            return;
+        if done.is_err() && conn.client.batch_execute("ROLLBACK").is_err() {
+            return None;
         }
         self.give_back(conn);
+        done.ok()
     }
 }
+
+/// Marks appended between two prunings of the mark log (per pool, see
+/// [`Pool::prune_mark_log`]).
+const MARK_PRUNE_EVERY: u64 = 1024;
+/// Every this many prunings of a pool is a full sweep of the mark log.
+const MARK_SWEEP_EVERY: u64 = 64;
+/// One pruning of the mark log (see [`Pool::prune_mark_log`]): the rows in
+/// `[$1, max)` go, `max` (the log's largest value) is returned.
+const PRUNE_MARK_LOG: &str = "WITH top AS MATERIALIZED (
+         SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1),
+     gone AS (DELETE FROM tenure.mark_log l USING top
+              WHERE l.value >= $1 AND l.value < top.value RETURNING 1)
+     SELECT top.value, (SELECT count(*) FROM gone) FROM top";
 
 /// Claim-next scans between two raises of a production's claim floor
 /// (per pool, see [`Pool::raise_claim_floor`]).
@@ -695,6 +762,28 @@ const MIGRATE_7_TO_8: &str = r#"
 ALTER TABLE tenure.productions ADD COLUMN IF NOT EXISTS claim_floor BIGINT NOT NULL DEFAULT 0;
 "#;
 
+/// Schema 9: the high-water mark as an insert-only log (see the module
+/// docs): `tenure.mark_log`, seeded with the largest of the old striped
+/// rows, which are dropped (a process of an older library still running
+/// beside the migrated store then fails its writes instead of keeping a
+/// mark nobody reads). Additive apart from that drop; idempotent (a store
+/// without `tenure.marks` keeps its log as it is).
+const MIGRATE_8_TO_9: &str = r#"
+CREATE TABLE IF NOT EXISTS tenure.mark_log (value BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS mark_log_by_value ON tenure.mark_log (value);
+ALTER TABLE tenure.mark_log SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_tables
+               WHERE schemaname = 'tenure' AND tablename = 'marks') THEN
+        INSERT INTO tenure.mark_log (value) SELECT coalesce(max(value), 0) FROM tenure.marks;
+        DROP TABLE tenure.marks;
+    END IF;
+END
+$$;
+"#;
+
 /// The stored schema version, or `None` if there is no tenure schema.
 fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     let exists: bool = c
@@ -756,6 +845,8 @@ impl PgBackend {
             server_clock,
             idle: Mutex::new(Vec::new()),
             claim_scans: AtomicU64::new(0),
+            marks_written: AtomicU64::new(0),
+            marks_pruned_below: std::sync::atomic::AtomicI64::new(0),
         };
         let mut conn = pool.connect()?;
         let found = match stored_version(&mut conn.client)? {
@@ -796,7 +887,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(v @ (2..=7)) => {
+            Some(v @ (2..=8)) => {
                 if v == 2 {
                     c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 }
@@ -814,7 +905,10 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 if v <= 6 {
                     c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
                 }
-                c.batch_execute(MIGRATE_7_TO_8).map_err(map_err)?;
+                if v <= 7 {
+                    c.batch_execute(MIGRATE_7_TO_8).map_err(map_err)?;
+                }
+                c.batch_execute(MIGRATE_8_TO_9).map_err(map_err)?;
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -847,6 +941,7 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 c.batch_execute(MIGRATE_5_TO_6).map_err(map_err)?;
                 c.batch_execute(MIGRATE_6_TO_7).map_err(map_err)?;
                 c.batch_execute(MIGRATE_7_TO_8).map_err(map_err)?;
+                c.batch_execute(MIGRATE_8_TO_9).map_err(map_err)?;
                 c.execute(
                     "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
                     &[&i64::from(SCHEMA_VERSION)],
@@ -941,6 +1036,8 @@ struct PgTxn {
     /// commits (every [`FLOOR_EVERY`]th claim-next of the pool, see
     /// [`Pool::raise_claim_floor`]).
     floor_due: Option<String>,
+    /// The mark log's pruning is due after this transaction commits.
+    mark_prune_due: bool,
 }
 
 impl PgTxn {
@@ -992,6 +1089,7 @@ impl PgTxn {
             notify: Vec::new(),
             pending: String::new(),
             floor_due: None,
+            mark_prune_due: false,
         }))
     }
 
@@ -1094,11 +1192,25 @@ impl PgTxn {
         sql
     }
 
-    /// After a commit: the claim floor's turn, if it came (see
-    /// [`Pool::raise_claim_floor`]).
+    /// Counts a mark appended to the mark log; every
+    /// [`MARK_PRUNE_EVERY`]th of the pool makes the log's pruning due after
+    /// this transaction commits (see [`Pool::prune_mark_log`]).
+    fn mark_written(&mut self) {
+        if self.pool.marks_written.fetch_add(1, Ordering::Relaxed) % MARK_PRUNE_EVERY
+            == MARK_PRUNE_EVERY - 1
+        {
+            self.mark_prune_due = true;
+        }
+    }
+
+    /// After a commit: the claim floor's and the mark log's turns, if they
+    /// came (see [`Pool::raise_claim_floor`], [`Pool::prune_mark_log`]).
     fn after_commit(&mut self) {
         if let Some(production) = self.floor_due.take() {
             self.pool.raise_claim_floor(&production);
+        }
+        if std::mem::take(&mut self.mark_prune_due) {
+            self.pool.prune_mark_log();
         }
     }
 
@@ -1567,11 +1679,8 @@ impl Txn for PgTxn {
     }
 
     fn set_high_water(&mut self, us: i64) -> Result<()> {
-        let stripe = self.c().stripe;
-        self.execute(
-            "UPDATE tenure.marks SET value = greatest(value, $1) WHERE stripe = $2",
-            &[&us, &stripe],
-        )?;
+        self.execute(RAISE_MARK, &[&us])?;
+        self.mark_written();
         Ok(())
     }
 
@@ -2663,7 +2772,6 @@ impl Txn for PgTxn {
         }
         // Numbers only: nothing to quote. The block raises PRECOMMIT_REFUSED
         // with the sample when the rule refuses; COMMIT then never runs.
-        let stripe = self.c().stripe;
         let deadline = deadline.map_or_else(|| "NULL".to_owned(), |d| d.to_string());
         let sql = format!(
             "DO $tenure$ DECLARE s bigint :=
@@ -2672,7 +2780,7 @@ impl Txn for PgTxn {
                  IF s < {mark} OR s >= coalesce({deadline}::bigint, s + 1) THEN
                      RAISE EXCEPTION USING ERRCODE = '{PRECOMMIT_REFUSED}', MESSAGE = s::text;
                  END IF;
-                 UPDATE tenure.marks SET value = greatest(value, s) WHERE stripe = {stripe};
+                 INSERT INTO tenure.mark_log (value) VALUES (s);
              END $tenure$; {notify}COMMIT",
             notify = self.take_notifies()
         );
@@ -2681,6 +2789,7 @@ impl Txn for PgTxn {
         let Some(mut conn) = self.conn.take() else {
             return Ok(None);
         };
+        self.mark_written();
         crate::stats::round_trip();
         match conn.client.batch_execute(&sql) {
             Ok(()) => {
@@ -2712,10 +2821,10 @@ impl Txn for PgTxn {
             return self.commit();
         }
         // Numbers only: nothing to quote. One round trip for both.
-        let stripe = self.c().stripe;
         let notify = self.take_notifies();
+        self.mark_written();
         self.finish(&format!(
-            "UPDATE tenure.marks SET value = greatest(value, {m}) WHERE stripe = {stripe}; {notify}COMMIT"
+            "INSERT INTO tenure.mark_log (value) VALUES ({m}); {notify}COMMIT"
         ))
     }
 

@@ -487,7 +487,9 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            2..=7 => {
+            // Schema 9 changed only PostgreSQL's layout (its mark log): from
+            // 8 there is nothing to do here.
+            2..=8 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -503,7 +505,9 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 if from <= 6 {
                     migrate_6_to_7(conn)?;
                 }
-                migrate_7_to_8(conn)?;
+                if from <= 7 {
+                    migrate_7_to_8(conn)?;
+                }
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
