@@ -221,6 +221,7 @@ fn soak(a: &Args) -> String {
         done.store(i as u64, Ordering::Release);
         if i % window == 0 || i == jobs {
             let secs = start.elapsed().as_secs_f64();
+            let n = (i - windows.len() * window).min(window) as f64;
             let (sent, held_now) = (
                 submitted.load(Ordering::Acquire),
                 held.load(Ordering::Relaxed),
@@ -229,13 +230,13 @@ fn soak(a: &Args) -> String {
             let line = format!(
                 r#"{{"jobs_done":{i},"secs":{secs:.1},"arrivals_per_s":{:.2},"jobs_per_s":{:.2},"backlog":{},"held_back":{},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"pages_by_name":{{{}}},"mean_cycle_ms":{:.3},"slowest_cycle_ms":{:.3},"load1":{}}}"#,
                 (sent - sent_before) as f64 / secs,
-                (i - windows.len() * window).min(window) as f64 / secs,
+                n / secs,
                 sent - i as u64,
                 held_now - held_before,
                 size(""),
                 size("-wal"),
                 space(),
-                busy.as_secs_f64() * 1e3 / (i - windows.len() * window).min(window) as f64,
+                busy.as_secs_f64() * 1e3 / n,
                 slowest.as_secs_f64() * 1e3,
                 load1()
             );

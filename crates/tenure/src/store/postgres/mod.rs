@@ -205,7 +205,7 @@ use postgres::{Client, Row, Statement};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use uuid::Uuid;
@@ -373,7 +373,7 @@ struct Pool {
     marks_written: AtomicU64,
     /// The mark log's rows below this value were deleted by this pool's
     /// last pruning (0: none yet); see [`Pool::prune_mark_log`].
-    marks_pruned_below: std::sync::atomic::AtomicI64,
+    marks_pruned_below: AtomicI64,
 }
 
 impl Pool {
@@ -511,8 +511,8 @@ const MARK_SWEEP_EVERY: u64 = 64;
 const PRUNE_MARK_LOG: &str = "WITH top AS MATERIALIZED (
          SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1),
      gone AS (DELETE FROM tenure.mark_log l USING top
-              WHERE l.value >= $1 AND l.value < top.value RETURNING 1)
-     SELECT top.value, (SELECT count(*) FROM gone) FROM top";
+              WHERE l.value >= $1 AND l.value < top.value)
+     SELECT value FROM top";
 
 /// Claim-next scans between two raises of a production's claim floor
 /// (per pool, see [`Pool::raise_claim_floor`]).
@@ -846,7 +846,7 @@ impl PgBackend {
             idle: Mutex::new(Vec::new()),
             claim_scans: AtomicU64::new(0),
             marks_written: AtomicU64::new(0),
-            marks_pruned_below: std::sync::atomic::AtomicI64::new(0),
+            marks_pruned_below: AtomicI64::new(0),
         };
         let mut conn = pool.connect()?;
         let found = match stored_version(&mut conn.client)? {
