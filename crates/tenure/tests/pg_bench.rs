@@ -17,6 +17,8 @@
 mod common;
 use common::*;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenure::*;
 
@@ -290,14 +292,29 @@ fn explain_hot(url: &str, when: &str) {
     }
 }
 
+/// Submits the soak's jobs `from .. from + n` (64-byte payloads).
+fn submit_soak(a: &Authority, from: u64, n: u64) {
+    let specs: Vec<JobSpec> = (from..from + n)
+        .map(|j| JobSpec::new(format!("s{j:09}"), vec![0u8; 64]))
+        .collect();
+    a.submit_many("soak", &specs).unwrap();
+}
+
 /// The PostgreSQL retention soak behind `cargo xtask bench --backend
 /// postgres` (and `--soak`): a steady stream of `TENURE_SOAK_JOBS` jobs
 /// (claim-next + complete, one worker) with automatic retention of events,
-/// terminal jobs and tombstones at `TENURE_SOAK_RETENTION_S`; from the
+/// terminal jobs and tombstones at `TENURE_SOAK_RETENTION_S`. With
+/// `TENURE_SOAK_RATE` R > 0 the jobs arrive at R jobs/s: a submitter
+/// thread submits, every `TENURE_SOAK_TICK_MS` (20), the jobs the rate has
+/// made due, while at most `TENURE_SOAK_MAX_BACKLOG` (10 000) are submitted
+/// and not yet completed; arrivals beyond that bound are held back (dropped
+/// from the schedule, counted). With R = 0 the worker submits 1 000
+/// whenever it has drained the last. From the
 /// middle of the stream a second connection holds a transaction open (a
 /// pinned xmin) for `TENURE_SOAK_PIN_S`. Prints one `BENCH {json}` line:
-/// per-window (`TENURE_SOAK_WINDOW` jobs) throughput and table sizes / dead
-/// tuples, the table sizes every 10 s, the jobs completed in every second
+/// per-window (`TENURE_SOAK_WINDOW` jobs) arrivals, throughput, backlog,
+/// arrivals held back and table sizes / dead tuples, the table sizes every
+/// 10 s, the jobs completed in every second
 /// since the start, and when the pin's snapshot was taken and released
 /// (seconds since the start).
 #[test]
@@ -308,6 +325,9 @@ fn pg_soak() {
     let window = (env_num("TENURE_SOAK_WINDOW", 100_000) as usize).clamp(1, jobs);
     let keep = Age::from_secs(env_num("TENURE_SOAK_RETENTION_S", 60)).unwrap();
     let pin = Duration::from_secs(env_num("TENURE_SOAK_PIN_S", 60));
+    let rate = env_num("TENURE_SOAK_RATE", 0) as f64;
+    let max_backlog = env_num("TENURE_SOAK_MAX_BACKLOG", 10_000).max(1);
+    let tick = Duration::from_millis(env_num("TENURE_SOAK_TICK_MS", 20).max(1));
     let db = pg::fresh_database().unwrap();
     let policy = Retention {
         event_age: Some(keep),
@@ -324,19 +344,63 @@ fn pg_soak() {
     let mut next_sample = 0;
     let mut start = Instant::now();
     let mut pinner = None;
+    // Jobs submitted, completed, and arrivals held back by the bound.
+    let submitted = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let held = Arc::new(AtomicU64::new(0));
+    let submitter = (rate > 0.0).then(|| {
+        let (a, submitted, done, held) = (a.clone(), submitted.clone(), done.clone(), held.clone());
+        let worker = std::thread::current();
+        std::thread::spawn(move || {
+            let (total, start) = (jobs as u64, Instant::now());
+            let (mut credit, mut last, mut next) = (0.0_f64, start, start);
+            let mut sent = 0;
+            while sent < total {
+                next += tick;
+                let now = Instant::now();
+                match next.checked_duration_since(now) {
+                    Some(d) => std::thread::sleep(d),
+                    None => next = now,
+                }
+                let now = Instant::now();
+                credit += rate * (now - last).as_secs_f64();
+                last = now;
+                let due = (credit as u64).min(total - sent);
+                let room = max_backlog.saturating_sub(sent - done.load(Ordering::Acquire));
+                let n = due.min(room);
+                // Arrivals beyond the bound are dropped from the schedule.
+                held.fetch_add(due - n, Ordering::Relaxed);
+                credit -= due as f64;
+                if n > 0 {
+                    submit_soak(&a, sent, n);
+                    sent += n;
+                    submitted.store(sent, Ordering::Release);
+                    worker.unpark();
+                }
+            }
+        })
+    });
+    let (mut sent_before, mut held_before) = (0, 0);
     let mut i = 0;
     while i < jobs {
-        let k = (jobs - i).min(1_000);
-        let specs: Vec<JobSpec> = (i..i + k)
-            .map(|j| JobSpec::new(format!("s{j:09}"), vec![0u8; 64]))
-            .collect();
-        a.submit_many("soak", &specs).unwrap();
-        for _ in 0..k {
+        let queued = submitted.load(Ordering::Acquire);
+        if queued <= i as u64 {
+            if submitter.is_some() {
+                std::thread::park_timeout(Duration::from_millis(10));
+            } else {
+                let k = (jobs - i).min(1_000) as u64;
+                submit_soak(&a, queued, k);
+                submitted.store(queued + k, Ordering::Release);
+            }
+            continue;
+        }
+        {
             let l = a
                 .claim_next("soak", "soak-worker", Ttl::from_micros(30_000_000).unwrap())
                 .unwrap();
             l.complete(&[]).unwrap();
             i += 1;
+            done.store(i as u64, Ordering::Release);
             let sec = t0.elapsed().as_secs() as usize;
             if per_second.len() <= sec {
                 per_second.resize(sec + 1, 0);
@@ -378,20 +442,32 @@ fn pg_soak() {
             if i % window == 0 || i == jobs {
                 let secs = start.elapsed().as_secs_f64();
                 let done_here = i - (i - 1) / window * window;
+                let (sent, held_now) = (
+                    submitted.load(Ordering::Acquire),
+                    held.load(Ordering::Relaxed),
+                );
                 windows.push(format!(
-                    r#"{{"jobs_done":{i},"jobs_per_s":{:.2},"tables":{}}}"#,
+                    r#"{{"jobs_done":{i},"arrivals_per_s":{:.2},"jobs_per_s":{:.2},"backlog":{},"held_back":{},"tables":{}}}"#,
+                    (sent - sent_before) as f64 / secs,
                     done_here as f64 / secs,
+                    sent - i as u64,
+                    held_now - held_before,
                     table_stats(&mut stats)
                 ));
+                (sent_before, held_before) = (sent, held_now);
                 start = Instant::now();
             }
         }
     }
     let end_s = t0.elapsed().as_secs_f64();
+    if let Some(t) = submitter {
+        t.join().unwrap();
+    }
     let (pin_start, pin_end) = pinner.map_or((-1.0, -1.0), |p| p.join().unwrap());
     let report = a.check().unwrap();
     println!(
-        r#"BENCH {{"workload":"pg-soak","jobs":{jobs},"window":{window},"retention_s":{},"pin_s":{},"pin_start_s":{pin_start:.3},"pin_end_s":{pin_end:.3},"end_s":{end_s:.3},"check_ok":{},"history_horizon":{},"windows":[{}],"samples":[{}],"per_second":{:?}}}"#,
+        r#"BENCH {{"workload":"pg-soak","jobs":{jobs},"window":{window},"rate":{rate},"max_backlog":{max_backlog},"held_back":{},"retention_s":{},"pin_s":{},"pin_start_s":{pin_start:.3},"pin_end_s":{pin_end:.3},"end_s":{end_s:.3},"check_ok":{},"history_horizon":{},"windows":[{}],"samples":[{}],"per_second":{:?}}}"#,
+        held.load(Ordering::Relaxed),
         keep.as_secs(),
         pin.as_secs(),
         report.ok(),

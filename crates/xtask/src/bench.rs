@@ -432,7 +432,7 @@ pub fn bench(smoke: bool) -> Result {
 /// The SQLite soak's arrival rate (jobs/s): one the reference VM's worker
 /// sustains at FULL while other builds and benchmarks load it
 /// (docs/performance.md, "Retention soak").
-const SOAK_RATE: u32 = 300;
+pub(crate) const SOAK_RATE: u32 = 300;
 
 /// `cargo xtask bench --soak [--smoke]`: only the retention soak rows.
 pub fn soak_only(smoke: bool) -> Result {

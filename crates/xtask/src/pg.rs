@@ -410,7 +410,9 @@ pub fn bench(smoke: bool, rows: Rows) -> Result {
 }
 
 /// The retention soak on the server (`tests/pg_bench.rs`, `pg_soak`): 1 M
-/// jobs (smoke: 10 000; `TENURE_SOAK_JOBS` overrides) in tenths, retention
+/// jobs arriving at [`crate::bench::SOAK_RATE`] jobs/s, the SQLite soak's
+/// stream (smoke: 10 000 at 1 000 jobs/s; `TENURE_SOAK_JOBS` overrides the
+/// count) in tenths, retention
 /// 60 s (smoke: 2 s), a transaction pinning xmin for 60 s (smoke: 3 s) from
 /// the middle. Rows: hot-table sizes at the end against after the first
 /// tenth (≤ 2 ×), the last tenth's throughput against the first (≥ 0.9 ×),
@@ -423,10 +425,10 @@ fn soak(
     md: &mut String,
     json: &mut Vec<serde_json::Value>,
 ) -> Result {
-    let (jobs, keep, pin) = if smoke {
-        (10_000, "2", "3")
+    let (jobs, keep, pin, rate) = if smoke {
+        (10_000, "2", "3", 1_000)
     } else {
-        (1_000_000, "60", "60")
+        (1_000_000, "60", "60", crate::bench::SOAK_RATE)
     };
     let jobs: u64 = match std::env::var("TENURE_SOAK_JOBS") {
         Ok(v) => v
@@ -440,7 +442,8 @@ fn soak(
             .env("TENURE_SOAK_JOBS", jobs.to_string())
             .env("TENURE_SOAK_WINDOW", window.to_string())
             .env("TENURE_SOAK_RETENTION_S", keep)
-            .env("TENURE_SOAK_PIN_S", pin),
+            .env("TENURE_SOAK_PIN_S", pin)
+            .env("TENURE_SOAK_RATE", rate.to_string()),
     )?;
     let line = out
         .lines()
@@ -479,7 +482,13 @@ fn soak_rows(row: &serde_json::Value) -> Result<String> {
     let pace = f(&last["jobs_per_s"]) / f(&first["jobs_per_s"]);
     let (jobs, window, keep) = (&row["jobs"], &row["window"], &row["retention_s"]);
     let what = format!(
-        "soak: {jobs} jobs (claim-next + complete, durable server), retention {keep} s, check ok {}",
+        "soak: {jobs} jobs {} (claim-next + complete, durable server), retention {keep} s, \
+         {} arrivals held back, check ok {}",
+        match f(&row["rate"]) {
+            r if r > 0.0 => format!("arriving at {r:.0} jobs/s"),
+            _ => "unpaced".to_owned(),
+        },
+        row["held_back"],
         row["check_ok"]
     );
     let yes = |b: bool| if b { "met" } else { "NOT met" };
@@ -936,6 +945,39 @@ EXPLAIN pinned claim-next: Execution Time: 12.290 ms
             md.contains("- events: before the pin ? buffers, ?; "),
             "{md}"
         );
+    }
+
+    #[test]
+    fn soak_rows_say_the_arrival_rate_and_the_arrivals_held_back() {
+        let row = |rate: &str| {
+            parse_json(
+                &format!(
+                r#"{{"jobs":20,"window":10,"rate":{rate},"held_back":7,"retention_s":60,
+                   "pin_s":1,"pin_start_s":1.0,"pin_end_s":2.0,"check_ok":true,
+                   "windows":[{{"jobs_per_s":10.0,"tables":{{"jobs":{{"bytes":1048576,"dead":0}}}}}},
+                              {{"jobs_per_s":9.0,"tables":{{"jobs":{{"bytes":2097152,"dead":5}}}}}}],
+                   "per_second":[10,10,10,10,10]}}"#
+                ),
+                "row",
+            )
+            .unwrap()
+        };
+        let md = soak_rows(&row("300")).unwrap();
+        assert!(
+            md.contains("soak: 20 jobs arriving at 300 jobs/s (claim-next + complete"),
+            "{md}"
+        );
+        assert!(md.contains("7 arrivals held back"), "{md}");
+        assert!(
+            md.contains("| 2.00 × after the first 10 | ≤ 2 × — met |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 0.90 × the first 10 | ≥ 0.9 × — met |"),
+            "{md}"
+        );
+        let md = soak_rows(&row("0")).unwrap();
+        assert!(md.contains("soak: 20 jobs unpaced (claim-next"), "{md}");
     }
 
     #[test]
