@@ -394,59 +394,58 @@ fn pg_soak() {
             }
             continue;
         }
-        {
-            let l = a
-                .claim_next("soak", "soak-worker", Ttl::from_micros(30_000_000).unwrap())
-                .unwrap();
-            l.complete(&[]).unwrap();
-            i += 1;
-            done.store(i as u64, Ordering::Release);
-            let sec = t0.elapsed().as_secs() as usize;
-            if per_second.len() <= sec {
-                per_second.resize(sec + 1, 0);
-            }
-            per_second[sec] += 1;
-            if sec >= next_sample {
-                samples.push(format!(
-                    r#"{{"s":{sec},"tables":{}}}"#,
-                    table_stats(&mut stats)
-                ));
-                next_sample = sec + 10;
-            }
-            if i == jobs / 2 && pinner.is_none() {
-                explain_hot(&db.url, "before the pin");
-                let url = db.url.clone();
-                let (taken, taken_rx) = std::sync::mpsc::channel();
-                pinner = Some(std::thread::spawn(move || {
-                    let mut c = pg::client(&url);
-                    let mut t = c
-                        .build_transaction()
-                        .isolation_level(postgres::IsolationLevel::RepeatableRead)
-                        .start()
-                        .unwrap();
-                    // The snapshot (and so the pinned xmin) is taken here.
-                    t.query("SELECT count(*) FROM tenure.meta", &[]).unwrap();
-                    let from = t0.elapsed().as_secs_f64();
-                    taken.send(()).unwrap();
-                    // The hot scans' plans near the pin's end (a third
-                    // connection), against the same plans just before it.
-                    let late = pin.saturating_sub(Duration::from_secs(5));
-                    std::thread::sleep(late);
-                    explain_hot(&url, "pinned");
-                    std::thread::sleep(pin - late);
-                    t.commit().unwrap();
-                    (from, t0.elapsed().as_secs_f64())
-                }));
-                taken_rx.recv().unwrap();
-            }
-            if i % window == 0 || i == jobs {
-                let secs = start.elapsed().as_secs_f64();
-                let done_here = i - (i - 1) / window * window;
-                let (sent, held_now) = (
-                    submitted.load(Ordering::Acquire),
-                    held.load(Ordering::Relaxed),
-                );
-                windows.push(format!(
+        let l = a
+            .claim_next("soak", "soak-worker", Ttl::from_micros(30_000_000).unwrap())
+            .unwrap();
+        l.complete(&[]).unwrap();
+        i += 1;
+        done.store(i as u64, Ordering::Release);
+        let sec = t0.elapsed().as_secs() as usize;
+        if per_second.len() <= sec {
+            per_second.resize(sec + 1, 0);
+        }
+        per_second[sec] += 1;
+        if sec >= next_sample {
+            samples.push(format!(
+                r#"{{"s":{sec},"tables":{}}}"#,
+                table_stats(&mut stats)
+            ));
+            next_sample = sec + 10;
+        }
+        if i == jobs / 2 && pinner.is_none() {
+            explain_hot(&db.url, "before the pin");
+            let url = db.url.clone();
+            let (taken, taken_rx) = std::sync::mpsc::channel();
+            pinner = Some(std::thread::spawn(move || {
+                let mut c = pg::client(&url);
+                let mut t = c
+                    .build_transaction()
+                    .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                    .start()
+                    .unwrap();
+                // The snapshot (and so the pinned xmin) is taken here.
+                t.query("SELECT count(*) FROM tenure.meta", &[]).unwrap();
+                let from = t0.elapsed().as_secs_f64();
+                taken.send(()).unwrap();
+                // The hot scans' plans near the pin's end (a third
+                // connection), against the same plans just before it.
+                let late = pin.saturating_sub(Duration::from_secs(5));
+                std::thread::sleep(late);
+                explain_hot(&url, "pinned");
+                std::thread::sleep(pin - late);
+                t.commit().unwrap();
+                (from, t0.elapsed().as_secs_f64())
+            }));
+            taken_rx.recv().unwrap();
+        }
+        if i % window == 0 || i == jobs {
+            let secs = start.elapsed().as_secs_f64();
+            let done_here = i - (i - 1) / window * window;
+            let (sent, held_now) = (
+                submitted.load(Ordering::Acquire),
+                held.load(Ordering::Relaxed),
+            );
+            windows.push(format!(
                     r#"{{"jobs_done":{i},"arrivals_per_s":{:.2},"jobs_per_s":{:.2},"backlog":{},"held_back":{},"tables":{}}}"#,
                     (sent - sent_before) as f64 / secs,
                     done_here as f64 / secs,
@@ -454,9 +453,8 @@ fn pg_soak() {
                     held_now - held_before,
                     table_stats(&mut stats)
                 ));
-                (sent_before, held_before) = (sent, held_now);
-                start = Instant::now();
-            }
+            (sent_before, held_before) = (sent, held_now);
+            start = Instant::now();
         }
     }
     let end_s = t0.elapsed().as_secs_f64();
