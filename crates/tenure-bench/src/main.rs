@@ -24,6 +24,8 @@
 //! lengths be subtracted, as the callgrind rows do), for the timed workloads
 //! enough for the run by default.
 
+mod pace;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -157,42 +159,18 @@ fn soak(a: &Args) -> String {
             .collect();
         rows.join(",")
     };
-    // Jobs submitted, completed, and arrivals held back by the bound.
-    let submitted = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(AtomicU64::new(0));
-    let held = Arc::new(AtomicU64::new(0));
+    let counts = pace::Counts::default();
+    let (submitted, done, held) = (&counts.submitted, &counts.done, &counts.held);
     let submitter = (rate > 0.0).then(|| {
-        let (auth, submitted, done, held) =
-            (auth.clone(), submitted.clone(), done.clone(), held.clone());
-        let worker = std::thread::current();
-        std::thread::spawn(move || {
-            let (total, start) = (jobs as u64, Instant::now());
-            let (mut credit, mut last, mut next) = (0.0_f64, start, start);
-            let mut sent = 0;
-            while sent < total {
-                next += tick;
-                let now = Instant::now();
-                match next.checked_duration_since(now) {
-                    Some(d) => std::thread::sleep(d),
-                    None => next = now,
-                }
-                let now = Instant::now();
-                credit += rate * (now - last).as_secs_f64();
-                last = now;
-                let due = (credit as u64).min(total - sent);
-                let room = max_backlog.saturating_sub(sent - done.load(Ordering::Acquire));
-                let n = due.min(room);
-                // Arrivals beyond the bound are dropped from the schedule.
-                held.fetch_add(due - n, Ordering::Relaxed);
-                credit -= due as f64;
-                if n > 0 {
-                    submit_soak(&auth, sent, n);
-                    sent += n;
-                    submitted.store(sent, Ordering::Release);
-                    worker.unpark();
-                }
-            }
-        })
+        let auth = auth.clone();
+        pace::spawn(
+            jobs as u64,
+            rate,
+            max_backlog,
+            tick,
+            counts.clone(),
+            move |from, n| submit_soak(&auth, from, n),
+        )
     });
     let mut windows = Vec::new();
     let (mut start, mut slowest, mut busy) = (Instant::now(), Duration::ZERO, Duration::ZERO);

@@ -15,10 +15,11 @@
 //! during the drain that were HOT (`pg_stat_user_tables.n_tup_hot_upd` over
 //! `n_tup_upd`).
 mod common;
+#[path = "../../tenure-bench/src/pace.rs"]
+mod pace;
 use common::*;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tenure::*;
 
@@ -344,41 +345,18 @@ fn pg_soak() {
     let mut next_sample = 0;
     let mut start = Instant::now();
     let mut pinner = None;
-    // Jobs submitted, completed, and arrivals held back by the bound.
-    let submitted = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(AtomicU64::new(0));
-    let held = Arc::new(AtomicU64::new(0));
+    let counts = pace::Counts::default();
+    let (submitted, done, held) = (&counts.submitted, &counts.done, &counts.held);
     let submitter = (rate > 0.0).then(|| {
-        let (a, submitted, done, held) = (a.clone(), submitted.clone(), done.clone(), held.clone());
-        let worker = std::thread::current();
-        std::thread::spawn(move || {
-            let (total, start) = (jobs as u64, Instant::now());
-            let (mut credit, mut last, mut next) = (0.0_f64, start, start);
-            let mut sent = 0;
-            while sent < total {
-                next += tick;
-                let now = Instant::now();
-                match next.checked_duration_since(now) {
-                    Some(d) => std::thread::sleep(d),
-                    None => next = now,
-                }
-                let now = Instant::now();
-                credit += rate * (now - last).as_secs_f64();
-                last = now;
-                let due = (credit as u64).min(total - sent);
-                let room = max_backlog.saturating_sub(sent - done.load(Ordering::Acquire));
-                let n = due.min(room);
-                // Arrivals beyond the bound are dropped from the schedule.
-                held.fetch_add(due - n, Ordering::Relaxed);
-                credit -= due as f64;
-                if n > 0 {
-                    submit_soak(&a, sent, n);
-                    sent += n;
-                    submitted.store(sent, Ordering::Release);
-                    worker.unpark();
-                }
-            }
-        })
+        let a = a.clone();
+        pace::spawn(
+            jobs as u64,
+            rate,
+            max_backlog,
+            tick,
+            counts.clone(),
+            move |from, n| submit_soak(&a, from, n),
+        )
     });
     let (mut sent_before, mut held_before) = (0, 0);
     let mut i = 0;

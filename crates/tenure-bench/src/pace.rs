@@ -1,0 +1,61 @@
+//! A job stream at a fixed arrival rate with a bounded backlog: the
+//! retention soaks' submitter, shared by `tenure-bench soak` and the
+//! PostgreSQL soak (`crates/tenure/tests/pg_bench.rs` includes this file).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Jobs submitted, jobs completed (the worker stores it), and arrivals held
+/// back by the bound.
+#[derive(Clone, Default)]
+pub struct Counts {
+    pub submitted: Arc<AtomicU64>,
+    pub done: Arc<AtomicU64>,
+    pub held: Arc<AtomicU64>,
+}
+
+/// Starts the submitter of `total` jobs arriving at `rate` jobs/s: every
+/// `tick` it submits (`submit(first, n)`) the jobs the rate has made due
+/// since its last chunk, while at most `max_backlog` jobs are submitted and
+/// not yet done; arrivals beyond that bound are dropped from the schedule
+/// (not made up later) and counted in `held`. After each chunk it stores
+/// `submitted` and unparks the calling thread (the worker).
+pub fn spawn(
+    total: u64,
+    rate: f64,
+    max_backlog: u64,
+    tick: Duration,
+    counts: Counts,
+    mut submit: impl FnMut(u64, u64) + Send + 'static,
+) -> JoinHandle<()> {
+    let worker = std::thread::current();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        let (mut credit, mut last, mut next) = (0.0_f64, start, start);
+        let mut sent = 0;
+        while sent < total {
+            next += tick;
+            let now = Instant::now();
+            match next.checked_duration_since(now) {
+                Some(d) => std::thread::sleep(d),
+                None => next = now,
+            }
+            let now = Instant::now();
+            credit += rate * (now - last).as_secs_f64();
+            last = now;
+            let due = (credit as u64).min(total - sent);
+            let room = max_backlog.saturating_sub(sent - counts.done.load(Ordering::Acquire));
+            let n = due.min(room);
+            counts.held.fetch_add(due - n, Ordering::Relaxed);
+            credit -= due as f64;
+            if n > 0 {
+                submit(sent, n);
+                sent += n;
+                counts.submitted.store(sent, Ordering::Release);
+                worker.unpark();
+            }
+        }
+    })
+}
