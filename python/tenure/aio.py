@@ -1083,9 +1083,13 @@ class WorkerStats:
 _WAIT_TIMEOUT = timedelta(seconds=60)
 
 
-async def _call(handler: Callable[[Job], Awaitable[_Facts]], job: Job) -> _Facts:
+async def _call(handler: Callable[[Job], Awaitable[_Facts]], job: Job,
+                began: list[bool]) -> _Facts:
     """The handler's task: a handler that raises before it returns an
-    awaitable fails its job like one that raises while awaited."""
+    awaitable fails its job like one that raises while awaited. ``began``
+    gets an entry once the task runs at all (a task cancelled before its
+    first step never calls the handler)."""
+    began.append(True)
     return await handler(job)
 
 
@@ -1168,11 +1172,21 @@ class Worker:
             if quit.is_set():  # stopping: the job is released, never run
                 ticket.hand_back()
                 return
+            began: list[bool] = []
             task = loop.create_task(_call(handler, Job(Lease(ticket.lease, auth),
-                                                       ticket.payload)))
+                                                       ticket.payload), began))
+
+            def settle(t: asyncio.Task[_Facts]) -> None:
+                """A handler cancelled before it began never ran: its job is
+                handed back like one that reached the loop after the stop."""
+                if t.cancelled() and not began:
+                    ticket.hand_back()
+                else:
+                    ticket.done(t)
+
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-            task.add_done_callback(ticket.done)
+            task.add_done_callback(settle)
 
         def ready() -> None:
             """The slots' socket is readable: start the jobs they handed over."""
