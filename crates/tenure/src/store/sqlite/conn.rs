@@ -9,8 +9,8 @@
 //! each connection prepares them on first use and keeps them in a slot of
 //! its own. Every other statement still goes through `prepare_cached`.
 
-use rusqlite::{Connection, PrepFlags, Statement};
-use std::cell::RefCell;
+use rusqlite::{ffi, Connection, PrepFlags, Statement};
+use std::cell::{Cell, RefCell};
 
 /// The statements a connection keeps prepared (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,10 @@ pub(super) struct Conn {
     // too, so that moving a `Conn` in and out of the pool copies two
     // pointers.
     stmts: Box<[RefCell<Option<Statement<'static>>>; HOT]>,
+    /// The stored high-water mark this connection's last commit left, and
+    /// the file's data version right after that commit (see
+    /// [`Conn::known_mark`]).
+    mark: Cell<Option<(u32, i64)>>,
     // Boxed: the statements point at it, so it must not move when a
     // `Conn` does.
     conn: Box<Connection>,
@@ -82,6 +86,7 @@ impl Conn {
     pub(super) fn new(conn: Connection) -> Conn {
         Conn {
             stmts: Default::default(),
+            mark: Cell::new(None),
             conn: Box::new(conn),
         }
     }
@@ -89,6 +94,42 @@ impl Conn {
     /// The connection, for statements that are not [`Hot`].
     pub(super) fn get(&self) -> &Connection {
         &self.conn
+    }
+
+    /// SQLite's data version of the main database file: it changes with
+    /// every commit to the file, by this connection or any other (of this
+    /// process or another), as seen from the transaction this connection
+    /// has open (`SQLITE_FCNTL_DATA_VERSION`).
+    fn data_version(&self) -> Option<u32> {
+        let mut v: std::ffi::c_uint = 0;
+        // SAFETY: the handle is this open connection's; the file control
+        // writes one unsigned int through the pointer, which outlives the call.
+        let rc = unsafe {
+            ffi::sqlite3_file_control(
+                self.conn.handle(),
+                c"main".as_ptr(),
+                ffi::SQLITE_FCNTL_DATA_VERSION,
+                (&mut v as *mut std::ffi::c_uint).cast(),
+            )
+        };
+        (rc == ffi::SQLITE_OK).then_some(v)
+    }
+
+    /// The stored high-water mark without reading it: the mark this
+    /// connection's last commit left, if nothing has been committed to the
+    /// file since (the data version is the one that commit left). Only
+    /// meaningful inside a write transaction, whose `BEGIN IMMEDIATE` has
+    /// brought the data version up to date.
+    pub(super) fn known_mark(&self) -> Option<i64> {
+        let (v, m) = self.mark.get()?;
+        (self.data_version()? == v).then_some(m)
+    }
+
+    /// Remember the stored mark a commit just left (`None`: not known,
+    /// forget it).
+    pub(super) fn remember_mark(&self, mark: Option<i64>) {
+        self.mark
+            .set(mark.and_then(|m| Some((self.data_version()?, m))));
     }
 
     /// Run `f` with the prepared statement `h` (prepared on first use).

@@ -730,6 +730,12 @@ struct SqliteTxn {
     read_mark: Option<i64>,
     /// The sequence of the event this transaction appended last.
     last_event: Option<i64>,
+    /// A write transaction (`BEGIN IMMEDIATE`): the mark may be known
+    /// without reading it ([`Conn::known_mark`]).
+    write: bool,
+    /// The stored mark this transaction's commit leaves, when it is known
+    /// ([`Txn::commit_with_mark`]); the connection remembers it.
+    mark_after: Option<i64>,
     /// This writer's place in the [`writer_queue`], held until the transaction ends.
     #[cfg(target_os = "linux")]
     turn: Option<writer_queue::WriterTurn>,
@@ -750,6 +756,8 @@ impl SqliteTxn {
                 ring: false,
                 read_mark: None,
                 last_event: None,
+                write: begin == Hot::BeginImmediate,
+                mark_after: None,
                 #[cfg(target_os = "linux")]
                 turn: None,
             })),
@@ -787,11 +795,17 @@ impl SqliteTxn {
             Ok(()) => {
                 self.open = false;
                 if let Some(c) = self.conn.take() {
+                    if end == Hot::Commit {
+                        c.remember_mark(self.mark_after);
+                    }
                     self.pool.give_back(c);
                 }
                 Ok(())
             }
             Err(e) => {
+                if let Some(c) = &self.conn {
+                    c.remember_mark(None);
+                }
                 // A failed COMMIT may leave the transaction open: roll back so
                 // the connection can be reused, then report the failure.
                 if let Some(c) = self.conn.take() {
@@ -1119,10 +1133,20 @@ fn collect<T>(
 }
 
 impl Txn for SqliteTxn {
+    /// In a write transaction, the mark this connection's last commit left
+    /// when nothing was committed to the file since; otherwise read.
     fn high_water(&mut self) -> Result<i64> {
-        let mark = self
-            .h()
-            .with(Hot::HighWater, |st| st.query_row([], |r| r.get(0)))?;
+        let known = if self.write {
+            self.h().known_mark()
+        } else {
+            None
+        };
+        let mark = match known {
+            Some(m) => m,
+            None => self
+                .h()
+                .with(Hot::HighWater, |st| st.query_row([], |r| r.get(0)))?,
+        };
         self.read_mark = Some(mark);
         Ok(mark)
     }
@@ -1791,7 +1815,17 @@ impl Txn for SqliteTxn {
     /// The mark goes on the newest event when this transaction appended
     /// it (schema 8, see [`migrate_7_to_8`]): its page is written anyway.
     /// An event a savepoint rolled back since leaves the mark to `meta`.
+    ///
+    /// The stored mark after the commit is then known: `mark`, or (none)
+    /// the mark read at begin, which every appended event carries. Both
+    /// places the mark lives hold no more than that (the `meta` row and the
+    /// newest event before this transaction held at most the mark read;
+    /// `mark` is above it).
     fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
+        self.mark_after = self
+            .read_mark
+            .filter(|_| self.write)
+            .map(|read| mark.map_or(read, |m| m.max(read)));
         if let Some(m) = mark {
             let on_event = match self.last_event {
                 Some(seq) => {
@@ -1943,6 +1977,72 @@ mod tests {
         t.set_high_water(50).unwrap();
         t.rollback().unwrap();
         assert_eq!(marks(&b), (40, Some(25), 40));
+    }
+
+    /// What the connection `b` hands out next knows of the mark inside a
+    /// write transaction, without reading it.
+    fn known(b: &SqliteBackend) -> Option<i64> {
+        let c = b.pool.take().unwrap();
+        exec(&c, Hot::BeginImmediate).unwrap();
+        let known = c.known_mark();
+        exec(&c, Hot::Rollback).unwrap();
+        b.pool.give_back(c);
+        known
+    }
+
+    #[test]
+    fn a_connection_knows_the_mark_it_committed_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = backend(dir.path());
+        // Another pool on the same file: another process's connection.
+        let other = backend(dir.path());
+        assert_eq!(known(&b), None, "nothing committed yet");
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 0);
+        t.append_event(&event(20)).unwrap();
+        t.commit_with_mark(Some(25)).unwrap();
+        assert_eq!(known(&b), Some(25));
+        assert_eq!(marks(&b), (0, Some(25), 25));
+        // A commit that does not raise the mark leaves the mark read.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 25);
+        t.append_event(&event(25)).unwrap();
+        t.commit_with_mark(None).unwrap();
+        assert_eq!(known(&b), Some(25));
+        // Another connection raises the mark: the first one reads it again.
+        let mut t = other.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 25);
+        t.commit_with_mark(Some(90)).unwrap();
+        assert_eq!(known(&b), None, "another connection committed since");
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 90);
+        t.commit_with_mark(Some(95)).unwrap();
+        assert_eq!(known(&b), Some(95));
+        // Any other commit of another connection (the mark untouched) also
+        // makes it read again.
+        let mut t = other.begin_write().unwrap();
+        t.append_event(&event(96)).unwrap();
+        t.commit().unwrap();
+        assert_eq!(known(&b), None);
+        assert_eq!(b.begin_write().unwrap().high_water().unwrap(), 95);
+        // A commit of its own that does not say the mark it leaves (an
+        // observed time persisted alone) forgets it.
+        let mut t = b.begin_write().unwrap();
+        t.set_high_water(120).unwrap();
+        t.commit().unwrap();
+        assert_eq!(known(&b), None);
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 120);
+        t.commit_with_mark(Some(130)).unwrap();
+        assert_eq!(known(&b), Some(130));
+        // A rolled-back transaction changes nothing: the mark stays known.
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 130);
+        t.append_event(&event(140)).unwrap();
+        t.set_high_water(140).unwrap();
+        t.rollback().unwrap();
+        assert_eq!(known(&b), Some(130));
+        assert_eq!(marks(&b).2, 130);
     }
 
     #[test]
