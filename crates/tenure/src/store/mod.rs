@@ -440,9 +440,7 @@ pub(crate) trait Txn: Send {
         facts
             .iter()
             .try_for_each(|f| self.insert_facts(f.production, f.job, &f.facts))?;
-        events
-            .iter()
-            .try_for_each(|e| self.append_event(e).map(|_| ()))
+        events.iter().try_for_each(|e| self.append_event(e))
     }
     /// Jobs stored as requested or claimed, highest priority first, then
     /// oldest, strictly after the `(priority, seq)` cursor.
@@ -474,7 +472,10 @@ pub(crate) trait Txn: Send {
     /// Every job of every production ordered by `seq`, after `after_seq` (for the checker).
     fn all_jobs_page(&mut self, after_seq: i64, limit: usize) -> Result<Vec<JobRow>>;
 
-    fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64>;
+    /// Append an event to the transaction; it commits with it. A backend
+    /// may insert it later in the same transaction, before any statement
+    /// that reads or removes events, and in order with the others.
+    fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<()>;
     /// Events after `after` for a tailer (`Authority::events`,
     /// `production_events`), in sequence order, never returning a sequence
     /// number while a smaller one can still commit (a PostgreSQL read

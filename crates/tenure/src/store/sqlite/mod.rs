@@ -728,8 +728,15 @@ struct SqliteTxn {
     /// it appends carries it, so that the newest event never holds less
     /// than the stored mark, whether or not the commit raises it.
     read_mark: Option<i64>,
-    /// The sequence of the event this transaction appended last.
+    /// The sequence of the event this transaction inserted last.
     last_event: Option<i64>,
+    /// The event appended last is bound to the [`Hot::AppendEvent`]
+    /// statement but not inserted yet: the transaction's next statement
+    /// that reads or removes events, opens or ends a savepoint, appends
+    /// another event or commits inserts it first ([`SqliteTxn::flush_event`]);
+    /// the commit inserts it carrying the mark it writes, which then needs
+    /// no `UPDATE` of its own.
+    event_bound: bool,
     /// A write transaction (`BEGIN IMMEDIATE`): the mark may be known
     /// without reading it ([`Conn::known_mark`]).
     write: bool,
@@ -756,6 +763,7 @@ impl SqliteTxn {
                 ring: false,
                 read_mark: None,
                 last_event: None,
+                event_bound: false,
                 write: begin == Hot::BeginImmediate,
                 mark_after: None,
                 #[cfg(target_os = "linux")]
@@ -778,10 +786,27 @@ impl SqliteTxn {
         self.conn.as_ref().expect("connection present while open")
     }
 
+    /// Insert the event [`Txn::append_event`] left bound, if any, carrying
+    /// `mark`.
+    fn flush_event(&mut self, mark: Option<i64>) -> Result<()> {
+        if !self.event_bound {
+            return Ok(());
+        }
+        self.event_bound = false;
+        self.h().with(Hot::AppendEvent, |st| {
+            st.raw_bind_parameter(11, mark)?;
+            st.raw_execute().map(|_| ())
+        })?;
+        self.last_event = Some(self.c().last_insert_rowid());
+        Ok(())
+    }
+
     fn finish(&mut self, end: Hot) -> Result<()> {
         if !self.open {
             return Ok(());
         }
+        // Ending without a commit: the bound event is never inserted.
+        self.event_bound = false;
         #[cfg(target_os = "linux")]
         if let Some(turn) = &self.turn {
             turn.ending();
@@ -1030,26 +1055,29 @@ fn uuid_text<'b>(u: &Uuid, buf: &'b mut [u8; uuid::fmt::Hyphenated::LENGTH]) -> 
 
 /// Bind and run [`APPEND_EVENT_SQL`], the event carrying `mark` (see
 /// [`SqliteTxn::read_mark`]).
+/// Bind `ev` to [`APPEND_EVENT_SQL`], all but the mark (`?11`).
+fn bind_event(st: &mut rusqlite::Statement<'_>, ev: &NewEvent<'_>) -> rusqlite::Result<()> {
+    let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
+    st.raw_bind_parameter(1, ev.at_us)?;
+    st.raw_bind_parameter(2, ev.production)?;
+    st.raw_bind_parameter(3, ev.job)?;
+    st.raw_bind_parameter(4, ev.kind.as_str())?;
+    st.raw_bind_parameter(5, ev.state.map(|s| s.as_str()))?;
+    st.raw_bind_parameter(6, ev.claim_id.map(|u| uuid_text(&u, &mut claim)))?;
+    st.raw_bind_parameter(7, ev.holder)?;
+    st.raw_bind_parameter(8, ev.attempt)?;
+    st.raw_bind_parameter(9, ev.expires_us)?;
+    st.raw_bind_parameter(10, ev.detail)
+}
+
 fn insert_event(
     st: &mut rusqlite::Statement<'_>,
     ev: &NewEvent<'_>,
     mark: Option<i64>,
 ) -> rusqlite::Result<()> {
-    let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
-    st.execute(params![
-        ev.at_us,
-        ev.production,
-        ev.job,
-        ev.kind.as_str(),
-        ev.state.map(|s| s.as_str()),
-        ev.claim_id.map(|u| uuid_text(&u, &mut claim)),
-        ev.holder,
-        ev.attempt,
-        ev.expires_us,
-        ev.detail,
-        mark,
-    ])
-    .map(|_| ())
+    bind_event(st, ev)?;
+    st.raw_bind_parameter(11, mark)?;
+    st.raw_execute().map(|_| ())
 }
 
 /// Facts written by one `INSERT` (a completion writes four `tenure.*` facts
@@ -1136,6 +1164,7 @@ impl Txn for SqliteTxn {
     /// In a write transaction, the mark this connection's last commit left
     /// when nothing was committed to the file since; otherwise read.
     fn high_water(&mut self) -> Result<i64> {
+        self.flush_event(self.read_mark)?;
         let known = if self.write {
             self.h().known_mark()
         } else {
@@ -1389,17 +1418,18 @@ impl Txn for SqliteTxn {
         collect(rows)
     }
 
-    fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<u64> {
+    /// Binds the event; the transaction's next statement that could see it
+    /// inserts it (see [`SqliteTxn::event_bound`]).
+    fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<()> {
         crate::fault::point();
-        let mark = self.read_mark;
-        self.h()
-            .with(Hot::AppendEvent, |st| insert_event(st, ev, mark))?;
-        let seq = self.c().last_insert_rowid();
-        self.last_event = Some(seq);
-        Ok(seq as u64)
+        self.flush_event(self.read_mark)?;
+        self.h().with(Hot::AppendEvent, |st| bind_event(st, ev))?;
+        self.event_bound = true;
+        Ok(())
     }
 
     fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
+        self.flush_event(self.read_mark)?;
         let c = self.c();
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         match production {
@@ -1435,6 +1465,7 @@ impl Txn for SqliteTxn {
 
     /// One writer at a time: every stored event has committed.
     fn oldest_events(&mut self, limit: usize) -> Result<Vec<(u64, i64)>> {
+        self.flush_event(self.read_mark)?;
         let mut st = self
             .c()
             .prepare_cached("SELECT seq, at_us FROM events ORDER BY seq LIMIT ?1")?;
@@ -1446,6 +1477,7 @@ impl Txn for SqliteTxn {
 
     fn prune_events_through(&mut self, through: u64) -> Result<u64> {
         crate::fault::point();
+        self.flush_event(self.read_mark)?;
         let through = i64::try_from(through).unwrap_or(i64::MAX);
         let c = self.c();
         let n = c
@@ -1562,6 +1594,7 @@ impl Txn for SqliteTxn {
     }
 
     fn delete_production_events(&mut self, production: &str, limit: usize) -> Result<u64> {
+        self.flush_event(self.read_mark)?;
         let n = self
             .c()
             .prepare_cached(
@@ -1744,6 +1777,7 @@ impl Txn for SqliteTxn {
         job: &str,
         claim_id: &Uuid,
     ) -> Result<Option<Event>> {
+        self.flush_event(self.read_mark)?;
         // Newest first along the production's events: the event sought is
         // the job's last one, so the walk stops at it.
         let mut st = self.c().prepare_cached(concat!(
@@ -1794,12 +1828,14 @@ impl Txn for SqliteTxn {
     }
 
     fn savepoint(&mut self) -> Result<()> {
+        self.flush_event(self.read_mark)?;
         exec(self.h(), Hot::Savepoint)?;
         self.savepoints += 1;
         Ok(())
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<()> {
+        self.flush_event(self.read_mark)?;
         exec(self.h(), Hot::RollbackTo)?;
         exec(self.h(), Hot::Release)?;
         self.savepoints -= 1;
@@ -1807,6 +1843,7 @@ impl Txn for SqliteTxn {
     }
 
     fn release_savepoint(&mut self) -> Result<()> {
+        self.flush_event(self.read_mark)?;
         exec(self.h(), Hot::Release)?;
         self.savepoints -= 1;
         Ok(())
@@ -1814,7 +1851,9 @@ impl Txn for SqliteTxn {
 
     /// The mark goes on the newest event when this transaction appended
     /// it (schema 8, see [`migrate_7_to_8`]): its page is written anyway.
-    /// An event a savepoint rolled back since leaves the mark to `meta`.
+    /// An event still bound is inserted carrying it; one already inserted
+    /// gets it by an `UPDATE`. An event a savepoint rolled back since
+    /// leaves the mark to `meta`.
     ///
     /// The stored mark after the commit is then known: `mark`, or (none)
     /// the mark read at begin, which every appended event carries. Both
@@ -1828,6 +1867,11 @@ impl Txn for SqliteTxn {
             .map(|read| mark.map_or(read, |m| m.max(read)));
         if let Some(m) = mark {
             let on_event = match self.last_event {
+                _ if self.event_bound => {
+                    crate::fault::point();
+                    self.flush_event(Some(m))?;
+                    true
+                }
                 Some(seq) => {
                     crate::fault::point();
                     self.h()
@@ -1847,6 +1891,7 @@ impl Txn for SqliteTxn {
         if !self.open {
             return Err(Error::Internal("commit of a finished transaction".into()));
         }
+        self.flush_event(self.read_mark)?;
         crate::fault::point();
         self.finish(Hot::Commit)?;
         #[cfg(target_os = "linux")]
@@ -1977,6 +2022,66 @@ mod tests {
         t.set_high_water(50).unwrap();
         t.rollback().unwrap();
         assert_eq!(marks(&b), (40, Some(25), 40));
+    }
+
+    /// The times of the events `t` lists, in order.
+    fn times(t: &mut Box<dyn Txn>) -> Vec<i64> {
+        t.events(None, 0, 100)
+            .unwrap()
+            .iter()
+            .map(|e| e.at_us)
+            .collect()
+    }
+
+    #[test]
+    fn an_appended_event_is_inserted_before_anything_that_could_see_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = backend(dir.path());
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 0);
+        t.append_event(&event(1)).unwrap();
+        t.append_event(&event(2)).unwrap();
+        assert_eq!(
+            times(&mut t),
+            [1, 2],
+            "read in the same transaction, in order"
+        );
+        t.append_event(&event(3)).unwrap();
+        t.savepoint().unwrap();
+        t.append_event(&event(4)).unwrap();
+        t.rollback_to_savepoint().unwrap();
+        t.savepoint().unwrap();
+        t.append_event(&event(5)).unwrap();
+        t.release_savepoint().unwrap();
+        t.append_event(&event(6)).unwrap();
+        t.commit_with_mark(Some(60)).unwrap();
+        // The event appended before the savepoint stays, the one inside
+        // the rolled-back savepoint goes, and the last carries the mark.
+        assert_eq!(times(&mut b.begin_read().unwrap()), [1, 2, 3, 5, 6]);
+        assert_eq!(marks(&b), (0, Some(60), 60));
+        // Transactions that end without a commit insert none of theirs,
+        // and the next commit inserts only its own.
+        let mut t = b.begin_write().unwrap();
+        t.high_water().unwrap();
+        t.append_event(&event(7)).unwrap();
+        t.rollback().unwrap();
+        let mut t = b.begin_write().unwrap();
+        t.high_water().unwrap();
+        t.append_event(&event(8)).unwrap();
+        drop(t);
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 60);
+        t.commit_with_mark(Some(70)).unwrap();
+        let mut t = b.begin_write().unwrap();
+        assert_eq!(t.high_water().unwrap(), 70);
+        t.append_event(&event(9)).unwrap();
+        t.commit().unwrap();
+        assert_eq!(times(&mut b.begin_read().unwrap()), [1, 2, 3, 5, 6, 9]);
+        assert_eq!(
+            marks(&b),
+            (70, Some(70), 70),
+            "the event carries the mark read"
+        );
     }
 
     /// What the connection `b` hands out next knows of the mark inside a
