@@ -1053,8 +1053,6 @@ fn uuid_text<'b>(u: &Uuid, buf: &'b mut [u8; uuid::fmt::Hyphenated::LENGTH]) -> 
     u.hyphenated().encode_lower(buf)
 }
 
-/// Bind and run [`APPEND_EVENT_SQL`], the event carrying `mark` (see
-/// [`SqliteTxn::read_mark`]).
 /// Bind `ev` to [`APPEND_EVENT_SQL`], all but the mark (`?11`).
 fn bind_event(st: &mut rusqlite::Statement<'_>, ev: &NewEvent<'_>) -> rusqlite::Result<()> {
     let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
@@ -1070,6 +1068,8 @@ fn bind_event(st: &mut rusqlite::Statement<'_>, ev: &NewEvent<'_>) -> rusqlite::
     st.raw_bind_parameter(10, ev.detail)
 }
 
+/// Bind and run [`APPEND_EVENT_SQL`], the event carrying `mark` (see
+/// [`SqliteTxn::read_mark`]).
 fn insert_event(
     st: &mut rusqlite::Statement<'_>,
     ev: &NewEvent<'_>,
