@@ -159,33 +159,16 @@ fn soak(a: &Args) -> String {
             .collect();
         rows.join(",")
     };
-    let counts = pace::Counts::default();
-    let (submitted, done, held) = (&counts.submitted, &counts.done, &counts.held);
-    let submitter = (rate > 0.0).then(|| {
+    let stream = pace::Stream::start(jobs as u64, rate, max_backlog, tick, {
         let auth = auth.clone();
-        pace::spawn(
-            jobs as u64,
-            rate,
-            max_backlog,
-            tick,
-            counts.clone(),
-            move |from, n| submit_soak(&auth, from, n),
-        )
+        move |from, n| submit_soak(&auth, from, n)
     });
     let mut windows = Vec::new();
     let (mut start, mut slowest, mut busy) = (Instant::now(), Duration::ZERO, Duration::ZERO);
     let (mut sent_before, mut held_before) = (0, 0);
     let mut i = 0;
     while i < jobs {
-        let queued = submitted.load(Ordering::Acquire);
-        if queued <= i as u64 {
-            if submitter.is_some() {
-                std::thread::park_timeout(Duration::from_millis(10));
-            } else {
-                let k = (jobs - i).min(1_000) as u64;
-                submit_soak(&auth, queued, k);
-                submitted.store(queued + k, Ordering::Release);
-            }
+        if !stream.ready(i as u64) {
             continue;
         }
         let t = Instant::now();
@@ -196,14 +179,11 @@ fn soak(a: &Args) -> String {
         let cycle = t.elapsed();
         (slowest, busy) = (slowest.max(cycle), busy + cycle);
         i += 1;
-        done.store(i as u64, Ordering::Release);
+        stream.done(i as u64);
         if i % window == 0 || i == jobs {
             let secs = start.elapsed().as_secs_f64();
             let n = (i - windows.len() * window).min(window) as f64;
-            let (sent, held_now) = (
-                submitted.load(Ordering::Acquire),
-                held.load(Ordering::Relaxed),
-            );
+            let (sent, held_now) = stream.sent_and_held();
             let [pages, free, kept_jobs, kept_stones, kept_events] = pages();
             let line = format!(
                 r#"{{"jobs_done":{i},"secs":{secs:.1},"arrivals_per_s":{:.2},"jobs_per_s":{:.2},"backlog":{},"held_back":{},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"pages_by_name":{{{}}},"mean_cycle_ms":{:.3},"slowest_cycle_ms":{:.3},"load1":{}}}"#,
@@ -224,9 +204,7 @@ fn soak(a: &Args) -> String {
             (start, slowest, busy) = (Instant::now(), Duration::ZERO, Duration::ZERO);
         }
     }
-    if let Some(t) = submitter {
-        t.join().unwrap();
-    }
+    stream.finish();
     let horizon = auth.history_horizon().unwrap();
     let check = auth.check().unwrap();
     drop(auth);

@@ -59,3 +59,76 @@ pub fn spawn(
         }
     })
 }
+
+/// The job stream a soak's worker drains: with `rate > 0`, paced by a
+/// submitter thread ([`spawn`]); with rate 0, submitted by the worker itself
+/// in chunks of 1 000 as it runs out.
+pub struct Stream<F> {
+    counts: Counts,
+    submitter: Option<JoinHandle<()>>,
+    submit: F,
+    total: u64,
+}
+
+impl<F: Fn(u64, u64) + Clone + Send + 'static> Stream<F> {
+    /// Start the stream of `total` jobs (see [`spawn`] for the others).
+    pub fn start(total: u64, rate: f64, max_backlog: u64, tick: Duration, submit: F) -> Self {
+        let counts = Counts::default();
+        let submitter = (rate > 0.0).then(|| {
+            let submit = submit.clone();
+            spawn(
+                total,
+                rate,
+                max_backlog,
+                tick,
+                counts.clone(),
+                move |from, n| submit(from, n),
+            )
+        });
+        Stream {
+            counts,
+            submitter,
+            submit,
+            total,
+        }
+    }
+
+    /// Whether the job after the `done` completed ones has been submitted.
+    /// If not, waits (up to 10 ms) for the submitter or submits the next
+    /// chunk itself, and returns `false`: ask again.
+    pub fn ready(&self, done: u64) -> bool {
+        let queued = self.counts.submitted.load(Ordering::Acquire);
+        if queued > done {
+            return true;
+        }
+        if self.submitter.is_some() {
+            std::thread::park_timeout(Duration::from_millis(10));
+        } else {
+            let k = (self.total - done).min(1_000);
+            (self.submit)(queued, k);
+            self.counts.submitted.store(queued + k, Ordering::Release);
+        }
+        false
+    }
+
+    /// The worker has completed `done` jobs (the bound on the backlog).
+    pub fn done(&self, done: u64) {
+        self.counts.done.store(done, Ordering::Release);
+    }
+
+    /// Jobs submitted and arrivals held back so far.
+    pub fn sent_and_held(&self) -> (u64, u64) {
+        (
+            self.counts.submitted.load(Ordering::Acquire),
+            self.counts.held.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Wait for the submitter to end; the arrivals held back in all.
+    pub fn finish(self) -> u64 {
+        if let Some(t) = self.submitter {
+            t.join().unwrap();
+        }
+        self.counts.held.load(Ordering::Relaxed)
+    }
+}

@@ -19,7 +19,6 @@ mod common;
 mod pace;
 use common::*;
 use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tenure::*;
 
@@ -345,31 +344,14 @@ fn pg_soak() {
     let mut next_sample = 0;
     let mut start = Instant::now();
     let mut pinner = None;
-    let counts = pace::Counts::default();
-    let (submitted, done, held) = (&counts.submitted, &counts.done, &counts.held);
-    let submitter = (rate > 0.0).then(|| {
+    let stream = pace::Stream::start(jobs as u64, rate, max_backlog, tick, {
         let a = a.clone();
-        pace::spawn(
-            jobs as u64,
-            rate,
-            max_backlog,
-            tick,
-            counts.clone(),
-            move |from, n| submit_soak(&a, from, n),
-        )
+        move |from, n| submit_soak(&a, from, n)
     });
     let (mut sent_before, mut held_before) = (0, 0);
     let mut i = 0;
     while i < jobs {
-        let queued = submitted.load(Ordering::Acquire);
-        if queued <= i as u64 {
-            if submitter.is_some() {
-                std::thread::park_timeout(Duration::from_millis(10));
-            } else {
-                let k = (jobs - i).min(1_000) as u64;
-                submit_soak(&a, queued, k);
-                submitted.store(queued + k, Ordering::Release);
-            }
+        if !stream.ready(i as u64) {
             continue;
         }
         let l = a
@@ -377,7 +359,7 @@ fn pg_soak() {
             .unwrap();
         l.complete(&[]).unwrap();
         i += 1;
-        done.store(i as u64, Ordering::Release);
+        stream.done(i as u64);
         let sec = t0.elapsed().as_secs() as usize;
         if per_second.len() <= sec {
             per_second.resize(sec + 1, 0);
@@ -419,10 +401,7 @@ fn pg_soak() {
         if i % window == 0 || i == jobs {
             let secs = start.elapsed().as_secs_f64();
             let done_here = i - (i - 1) / window * window;
-            let (sent, held_now) = (
-                submitted.load(Ordering::Acquire),
-                held.load(Ordering::Relaxed),
-            );
+            let (sent, held_now) = stream.sent_and_held();
             windows.push(format!(
                     r#"{{"jobs_done":{i},"arrivals_per_s":{:.2},"jobs_per_s":{:.2},"backlog":{},"held_back":{},"tables":{}}}"#,
                     (sent - sent_before) as f64 / secs,
@@ -436,14 +415,12 @@ fn pg_soak() {
         }
     }
     let end_s = t0.elapsed().as_secs_f64();
-    if let Some(t) = submitter {
-        t.join().unwrap();
-    }
+    let held = stream.finish();
     let (pin_start, pin_end) = pinner.map_or((-1.0, -1.0), |p| p.join().unwrap());
     let report = a.check().unwrap();
     println!(
         r#"BENCH {{"workload":"pg-soak","jobs":{jobs},"window":{window},"rate":{rate},"max_backlog":{max_backlog},"held_back":{},"retention_s":{},"pin_s":{},"pin_start_s":{pin_start:.3},"pin_end_s":{pin_end:.3},"end_s":{end_s:.3},"check_ok":{},"history_horizon":{},"windows":[{}],"samples":[{}],"per_second":{:?}}}"#,
-        held.load(Ordering::Relaxed),
+        held,
         keep.as_secs(),
         pin.as_secs(),
         report.ok(),
