@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 /// Jobs submitted, jobs completed (the worker stores it), and arrivals held
 /// back by the bound.
 #[derive(Clone, Default)]
-pub struct Counts {
-    pub submitted: Arc<AtomicU64>,
-    pub done: Arc<AtomicU64>,
-    pub held: Arc<AtomicU64>,
+struct Counts {
+    submitted: Arc<AtomicU64>,
+    done: Arc<AtomicU64>,
+    held: Arc<AtomicU64>,
 }
 
 /// Starts the submitter of `total` jobs arriving at `rate` jobs/s: every
@@ -22,7 +22,7 @@ pub struct Counts {
 /// not yet done; arrivals beyond that bound are dropped from the schedule
 /// (not made up later) and counted in `held`. After each chunk it stores
 /// `submitted` and unparks the calling thread (the worker).
-pub fn spawn(
+fn spawn(
     total: u64,
     rate: f64,
     max_backlog: u64,
@@ -75,14 +75,13 @@ impl<F: Fn(u64, u64) + Clone + Send + 'static> Stream<F> {
     pub fn start(total: u64, rate: f64, max_backlog: u64, tick: Duration, submit: F) -> Self {
         let counts = Counts::default();
         let submitter = (rate > 0.0).then(|| {
-            let submit = submit.clone();
             spawn(
                 total,
                 rate,
                 max_backlog,
                 tick,
                 counts.clone(),
-                move |from, n| submit(from, n),
+                submit.clone(),
             )
         });
         Stream {
