@@ -483,7 +483,7 @@ fn a_v2_store_migrates_to_schedules() {
     assert_eq!(
         idx,
         [
-            "jobs_by_state",
+            "jobs_ended",
             "jobs_parked",
             "jobs_ready",
             "jobs_terminal"

@@ -207,7 +207,8 @@ fn claim_next_uses_the_ready_index() {
     let plan: Vec<String> = c
         .prepare(
             "EXPLAIN QUERY PLAN SELECT seq FROM jobs INDEXED BY jobs_ready
-             WHERE production = 'p' AND state IN ('requested', 'claimed') AND parked = 0
+             WHERE production = 'p' AND ended_us IS NULL AND parked = 0
+               AND state IN ('requested', 'claimed')
              ORDER BY priority DESC, seq LIMIT 32",
         )
         .unwrap()
@@ -674,4 +675,192 @@ fn the_mark_on_the_newest_event_refuses_a_clock_that_went_back() {
     assert_eq!(a.clock().unwrap().mark_us, T0 + 2_000);
     let report = a.check().unwrap();
     assert!(report.ok(), "{report:?}");
+}
+
+/// Schema 10 changed only SQLite's layout: a store at 9 gets end times on
+/// its terminal jobs (and none on its open ones), `jobs_ended` instead of
+/// `jobs_by_state`, no `events_by_production`, claim-next's index keyed on
+/// the end time; every job keeps its state, lists under it and is claimable
+/// exactly as before.
+#[test]
+fn a_schema_9_store_gets_end_times_and_its_indexes_rebuilt() {
+    if skip_on_postgres("a SQLite file of schema 9") {
+        return;
+    }
+    let env = Env::with_jobs(6, 2);
+    let a = &env.auth;
+    a.claim("p", "j1", "w", secs(60)).unwrap();
+    a.claim("p", "j2", "w", secs(60)).unwrap().complete(&[]).unwrap();
+    env.clock.advance(1_000);
+    a.claim("p", "j3", "w", secs(60))
+        .unwrap()
+        .fail("no", true)
+        .unwrap();
+    a.claim("p", "j4", "w", secs(60))
+        .unwrap()
+        .fail_retry_after("later", Delay::from_micros(3_600_000_000).unwrap())
+        .unwrap();
+    a.submit(
+        "p",
+        &JobSpec::new("j6", b"x".to_vec()).not_before(Delay::from_micros(60_000_000).unwrap()),
+    )
+    .unwrap();
+    let listed = |a: &Authority, s: JobState| -> Vec<String> {
+        let q = ListQuery {
+            state: Some(s),
+            ..ListQuery::default()
+        };
+        a.jobs("p", &q).unwrap().into_iter().map(|v| v.job).collect()
+    };
+    let states = [
+        JobState::Requested,
+        JobState::Claimed,
+        JobState::Completed,
+        JobState::Failed,
+    ];
+    let before: Vec<_> = states.iter().map(|&s| listed(a, s)).collect();
+    assert_eq!(before[2], ["j2"]);
+    assert_eq!(before[3], ["j3"]);
+    let path = env.path();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(SQLITE_UNDO_10)
+        .unwrap();
+
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 9);
+    let after: Vec<_> = states.iter().map(|&s| listed(&a, s)).collect();
+    assert_eq!(after, before);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let ended: Vec<(String, String, Option<i64>, i64)> = c
+        .prepare("SELECT job, state, ended_us, updated_us FROM jobs ORDER BY job")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    for (job, state, ended_us, updated_us) in &ended {
+        let open = state == "requested" || state == "claimed";
+        assert_eq!(*ended_us, (!open).then_some(*updated_us), "{job} {state}");
+    }
+    let indexes: Vec<(String, String)> = c
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let sql = |name: &str| indexes.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone());
+    assert_eq!(sql("jobs_by_state"), None);
+    assert_eq!(sql("events_by_production"), None);
+    assert!(sql("jobs_ready").unwrap().contains("ended_us IS NULL AND parked = 0"));
+    assert!(sql("jobs_ended").unwrap().contains("ended_us IS NOT NULL"));
+    // Claim-next finds the requested jobs that are due, never an ended one.
+    for job in ["j0", "j5"] {
+        let l = a.claim_next("p", "w", secs(60)).unwrap();
+        assert_eq!(l.job(), job);
+        l.complete(&[]).unwrap();
+    }
+    assert_eq!(listed(&a, JobState::Completed), ["j0", "j2", "j5"]);
+    assert_eq!(code_of(a.claim_next("p", "w", secs(60))), ErrorCode::NoJobAvailable);
+    assert!(a.check().unwrap().ok());
+    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+}
+
+/// The pages each frame of the WAL file holds, in order (frame header:
+/// page number, big-endian, first).
+fn wal_pages(path: &Path) -> Vec<u32> {
+    let wal = std::fs::read(path.with_extension("db-wal")).unwrap_or_default();
+    let mut pages = Vec::new();
+    let mut at = 32;
+    while at + 24 + 4096 <= wal.len() {
+        pages.push(u32::from_be_bytes(wal[at..at + 4].try_into().unwrap()));
+        at += 24 + 4096;
+    }
+    pages
+}
+
+/// The pages a store write wrote: the WAL is emptied before it (a
+/// checkpoint that truncates it) and read after.
+fn pages_written(path: &Path, write: impl FnOnce()) -> Vec<u32> {
+    let c = rusqlite::Connection::open(path).unwrap();
+    let (busy, _, _): (i64, i64, i64) = c
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    assert_eq!(busy, 0, "the WAL was emptied");
+    assert!(wal_pages(path).is_empty());
+    write();
+    let mut pages = wal_pages(path);
+    pages.sort_unstable();
+    pages.dedup();
+    pages
+}
+
+/// A claim, a renewal and a release that leaves the job due write the
+/// job's row and the log, no index entry of `jobs`; the ending transition
+/// takes the job out of claim-next's index and into the two indexes of
+/// ended jobs; a release with a delay moves it from claim-next's index to
+/// the parked one. (A small store: every index is its root page.)
+#[test]
+fn open_transitions_write_no_index_of_jobs() {
+    if skip_on_postgres("SQLite's WAL frames") {
+        return;
+    }
+    let env = Env::with_jobs(4, 3);
+    let path = env.path();
+    let roots: std::collections::HashMap<String, u32> = {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let r = c
+            .prepare("SELECT name, rootpage FROM sqlite_master WHERE tbl_name = 'jobs' AND type = 'index'")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        r
+    };
+    let index = |name: &str| roots[name];
+    let indexes: Vec<u32> = roots.values().copied().collect();
+    let touched = |pages: &[u32]| -> Vec<u32> {
+        let mut t: Vec<u32> = pages.iter().copied().filter(|p| indexes.contains(p)).collect();
+        t.sort_unstable();
+        t
+    };
+    let sorted = |mut v: Vec<u32>| {
+        v.sort_unstable();
+        v
+    };
+    let a = &env.auth;
+    let mut lease = None;
+    let claim = pages_written(&path, || lease = Some(a.claim_next("p", "w", secs(60)).unwrap()));
+    let lease = lease.unwrap();
+    assert_eq!(touched(&claim), [], "a claim: {claim:?} against {roots:?}");
+    assert!(claim.len() <= 3, "the row, the log (and its root): {claim:?}");
+    env.clock.advance(1_000);
+    let renew = pages_written(&path, || lease.renew(secs(60)).unwrap());
+    assert_eq!(touched(&renew), [], "a renewal: {renew:?}");
+    let release = pages_written(&path, || {
+        lease.release().unwrap();
+    });
+    assert_eq!(touched(&release), [], "a release: {release:?}");
+    let lease = a.claim_next("p", "w", secs(60)).unwrap();
+    let complete = pages_written(&path, || lease.complete(&[]).unwrap());
+    assert_eq!(
+        touched(&complete),
+        sorted(vec![index("jobs_ready"), index("jobs_ended"), index("jobs_terminal")]),
+        "a completion: {complete:?} against {roots:?}"
+    );
+    let lease = a.claim_next("p", "w", secs(60)).unwrap();
+    let parked = pages_written(&path, || {
+        lease
+            .fail_retry_after("later", Delay::from_micros(60_000_000).unwrap())
+            .unwrap();
+    });
+    assert_eq!(
+        touched(&parked),
+        sorted(vec![index("jobs_ready"), index("jobs_parked")]),
+        "a retry after a delay: {parked:?} against {roots:?}"
+    );
 }

@@ -17,7 +17,7 @@ use crate::ttl::{Backoff, Delay};
 use uuid::Uuid;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +38,10 @@ impl Stored {
             Stored::Failed => "failed",
             Stored::Cancelled => "cancelled",
         }
+    }
+    /// Requested or claimed: the job has not ended.
+    pub(crate) fn is_open(self) -> bool {
+        matches!(self, Stored::Requested | Stored::Claimed)
     }
     pub(crate) fn parse(s: &str) -> Option<Stored> {
         Some(match s {

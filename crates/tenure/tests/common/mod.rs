@@ -237,6 +237,18 @@ pub fn pg_downgrade_to_schema_4(url: &str) {
         .unwrap();
 }
 
+/// Turn a current SQLite store back into its schema 9 layout: no end
+/// times, `jobs_by_state` and `events_by_production` indexes, claim-next's
+/// index keyed on the state.
+pub const SQLITE_UNDO_10: &str = "
+    DROP INDEX jobs_ended; DROP INDEX jobs_ready;
+    ALTER TABLE jobs DROP COLUMN ended_us;
+    CREATE INDEX jobs_by_state ON jobs (production, state, job);
+    CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
+        WHERE state IN ('requested', 'claimed') AND parked = 0;
+    CREATE INDEX events_by_production ON events (production, seq);
+    PRAGMA user_version = 9;";
+
 pub fn downgrade_to_schema_3(env: &Env) {
     match &env.pg {
         Some(db) => pg::client(&db.url)
@@ -261,7 +273,7 @@ pub fn downgrade_to_schema_3(env: &Env) {
             .unwrap(),
         None => rusqlite::Connection::open(env.path())
             .unwrap()
-            .execute_batch(
+            .execute_batch(&(SQLITE_UNDO_10.to_owned() +
                 // Schema 8 keeps the mark on the newest event, schema 7 a
                 // completion's provenance in the job row;
                 // the stores before it hold it as fact rows, placed after
@@ -293,8 +305,7 @@ pub fn downgrade_to_schema_3(env: &Env) {
                  ALTER TABLE tombstones DROP COLUMN backoff_cap_us;
                  CREATE INDEX jobs_live ON jobs (production, priority DESC, seq)
                      WHERE state IN ('requested', 'claimed');
-                 PRAGMA user_version = 3;",
-            )
+                 PRAGMA user_version = 3;"))
             .unwrap(),
     }
 }

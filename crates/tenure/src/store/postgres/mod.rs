@@ -887,7 +887,9 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 supported: SCHEMA_VERSION,
             }),
             Some(v) if v == SCHEMA_VERSION => Ok(v),
-            Some(v @ (2..=8)) => {
+            // Schema 10 changed only SQLite's layout: from 9 there is
+            // nothing to do here but record it.
+            Some(v @ (2..=9)) => {
                 if v == 2 {
                     c.batch_execute(MIGRATE_2_TO_3).map_err(map_err)?;
                 }
@@ -908,7 +910,9 @@ fn create(c: &mut Client, pool: &Pool) -> Result<u32> {
                 if v <= 7 {
                     c.batch_execute(MIGRATE_7_TO_8).map_err(map_err)?;
                 }
-                c.batch_execute(MIGRATE_8_TO_9).map_err(map_err)?;
+                if v <= 8 {
+                    c.batch_execute(MIGRATE_8_TO_9).map_err(map_err)?;
+                }
                 c.execute(
                     "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
                     &[&i64::from(SCHEMA_VERSION)],

@@ -434,6 +434,38 @@ fn migrate_7_to_8(conn: &Connection) -> Result<()> {
     add_column_once(conn, "events", "mark_us", "INTEGER")
 }
 
+/// Schema 10 (transitions that rewrite no index they need not): a job's
+/// end time (`jobs.ended_us`, set with a terminal state, NULL while the job
+/// is requested or claimed) takes `state` out of the predicate of
+/// claim-next's index, so a claim, a renewal or a release that leaves the
+/// job unparked writes its row and no index entry; `jobs_by_state` (whose
+/// key every state change moved) gives way to `jobs_ended`, the terminal
+/// jobs by state and ID, which only the ending transition writes;
+/// `events_by_production` is dropped (a production's events are read along
+/// the log). Existing terminal rows get their last transition's time as
+/// their end. Run inside the migration transaction that checked the
+/// version; on a layout that has the column already it only rebuilds the
+/// indexes.
+fn migrate_9_to_10(conn: &Connection) -> Result<()> {
+    add_column_once(conn, "jobs", "ended_us", "INTEGER")?;
+    conn.execute_batch(MIGRATE_9_TO_10)?;
+    Ok(())
+}
+
+const MIGRATE_9_TO_10: &str = "
+UPDATE jobs SET ended_us = updated_us
+    WHERE ended_us IS NULL AND state <> 'requested' AND state <> 'claimed';
+UPDATE jobs SET ended_us = NULL
+    WHERE ended_us IS NOT NULL AND (state = 'requested' OR state = 'claimed');
+DROP INDEX IF EXISTS jobs_by_state;
+DROP INDEX IF EXISTS events_by_production;
+DROP INDEX IF EXISTS jobs_ready;
+CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
+    WHERE ended_us IS NULL AND parked = 0;
+CREATE INDEX IF NOT EXISTS jobs_ended ON jobs (production, state, job)
+    WHERE ended_us IS NOT NULL;
+";
+
 /// How many free pages one reclaim step gives back at most (4 KiB each).
 const RECLAIM_PAGES: i64 = 512;
 
@@ -455,7 +487,8 @@ fn create_current(conn: &Connection) -> Result<()> {
     conn.execute_batch(MIGRATE_4_TO_5)?;
     conn.execute_batch(MIGRATE_5_TO_6)?;
     migrate_6_to_7(conn)?;
-    migrate_7_to_8(conn)
+    migrate_7_to_8(conn)?;
+    migrate_9_to_10(conn)
 }
 
 /// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
@@ -487,9 +520,8 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            // Schema 9 changed only PostgreSQL's layout (its mark log): from
-            // 8 there is nothing to do here.
-            2..=8 => {
+            // Schema 9 changed only PostgreSQL's layout (its mark log).
+            2..=9 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -508,6 +540,7 @@ fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
                 if from <= 7 {
                     migrate_7_to_8(conn)?;
                 }
+                migrate_9_to_10(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
@@ -906,7 +939,17 @@ const JOB_SQL: &str = concat!(
 );
 const UPDATE_JOB_SQL: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, \
      secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, \
-     last_error = ?10, due_us = ?11, parked = ?12, provenance_at = ?13 WHERE seq = ?1";
+     last_error = ?10, due_us = ?11, parked = ?12, provenance_at = ?13, ended_us = ?14 \
+     WHERE seq = ?1";
+/// [`UPDATE_JOB_SQL`] for a row that was and stays open and unparked (a
+/// claim, a release or retry with no delay): it sets neither column of
+/// `jobs_ready`'s predicate, so SQLite leaves that index alone. A row that
+/// was parked or ended is not matched (0 rows) and takes the full
+/// statement.
+const UPDATE_OPEN_JOB_SQL: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, \
+     secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, \
+     last_error = ?10, due_us = ?11, provenance_at = ?12 \
+     WHERE seq = ?1 AND parked = 0 AND ended_us IS NULL";
 const UPDATE_EXPIRY_SQL: &str = "UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1";
 const APPEND_EVENT_SQL: &str = "INSERT INTO events (at_us, production, job, kind, state, \
      claim_id, holder, attempt, expires_us, detail, mark_us) \
@@ -916,7 +959,8 @@ const LIVE_JOBS_SQL: &str = concat!(
     "SELECT ",
     job_cols!(),
     " FROM jobs INDEXED BY jobs_ready \
-     WHERE production = ?1 AND state IN ('requested', 'claimed') AND parked = 0 \
+     WHERE production = ?1 AND ended_us IS NULL AND parked = 0 \
+       AND state IN ('requested', 'claimed') \
        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3) \
      ORDER BY priority DESC, seq LIMIT ?2"
 );
@@ -1009,9 +1053,9 @@ fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Result<i64> {
         "INSERT INTO jobs (production, job, payload_digest, payload_len, priority, max_attempts,
              state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us,
              created_us, updated_us, last_error, payload, due_us, parked, max_hold_us,
-             backoff_base_us, backoff_cap_us)
+             backoff_base_us, backoff_cap_us, ended_us)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-             ?18, ?19, ?20, ?21, ?22)",
+             ?18, ?19, ?20, ?21, ?22, ?23)",
     )?;
     let (base, cap) = backoff_cols(row.backoff);
     st.execute(params![
@@ -1037,8 +1081,15 @@ fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Result<i64> {
         row.max_hold_us,
         base,
         cap,
+        ended_us(row),
     ])?;
     Ok(conn.last_insert_rowid())
+}
+
+/// A row's `ended_us` column (schema 10): its last transition's time once
+/// its state is terminal, else NULL.
+fn ended_us(row: &JobRow) -> Option<i64> {
+    (!row.state.is_open()).then_some(row.updated_us)
 }
 
 fn append_event(conn: &Connection, ev: &NewEvent<'_>) -> Result<u64> {
@@ -1272,6 +1323,27 @@ impl Txn for SqliteTxn {
     fn update_job(&mut self, row: &JobRow) -> Result<()> {
         crate::fault::point();
         let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
+        if row.state.is_open() && !row.parked {
+            let n = self.h().with(Hot::UpdateOpenJob, |st| {
+                st.execute(params![
+                    row.seq,
+                    row.state.as_str(),
+                    row.attempts,
+                    row.claim_id.map(|u| uuid_text(&u, &mut claim)),
+                    row.secret_digest,
+                    row.holder,
+                    row.claimed_us,
+                    row.expires_us,
+                    row.updated_us,
+                    row.last_error,
+                    row.due_us,
+                    row.provenance_at,
+                ])
+            })?;
+            if n == 1 {
+                return Ok(());
+            }
+        }
         let n = self.h().with(Hot::UpdateJob, |st| {
             st.execute(params![
                 row.seq,
@@ -1287,6 +1359,7 @@ impl Txn for SqliteTxn {
                 row.due_us,
                 row.parked,
                 row.provenance_at,
+                ended_us(row),
             ])
         })?;
         one_row(n, row)
@@ -1326,7 +1399,8 @@ impl Txn for SqliteTxn {
                     "SELECT ",
                     job_cols!(),
                     " FROM jobs INDEXED BY jobs_ready
-                     WHERE production = ?1 AND state IN ('requested', 'claimed') AND parked = 0
+                     WHERE production = ?1 AND ended_us IS NULL AND parked = 0
+                       AND state IN ('requested', 'claimed')
                        AND (priority < ?2 OR (priority = ?2 AND seq > ?3))
                        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?5)
                      ORDER BY priority DESC, seq LIMIT ?4"
@@ -1386,15 +1460,29 @@ impl Txn for SqliteTxn {
                 collect(rows)
             }
             Some(states) => {
-                // At most five states: one indexed range scan each, merged by job ID.
+                // At most five states, one scan each, merged by job ID. A
+                // terminal state is a range of `jobs_ended`; an open one is
+                // found along the production's jobs by ID (no index keys
+                // jobs by an open state: a claim would rewrite it).
                 let mut out = Vec::new();
-                let mut st = c.prepare_cached(concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM jobs WHERE production = ?1 AND state = ?2 AND job > ?3
-                     ORDER BY job LIMIT ?4"
-                ))?;
                 for s in states {
+                    let mut st = if s.is_open() {
+                        c.prepare_cached(concat!(
+                            "SELECT ",
+                            job_cols!(),
+                            " FROM jobs WHERE production = ?1 AND job > ?3 AND state = ?2
+                             ORDER BY job LIMIT ?4"
+                        ))?
+                    } else {
+                        c.prepare_cached(concat!(
+                            "SELECT ",
+                            job_cols!(),
+                            " FROM jobs INDEXED BY jobs_ended
+                             WHERE production = ?1 AND state = ?2 AND ended_us IS NOT NULL
+                               AND job > ?3
+                             ORDER BY job LIMIT ?4"
+                        ))?
+                    };
                     let rows = st.query_map(
                         params![production, s.as_str(), after, limit as i64],
                         job_row,
@@ -1778,12 +1866,12 @@ impl Txn for SqliteTxn {
         claim_id: &Uuid,
     ) -> Result<Option<Event>> {
         self.flush_event(self.read_mark)?;
-        // Newest first along the production's events: the event sought is
-        // the job's last one, so the walk stops at it.
+        // Newest first along the log: the event sought is the job's last
+        // one, so the walk stops at it.
         let mut st = self.c().prepare_cached(concat!(
             "SELECT ",
             event_cols!(),
-            " FROM events INDEXED BY events_by_production
+            " FROM events
              WHERE production = ?1 AND job = ?2 AND claim_id = ?3
              ORDER BY seq DESC LIMIT 1"
         ))?;
@@ -1816,7 +1904,9 @@ impl Txn for SqliteTxn {
 
     fn earliest_expiry(&mut self, production: &str) -> Result<Option<i64>> {
         Ok(self.c().query_row(
-            "SELECT MIN(expires_us) FROM jobs WHERE production = ?1 AND state = 'claimed'",
+            // Every claimed job is open and unparked: in `jobs_ready`.
+            "SELECT MIN(expires_us) FROM jobs INDEXED BY jobs_ready
+             WHERE production = ?1 AND ended_us IS NULL AND parked = 0 AND state = 'claimed'",
             [production],
             |r| r.get(0),
         )?)
