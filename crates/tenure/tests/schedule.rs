@@ -482,12 +482,7 @@ fn a_v2_store_migrates_to_schedules() {
         .collect();
     assert_eq!(
         idx,
-        [
-            "jobs_ended",
-            "jobs_parked",
-            "jobs_ready",
-            "jobs_terminal"
-        ]
+        ["jobs_ended", "jobs_parked", "jobs_ready", "jobs_terminal"]
     );
 }
 

@@ -385,6 +385,9 @@ fn a_v4_store_is_rebuilt_with_job_writes_that_build_no_temporary_tables() {
     assert!(report.ok(), "{report:?}");
     assert_eq!(report.schema_version, SCHEMA_VERSION);
     let c = rusqlite::Connection::open(&path).unwrap();
+    // An existing store keeps its page size (a new one has 2 KiB pages).
+    let page: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    assert_eq!(page, 4096);
     // Every row kept its sequence number, state and columns.
     assert_eq!(job_rows(&c), before);
     assert_eq!(before.len(), 4);
@@ -690,7 +693,10 @@ fn a_schema_9_store_gets_end_times_and_its_indexes_rebuilt() {
     let env = Env::with_jobs(6, 2);
     let a = &env.auth;
     a.claim("p", "j1", "w", secs(60)).unwrap();
-    a.claim("p", "j2", "w", secs(60)).unwrap().complete(&[]).unwrap();
+    a.claim("p", "j2", "w", secs(60))
+        .unwrap()
+        .complete(&[])
+        .unwrap();
     env.clock.advance(1_000);
     a.claim("p", "j3", "w", secs(60))
         .unwrap()
@@ -710,7 +716,11 @@ fn a_schema_9_store_gets_end_times_and_its_indexes_rebuilt() {
             state: Some(s),
             ..ListQuery::default()
         };
-        a.jobs("p", &q).unwrap().into_iter().map(|v| v.job).collect()
+        a.jobs("p", &q)
+            .unwrap()
+            .into_iter()
+            .map(|v| v.job)
+            .collect()
     };
     let states = [
         JobState::Requested,
@@ -750,10 +760,17 @@ fn a_schema_9_store_gets_end_times_and_its_indexes_rebuilt() {
         .unwrap()
         .map(|r| r.unwrap())
         .collect();
-    let sql = |name: &str| indexes.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone());
+    let sql = |name: &str| {
+        indexes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s.clone())
+    };
     assert_eq!(sql("jobs_by_state"), None);
     assert_eq!(sql("events_by_production"), None);
-    assert!(sql("jobs_ready").unwrap().contains("ended_us IS NULL AND parked = 0"));
+    assert!(sql("jobs_ready")
+        .unwrap()
+        .contains("ended_us IS NULL AND parked = 0"));
     assert!(sql("jobs_ended").unwrap().contains("ended_us IS NOT NULL"));
     // Claim-next finds the requested jobs that are due, never an ended one.
     for job in ["j0", "j5"] {
@@ -762,7 +779,10 @@ fn a_schema_9_store_gets_end_times_and_its_indexes_rebuilt() {
         l.complete(&[]).unwrap();
     }
     assert_eq!(listed(&a, JobState::Completed), ["j0", "j2", "j5"]);
-    assert_eq!(code_of(a.claim_next("p", "w", secs(60))), ErrorCode::NoJobAvailable);
+    assert_eq!(
+        code_of(a.claim_next("p", "w", secs(60))),
+        ErrorCode::NoJobAvailable
+    );
     assert!(a.check().unwrap().ok());
     assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
 }
@@ -772,10 +792,15 @@ fn a_schema_9_store_gets_end_times_and_its_indexes_rebuilt() {
 fn wal_pages(path: &Path) -> Vec<u32> {
     let wal = std::fs::read(path.with_extension("db-wal")).unwrap_or_default();
     let mut pages = Vec::new();
+    if wal.len() < 32 {
+        return pages;
+    }
+    // The WAL header: magic, format, page size (big-endian), ...
+    let page = u32::from_be_bytes(wal[8..12].try_into().unwrap()) as usize;
     let mut at = 32;
-    while at + 24 + 4096 <= wal.len() {
+    while at + 24 + page <= wal.len() {
         pages.push(u32::from_be_bytes(wal[at..at + 4].try_into().unwrap()));
-        at += 24 + 4096;
+        at += 24 + page;
     }
     pages
 }
@@ -810,6 +835,11 @@ fn open_transitions_write_no_index_of_jobs() {
     }
     let env = Env::with_jobs(4, 3);
     let path = env.path();
+    let page: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(page, 2048, "a new store's pages");
     let roots: std::collections::HashMap<String, u32> = {
         let c = rusqlite::Connection::open(&path).unwrap();
         let r = c
@@ -824,7 +854,11 @@ fn open_transitions_write_no_index_of_jobs() {
     let index = |name: &str| roots[name];
     let indexes: Vec<u32> = roots.values().copied().collect();
     let touched = |pages: &[u32]| -> Vec<u32> {
-        let mut t: Vec<u32> = pages.iter().copied().filter(|p| indexes.contains(p)).collect();
+        let mut t: Vec<u32> = pages
+            .iter()
+            .copied()
+            .filter(|p| indexes.contains(p))
+            .collect();
         t.sort_unstable();
         t
     };
@@ -834,10 +868,15 @@ fn open_transitions_write_no_index_of_jobs() {
     };
     let a = &env.auth;
     let mut lease = None;
-    let claim = pages_written(&path, || lease = Some(a.claim_next("p", "w", secs(60)).unwrap()));
+    let claim = pages_written(&path, || {
+        lease = Some(a.claim_next("p", "w", secs(60)).unwrap())
+    });
     let lease = lease.unwrap();
     assert_eq!(touched(&claim), [], "a claim: {claim:?} against {roots:?}");
-    assert!(claim.len() <= 3, "the row, the log (and its root): {claim:?}");
+    assert!(
+        claim.len() <= 3,
+        "the row, the log (and its root): {claim:?}"
+    );
     env.clock.advance(1_000);
     let renew = pages_written(&path, || lease.renew(secs(60)).unwrap());
     assert_eq!(touched(&renew), [], "a renewal: {renew:?}");
@@ -849,7 +888,11 @@ fn open_transitions_write_no_index_of_jobs() {
     let complete = pages_written(&path, || lease.complete(&[]).unwrap());
     assert_eq!(
         touched(&complete),
-        sorted(vec![index("jobs_ready"), index("jobs_ended"), index("jobs_terminal")]),
+        sorted(vec![
+            index("jobs_ready"),
+            index("jobs_ended"),
+            index("jobs_terminal")
+        ]),
         "a completion: {complete:?} against {roots:?}"
     );
     let lease = a.claim_next("p", "w", secs(60)).unwrap();

@@ -273,7 +273,8 @@ pub fn downgrade_to_schema_3(env: &Env) {
             .unwrap(),
         None => rusqlite::Connection::open(env.path())
             .unwrap()
-            .execute_batch(&(SQLITE_UNDO_10.to_owned() +
+            .execute_batch(
+                &(SQLITE_UNDO_10.to_owned() +
                 // Schema 8 keeps the mark on the newest event, schema 7 a
                 // completion's provenance in the job row;
                 // the stores before it hold it as fact rows, placed after
@@ -305,7 +306,8 @@ pub fn downgrade_to_schema_3(env: &Env) {
                  ALTER TABLE tombstones DROP COLUMN backoff_cap_us;
                  CREATE INDEX jobs_live ON jobs (production, priority DESC, seq)
                      WHERE state IN ('requested', 'claimed');
-                 PRAGMA user_version = 3;"))
+                 PRAGMA user_version = 3;"),
+            )
             .unwrap(),
     }
 }
