@@ -485,7 +485,7 @@ impl Change {
 /// batch of one, so a backend that saves round trips on batches saves them
 /// here too).
 fn write(s: &mut Session, c: Change) -> Result<()> {
-    write_many(s, &[c])
+    write_many(s, &mut [c])
 }
 
 /// A transition that leaves a job `requested` (a release, a retryable
@@ -501,16 +501,17 @@ fn ring_if_claimable(s: &mut Session, c: &Change) {
 
 /// Write many decided transitions of distinct jobs at once: the rows, the
 /// facts and the events, each set-based where the backend can.
-fn write_many(s: &mut Session, cs: &[Change]) -> Result<()> {
+fn write_many(s: &mut Session, cs: &mut [Change]) -> Result<()> {
     if cs.is_empty() {
         return Ok(());
     }
-    for c in cs {
-        if let Some((at, what)) = &c.deadline {
-            s.deadline(*at, what.clone());
+    for c in cs.iter_mut() {
+        if let Some((at, what)) = c.deadline.take() {
+            s.deadline(at, what);
         }
         ring_if_claimable(s, c);
     }
+    let cs = &*cs;
     let (renewed, moved): (Vec<&Change>, Vec<&Change>) = cs.iter().partition(|c| c.expiry_only);
     let rows: Vec<&JobRow> = moved.iter().map(|c| &c.row).collect();
     let expiries: Vec<&JobRow> = renewed.iter().map(|c| &c.row).collect();
@@ -818,7 +819,7 @@ fn claim_next_scan(
     if let Some(a) = asked.filter(|_| !out.is_empty()) {
         record_request(s, a, &out, now)?;
     }
-    write_many(s, &changes)?;
+    write_many(s, &mut changes)?;
     Ok(out)
 }
 
@@ -849,7 +850,13 @@ pub(crate) fn current(txn: &mut dyn Txn, key: &LeaseKey<'_>, now: i64) -> Result
 /// the one place a lease is checked, for single and batched transitions.
 fn checked(row: Option<JobRow>, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> {
     let row = row.ok_or_else(|| Error::NotFound(format!("job {}/{}", key.production, key.job)))?;
-    let n = name(&row);
+    check(&row, key, now)?;
+    Ok(row)
+}
+
+/// [`checked`] on a row that exists.
+fn check(row: &JobRow, key: &LeaseKey<'_>, now: i64) -> Result<()> {
+    let n = name(row);
     // A lease knows its claim ID; a token carries only the secret.
     let (holder, whose) = match key.claim_id {
         Some(_) => ("this lease", "the lease's"),
@@ -894,7 +901,7 @@ fn checked(row: Option<JobRow>, key: &LeaseKey<'_>, now: i64) -> Result<JobRow> 
                     "the lease on {n} expired at {expires} µs (now {now} µs)"
                 )))
             } else {
-                Ok(row)
+                Ok(())
             }
         }
     }
@@ -1029,7 +1036,7 @@ pub(crate) fn transition_many_applied<T>(
                 }
             }
         }
-        write_many(s, &changes)?;
+        write_many(s, &mut changes)?;
     }
     Ok(out
         .into_iter()
@@ -1875,10 +1882,12 @@ fn checked_or_replayed<T>(
     row: Option<JobRow>,
     replay: Option<impl FnOnce(&mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
 ) -> Result<std::result::Result<JobRow, Applied<T>>> {
-    let kept = replay.as_ref().and(row.clone());
-    match checked(row, key, now) {
-        Ok(row) => Ok(Ok(row)),
-        Err(e) => replayed_or(s.txn.as_mut(), e, key, kept.as_ref(), now, replay).map(Err),
+    let Some(row) = row else {
+        return checked(None, key, now).map(Ok);
+    };
+    match check(&row, key, now) {
+        Ok(()) => Ok(Ok(row)),
+        Err(e) => replayed_or(s.txn.as_mut(), e, key, Some(&row), now, replay).map(Err),
     }
 }
 

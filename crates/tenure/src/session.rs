@@ -264,20 +264,18 @@ impl Session {
         }
         if self.guarded {
             crate::fault::stall_precommit();
-            let first = self.deadlines.iter().min_by_key(|d| d.at_us).cloned();
+            let first = self.deadlines.iter().map(|d| d.at_us).min();
             // A store with its own clock checks and commits in one request.
-            match self
-                .txn
-                .commit_checked(self.mark, first.as_ref().map(|d| d.at_us))
-            {
+            match self.txn.commit_checked(self.mark, first) {
                 Ok(None) => {}
                 Ok(Some(Ok(()))) => return Ok(()),
                 Ok(Some(Err(pre))) => {
                     let _ = self.txn.rollback();
-                    let e = match first {
+                    let d = self.deadlines.iter().min_by_key(|d| d.at_us);
+                    let e = match d {
                         Some(d) if pre >= self.mark => {
                             self.mark = pre;
-                            expired(&d, pre)
+                            expired(d, pre)
                         }
                         _ => Error::ClockRollback {
                             now_us: pre,
