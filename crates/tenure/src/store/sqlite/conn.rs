@@ -9,8 +9,10 @@
 //! each connection prepares them on first use and keeps them in a slot of
 //! its own. Every other statement still goes through `prepare_cached`.
 
+use super::checkpoint;
 use rusqlite::{ffi, Connection, PrepFlags, Statement};
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 /// The statements a connection keeps prepared (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +77,8 @@ pub(super) struct Conn {
     // Boxed: the statements point at it, so it must not move when a
     // `Conn` does.
     conn: Box<Connection>,
+    /// What the connection's WAL hook points at; dropped after it.
+    _hook: Arc<checkpoint::Shared>,
 }
 
 // SAFETY: a `Conn` owns its connection and every statement prepared on it,
@@ -85,11 +89,15 @@ pub(super) struct Conn {
 unsafe impl Send for Conn {}
 
 impl Conn {
-    pub(super) fn new(conn: Connection) -> Conn {
+    /// A pooled connection whose commits hand their checkpoints to
+    /// `checkpointer` (see [`checkpoint`]).
+    pub(super) fn new(conn: Connection, checkpointer: &checkpoint::Checkpointer) -> Conn {
+        let hook = checkpointer.attach(&conn);
         Conn {
             stmts: Default::default(),
             mark: Cell::new(None),
             conn: Box::new(conn),
+            _hook: hook,
         }
     }
 

@@ -7,6 +7,7 @@
 //! others through `prepare_cached`. Local filesystems only: SQLite's locking
 //! is not safe on network filesystems.
 
+mod checkpoint;
 mod conn;
 #[cfg(target_os = "linux")]
 mod writer_queue;
@@ -51,6 +52,8 @@ impl Synchronous {
 }
 
 struct Pool {
+    /// Declared first: dropped (its thread stopped) before the connections.
+    checkpointer: checkpoint::Checkpointer,
     path: PathBuf,
     sync: Synchronous,
     busy: Duration,
@@ -82,7 +85,7 @@ impl Pool {
     fn connect(&self) -> Result<Conn> {
         let conn = open_connection(&self.path)?;
         configure(&conn, self.sync, self.busy)?;
-        Ok(Conn::new(conn))
+        Ok(Conn::new(conn, &self.checkpointer))
     }
 
     fn take(&self) -> Result<Conn> {
@@ -140,6 +143,7 @@ impl SqliteBackend {
         now_us: &dyn Fn() -> i64,
     ) -> Result<(SqliteBackend, Opened)> {
         let mut pool = Pool {
+            checkpointer: checkpoint::Checkpointer::new(path.to_path_buf(), sync, busy),
             path: path.to_path_buf(),
             sync,
             busy,
@@ -193,7 +197,7 @@ impl SqliteBackend {
             pool.writer_queue = writer_queue::WriterQueue::open(path).map(Arc::new);
         }
         let pool = Arc::new(pool);
-        pool.give_back(Conn::new(conn));
+        pool.give_back(Conn::new(conn, &pool.checkpointer));
         Ok((
             SqliteBackend {
                 pool,
@@ -2083,6 +2087,59 @@ mod tests {
             .flatten();
         t.commit().unwrap();
         (meta, newest, read)
+    }
+
+    /// Commits past SQLite's checkpoint threshold hand the checkpoint to
+    /// the store's thread; from `checkpoint::INLINE` frames a commit
+    /// checkpoints itself and the WAL starts over, so its file never grows
+    /// past that (plus one commit); closing the store stops the thread and
+    /// closes every connection (the last one removes the WAL); nothing
+    /// committed is lost.
+    #[test]
+    fn checkpoints_run_on_the_store_thread_and_the_wal_stays_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("t.db-wal");
+        let b = backend(dir.path());
+        let frame = u64::from(PAGE_SIZE) + 24;
+        let frames = || std::fs::metadata(&wal).map_or(0, |m| m.len().saturating_sub(32) / frame);
+        let detail = "x".repeat(1_500);
+        let (mut n, mut most) = (0i64, 0);
+        while b.pool.checkpointer.counts().1 < 2 {
+            let mut t = b.begin_write().unwrap();
+            for _ in 0..4 {
+                t.append_event(&NewEvent {
+                    detail: &detail,
+                    ..event(n)
+                })
+                .unwrap();
+            }
+            t.commit_with_mark(None).unwrap();
+            n += 1;
+            most = most.max(frames());
+            assert!(n < 20_000, "no commit checkpointed itself");
+        }
+        assert!(
+            most > checkpoint::START as u64,
+            "SQLite's own checkpoint at 1 000 frames is off"
+        );
+        assert!(most <= checkpoint::INLINE as u64 + 8, "{most} frames");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while b.pool.checkpointer.counts().0 == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the thread never checkpointed"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(b);
+        assert!(!wal.exists(), "a connection is still open");
+        let b = backend(dir.path());
+        let conn = b.pool.take().unwrap();
+        let stored: i64 = conn
+            .get()
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(stored, 4 * n);
     }
 
     #[test]

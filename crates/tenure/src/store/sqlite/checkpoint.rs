@@ -1,0 +1,255 @@
+//! Checkpoints on a thread of the store's own.
+//!
+//! A checkpoint copies committed pages from the WAL into the database
+//! file: it syncs the WAL, writes each page the WAL holds and syncs the
+//! file. SQLite runs one on the committing thread, after the commit that
+//! took the WAL past 1 000 frames, so that caller waits for two syncs and
+//! every page copied. tenure's connections hand that work to one thread per
+//! open store (per process) instead: their WAL hook asks it for a checkpoint
+//! once the WAL holds [`START`] frames, again for every [`STEP`] frames
+//! more, and returns at once. The thread runs a `PASSIVE` checkpoint on a
+//! connection of its own: it never waits for a writer or a reader, and no
+//! writer or reader waits for it.
+//!
+//! While writers keep committing, the WAL is never entirely copied when
+//! the next writer begins, so SQLite cannot start it over from its first
+//! frame (a writer restarts the WAL only when every frame was copied). A
+//! commit that finds [`INLINE`] frames or more therefore checkpoints itself,
+//! as SQLite would: the thread has copied almost all of them, so that
+//! checkpoint copies only the latest frames and the next writer starts the
+//! WAL over. The WAL stays below [`INLINE`] frames (plus what one commit
+//! adds) whatever the thread manages; if the thread cannot start, commits
+//! checkpoint from [`INLINE`] frames on.
+//!
+//! Checkpoints move committed pages and change no content: what a commit
+//! acknowledges, and when it is durable (at its commit with `FULL`; with
+//! `NORMAL`, once a checkpoint has synced the WAL), are as before.
+
+use super::{configure, open_connection, Synchronous};
+use rusqlite::{ffi, Connection};
+use std::ffi::{c_char, c_int, c_void};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// WAL frames from which a commit asks the thread for a checkpoint
+/// (SQLite's own threshold).
+pub(super) const START: i32 = 1_000;
+/// Frames committed since the last request before the next one.
+pub(super) const STEP: i32 = 1_000;
+/// WAL frames from which a commit checkpoints itself.
+pub(super) const INLINE: i32 = 4_000;
+
+/// The part the WAL hook of every connection of the store points at.
+pub(super) struct Shared {
+    /// Itself, for the thread it starts.
+    me: Weak<Shared>,
+    path: PathBuf,
+    sync: Synchronous,
+    busy: Duration,
+    state: Mutex<State>,
+    wake: Condvar,
+    /// The WAL's size (frames) at the last request: the next waits for
+    /// [`STEP`] more.
+    asked_at: AtomicI32,
+    /// Checkpoints the thread ran.
+    passes: AtomicU64,
+    /// Checkpoints commits ran themselves.
+    inline: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    wanted: bool,
+    stop: bool,
+    /// The process that started the thread (a forked child has none).
+    started_by: Option<u32>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The checkpoint thread of one open store; dropping it stops the thread
+/// and waits for it.
+pub(super) struct Checkpointer {
+    shared: Arc<Shared>,
+}
+
+impl Checkpointer {
+    pub(super) fn new(path: PathBuf, sync: Synchronous, busy: Duration) -> Checkpointer {
+        Checkpointer {
+            shared: Arc::new_cyclic(|me| Shared {
+                me: me.clone(),
+                path,
+                sync,
+                busy,
+                state: Mutex::new(State::default()),
+                wake: Condvar::new(),
+                asked_at: AtomicI32::new(0),
+                passes: AtomicU64::new(0),
+                inline: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Install the hook on `conn`; the returned reference must outlive the
+    /// connection (the hook points at it).
+    pub(super) fn attach(&self, conn: &Connection) -> Arc<Shared> {
+        // SAFETY: the handle is this open connection's; the context pointer
+        // stays valid while the connection is open, because the caller keeps
+        // the returned `Arc` until after the connection is closed.
+        unsafe {
+            ffi::sqlite3_wal_hook(
+                conn.handle(),
+                Some(on_commit),
+                Arc::as_ptr(&self.shared) as *mut c_void,
+            );
+        }
+        self.shared.clone()
+    }
+
+    /// How many checkpoints the thread ran and how many commits ran
+    /// themselves.
+    #[cfg(test)]
+    pub(super) fn counts(&self) -> (u64, u64) {
+        (
+            self.shared.passes.load(Ordering::Relaxed),
+            self.shared.inline.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        let (thread, here) = {
+            let mut st = self.shared.lock();
+            st.stop = true;
+            (st.thread.take(), st.started_by == Some(std::process::id()))
+        };
+        self.shared.wake.notify_all();
+        match thread {
+            Some(t) if here => {
+                let _ = t.join();
+            }
+            // A parent's thread (after fork()) is not in this process:
+            // nothing to join or detach.
+            Some(t) => std::mem::forget(t),
+            None => {}
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ask the thread for a checkpoint, starting it if this process has
+    /// none. Returns false if it could not be started.
+    fn request(&self) -> bool {
+        let me = std::process::id();
+        let mut st = self.lock();
+        if st.stop {
+            return false;
+        }
+        if st.started_by != Some(me) {
+            // A thread a parent process started is not in this one:
+            // nothing to join or detach.
+            if let Some(t) = st.thread.take() {
+                std::mem::forget(t);
+            }
+            let Some(shared) = self.me.upgrade() else {
+                return false;
+            };
+            match std::thread::Builder::new()
+                .name("tenure-checkpoint".into())
+                .spawn(move || shared.run())
+            {
+                Ok(t) => {
+                    st.thread = Some(t);
+                    st.started_by = Some(me);
+                }
+                Err(_) => return false,
+            }
+        }
+        st.wanted = true;
+        drop(st);
+        self.wake.notify_one();
+        true
+    }
+
+    fn run(&self) {
+        let conn = match open_connection(&self.path) {
+            Ok(c) if configure(&c, self.sync, self.busy).is_ok() => c,
+            // Commits checkpoint themselves from `INLINE` frames on.
+            _ => return,
+        };
+        loop {
+            {
+                let mut st = self.lock();
+                while !st.wanted && !st.stop {
+                    st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                if st.stop {
+                    return;
+                }
+                st.wanted = false;
+            }
+            // SAFETY: the handle is this thread's open connection; null out
+            // parameters are allowed. A busy checkpoint (another process's
+            // running) is simply asked for again by a later commit.
+            unsafe {
+                ffi::sqlite3_wal_checkpoint_v2(
+                    conn.handle(),
+                    c"main".as_ptr(),
+                    ffi::SQLITE_CHECKPOINT_PASSIVE,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                );
+            }
+            self.passes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The WAL hook: SQLite calls it after every commit with the number of
+/// frames in the WAL.
+unsafe extern "C" fn on_commit(
+    ctx: *mut c_void,
+    db: *mut ffi::sqlite3,
+    name: *const c_char,
+    frames: c_int,
+) -> c_int {
+    // SAFETY: `ctx` is the `Shared` an `Arc` held beside the connection
+    // keeps alive (see `Checkpointer::attach`).
+    let shared = unsafe { &*(ctx as *const Shared) };
+    let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if frames < START {
+            shared.asked_at.store(0, Ordering::Relaxed);
+            return false;
+        }
+        if frames >= INLINE {
+            return true;
+        }
+        if frames < shared.asked_at.load(Ordering::Relaxed).saturating_add(STEP) {
+            return false;
+        }
+        shared.asked_at.store(frames, Ordering::Relaxed);
+        !shared.request()
+    }))
+    .unwrap_or(true);
+    if inline {
+        // SAFETY: the connection and schema name SQLite handed the hook.
+        unsafe {
+            ffi::sqlite3_wal_checkpoint_v2(
+                db,
+                name,
+                ffi::SQLITE_CHECKPOINT_PASSIVE,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+        }
+        shared.inline.fetch_add(1, Ordering::Relaxed);
+    }
+    ffi::SQLITE_OK
+}
