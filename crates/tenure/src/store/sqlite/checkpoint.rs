@@ -15,11 +15,13 @@
 //! the next writer begins, so SQLite cannot start it over from its first
 //! frame (a writer restarts the WAL only when every frame was copied). A
 //! commit that finds [`INLINE`] frames or more therefore checkpoints itself,
-//! as SQLite would: the thread has copied almost all of them, so that
-//! checkpoint copies only the latest frames and the next writer starts the
-//! WAL over. The WAL stays below [`INLINE`] frames (plus what one commit
-//! adds) whatever the thread manages; if the thread cannot start, commits
-//! checkpoint from [`INLINE`] frames on.
+//! as SQLite would: the thread has copied the frames up to its last
+//! request, so that checkpoint copies only the later ones, and the next
+//! writer starts the WAL over. The WAL stays below [`INLINE`] frames (plus
+//! what one commit adds) whatever the thread manages; if the thread cannot
+//! start, commits checkpoint from [`INLINE`] frames on. A longer WAL would
+//! leave more to the thread but costs every commit more: SQLite's index of
+//! the WAL finds a page's newest frame by probing past its older ones.
 //!
 //! Checkpoints move committed pages and change no content: what a commit
 //! acknowledges, and when it is durable (at its commit with `FULL`; with
@@ -40,7 +42,7 @@ pub(super) const START: i32 = 1_000;
 /// Frames committed since the last request before the next one.
 pub(super) const STEP: i32 = 1_000;
 /// WAL frames from which a commit checkpoints itself.
-pub(super) const INLINE: i32 = 4_000;
+pub(super) const INLINE: i32 = 2_000;
 
 /// The part the WAL hook of every connection of the store points at.
 pub(super) struct Shared {

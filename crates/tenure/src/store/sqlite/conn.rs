@@ -28,6 +28,7 @@ pub(super) enum Hot {
     SetHighWater,
     SetEventMark,
     Job,
+    JobBySeq,
     UpdateJob,
     UpdateOpenJob,
     UpdateExpiry,
@@ -53,6 +54,7 @@ impl Hot {
             Hot::SetHighWater => super::SET_HIGH_WATER_SQL,
             Hot::SetEventMark => super::SET_EVENT_MARK_SQL,
             Hot::Job => super::JOB_SQL,
+            Hot::JobBySeq => super::JOB_BY_SEQ_SQL,
             Hot::UpdateJob => super::UPDATE_JOB_SQL,
             Hot::UpdateOpenJob => super::UPDATE_OPEN_JOB_SQL,
             Hot::UpdateExpiry => super::UPDATE_EXPIRY_SQL,
@@ -62,6 +64,12 @@ impl Hot {
         }
     }
 }
+
+/// How many job rows a connection remembers (see [`Conn::seq_hint`]).
+const RECENT: usize = 8;
+
+/// A job row a connection wrote: production, job ID, sequence number.
+type Remembered = (Box<str>, Box<str>, i64);
 
 /// One connection of the pool and its [`Hot`] statements.
 pub(super) struct Conn {
@@ -74,6 +82,11 @@ pub(super) struct Conn {
     /// the file's data version right after that commit (see
     /// [`Conn::known_mark`]).
     mark: Cell<Option<(u32, i64)>>,
+    /// The rows this connection wrote last, by production and job ID: a
+    /// hint for reading them again (see [`Conn::seq_hint`]).
+    recent: RefCell<[Option<Remembered>; RECENT]>,
+    /// The slot [`Conn::remember_seq`] fills next.
+    next: Cell<usize>,
     // Boxed: the statements point at it, so it must not move when a
     // `Conn` does.
     conn: Box<Connection>,
@@ -96,6 +109,8 @@ impl Conn {
         Conn {
             stmts: Default::default(),
             mark: Cell::new(None),
+            recent: Default::default(),
+            next: Cell::new(0),
             conn: Box::new(conn),
             _hook: hook,
         }
@@ -140,6 +155,35 @@ impl Conn {
     pub(super) fn remember_mark(&self, mark: Option<i64>) {
         self.mark
             .set(mark.and_then(|m| Some((self.data_version()?, m))));
+    }
+
+    /// The sequence number (rowid) of the job row this connection wrote
+    /// last under `production`/`job`, if it is among the last [`RECENT`]
+    /// it wrote. Only a hint: the row may have been removed since, and
+    /// another row may have its number; a lookup by it must also match the
+    /// IDs (as [`Hot::JobBySeq`] does).
+    pub(super) fn seq_hint(&self, production: &str, job: &str) -> Option<i64> {
+        self.recent
+            .borrow()
+            .iter()
+            .flatten()
+            .find_map(|(p, j, seq)| (&**j == job && &**p == production).then_some(*seq))
+    }
+
+    /// Remember that the job row `production`/`job` has sequence `seq`.
+    pub(super) fn remember_seq(&self, production: &str, job: &str, seq: i64) {
+        let mut recent = self.recent.borrow_mut();
+        if let Some(slot) = recent
+            .iter_mut()
+            .flatten()
+            .find(|(p, j, _)| &**j == job && &**p == production)
+        {
+            slot.2 = seq;
+            return;
+        }
+        let i = self.next.get();
+        recent[i] = Some((production.into(), job.into(), seq));
+        self.next.set((i + 1) % RECENT);
     }
 
     /// Run `f` with the prepared statement `h` (prepared on first use).
@@ -191,6 +235,7 @@ mod tests {
             Hot::SetHighWater,
             Hot::SetEventMark,
             Hot::Job,
+            Hot::JobBySeq,
             Hot::UpdateJob,
             Hot::UpdateOpenJob,
             Hot::UpdateExpiry,

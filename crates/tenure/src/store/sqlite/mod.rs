@@ -953,6 +953,13 @@ const JOB_SQL: &str = concat!(
     job_cols!(),
     " FROM jobs WHERE production = ?1 AND job = ?2"
 );
+/// [`JOB_SQL`] by a remembered sequence number (one B-tree search instead
+/// of two): the row must still carry the IDs.
+const JOB_BY_SEQ_SQL: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE seq = ?3 AND production = ?1 AND job = ?2"
+);
 const UPDATE_JOB_SQL: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, \
      secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, \
      last_error = ?10, due_us = ?11, parked = ?12, provenance_at = ?13, ended_us = ?14 \
@@ -985,10 +992,10 @@ const PARKED_PROBE_SQL: &str = "SELECT 1 FROM jobs INDEXED BY jobs_parked \
      WHERE production = ?1 AND parked = 1 AND due_us <= ?2 LIMIT 1";
 
 fn uuid_col(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<Uuid>> {
-    let s: Option<String> = r.get(i)?;
-    match s {
+    // Read in place: no copy of the text.
+    match r.get_ref(i)?.as_str_or_null()? {
         None => Ok(None),
-        Some(s) => Uuid::parse_str(&s).map(Some).map_err(|e| {
+        Some(s) => Uuid::parse_str(s).map(Some).map_err(|e| {
             rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
         }),
     }
@@ -999,7 +1006,9 @@ fn bad_col(i: usize, what: String) -> rusqlite::Error {
 }
 
 fn job_row(r: &Row<'_>) -> rusqlite::Result<JobRow> {
-    let state: String = r.get(7)?;
+    let state = r.get_ref(7)?.as_str()?;
+    let state =
+        Stored::parse(state).ok_or_else(|| bad_col(7, format!("unknown state {state:?}")))?;
     Ok(JobRow {
         seq: r.get(0)?,
         production: r.get(1)?,
@@ -1008,8 +1017,7 @@ fn job_row(r: &Row<'_>) -> rusqlite::Result<JobRow> {
         payload_len: r.get(4)?,
         priority: r.get(5)?,
         max_attempts: r.get(6)?,
-        state: Stored::parse(&state)
-            .ok_or_else(|| bad_col(7, format!("unknown state {state:?}")))?,
+        state,
         attempts: r.get(8)?,
         claim_id: uuid_col(r, 9)?,
         secret_digest: r.get(10)?,
@@ -1318,8 +1326,21 @@ impl Txn for SqliteTxn {
         collect(rows)
     }
 
+    /// By the sequence number this connection last wrote the job under,
+    /// if it remembers one and the row there still carries the IDs; else
+    /// by the IDs.
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
-        Ok(self.h().with(Hot::Job, |st| {
+        let h = self.h();
+        if let Some(seq) = h.seq_hint(production, job) {
+            let row = h.with(Hot::JobBySeq, |st| {
+                st.query_row(params![production, job, seq], job_row)
+                    .optional()
+            })?;
+            if row.is_some() {
+                return Ok(row);
+            }
+        }
+        Ok(h.with(Hot::Job, |st| {
             st.query_row([production, job], job_row).optional()
         })?)
     }
@@ -1338,6 +1359,7 @@ impl Txn for SqliteTxn {
 
     fn update_job(&mut self, row: &JobRow) -> Result<()> {
         crate::fault::point();
+        self.h().remember_seq(&row.production, &row.job, row.seq);
         let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
         if row.state.is_open() && !row.parked {
             let n = self.h().with(Hot::UpdateOpenJob, |st| {
@@ -2140,6 +2162,61 @@ mod tests {
             .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
             .unwrap();
         assert_eq!(stored, 4 * n);
+    }
+
+    fn requested(job: &str) -> JobRow {
+        JobRow {
+            seq: 0,
+            production: "p".into(),
+            job: job.into(),
+            payload_digest: vec![0; 32],
+            payload_len: 0,
+            priority: 0,
+            max_attempts: 3,
+            state: Stored::Requested,
+            attempts: 0,
+            claim_id: None,
+            secret_digest: None,
+            holder: None,
+            claimed_us: None,
+            expires_us: None,
+            created_us: 1,
+            updated_us: 1,
+            last_error: None,
+            due_us: None,
+            parked: false,
+            max_hold_us: None,
+            backoff: None,
+            provenance_at: None,
+        }
+    }
+
+    /// A job is read again by the sequence number its connection wrote it
+    /// under, but only while the row there still carries its IDs: a row
+    /// removed, and its number taken by another job (SQLite reuses the
+    /// largest), or the job submitted again under a new number, are found
+    /// by their IDs.
+    #[test]
+    fn a_remembered_sequence_number_is_only_a_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = backend(dir.path());
+        let mut t = b.begin_write().unwrap();
+        let mut a = requested("a");
+        a.seq = t.insert_job(&a, b"").unwrap();
+        a.attempts = 1;
+        t.update_job(&a).unwrap();
+        assert_eq!(t.job("p", "a").unwrap(), Some(a.clone()));
+        t.delete_jobs(std::slice::from_ref(&a)).unwrap();
+        let mut other = requested("b");
+        other.seq = t.insert_job(&other, b"").unwrap();
+        assert_eq!(other.seq, a.seq, "the number was taken again");
+        assert_eq!(t.job("p", "a").unwrap(), None);
+        assert_eq!(t.job("p", "b").unwrap(), Some(other.clone()));
+        let mut again = requested("a");
+        again.seq = t.insert_job(&again, b"").unwrap();
+        assert_ne!(again.seq, a.seq);
+        assert_eq!(t.job("p", "a").unwrap(), Some(again));
+        t.commit().unwrap();
     }
 
     #[test]
