@@ -962,7 +962,7 @@ const JOB_BY_SEQ_SQL: &str = concat!(
 );
 const UPDATE_JOB_SQL: &str = "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, \
      secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, \
-     last_error = ?10, due_us = ?11, parked = ?12, provenance_at = ?13, ended_us = ?14 \
+     last_error = ?10, due_us = ?11, provenance_at = ?12, parked = ?13, ended_us = ?14 \
      WHERE seq = ?1";
 /// [`UPDATE_JOB_SQL`] for a row that was and stays open and unparked (a
 /// claim, a release or retry with no delay): it sets neither column of
@@ -1361,44 +1361,36 @@ impl Txn for SqliteTxn {
         crate::fault::point();
         self.h().remember_seq(&row.production, &row.job, row.seq);
         let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
+        let claim = row.claim_id.map(|u| uuid_text(&u, &mut claim));
+        let state = row.state.as_str();
+        // ?1 to ?12 of both statements; the full one adds `parked` and
+        // `ended_us`.
+        let common: [&dyn rusqlite::ToSql; 12] = [
+            &row.seq,
+            &state,
+            &row.attempts,
+            &claim,
+            &row.secret_digest,
+            &row.holder,
+            &row.claimed_us,
+            &row.expires_us,
+            &row.updated_us,
+            &row.last_error,
+            &row.due_us,
+            &row.provenance_at,
+        ];
         if row.state.is_open() && !row.parked {
-            let n = self.h().with(Hot::UpdateOpenJob, |st| {
-                st.execute(params![
-                    row.seq,
-                    row.state.as_str(),
-                    row.attempts,
-                    row.claim_id.map(|u| uuid_text(&u, &mut claim)),
-                    row.secret_digest,
-                    row.holder,
-                    row.claimed_us,
-                    row.expires_us,
-                    row.updated_us,
-                    row.last_error,
-                    row.due_us,
-                    row.provenance_at,
-                ])
-            })?;
+            let n = self
+                .h()
+                .with(Hot::UpdateOpenJob, |st| st.execute(&common[..]))?;
             if n == 1 {
                 return Ok(());
             }
         }
+        let ended = ended_us(row);
+        let rest: [&dyn rusqlite::ToSql; 2] = [&row.parked, &ended];
         let n = self.h().with(Hot::UpdateJob, |st| {
-            st.execute(params![
-                row.seq,
-                row.state.as_str(),
-                row.attempts,
-                row.claim_id.map(|u| uuid_text(&u, &mut claim)),
-                row.secret_digest,
-                row.holder,
-                row.claimed_us,
-                row.expires_us,
-                row.updated_us,
-                row.last_error,
-                row.due_us,
-                row.parked,
-                row.provenance_at,
-                ended_us(row),
-            ])
+            st.execute(rusqlite::params_from_iter(common.iter().chain(&rest)))
         })?;
         one_row(n, row)
     }
