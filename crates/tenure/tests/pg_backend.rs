@@ -1141,6 +1141,33 @@ fn a_schema_8_store_keeps_its_mark_in_the_mark_log() {
     assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
 }
 
+/// Schema 10 changed only SQLite's layout: a PostgreSQL store at 9 only
+/// records 10, and its leases, rows and mark stay as they were.
+#[test]
+fn a_schema_9_store_records_10_and_keeps_its_leases() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(2, 3);
+    let url = env.pg.as_ref().unwrap().url.clone();
+    let held = env.auth.claim("p", "j0", "w", secs(600)).unwrap();
+    let mark = env.auth.clock().unwrap().mark_us;
+    pg::client(&url)
+        .batch_execute("UPDATE tenure.meta SET value = 9 WHERE key = 'schema_version';")
+        .unwrap();
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 9);
+    assert_eq!(a.clock().unwrap().mark_us, mark);
+    let held = a
+        .import_lease(held.export_token().unwrap().expose())
+        .unwrap();
+    env.clock.advance(1_000_000);
+    held.complete(&[]).unwrap();
+    assert_eq!(a.claim_next("p", "w", secs(60)).unwrap().job(), "j1");
+    assert!(a.check().unwrap().ok());
+    assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
+}
+
 /// The top-level buffer count of `EXPLAIN (ANALYZE, BUFFERS)` of `sql`.
 fn buffers(c: &mut postgres::Client, sql: &str) -> (u64, Vec<String>) {
     let plan: Vec<String> = c
