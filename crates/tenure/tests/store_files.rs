@@ -906,4 +906,16 @@ fn open_transitions_write_no_index_of_jobs() {
         sorted(vec![index("jobs_ready"), index("jobs_parked")]),
         "a retry after a delay: {parked:?} against {roots:?}"
     );
+    // Every row's end time agrees with its state.
+    let disagree: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM jobs
+             WHERE (ended_us IS NULL) <> (state = 'requested' OR state = 'claimed')
+                OR (ended_us IS NOT NULL AND ended_us <> updated_us)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(disagree, 0);
 }
