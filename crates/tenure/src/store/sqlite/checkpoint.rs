@@ -15,11 +15,15 @@
 //! the next writer begins, so SQLite cannot start it over from its first
 //! frame (a writer restarts the WAL only when every frame was copied). A
 //! commit that finds [`INLINE`] frames or more therefore checkpoints itself,
-//! as SQLite would: the thread has copied the frames up to its last
-//! request, so that checkpoint copies only the later ones, and the next
-//! writer starts the WAL over. The WAL stays below [`INLINE`] frames (plus
-//! what one commit adds) whatever the thread manages; if the thread cannot
-//! start, commits checkpoint from [`INLINE`] frames on. A longer WAL would
+//! as SQLite would (after the thread's checkpoint, if one is running): the
+//! thread has copied the frames up to its last request, so that checkpoint
+//! copies only the later ones, and the next writer starts the WAL over. So
+//! the WAL of one process's writers stays below [`INLINE`] frames plus
+//! what one commit adds, whatever the thread manages; as with SQLite's own
+//! checkpoints, a reader still using old frames, or another process's
+//! checkpoint running, lets it grow until a later commit's checkpoint
+//! completes. If the thread cannot start, commits checkpoint from
+//! [`INLINE`] frames on. A longer WAL would
 //! leave more to the thread but costs every commit more: SQLite's index of
 //! the WAL finds a page's newest frame by probing past its older ones.
 //!
@@ -53,6 +57,9 @@ pub(super) struct Shared {
     busy: Duration,
     state: Mutex<State>,
     wake: Condvar,
+    /// Held by whoever of this process runs a checkpoint: a commit's own
+    /// waits for the thread's to end (SQLite would refuse it as busy).
+    pass: Mutex<()>,
     /// The WAL's size (frames) at the last request: the next waits for
     /// [`STEP`] more.
     asked_at: AtomicI32,
@@ -87,6 +94,7 @@ impl Checkpointer {
                 busy,
                 state: Mutex::new(State::default()),
                 wake: Condvar::new(),
+                pass: Mutex::new(()),
                 asked_at: AtomicI32::new(0),
                 passes: AtomicU64::new(0),
                 inline: AtomicU64::new(0),
@@ -197,6 +205,7 @@ impl Shared {
                 }
                 st.wanted = false;
             }
+            let _pass = self.pass.lock().unwrap_or_else(|p| p.into_inner());
             // SAFETY: the handle is this thread's open connection; null out
             // parameters are allowed. A busy checkpoint (another process's
             // running) is simply asked for again by a later commit.
@@ -241,6 +250,7 @@ unsafe extern "C" fn on_commit(
     }))
     .unwrap_or(true);
     if inline {
+        let _pass = shared.pass.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: the connection and schema name SQLite handed the hook.
         unsafe {
             ffi::sqlite3_wal_checkpoint_v2(
