@@ -235,6 +235,43 @@ fn claim_next_uses_the_ready_index() {
     );
 }
 
+/// Listing a production's jobs in one state never sorts: a terminal state
+/// is a range of `jobs_ended`, an open one a walk of the production's jobs
+/// by ID (the store's statements, as `EXPLAIN QUERY PLAN` sees them).
+#[test]
+fn listings_by_state_walk_an_index_in_job_order() {
+    if skip_on_postgres("SQLite EXPLAIN QUERY PLAN") {
+        return;
+    }
+    let env = Env::with_jobs(3, 3);
+    let c = rusqlite::Connection::open(env.path()).unwrap();
+    let plan = |sql: &str| -> String {
+        c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let open = plan(
+        "SELECT seq FROM jobs WHERE production = 'p' AND job > '' AND state = 'claimed'
+         ORDER BY job LIMIT 100",
+    );
+    assert!(
+        open.contains("USING INDEX sqlite_autoindex_jobs_1"),
+        "{open}"
+    );
+    assert!(!open.contains("TEMP B-TREE"), "{open}");
+    let ended = plan(
+        "SELECT seq FROM jobs INDEXED BY jobs_ended
+         WHERE production = 'p' AND state = 'failed' AND ended_us IS NOT NULL AND job > ''
+         ORDER BY job LIMIT 100",
+    );
+    assert!(ended.contains("jobs_ended"), "{ended}");
+    assert!(!ended.contains("TEMP B-TREE"), "{ended}");
+}
+
 /// A full disk (here: a file-size limit, so SQLite's write fails with
 /// SQLITE_FULL) gives a Store error and loses nothing committed.
 #[test]
