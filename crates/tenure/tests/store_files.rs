@@ -197,6 +197,17 @@ fn corrupt_and_foreign_files_are_store_errors() {
 // The read-only store case is tested for real (as root too, through a
 // read-only bind mount) in tests/census.rs.
 
+/// What `EXPLAIN QUERY PLAN` says of `sql`, one line per step.
+fn query_plan(c: &rusqlite::Connection, sql: &str) -> String {
+    c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
 fn claim_next_uses_the_ready_index() {
     if skip_on_postgres("SQLite EXPLAIN QUERY PLAN") {
@@ -204,31 +215,22 @@ fn claim_next_uses_the_ready_index() {
     }
     let env = Env::with_jobs(3, 3);
     let c = rusqlite::Connection::open(env.path()).unwrap();
-    let plan: Vec<String> = c
-        .prepare(
-            "EXPLAIN QUERY PLAN SELECT seq FROM jobs INDEXED BY jobs_ready
-             WHERE production = 'p' AND ended_us IS NULL AND parked = 0
-               AND state IN ('requested', 'claimed')
-             ORDER BY priority DESC, seq LIMIT 32",
-        )
-        .unwrap()
-        .query_map([], |r| r.get::<_, String>(3))
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
-    let plan = plan.join("\n");
+    let plan = query_plan(
+        &c,
+        "SELECT seq FROM jobs INDEXED BY jobs_ready
+         WHERE production = 'p' AND ended_us IS NULL AND parked = 0
+           AND state IN ('requested', 'claimed')
+         ORDER BY priority DESC, seq LIMIT 32",
+    );
     assert!(plan.contains("jobs_ready"), "{plan}");
     assert!(
         !plan.contains("TEMP B-TREE"),
         "claim-next must not sort: {plan}"
     );
-    let plan: String = c
-        .prepare("EXPLAIN QUERY PLAN SELECT seq FROM jobs WHERE production = 'p' AND job = 'j1'")
-        .unwrap()
-        .query_map([], |r| r.get::<_, String>(3))
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
+    let plan = query_plan(
+        &c,
+        "SELECT seq FROM jobs WHERE production = 'p' AND job = 'j1'",
+    );
     assert!(
         plan.contains("USING INDEX") || plan.contains("USING COVERING INDEX"),
         "{plan}"
@@ -245,16 +247,8 @@ fn listings_by_state_walk_an_index_in_job_order() {
     }
     let env = Env::with_jobs(3, 3);
     let c = rusqlite::Connection::open(env.path()).unwrap();
-    let plan = |sql: &str| -> String {
-        c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .unwrap()
-            .query_map([], |r| r.get::<_, String>(3))
-            .unwrap()
-            .map(|r| r.unwrap())
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let open = plan(
+    let open = query_plan(
+        &c,
         "SELECT seq FROM jobs WHERE production = 'p' AND job > '' AND state = 'claimed'
          ORDER BY job LIMIT 100",
     );
@@ -263,7 +257,8 @@ fn listings_by_state_walk_an_index_in_job_order() {
         "{open}"
     );
     assert!(!open.contains("TEMP B-TREE"), "{open}");
-    let ended = plan(
+    let ended = query_plan(
+        &c,
         "SELECT seq FROM jobs INDEXED BY jobs_ended
          WHERE production = 'p' AND state = 'failed' AND ended_us IS NOT NULL AND job > ''
          ORDER BY job LIMIT 100",
