@@ -6,8 +6,8 @@
 //! took the WAL past 1 000 frames, so that caller waits for two syncs and
 //! every page copied. tenure's connections hand that work to one thread per
 //! open store (per process) instead: their WAL hook asks it for a checkpoint
-//! once the WAL holds [`START`] frames, again for every [`STEP`] frames
-//! more, and returns at once. The thread runs a `PASSIVE` checkpoint on a
+//! once the WAL holds [`START`] frames (once until the WAL starts over),
+//! and returns at once. The thread runs a `PASSIVE` checkpoint on a
 //! connection of its own: it never waits for a writer or a reader, and no
 //! writer or reader waits for it.
 //!
@@ -35,7 +35,7 @@ use super::{configure, open_connection, Synchronous};
 use rusqlite::{ffi, Connection};
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -43,8 +43,6 @@ use std::time::Duration;
 /// WAL frames from which a commit asks the thread for a checkpoint
 /// (SQLite's own threshold).
 pub(super) const START: i32 = 1_000;
-/// Frames committed since the last request before the next one.
-pub(super) const STEP: i32 = 1_000;
 /// WAL frames from which a commit checkpoints itself.
 pub(super) const INLINE: i32 = 2_000;
 
@@ -60,9 +58,8 @@ pub(super) struct Shared {
     /// Held by whoever of this process runs a checkpoint: a commit's own
     /// waits for the thread's to end (SQLite would refuse it as busy).
     pass: Mutex<()>,
-    /// The WAL's size (frames) at the last request: the next waits for
-    /// [`STEP`] more.
-    asked_at: AtomicI32,
+    /// The thread was asked since the WAL last started over.
+    asked: AtomicBool,
     /// Checkpoints the thread ran.
     passes: AtomicU64,
     /// Checkpoints commits ran themselves.
@@ -95,7 +92,7 @@ impl Checkpointer {
                 state: Mutex::new(State::default()),
                 wake: Condvar::new(),
                 pass: Mutex::new(()),
-                asked_at: AtomicI32::new(0),
+                asked: AtomicBool::new(false),
                 passes: AtomicU64::new(0),
                 inline: AtomicU64::new(0),
             }),
@@ -236,16 +233,15 @@ unsafe extern "C" fn on_commit(
     let shared = unsafe { &*(ctx as *const Shared) };
     let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if frames < START {
-            shared.asked_at.store(0, Ordering::Relaxed);
+            shared.asked.store(false, Ordering::Relaxed);
             return false;
         }
         if frames >= INLINE {
             return true;
         }
-        if frames < shared.asked_at.load(Ordering::Relaxed).saturating_add(STEP) {
+        if shared.asked.swap(true, Ordering::Relaxed) {
             return false;
         }
-        shared.asked_at.store(frames, Ordering::Relaxed);
         !shared.request()
     }))
     .unwrap_or(true);
