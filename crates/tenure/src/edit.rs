@@ -43,7 +43,9 @@ pub struct Edit {
 
 impl Edit {
     pub(crate) fn begin(inner: Arc<Inner>) -> Result<Edit> {
-        let session = inner.session()?;
+        let mut session = inner.session()?;
+        // What the edit reads reaches its caller before it ends.
+        session.settle_snapshot()?;
         Ok(Edit {
             inner,
             session: Some(session),

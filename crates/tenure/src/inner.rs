@@ -109,7 +109,10 @@ impl Inner {
         let mark = t.high_water()?;
         let now = self.now_in(t.as_mut())?.max(mark);
         let r = f(t.as_mut(), now);
+        // Nothing read reaches the caller before it is durable.
+        let settled = t.settle_snapshot();
         let _ = t.rollback();
+        settled?;
         r
     }
 
@@ -118,6 +121,7 @@ impl Inner {
         let mut t = self.backend.begin_read()?;
         let mark = t.high_water()?;
         let now = self.now_in(t.as_mut())?;
+        t.settle_snapshot()?;
         let _ = t.rollback();
         Ok(ClockReading {
             now_us: now,

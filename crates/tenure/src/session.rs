@@ -249,6 +249,11 @@ impl Session {
         }
     }
 
+    /// See [`Txn::settle_snapshot`].
+    pub(crate) fn settle_snapshot(&mut self) -> Result<()> {
+        self.txn.settle_snapshot()
+    }
+
     /// Pre-commit sample, deadline checks, mark update, COMMIT. On any
     /// failure everything is rolled back and the observed mark is persisted.
     pub(crate) fn commit(mut self) -> Result<()> {

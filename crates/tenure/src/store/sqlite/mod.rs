@@ -9,6 +9,9 @@
 
 mod checkpoint;
 mod conn;
+mod durability;
+#[cfg(test)]
+pub(crate) mod powerloss;
 #[cfg(target_os = "linux")]
 mod writer_queue;
 
@@ -67,13 +70,20 @@ const MAX_IDLE: usize = 16;
 /// Open one connection to the store file. SQLite's message for a file it
 /// cannot open names the path: a long path is shown bounded.
 fn open_connection(path: &Path) -> Result<Connection> {
-    Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()))
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    #[cfg(test)]
+    if powerloss::covers(path) {
+        return Connection::open_with_flags_and_vfs(
+            path,
+            flags,
+            powerloss::NAME.to_str().expect("ASCII"),
+        )
+        .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()));
+    }
+    Connection::open_with_flags(path, flags)
+        .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()))
 }
 
 /// The store path for a message (bounded, see [`crate::error::bounded`]).
@@ -82,9 +92,30 @@ fn shown(path: &Path) -> String {
 }
 
 impl Pool {
+    /// The writer queue whose commit counters make the WAL durable after
+    /// the writer lock is released (see [`durability`]): at
+    /// `synchronous = FULL` with a queue file; `None` otherwise.
+    fn deferred(&self) -> Option<&Arc<writer_queue::WriterQueue>> {
+        #[cfg(target_os = "linux")]
+        if self.sync == Synchronous::Full {
+            return self.writer_queue.as_ref().filter(|q| q.defers());
+        }
+        None
+    }
+
+    /// The `synchronous` setting connections run with: `NORMAL` when
+    /// commits are made durable after the lock is released.
+    fn pragma_sync(&self) -> Synchronous {
+        if self.deferred().is_some() {
+            Synchronous::Normal
+        } else {
+            self.sync
+        }
+    }
+
     fn connect(&self) -> Result<Conn> {
         let conn = open_connection(&self.path)?;
-        configure(&conn, self.sync, self.busy)?;
+        configure(&conn, self.pragma_sync(), self.busy)?;
         Ok(Conn::new(conn, &self.checkpointer))
     }
 
@@ -195,6 +226,12 @@ impl SqliteBackend {
         #[cfg(target_os = "linux")]
         {
             pool.writer_queue = writer_queue::WriterQueue::open(path).map(Arc::new);
+        }
+        if pool.pragma_sync() != sync {
+            conn.execute_batch(&format!(
+                "PRAGMA synchronous = {};",
+                pool.pragma_sync().pragma()
+            ))?;
         }
         let pool = Arc::new(pool);
         pool.give_back(Conn::new(conn, &pool.checkpointer));
@@ -759,10 +796,18 @@ impl Backend for SqliteBackend {
         let pooled = self.pool.take()?;
         let conn = pooled.get();
         conn.busy_timeout(deadline.saturating_duration_since(std::time::Instant::now()))?;
-        let r = conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;");
+        let mut r = conn
+            .execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
+            .map_err(Error::from);
+        if r.is_ok() && self.pool.deferred().is_some() {
+            // The connection runs at `NORMAL`: sync what VACUUM wrote
+            // before returning (it changes no content, so nothing read
+            // since depends on it).
+            r = pooled.sync_wal().map_err(Error::Store);
+        }
         conn.busy_timeout(self.pool.busy)?;
         self.pool.give_back(pooled);
-        Ok(r?)
+        r
     }
 }
 
@@ -856,11 +901,27 @@ impl SqliteTxn {
         }
         // Ending without a commit: the bound event is never inserted.
         self.event_bound = false;
+        let deferred = self.pool.deferred().cloned();
+        // What a write transaction may have seen, for `durability::settle`:
+        // its own commit's number, or (ending under the writer lock without
+        // one) every commit so far. A read settles what it saw before it
+        // ends ([`Txn::settle_snapshot`]).
+        let mut seen = None;
+        if let Some(q) = deferred.as_ref().filter(|_| self.write) {
+            seen = Some(if end == Hot::Commit {
+                q.commit_begins()
+            } else {
+                q.begun()
+            });
+        }
         #[cfg(target_os = "linux")]
         if let Some(turn) = &self.turn {
             turn.ending();
         }
         let r = exec(self.h(), end);
+        if let (Some(q), Some(n), Hot::Commit) = (&deferred, seen, end) {
+            q.commit_written(n);
+        }
         #[cfg(target_os = "linux")]
         {
             self.turn = None;
@@ -872,7 +933,14 @@ impl SqliteTxn {
                     if end == Hot::Commit {
                         c.remember_mark(self.mark_after);
                     }
+                    #[cfg(test)]
+                    durability::tests::before_settle(&self.pool.path);
+                    let settled = match (&deferred, seen) {
+                        (Some(q), Some(seen)) => durability::settle(q, &c, seen),
+                        _ => Ok(()),
+                    };
                     self.pool.give_back(c);
+                    settled?;
                 }
                 Ok(())
             }
@@ -2005,6 +2073,16 @@ impl Txn for SqliteTxn {
             }
         }
         self.commit()
+    }
+
+    fn settle_snapshot(&mut self) -> Result<()> {
+        match self.pool.deferred() {
+            // Every commit this transaction has seen began before now (a
+            // write transaction holds the writer lock: none begins until it
+            // ends).
+            Some(q) if self.open => durability::settle(q, self.h(), q.begun()),
+            _ => Ok(()),
+        }
     }
 
     fn commit(&mut self) -> Result<()> {

@@ -39,14 +39,22 @@
 //! claimable adds one to it after the COMMIT returned and wakes every futex
 //! waiter on it; waiting claimants of every process sleep on it.
 //!
+//! The same mapping carries the commit counters of [`super::durability`]
+//! (commits begun, written and known durable), valid for the boot whose ID
+//! it records.
+//!
 //! Layout of the 4 KiB mapping: bytes 0–7 next ticket, 8–15 ticket being
-//! served, 16–23 tickets done (the highest finished ticket + 1), 64–319 the
-//! 64 writer doorbells, 320–323 the work doorbell, the rest zero. Bytes from 4096 on are the writers' lock bytes (never
-//! written, only locked).
+//! served, 16–23 tickets done (the highest finished ticket + 1), 24–31
+//! commits begun, 32–39 commits written, 40–47 commits durable, 48–63 the
+//! boot ID of the counters, 64–319 the 64 writer doorbells, 320–323 the
+//! work doorbell, the rest zero. Bytes from 4096 on are the writers' lock
+//! bytes (never written, only locked); byte 4095's lock serializes the
+//! counters' boot check.
 //!
 //! The queue orders writers; it is not what makes them exclusive — SQLite's
 //! lock still does that, so a race in the queue can only cost fairness, never
-//! correctness. The caller's busy timeout bounds the whole wait: queue plus
+//! correctness (the counters are updated only by the holder of SQLite's
+//! writer lock, or raised to what an fsync covered). The caller's busy timeout bounds the whole wait: queue plus
 //! SQLite lock. Other platforms, or a store whose directory does not allow
 //! the sidecar file, fall back to SQLite's own busy handling.
 
@@ -67,6 +75,14 @@ const BELLS: u64 = 64;
 /// commit's fsync on a fast disk (a slower commit ends with a wake-up).
 const SPIN: Duration = Duration::from_micros(500);
 const BELLS_OFFSET: usize = 64;
+/// Commit counters (see [`WriterQueue::commit_begins`]).
+const BEGUN: usize = 24;
+const WRITTEN: usize = 32;
+const DURABLE: usize = 40;
+/// The boot the commit counters belong to (two words: the kernel's boot ID).
+const BOOT: usize = 48;
+/// The byte whose lock serializes checking (and resetting) the counters.
+const BOOT_LOCK: i64 = BYTES_BASE - 1;
 /// Where the work doorbell lives: right after the writer doorbells.
 pub(crate) const WORK_BELL_OFFSET: usize = BELLS_OFFSET + 4 * BELLS as usize;
 
@@ -75,6 +91,8 @@ pub(crate) struct WriterQueue {
     path: PathBuf,
     _file: File,
     map: *mut libc::c_void,
+    /// The commit counters belong to this boot (see [`WriterQueue::defers`]).
+    counters: bool,
     /// Descriptors of the queue file that hold no lock, for the next
     /// turns: each turn needs its own open file description (the locks
     /// belong to it), and reusing one saves an `open` and a `close` per
@@ -147,12 +165,59 @@ impl WriterQueue {
         if map == libc::MAP_FAILED {
             return None;
         }
-        Some(WriterQueue {
+        let mut queue = WriterQueue {
             path,
             _file: file,
             map,
+            counters: false,
             spare: Mutex::new(Vec::new()),
-        })
+        };
+        queue.counters = queue.claim_counters();
+        Some(queue)
+    }
+
+    /// Whether commits may be made durable after the writer lock is
+    /// released (see [`super::durability`]): the commit counters are known
+    /// to be this boot's.
+    pub(crate) fn defers(&self) -> bool {
+        self.counters
+    }
+
+    /// Make the commit counters this boot's: the mapping survives a crash of
+    /// the machine only as whatever the disk last got of it, which can claim
+    /// commits durable that a power failure took back; the first process to
+    /// open the store after a boot zeroes them. `false` (no deferred
+    /// durability) when the boot cannot be told.
+    fn claim_counters(&self) -> bool {
+        let Some(boot) = boot_id() else { return false };
+        let Ok(file) = OpenOptions::new().read(true).write(true).open(&self.path) else {
+            return false;
+        };
+        // SAFETY: a zeroed flock is valid; a blocking lock of one byte of our
+        // own descriptor, held only for the check below.
+        let locked = unsafe {
+            let mut fl: libc::flock = std::mem::zeroed();
+            fl.l_type = libc::F_WRLCK as libc::c_short;
+            fl.l_whence = libc::SEEK_SET as libc::c_short;
+            fl.l_start = BOOT_LOCK;
+            fl.l_len = 1;
+            libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &mut fl) == 0
+        };
+        if !locked {
+            return false;
+        }
+        let (hi, lo) = ((boot >> 64) as u64, boot as u64);
+        if self.word(BOOT).load(Ordering::Acquire) != hi
+            || self.word(BOOT + 8).load(Ordering::Acquire) != lo
+        {
+            for w in [BEGUN, WRITTEN, DURABLE] {
+                self.word(w).store(0, Ordering::Release);
+            }
+            self.word(BOOT).store(hi, Ordering::Release);
+            self.word(BOOT + 8).store(lo, Ordering::Release);
+        }
+        drop(file); // closing the description releases its lock
+        true
     }
 
     fn next_ticket(&self) -> &AtomicU64 {
@@ -170,6 +235,45 @@ impl WriterQueue {
     fn done(&self) -> &AtomicU64 {
         // SAFETY: offset 16 is within the mapping and 8-byte aligned.
         unsafe { &*((self.map as *const u8).add(16) as *const AtomicU64) }
+    }
+
+    fn word(&self, offset: usize) -> &AtomicU64 {
+        debug_assert!(offset % 8 == 0 && offset + 8 <= BELLS_OFFSET);
+        // SAFETY: an 8-byte aligned word of the header, within the mapping.
+        unsafe { &*((self.map as *const u8).add(offset) as *const AtomicU64) }
+    }
+
+    /// A commit begins (called by the holder of the writer turn, before
+    /// its COMMIT): its number, which readers see as possibly visible.
+    pub(crate) fn commit_begins(&self) -> u64 {
+        self.word(BEGUN)
+            .fetch_add(1, Ordering::AcqRel)
+            .wrapping_add(1)
+    }
+
+    /// Commit `n` returned: its frames are in the WAL file.
+    pub(crate) fn commit_written(&self, n: u64) {
+        self.word(WRITTEN).fetch_max(n, Ordering::AcqRel);
+    }
+
+    /// The newest commit that may be visible to a snapshot taken now.
+    pub(crate) fn begun(&self) -> u64 {
+        self.word(BEGUN).load(Ordering::Acquire)
+    }
+
+    /// The newest commit whose frames are written.
+    pub(crate) fn written(&self) -> u64 {
+        self.word(WRITTEN).load(Ordering::Acquire)
+    }
+
+    /// The newest commit known durable.
+    pub(crate) fn durable(&self) -> u64 {
+        self.word(DURABLE).load(Ordering::Acquire)
+    }
+
+    /// An fsync of the WAL that began after commit `n` was written returned.
+    pub(crate) fn made_durable(&self, n: u64) {
+        self.word(DURABLE).fetch_max(n, Ordering::AcqRel);
     }
 
     /// Ring ticket `t`'s doorbell, waking its successor if one can be
@@ -277,6 +381,13 @@ impl crate::doorbell::Doorbell for WriterQueue {
     fn wake(&self) {
         self.ring_work();
     }
+}
+
+/// The kernel's ID of this boot, as a number.
+fn boot_id() -> Option<u128> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let hex: String = text.trim().chars().filter(|c| *c != '-').collect();
+    (hex.len() == 32).then(|| u128::from_str_radix(&hex, 16).ok())?
 }
 
 fn wait(doorbell: &AtomicU32, bell: u32, timeout: Duration) {

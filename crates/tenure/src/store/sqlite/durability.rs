@@ -1,0 +1,207 @@
+//! Durable commits without holding the writer lock through the fsync.
+//!
+//! At `synchronous = FULL` SQLite syncs the WAL inside `COMMIT`, while the
+//! writer lock is held: every other writer of every process waits for the
+//! disk. With a writer queue file (see [`super::writer_queue`]) tenure
+//! instead runs its connections at `NORMAL` (the WAL is written, not
+//! synced, at `COMMIT`) and syncs the WAL itself after the writer lock is
+//! released, before anything is returned to the caller: the next writer's
+//! transaction runs while this one's fsync is in flight.
+//!
+//! Why this loses nothing a caller was told:
+//!
+//! - a commit's caller returns only after an fsync of the WAL that began
+//!   after its frames were written (the commit counters below); a failed
+//!   fsync is the caller's error;
+//! - a transaction that ended without committing (a read, a refused
+//!   operation) may have seen commits not yet durable; it returns only
+//!   after an fsync that began after every commit it may have seen was
+//!   written: an answer is never derived from a commit a power failure can
+//!   still take back;
+//! - the WAL is a log: recovery keeps a prefix of its commits (checksums
+//!   chain every frame to the one before), so a commit that read another
+//!   commit's rows can only survive together with it; a checkpoint syncs
+//!   the WAL before it copies a page into the database file, at `NORMAL`
+//!   as at `FULL`, and SQLite syncs a restarted WAL's header.
+//!
+//! The counters live in the queue file, shared by every process of the
+//! store: `begun` (a commit numbers itself under the writer lock before its
+//! `COMMIT`), `written` (its `COMMIT` returned) and `durable` (an fsync
+//! that began after that commit was written returned). An fsync is skipped
+//! when `durable` already covers what the transaction may have seen, so a
+//! writer whose successor's fsync covered it pays none.
+
+use super::conn::Conn;
+use super::writer_queue::WriterQueue;
+use crate::error::{Error, Result};
+
+/// Return once every commit up to `seen` is durable: at once when the
+/// counters say so, else after an fsync of the WAL through `conn`.
+pub(super) fn settle(queue: &WriterQueue, conn: &Conn, seen: u64) -> Result<()> {
+    if queue.durable() >= seen {
+        return Ok(());
+    }
+    let written = queue.written();
+    conn.sync_wal().map_err(|e| {
+        Error::Store(format!(
+            "the transaction ended, but the store's log could not be made durable: {e}; \
+             whether its commit survives a power failure is unknown"
+        ))
+    })?;
+    queue.made_durable(written);
+    Ok(())
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use crate::store::sqlite::powerloss;
+    use crate::{Authority, JobSpec, JobState, Options, Synchronous, Ttl};
+    use std::path::{Path, PathBuf};
+    use std::sync::mpsc::{channel, Receiver, Sender};
+    use std::sync::Mutex;
+
+    type Pause = (PathBuf, Sender<()>, Receiver<()>);
+
+    /// The store whose next ending transaction stops right before it is
+    /// made durable: it says so, then waits to be let go.
+    static PAUSE: Mutex<Option<Pause>> = Mutex::new(None);
+
+    /// Called by every transaction of a test build as it ends, after its
+    /// COMMIT or ROLLBACK and before [`super::settle`].
+    pub(crate) fn before_settle(path: &Path) {
+        let armed = {
+            let mut p = PAUSE.lock().unwrap_or_else(|e| e.into_inner());
+            match &*p {
+                Some((armed, _, _)) if armed == path => p.take(),
+                _ => None,
+            }
+        };
+        if let Some((_, reached, go)) = armed {
+            reached.send(()).unwrap();
+            go.recv().unwrap();
+        }
+    }
+
+    /// Arm [`PAUSE`] for `path`: (told when paused, lets it go).
+    fn arm(path: &Path) -> (Receiver<()>, Sender<()>) {
+        let (reached_tx, reached_rx) = channel();
+        let (go_tx, go_rx) = channel();
+        *PAUSE.lock().unwrap() = Some((path.to_path_buf(), reached_tx, go_rx));
+        (reached_rx, go_tx)
+    }
+
+    fn open(path: &Path) -> Authority {
+        Authority::open(path, &Options::new().synchronous(Synchronous::Full)).unwrap()
+    }
+
+    fn ttl() -> Ttl {
+        Ttl::from_micros(60_000_000).unwrap()
+    }
+
+    /// The state of `job` in the store a power failure now would leave.
+    fn after_power_failure(path: &Path, name: &str, job: &str) -> JobState {
+        let dest = path.with_file_name(name);
+        powerloss::cut_into(path, &dest);
+        open(&dest).job("p", job).unwrap().state
+    }
+
+    /// A store with jobs `j` and `k`, closed (so durable), under the model.
+    fn modelled_store(dir: &Path) -> PathBuf {
+        let path = dir.join("t.db");
+        let a = open(&path);
+        a.create_production("p").unwrap();
+        for j in ["j", "k", "l"] {
+            a.submit("p", &JobSpec::new(j, b"x".to_vec())).unwrap();
+        }
+        drop(a);
+        powerloss::model(&path);
+        path
+    }
+
+    #[test]
+    fn answers_never_rest_on_a_commit_a_power_failure_can_take_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = modelled_store(dir.path());
+        let a = open(&path);
+        let b = open(&path);
+        std::thread::scope(|s| {
+            // A's claim of j has committed and released the writer lock,
+            // and is not durable yet: a power failure takes it back.
+            let (reached, go) = arm(&path);
+            let claim = s.spawn(|| a.claim("p", "j", "a", ttl()));
+            reached.recv().unwrap();
+            assert_eq!(
+                after_power_failure(&path, "cut1.db", "j"),
+                JobState::Requested
+            );
+            // B reads it claimed: B returns only once that claim is durable.
+            assert_eq!(b.job("p", "j").unwrap().state, JobState::Claimed);
+            assert_eq!(
+                after_power_failure(&path, "cut2.db", "j"),
+                JobState::Claimed
+            );
+            go.send(()).unwrap();
+            claim.join().unwrap().unwrap();
+
+            // B's claim of k, refused because A's claim is committed,
+            // returns only once A's claim is durable.
+            let (reached, go) = arm(&path);
+            let claim = s.spawn(|| a.claim("p", "k", "a", ttl()));
+            reached.recv().unwrap();
+            assert_eq!(
+                after_power_failure(&path, "cut3.db", "k"),
+                JobState::Requested
+            );
+            assert!(b.claim("p", "k", "b", ttl()).is_err());
+            assert_eq!(
+                after_power_failure(&path, "cut4.db", "k"),
+                JobState::Claimed
+            );
+            go.send(()).unwrap();
+            claim.join().unwrap().unwrap();
+
+            // An edit hands out what it reads before it ends: it begins
+            // only once what it can see is durable.
+            let (reached, go) = arm(&path);
+            let claim = s.spawn(|| a.claim("p", "l", "a", ttl()));
+            reached.recv().unwrap();
+            assert_eq!(
+                after_power_failure(&path, "cut5.db", "l"),
+                JobState::Requested
+            );
+            let mut edit = b.edit().unwrap();
+            assert!(edit.claim("p", "l", "b", ttl()).is_err());
+            assert_eq!(
+                after_power_failure(&path, "cut6.db", "l"),
+                JobState::Claimed
+            );
+            edit.abort();
+            go.send(()).unwrap();
+            claim.join().unwrap().unwrap();
+        });
+    }
+
+    #[test]
+    fn an_acknowledged_commit_is_durable_and_counters_of_another_boot_are_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = modelled_store(dir.path());
+        // A queue file as a power failure may leave it: counters claiming
+        // every commit durable, written under another boot.
+        let mut queue = path.as_os_str().to_owned();
+        queue.push("-tenure-queue");
+        let mut header = vec![0u8; 4096];
+        for w in [24, 32, 40] {
+            header[w..w + 8].copy_from_slice(&(1u64 << 60).to_ne_bytes());
+        }
+        header[48..64].copy_from_slice(&[7u8; 16]);
+        std::fs::write(&queue, &header).unwrap();
+
+        let a = open(&path);
+        a.claim("p", "j", "a", ttl()).unwrap();
+        assert_eq!(after_power_failure(&path, "cut.db", "j"), JobState::Claimed);
+        let header = std::fs::read(&queue).unwrap();
+        let word = |w: usize| u64::from_ne_bytes(header[w..w + 8].try_into().unwrap());
+        assert!(word(24) < 1 << 60, "the counters were reset for this boot");
+        assert_eq!(word(40), word(24), "every commit so far is durable");
+    }
+}
