@@ -102,32 +102,6 @@ pub(super) struct Conn {
 unsafe impl Send for Conn {}
 
 impl Conn {
-    /// fsync this connection's WAL file (SQLite's own `xSync` of it).
-    pub(super) fn sync_wal(&self) -> std::result::Result<(), String> {
-        let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
-        // SAFETY: the handle is this open connection's; the file control
-        // writes one pointer to the journal (WAL) file object, which stays
-        // open with the connection; its xSync is SQLite's own.
-        unsafe {
-            let rc = ffi::sqlite3_file_control(
-                self.get().handle(),
-                c"main".as_ptr(),
-                ffi::SQLITE_FCNTL_JOURNAL_POINTER,
-                &mut file as *mut *mut ffi::sqlite3_file as *mut std::ffi::c_void,
-            );
-            if rc != ffi::SQLITE_OK || file.is_null() || (*file).pMethods.is_null() {
-                return Err(format!("no WAL file to sync (code {rc})"));
-            }
-            let Some(sync) = (*(*file).pMethods).xSync else {
-                return Err("the WAL file cannot be synced".into());
-            };
-            match sync(file, ffi::SQLITE_SYNC_NORMAL) {
-                ffi::SQLITE_OK => Ok(()),
-                rc => Err(format!("fsync of the WAL failed (code {rc})")),
-            }
-        }
-    }
-
     /// A pooled connection whose commits hand their checkpoints to
     /// `checkpointer` (see [`checkpoint`]).
     pub(super) fn new(conn: Connection, checkpointer: &checkpoint::Checkpointer) -> Conn {
@@ -237,6 +211,32 @@ impl Conn {
         match slot.as_mut() {
             Some(st) => f(st),
             None => unreachable!("a statement slot filled just above"),
+        }
+    }
+}
+
+/// fsync this connection's WAL file (SQLite's own `xSync` of it).
+pub(super) fn sync_wal(conn: &Connection) -> std::result::Result<(), String> {
+    let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
+    // SAFETY: the handle is this open connection's; the file control
+    // writes one pointer to the journal (WAL) file object, which stays
+    // open with the connection; its xSync is SQLite's own.
+    unsafe {
+        let rc = ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_JOURNAL_POINTER,
+            &mut file as *mut *mut ffi::sqlite3_file as *mut std::ffi::c_void,
+        );
+        if rc != ffi::SQLITE_OK || file.is_null() || (*file).pMethods.is_null() {
+            return Err(format!("no WAL file to sync (code {rc})"));
+        }
+        let Some(sync) = (*(*file).pMethods).xSync else {
+            return Err("the WAL file cannot be synced".into());
+        };
+        match sync(file, ffi::SQLITE_SYNC_NORMAL) {
+            ffi::SQLITE_OK => Ok(()),
+            rc => Err(format!("fsync of the WAL failed (code {rc})")),
         }
     }
 }

@@ -31,18 +31,40 @@
 //! when `durable` already covers what the transaction may have seen, so a
 //! writer whose successor's fsync covered it pays none.
 
-use super::conn::Conn;
+use super::conn::sync_wal;
 use super::writer_queue::WriterQueue;
 use crate::error::{Error, Result};
+use rusqlite::Connection;
+use std::sync::Mutex;
+
+/// A process's means of syncing a store's WAL: a connection of its own,
+/// outside the pool (so the connection a transaction used goes back to the
+/// pool, its page cache warm, before the fsync), opened at first use. Its
+/// lock also makes one thread's fsync cover the threads that wait for it.
+#[derive(Default)]
+pub(super) struct Syncer(Mutex<Option<Connection>>);
 
 /// Return once every commit up to `seen` is durable: at once when the
-/// counters say so, else after an fsync of the WAL through `conn`.
-pub(super) fn settle(queue: &WriterQueue, conn: &Conn, seen: u64) -> Result<()> {
+/// counters say so, else after an fsync of the WAL (one at a time per
+/// process: a thread that waited for another's checks again first).
+pub(super) fn settle(
+    queue: &WriterQueue,
+    syncer: &Syncer,
+    open: impl FnOnce() -> Result<Connection>,
+    seen: u64,
+) -> Result<()> {
     if queue.durable() >= seen {
         return Ok(());
     }
+    let mut conn = syncer.0.lock().unwrap_or_else(|p| p.into_inner());
+    if queue.durable() >= seen {
+        return Ok(());
+    }
+    if conn.is_none() {
+        *conn = Some(open()?);
+    }
     let written = queue.written();
-    conn.sync_wal().map_err(|e| {
+    sync_wal(conn.as_ref().expect("opened above")).map_err(|e| {
         Error::Store(format!(
             "the transaction ended, but the store's log could not be made durable: {e}; \
              whether its commit survives a power failure is unknown"

@@ -61,6 +61,8 @@ struct Pool {
     sync: Synchronous,
     busy: Duration,
     idle: Mutex<Vec<Conn>>,
+    /// Syncs the WAL when commits are made durable after the writer lock.
+    syncer: durability::Syncer,
     #[cfg(target_os = "linux")]
     writer_queue: Option<Arc<writer_queue::WriterQueue>>,
 }
@@ -103,6 +105,13 @@ impl Pool {
         None
     }
 
+    /// Whether a COMMIT syncs the WAL while holding the writer lock
+    /// (`FULL` without [`Pool::deferred`]): only then is the next writer's
+    /// wait long enough to overlap with a wake-up.
+    fn syncs_in_commit(&self) -> bool {
+        self.sync == Synchronous::Full && self.deferred().is_none()
+    }
+
     /// The `synchronous` setting connections run with: `NORMAL` when
     /// commits are made durable after the lock is released.
     fn pragma_sync(&self) -> Synchronous {
@@ -117,6 +126,22 @@ impl Pool {
         let conn = open_connection(&self.path)?;
         configure(&conn, self.pragma_sync(), self.busy)?;
         Ok(Conn::new(conn, &self.checkpointer))
+    }
+
+    /// [`durability::settle`] through this pool's syncer: its connection
+    /// reads once on opening, which opens the WAL it syncs.
+    fn settle(&self, queue: &writer_queue::WriterQueue, seen: u64) -> Result<()> {
+        durability::settle(
+            queue,
+            &self.syncer,
+            || {
+                let conn = open_connection(&self.path)?;
+                conn.busy_timeout(self.busy)?;
+                conn.query_row("SELECT count(*) FROM meta", [], |_| Ok(()))?;
+                Ok(conn)
+            },
+            seen,
+        )
     }
 
     fn take(&self) -> Result<Conn> {
@@ -179,6 +204,7 @@ impl SqliteBackend {
             sync,
             busy,
             idle: Mutex::new(Vec::new()),
+            syncer: durability::Syncer::default(),
             #[cfg(target_os = "linux")]
             writer_queue: None,
         };
@@ -757,7 +783,7 @@ impl Backend for SqliteBackend {
         let deadline = start + self.pool.busy;
         #[cfg(target_os = "linux")]
         let turn = match &self.pool.writer_queue {
-            Some(q) => Some(q.acquire(deadline)?),
+            Some(q) => Some(q.acquire(deadline, self.pool.syncs_in_commit())?),
             None => None,
         };
         let mut t = SqliteTxn::begin(&self.pool, Hot::BeginImmediate, deadline)?;
@@ -790,7 +816,7 @@ impl Backend for SqliteBackend {
         let deadline = std::time::Instant::now() + self.pool.busy;
         #[cfg(target_os = "linux")]
         let _turn = match &self.pool.writer_queue {
-            Some(q) => Some(q.acquire(deadline)?),
+            Some(q) => Some(q.acquire(deadline, self.pool.syncs_in_commit())?),
             None => None,
         };
         let pooled = self.pool.take()?;
@@ -803,7 +829,7 @@ impl Backend for SqliteBackend {
             // The connection runs at `NORMAL`: sync what VACUUM wrote
             // before returning (it changes no content, so nothing read
             // since depends on it).
-            r = pooled.sync_wal().map_err(Error::Store);
+            r = conn::sync_wal(conn).map_err(Error::Store);
         }
         conn.busy_timeout(self.pool.busy)?;
         self.pool.give_back(pooled);
@@ -915,7 +941,7 @@ impl SqliteTxn {
             });
         }
         #[cfg(target_os = "linux")]
-        if let Some(turn) = &self.turn {
+        if let Some(turn) = self.turn.as_ref().filter(|_| self.pool.syncs_in_commit()) {
             turn.ending();
         }
         let r = exec(self.h(), end);
@@ -923,24 +949,15 @@ impl SqliteTxn {
             q.commit_written(n);
         }
         #[cfg(target_os = "linux")]
-        {
-            self.turn = None;
-        }
-        match r {
+        let turn = self.turn.take();
+        self.open = false;
+        let r: Result<()> = match r {
             Ok(()) => {
-                self.open = false;
                 if let Some(c) = self.conn.take() {
                     if end == Hot::Commit {
                         c.remember_mark(self.mark_after);
                     }
-                    #[cfg(test)]
-                    durability::tests::before_settle(&self.pool.path);
-                    let settled = match (&deferred, seen) {
-                        (Some(q), Some(seen)) => durability::settle(q, &c, seen),
-                        _ => Ok(()),
-                    };
                     self.pool.give_back(c);
-                    settled?;
                 }
                 Ok(())
             }
@@ -955,10 +972,21 @@ impl SqliteTxn {
                         self.pool.give_back(c);
                     }
                 }
-                self.open = false;
                 Err(e.into())
             }
+        };
+        // The connection is back in the pool before the next writer's turn
+        // begins: a writer of this process takes it with its page cache
+        // warm (it wrote last, so SQLite keeps its pages).
+        #[cfg(target_os = "linux")]
+        drop(turn);
+        r?;
+        #[cfg(test)]
+        durability::tests::before_settle(&self.pool.path);
+        if let (Some(q), Some(seen)) = (&deferred, seen) {
+            self.pool.settle(q, seen)?;
         }
+        Ok(())
     }
 }
 
@@ -2080,7 +2108,7 @@ impl Txn for SqliteTxn {
             // Every commit this transaction has seen began before now (a
             // write transaction holds the writer lock: none begins until it
             // ends).
-            Some(q) if self.open => durability::settle(q, self.h(), q.begun()),
+            Some(q) if self.open => self.pool.settle(q, q.begun()),
             _ => Ok(()),
         }
     }

@@ -15,10 +15,14 @@
 //!   open-file-description lock (`F_OFD_SETLK`), and waits until it can lock
 //!   byte `t - 1`, i.e. until its predecessor finished, gave up or died (the
 //!   kernel drops a dead process's locks, so a crash never wedges the queue);
-//! - a writer rings its doorbell once more when its COMMIT begins: its
-//!   successor, woken then, spins (yielding the processor between checks)
-//!   for up to 500 µs while the commit runs, so the wake-up overlaps the
-//!   commit's fsync and the handoff rarely pays a wake-up;
+//! - a writer whose COMMIT syncs the WAL (`synchronous = FULL` when the
+//!   commit is not made durable after the lock, see [`super::durability`])
+//!   rings its doorbell once more when its COMMIT begins: its successor,
+//!   woken then, spins (yielding the processor between checks) for up to
+//!   500 µs while the commit runs, so the wake-up overlaps the commit's
+//!   fsync and the handoff rarely pays a wake-up. A COMMIT without an fsync
+//!   is shorter than a wake-up: nobody spins for it (a spinning successor
+//!   only takes the processor from the writers it waits for);
 //! - on finishing, it unlocks its byte, records that its ticket is done
 //!   (the third word: the highest finished ticket + 1) and rings its
 //!   doorbell, waking its successor at once. Waiters otherwise sleep; they
@@ -302,8 +306,10 @@ impl WriterQueue {
         ring(self.work_bell());
     }
 
-    /// Wait for this writer's turn, at most until `deadline`.
-    pub(crate) fn acquire(self: &Arc<Self>, deadline: Instant) -> Result<WriterTurn> {
+    /// Wait for this writer's turn, at most until `deadline`; `spin`: the
+    /// turn before this one ends with an fsync (see [`WriterTurn::ending`]),
+    /// spin for the handoff once it rang.
+    pub(crate) fn acquire(self: &Arc<Self>, deadline: Instant, spin: bool) -> Result<WriterTurn> {
         let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let file = match spare {
             Some(f) => f,
@@ -350,7 +356,7 @@ impl WriterQueue {
                         .into(),
                 ));
             }
-            if self.serving().load(Ordering::Acquire) == t - 1 {
+            if spin && self.serving().load(Ordering::Acquire) == t - 1 {
                 // Next in line: the holder is about to finish (it rang when
                 // its COMMIT began, see `WriterTurn::ending`). Spin, giving
                 // the processor away between checks, instead of paying a
