@@ -248,16 +248,16 @@ pub fn bench(smoke: bool) -> Result {
     // Instructions per lifecycle at NORMAL (callgrind), against the floor.
     instructions(&bin, &cfg, &mut rows, &mut raw)?;
 
-    // W threads of one process, each doing lifecycles (FULL).
+    // W threads of one process, each doing lifecycles (FULL). The widths
+    // take turns, run after run, so that a machine slowing down or speeding
+    // up during the rows moves every width alike; ratios are of medians.
     let widths: &[usize] = if cfg.smoke { &[1, 2] } else { &[1, 2, 4, 8] };
     let millis = if cfg.smoke { "300" } else { "2000" };
     // A smoke run seeds a small backlog (the default fits the full run).
     let jobs: &[&str] = if cfg.smoke { &["--jobs", "2000"] } else { &[] };
-    let mut one_thread = None;
-    for &w in widths {
-        let mut v = Vec::new();
-        let mut last = Value::Null;
-        for _ in 0..cfg.runs.min(3) {
+    let mut by_width: Vec<(Vec<f64>, Value)> = vec![(Vec::new(), Value::Null); widths.len()];
+    for _ in 0..cfg.runs.min(3) {
+        for (&w, (v, last)) in widths.iter().zip(by_width.iter_mut()) {
             let j = workload(
                 Command::new(&bin)
                     .args([
@@ -272,9 +272,12 @@ pub fn bench(smoke: bool) -> Result {
                     .args(jobs),
             )?;
             v.push(num(&j, "cycles_per_s"));
-            last = j.clone();
+            *last = j.clone();
             raw.push(j);
         }
+    }
+    let mut one_thread = None;
+    for (&w, (v, last)) in widths.iter().zip(by_width) {
         let r = median(v);
         let b = *one_thread.get_or_insert(r);
         rows.push(Row {
@@ -346,36 +349,52 @@ pub fn bench(smoke: bool) -> Result {
         }
     }
 
-    // 4: contention: P processes × T threads.
+    // 4: contention: P processes × T threads. The shapes take turns, run
+    // after run (as the thread widths above); the rate is the median, the
+    // spread, lock wait and missed renewals the worst of the runs.
     let shapes: &[(usize, usize)] = if cfg.smoke {
         &[(1, 1), (2, 1), (2, 2)]
     } else {
         &[(1, 1), (2, 1), (4, 1), (8, 1), (4, 4)]
     };
     let millis = if cfg.smoke { "400" } else { "3000" };
+    let mut by_shape: Vec<Vec<Value>> = vec![Vec::new(); shapes.len()];
+    for _ in 0..cfg.runs.min(3) {
+        for (&(p, t), runs) in shapes.iter().zip(by_shape.iter_mut()) {
+            runs.push(workload(
+                Command::new(&bin)
+                    .args([
+                        "contend",
+                        "--procs",
+                        &p.to_string(),
+                        "--threads",
+                        &t.to_string(),
+                        "--millis",
+                        millis,
+                        "--sync",
+                        "full",
+                    ])
+                    .args(jobs),
+            )?);
+        }
+    }
     let mut one = None;
-    for &(p, t) in shapes {
-        let j = workload(
-            Command::new(&bin)
-                .args([
-                    "contend",
-                    "--procs",
-                    &p.to_string(),
-                    "--threads",
-                    &t.to_string(),
-                    "--millis",
-                    millis,
-                    "--sync",
-                    "full",
-                ])
-                .args(jobs),
-        )?;
-        let rate = num(&j, "cycles_per_s");
+    for (&(p, t), runs) in shapes.iter().zip(by_shape) {
+        let rate = median(runs.iter().map(|j| num(j, "cycles_per_s")).collect());
         let b = *one.get_or_insert(rate);
-        let (min, max) = (num(&j, "min"), num(&j, "max"));
-        let spread = if min > 0.0 { max / min } else { f64::INFINITY };
-        let p99 = num(&j, "wait_p99_us");
-        let missed = num(&j, "renewals_missed");
+        let worst = |f: &dyn Fn(&Value) -> f64| runs.iter().map(f).fold(f64::NAN, f64::max);
+        let spread = worst(&|j| {
+            let (min, max) = (num(j, "min"), num(j, "max"));
+            if min > 0.0 {
+                max / min
+            } else {
+                f64::INFINITY
+            }
+        });
+        let p99 = worst(&|j| num(j, "wait_p99_us"));
+        let missed: f64 = runs.iter().map(|j| num(j, "renewals_missed")).sum();
+        let renewals: f64 = runs.iter().map(|j| num(j, "renewals")).sum();
+        let drained = runs.iter().find(|j| j["drained"].as_bool() == Some(true));
         // 4 × 4 must scale; one thread per process must at least not lose.
         let want = match (p, t) {
             (4, 4) => Some(3.0),
@@ -384,14 +403,15 @@ pub fn bench(smoke: bool) -> Result {
         };
         rows.push(Row {
             name: format!(
-                "{} × {} (FULL): per-proc min/max {min:.0}/{max:.0}, lock wait p50/p99/max {:.1}/{:.1}/{:.1} ms, renewals missed {missed:.0} of {:.0}{}",
+                "{} × {} (FULL), median of {} runs: per-proc max/min {spread:.2}, lock wait p50/p99/max {:.1}/{:.1}/{:.1} ms, renewals missed {missed:.0} of {:.0}{} (spread, waits: worst run)",
                 count(p, "process"),
                 count(t, "thread"),
-                num(&j, "wait_p50_us") / 1000.0,
+                runs.len(),
+                worst(&|j| num(j, "wait_p50_us")) / 1000.0,
                 p99 / 1000.0,
-                num(&j, "wait_max_us") / 1000.0,
-                num(&j, "renewals") + missed,
-                drained_note(&j),
+                worst(&|j| num(j, "wait_max_us")) / 1000.0,
+                renewals + missed,
+                drained.map_or("", drained_note),
             ),
             value: format!("{rate:.0} cycles/s"),
             ratio: Some(("1 × 1".into(), rate / b)),
@@ -404,7 +424,7 @@ pub fn bench(smoke: bool) -> Result {
                 )
             }),
         });
-        raw.push(j);
+        raw.extend(runs);
     }
 
     // 5: batched claims: claims and completions by name in one edit each;

@@ -36,6 +36,7 @@ use super::writer_queue::WriterQueue;
 use crate::error::{Error, Result};
 use rusqlite::Connection;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// A process's means of syncing a store's WAL: a connection of its own,
 /// outside the pool (so the connection a transaction used goes back to the
@@ -44,9 +45,18 @@ use std::sync::Mutex;
 #[derive(Default)]
 pub(super) struct Syncer(Mutex<Option<Connection>>);
 
+/// How long a caller waits for one process's fsync before it syncs alone
+/// (that process may have died during it).
+const STALE: Duration = Duration::from_millis(100);
+/// How long one wait for an fsync in flight lasts before looking again.
+const RECHECK: Duration = Duration::from_millis(2);
+
 /// Return once every commit up to `seen` is durable: at once when the
-/// counters say so, else after an fsync of the WAL (one at a time per
-/// process: a thread that waited for another's checks again first).
+/// counters say so, else after an fsync of the WAL. One fsync runs at a
+/// time, in the whole store: a caller that finds one in flight waits for
+/// it and looks again (it may have covered this caller's commits, or the
+/// next one, led by one of its waiters, covers all of theirs), so commits
+/// that pile up behind one fsync share the next.
 pub(super) fn settle(
     queue: &WriterQueue,
     syncer: &Syncer,
@@ -57,21 +67,51 @@ pub(super) fn settle(
         return Ok(());
     }
     let mut conn = syncer.0.lock().unwrap_or_else(|p| p.into_inner());
-    if queue.durable() >= seen {
+    let began = Instant::now();
+    let mut open = Some(open);
+    loop {
+        if queue.durable() >= seen {
+            return Ok(());
+        }
+        let led = queue.lead_sync();
+        let alone = led.is_none() && began.elapsed() >= STALE;
+        if led.is_none() && !alone {
+            queue.wait_sync(RECHECK);
+            continue;
+        }
+        if conn.is_none() {
+            let opened = (open.take().expect("opened once"))();
+            match opened {
+                Ok(c) => *conn = Some(c),
+                Err(e) => {
+                    if led.is_some() {
+                        queue.end_sync(None);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        // Read before the fsync begins: every commit it counts is written.
+        let written = led.unwrap_or_else(|| queue.written());
+        let synced = sync_wal(conn.as_ref().expect("opened above"));
+        if led.is_some() {
+            queue.end_sync(synced.is_ok().then_some(written));
+        } else if synced.is_ok() {
+            queue.made_durable(written);
+        }
+        if alone {
+            queue.drop_stale_sync(queue.wait_sync(Duration::ZERO));
+        }
+        synced.map_err(|e| {
+            Error::Store(format!(
+                "the transaction ended, but the store's log could not be made durable: {e}; \
+                 whether its commit survives a power failure is unknown"
+            ))
+        })?;
+        // This fsync began after every commit this caller may have seen was
+        // written (whatever the counters say of commits begun since).
         return Ok(());
     }
-    if conn.is_none() {
-        *conn = Some(open()?);
-    }
-    let written = queue.written();
-    sync_wal(conn.as_ref().expect("opened above")).map_err(|e| {
-        Error::Store(format!(
-            "the transaction ended, but the store's log could not be made durable: {e}; \
-             whether its commit survives a power failure is unknown"
-        ))
-    })?;
-    queue.made_durable(written);
-    Ok(())
 }
 
 #[cfg(test)]
@@ -201,6 +241,41 @@ pub(super) mod tests {
             go.send(()).unwrap();
             claim.join().unwrap().unwrap();
         });
+    }
+
+    /// The queue file's header words as `(offset, value)`, for this boot.
+    fn queue_file_of_this_boot(path: &Path, words: &[(usize, u64)]) -> PathBuf {
+        let mut queue = path.as_os_str().to_owned();
+        queue.push("-tenure-queue");
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+        let hex: String = boot.trim().chars().filter(|c| *c != '-').collect();
+        let boot = u128::from_str_radix(&hex, 16).unwrap();
+        let mut header = vec![0u8; 4096];
+        let mut put = |w: usize, v: u64| header[w..w + 8].copy_from_slice(&v.to_ne_bytes());
+        put(48, (boot >> 64) as u64);
+        put(56, boot as u64);
+        for &(w, v) in words {
+            put(w, v);
+        }
+        std::fs::write(&queue, &header).unwrap();
+        PathBuf::from(queue)
+    }
+
+    #[test]
+    fn an_fsync_owner_that_died_holds_nobody_back_for_long() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = modelled_store(dir.path());
+        // A process claimed the fsync (byte 328) and died.
+        let queue = queue_file_of_this_boot(&path, &[(328, 7)]);
+        let a = open(&path);
+        let began = std::time::Instant::now();
+        a.claim("p", "j", "a", ttl()).unwrap();
+        assert!(began.elapsed() >= super::STALE, "it waited for the owner first");
+        assert_eq!(after_power_failure(&path, "cut.db", "j"), JobState::Claimed);
+        let header = std::fs::read(&queue).unwrap();
+        assert_eq!(header[328..336], [0u8; 8], "the dead owner was forgotten");
+        a.claim("p", "k", "a", ttl()).unwrap();
+        assert_eq!(after_power_failure(&path, "cut2.db", "k"), JobState::Claimed);
     }
 
     #[test]

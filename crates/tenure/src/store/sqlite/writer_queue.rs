@@ -51,7 +51,8 @@
 //! served, 16–23 tickets done (the highest finished ticket + 1), 24–31
 //! commits begun, 32–39 commits written, 40–47 commits durable, 48–63 the
 //! boot ID of the counters, 64–319 the 64 writer doorbells, 320–323 the
-//! work doorbell, the rest zero. Bytes from 4096 on are the writers' lock
+//! work doorbell, 324–327 the sync doorbell, 328–335 the commits an fsync
+//! in flight covers (0: none), the rest zero. Bytes from 4096 on are the writers' lock
 //! bytes (never written, only locked); byte 4095's lock serializes the
 //! counters' boot check.
 //!
@@ -89,6 +90,10 @@ const BOOT: usize = 48;
 const BOOT_LOCK: i64 = BYTES_BASE - 1;
 /// Where the work doorbell lives: right after the writer doorbells.
 pub(crate) const WORK_BELL_OFFSET: usize = BELLS_OFFSET + 4 * BELLS as usize;
+/// A futex word rung when an fsync of the WAL ends (see [`WriterQueue::lead_sync`]).
+const SYNC_BELL: usize = WORK_BELL_OFFSET + 4;
+/// The `written` count an fsync of the WAL in flight covers (0: none).
+const SYNC_OWNER: usize = SYNC_BELL + 4;
 
 /// The mapped queue of one store.
 pub(crate) struct WriterQueue {
@@ -214,7 +219,7 @@ impl WriterQueue {
         if self.word(BOOT).load(Ordering::Acquire) != hi
             || self.word(BOOT + 8).load(Ordering::Acquire) != lo
         {
-            for w in [BEGUN, WRITTEN, DURABLE] {
+            for w in [BEGUN, WRITTEN, DURABLE, SYNC_OWNER] {
                 self.word(w).store(0, Ordering::Release);
             }
             self.word(BOOT).store(hi, Ordering::Release);
@@ -242,7 +247,7 @@ impl WriterQueue {
     }
 
     fn word(&self, offset: usize) -> &AtomicU64 {
-        debug_assert!(offset % 8 == 0 && offset + 8 <= BELLS_OFFSET);
+        debug_assert!(offset % 8 == 0 && (offset + 8 <= BELLS_OFFSET || offset == SYNC_OWNER));
         // SAFETY: an 8-byte aligned word of the header, within the mapping.
         unsafe { &*((self.map as *const u8).add(offset) as *const AtomicU64) }
     }
@@ -278,6 +283,51 @@ impl WriterQueue {
     /// An fsync of the WAL that began after commit `n` was written returned.
     pub(crate) fn made_durable(&self, n: u64) {
         self.word(DURABLE).fetch_max(n, Ordering::AcqRel);
+    }
+
+    fn sync_bell(&self) -> &AtomicU32 {
+        // SAFETY: SYNC_BELL + 4 <= MAP_LEN and 4-byte aligned.
+        unsafe { &*((self.map as *const u8).add(SYNC_BELL) as *const AtomicU32) }
+    }
+
+    /// Become the one process syncing the WAL, if none is: `Some(written)`,
+    /// the count of commits written before the fsync this caller now runs
+    /// (it ends with [`WriterQueue::end_sync`]).
+    pub(crate) fn lead_sync(&self) -> Option<u64> {
+        let written = self.written();
+        self.word(SYNC_OWNER)
+            .compare_exchange(0, written.max(1), Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| written)
+    }
+
+    /// The fsync led by [`WriterQueue::lead_sync`] ended; `durable`: the
+    /// count it covers, if it succeeded. Wakes whoever waits for it.
+    pub(crate) fn end_sync(&self, durable: Option<u64>) {
+        if let Some(n) = durable {
+            self.made_durable(n);
+        }
+        self.word(SYNC_OWNER).store(0, Ordering::Release);
+        ring(self.sync_bell());
+    }
+
+    /// Wait, at most `timeout`, for the fsync in flight (if any) to end;
+    /// the owner's value as seen (0: none was).
+    pub(crate) fn wait_sync(&self, timeout: Duration) -> u64 {
+        let bell = self.sync_bell().load(Ordering::Acquire);
+        let owner = self.word(SYNC_OWNER).load(Ordering::Acquire);
+        if owner != 0 {
+            wait(self.sync_bell(), bell, timeout);
+        }
+        owner
+    }
+
+    /// Forget an owner that has held the fsync for too long (a process that
+    /// died during it): the next caller leads.
+    pub(crate) fn drop_stale_sync(&self, owner: u64) {
+        let _ =
+            self.word(SYNC_OWNER)
+                .compare_exchange(owner, 0, Ordering::AcqRel, Ordering::Acquire);
     }
 
     /// Ring ticket `t`'s doorbell, waking its successor if one can be
