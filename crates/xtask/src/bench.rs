@@ -172,6 +172,13 @@ pub fn bench(smoke: bool) -> Result {
     let progs = programs(cfg.smoke)?;
     let mut rust = std::collections::HashMap::new();
     for sync in ["full", "normal"] {
+        // A NORMAL cycle is ten times shorter: ten times as many keep a
+        // run long against the noise of starting a process.
+        let cycles = if sync == "normal" && !cfg.smoke {
+            (cfg.cycles * 10).to_string()
+        } else {
+            cycles.clone()
+        };
         let mut v: std::collections::HashMap<&str, Vec<f64>> = Default::default();
         for _ in 0..cfg.runs {
             let mut one = |lang: &'static str, json: Value| {
