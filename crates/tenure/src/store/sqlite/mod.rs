@@ -38,6 +38,9 @@ pub const APPLICATION_ID: i32 = 0x5445_4E55;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Synchronous {
     /// fsync the WAL at every commit (the default): nothing committed is lost on power failure.
+    /// With the store's queue file the fsync runs after the writer lock is
+    /// released and before the call returns (see `docs/design.md`, "Durable
+    /// after the lock").
     #[default]
     Full,
     /// fsync at checkpoints only: a power failure may lose the latest commits
