@@ -270,12 +270,18 @@ pub(super) mod tests {
         let a = open(&path);
         let began = std::time::Instant::now();
         a.claim("p", "j", "a", ttl()).unwrap();
-        assert!(began.elapsed() >= super::STALE, "it waited for the owner first");
+        assert!(
+            began.elapsed() >= super::STALE,
+            "it waited for the owner first"
+        );
         assert_eq!(after_power_failure(&path, "cut.db", "j"), JobState::Claimed);
         let header = std::fs::read(&queue).unwrap();
         assert_eq!(header[328..336], [0u8; 8], "the dead owner was forgotten");
         a.claim("p", "k", "a", ttl()).unwrap();
-        assert_eq!(after_power_failure(&path, "cut2.db", "k"), JobState::Claimed);
+        assert_eq!(
+            after_power_failure(&path, "cut2.db", "k"),
+            JobState::Claimed
+        );
     }
 
     #[test]
