@@ -267,17 +267,18 @@ pub(crate) trait Backend: Send + Sync {
 
 /// One open transaction. Dropping it without `commit` rolls it back.
 pub(crate) trait Txn: Send {
-    /// The store's own clock, if it has one (PostgreSQL: the server's
-    /// `clock_timestamp()` in µs); `None` means "use the authority's clock".
-    /// Default: no server clock.
-    /// Return once every commit this transaction can see is durable, for a
-    /// transaction that hands out what it reads before it ends (an explicit
-    /// edit). Default: nothing to wait for (a store whose commits are
-    /// durable before they are visible).
+    /// Return once every commit this transaction can see is durable: for a
+    /// read before it hands out what it read, for an explicit edit (which
+    /// hands out what it reads before it ends) as it begins. Default:
+    /// nothing to wait for (a store whose commits are durable before they
+    /// are visible).
     fn settle_snapshot(&mut self) -> Result<()> {
         Ok(())
     }
 
+    /// The store's own clock, if it has one (PostgreSQL: the server's
+    /// `clock_timestamp()` in µs); `None` means "use the authority's clock".
+    /// Default: no server clock.
     fn server_now_us(&mut self) -> Result<Option<i64>> {
         Ok(None)
     }

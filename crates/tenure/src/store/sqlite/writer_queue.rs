@@ -52,15 +52,15 @@
 //! commits begun, 32–39 commits written, 40–47 commits durable, 48–63 the
 //! boot ID of the counters, 64–319 the 64 writer doorbells, 320–323 the
 //! work doorbell, 324–327 the sync doorbell, 328–335 the commits an fsync
-//! in flight covers (0: none), the rest zero. Bytes from 4096 on are the writers' lock
-//! bytes (never written, only locked); byte 4095's lock serializes the
-//! counters' boot check.
+//! in flight covers (0: none), the rest zero. Bytes from 4096 on are the
+//! writers' lock bytes (never written, only locked); byte 4095's lock
+//! serializes the counters' boot check.
 //!
 //! The queue orders writers; it is not what makes them exclusive — SQLite's
 //! lock still does that, so a race in the queue can only cost fairness, never
 //! correctness (the counters are updated only by the holder of SQLite's
-//! writer lock, or raised to what an fsync covered). The caller's busy timeout bounds the whole wait: queue plus
-//! SQLite lock. Other platforms, or a store whose directory does not allow
+//! writer lock, or raised to what an fsync covered). The caller's busy
+//! timeout bounds the whole wait: queue plus SQLite lock. Other platforms, or a store whose directory does not allow
 //! the sidecar file, fall back to SQLite's own busy handling.
 
 use crate::error::{Error, Result};
