@@ -117,7 +117,7 @@ pub(super) fn settle(
 #[cfg(test)]
 pub(super) mod tests {
     use crate::store::sqlite::powerloss;
-    use crate::{Authority, JobSpec, JobState, Options, Synchronous, Ttl};
+    use crate::{Authority, Edit, JobSpec, JobState, Options, Synchronous, Ttl};
     use std::path::{Path, PathBuf};
     use std::sync::mpsc::{channel, Receiver, Sender};
     use std::sync::Mutex;
@@ -187,59 +187,46 @@ pub(super) mod tests {
         let a = open(&path);
         let b = open(&path);
         std::thread::scope(|s| {
-            // A's claim of j has committed and released the writer lock,
-            // and is not durable yet: a power failure takes it back.
-            let (reached, go) = arm(&path);
-            let claim = s.spawn(|| a.claim("p", "j", "a", ttl()));
-            reached.recv().unwrap();
-            assert_eq!(
-                after_power_failure(&path, "cut1.db", "j"),
-                JobState::Requested
-            );
-            // B reads it claimed: B returns only once that claim is durable.
-            assert_eq!(b.job("p", "j").unwrap().state, JobState::Claimed);
-            assert_eq!(
-                after_power_failure(&path, "cut2.db", "j"),
-                JobState::Claimed
-            );
-            go.send(()).unwrap();
-            claim.join().unwrap().unwrap();
-
-            // B's claim of k, refused because A's claim is committed,
-            // returns only once A's claim is durable.
-            let (reached, go) = arm(&path);
-            let claim = s.spawn(|| a.claim("p", "k", "a", ttl()));
-            reached.recv().unwrap();
-            assert_eq!(
-                after_power_failure(&path, "cut3.db", "k"),
-                JobState::Requested
-            );
-            assert!(b.claim("p", "k", "b", ttl()).is_err());
-            assert_eq!(
-                after_power_failure(&path, "cut4.db", "k"),
-                JobState::Claimed
-            );
-            go.send(()).unwrap();
-            claim.join().unwrap().unwrap();
-
+            // A's claim of `job` has committed and released the writer lock,
+            // and is not durable yet: a power failure takes it back. What B
+            // does while it is paused returns only once that claim is
+            // durable.
+            let mut cut = 0;
+            let mut while_paused = |job: &'static str, observe: &dyn Fn() -> Option<Edit>| {
+                let (reached, go) = arm(&path);
+                let claim = s.spawn(|| a.claim("p", job, "a", ttl()));
+                reached.recv().unwrap();
+                cut += 2;
+                let before = format!("cut{}.db", cut - 1);
+                assert_eq!(
+                    after_power_failure(&path, &before, job),
+                    JobState::Requested
+                );
+                // An edit B keeps open stays open through the cut.
+                let open_edit = observe();
+                let after = format!("cut{cut}.db");
+                assert_eq!(after_power_failure(&path, &after, job), JobState::Claimed);
+                drop(open_edit);
+                go.send(()).unwrap();
+                claim.join().unwrap().unwrap();
+            };
+            // B reads it claimed.
+            while_paused("j", &|| {
+                assert_eq!(b.job("p", "j").unwrap().state, JobState::Claimed);
+                None
+            });
+            // B's claim, refused because A's claim is committed.
+            while_paused("k", &|| {
+                assert!(b.claim("p", "k", "b", ttl()).is_err());
+                None
+            });
             // An edit hands out what it reads before it ends: it begins
             // only once what it can see is durable.
-            let (reached, go) = arm(&path);
-            let claim = s.spawn(|| a.claim("p", "l", "a", ttl()));
-            reached.recv().unwrap();
-            assert_eq!(
-                after_power_failure(&path, "cut5.db", "l"),
-                JobState::Requested
-            );
-            let mut edit = b.edit().unwrap();
-            assert!(edit.claim("p", "l", "b", ttl()).is_err());
-            assert_eq!(
-                after_power_failure(&path, "cut6.db", "l"),
-                JobState::Claimed
-            );
-            edit.abort();
-            go.send(()).unwrap();
-            claim.join().unwrap().unwrap();
+            while_paused("l", &|| {
+                let mut edit = b.edit().unwrap();
+                assert!(edit.claim("p", "l", "b", ttl()).is_err());
+                Some(edit)
+            });
         });
     }
 
@@ -247,9 +234,7 @@ pub(super) mod tests {
     fn queue_file_of_this_boot(path: &Path, words: &[(usize, u64)]) -> PathBuf {
         let mut queue = path.as_os_str().to_owned();
         queue.push("-tenure-queue");
-        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
-        let hex: String = boot.trim().chars().filter(|c| *c != '-').collect();
-        let boot = u128::from_str_radix(&hex, 16).unwrap();
+        let boot = crate::store::sqlite::writer_queue::boot_id().unwrap();
         let mut header = vec![0u8; 4096];
         let mut put = |w: usize, v: u64| header[w..w + 8].copy_from_slice(&v.to_ne_bytes());
         put(48, (boot >> 64) as u64);

@@ -440,7 +440,7 @@ impl crate::doorbell::Doorbell for WriterQueue {
 }
 
 /// The kernel's ID of this boot, as a number.
-fn boot_id() -> Option<u128> {
+pub(super) fn boot_id() -> Option<u128> {
     let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let hex: String = text.trim().chars().filter(|c| *c != '-').collect();
     (hex.len() == 32).then(|| u128::from_str_radix(&hex, 16).ok())?
