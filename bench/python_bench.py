@@ -2,7 +2,7 @@
 """Python benchmark workloads for ``cargo xtask bench`` (one JSON line each).
 
     python_bench.py tenure-lifecycle --sync full|normal --cycles N   # claim_next, renew, complete
-    python_bench.py tenure-drain --cycles N --threads T              # claim_next, complete (FULL)
+    python_bench.py tenure-drain --cycles N --threads T [--sync S]   # claim_next, complete (FULL)
     python_bench.py litequeue --cycles N --threads T                 # pop, done
     python_bench.py persist-queue --cycles N --threads T             # get, ack
     python_bench.py localqueue --cycles N --threads T                # get, ack (DurabilityMode.DURABLE)
@@ -25,7 +25,8 @@ its own on the same file, with a 60 s busy timeout, and a step that still
 finds the database locked is retried (counted as ``busy_errors``; tenure's
 ``Busy``, the writer lock not taken within the busy timeout, is retried and
 counted the same way). A peer that is not installed prints
-``{"skipped": true}``.
+``{"skipped": true}``. ``tenure-drain --sync normal`` gives the harness its
+context rows: the same drain when no call waits for an fsync.
 """
 
 from __future__ import annotations
@@ -93,10 +94,10 @@ def drain(threads: int, worker: Callable[[Callable[[str], None]], None]) -> tupl
     return seconds, [x for g in got for x in g]
 
 
-def tenure_drain(d: str, cycles: int, threads: int) -> tuple:
+def tenure_drain(d: str, cycles: int, threads: int, sync: str = "full") -> tuple:
     import tenure
 
-    a = tenure.Authority(os.path.join(d, "t.db"), synchronous="full")
+    a = tenure.Authority(os.path.join(d, "t.db"), synchronous=sync)
     a.create_production("bench")
     specs = [tenure.JobSpec(f"j{i:08}", b"payload", max_attempts=1000) for i in range(cycles)]
     for i in range(0, len(specs), 10_000):
@@ -251,7 +252,13 @@ def main() -> None:
             if not installed(module):
                 print(json.dumps({"workload": name, "threads": args.threads, "skipped": True}))
                 return
-            seconds, got, *extra = run(d, args.cycles, args.threads)
+            if args.workload == "tenure-drain":
+                durability = args.sync.upper()
+                seconds, got, *extra = run(d, args.cycles, args.threads, args.sync)
+            elif args.sync != "full":
+                raise SystemExit(f"{args.workload} runs at its own durability only")
+            else:
+                seconds, got, *extra = run(d, args.cycles, args.threads)
             counts = Counter(got)
             _emit(name, len(got), seconds, sync=durability, threads=args.threads,
                   backlog=args.cycles, delivered=len(counts),

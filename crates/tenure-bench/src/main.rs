@@ -515,6 +515,7 @@ fn threads(a: &Args) -> String {
             })
         })
         .collect();
+    let (groups0, members0) = auth.commit_groups();
     go.wait();
     let start = Instant::now();
     let mut counts = Vec::new();
@@ -525,10 +526,13 @@ fn threads(a: &Args) -> String {
         drained |= d;
     }
     let secs = start.elapsed().as_secs_f64();
+    let (groups1, members1) = auth.commit_groups();
+    // Calls per write transaction: how many shared each commit.
+    let per_group = (members1 - members0) as f64 / (groups1 - groups0).max(1) as f64;
     let total: u64 = counts.iter().sum();
     let _ = std::fs::remove_dir_all(&dir);
     format!(
-        r#"{{"workload":"threads","threads":{n},"sync":"{pragma}","millis":{millis},"cycles":{total},"seconds":{secs:.6},"cycles_per_s":{:.2},"per_thread":{counts:?},"min":{},"max":{},"drained":{drained}}}"#,
+        r#"{{"workload":"threads","threads":{n},"sync":"{pragma}","millis":{millis},"cycles":{total},"seconds":{secs:.6},"cycles_per_s":{:.2},"calls_per_commit":{per_group:.2},"per_thread":{counts:?},"min":{},"max":{},"drained":{drained}}}"#,
         total as f64 / secs,
         counts.iter().min().copied().unwrap_or(0),
         counts.iter().max().copied().unwrap_or(0),

@@ -231,6 +231,16 @@ impl Authority {
         self.inner.group.as_ref().map_or(0, |g| g.queued())
     }
 
+    /// Commit groups this handle has formed, and the one-step calls they
+    /// took: `(groups, calls)` (a call alone is a group of one; `(0, 0)`
+    /// with grouping off or on PostgreSQL). The difference of two readings
+    /// tells how many calls shared each write transaction (the benchmarks
+    /// report it).
+    #[doc(hidden)]
+    pub fn commit_groups(&self) -> (u64, u64) {
+        self.inner.group.as_ref().map_or((0, 0), |g| g.formed())
+    }
+
     /// Begin an explicit edit (takes the writer lock).
     pub fn edit(&self) -> Result<Edit> {
         Edit::begin(self.inner.clone())

@@ -134,6 +134,8 @@ struct State {
     last_size: usize,
     /// The leader waits in [`Combiner::gather`] until this many are queued.
     want: usize,
+    /// Groups formed so far, and the operations they took.
+    formed: (u64, u64),
 }
 
 /// The group-commit queue of one SQLite store handle.
@@ -158,6 +160,13 @@ impl Combiner {
     /// Operations queued and not yet taken into a group.
     pub(crate) fn queued(&self) -> usize {
         self.lock().queue.len()
+    }
+
+    /// Groups formed so far (a call alone is a group of one), and the
+    /// operations they took (an operation a group left for the next one is
+    /// taken again).
+    pub(crate) fn formed(&self) -> (u64, u64) {
+        self.lock().formed
     }
 
     /// Run `f` as a member of a group; returns once the COMMIT carrying it
@@ -326,6 +335,8 @@ impl Combiner {
             let mut st = self.lock();
             let n = st.queue.len().min(MAX_MEMBERS);
             let batch: Vec<Job> = st.queue.drain(..n).collect();
+            st.formed.0 += 1;
+            st.formed.1 += n as u64;
             *taken.lock().unwrap_or_else(|p| p.into_inner()) =
                 batch.iter().map(|j| j.slot.clone()).collect();
             st.last_size = n;

@@ -33,6 +33,7 @@ fn threads_doing_lifecycles_share_one_store() {
         .map(|i| JobSpec::new(format!("j{i}"), vec![i as u8]))
         .collect();
     env.auth.submit_many("p", &specs).unwrap();
+    let formed = env.auth.commit_groups();
     let done: Vec<Vec<String>> = std::thread::scope(|sc| {
         let hs: Vec<_> = (0..THREADS)
             .map(|t| {
@@ -55,6 +56,15 @@ fn threads_doing_lifecycles_share_one_store() {
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
+    let (groups, calls) = env.auth.commit_groups();
+    if group_commit() && !on_postgres() {
+        // Every claim, renewal and completion went through a group (the
+        // local refusal did not); groups carried one or more each.
+        assert_eq!(calls - formed.1, (THREADS * PER_THREAD * 3) as u64);
+        assert!((1..=calls - formed.1).contains(&(groups - formed.0)));
+    } else {
+        assert_eq!((groups, calls), (0, 0));
+    }
     let mut all: Vec<String> = done.into_iter().flatten().collect();
     all.sort();
     all.dedup();
@@ -98,6 +108,7 @@ fn a_stale_member_is_refused_and_the_others_commit() {
     env.clock.advance(2_000_000);
     let new = a.claim("p", "j0", "w-new", secs(30)).unwrap();
     let before = a.events(0, 1000).unwrap().len();
+    let formed = a.commit_groups();
     let (a1, a2, a3) = (a.clone(), a.clone(), a.clone());
     let (old_r, new_r) = (&old, &new);
     let out: Vec<Result<String>> = in_one_group(
@@ -120,6 +131,8 @@ fn a_stale_member_is_refused_and_the_others_commit() {
     assert_eq!(out[3].as_deref().unwrap(), "Created");
     // Serial order: the claim before it in the group holds j1.
     assert_eq!(code(&out[4]), Some(ErrorCode::NotClaimable));
+    // One group took all five calls.
+    assert_eq!(a.commit_groups(), (formed.0 + 1, formed.1 + 5));
     assert_eq!(
         old.status(),
         LeaseStatus::Active,
@@ -359,6 +372,7 @@ fn grouping_off_runs_each_call_as_its_own_transaction() {
     edit.abort();
     let l = off.claim("p", "j0", "w", secs(10)).unwrap();
     l.complete(&[]).unwrap();
+    assert_eq!(off.commit_groups(), (0, 0), "no group ever formed");
     assert!(off.check().unwrap().ok());
 }
 

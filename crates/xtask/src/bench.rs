@@ -156,7 +156,7 @@ pub fn bench(smoke: bool) -> Result {
     let cfg = Cfg {
         smoke,
         runs: if smoke { 1 } else { 5 },
-        cycles: if smoke { 30 } else { 400 },
+        cycles: if smoke { 30 } else { 2000 },
     };
     step(&format!(
         "benchmarks ({})",
@@ -258,13 +258,21 @@ pub fn bench(smoke: bool) -> Result {
     // W threads of one process, each doing lifecycles (FULL). The widths
     // take turns, run after run, so that a machine slowing down or speeding
     // up during the rows moves every width alike; ratios are of medians.
+    // The same work at NORMAL from 1 and 8 threads takes its turns too, for
+    // context: what the threads do when no call waits for an fsync.
     let widths: &[usize] = if cfg.smoke { &[1, 2] } else { &[1, 2, 4, 8] };
+    let shapes: Vec<(usize, &str)> = widths
+        .iter()
+        .map(|&w| (w, "full"))
+        .chain([(1, "normal"), (*widths.last().unwrap_or(&1), "normal")])
+        .collect();
     let millis = if cfg.smoke { "300" } else { "2000" };
     // A smoke run seeds a small backlog (the default fits the full run).
     let jobs: &[&str] = if cfg.smoke { &["--jobs", "2000"] } else { &[] };
-    let mut by_width: Vec<(Vec<f64>, Value)> = vec![(Vec::new(), Value::Null); widths.len()];
+    let mut by_shape: Vec<(Vec<f64>, Vec<f64>, Value)> =
+        vec![(Vec::new(), Vec::new(), Value::Null); shapes.len()];
     for _ in 0..cfg.runs.min(3) {
-        for (&w, (v, last)) in widths.iter().zip(by_width.iter_mut()) {
+        for (&(w, sync), (v, per, last)) in shapes.iter().zip(by_shape.iter_mut()) {
             let j = workload(
                 Command::new(&bin)
                     .args([
@@ -274,30 +282,53 @@ pub fn bench(smoke: bool) -> Result {
                         "--millis",
                         millis,
                         "--sync",
-                        "full",
+                        sync,
                     ])
                     .args(jobs),
             )?;
             v.push(num(&j, "cycles_per_s"));
+            per.push(num(&j, "calls_per_commit"));
             *last = j.clone();
             raw.push(j);
         }
     }
-    let mut one_thread = None;
-    for (&w, (v, last)) in widths.iter().zip(by_width) {
+    let mut one_thread: std::collections::HashMap<&str, f64> = Default::default();
+    let mut widest: std::collections::HashMap<&str, f64> = Default::default();
+    for (&(w, sync), (v, per, last)) in shapes.iter().zip(by_shape) {
         let r = median(v);
-        let b = *one_thread.get_or_insert(r);
+        let b = *one_thread.entry(sync).or_insert(r);
+        widest.insert(sync, r);
+        let up = sync.to_uppercase();
+        let context = if sync == "full" {
+            String::new()
+        } else {
+            ", context: the same work when no call waits for an fsync".to_string()
+        };
         rows.push(Row {
             name: format!(
-                "{} of one process, lifecycles (FULL): per-thread min/max {:.0}/{:.0}{}",
+                "{} of one process, lifecycles ({up}{context}): per-thread min/max {:.0}/{:.0}, calls per commit {:.1} (median of runs){}",
                 count(w, "thread"),
                 num(&last, "min"),
                 num(&last, "max"),
+                median(per),
                 drained_note(&last),
             ),
             value: format!("{r:.0} cycles/s"),
-            ratio: Some(("1 thread".into(), r / b)),
-            target: (w == 8).then_some(("≥ 4 × 1 thread".into(), r / b >= 4.0)),
+            ratio: Some((format!("1 thread ({up})"), r / b)),
+            target: (w == 8 && sync == "full")
+                .then_some(("≥ 4 × 1 thread".into(), r / b >= 4.0)),
+        });
+    }
+    if let (Some(f), Some(n)) = (widest.get("full"), widest.get("normal")) {
+        let w = widths.last().copied().unwrap_or(1);
+        rows.push(Row {
+            name: format!(
+                "{} of one process: FULL against NORMAL (context: how much of the fsync's cost the commit groups hide)",
+                count(w, "thread"),
+            ),
+            value: format!("{f:.0} cycles/s"),
+            ratio: Some((format!("{} (NORMAL)", count(w, "thread")), f / n)),
+            target: None,
         });
     }
 
@@ -1005,20 +1036,27 @@ fn python_drain(
     let mut skipped = Vec::new();
     let mut failed: Vec<String> = Vec::new();
     let mut busy: std::collections::HashMap<String, f64> = Default::default();
-    let cases: [(&str, &str); 5] = [
-        ("tenure-drain", "1"),
-        ("tenure-drain", "4"),
-        ("litequeue", "4"),
-        ("persist-queue", "4"),
-        ("localqueue", "4"),
+    // The NORMAL drains are context: what the threads do when no call
+    // waits for an fsync.
+    let cases: [(&str, &str, &str); 7] = [
+        ("tenure-drain", "1", "full"),
+        ("tenure-drain", "4", "full"),
+        ("litequeue", "4", "full"),
+        ("persist-queue", "4", "full"),
+        ("localqueue", "4", "full"),
+        ("tenure-drain", "1", "normal"),
+        ("tenure-drain", "4", "normal"),
     ];
     for _ in 0..runs {
-        for (w, t) in cases {
-            let key = format!("{w}/{t}");
+        for (w, t, sync) in cases {
+            let key = match sync {
+                "full" => format!("{w}/{t}"),
+                _ => format!("{w}/{t}/{sync}"),
+            };
             let out = match workload(
                 Command::new(py)
                     .arg(root().join("bench/python_bench.py"))
-                    .args([w, "--cycles", backlog, "--threads", t]),
+                    .args([w, "--cycles", backlog, "--threads", t, "--sync", sync]),
             ) {
                 Ok(out) => out,
                 // A peer that breaks under threads is a finding, not a
@@ -1118,6 +1156,24 @@ fn python_drain(
             target: Some((format!("tenure ≥ 3 × {w}"), t4 / x >= 3.0)),
         });
     }
+    let (n1, n4) = (m("tenure-drain/1/normal"), m("tenure-drain/4/normal"));
+    for (t, n, x, base) in [("1 thread", 1, n1, None), ("4 threads", 4, n4, Some(n1))] {
+        rows.push(Row {
+            name: format!(
+                "Python: tenure claim_next + complete, {t}, {backlog} backlog (NORMAL, context: the same drain when no call waits for an fsync), duplicates {:.0}",
+                d(&format!("tenure-drain/{n}/normal")),
+            ),
+            value: format!("{x:.0} jobs/s"),
+            ratio: base.map(|b| ("1 thread (NORMAL)".into(), x / b)),
+            target: None,
+        });
+    }
+    rows.push(Row {
+        name: "Python: tenure claim_next + complete, 4 threads: FULL against NORMAL (context: how much of the fsync's cost the commit groups hide)".into(),
+        value: format!("{t4:.0} jobs/s"),
+        ratio: Some(("4 threads (NORMAL)".into(), t4 / n4)),
+        target: None,
+    });
     Ok(())
 }
 
