@@ -7,7 +7,7 @@
 //! tenure-bench lifecycle  --sync full|normal --cycles N [--jobs J]
 //! tenure-bench claim-next --queued N --cycles N
 //! tenure-bench batch      --size B --jobs N --sync full|normal
-//! tenure-bench threads    --threads W --millis MS --sync full|normal [--jobs J]
+//! tenure-bench threads    --threads W --millis MS --sync full|normal [--jobs J] [--group-commit on|off]
 //! tenure-bench contend    --procs P --threads T --millis MS --sync full|normal [--jobs J]
 //! tenure-bench wake       --samples N [--url postgres://...]
 //! tenure-bench idle       --waiters W --millis MS [--url postgres://...]
@@ -502,8 +502,14 @@ fn threads(a: &Args) -> String {
     let n: usize = arg(a, "threads", 1).max(1);
     let millis: u64 = arg(a, "millis", 2000);
     let (s, pragma) = sync(a);
+    let grouped = match a.get("group-commit").map(String::as_str) {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(other) => panic!("--group-commit on|off, not {other}"),
+    };
     let dir = tempdir();
-    let auth = Authority::open(dir.join("t.db"), &Options::new().synchronous(s)).unwrap();
+    let options = Options::new().synchronous(s).group_commit(grouped);
+    let auth = Authority::open(dir.join("t.db"), &options).unwrap();
     seed(&auth, "bench", arg(a, "jobs", backlog_for(millis)), "j");
     let go = Arc::new(std::sync::Barrier::new(n + 1));
     let workers: Vec<_> = (0..n)

@@ -167,7 +167,9 @@ impl Authority {
                 clock,
                 path: path.to_path_buf(),
                 migrated_from: opened.from_version,
-                group: options.group_commit.then(Combiner::default),
+                group: options
+                    .group_commit
+                    .then(|| Combiner::new(options.synchronous == Synchronous::Full)),
                 waits: Default::default(),
                 retention: options.retention,
                 writes: Default::default(),

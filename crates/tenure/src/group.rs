@@ -9,7 +9,8 @@
 //! itself. The leader:
 //!
 //! 0. if its previous group had more members than are queued, waits up to
-//!    [`GATHER`] for them to queue again (no lock held);
+//!    [`GATHER`] for them to queue again (no lock held; only when commits
+//!    are synced, see [`Combiner::gather`]);
 //! 1. begins the write transaction (its turn at the fair writer queue, then
 //!    `BEGIN IMMEDIATE`), while more operations queue up behind it;
 //! 2. takes up to [`MAX_MEMBERS`] queued operations in arrival order, and
@@ -144,6 +145,8 @@ pub(crate) struct Combiner {
     state: Mutex<State>,
     /// Rung for a gathering leader when its queue is full enough.
     gathered: Condvar,
+    /// Whether a leader gathers (see [`Combiner::gather`]).
+    gathers: bool,
 }
 
 /// How one group ended: outcomes to publish, jobs to queue again.
@@ -153,6 +156,15 @@ struct Settled {
 }
 
 impl Combiner {
+    /// A combiner whose leaders gather the callers of their previous group
+    /// when `synced` (each commit is followed by an fsync the group shares).
+    pub(crate) fn new(synced: bool) -> Combiner {
+        Combiner {
+            gathers: synced,
+            ..Combiner::default()
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -278,14 +290,18 @@ impl Combiner {
     /// carried more members than are queued now waits up to [`GATHER`] for
     /// them to queue again: their callers are on their way back (their
     /// outcomes were just published), and one group carrying all of them
-    /// costs one lock handoff and one COMMIT instead of two. A group of one
-    /// (a single thread) never waits.
+    /// costs one lock handoff and one fsync instead of two. A group of one
+    /// (a single thread) never waits, and neither does a leader whose
+    /// commits are not synced (`synchronous = NORMAL`): a commit without an
+    /// fsync is shorter than the wait for a caller to wake up and queue, so
+    /// the leader takes whoever is queued when its turn at the writer lock
+    /// comes (two threads that waited so committed about half as much as
+    /// one thread alone).
     fn gather(&self) {
         let mut st = self.lock();
-        let want = st.last_size.min(MAX_MEMBERS);
-        if want <= 1 || st.queue.len() >= want {
+        let Some(want) = self.gathering(&st) else {
             return;
-        }
+        };
         st.want = want;
         let until = Instant::now() + GATHER;
         while st.queue.len() < want {
@@ -300,6 +316,13 @@ impl Combiner {
                 .0;
         }
         st.want = 0;
+    }
+
+    /// How many queued callers a leader waits for before its turn at the
+    /// writer lock ([`Combiner::gather`]), if it waits at all.
+    fn gathering(&self, st: &State) -> Option<usize> {
+        let want = st.last_size.min(MAX_MEMBERS);
+        (self.gathers && want > 1 && st.queue.len() < want).then_some(want)
     }
 
     /// Take the writer lock, then the queued jobs, and settle one group.
@@ -467,5 +490,35 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
     Settled {
         outcomes,
         again: batch,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leader_gathers_only_when_its_group_shares_an_fsync() {
+        let after = |last_size: usize, queued: usize| State {
+            last_size,
+            queue: (0..queued)
+                .map(|_| Job {
+                    slot: Arc::new(Slot::default()),
+                    queued: Instant::now(),
+                    work: Box::new(|_| Ok(Box::new(()) as Box<dyn Any + Send>)),
+                })
+                .collect(),
+            ..State::default()
+        };
+        let synced = Combiner::new(true);
+        assert_eq!(synced.gathering(&after(8, 1)), Some(8));
+        assert_eq!(synced.gathering(&after(100, 0)), Some(MAX_MEMBERS));
+        // Everyone is back, or the last group was one caller alone.
+        assert_eq!(synced.gathering(&after(8, 8)), None);
+        assert_eq!(synced.gathering(&after(1, 0)), None);
+        // Commits without an fsync: take whoever is queued.
+        let unsynced = Combiner::new(false);
+        assert_eq!(unsynced.gathering(&after(8, 1)), None);
+        assert_eq!(unsynced.gathering(&after(100, 0)), None);
     }
 }
