@@ -295,8 +295,8 @@ impl Combiner {
     /// commits are not synced (`synchronous = NORMAL`): a commit without an
     /// fsync is shorter than the wait for a caller to wake up and queue, so
     /// the leader takes whoever is queued when its turn at the writer lock
-    /// comes (two threads that waited so committed about half as much as
-    /// one thread alone).
+    /// comes (two threads that gathered there would commit about half as
+    /// much as one thread alone).
     fn gather(&self) {
         let mut st = self.lock();
         let Some(want) = self.gathering(&st) else {
