@@ -52,7 +52,8 @@
 //! commits begun, 32–39 commits written, 40–47 commits durable, 48–63 the
 //! boot ID of the counters, 64–319 the 64 writer doorbells, 320–323 the
 //! work doorbell, 324–327 the sync doorbell, 328–335 the commits an fsync
-//! in flight covers (0: none), the rest zero. Bytes from 4096 on are the
+//! in flight covers (0: none), 336–339 the threads waiting for that fsync
+//! to end, the rest zero. Bytes from 4096 on are the
 //! writers' lock bytes (never written, only locked); byte 4095's lock
 //! serializes the counters' boot check.
 //!
@@ -94,6 +95,9 @@ pub(crate) const WORK_BELL_OFFSET: usize = BELLS_OFFSET + 4 * BELLS as usize;
 const SYNC_BELL: usize = WORK_BELL_OFFSET + 4;
 /// The `written` count an fsync of the WAL in flight covers (0: none).
 const SYNC_OWNER: usize = SYNC_BELL + 4;
+/// How many threads (of every process) wait on the sync doorbell: the end
+/// of an fsync makes the wake-up system call only when some do.
+const SYNC_WAITERS: usize = SYNC_OWNER + 8;
 
 /// The mapped queue of one store.
 pub(crate) struct WriterQueue {
@@ -222,6 +226,7 @@ impl WriterQueue {
             for w in [BEGUN, WRITTEN, DURABLE, SYNC_OWNER] {
                 self.word(w).store(0, Ordering::Release);
             }
+            self.sync_waiters().store(0, Ordering::Release);
             self.word(BOOT).store(hi, Ordering::Release);
             self.word(BOOT + 8).store(lo, Ordering::Release);
         }
@@ -301,24 +306,43 @@ impl WriterQueue {
             .map(|_| written)
     }
 
+    /// Threads waiting in [`WriterQueue::wait_sync`] (a count that a
+    /// process dying while it waits leaves too high: that only costs
+    /// wake-ups nobody needed).
+    fn sync_waiters(&self) -> &AtomicU32 {
+        // SAFETY: SYNC_WAITERS + 4 <= MAP_LEN and 4-byte aligned.
+        unsafe { &*((self.map as *const u8).add(SYNC_WAITERS) as *const AtomicU32) }
+    }
+
     /// The fsync led by [`WriterQueue::lead_sync`] ended; `durable`: the
     /// count it covers, if it succeeded. Wakes whoever waits for it.
     pub(crate) fn end_sync(&self, durable: Option<u64>) {
         if let Some(n) = durable {
             self.made_durable(n);
         }
-        self.word(SYNC_OWNER).store(0, Ordering::Release);
-        ring(self.sync_bell());
+        // Dekker with `wait_sync`: the owner cleared and the bell moved
+        // before the waiters are counted, while a waiter counts itself
+        // before it reads the bell and the owner. Either this sees the
+        // waiter, or the waiter sees no owner (or the moved bell) and does
+        // not sleep.
+        self.word(SYNC_OWNER).store(0, Ordering::SeqCst);
+        self.sync_bell().fetch_add(1, Ordering::SeqCst);
+        if self.sync_waiters().load(Ordering::SeqCst) != 0 {
+            wake(self.sync_bell());
+        }
     }
 
     /// Wait, at most `timeout`, for the fsync in flight (if any) to end;
     /// the owner's value as seen (0: none was).
     pub(crate) fn wait_sync(&self, timeout: Duration) -> u64 {
-        let bell = self.sync_bell().load(Ordering::Acquire);
-        let owner = self.word(SYNC_OWNER).load(Ordering::Acquire);
-        if owner != 0 {
+        let waiters = self.sync_waiters();
+        waiters.fetch_add(1, Ordering::SeqCst);
+        let bell = self.sync_bell().load(Ordering::SeqCst);
+        let owner = self.word(SYNC_OWNER).load(Ordering::SeqCst);
+        if owner != 0 && !timeout.is_zero() {
             wait(self.sync_bell(), bell, timeout);
         }
+        waiters.fetch_sub(1, Ordering::SeqCst);
         owner
     }
 
@@ -538,5 +562,50 @@ fn unlock_all(file: &File) -> bool {
         fl.l_start = 0;
         fl.l_len = 0;
         libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A waiter for an fsync in flight is counted while it waits and woken
+    /// when the fsync ends (its timeout is far longer than the test).
+    #[test]
+    fn the_end_of_an_fsync_wakes_whoever_counted_itself_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = Arc::new(WriterQueue::open(&dir.path().join("s.db")).expect("queue file"));
+        assert_eq!(q.sync_waiters().load(Ordering::SeqCst), 0);
+        q.commit_written(q.commit_begins());
+        let covers = q.lead_sync().expect("nobody syncs yet");
+        assert!(q.lead_sync().is_none(), "one fsync at a time");
+        let waiter = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                let owner = q.wait_sync(Duration::from_secs(60));
+                (owner, t.elapsed())
+            })
+        };
+        let until = Instant::now() + Duration::from_secs(30);
+        while q.sync_waiters().load(Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < until, "the waiter never counted itself");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Let it reach its futex wait (a wake-up before it only means it
+        // sees the moved bell and returns at once: the same outcome).
+        std::thread::sleep(Duration::from_millis(20));
+        q.end_sync(Some(covers));
+        let (owner, waited) = waiter.join().unwrap();
+        assert_eq!(owner, covers.max(1), "it saw the fsync in flight");
+        assert!(
+            waited < Duration::from_secs(30),
+            "woken, not timed out: {waited:?}"
+        );
+        assert_eq!(q.sync_waiters().load(Ordering::SeqCst), 0);
+        assert!(q.durable() >= covers);
+        // With no fsync in flight nobody sleeps, and the count stays level.
+        assert_eq!(q.wait_sync(Duration::from_secs(60)), 0);
+        assert_eq!(q.sync_waiters().load(Ordering::SeqCst), 0);
     }
 }
