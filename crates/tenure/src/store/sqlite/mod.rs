@@ -12,6 +12,7 @@ mod conn;
 mod durability;
 #[cfg(test)]
 pub(crate) mod powerloss;
+mod wal_writes;
 #[cfg(target_os = "linux")]
 mod writer_queue;
 
@@ -72,7 +73,8 @@ struct Pool {
 
 const MAX_IDLE: usize = 16;
 
-/// Open one connection to the store file. SQLite's message for a file it
+/// Open one connection to the store file, through the VFS that writes each
+/// WAL frame in one call ([`wal_writes`]). SQLite's message for a file it
 /// cannot open names the path: a long path is shown bounded.
 fn open_connection(path: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -80,14 +82,10 @@ fn open_connection(path: &Path) -> Result<Connection> {
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     #[cfg(test)]
     if powerloss::covers(path) {
-        return Connection::open_with_flags_and_vfs(
-            path,
-            flags,
-            powerloss::NAME.to_str().expect("ASCII"),
-        )
-        .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()));
+        return Connection::open_with_flags_and_vfs(path, flags, wal_writes::model_vfs_name())
+            .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()));
     }
-    Connection::open_with_flags(path, flags)
+    Connection::open_with_flags_and_vfs(path, flags, wal_writes::vfs_name())
         .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()))
 }
 
