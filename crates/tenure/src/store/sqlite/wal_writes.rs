@@ -403,12 +403,13 @@ pub(super) mod tests {
         static WRITES: Cell<u64> = const { Cell::new(0) };
     }
 
-    /// One write reached the WAL file below (on this thread).
+    /// One write reached a WAL file, through the VFS below or this VFS's
+    /// own descriptor (on this thread).
     pub(super) fn count_write() {
         WRITES.with(|w| w.set(w.get() + 1));
     }
 
-    /// Writes to WAL files below, on this thread so far.
+    /// Writes to WAL files on this thread so far.
     fn writes() -> u64 {
         WRITES.with(|w| w.get())
     }
@@ -505,9 +506,8 @@ pub(super) mod tests {
             a.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
                 .unwrap();
             assert_eq!(wal_len(&path), 0);
-            // A spills frames (fewer than the buffer holds) of a transaction
-            // it rolls back, or of a statement that fails on its last row
-            // and commits nothing ...
+            // A spills frames of a transaction it rolls back, or of a
+            // statement that fails on its last row and commits nothing ...
             let spill =
                 "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 20)
                  INSERT INTO t (v, u) SELECT randomblob(1500), CASE i WHEN 20 THEN ?1 END FROM c";
