@@ -120,11 +120,21 @@ fn num(json: &Value, field: &str) -> f64 {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| !x.is_nan());
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() {
         return f64::NAN;
     }
     v[v.len() / 2]
+}
+
+/// The median of each round's ratio `x[i] / base[i]`, over the rounds in
+/// which both ran (a run that did not is NaN). The runs of one round follow
+/// one another, so a machine that speeds up or slows down between rounds
+/// moves both sides of a round's ratio alike; a ratio of medians would
+/// carry that drift.
+fn paired_ratio(x: &[f64], base: &[f64]) -> f64 {
+    median(x.iter().zip(base).map(|(x, b)| x / b).collect())
 }
 
 /// Run a workload program and parse the JSON object it prints.
@@ -214,8 +224,10 @@ pub fn bench(smoke: bool) -> Result {
                 one("python", out);
             }
         }
-        let m = |lang: &str| median(v.get(lang).cloned().unwrap_or_default());
+        let runs = |lang: &str| v.get(lang).cloned().unwrap_or_default();
+        let m = |lang: &str| median(runs(lang));
         let (f, l) = (m("floor"), m("rust"));
+        let vs_floor = paired_ratio(&runs("rust"), &runs("floor"));
         rust.insert(sync, l);
         let up = sync.to_uppercase();
         rows.push(Row {
@@ -227,10 +239,10 @@ pub fn bench(smoke: bool) -> Result {
         rows.push(Row {
             name: format!("tenure lifecycle (claim, renew, complete), Rust ({up})"),
             value: format!("{l:.0} cycles/s"),
-            ratio: Some(("floor".into(), l / f)),
+            ratio: Some(("floor".into(), vs_floor)),
             target: Some({
                 let want = if sync == "full" { 0.85 } else { 0.40 };
-                (format!("≥ {want:.2} × floor"), l / f >= want)
+                (format!("≥ {want:.2} × floor"), vs_floor >= want)
             }),
         });
         for (lang, name, want) in [
@@ -240,12 +252,13 @@ pub fn bench(smoke: bool) -> Result {
         ] {
             if v.contains_key(lang) {
                 let x = m(lang);
+                let r = paired_ratio(&runs(lang), &runs("rust"));
                 let target = (lang != "python" || sync == "full")
-                    .then(|| (format!("≥ {want:.2} × Rust"), x / l >= want));
+                    .then(|| (format!("≥ {want:.2} × Rust"), r >= want));
                 rows.push(Row {
                     name: format!("tenure lifecycle, {name} ({up})"),
                     value: format!("{x:.0} cycles/s"),
-                    ratio: Some(("Rust".into(), x / l)),
+                    ratio: Some(("Rust".into(), r)),
                     target,
                 });
             }
@@ -257,7 +270,8 @@ pub fn bench(smoke: bool) -> Result {
 
     // W threads of one process, each doing lifecycles (FULL). The widths
     // take turns, run after run, so that a machine slowing down or speeding
-    // up during the rows moves every width alike; ratios are of medians.
+    // up during the rows moves every width alike; a ratio is the median of
+    // each round's ratio.
     // The same work at NORMAL from 1 and 8 threads takes its turns too, for
     // context: what the threads do when no call waits for an fsync.
     let widths: &[usize] = if cfg.smoke { &[1, 2] } else { &[1, 2, 4, 8] };
@@ -271,7 +285,7 @@ pub fn bench(smoke: bool) -> Result {
     let jobs: &[&str] = if cfg.smoke { &["--jobs", "2000"] } else { &[] };
     let mut by_shape: Vec<(Vec<f64>, Vec<f64>, Value)> =
         vec![(Vec::new(), Vec::new(), Value::Null); shapes.len()];
-    for _ in 0..cfg.runs.min(3) {
+    for _ in 0..cfg.runs {
         for (&(w, sync), (v, per, last)) in shapes.iter().zip(by_shape.iter_mut()) {
             let j = workload(
                 Command::new(&bin)
@@ -292,12 +306,12 @@ pub fn bench(smoke: bool) -> Result {
             raw.push(j);
         }
     }
-    let mut one_thread: std::collections::HashMap<&str, f64> = Default::default();
-    let mut widest: std::collections::HashMap<&str, f64> = Default::default();
+    let mut one_thread: std::collections::HashMap<&str, Vec<f64>> = Default::default();
+    let mut widest: std::collections::HashMap<&str, Vec<f64>> = Default::default();
     for (&(w, sync), (v, per, last)) in shapes.iter().zip(by_shape) {
-        let r = median(v);
-        let b = *one_thread.entry(sync).or_insert(r);
-        widest.insert(sync, r);
+        let r = median(v.clone());
+        let ratio = paired_ratio(&v, one_thread.entry(sync).or_insert_with(|| v.clone()));
+        widest.insert(sync, v);
         let up = sync.to_uppercase();
         let context = if sync == "full" {
             String::new()
@@ -314,9 +328,9 @@ pub fn bench(smoke: bool) -> Result {
                 drained_note(&last),
             ),
             value: format!("{r:.0} cycles/s"),
-            ratio: Some((format!("1 thread ({up})"), r / b)),
+            ratio: Some((format!("1 thread ({up})"), ratio)),
             target: (w == 8 && sync == "full")
-                .then_some(("≥ 4 × 1 thread".into(), r / b >= 4.0)),
+                .then_some(("≥ 4 × 1 thread".into(), ratio >= 4.0)),
         });
     }
     if let (Some(f), Some(n)) = (widest.get("full"), widest.get("normal")) {
@@ -326,8 +340,8 @@ pub fn bench(smoke: bool) -> Result {
                 "{} of one process: FULL against NORMAL (context: how much of the fsync's cost the commit groups hide)",
                 count(w, "thread"),
             ),
-            value: format!("{f:.0} cycles/s"),
-            ratio: Some((format!("{} (NORMAL)", count(w, "thread")), f / n)),
+            value: format!("{:.0} cycles/s", median(f.clone())),
+            ratio: Some((format!("{} (NORMAL)", count(w, "thread")), paired_ratio(f, n))),
             target: None,
         });
     }
@@ -389,7 +403,8 @@ pub fn bench(smoke: bool) -> Result {
 
     // 4: contention: P processes × T threads. The shapes take turns, run
     // after run (as the thread widths above); the rate is the median, the
-    // spread, lock wait and missed renewals the worst of the runs.
+    // ratio the median of each round's ratio, the spread, lock wait and
+    // missed renewals the worst of the runs.
     let shapes: &[(usize, usize)] = if cfg.smoke {
         &[(1, 1), (2, 1), (2, 2)]
     } else {
@@ -418,8 +433,9 @@ pub fn bench(smoke: bool) -> Result {
     }
     let mut one = None;
     for (&(p, t), runs) in shapes.iter().zip(by_shape) {
-        let rate = median(runs.iter().map(|j| num(j, "cycles_per_s")).collect());
-        let b = *one.get_or_insert(rate);
+        let rates: Vec<f64> = runs.iter().map(|j| num(j, "cycles_per_s")).collect();
+        let rate = median(rates.clone());
+        let ratio = paired_ratio(&rates, one.get_or_insert(rates.clone()));
         let worst = |f: &dyn Fn(&Value) -> f64| runs.iter().map(f).fold(f64::NAN, f64::max);
         let spread = worst(&|j| {
             let (min, max) = (num(j, "min"), num(j, "max"));
@@ -452,13 +468,13 @@ pub fn bench(smoke: bool) -> Result {
                 drained.map_or("", drained_note),
             ),
             value: format!("{rate:.0} cycles/s"),
-            ratio: Some(("1 × 1".into(), rate / b)),
+            ratio: Some(("1 × 1".into(), ratio)),
             target: want.map(|want| {
                 (
                     format!(
                         "≥ {want:.2} × 1 × 1, max/min ≤ 2, p99 wait ≤ 25 ms, 0 renewals missed"
                     ),
-                    rate / b >= want && spread <= 2.0 && p99 <= 25_000.0 && missed == 0.0,
+                    ratio >= want && spread <= 2.0 && p99 <= 25_000.0 && missed == 0.0,
                 )
             }),
         });
@@ -728,7 +744,6 @@ fn keepers(bin: &std::path::Path, cfg: &Cfg, rows: &mut Vec<Row>, raw: &mut Vec<
     Ok(())
 }
 
-/// "1 thread", "4 threads", "1 process", "8 processes".
 /// The rows of one batched SQLite workload at batch sizes 1, 10 and 100
 /// (FULL), each as a ratio to batch 1; the target: 100 ≥ 10 × batch 1.
 /// `what` names the row, `{size}` standing for the batch size.
@@ -769,6 +784,7 @@ fn batch_rows(
     Ok(())
 }
 
+/// "1 thread", "4 threads", "1 process", "8 processes".
 fn count(n: usize, what: &str) -> String {
     match (n, what.ends_with('s')) {
         (1, _) => format!("1 {what}"),
@@ -1063,6 +1079,7 @@ fn python_drain(
                 // harness failure: its row says so.
                 Err(e) if w != "tenure-drain" => {
                     eprintln!("python drain {key} failed: {e}");
+                    rate.entry(key.clone()).or_default().push(f64::NAN);
                     failed.push(key);
                     continue;
                 }
@@ -1088,8 +1105,12 @@ fn python_drain(
     for k in &skipped {
         eprintln!("python drain {k}: not installed, skipped");
     }
-    let m = |k: &str| median(rate.get(k).cloned().unwrap_or_default());
+    // Every key has one rate a round (NaN for a failed run), so rounds pair.
+    let rates = |k: &str| rate.get(k).cloned().unwrap_or_default();
+    let m = |k: &str| median(rates(k));
     let (t1, t4) = (m("tenure-drain/1"), m("tenure-drain/4"));
+    let vs = |k: &str, base: &str| paired_ratio(&rates(k), &rates(base));
+    let t4_t1 = vs("tenure-drain/4", "tenure-drain/1");
     let d = |k: &str| dups.get(k).copied().unwrap_or(f64::NAN);
     let retried = |k: &str| match busy.get(k) {
         Some(b) if *b > 0.0 => format!(", {b:.0} steps retried after a busy answer"),
@@ -1112,10 +1133,10 @@ fn python_drain(
             retried("tenure-drain/4"),
         ),
         value: format!("{t4:.0} jobs/s"),
-        ratio: Some(("1 thread".into(), t4 / t1)),
+        ratio: Some(("1 thread".into(), t4_t1)),
         target: Some((
             "≥ 3 × 1 thread, 0 duplicates".into(),
-            t4 / t1 >= 3.0 && d("tenure-drain/4") == 0.0 && d("tenure-drain/1") == 0.0,
+            t4_t1 >= 3.0 && d("tenure-drain/4") == 0.0 && d("tenure-drain/1") == 0.0,
         )),
     });
     for (w, how) in [
@@ -1134,7 +1155,7 @@ fn python_drain(
             String::new()
         };
         let retried = retried(&key);
-        if !rate.contains_key(&key) {
+        if m(&key).is_nan() {
             if !failures.is_empty() {
                 rows.push(Row {
                     name: format!("peer {w} ({how}), 4 threads, {backlog} backlog{failures}"),
@@ -1146,32 +1167,39 @@ fn python_drain(
             continue;
         }
         let x = m(&key);
+        let r = vs("tenure-drain/4", &key);
         rows.push(Row {
             name: format!(
                 "peer {w} ({how}), 4 threads, {backlog} backlog, duplicates {:.0}{retried}{failures}",
                 d(&key)
             ),
             value: format!("{x:.0} jobs/s"),
-            ratio: Some((w.into(), t4 / x)),
-            target: Some((format!("tenure ≥ 3 × {w}"), t4 / x >= 3.0)),
+            ratio: Some((w.into(), r)),
+            target: Some((format!("tenure ≥ 3 × {w}"), r >= 3.0)),
         });
     }
     let (n1, n4) = (m("tenure-drain/1/normal"), m("tenure-drain/4/normal"));
-    for (t, n, x, base) in [("1 thread", 1, n1, None), ("4 threads", 4, n4, Some(n1))] {
+    for (t, n, x, base) in [
+        ("1 thread", 1, n1, None),
+        ("4 threads", 4, n4, Some("tenure-drain/1/normal")),
+    ] {
         rows.push(Row {
             name: format!(
                 "Python: tenure claim_next + complete, {t}, {backlog} backlog (NORMAL, context: the same drain when no call waits for an fsync), duplicates {:.0}",
                 d(&format!("tenure-drain/{n}/normal")),
             ),
             value: format!("{x:.0} jobs/s"),
-            ratio: base.map(|b| ("1 thread (NORMAL)".into(), x / b)),
+            ratio: base.map(|b| ("1 thread (NORMAL)".into(), vs("tenure-drain/4/normal", b))),
             target: None,
         });
     }
     rows.push(Row {
         name: "Python: tenure claim_next + complete, 4 threads: FULL against NORMAL (context: how much of the fsync's cost the commit groups hide)".into(),
         value: format!("{t4:.0} jobs/s"),
-        ratio: Some(("4 threads (NORMAL)".into(), t4 / n4)),
+        ratio: Some((
+            "4 threads (NORMAL)".into(),
+            vs("tenure-drain/4", "tenure-drain/4/normal"),
+        )),
         target: None,
     });
     Ok(())
@@ -1204,6 +1232,28 @@ mod tests {
         // 6 pages of 4 KiB for 4 jobs, 2 for 2 tombstones.
         assert_eq!(kept_row_bytes(&w), (6144.0, 4096.0));
         assert!(kept_row_bytes(&serde_json::json!({})).0.is_nan());
+    }
+
+    #[test]
+    fn ratios_pair_the_runs_of_a_round() {
+        // The machine doubles its speed after the first round: each round's
+        // ratio is 2, the ratio of the medians is not.
+        let base = [100.0, 200.0, 200.0];
+        let x = [200.0, 400.0, 400.0];
+        assert_eq!(paired_ratio(&x, &base), 2.0);
+        let base = [100.0, 100.0, 200.0];
+        let x = [200.0, 400.0, 400.0];
+        assert_eq!(median(x.to_vec()) / median(base.to_vec()), 4.0);
+        assert_eq!(paired_ratio(&x, &base), 2.0);
+        // A round in which either side failed (NaN) is left out.
+        assert_eq!(
+            paired_ratio(&[f64::NAN, 30.0, 50.0], &[1.0, 10.0, 10.0]),
+            5.0
+        );
+        assert_eq!(paired_ratio(&[3.0, 30.0], &[1.0, f64::NAN]), 3.0);
+        assert!(paired_ratio(&[f64::NAN], &[1.0]).is_nan());
+        assert!(paired_ratio(&[], &[]).is_nan());
+        assert_eq!(median(vec![f64::NAN, 1.0, 3.0, 2.0]), 2.0);
     }
 
     #[test]
