@@ -163,9 +163,13 @@ def test_cancel_waits_and_close_end_the_waits_of_the_handle(store: Union[Path, s
         again.job("p", "j")
 
 
+# Python keeps SIGINT ignored when it starts with SIGINT ignored (as a
+# background job of a shell without job control does): the script installs
+# the handler that raises KeyboardInterrupt itself.
 INTERRUPTED = """
-import sys, tenure
+import signal, sys, tenure
 from datetime import timedelta
+signal.signal(signal.SIGINT, signal.default_int_handler)
 auth = tenure.Authority(sys.argv[1])
 print("waiting", flush=True)
 try:
