@@ -81,11 +81,14 @@ fn open_connection(path: &Path) -> Result<Connection> {
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     #[cfg(test)]
-    if powerloss::covers(path) {
-        return Connection::open_with_flags_and_vfs(path, flags, wal_writes::model_vfs_name())
-            .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()));
-    }
-    Connection::open_with_flags_and_vfs(path, flags, wal_writes::vfs_name())
+    let vfs = if powerloss::covers(path) {
+        wal_writes::model_vfs_name()
+    } else {
+        wal_writes::vfs_name()
+    };
+    #[cfg(not(test))]
+    let vfs = wal_writes::vfs_name();
+    Connection::open_with_flags_and_vfs(path, flags, vfs)
         .map_err(|e| Error::from(e).bounding(&path.to_string_lossy()))
 }
 
