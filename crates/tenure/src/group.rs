@@ -151,8 +151,18 @@ pub(crate) struct Combiner {
 
 /// How one group ended: outcomes to publish, jobs to queue again.
 struct Settled {
+    /// The outcome of a group of one (kept out of `outcomes`: no
+    /// allocation for a caller alone).
+    one: Option<(Arc<Slot>, Outcome)>,
     outcomes: Vec<(Arc<Slot>, Outcome)>,
     again: Vec<Job>,
+}
+
+/// The callers a group took, settled with an error should it panic.
+#[derive(Default)]
+struct Taken {
+    one: Option<Arc<Slot>>,
+    many: Vec<Arc<Slot>>,
 }
 
 impl Combiner {
@@ -248,26 +258,25 @@ impl Combiner {
     fn lead(&self, backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>) {
         self.gather();
         let began = Instant::now();
-        let taken = Mutex::new(Vec::new());
+        let taken = Mutex::new(Taken::default());
         let handed = std::cell::Cell::new(false);
         let r = catch_unwind(AssertUnwindSafe(|| {
             self.group(backend, clock, began, &taken, &handed)
         }));
         let mut st = self.lock();
-        let outcomes = match r {
+        let (one, outcomes) = match r {
             Ok(settled) => {
                 for job in settled.again.into_iter().rev() {
                     st.queue.push_front(job);
                 }
-                settled.outcomes
+                (settled.one, settled.outcomes)
             }
             Err(_) => {
                 // The jobs were dropped while unwinding.
                 let e = Error::Internal("a panic inside a commit group".into());
-                std::mem::take(&mut *taken.lock().unwrap_or_else(|p| p.into_inner()))
-                    .into_iter()
-                    .map(|s| (s, Err(e.clone())))
-                    .collect()
+                let t = std::mem::take(&mut *taken.lock().unwrap_or_else(|p| p.into_inner()));
+                let all = t.one.into_iter().chain(t.many);
+                (None, all.map(|s| (s, Err(e.clone()))).collect())
             }
         };
         // Still the leader (the group ended before taking members), or
@@ -281,7 +290,7 @@ impl Combiner {
         if let Some(next) = next {
             next.hand_lead();
         }
-        for (slot, out) in outcomes {
+        for (slot, out) in one.into_iter().chain(outcomes) {
             slot.settle(out);
         }
     }
@@ -331,7 +340,7 @@ impl Combiner {
         backend: &Arc<dyn Backend>,
         clock: &Arc<dyn Clock>,
         began: Instant,
-        taken: &Mutex<Vec<Arc<Slot>>>,
+        taken: &Mutex<Taken>,
         handed: &std::cell::Cell<bool>,
     ) -> Settled {
         let session = match Session::begin(backend, clock) {
@@ -349,33 +358,43 @@ impl Combiner {
                 let slots: Vec<Arc<Slot>> = early.iter().map(|j| j.slot.clone()).collect();
                 drop(early);
                 return Settled {
+                    one: None,
                     outcomes: slots.into_iter().map(|s| (s, Err(e.clone()))).collect(),
                     again: Vec::new(),
                 };
             }
         };
-        let (mut batch, next) = {
+        // A caller alone is taken without a list (no allocation).
+        let (alone, batch, next) = {
             let mut st = self.lock();
             let n = st.queue.len().min(MAX_MEMBERS);
-            let batch: Vec<Job> = st.queue.drain(..n).collect();
+            let mut t = taken.lock().unwrap_or_else(|p| p.into_inner());
+            let (alone, batch) = if n == 1 {
+                let job = st.queue.pop_front().expect("one job");
+                t.one = Some(job.slot.clone());
+                (Some(job), Vec::new())
+            } else {
+                let batch: Vec<Job> = st.queue.drain(..n).collect();
+                t.many = batch.iter().map(|j| j.slot.clone()).collect();
+                (None, batch)
+            };
+            drop(t);
             st.formed.0 += 1;
             st.formed.1 += n as u64;
-            *taken.lock().unwrap_or_else(|p| p.into_inner()) =
-                batch.iter().map(|j| j.slot.clone()).collect();
             st.last_size = n;
             handed.set(true);
-            (batch, hand_on(&mut st))
+            (alone, batch, hand_on(&mut st))
         };
         if let Some(next) = next {
             next.hand_lead();
         }
-        if batch.len() == 1 {
-            let mut job = batch.pop().expect("one job");
+        if let Some(mut job) = alone {
             let out = session.single(|s| (job.work)(s));
             let slot = job.slot.clone();
             drop(job);
             return Settled {
-                outcomes: vec![(slot, out)],
+                one: Some((slot, out)),
+                outcomes: Vec::new(),
                 again: Vec::new(),
             };
         }
@@ -405,7 +424,11 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
     if let Err(e) = session.open_group() {
         session.abort();
         all_fail(batch, &mut outcomes, &e);
-        return Settled { outcomes, again };
+        return Settled {
+            one: None,
+            outcomes,
+            again,
+        };
     }
     let start = Instant::now();
     for round in 0..MAX_ROUNDS {
@@ -426,14 +449,22 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
             // The transaction is unusable: nothing of the group commits.
             session.abort();
             all_fail(batch, &mut outcomes, &e);
-            return Settled { outcomes, again };
+            return Settled {
+                one: None,
+                outcomes,
+                again,
+            };
         }
         let pre = match session.precommit_sample() {
             Ok(p) => p,
             Err(e) => {
                 session.abort();
                 all_fail(batch, &mut outcomes, &e);
-                return Settled { outcomes, again };
+                return Settled {
+                    one: None,
+                    outcomes,
+                    again,
+                };
             }
         };
         let refused: Vec<Option<Error>> = results
@@ -455,7 +486,11 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
                     }
                 }
             }
-            return Settled { outcomes, again };
+            return Settled {
+                one: None,
+                outcomes,
+                again,
+            };
         }
         // Some members fail the pre-commit check: they are refused, the
         // others run again (the time observed so far stays raised).
@@ -480,7 +515,11 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
         if let Err(e) = session.restart() {
             session.abort();
             all_fail(batch, &mut outcomes, &e);
-            return Settled { outcomes, again };
+            return Settled {
+                one: None,
+                outcomes,
+                again,
+            };
         }
     }
     // Rounds used up (or nobody left): roll back, persist the observed time;
@@ -488,6 +527,7 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
     session.abort();
     batch.extend(again);
     Settled {
+        one: None,
         outcomes,
         again: batch,
     }

@@ -948,7 +948,11 @@ impl SqliteTxn {
         if let Some(turn) = self.turn.as_ref().filter(|_| self.pool.syncs_in_commit()) {
             turn.ending();
         }
-        let r = exec(self.h(), end);
+        let r = if end == Hot::Commit {
+            wal_writes::committing(|| exec(self.h(), end))
+        } else {
+            exec(self.h(), end)
+        };
         if let (Some(q), Some(n), Hot::Commit) = (&deferred, seen, end) {
             q.commit_written(n);
         }

@@ -1,10 +1,11 @@
-//! One `pwrite` per WAL frame: a SQLite VFS over another that writes each
-//! frame's header and page together.
+//! Few writes per commit: a SQLite VFS over another that writes WAL
+//! frames together.
 //!
 //! SQLite writes a WAL frame with two system calls: its 24-byte header,
-//! then the page, at the next offset. Every connection of a store opens
-//! through this VFS; it leaves the database and shared-memory files to the
-//! VFS below and wraps only the WAL file:
+//! then the page, at the next offset; a commit of ten pages is twenty
+//! writes. Every connection of a store opens through this VFS; it leaves
+//! the database and shared-memory files to the VFS below and wraps only
+//! the WAL file:
 //!
 //! - a 24-byte write at the offset where this file object's last write
 //!   ended (a frame header appended to the log) is held back, and written
@@ -12,22 +13,33 @@
 //!   `pwritev` on a descriptor of this VFS's own for the same file (a
 //!   second descriptor of one file shares its pages: what it writes is
 //!   what SQLite's reads, syncs and checkpoints see);
-//! - anything else first writes a held header through the VFS below: a
-//!   write elsewhere, a read, a sync, a truncation, the file's size, a file
-//!   control, a lock call, closing the file. A header rewritten in place (SQLite
-//!   correcting checksums after a transaction rewrote one of its frames)
-//!   is not at the end and goes to the file at once.
+//! - while this thread runs a `COMMIT` inside [`committing`], a frame that
+//!   does not end the transaction (its header's commit size is 0) is held
+//!   too, header copied and page as SQLite's own buffer, and the commit
+//!   frame writes every frame held before it in one `pwritev` (or a few,
+//!   at most [`MAX_HELD`] frames a call);
+//! - anything else first writes what is held: a write elsewhere, a read, a
+//!   sync, a truncation, the file's size, a file control, a lock call,
+//!   closing the file. A header rewritten in place (SQLite correcting
+//!   checksums after a transaction rewrote one of its frames) is not at the
+//!   end and goes to the file at once.
 //!
-//! SQLite writes a frame's page right after its header, so a header waits
-//! for no more than the call that follows it, and the file receives the
-//! same bytes at the same offsets, in the same order, as without this VFS;
-//! a commit's frames are in the file before SQLite publishes the commit in
-//! the WAL index. A failed `pwritev` is the error of the page's write, as
-//! it would be without this VFS; where the second descriptor cannot be
-//! opened (or off Linux), the header and page are written separately, as
-//! SQLite would.
+//! SQLite writes a frame's page right after its header, and a commit's
+//! frames one after another in one loop that changes no page (`walFrames`
+//! in `wal.c`), so a header waits for no more than the call that follows
+//! it, a page buffer held during a `COMMIT` is unchanged until the commit
+//! frame writes it, and the file receives the same bytes at the same
+//! offsets as without this VFS; a commit's frames are in the file before
+//! SQLite publishes the commit in the WAL index. Outside a `COMMIT` pages
+//! are never held: a page SQLite spills to the WAL while a transaction
+//! runs may change again before the commit. A failed `pwritev` is the
+//! error of the write that started it, as a failed write of the same bytes
+//! would be without this VFS; where the second descriptor cannot be opened
+//! (or off Linux), the header and page are written separately, as SQLite
+//! would.
 
 use rusqlite::ffi;
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
 
@@ -40,6 +52,45 @@ pub(super) const MODEL_NAME: &CStr = c"tenure-over-powerloss";
 /// Size of a WAL frame header, and of the WAL file header before frame 1.
 const FRAME_HEADER: usize = 24;
 const WAL_HEADER: i64 = 32;
+
+/// The most frames held before they are written (two buffers each, within
+/// Linux's 1 024 buffers a `pwritev`).
+const MAX_HELD: usize = 256;
+
+thread_local! {
+    /// Whether this thread runs a `COMMIT` inside [`committing`].
+    static COMMITTING: Cell<bool> = const { Cell::new(false) };
+    /// The WAL file state holding frames of that `COMMIT`, if any.
+    static HOLDING: Cell<*mut State> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Run `commit`, which executes one `COMMIT` statement and nothing else, with
+/// the frames of that commit written together (see the module docs).
+///
+/// Pages are held only until the commit frame, inside SQLite's loop that
+/// writes them; should a `COMMIT` end without writing its commit frame,
+/// whatever it left held is dropped here, never written: once the
+/// transaction ends, another writer may put its frames at those offsets.
+pub(super) fn committing<R>(commit: impl FnOnce() -> R) -> R {
+    struct End;
+    impl Drop for End {
+        fn drop(&mut self) {
+            COMMITTING.set(false);
+            let st = HOLDING.replace(std::ptr::null_mut());
+            if !st.is_null() {
+                // SAFETY: a file clears `HOLDING` when it writes what it
+                // holds and when it closes, so `st` is a live file's state.
+                let st = unsafe { &mut *st };
+                st.end = st.held_at;
+                st.held.clear();
+                st.at = -1;
+            }
+        }
+    }
+    COMMITTING.set(true);
+    let _end = End;
+    commit()
+}
 
 /// The VFS name connections open with: this VFS over the default one.
 pub(super) fn vfs_name() -> &'static str {
@@ -92,9 +143,24 @@ struct WalFile {
     state: *mut State,
 }
 
+/// A frame held during a `COMMIT`: its header, and SQLite's buffer of its
+/// page.
+struct Held {
+    header: [u8; FRAME_HEADER],
+    page: *const u8,
+    len: usize,
+}
+
 /// What a WAL file holds back, and its own descriptor.
 struct State {
-    /// The frame header held back, and its offset (-1: none).
+    /// The frames held back (only during a `COMMIT`), from offset
+    /// `held_at`, one after another.
+    held: Vec<Held>,
+    held_at: i64,
+    /// The buffers of the last write (kept for their allocation).
+    iov: Vec<Buf>,
+    /// The frame header held back, and its offset (-1: none); after the
+    /// held frames, if any.
     header: [u8; FRAME_HEADER],
     at: i64,
     /// Where this file object's last write ended: a header written here is
@@ -137,6 +203,9 @@ unsafe extern "C" fn x_open(
     let f = file as *mut WalFile;
     (*f).real = real;
     (*f).state = Box::into_raw(Box::new(State {
+        held: Vec::new(),
+        held_at: -1,
+        iov: Vec::new(),
         header: [0; FRAME_HEADER],
         at: -1,
         end: 0,
@@ -193,9 +262,12 @@ unsafe fn parts<'a>(
     (r, &*(*r).pMethods, &mut *(*w).state)
 }
 
-/// Write a held header through the file below; the write's result.
+/// Write what is held (frames, then a header); the writes' result.
 unsafe fn flush(f: *mut ffi::sqlite3_file) -> c_int {
     let (r, m, st) = parts(f);
+    if !st.held.is_empty() {
+        return write_held(st, None);
+    }
     if st.at < 0 {
         return ffi::SQLITE_OK;
     }
@@ -208,6 +280,41 @@ unsafe fn flush(f: *mut ffi::sqlite3_file) -> c_int {
     );
     #[cfg(test)]
     tests::count_write();
+    rc
+}
+
+/// Write the held frames, the held header and `page` after it (if given),
+/// through this VFS's descriptor; nothing is held afterwards.
+unsafe fn write_held(st: &mut State, page: Option<&[u8]>) -> c_int {
+    // Anything is held only once the descriptor is open.
+    debug_assert!(st.fd >= 0);
+    let at = if st.held.is_empty() {
+        st.at
+    } else {
+        st.held_at
+    };
+    let mut iov = std::mem::take(&mut st.iov);
+    iov.clear();
+    for h in &st.held {
+        iov.push(Buf::new(h.header.as_ptr(), FRAME_HEADER));
+        iov.push(Buf::new(h.page, h.len));
+    }
+    if st.at >= 0 {
+        iov.push(Buf::new(st.header.as_ptr(), FRAME_HEADER));
+        if let Some(p) = page {
+            iov.push(Buf::new(p.as_ptr(), p.len()));
+        }
+    }
+    let rc = write_all(st.fd, &mut iov, at);
+    #[cfg(test)]
+    tests::count_write();
+    st.iov = iov;
+    st.held.clear();
+    st.at = -1;
+    let me: *mut State = st;
+    if HOLDING.get() == me {
+        HOLDING.set(std::ptr::null_mut());
+    }
     rc
 }
 
@@ -229,39 +336,74 @@ fn descriptor(st: &mut State) -> Option<c_int> {
     (st.fd >= 0).then_some(st.fd)
 }
 
-/// Write `header` and `page` at `at` in one call (more if the kernel takes
-/// part of them); SQLite's code for a failed write.
+/// A buffer to write: `libc::iovec` where there is one.
+#[cfg(target_os = "linux")]
+type Buf = libc::iovec;
 #[cfg(not(target_os = "linux"))]
-fn write_frame(_: c_int, _: &[u8], _: &[u8], _: i64) -> c_int {
+type Buf = (*const u8, usize);
+
+trait NewBuf {
+    fn new(p: *const u8, n: usize) -> Self;
+}
+
+#[cfg(target_os = "linux")]
+impl NewBuf for Buf {
+    fn new(p: *const u8, n: usize) -> Self {
+        libc::iovec {
+            iov_base: p as *mut c_void,
+            iov_len: n,
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+impl NewBuf for Buf {
+    fn new(p: *const u8, n: usize) -> Self {
+        (p, n)
+    }
+}
+
+/// Write the buffers `iov` one after another from `at`, in as few calls as
+/// the kernel takes them; SQLite's code for a failed write.
+#[cfg(not(target_os = "linux"))]
+fn write_all(_: c_int, _: &mut [Buf], _: i64) -> c_int {
     ffi::SQLITE_IOERR_WRITE
 }
 
-/// Write `header` and `page` at `at` in one call (more if the kernel takes
-/// part of them); SQLite's code for a failed write.
+/// Write the buffers `iov` one after another from `at`, in as few calls as
+/// the kernel takes them (at most [`MAX_HELD`] frames a call); SQLite's
+/// code for a failed write. Consumes `iov`'s lengths.
 #[cfg(target_os = "linux")]
-fn write_frame(fd: c_int, header: &[u8], page: &[u8], at: i64) -> c_int {
-    let total = header.len() + page.len();
-    let mut done = 0usize;
-    while done < total {
-        let (h, p) = if done < header.len() {
-            (&header[done..], page)
-        } else {
-            (&header[..0], &page[done - header.len()..])
-        };
-        let iov = [
-            libc::iovec {
-                iov_base: h.as_ptr() as *mut c_void,
-                iov_len: h.len(),
-            },
-            libc::iovec {
-                iov_base: p.as_ptr() as *mut c_void,
-                iov_len: p.len(),
-            },
-        ];
-        // SAFETY: both buffers are live for the call; the descriptor is ours.
-        let n = unsafe { libc::pwritev(fd, iov.as_ptr(), 2, at + done as i64) };
+fn write_all(fd: c_int, iov: &mut [Buf], mut at: i64) -> c_int {
+    let mut i = 0usize;
+    loop {
+        // A buffer of 0 bytes would make a call that writes nothing.
+        while i < iov.len() && iov[i].iov_len == 0 {
+            i += 1;
+        }
+        if i == iov.len() {
+            return ffi::SQLITE_OK;
+        }
+        let count = (iov.len() - i).min(2 * MAX_HELD + 2);
+        // SAFETY: every buffer is live for the call (the caller's contract);
+        // the descriptor is ours.
+        let n = unsafe { libc::pwritev(fd, iov[i..].as_ptr(), count as c_int, at) };
         if n > 0 {
-            done += n as usize;
+            at += n as i64;
+            let mut n = n as usize;
+            while n > 0 {
+                let b = &mut iov[i];
+                if n >= b.iov_len {
+                    n -= b.iov_len;
+                    b.iov_len = 0;
+                    i += 1;
+                } else {
+                    // SAFETY: within the same buffer.
+                    b.iov_base = unsafe { (b.iov_base as *mut u8).add(n) } as *mut c_void;
+                    b.iov_len -= n;
+                    n = 0;
+                }
+            }
             continue;
         }
         let err = std::io::Error::last_os_error().raw_os_error();
@@ -274,7 +416,6 @@ fn write_frame(fd: c_int, header: &[u8], page: &[u8], at: i64) -> c_int {
             ffi::SQLITE_IOERR_WRITE
         };
     }
-    ffi::SQLITE_OK
 }
 
 unsafe extern "C" fn wal_write(
@@ -285,23 +426,43 @@ unsafe extern "C" fn wal_write(
 ) -> c_int {
     let (r, m, st) = parts(f);
     let data = std::slice::from_raw_parts(buf as *const u8, n.max(0) as usize);
-    if st.at >= 0 && off == st.at + FRAME_HEADER as i64 && !data.is_empty() {
-        if let Some(fd) = descriptor(st) {
-            let at = std::mem::replace(&mut st.at, -1);
-            let rc = write_frame(fd, &st.header, data, at);
-            #[cfg(test)]
-            tests::count_write();
-            if rc == ffi::SQLITE_OK {
-                st.end = off + i64::from(n);
+    if st.at >= 0 && off == st.at + FRAME_HEADER as i64 && !data.is_empty() && st.fd >= 0 {
+        // The page of the held header. Bytes 4..8 of a frame header: the
+        // database size after a commit, 0 in a frame that ends none.
+        let ends_commit = st.header[4..8] != [0; 4];
+        if COMMITTING.get() && !ends_commit && st.held.len() < MAX_HELD {
+            if st.held.is_empty() {
+                st.held_at = st.at;
+                HOLDING.set(st);
             }
-            return rc;
+            st.held.push(Held {
+                header: st.header,
+                page: data.as_ptr(),
+                len: data.len(),
+            });
+            st.at = -1;
+            st.end = off + i64::from(n);
+            return ffi::SQLITE_OK;
         }
+        let rc = write_held(st, Some(data));
+        if rc == ffi::SQLITE_OK {
+            st.end = off + i64::from(n);
+        }
+        return rc;
+    }
+    // A frame header appended to the log: its page comes next. (After held
+    // frames, it is the next frame of the same commit.)
+    let appended = data.len() == FRAME_HEADER && off >= WAL_HEADER && off == st.end;
+    if appended && st.at < 0 && descriptor(st).is_some() {
+        st.header.copy_from_slice(data);
+        st.at = off;
+        return ffi::SQLITE_OK;
     }
     let rc = flush(f);
     if rc != ffi::SQLITE_OK {
         return rc;
     }
-    if data.len() == FRAME_HEADER && off >= WAL_HEADER && off == st.end && st.fd != -2 {
+    if appended && descriptor(st).is_some() {
         // A frame header appended to the log: its page comes next.
         st.header.copy_from_slice(data);
         st.at = off;
@@ -323,6 +484,9 @@ unsafe extern "C" fn wal_close(f: *mut ffi::sqlite3_file) -> c_int {
     let w = f as *mut WalFile;
     let st = Box::from_raw((*w).state);
     (*w).state = std::ptr::null_mut();
+    if HOLDING.get() == (&*st as *const State).cast_mut() {
+        HOLDING.set(std::ptr::null_mut());
+    }
     if st.fd >= 0 {
         libc::close(st.fd);
     }
@@ -493,6 +657,112 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn a_commit_reaches_the_wal_in_one_write_that_other_connections_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let c = ours(&path);
+        c.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
+            .unwrap();
+        c.execute_batch("CREATE TABLE u (k INTEGER PRIMARY KEY, v BLOB)")
+            .unwrap();
+        let mut rows = 0i64;
+        for round in 0..12i64 {
+            // Rows of 1.5 KiB, one a page: 3 frames at least, and in one
+            // round more frames than are held before a write.
+            let n = if round == 7 { 600 } else { 2 + round % 3 };
+            let (before, len) = (writes(), wal_len(&path));
+            let tx = c.unchecked_transaction().unwrap();
+            for k in 0..n {
+                tx.execute("INSERT INTO t VALUES (?1, zeroblob(1500))", [rows + k])
+                    .unwrap();
+            }
+            tx.execute("INSERT INTO u VALUES (?1, zeroblob(1500))", [round])
+                .unwrap();
+            committing(|| tx.commit()).unwrap();
+            rows += n;
+            let frames = (wal_len(&path) - len) / (24 + 2048);
+            assert!(frames > n as u64, "round {round}: {frames} frames");
+            assert_eq!(
+                writes() - before,
+                frames.div_ceil(MAX_HELD as u64 + 1),
+                "round {round}: {frames} frames"
+            );
+            assert_eq!(seen(&path), (rows, rows * 1500));
+            // The next commit outside `committing` writes frame by frame.
+            let before = writes();
+            c.execute("INSERT INTO u VALUES (?1, zeroblob(1500))", [100 + round])
+                .unwrap();
+            assert!(writes() - before >= 2, "round {round}");
+        }
+        assert_eq!(recovered(&path), (rows, rows * 1500));
+    }
+
+    /// The WAL file object of `c` (SQLite's own pointer to it).
+    fn wal_file(c: &Connection) -> *mut ffi::sqlite3_file {
+        let mut f: *mut ffi::sqlite3_file = std::ptr::null_mut();
+        // SAFETY: a live connection; the file control writes one pointer.
+        let rc = unsafe {
+            ffi::sqlite3_file_control(
+                c.handle(),
+                c"main".as_ptr(),
+                ffi::SQLITE_FCNTL_JOURNAL_POINTER,
+                (&mut f as *mut *mut ffi::sqlite3_file).cast(),
+            )
+        };
+        assert_eq!(rc, ffi::SQLITE_OK);
+        assert!(!f.is_null());
+        f
+    }
+
+    #[test]
+    fn frames_held_by_a_commit_that_never_wrote_its_commit_frame_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let a = ours(&path);
+        a.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
+            .unwrap();
+        a.execute("INSERT INTO t VALUES (1, zeroblob(1000))", [])
+            .unwrap();
+        let b = ours(&path);
+        let len = wal_len(&path) as i64;
+        let f = wal_file(&a);
+        // Two frames that end no commit (a commit size of 0), as SQLite
+        // writes them: header, then page, at the end of the log.
+        let page = vec![0xa5u8; 2048];
+        let mut header = [0u8; FRAME_HEADER];
+        header[3] = 2;
+        let before = writes();
+        committing(|| {
+            for i in 0..2i64 {
+                let at = len + i * (24 + 2048);
+                // SAFETY: the live WAL file of `a`, buffers live for the calls.
+                unsafe {
+                    let m = &*(*f).pMethods;
+                    let w = m.xWrite.unwrap();
+                    assert_eq!(w(f, header.as_ptr().cast(), 24, at), ffi::SQLITE_OK);
+                    assert_eq!(w(f, page.as_ptr().cast(), 2048, at + 24), ffi::SQLITE_OK);
+                }
+            }
+        });
+        assert_eq!(writes(), before, "the frames are held");
+        // B commits where they were to go, and A's next use of its WAL file
+        // writes nothing of them.
+        b.execute("INSERT INTO t VALUES (2, zeroblob(1000))", [])
+            .unwrap();
+        let before = writes();
+        let n: i64 = a
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
+        a.execute("INSERT INTO t VALUES (3, zeroblob(1000))", [])
+            .unwrap();
+        assert!(writes() - before >= 2);
+        assert_eq!(recovered(&path), (3, 3000));
+        drop((a, b));
+        assert_eq!(seen(&path), (3, 3000));
+    }
+
+    #[test]
     fn frames_of_a_transaction_that_committed_nothing_never_overwrite_another_writers_commit() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.db");
@@ -578,7 +848,11 @@ pub(super) mod tests {
                 } else {
                     bytes += n * size;
                 }
-                tx.commit().unwrap();
+                if next(2) == 0 {
+                    committing(|| tx.commit()).unwrap();
+                } else {
+                    tx.commit().unwrap();
+                }
                 rows += n;
             }
             // Nothing of the commit waits in memory: the files on disk
