@@ -624,15 +624,22 @@ pub(super) mod tests {
         seen(&copy)
     }
 
+    /// A connection of ours to a new store with tables `t` and `u`.
+    fn two_tables(path: &Path) -> Connection {
+        let c = ours(path);
+        c.execute_batch(
+            "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB);
+             CREATE TABLE u (k INTEGER PRIMARY KEY, v BLOB);",
+        )
+        .unwrap();
+        c
+    }
+
     #[test]
     fn each_frame_reaches_the_wal_in_one_write_that_other_connections_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.db");
-        let c = ours(&path);
-        c.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
-            .unwrap();
-        c.execute_batch("CREATE TABLE u (k INTEGER PRIMARY KEY, v BLOB)")
-            .unwrap();
+        let c = two_tables(&path);
         for round in 0..20i64 {
             let (before, len) = (writes(), wal_len(&path));
             let tx = c.unchecked_transaction().unwrap();
@@ -660,11 +667,7 @@ pub(super) mod tests {
     fn a_commit_reaches_the_wal_in_one_write_that_other_connections_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.db");
-        let c = ours(&path);
-        c.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
-            .unwrap();
-        c.execute_batch("CREATE TABLE u (k INTEGER PRIMARY KEY, v BLOB)")
-            .unwrap();
+        let c = two_tables(&path);
         let mut rows = 0i64;
         for round in 0..12i64 {
             // Rows of 1.5 KiB, one a page: 3 frames at least, and in one
