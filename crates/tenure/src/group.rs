@@ -158,6 +158,17 @@ struct Settled {
     again: Vec<Job>,
 }
 
+impl Settled {
+    /// Outcomes of a group that is not a caller alone.
+    fn of(outcomes: Vec<(Arc<Slot>, Outcome)>, again: Vec<Job>) -> Settled {
+        Settled {
+            one: None,
+            outcomes,
+            again,
+        }
+    }
+}
+
 /// The callers a group took, settled with an error should it panic.
 #[derive(Default)]
 struct Taken {
@@ -357,11 +368,10 @@ impl Combiner {
                 drop(st);
                 let slots: Vec<Arc<Slot>> = early.iter().map(|j| j.slot.clone()).collect();
                 drop(early);
-                return Settled {
-                    one: None,
-                    outcomes: slots.into_iter().map(|s| (s, Err(e.clone()))).collect(),
-                    again: Vec::new(),
-                };
+                return Settled::of(
+                    slots.into_iter().map(|s| (s, Err(e.clone()))).collect(),
+                    Vec::new(),
+                );
             }
         };
         // A caller alone is taken without a list (no allocation).
@@ -424,11 +434,7 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
     if let Err(e) = session.open_group() {
         session.abort();
         all_fail(batch, &mut outcomes, &e);
-        return Settled {
-            one: None,
-            outcomes,
-            again,
-        };
+        return Settled::of(outcomes, again);
     }
     let start = Instant::now();
     for round in 0..MAX_ROUNDS {
@@ -449,22 +455,14 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
             // The transaction is unusable: nothing of the group commits.
             session.abort();
             all_fail(batch, &mut outcomes, &e);
-            return Settled {
-                one: None,
-                outcomes,
-                again,
-            };
+            return Settled::of(outcomes, again);
         }
         let pre = match session.precommit_sample() {
             Ok(p) => p,
             Err(e) => {
                 session.abort();
                 all_fail(batch, &mut outcomes, &e);
-                return Settled {
-                    one: None,
-                    outcomes,
-                    again,
-                };
+                return Settled::of(outcomes, again);
             }
         };
         let refused: Vec<Option<Error>> = results
@@ -486,11 +484,7 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
                     }
                 }
             }
-            return Settled {
-                one: None,
-                outcomes,
-                again,
-            };
+            return Settled::of(outcomes, again);
         }
         // Some members fail the pre-commit check: they are refused, the
         // others run again (the time observed so far stays raised).
@@ -515,22 +509,14 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
         if let Err(e) = session.restart() {
             session.abort();
             all_fail(batch, &mut outcomes, &e);
-            return Settled {
-                one: None,
-                outcomes,
-                again,
-            };
+            return Settled::of(outcomes, again);
         }
     }
     // Rounds used up (or nobody left): roll back, persist the observed time;
     // whoever is left waits for the next group.
     session.abort();
     batch.extend(again);
-    Settled {
-        one: None,
-        outcomes,
-        again: batch,
-    }
+    Settled::of(outcomes, batch)
 }
 
 #[cfg(test)]

@@ -296,13 +296,13 @@ unsafe fn write_held(st: &mut State, page: Option<&[u8]>) -> c_int {
     let mut iov = std::mem::take(&mut st.iov);
     iov.clear();
     for h in &st.held {
-        iov.push(Buf::new(h.header.as_ptr(), FRAME_HEADER));
-        iov.push(Buf::new(h.page, h.len));
+        iov.push(buf(h.header.as_ptr(), FRAME_HEADER));
+        iov.push(buf(h.page, h.len));
     }
     if st.at >= 0 {
-        iov.push(Buf::new(st.header.as_ptr(), FRAME_HEADER));
+        iov.push(buf(st.header.as_ptr(), FRAME_HEADER));
         if let Some(p) = page {
-            iov.push(Buf::new(p.as_ptr(), p.len()));
+            iov.push(buf(p.as_ptr(), p.len()));
         }
     }
     let rc = write_all(st.fd, &mut iov, at);
@@ -342,25 +342,19 @@ type Buf = libc::iovec;
 #[cfg(not(target_os = "linux"))]
 type Buf = (*const u8, usize);
 
-trait NewBuf {
-    fn new(p: *const u8, n: usize) -> Self;
-}
-
+/// The buffer of `n` bytes at `p`.
 #[cfg(target_os = "linux")]
-impl NewBuf for Buf {
-    fn new(p: *const u8, n: usize) -> Self {
-        libc::iovec {
-            iov_base: p as *mut c_void,
-            iov_len: n,
-        }
+fn buf(p: *const u8, n: usize) -> Buf {
+    libc::iovec {
+        iov_base: p as *mut c_void,
+        iov_len: n,
     }
 }
 
+/// The buffer of `n` bytes at `p`.
 #[cfg(not(target_os = "linux"))]
-impl NewBuf for Buf {
-    fn new(p: *const u8, n: usize) -> Self {
-        (p, n)
-    }
+fn buf(p: *const u8, n: usize) -> Buf {
+    (p, n)
 }
 
 /// Write the buffers `iov` one after another from `at`, in as few calls as
@@ -372,15 +366,12 @@ fn write_all(_: c_int, _: &mut [Buf], _: i64) -> c_int {
 
 /// Write the buffers `iov` one after another from `at`, in as few calls as
 /// the kernel takes them (at most [`MAX_HELD`] frames a call); SQLite's
-/// code for a failed write. Consumes `iov`'s lengths.
+/// code for a failed write. Every buffer holds at least one byte; a
+/// partial write moves the start of the first buffer not fully written.
 #[cfg(target_os = "linux")]
 fn write_all(fd: c_int, iov: &mut [Buf], mut at: i64) -> c_int {
     let mut i = 0usize;
     loop {
-        // A buffer of 0 bytes would make a call that writes nothing.
-        while i < iov.len() && iov[i].iov_len == 0 {
-            i += 1;
-        }
         if i == iov.len() {
             return ffi::SQLITE_OK;
         }
@@ -395,7 +386,6 @@ fn write_all(fd: c_int, iov: &mut [Buf], mut at: i64) -> c_int {
                 let b = &mut iov[i];
                 if n >= b.iov_len {
                     n -= b.iov_len;
-                    b.iov_len = 0;
                     i += 1;
                 } else {
                     // SAFETY: within the same buffer.
