@@ -11,10 +11,15 @@
 //!   64 doorbells (futex words): ticket `t`
 //!   rings doorbell `t mod 64` when it finishes, which only its successor
 //!   watches, so a release wakes one waiter instead of the whole herd;
-//! - a writer takes ticket `t`, locks byte `t` of the file with an
-//!   open-file-description lock (`F_OFD_SETLK`), and waits until it can lock
-//!   byte `t - 1`, i.e. until its predecessor finished, gave up or died (the
-//!   kernel drops a dead process's locks, so a crash never wedges the queue);
+//! - a writer locks byte `t` of the file with an open-file-description lock
+//!   (`F_OFD_SETLK`), then takes ticket `t` if it is still the next one
+//!   (compare-and-swap; else it lets the byte go and tries the next), and
+//!   waits until it can lock byte `t - 1`, i.e. until its predecessor
+//!   finished, gave up or died (the kernel drops a dead process's locks, so
+//!   a crash never wedges the queue). A taken ticket's byte is thus always
+//!   locked: had the writer taken the ticket first, its successor could find
+//!   the byte free in between and go ahead of it into SQLite's lock, whose
+//!   busy handler then puts one of them to sleep for 1, 2, 5, 10 … ms;
 //! - a writer whose COMMIT syncs the WAL (`synchronous = FULL` when the
 //!   commit is not made durable after the lock, see [`super::durability`])
 //!   rings its doorbell once more when its COMMIT begins: its successor,
@@ -393,9 +398,7 @@ impl WriterQueue {
                 .open(&self.path)
                 .map_err(|e| Error::Store(format!("cannot open the writer queue: {e}")))?,
         };
-        let t = self.next_ticket().fetch_add(1, Ordering::SeqCst);
-        // Normally free; if not (a holder 2^40 tickets ago), fairness only degrades.
-        ofd_lock(&file, libc::F_WRLCK, byte(t));
+        let t = take_ticket(self.next_ticket(), &file, deadline);
         let mut turn = WriterTurn {
             queue: self.clone(),
             ticket: t,
@@ -468,6 +471,41 @@ pub(super) fn boot_id() -> Option<u128> {
     let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let hex: String = text.trim().chars().filter(|c| *c != '-').collect();
     (hex.len() == 32).then(|| u128::from_str_radix(&hex, 16).ok())?
+}
+
+/// Take the next ticket with its byte already locked: the byte is locked
+/// first and the ticket taken only if it is still the next one, so a
+/// successor never finds the byte of a taken ticket unlocked while that
+/// ticket's writer is yet to lock it (it would take its turn as if that
+/// writer had finished). Another writer locking the same byte for the same
+/// ticket holds it only until its compare-and-swap; this one then sees the
+/// next ticket. Should the lock fail otherwise (the kernel refuses it), or
+/// stay taken past `deadline`, the ticket is taken without it: fairness
+/// then degrades, never correctness (SQLite's lock still excludes).
+fn take_ticket(next: &AtomicU64, file: &File, deadline: Instant) -> u64 {
+    loop {
+        let t = next.load(Ordering::SeqCst);
+        if !ofd_lock(file, libc::F_WRLCK, byte(t)) {
+            let busy = matches!(
+                std::io::Error::last_os_error().raw_os_error(),
+                Some(libc::EAGAIN | libc::EACCES)
+            );
+            if busy && Instant::now() < deadline {
+                std::thread::yield_now();
+                continue;
+            }
+            return next.fetch_add(1, Ordering::SeqCst);
+        }
+        if next
+            .compare_exchange(t, t.wrapping_add(1), Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            #[cfg(test)]
+            tests::ticket_taken();
+            return t;
+        }
+        ofd_lock(file, libc::F_UNLCK, byte(t));
+    }
 }
 
 fn wait(doorbell: &AtomicU32, bell: u32, timeout: Duration) {
@@ -566,8 +604,80 @@ fn unlock_all(file: &File) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use std::sync::mpsc::{channel, Receiver, Sender};
+    use std::thread::ThreadId;
+
+    type Pause = (ThreadId, Sender<()>, Receiver<()>);
+    static PAUSE: Mutex<Option<Pause>> = Mutex::new(None);
+
+    /// Called by a test build as soon as a writer took its ticket.
+    pub(super) fn ticket_taken() {
+        let me = std::thread::current().id();
+        let armed = {
+            let mut p = PAUSE.lock().unwrap_or_else(|e| e.into_inner());
+            match &*p {
+                Some((armed, _, _)) if *armed == me => p.take(),
+                _ => None,
+            }
+        };
+        if let Some((_, reached, go)) = armed {
+            reached.send(()).unwrap();
+            go.recv().unwrap();
+        }
+    }
+
+    /// A writer that has just taken its ticket (paused right after taking
+    /// it) is already in line: the writer behind it waits for its turn to
+    /// end, instead of finding its lock byte free and going ahead.
+    #[test]
+    fn a_writer_paused_right_after_taking_its_ticket_keeps_the_next_one_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = Arc::new(WriterQueue::open(&dir.path().join("s.db")).expect("queue file"));
+        let far = || Instant::now() + Duration::from_secs(60);
+        let (reached_tx, reached_rx) = channel();
+        let (go_tx, go_rx) = channel();
+        let (release_tx, release_rx) = channel::<()>();
+        let first = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                *PAUSE.lock().unwrap() = Some((std::thread::current().id(), reached_tx, go_rx));
+                let turn = q.acquire(far(), false).expect("first turn");
+                release_rx.recv().unwrap();
+                drop(turn);
+            })
+        };
+        reached_rx
+            .recv()
+            .expect("the first writer paused after taking its ticket");
+        let (got_tx, got_rx) = channel();
+        let second = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let turn = q.acquire(far(), false).expect("second turn");
+                got_tx.send(Instant::now()).unwrap();
+                drop(turn);
+            })
+        };
+        assert!(
+            got_rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the second writer took its turn while the first was in line before it"
+        );
+        go_tx.send(()).unwrap();
+        assert!(
+            got_rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the second writer took its turn while the first held it"
+        );
+        let released = Instant::now();
+        release_tx.send(()).unwrap();
+        let got = got_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the second writer's turn after the first ended");
+        assert!(got >= released);
+        first.join().unwrap();
+        second.join().unwrap();
+    }
 
     /// A waiter for an fsync in flight is counted while it waits and woken
     /// when the fsync ends (its timeout is far longer than the test).
