@@ -132,6 +132,10 @@ static void life_cycle(const char *dir) {
   tenure_fact facts[2] = {{"artifact", "build-1.tar"}, {"size", "42"}};
   OK(tenure_lease_complete(l, facts, 2));
   CHECK(tenure_lease_status_get(l) == TENURE_LEASE_STATUS_CLOSED);
+  /* borrowed text stays the same pointer for the handle's life */
+  CHECK(tenure_lease_claim_id(l) == cid && strlen(cid) == 36);
+  const char *prod = tenure_lease_production(l);
+  CHECK(tenure_lease_production(l) == prod && streq(prod, "nightly"));
   EXPECT(tenure_lease_complete(l, NULL, 0), TENURE_LEASE_CLOSED);
   EXPECT(tenure_lease_renew(l, 1000000), TENURE_LEASE_CLOSED);
   char tok[4096];

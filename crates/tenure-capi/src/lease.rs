@@ -2,6 +2,7 @@
 //! in a transaction of its own.
 
 use std::ffi::{c_char, CString};
+use std::sync::OnceLock;
 
 use tenure::Lease;
 
@@ -13,23 +14,31 @@ use crate::status::tenure_status;
 /// only `tenure_lease_export_token()` reveals. Freeing it never writes.
 pub struct tenure_lease {
     pub(crate) lease: Lease,
-    production: CString,
-    job: CString,
-    holder: CString,
-    claim_id: CString,
+    /// The C text of the lease's identity, each made when an accessor
+    /// first asks for it (a claim whose caller never reads them makes
+    /// none) and kept, so a borrowed pointer lives as long as the handle.
+    production: OnceLock<CString>,
+    job: OnceLock<CString>,
+    holder: OnceLock<CString>,
+    claim_id: OnceLock<CString>,
 }
 
 impl tenure_lease {
     /// A new handle for `lease`, to be freed with `tenure_lease_free()`.
     pub(crate) fn boxed(lease: Lease) -> *mut tenure_lease {
         boxed(tenure_lease {
-            production: cstring(lease.production()),
-            job: cstring(lease.job()),
-            holder: cstring(lease.holder()),
-            claim_id: cstring(&lease.claim_id().hyphenated().to_string()),
             lease,
+            production: OnceLock::new(),
+            job: OnceLock::new(),
+            holder: OnceLock::new(),
+            claim_id: OnceLock::new(),
         })
     }
+}
+
+/// The C string kept in `slot`, made by `make` on first use.
+fn c_text(slot: &OnceLock<CString>, make: impl FnOnce() -> CString) -> *const c_char {
+    slot.get_or_init(make).as_ptr()
 }
 
 impl Handle for tenure_lease {}
@@ -39,14 +48,14 @@ accessors! {
         /// Free a lease handle (NULL is a no-op). Never writes, renews or releases.
         free tenure_lease_free(lease);
         /// The lease's production ID (borrowed; NULL if `lease` is NULL).
-        fn tenure_lease_production(lease) -> *const c_char = |l| l.production.as_ptr();
+        fn tenure_lease_production(lease) -> *const c_char = |l| c_text(&l.production, || cstring(l.lease.production()));
         /// The lease's job ID (borrowed; NULL if `lease` is NULL).
-        fn tenure_lease_job(lease) -> *const c_char = |l| l.job.as_ptr();
+        fn tenure_lease_job(lease) -> *const c_char = |l| c_text(&l.job, || cstring(l.lease.job()));
         /// The holder given at claim time (borrowed; NULL if `lease` is NULL).
-        fn tenure_lease_holder(lease) -> *const c_char = |l| l.holder.as_ptr();
+        fn tenure_lease_holder(lease) -> *const c_char = |l| c_text(&l.holder, || cstring(l.lease.holder()));
         /// The claim ID (the public fencing token) as 36 characters of lower-case
         /// hyphenated UUID text (borrowed; NULL if `lease` is NULL).
-        fn tenure_lease_claim_id(lease) -> *const c_char = |l| l.claim_id.as_ptr();
+        fn tenure_lease_claim_id(lease) -> *const c_char = |l| c_text(&l.claim_id, || cstring(&l.lease.claim_id().hyphenated().to_string()));
         /// Which attempt this claim is (1-based; 0 if `lease` is NULL).
         fn tenure_lease_attempt(lease) -> u32 = |l| l.lease.attempt();
         /// Expiry as last confirmed by the store, µs since the Unix epoch (0 if
