@@ -116,40 +116,19 @@ pub(super) fn settle(
 
 #[cfg(test)]
 pub(super) mod tests {
+    use crate::store::sqlite::pause::PausePoint;
     use crate::store::sqlite::powerloss;
     use crate::{Authority, Edit, JobSpec, JobState, Options, Synchronous, Ttl};
     use std::path::{Path, PathBuf};
-    use std::sync::mpsc::{channel, Receiver, Sender};
-    use std::sync::Mutex;
-
-    type Pause = (PathBuf, Sender<()>, Receiver<()>);
 
     /// The store whose next ending transaction stops right before it is
     /// made durable: it says so, then waits to be let go.
-    static PAUSE: Mutex<Option<Pause>> = Mutex::new(None);
+    static PAUSE: PausePoint<PathBuf> = PausePoint::new();
 
     /// Called by every transaction of a test build as it ends, after its
     /// COMMIT or ROLLBACK and before [`super::settle`].
     pub(crate) fn before_settle(path: &Path) {
-        let armed = {
-            let mut p = PAUSE.lock().unwrap_or_else(|e| e.into_inner());
-            match &*p {
-                Some((armed, _, _)) if armed == path => p.take(),
-                _ => None,
-            }
-        };
-        if let Some((_, reached, go)) = armed {
-            reached.send(()).unwrap();
-            go.recv().unwrap();
-        }
-    }
-
-    /// Arm [`PAUSE`] for `path`: (told when paused, lets it go).
-    fn arm(path: &Path) -> (Receiver<()>, Sender<()>) {
-        let (reached_tx, reached_rx) = channel();
-        let (go_tx, go_rx) = channel();
-        *PAUSE.lock().unwrap() = Some((path.to_path_buf(), reached_tx, go_rx));
-        (reached_rx, go_tx)
+        PAUSE.reach(|armed| armed == path);
     }
 
     fn open(path: &Path) -> Authority {
@@ -193,7 +172,7 @@ pub(super) mod tests {
             // durable.
             let mut cut = 0;
             let mut while_paused = |job: &'static str, observe: &dyn Fn() -> Option<Edit>| {
-                let (reached, go) = arm(&path);
+                let (reached, go) = PAUSE.arm(path.clone());
                 let claim = s.spawn(|| a.claim("p", job, "a", ttl()));
                 reached.recv().unwrap();
                 cut += 2;

@@ -11,6 +11,8 @@ mod checkpoint;
 mod conn;
 mod durability;
 #[cfg(test)]
+mod pause;
+#[cfg(test)]
 pub(crate) mod powerloss;
 mod wal_writes;
 #[cfg(target_os = "linux")]

@@ -501,7 +501,7 @@ fn take_ticket(next: &AtomicU64, file: &File, deadline: Instant) -> u64 {
             .is_ok()
         {
             #[cfg(test)]
-            tests::ticket_taken();
+            tests::TICKET_TAKEN.reach(|armed| *armed == std::thread::current().id());
             return t;
         }
         ofd_lock(file, libc::F_UNLCK, byte(t));
@@ -604,29 +604,14 @@ fn unlock_all(file: &File) -> bool {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
-    use std::sync::mpsc::{channel, Receiver, Sender};
+    use crate::store::sqlite::pause::PausePoint;
+    use std::sync::mpsc::channel;
     use std::thread::ThreadId;
 
-    type Pause = (ThreadId, Sender<()>, Receiver<()>);
-    static PAUSE: Mutex<Option<Pause>> = Mutex::new(None);
-
-    /// Called by a test build as soon as a writer took its ticket.
-    pub(super) fn ticket_taken() {
-        let me = std::thread::current().id();
-        let armed = {
-            let mut p = PAUSE.lock().unwrap_or_else(|e| e.into_inner());
-            match &*p {
-                Some((armed, _, _)) if *armed == me => p.take(),
-                _ => None,
-            }
-        };
-        if let Some((_, reached, go)) = armed {
-            reached.send(()).unwrap();
-            go.recv().unwrap();
-        }
-    }
+    /// The thread whose writer stops right after it took its ticket.
+    pub(super) static TICKET_TAKEN: PausePoint<ThreadId> = PausePoint::new();
 
     /// A writer that has just taken its ticket (paused right after taking
     /// it) is already in line: the writer behind it waits for its turn to
@@ -636,18 +621,19 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let q = Arc::new(WriterQueue::open(&dir.path().join("s.db")).expect("queue file"));
         let far = || Instant::now() + Duration::from_secs(60);
-        let (reached_tx, reached_rx) = channel();
-        let (go_tx, go_rx) = channel();
+        let (start_tx, start_rx) = channel::<()>();
         let (release_tx, release_rx) = channel::<()>();
         let first = {
             let q = q.clone();
             std::thread::spawn(move || {
-                *PAUSE.lock().unwrap() = Some((std::thread::current().id(), reached_tx, go_rx));
+                start_rx.recv().unwrap();
                 let turn = q.acquire(far(), false).expect("first turn");
                 release_rx.recv().unwrap();
                 drop(turn);
             })
         };
+        let (reached_rx, go_tx) = TICKET_TAKEN.arm(first.thread().id());
+        start_tx.send(()).unwrap();
         reached_rx
             .recv()
             .expect("the first writer paused after taking its ticket");
