@@ -137,6 +137,70 @@ fn paired_ratio(x: &[f64], base: &[f64]) -> f64 {
     median(x.iter().zip(base).map(|(x, b)| x / b).collect())
 }
 
+/// Where one commit group's time goes at FULL, from the rates of one round
+/// (cycles or jobs a second, `calls` calls each) of one thread and of the
+/// widest shape, at FULL and at NORMAL, microseconds:
+///
+/// - `fsync`: a call of one thread at FULL less one at NORMAL (the fsync
+///   and the wait for it; everything else a lone call does is the same);
+/// - `work`: `per_group` calls at the widest shape's NORMAL rate (there the
+///   threads run at about one thread's rate and a commit carries about
+///   one call: the calls' work when nothing overlaps, each with its own
+///   `BEGIN` and `COMMIT`, more than inside one group, which shares them);
+/// - `rest`: the group's time at FULL less both (the callers coming back,
+///   the lock's handoff, net of whatever overlaps);
+/// - `need`: the group's time that `target` × one thread asks for;
+/// - `best`: the ratio to one thread were `rest` zero.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct GroupBudget {
+    group: f64,
+    fsync: f64,
+    work: f64,
+    rest: f64,
+    need: f64,
+    best: f64,
+}
+
+/// Rates of one round: one thread and the widest shape, FULL and NORMAL.
+#[derive(Debug, Clone, Copy)]
+struct RoundRates {
+    one_full: f64,
+    one_normal: f64,
+    wide_full: f64,
+    wide_normal: f64,
+}
+
+impl GroupBudget {
+    fn of(calls: f64, per_group: f64, r: RoundRates, target: f64) -> GroupBudget {
+        let call = |rate: f64| 1e6 / (calls * rate);
+        let group = per_group * call(r.wide_full);
+        let fsync = call(r.one_full) - call(r.one_normal);
+        let work = per_group * call(r.wide_normal);
+        GroupBudget {
+            group,
+            fsync,
+            work,
+            rest: group - fsync - work,
+            need: per_group * call(r.one_full) / target,
+            best: per_group * call(r.one_full) / (fsync + work),
+        }
+    }
+
+    /// The median of each part over the rounds (each round's budget first,
+    /// so a machine that changes speed between rounds moves all its parts).
+    fn median_of(rounds: &[GroupBudget]) -> GroupBudget {
+        let m = |f: fn(&GroupBudget) -> f64| median(rounds.iter().map(f).collect());
+        GroupBudget {
+            group: m(|b| b.group),
+            fsync: m(|b| b.fsync),
+            work: m(|b| b.work),
+            rest: m(|b| b.rest),
+            need: m(|b| b.need),
+            best: m(|b| b.best),
+        }
+    }
+}
+
 /// Run a workload program and parse the JSON object it prints.
 fn workload(cmd: &mut Command) -> Result<Value> {
     let what = crate::util::show(cmd);
@@ -308,6 +372,7 @@ pub fn bench(smoke: bool) -> Result {
     }
     let mut one_thread: std::collections::HashMap<&str, Vec<f64>> = Default::default();
     let mut widest: std::collections::HashMap<&str, Vec<f64>> = Default::default();
+    let by_shape_per: Vec<Vec<f64>> = by_shape.iter().map(|(_, per, _)| per.clone()).collect();
     for (&(w, sync), (v, per, last)) in shapes.iter().zip(by_shape) {
         let r = median(v.clone());
         let ratio = paired_ratio(&v, one_thread.entry(sync).or_insert_with(|| v.clone()));
@@ -344,6 +409,30 @@ pub fn bench(smoke: bool) -> Result {
             ratio: Some((format!("{} (NORMAL)", count(w, "thread")), paired_ratio(f, n))),
             target: None,
         });
+        if let (Some(f1), Some(n1)) = (one_thread.get("full"), one_thread.get("normal")) {
+            // Calls per commit of the widest FULL shape, round by round;
+            // the target of 8 threads is 4 × one.
+            let per = &by_shape_per[widths.len() - 1];
+            let want = (w as f64 / 2.0).max(1.0);
+            let rounds: Vec<GroupBudget> = (0..f.len().min(n.len()).min(per.len()))
+                .map(|i| {
+                    let r = RoundRates {
+                        one_full: f1[i],
+                        one_normal: n1[i],
+                        wide_full: f[i],
+                        wide_normal: n[i],
+                    };
+                    GroupBudget::of(3.0, per[i], r, want)
+                })
+                .collect();
+            rows.push(budget_row(
+                &format!("{} of one process", count(w, "thread")),
+                &format!("{:.1} calls", median(per.clone())),
+                &format!("{} at NORMAL", count(w, "thread")),
+                &format!("{want} × 1 thread"),
+                GroupBudget::median_of(&rounds),
+            ));
+        }
     }
 
     // 6: Python: one process draining a backlog with claim_next + complete
@@ -1202,7 +1291,46 @@ fn python_drain(
         )),
         target: None,
     });
+    // A job is two calls; a group carries at most the 4 callers.
+    let (f1, n1, f4, n4) = (
+        rates("tenure-drain/1"),
+        rates("tenure-drain/1/normal"),
+        rates("tenure-drain/4"),
+        rates("tenure-drain/4/normal"),
+    );
+    let rounds: Vec<GroupBudget> = (0..f1.len().min(n1.len()).min(f4.len()).min(n4.len()))
+        .map(|i| {
+            let r = RoundRates {
+                one_full: f1[i],
+                one_normal: n1[i],
+                wide_full: f4[i],
+                wide_normal: n4[i],
+            };
+            GroupBudget::of(2.0, 4.0, r, 3.0)
+        })
+        .collect();
+    rows.push(budget_row(
+        "Python: 4 threads draining",
+        "4 calls (the most it can carry)",
+        "4 threads at NORMAL",
+        "3 × 1 thread",
+        GroupBudget::median_of(&rounds),
+    ));
     Ok(())
+}
+
+/// The context row of [`GroupBudget`]: a group's time and its parts, what
+/// the target asks of it, and the ratio to one thread with the rest at 0.
+fn budget_row(who: &str, per_group: &str, work_from: &str, target: &str, b: GroupBudget) -> Row {
+    Row {
+        name: format!(
+            "{who} (FULL), one commit group of {per_group} (context, medians of rounds): the fsync and its wait {:.0} µs (a call of 1 thread at FULL less one at NORMAL), the members' work {:.0} µs ({work_from}), the rest {:.0} µs (callers coming back, the lock's handoff); {target} asks for a group of {:.0} µs at most",
+            b.fsync, b.work, b.rest, b.need
+        ),
+        value: format!("{:.0} µs a group", b.group),
+        ratio: Some(("1 thread, with the rest at 0".into(), b.best)),
+        target: None,
+    }
 }
 
 #[cfg(test)]
@@ -1254,6 +1382,48 @@ mod tests {
         assert!(paired_ratio(&[f64::NAN], &[1.0]).is_nan());
         assert!(paired_ratio(&[], &[]).is_nan());
         assert_eq!(median(vec![f64::NAN, 1.0, 3.0, 2.0]), 2.0);
+    }
+
+    #[test]
+    fn a_group_budget_splits_a_group_into_fsync_work_and_the_rest() {
+        // One thread: 100 cycles/s at FULL, 1 000 at NORMAL, 3 calls each:
+        // a call is 3 333 µs at FULL and 333 µs at NORMAL, so the fsync and
+        // its wait are 3 000 µs. 8 threads at NORMAL: 900 cycles/s, a call
+        // 370 µs. 8 threads at FULL, 8 calls a group: 400 cycles/s, a group
+        // 6 667 µs.
+        let r = RoundRates {
+            one_full: 100.0,
+            one_normal: 1000.0,
+            wide_full: 400.0,
+            wide_normal: 900.0,
+        };
+        let b = GroupBudget::of(3.0, 8.0, r, 4.0);
+        let near = |x: f64, want: f64| (x - want).abs() < 1e-6 * want.abs().max(1.0);
+        assert!(near(b.group, 8e6 / 1200.0), "{b:?}");
+        assert!(near(b.fsync, 1e6 / 300.0 - 1e6 / 3000.0), "{b:?}");
+        assert!(near(b.work, 8e6 / 2700.0), "{b:?}");
+        assert!(near(b.rest, b.group - b.fsync - b.work), "{b:?}");
+        // 4 × one thread: a group of 8 calls in 2 one-thread calls' time.
+        assert!(near(b.need, 2.0 * 1e6 / 300.0), "{b:?}");
+        assert!(
+            near(b.best, 8.0 * (1e6 / 300.0) / (b.fsync + b.work)),
+            "{b:?}"
+        );
+        // The group at FULL here is exactly 4 × one thread when the rest
+        // is what the target leaves.
+        let at_target = RoundRates {
+            wide_full: 400.0 * b.group / b.need,
+            ..r
+        };
+        let t = GroupBudget::of(3.0, 8.0, at_target, 4.0);
+        assert!(near(t.group, t.need), "{t:?}");
+        // Medians are taken part by part.
+        let m = GroupBudget::median_of(&[
+            b,
+            GroupBudget { rest: -1.0, ..b },
+            GroupBudget { fsync: 1.0, ..b },
+        ]);
+        assert_eq!(m, b);
     }
 
     #[test]
