@@ -164,6 +164,9 @@ fn soak(a: &Args) -> String {
         move |from, n| submit_soak(&auth, from, n)
     });
     let mut windows = Vec::new();
+    // Every write transaction's wait for the writer lock (the worker's and
+    // the arrivals'), so a window's slowest cycle can be set beside it.
+    tenure::stats::enable(true);
     let (mut start, mut slowest, mut busy) = (Instant::now(), Duration::ZERO, Duration::ZERO);
     let (mut sent_before, mut held_before) = (0, 0);
     let mut i = 0;
@@ -185,8 +188,12 @@ fn soak(a: &Args) -> String {
             let n = (i - windows.len() * window).min(window) as f64;
             let (sent, held_now) = stream.sent_and_held();
             let [pages, free, kept_jobs, kept_stones, kept_events] = pages();
+            let lock_wait = tenure::stats::take_lock_waits_us()
+                .into_iter()
+                .max()
+                .unwrap_or(0);
             let line = format!(
-                r#"{{"jobs_done":{i},"secs":{secs:.1},"arrivals_per_s":{:.2},"jobs_per_s":{:.2},"backlog":{},"held_back":{},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"pages_by_name":{{{}}},"mean_cycle_ms":{:.3},"slowest_cycle_ms":{:.3},"load1":{}}}"#,
+                r#"{{"jobs_done":{i},"secs":{secs:.1},"arrivals_per_s":{:.2},"jobs_per_s":{:.2},"backlog":{},"held_back":{},"file_bytes":{},"wal_bytes":{},"pages":{pages},"free_pages":{free},"jobs_kept":{kept_jobs},"tombstones_kept":{kept_stones},"events_kept":{kept_events},"pages_by_name":{{{}}},"mean_cycle_ms":{:.3},"slowest_cycle_ms":{:.3},"longest_lock_wait_ms":{:.3},"load1":{}}}"#,
                 (sent - sent_before) as f64 / secs,
                 n / secs,
                 sent - i as u64,
@@ -196,6 +203,7 @@ fn soak(a: &Args) -> String {
                 space(),
                 busy.as_secs_f64() * 1e3 / n,
                 slowest.as_secs_f64() * 1e3,
+                f64::from(lock_wait) / 1e3,
                 load1()
             );
             eprintln!("soak window {line}");

@@ -650,6 +650,10 @@ fn soak_rows(
         .iter()
         .map(|v| num(v, "slowest_cycle_ms"))
         .fold(0.0, f64::max);
+    let lock_wait = w
+        .iter()
+        .map(|v| num(v, "longest_lock_wait_ms"))
+        .fold(0.0, f64::max);
     let growth = size(last) / size(first);
     let pace = num(last, "jobs_per_s") / num(first, "jobs_per_s");
     let (first_job, first_stone) = kept_row_bytes(first);
@@ -679,7 +683,7 @@ fn soak_rows(
     });
     rows.push(Row {
         name: format!(
-            "{what}: throughput of the last {} (arrivals {:.0} and {:.0} jobs/s in the first and last window; largest backlog at a window end {backlog:.0}, arrivals held back by the backlog bound {held:.0}; mean cycle {:.2} and {:.2} ms in the first and last window, slowest {slowest:.1} ms)",
+            "{what}: throughput of the last {} (arrivals {:.0} and {:.0} jobs/s in the first and last window; largest backlog at a window end {backlog:.0}, arrivals held back by the backlog bound {held:.0}; mean cycle {:.2} and {:.2} ms in the first and last window, slowest {slowest:.1} ms, longest writer-lock wait {lock_wait:.1} ms)",
             count(window, "job"),
             num(first, "arrivals_per_s"),
             num(last, "arrivals_per_s"),
