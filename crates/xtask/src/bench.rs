@@ -186,6 +186,37 @@ impl GroupBudget {
         }
     }
 
+    /// The budget of each round that has all its rates (one entry a round
+    /// in each slice; `per_group[i]`: the calls a group of round `i`
+    /// carried), then the median of each part.
+    fn over_rounds(
+        calls: f64,
+        per_group: &[f64],
+        one_full: &[f64],
+        one_normal: &[f64],
+        wide_full: &[f64],
+        wide_normal: &[f64],
+        target: f64,
+    ) -> GroupBudget {
+        let n = [per_group, one_full, one_normal, wide_full, wide_normal]
+            .iter()
+            .map(|v| v.len())
+            .min()
+            .unwrap_or(0);
+        let rounds: Vec<GroupBudget> = (0..n)
+            .map(|i| {
+                let r = RoundRates {
+                    one_full: one_full[i],
+                    one_normal: one_normal[i],
+                    wide_full: wide_full[i],
+                    wide_normal: wide_normal[i],
+                };
+                GroupBudget::of(calls, per_group[i], r, target)
+            })
+            .collect();
+        GroupBudget::median_of(&rounds)
+    }
+
     /// The median of each part over the rounds (each round's budget first,
     /// so a machine that changes speed between rounds moves all its parts).
     fn median_of(rounds: &[GroupBudget]) -> GroupBudget {
@@ -372,11 +403,15 @@ pub fn bench(smoke: bool) -> Result {
     }
     let mut one_thread: std::collections::HashMap<&str, Vec<f64>> = Default::default();
     let mut widest: std::collections::HashMap<&str, Vec<f64>> = Default::default();
-    let by_shape_per: Vec<Vec<f64>> = by_shape.iter().map(|(_, per, _)| per.clone()).collect();
+    // Calls per commit of the widest FULL shape, round by round.
+    let mut widest_per = Vec::new();
     for (&(w, sync), (v, per, last)) in shapes.iter().zip(by_shape) {
         let r = median(v.clone());
         let ratio = paired_ratio(&v, one_thread.entry(sync).or_insert_with(|| v.clone()));
         widest.insert(sync, v);
+        if sync == "full" {
+            widest_per = per.clone();
+        }
         let up = sync.to_uppercase();
         let context = if sync == "full" {
             String::new()
@@ -410,27 +445,14 @@ pub fn bench(smoke: bool) -> Result {
             target: None,
         });
         if let (Some(f1), Some(n1)) = (one_thread.get("full"), one_thread.get("normal")) {
-            // Calls per commit of the widest FULL shape, round by round;
-            // the target of 8 threads is 4 × one.
-            let per = &by_shape_per[widths.len() - 1];
+            // The target of 8 threads is 4 × one.
             let want = (w as f64 / 2.0).max(1.0);
-            let rounds: Vec<GroupBudget> = (0..f.len().min(n.len()).min(per.len()))
-                .map(|i| {
-                    let r = RoundRates {
-                        one_full: f1[i],
-                        one_normal: n1[i],
-                        wide_full: f[i],
-                        wide_normal: n[i],
-                    };
-                    GroupBudget::of(3.0, per[i], r, want)
-                })
-                .collect();
             rows.push(budget_row(
                 &format!("{} of one process", count(w, "thread")),
-                &format!("{:.1} calls", median(per.clone())),
+                &format!("{:.1} calls", median(widest_per.clone())),
                 &format!("{} at NORMAL", count(w, "thread")),
                 &format!("{want} × 1 thread"),
-                GroupBudget::median_of(&rounds),
+                GroupBudget::over_rounds(3.0, &widest_per, f1, n1, f, n, want),
             ));
         }
     }
@@ -1296,29 +1318,22 @@ fn python_drain(
         target: None,
     });
     // A job is two calls; a group carries at most the 4 callers.
-    let (f1, n1, f4, n4) = (
-        rates("tenure-drain/1"),
-        rates("tenure-drain/1/normal"),
-        rates("tenure-drain/4"),
-        rates("tenure-drain/4/normal"),
+    let f1 = rates("tenure-drain/1");
+    let budget = GroupBudget::over_rounds(
+        2.0,
+        &vec![4.0; f1.len()],
+        &f1,
+        &rates("tenure-drain/1/normal"),
+        &rates("tenure-drain/4"),
+        &rates("tenure-drain/4/normal"),
+        3.0,
     );
-    let rounds: Vec<GroupBudget> = (0..f1.len().min(n1.len()).min(f4.len()).min(n4.len()))
-        .map(|i| {
-            let r = RoundRates {
-                one_full: f1[i],
-                one_normal: n1[i],
-                wide_full: f4[i],
-                wide_normal: n4[i],
-            };
-            GroupBudget::of(2.0, 4.0, r, 3.0)
-        })
-        .collect();
     rows.push(budget_row(
         "Python: 4 threads draining",
         "4 calls (the most it can carry)",
         "4 threads at NORMAL",
         "3 × 1 thread",
-        GroupBudget::median_of(&rounds),
+        budget,
     ));
     Ok(())
 }
@@ -1428,6 +1443,18 @@ mod tests {
             GroupBudget { fsync: 1.0, ..b },
         ]);
         assert_eq!(m, b);
+        // Over rounds: each round's own budget, then the medians; a round
+        // missing a rate is left out.
+        let over = GroupBudget::over_rounds(
+            3.0,
+            &[8.0, 8.0],
+            &[100.0, 100.0],
+            &[1000.0, 1000.0],
+            &[400.0, 400.0],
+            &[900.0],
+            4.0,
+        );
+        assert_eq!(over, b);
     }
 
     #[test]
