@@ -5,7 +5,7 @@
 //! ```text
 //! tenure-bench floor      --sync full|normal --cycles N [--jobs J]
 //! tenure-bench lifecycle  --sync full|normal --cycles N [--jobs J]
-//! tenure-bench claim-next --queued N --cycles N
+//! tenure-bench claim-next --queued N --cycles N [--rounds R --scheduled-pct P --base-queued B]
 //! tenure-bench batch      --size B --jobs N --sync full|normal
 //! tenure-bench threads    --threads W --millis MS --sync full|normal [--jobs J] [--group-commit on|off]
 //! tenure-bench contend    --procs P --threads T --millis MS --sync full|normal [--jobs J]
@@ -358,64 +358,143 @@ fn lifecycle(a: &Args) -> String {
 }
 
 /// claim_next + complete with `queued` requested jobs behind `queued`
-/// completed ones (NORMAL, so the query cost is not hidden behind fsync).
-/// `--scheduled-pct P` makes P % of the requested jobs due only a day later
-/// and puts them ahead of the others (priority 1, spread through the
-/// submission order): claim-next must pass over them to find due work.
+/// completed ones (NORMAL, so the query cost is not hidden behind fsync),
+/// against the same on a baseline store of `--base-queued` jobs (default
+/// 1 000, none scheduled) in the same process. `--scheduled-pct P` makes
+/// P % of the requested jobs due only a day later and puts them ahead of
+/// the others (priority 1, spread through the submission order):
+/// claim-next must pass over them to find due work.
+///
+/// The two stores take turns for `--rounds` rounds (the first of each
+/// round alternating), `--cycles` timed cycles each, after as many untimed
+/// ones to warm each store's connections and caches; after each turn the
+/// store gets as many due jobs as the turn took, so its queue stays
+/// between `queued` less the cycles and `queued`. The ratio is the median
+/// of each round's ratio: a machine that slows down between rounds moves
+/// both sides alike.
 fn claim_next_scale(a: &Args) -> String {
-    let queued: usize = arg(a, "queued", 1000);
+    let queued: usize = arg(a, "queued", 1000).max(1);
+    let base_queued: usize = arg(a, "base-queued", 1000).max(1);
     let scheduled_pct: usize = arg(a, "scheduled-pct", 0).min(99);
-    let cycles: usize = arg(a, "cycles", 500).min(queued * (100 - scheduled_pct) / 100);
-    let dir = tempdir();
-    let auth = Authority::open(
-        dir.join("t.db"),
-        &Options::new().synchronous(Synchronous::Normal),
-    )
-    .unwrap();
-    seed(&auth, "bench", queued, "done-");
-    // Complete the first `queued` jobs so they sit in front of the queue.
-    let mut left = queued;
-    while left > 0 {
-        let k = left.min(2_000);
-        let mut e = auth.edit().unwrap();
-        for _ in 0..k {
-            let l = e.claim_next("bench", "seeder", ttl(60_000_000)).unwrap();
-            e.complete(&l, &[]).unwrap();
-        }
-        e.commit().unwrap();
-        left -= k;
+    let rounds: usize = arg(a, "rounds", 20).max(1);
+    let mut store = QueueStore::new(queued, scheduled_pct);
+    let mut base = QueueStore::new(base_queued, 0);
+    let cycles: usize = arg(a, "cycles", 500).min(store.due).min(base.due).max(1);
+    for s in [&mut store, &mut base] {
+        s.turn(cycles);
     }
-    let specs_prefix = "todo-";
-    let mut i = 0;
-    while i < queued {
-        let k = (queued - i).min(10_000);
-        let specs: Vec<JobSpec> = (i..i + k)
-            .map(|j| {
-                let spec = JobSpec::new(format!("{specs_prefix}{j:08}"), b"p".to_vec());
-                if j % 100 < scheduled_pct {
-                    spec.priority(1)
-                        .not_before(Delay::from_micros(86_400_000_000).unwrap())
-                } else {
-                    spec
-                }
-            })
-            .collect();
-        auth.submit_many("bench", &specs).unwrap();
-        i += k;
+    let (mut rates, mut base_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (r, b) = if round % 2 == 0 {
+            let b = base.turn(cycles);
+            (store.turn(cycles), b)
+        } else {
+            let r = store.turn(cycles);
+            (r, base.turn(cycles))
+        };
+        rates.push(r);
+        base_rates.push(b);
+        ratios.push(r / b);
     }
-    let start = Instant::now();
-    for _ in 0..cycles {
-        let l = auth
-            .claim_next("bench", "bench-worker", ttl(30_000_000))
-            .unwrap();
-        l.complete(&[]).unwrap();
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let _ = std::fs::remove_dir_all(&dir);
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.2}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     format!(
-        r#"{{"workload":"claim-next","queued":{queued},"scheduled_pct":{scheduled_pct},"cycles":{cycles},"seconds":{secs:.6},"cycles_per_s":{:.2}}}"#,
-        cycles as f64 / secs
+        r#"{{"workload":"claim-next","queued":{queued},"scheduled_pct":{scheduled_pct},"base_queued":{base_queued},"cycles":{cycles},"rounds":{rounds},"cycles_per_s":{:.2},"base_cycles_per_s":{:.2},"ratio":{:.4},"rates":[{}],"base_rates":[{}]}}"#,
+        median_f64(&rates),
+        median_f64(&base_rates),
+        median_f64(&ratios),
+        list(&rates),
+        list(&base_rates),
     )
+}
+
+/// A store of `queued` requested jobs behind as many completed ones, for
+/// [`claim_next_scale`]; removed when dropped.
+struct QueueStore {
+    dir: PathBuf,
+    auth: Authority,
+    /// Requested jobs claim-next can take now.
+    due: usize,
+    /// The number the next submitted job's ID carries.
+    next: usize,
+}
+
+impl QueueStore {
+    fn new(queued: usize, scheduled_pct: usize) -> QueueStore {
+        let dir = tempdir();
+        let auth = Authority::open(
+            dir.join("t.db"),
+            &Options::new().synchronous(Synchronous::Normal),
+        )
+        .unwrap();
+        seed(&auth, "bench", queued, "done-");
+        // Complete the first `queued` jobs so they sit in front of the queue.
+        let mut left = queued;
+        while left > 0 {
+            let k = left.min(2_000);
+            let mut e = auth.edit().unwrap();
+            for _ in 0..k {
+                let l = e.claim_next("bench", "seeder", ttl(60_000_000)).unwrap();
+                e.complete(&l, &[]).unwrap();
+            }
+            e.commit().unwrap();
+            left -= k;
+        }
+        let mut i = 0;
+        while i < queued {
+            let k = (queued - i).min(10_000);
+            let specs: Vec<JobSpec> = (i..i + k)
+                .map(|j| {
+                    let spec = JobSpec::new(format!("todo-{j:08}"), b"p".to_vec());
+                    if j % 100 < scheduled_pct {
+                        spec.priority(1)
+                            .not_before(Delay::from_micros(86_400_000_000).unwrap())
+                    } else {
+                        spec
+                    }
+                })
+                .collect();
+            auth.submit_many("bench", &specs).unwrap();
+            i += k;
+        }
+        let due = (0..queued).filter(|j| j % 100 >= scheduled_pct).count();
+        QueueStore {
+            dir,
+            auth,
+            due,
+            next: queued,
+        }
+    }
+
+    /// `cycles` claim-next + complete (timed; cycles/s), then as many due
+    /// jobs submitted (untimed) to put the queue back.
+    fn turn(&mut self, cycles: usize) -> f64 {
+        let start = Instant::now();
+        for _ in 0..cycles {
+            let l = self
+                .auth
+                .claim_next("bench", "bench-worker", ttl(30_000_000))
+                .unwrap();
+            l.complete(&[]).unwrap();
+        }
+        let rate = cycles as f64 / start.elapsed().as_secs_f64();
+        let specs: Vec<JobSpec> = (self.next..self.next + cycles)
+            .map(|j| JobSpec::new(format!("todo-{j:08}"), b"p".to_vec()))
+            .collect();
+        self.auth.submit_many("bench", &specs).unwrap();
+        self.next += cycles;
+        rate
+    }
+}
+
+impl Drop for QueueStore {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// `size` claims and completions per edit; reports jobs per second.
@@ -551,6 +630,17 @@ fn threads(a: &Args) -> String {
         counts.iter().min().copied().unwrap_or(0),
         counts.iter().max().copied().unwrap_or(0),
     )
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median_f64(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn percentile(sorted: &[u32], p: f64) -> u32 {
