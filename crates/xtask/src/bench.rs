@@ -500,8 +500,7 @@ pub fn bench(smoke: bool) -> Result {
                 "--rounds",
                 rounds,
             ]))?;
-            scaled.push((scheduled, n, j.clone()));
-            raw.push(j);
+            scaled.push((scheduled, n, j));
         }
     }
     let base_rate = median(
@@ -523,9 +522,9 @@ pub fn bench(smoke: bool) -> Result {
         ratio: Some((base_name.clone(), 1.0)),
         target: None,
     });
-    for (scheduled, n, j) in &scaled {
-        let ratio = num(j, "ratio");
-        let name = if *scheduled == 0 {
+    for (scheduled, n, j) in scaled {
+        let ratio = num(&j, "ratio");
+        let name = if scheduled == 0 {
             format!("claim-next + complete, {n} queued behind {n} completed (NORMAL)")
         } else {
             format!(
@@ -535,10 +534,11 @@ pub fn bench(smoke: bool) -> Result {
         };
         rows.push(Row {
             name,
-            value: format!("{:.0} cycles/s", num(j, "cycles_per_s")),
+            value: format!("{:.0} cycles/s", num(&j, "cycles_per_s")),
             ratio: Some((base_name.clone(), ratio)),
             target: Some(("within ±20 %".into(), (0.8..=1.2).contains(&ratio))),
         });
+        raw.push(j);
     }
 
     // 4: contention: P processes × T threads. The shapes take turns, run
