@@ -17,9 +17,12 @@
 //! commit that finds [`INLINE`] frames or more therefore checkpoints itself,
 //! as SQLite would (after the thread's checkpoint, if one is running): the
 //! thread has copied the frames up to its last request, so that checkpoint
-//! copies only the later ones, and the next writer starts the WAL over. So
-//! the WAL of one process's writers stays below [`INLINE`] frames plus
-//! what one commit adds, whatever the thread manages; as with SQLite's own
+//! copies only the later ones, and the next writer starts the WAL over. A
+//! request the thread takes up only after such a commit checkpointed
+//! itself is dropped: it would find nothing to copy, and its locks on the
+//! WAL's read marks (or the schema read that opens its connection) could
+//! keep that next writer from starting the WAL over. So the WAL of one process's writers stays below [`INLINE`] frames
+//! plus what one commit adds, whatever the thread manages; as with SQLite's own
 //! checkpoints, a reader still using old frames, or another process's
 //! checkpoint running, lets it grow until a later commit's checkpoint
 //! completes. If the thread cannot start, commits checkpoint from
@@ -62,13 +65,17 @@ pub(super) struct Shared {
     asked: AtomicBool,
     /// Checkpoints the thread ran.
     passes: AtomicU64,
-    /// Checkpoints commits ran themselves.
+    /// Checkpoints commits ran themselves (counted under `pass`).
     inline: AtomicU64,
+    /// Requests the thread dropped because a commit had checkpointed
+    /// itself since.
+    dropped: AtomicU64,
 }
 
 #[derive(Default)]
 struct State {
-    wanted: bool,
+    /// A checkpoint is asked for: the count of `inline` when it was.
+    wanted: Option<u64>,
     stop: bool,
     /// The process that started the thread (a forked child has none).
     started_by: Option<u32>,
@@ -95,6 +102,7 @@ impl Checkpointer {
                 asked: AtomicBool::new(false),
                 passes: AtomicU64::new(0),
                 inline: AtomicU64::new(0),
+                dropped: AtomicU64::new(0),
             }),
         }
     }
@@ -115,13 +123,14 @@ impl Checkpointer {
         self.shared.clone()
     }
 
-    /// How many checkpoints the thread ran and how many commits ran
-    /// themselves.
+    /// How many checkpoints the thread ran, how many commits ran
+    /// themselves and how many requests the thread dropped.
     #[cfg(test)]
-    pub(super) fn counts(&self) -> (u64, u64) {
+    pub(super) fn counts(&self) -> (u64, u64, u64) {
         (
             self.shared.passes.load(Ordering::Relaxed),
             self.shared.inline.load(Ordering::Relaxed),
+            self.shared.dropped.load(Ordering::Relaxed),
         )
     }
 }
@@ -179,30 +188,41 @@ impl Shared {
                 Err(_) => return false,
             }
         }
-        st.wanted = true;
+        st.wanted = Some(self.inline.load(Ordering::Relaxed));
         drop(st);
         self.wake.notify_one();
         true
     }
 
     fn run(&self) {
-        let conn = match open_connection(&self.path) {
-            Ok(c) if configure(&c, self.sync, self.busy).is_ok() => c,
-            // Commits checkpoint themselves from `INLINE` frames on.
-            _ => return,
-        };
+        // Opened at the first request that stands: opening reads the
+        // schema, which must not overlap a writer starting the WAL over.
+        let mut conn: Option<Connection> = None;
         loop {
-            {
+            let asked_at = {
                 let mut st = self.lock();
-                while !st.wanted && !st.stop {
+                while st.wanted.is_none() && !st.stop {
                     st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
                 }
                 if st.stop {
                     return;
                 }
-                st.wanted = false;
-            }
+                st.wanted.take()
+            };
             let _pass = self.pass.lock().unwrap_or_else(|p| p.into_inner());
+            if asked_at != Some(self.inline.load(Ordering::Relaxed)) {
+                // A commit checkpointed itself since the request.
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if conn.is_none() {
+                match open_connection(&self.path) {
+                    Ok(c) if configure(&c, self.sync, self.busy).is_ok() => conn = Some(c),
+                    // Commits checkpoint themselves from `INLINE` frames on.
+                    _ => return,
+                }
+            }
+            let Some(conn) = &conn else { return };
             // SAFETY: the handle is this thread's open connection; null out
             // parameters are allowed. A busy checkpoint (another process's
             // running) is simply asked for again by a later commit.
@@ -260,4 +280,46 @@ unsafe extern "C" fn on_commit(
         shared.inline.fetch_add(1, Ordering::Relaxed);
     }
     ffi::SQLITE_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The thread drops a request that a commit's own checkpoint overtook
+    /// (it would copy nothing and only hold read-mark locks while the next
+    /// writer starts the WAL over), and runs one that none overtook.
+    #[test]
+    fn a_request_a_commit_overtook_is_dropped_and_one_it_did_not_is_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        open_connection(&path)
+            .unwrap()
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(x);")
+            .unwrap();
+        let cp = Checkpointer::new(path, Synchronous::Full, Duration::from_secs(1));
+        let shared = &cp.shared;
+        {
+            // The thread is asked while a commit checkpoints itself.
+            let _commit = shared.pass.lock().unwrap();
+            assert!(shared.request());
+            shared.inline.fetch_add(1, Ordering::Relaxed);
+        }
+        wait_for("the overtaken request was not dropped", || {
+            cp.counts().2 == 1
+        });
+        assert_eq!(cp.counts().0, 0, "a checkpoint ran after the commit's own");
+        assert!(shared.request());
+        wait_for("the thread never checkpointed", || cp.counts().0 == 1);
+        assert_eq!(cp.counts(), (1, 1, 1));
+    }
 }

@@ -2234,7 +2234,9 @@ mod tests {
         let frames = || std::fs::metadata(&wal).map_or(0, |m| m.len().saturating_sub(32) / frame);
         let detail = "x".repeat(1_500);
         let (mut n, mut most) = (0i64, 0);
-        while b.pool.checkpointer.counts().1 < 2 {
+        // Two commits that checkpointed themselves, and a checkpoint of the
+        // thread's (it drops a request that a commit's overtook).
+        while b.pool.checkpointer.counts().1 < 2 || b.pool.checkpointer.counts().0 == 0 {
             let mut t = b.begin_write().unwrap();
             for _ in 0..4 {
                 t.append_event(&NewEvent {
@@ -2246,21 +2248,13 @@ mod tests {
             t.commit_with_mark(None).unwrap();
             n += 1;
             most = most.max(frames());
-            assert!(n < 20_000, "no commit checkpointed itself");
+            assert!(n < 20_000, "{:?}", b.pool.checkpointer.counts());
         }
         assert!(
             most > checkpoint::START as u64,
             "SQLite's own checkpoint at 1 000 frames is off"
         );
         assert!(most <= checkpoint::INLINE as u64 + 8, "{most} frames");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while b.pool.checkpointer.counts().0 == 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the thread never checkpointed"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
         drop(b);
         assert!(!wal.exists(), "a connection is still open");
         let b = backend(dir.path());
