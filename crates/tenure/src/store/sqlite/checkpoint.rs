@@ -21,11 +21,11 @@
 //! request the thread takes up only after such a commit checkpointed
 //! itself is dropped: it would find nothing to copy, and its locks on the
 //! WAL's read marks (or the schema read that opens its connection) could
-//! keep that next writer from starting the WAL over. So the WAL of one process's writers stays below [`INLINE`] frames
-//! plus what one commit adds, whatever the thread manages; as with SQLite's own
-//! checkpoints, a reader still using old frames, or another process's
-//! checkpoint running, lets it grow until a later commit's checkpoint
-//! completes. If the thread cannot start, commits checkpoint from
+//! keep that next writer from starting the WAL over. So the WAL of one
+//! process's writers stays below [`INLINE`] frames plus what one commit
+//! adds, whatever the thread manages; as with SQLite's own checkpoints, a
+//! reader still using old frames, or another process's checkpoint running,
+//! lets it grow until a later commit's checkpoint completes. If the thread cannot start, commits checkpoint from
 //! [`INLINE`] frames on. A longer WAL would
 //! leave more to the thread but costs every commit more: SQLite's index of
 //! the WAL finds a page's newest frame by probing past its older ones.
@@ -216,13 +216,14 @@ impl Shared {
                 continue;
             }
             if conn.is_none() {
-                match open_connection(&self.path) {
-                    Ok(c) if configure(&c, self.sync, self.busy).is_ok() => conn = Some(c),
-                    // Commits checkpoint themselves from `INLINE` frames on.
-                    _ => return,
-                }
+                conn = open_connection(&self.path)
+                    .ok()
+                    .filter(|c| configure(c, self.sync, self.busy).is_ok());
             }
-            let Some(conn) = &conn else { return };
+            let Some(conn) = &conn else {
+                // Commits checkpoint themselves from `INLINE` frames on.
+                return;
+            };
             // SAFETY: the handle is this thread's open connection; null out
             // parameters are allowed. A busy checkpoint (another process's
             // running) is simply asked for again by a later commit.
