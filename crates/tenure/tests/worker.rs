@@ -93,7 +93,10 @@ fn retry_fail_and_panic_outcomes_are_settled_and_reported() {
     )
     .unwrap();
     // flaky: retry, complete; broken: fail; panics: twice (retry, then out of attempts).
-    let reports = collect(&rx, 5);
+    // Each slot reports after its own commit: a retried job's next attempt,
+    // on the other slot, may be reported first.
+    let mut reports = collect(&rx, 5);
+    reports.sort_by_key(|r| r.attempt);
     w.stop();
     let of = |job: &str| -> Vec<String> {
         reports
