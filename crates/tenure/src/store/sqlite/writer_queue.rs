@@ -678,6 +678,26 @@ mod tests {
     /// The thread whose writer stops right after it took its ticket.
     pub(super) static TICKET_TAKEN: PausePoint<ThreadId> = PausePoint::new();
 
+    /// A writer on its own thread that sends the moment it got its turn
+    /// (waiting at most a minute for it), then ends the turn.
+    fn writer_telling_its_turn(
+        q: &Arc<WriterQueue>,
+    ) -> (
+        std::thread::JoinHandle<()>,
+        std::sync::mpsc::Receiver<Instant>,
+    ) {
+        let (got_tx, got_rx) = channel();
+        let q = q.clone();
+        let writer = std::thread::spawn(move || {
+            let turn = q
+                .acquire(Instant::now() + Duration::from_secs(60), false)
+                .expect("a turn within a minute");
+            got_tx.send(Instant::now()).unwrap();
+            drop(turn);
+        });
+        (writer, got_rx)
+    }
+
     /// A writer that has just taken its ticket (paused right after taking
     /// it) is already in line: the writer behind it waits for its turn to
     /// end, instead of finding its lock byte free and going ahead.
@@ -702,15 +722,7 @@ mod tests {
         reached_rx
             .recv()
             .expect("the first writer paused after taking its ticket");
-        let (got_tx, got_rx) = channel();
-        let second = {
-            let q = q.clone();
-            std::thread::spawn(move || {
-                let turn = q.acquire(far(), false).expect("second turn");
-                got_tx.send(Instant::now()).unwrap();
-                drop(turn);
-            })
-        };
+        let (second, got_rx) = writer_telling_its_turn(&q);
         assert!(
             got_rx.recv_timeout(Duration::from_millis(300)).is_err(),
             "the second writer took its turn while the first was in line before it"
@@ -746,15 +758,7 @@ mod tests {
                 "a writer behind the holder gives up when its timeout passes"
             );
         }
-        let (got_tx, got_rx) = channel();
-        let last = {
-            let q = q.clone();
-            std::thread::spawn(move || {
-                let turn = q.acquire(far(), false).expect("the last writer's turn");
-                got_tx.send(Instant::now()).unwrap();
-                drop(turn);
-            })
-        };
+        let (last, got_rx) = writer_telling_its_turn(&q);
         assert!(
             got_rx.recv_timeout(Duration::from_millis(300)).is_err(),
             "the writer behind two that gave up took its turn while the first held it"
