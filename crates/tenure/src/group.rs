@@ -34,8 +34,9 @@
 //!    unsettled then waits for the next group;
 //! 5. writes the high-water mark (every observed time, the refused members'
 //!    included) and COMMITs; then every member's outcome is published and
-//!    its caller (woken alone) returns. Nothing is acknowledged before that COMMIT
-//!    returned, and a failed COMMIT is every successful member's error.
+//!    one ring of the combiner's bell wakes their callers. Nothing is
+//!    acknowledged before that COMMIT returned, and a failed COMMIT is
+//!    every successful member's error.
 //!
 //! Each member's outcome is the one it would have had alone, run in the
 //! group's order: the members before it have committed in that serial order
@@ -55,6 +56,7 @@ use crate::store::Backend;
 use std::any::Any;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -74,47 +76,109 @@ pub(crate) const GATHER: Duration = Duration::from_micros(100);
 type Outcome = Result<Box<dyn Any + Send>>;
 type Work = Box<dyn FnMut(&mut Session) -> Outcome + Send + 'static>;
 
-/// Where one caller waits: for its outcome, or to be told to lead.
+/// Where one caller waits (asleep on its combiner's [`Bell`]): for its
+/// outcome, or to be told to lead.
 #[derive(Default)]
 struct Slot {
-    state: Mutex<SlotState>,
-    wake: Condvar,
-}
-
-#[derive(Default)]
-struct SlotState {
-    out: Option<Outcome>,
+    out: Mutex<Option<Outcome>>,
+    /// `out` is set.
+    ready: AtomicBool,
     /// The previous leader handed the lead to this caller.
-    lead: bool,
-    /// The caller sleeps on `wake` (set and cleared under the lock): only
-    /// then does settling it or handing it the lead need a wake-up (a
-    /// leader settling its own slot has nobody to wake).
-    asleep: bool,
+    lead: AtomicBool,
 }
 
 impl Slot {
-    fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Settle this caller: the outcome, then a wake-up of this caller only.
+    /// Settle this caller; it wakes at the leader's next [`Bell::ring`].
     fn settle(&self, out: Outcome) {
-        let mut s = self.lock();
-        s.out = Some(out);
-        self.wake_if_asleep(s);
+        *self.out.lock().unwrap_or_else(|p| p.into_inner()) = Some(out);
+        self.ready.store(true, Ordering::SeqCst);
     }
 
-    fn hand_lead(&self) {
-        let mut s = self.lock();
-        s.lead = true;
-        self.wake_if_asleep(s);
+    /// Whether this caller has its outcome or the lead.
+    fn called(&self) -> bool {
+        self.ready.load(Ordering::SeqCst) || self.lead.load(Ordering::SeqCst)
+    }
+}
+
+/// What every waiting caller of one combiner sleeps on. A leader rings it
+/// once when it has settled its whole group (and when it hands the lead
+/// on): one system call wakes every caller that group concerns, which then
+/// come back on every processor at once, where waking them one by one
+/// would pace their return by the leader's wake-up calls. A caller woken
+/// for another group's settling finds its slot unchanged and sleeps again.
+#[derive(Default)]
+struct Bell {
+    /// Moves on every ring.
+    word: AtomicU32,
+    /// Callers asleep (or about to sleep) on `word`: a ring with none makes
+    /// no system call.
+    #[cfg(target_os = "linux")]
+    sleepers: AtomicU32,
+    #[cfg(not(target_os = "linux"))]
+    sleep: (Mutex<()>, Condvar),
+}
+
+impl Bell {
+    fn seen(&self) -> u32 {
+        self.word.load(Ordering::SeqCst)
     }
 
-    fn wake_if_asleep(&self, s: MutexGuard<'_, SlotState>) {
-        let asleep = s.asleep;
-        drop(s);
-        if asleep {
-            self.wake.notify_one();
+    fn ring(&self) {
+        self.word.fetch_add(1, Ordering::SeqCst);
+        #[cfg(target_os = "linux")]
+        if self.sleepers.load(Ordering::SeqCst) != 0 {
+            // SAFETY: wakes every thread waiting on this process-private
+            // futex word; it reads nothing else.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.word.as_ptr(),
+                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                    i32::MAX,
+                    std::ptr::null::<libc::timespec>(),
+                    std::ptr::null::<u32>(),
+                    0,
+                );
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _held = self.sleep.0.lock().unwrap_or_else(|p| p.into_inner());
+            self.sleep.1.notify_all();
+        }
+    }
+
+    /// Sleep until the bell moves past `seen`, unless `settled` holds once
+    /// this caller counts as asleep (a ring after that wakes it; one before
+    /// it set what `settled` reads, or moved the word). May return early:
+    /// the caller checks its slot again.
+    fn wait(&self, seen: u32, settled: impl Fn() -> bool) {
+        #[cfg(target_os = "linux")]
+        {
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            if !settled() && self.seen() == seen {
+                // SAFETY: a wait on this process-private futex word while it
+                // still holds `seen`; it writes nothing.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_futex,
+                        self.word.as_ptr(),
+                        libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                        seen,
+                        std::ptr::null::<libc::timespec>(),
+                        std::ptr::null::<u32>(),
+                        0,
+                    );
+                }
+            }
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let held = self.sleep.0.lock().unwrap_or_else(|p| p.into_inner());
+            if !settled() && self.seen() == seen {
+                drop(self.sleep.1.wait(held).unwrap_or_else(|p| p.into_inner()));
+            }
         }
     }
 }
@@ -147,6 +211,8 @@ pub(crate) struct Combiner {
     gathered: Condvar,
     /// Whether a leader gathers (see [`Combiner::gather`]).
     gathers: bool,
+    /// Where waiting callers sleep.
+    bell: Bell,
 }
 
 /// How one group ended: outcomes to publish, jobs to queue again.
@@ -240,23 +306,26 @@ impl Combiner {
             if lead {
                 self.lead(backend, clock);
             }
-            let mut s = slot.lock();
             loop {
-                if let Some(out) = s.out.take() {
-                    drop(s);
+                let seen = self.bell.seen();
+                if slot.ready.load(Ordering::SeqCst) {
+                    let out = slot
+                        .out
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .take()
+                        .expect("a ready slot has its outcome");
                     return out.and_then(|b| {
                         b.downcast::<T>().map(|v| *v).map_err(|_| {
                             Error::Internal("a group member's result changed type".into())
                         })
                     });
                 }
-                if std::mem::take(&mut s.lead) {
+                if slot.lead.swap(false, Ordering::SeqCst) {
                     lead = true;
                     break;
                 }
-                s.asleep = true;
-                s = slot.wake.wait(s).unwrap_or_else(|p| p.into_inner());
-                s.asleep = false;
+                self.bell.wait(seen, || slot.called());
             }
         }
     }
@@ -265,7 +334,7 @@ impl Combiner {
     /// its members ([`hand_on`]): the next leader gathers and queues for the
     /// writer lock while this group runs and commits, so the handoff costs
     /// no wake-up after the COMMIT. Whoever is first in the queue then
-    /// leads (woken alone), or the next caller to queue if nobody is.
+    /// leads (woken by a ring), or the next caller to queue if nobody is.
     fn lead(&self, backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>) {
         self.gather();
         let began = Instant::now();
@@ -299,11 +368,12 @@ impl Combiner {
         };
         drop(st);
         if let Some(next) = next {
-            next.hand_lead();
+            next.lead.store(true, Ordering::SeqCst);
         }
         for (slot, out) in one.into_iter().chain(outcomes) {
             slot.settle(out);
         }
+        self.bell.ring();
     }
 
     /// Before its turn at the writer lock, a leader whose previous group
@@ -396,7 +466,8 @@ impl Combiner {
             (alone, batch, hand_on(&mut st))
         };
         if let Some(next) = next {
-            next.hand_lead();
+            next.lead.store(true, Ordering::SeqCst);
+            self.bell.ring();
         }
         if let Some(mut job) = alone {
             let out = session.single(|s| (job.work)(s));
