@@ -51,6 +51,8 @@
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+#[cfg(target_os = "linux")]
+use crate::futex::{self, Scope};
 use crate::session::{refusal, Session};
 use crate::store::Backend;
 use std::any::Any;
@@ -94,6 +96,11 @@ impl Slot {
         self.ready.store(true, Ordering::SeqCst);
     }
 
+    /// Hand this caller the lead; it wakes at the leader's next [`Bell::ring`].
+    fn hand_lead(&self) {
+        self.lead.store(true, Ordering::SeqCst);
+    }
+
     /// Whether this caller has its outcome or the lead.
     fn called(&self) -> bool {
         self.ready.load(Ordering::SeqCst) || self.lead.load(Ordering::SeqCst)
@@ -127,19 +134,7 @@ impl Bell {
         self.word.fetch_add(1, Ordering::SeqCst);
         #[cfg(target_os = "linux")]
         if self.sleepers.load(Ordering::SeqCst) != 0 {
-            // SAFETY: wakes every thread waiting on this process-private
-            // futex word; it reads nothing else.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    self.word.as_ptr(),
-                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                    i32::MAX,
-                    std::ptr::null::<libc::timespec>(),
-                    std::ptr::null::<u32>(),
-                    0,
-                );
-            }
+            futex::wake_all(&self.word, Scope::Private);
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -157,19 +152,7 @@ impl Bell {
         {
             self.sleepers.fetch_add(1, Ordering::SeqCst);
             if !settled() && self.seen() == seen {
-                // SAFETY: a wait on this process-private futex word while it
-                // still holds `seen`; it writes nothing.
-                unsafe {
-                    libc::syscall(
-                        libc::SYS_futex,
-                        self.word.as_ptr(),
-                        libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                        seen,
-                        std::ptr::null::<libc::timespec>(),
-                        std::ptr::null::<u32>(),
-                        0,
-                    );
-                }
+                futex::wait(&self.word, seen, None, Scope::Private);
             }
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
@@ -368,7 +351,7 @@ impl Combiner {
         };
         drop(st);
         if let Some(next) = next {
-            next.lead.store(true, Ordering::SeqCst);
+            next.hand_lead();
         }
         for (slot, out) in one.into_iter().chain(outcomes) {
             slot.settle(out);
@@ -466,7 +449,7 @@ impl Combiner {
             (alone, batch, hand_on(&mut st))
         };
         if let Some(next) = next {
-            next.lead.store(true, Ordering::SeqCst);
+            next.hand_lead();
             self.bell.ring();
         }
         if let Some(mut job) = alone {

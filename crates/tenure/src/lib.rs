@@ -41,6 +41,8 @@ mod edit;
 mod error;
 pub mod executor;
 mod fault;
+#[cfg(target_os = "linux")]
+mod futex;
 mod group;
 mod inner;
 mod keeper;

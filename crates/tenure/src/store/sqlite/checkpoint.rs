@@ -25,10 +25,11 @@
 //! process's writers stays below [`INLINE`] frames plus what one commit
 //! adds, whatever the thread manages; as with SQLite's own checkpoints, a
 //! reader still using old frames, or another process's checkpoint running,
-//! lets it grow until a later commit's checkpoint completes. If the thread cannot start, commits checkpoint from
-//! [`INLINE`] frames on. A longer WAL would
-//! leave more to the thread but costs every commit more: SQLite's index of
-//! the WAL finds a page's newest frame by probing past its older ones.
+//! lets it grow until a later commit's checkpoint completes. If the thread
+//! cannot start, commits checkpoint from [`INLINE`] frames on. A longer WAL
+//! would leave more to the thread but costs every commit more: SQLite's
+//! index of the WAL finds a page's newest frame by probing past its older
+//! ones.
 //!
 //! Checkpoints move committed pages and change no content: what a commit
 //! acknowledges, and when it is durable (at its commit with `FULL`; with

@@ -80,6 +80,7 @@
 //! the sidecar file, fall back to SQLite's own busy handling.
 
 use crate::error::{Error, Result};
+use crate::futex::{self, Scope};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -153,35 +154,42 @@ fn byte(t: u64) -> i64 {
     BYTES_BASE + (t % BYTES_SPAN) as i64
 }
 
+/// One open-file-description lock call (`cmd`: `F_OFD_SETLK`,
+/// `F_OFD_SETLKW` or `F_OFD_GETLK`) of `kind` over `len` bytes from
+/// `start` (0: to the end of the file and beyond) on our own descriptor;
+/// the record as the kernel left it, or `None` if the call failed.
+fn ofd(
+    file: &File,
+    cmd: libc::c_int,
+    kind: libc::c_int,
+    start: i64,
+    len: i64,
+) -> Option<libc::flock> {
+    // SAFETY: a zeroed flock is valid (l_pid 0, as the OFD commands
+    // require); fcntl reads and writes only it, and takes, releases or
+    // tests a lock of our own descriptor.
+    unsafe {
+        let mut fl: libc::flock = std::mem::zeroed();
+        fl.l_type = kind as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        fl.l_start = start;
+        fl.l_len = len;
+        (libc::fcntl(file.as_raw_fd(), cmd, &mut fl) == 0).then_some(fl)
+    }
+}
+
 /// Whether another open file description holds a lock on byte `offset`
 /// (tested without taking it, so two writers testing one byte never see
 /// each other's test). A test that fails counts as held: the writer waits,
 /// bounded by its busy timeout.
 fn ofd_held(file: &File, offset: i64) -> bool {
-    // SAFETY: a zeroed flock is valid (l_pid 0, as F_OFD_GETLK requires);
-    // fcntl writes into it and takes no lock.
-    unsafe {
-        let mut fl: libc::flock = std::mem::zeroed();
-        fl.l_type = libc::F_WRLCK as libc::c_short;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = offset;
-        fl.l_len = 1;
-        libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) != 0
-            || fl.l_type != libc::F_UNLCK as libc::c_short
-    }
+    ofd(file, libc::F_OFD_GETLK, libc::F_WRLCK, offset, 1)
+        .is_none_or(|fl| fl.l_type != libc::F_UNLCK as libc::c_short)
 }
 
+/// Take (`F_WRLCK`) or release (`F_UNLCK`) byte `offset` without waiting.
 fn ofd_lock(file: &File, kind: libc::c_int, offset: i64) -> bool {
-    // SAFETY: a zeroed flock is valid; fcntl reads it and has no other effect
-    // than taking or releasing a lock on our own descriptor.
-    unsafe {
-        let mut fl: libc::flock = std::mem::zeroed();
-        fl.l_type = kind as libc::c_short;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = offset;
-        fl.l_len = 1;
-        libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) == 0
-    }
+    ofd(file, libc::F_OFD_SETLK, kind, offset, 1).is_some()
 }
 
 impl WriterQueue {
@@ -242,16 +250,8 @@ impl WriterQueue {
         let Ok(file) = OpenOptions::new().read(true).write(true).open(&self.path) else {
             return false;
         };
-        // SAFETY: a zeroed flock is valid; a blocking lock of one byte of our
-        // own descriptor, held only for the check below.
-        let locked = unsafe {
-            let mut fl: libc::flock = std::mem::zeroed();
-            fl.l_type = libc::F_WRLCK as libc::c_short;
-            fl.l_whence = libc::SEEK_SET as libc::c_short;
-            fl.l_start = BOOT_LOCK;
-            fl.l_len = 1;
-            libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &mut fl) == 0
-        };
+        // A blocking lock of one byte, held only for the check below.
+        let locked = ofd(&file, libc::F_OFD_SETLKW, libc::F_WRLCK, BOOT_LOCK, 1).is_some();
         if !locked {
             return false;
         }
@@ -578,23 +578,7 @@ fn take_ticket(next: &AtomicU64, file: &File, deadline: Instant) -> Option<u64> 
 }
 
 fn wait(doorbell: &AtomicU32, bell: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: a shared futex wait on a word of our mapping with a timeout;
-    // spurious returns are handled by the caller's loop.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            doorbell.as_ptr(),
-            libc::FUTEX_WAIT,
-            bell,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            0,
-        );
-    }
+    futex::wait(doorbell, bell, Some(timeout), Scope::Shared);
 }
 
 fn ring(doorbell: &AtomicU32) {
@@ -603,18 +587,7 @@ fn ring(doorbell: &AtomicU32) {
 }
 
 fn wake(doorbell: &AtomicU32) {
-    // SAFETY: wake every waiter on our mapped futex word.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            doorbell.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0,
-        );
-    }
+    futex::wake_all(doorbell, Scope::Shared);
 }
 
 impl Drop for WriterQueue {
@@ -657,15 +630,7 @@ impl Drop for WriterTurn {
 
 /// Whether the descriptor now holds no lock.
 fn unlock_all(file: &File) -> bool {
-    // SAFETY: releasing every OFD lock this descriptor holds (l_len = 0: to EOF and beyond).
-    unsafe {
-        let mut fl: libc::flock = std::mem::zeroed();
-        fl.l_type = libc::F_UNLCK as libc::c_short;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = 0;
-        fl.l_len = 0;
-        libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) == 0
-    }
+    ofd(file, libc::F_OFD_SETLK, libc::F_UNLCK, 0, 0).is_some()
 }
 
 #[cfg(test)]
