@@ -555,7 +555,10 @@ fn design_refs(text: &str) -> Vec<(usize, String, String)> {
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
                 .collect();
             let page = name.rsplit("docs/").next().unwrap_or(name);
-            let page = page.trim_start_matches("../").trim_start_matches("./");
+            let page = page
+                .trim_start_matches("../")
+                .trim_start_matches("./")
+                .trim_start_matches('/');
             if page == "design" || page.starts_with("design/") {
                 out.push((i + 1, format!("docs/{page}.md"), fragment));
             }
