@@ -627,12 +627,26 @@ mod tests {
     use super::*;
 
     /// A throwaway tree with a test file of each language and a design page.
-    fn tree(design: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "xtask-docs-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
+    /// A throwaway folder, removed when dropped.
+    struct Tree(PathBuf);
+
+    impl std::ops::Deref for Tree {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn tree(design: &str) -> Tree {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("xtask-docs-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let write = |p: &str, s: &str| {
             let f = dir.join(p);
@@ -660,7 +674,7 @@ mod tests {
             "# Other\n\n## A part\n\nSee [the rules](design.md#the-rules).\n",
         );
         write("docs/design.md", design);
-        dir
+        Tree(dir)
     }
 
     fn page(rows: &str, prose: &str) -> String {
