@@ -48,6 +48,8 @@ mod inner;
 mod keeper;
 mod lease;
 mod model;
+#[cfg(test)]
+mod module_graph;
 mod ops;
 mod request;
 mod retention;
