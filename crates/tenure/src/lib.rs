@@ -32,6 +32,7 @@
 //! errors on top of this crate.
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 mod authority;
 mod check;
@@ -41,8 +42,6 @@ mod edit;
 mod error;
 pub mod executor;
 mod fault;
-#[cfg(target_os = "linux")]
-mod futex;
 mod group;
 mod inner;
 mod keeper;
@@ -60,6 +59,8 @@ mod session;
 #[doc(hidden)]
 pub mod stats;
 mod store;
+#[allow(unsafe_code)]
+mod sys;
 mod token;
 mod ttl;
 pub mod validate;

@@ -376,6 +376,13 @@ fn the_module_graph_has_no_cycle() {
 }
 
 #[test]
+fn the_unsafe_code_of_sys_depends_on_leaf_modules_only() {
+    let g = graph();
+    let allowed = BTreeSet::from(["error".to_string()]);
+    assert!(g["sys"].is_subset(&allowed), "sys uses {:?}", g["sys"]);
+}
+
+#[test]
 fn the_module_graph_sees_what_code_names() {
     let g = graph();
     for m in [
@@ -395,6 +402,10 @@ fn the_module_graph_sees_what_code_names() {
     assert!(g["edit"].contains("ops"), "crate::ops::shared_operations!");
     assert!(g["ops"].contains("lease"), "$crate::lease / $crate::Lease");
     assert!(g["worker"].contains("authority"), "a root re-export");
+    assert!(
+        g["store"].contains("sys"),
+        "the store's unsafe code is in sys"
+    );
     assert_eq!(
         root_names("super::super::x", 2),
         BTreeSet::from(["x".to_string()])

@@ -15,13 +15,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 /// The VFS name connections to a modelled store open with.
-pub(super) const NAME: &CStr = c"tenure-powerloss";
+pub(crate) const NAME: &CStr = c"tenure-powerloss";
 
 /// Database paths under the model.
 static MODELLED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Whether connections to `path` open through the model.
-pub(super) fn covers(path: &Path) -> bool {
+pub(crate) fn covers(path: &Path) -> bool {
     MODELLED
         .lock()
         .unwrap_or_else(|p| p.into_inner())

@@ -44,10 +44,10 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 /// The name of the VFS over the default one.
-pub(super) const NAME: &CStr = c"tenure";
+pub(crate) const NAME: &CStr = c"tenure";
 /// The same over the power-failure model of the tests.
 #[cfg(test)]
-pub(super) const MODEL_NAME: &CStr = c"tenure-over-powerloss";
+pub(crate) const MODEL_NAME: &CStr = c"tenure-over-powerloss";
 
 /// Size of a WAL frame header, and of the WAL file header before frame 1.
 const FRAME_HEADER: usize = 24;
@@ -71,7 +71,7 @@ thread_local! {
 /// writes them; should a `COMMIT` end without writing its commit frame,
 /// whatever it left held is dropped here, never written: once the
 /// transaction ends, another writer may put its frames at those offsets.
-pub(super) fn committing<R>(commit: impl FnOnce() -> R) -> R {
+pub(crate) fn committing<R>(commit: impl FnOnce() -> R) -> R {
     struct End;
     impl Drop for End {
         fn drop(&mut self) {
@@ -93,14 +93,14 @@ pub(super) fn committing<R>(commit: impl FnOnce() -> R) -> R {
 }
 
 /// The VFS name connections open with: this VFS over the default one.
-pub(super) fn vfs_name() -> &'static str {
+pub(crate) fn vfs_name() -> &'static str {
     register(&DEFAULT, NAME, None);
     NAME.to_str().expect("ASCII")
 }
 
 /// The VFS name of connections to a store under the power-failure model.
 #[cfg(test)]
-pub(super) fn model_vfs_name() -> &'static str {
+pub(crate) fn model_vfs_name() -> &'static str {
     register(&OVER_MODEL, MODEL_NAME, Some(super::powerloss::NAME));
     MODEL_NAME.to_str().expect("ASCII")
 }
@@ -547,7 +547,7 @@ static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 };
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use rusqlite::{Connection, OpenFlags};
     use std::cell::Cell;
@@ -559,7 +559,7 @@ pub(super) mod tests {
 
     /// One write reached a WAL file, through the VFS below or this VFS's
     /// own descriptor (on this thread).
-    pub(super) fn count_write() {
+    pub(crate) fn count_write() {
         WRITES.with(|w| w.set(w.get() + 1));
     }
 

@@ -1,0 +1,28 @@
+//! The crate's unsafe code, each piece behind a safe interface: the rest of
+//! the crate denies `unsafe_code` and reaches the operating system and
+//! SQLite's C interface only through these modules.
+//!
+//! - [`futex`]: sleep on and wake a 32-bit word (Linux).
+//! - [`map`]: a file mapped shared, read and written through atomics.
+//! - [`ofd`]: open-file-description byte locks.
+//! - [`signals`]: run a function when SIGTERM or SIGINT arrives (Unix).
+//! - [`scoped`]: lend a closure that borrows from its caller's frame to
+//!   another thread for as long as the caller waits.
+//! - [`sqlite`]: what a connection needs beyond `rusqlite`'s safe API
+//!   (statements kept prepared, file controls, the WAL hook).
+//! - [`wal_writes`] and [`powerloss`]: SQLite VFS shims.
+//!
+//! This module depends only on the leaf modules (`error`); every module that
+//! uses it is above it.
+
+#[cfg(target_os = "linux")]
+pub(crate) mod futex;
+pub(crate) mod map;
+pub(crate) mod ofd;
+#[cfg(test)]
+pub(crate) mod powerloss;
+pub(crate) mod scoped;
+#[cfg(unix)]
+pub(crate) mod signals;
+pub(crate) mod sqlite;
+pub(crate) mod wal_writes;
