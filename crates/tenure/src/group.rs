@@ -276,7 +276,8 @@ impl Combiner {
         // long as this caller waits for its outcome. Every path that settles
         // a slot drops the job first (the job is either in the queue or
         // owned by the one leader, which settles it, or after a panic has
-        // dropped it, before settling the slot), so nothing calls it later.
+        // dropped it, before settling the slot); a job run after its loan
+        // ended would find nothing to call ([`Job::run`]).
         scoped::lend(work, |work| self.queue_and_wait::<T>(backend, clock, work))
     }
 
