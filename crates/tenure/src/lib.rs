@@ -28,11 +28,10 @@
 //! ```
 //!
 //! Rules live in one place (`rules`), storage behind one interface (`store`),
-//! and the crate's unsafe code in one module (`sys`, with a safe interface;
-//! the rest of the crate denies `unsafe_code`). Modules depend on each other
-//! without a cycle (a unit test checks it). The C ABI, C++ and Python
-//! projections and the CLI convert types and map errors on top of this
-//! crate.
+//! and the system and FFI glue in one module (`sys`, behind a safe
+//! interface; no other module may hold such code). Modules depend on each
+//! other without a cycle. The C ABI, C++ and Python projections and the CLI
+//! convert types and map errors on top of this crate.
 
 #![warn(missing_docs)]
 #![deny(unsafe_code)]

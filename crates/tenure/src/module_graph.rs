@@ -376,7 +376,7 @@ fn the_module_graph_has_no_cycle() {
 }
 
 #[test]
-fn the_unsafe_code_of_sys_depends_on_leaf_modules_only() {
+fn the_sys_module_depends_on_leaf_modules_only() {
     let g = graph();
     let allowed = BTreeSet::from(["error".to_string()]);
     assert!(g["sys"].is_subset(&allowed), "sys uses {:?}", g["sys"]);
@@ -404,7 +404,7 @@ fn the_module_graph_sees_what_code_names() {
     assert!(g["worker"].contains("authority"), "a root re-export");
     assert!(
         g["store"].contains("sys"),
-        "the store's unsafe code is in sys"
+        "the store reaches the system through sys"
     );
     assert_eq!(
         root_names("super::super::x", 2),
