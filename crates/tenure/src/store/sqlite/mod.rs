@@ -13,8 +13,8 @@ mod durability;
 #[cfg(test)]
 mod pause;
 #[cfg(test)]
-pub(crate) mod powerloss;
-mod wal_writes;
+pub(crate) use crate::sys::powerloss;
+use crate::sys::wal_writes;
 #[cfg(target_os = "linux")]
 mod writer_queue;
 
