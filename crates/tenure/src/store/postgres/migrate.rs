@@ -1,12 +1,49 @@
-//! The migration steps that bring an older PostgreSQL store forward, one
-//! constant per schema version.
+//! The migration steps that bring an older PostgreSQL store forward to the
+//! layout of [`super::schema::SCHEMA`], one constant per schema version,
+//! run in order by [`forward`] inside the guarded transaction that read the
+//! version. A new store never runs them: it is created at the current
+//! layout.
+//!
+//! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
+//! layout, only ever existed on SQLite). Schema 10 changed only SQLite's
+//! layout: from 9 there is nothing to do but record the version.
+
+use super::map_err;
+use crate::error::Result;
+use postgres::Client;
+
+/// The oldest schema version a PostgreSQL store can have.
+pub(super) const OLDEST: u32 = 2;
+
+/// The steps, oldest first: `(v, sql)` brings a store at schema `v - 1` to
+/// schema `v`.
+const STEPS: &[(u32, &str)] = &[
+    (3, MIGRATE_2_TO_3),
+    (4, MIGRATE_3_TO_4),
+    (5, MIGRATE_4_TO_5),
+    (6, MIGRATE_5_TO_6),
+    (7, MIGRATE_6_TO_7),
+    (8, MIGRATE_7_TO_8),
+    (9, MIGRATE_8_TO_9),
+];
+
+/// Runs every step after schema `from` ([`OLDEST`] or later), inside the
+/// caller's transaction; the caller records the new version.
+pub(super) fn forward(c: &mut Client, from: u32) -> Result<()> {
+    for &(to, sql) in STEPS {
+        if to > from {
+            c.batch_execute(sql).map_err(map_err)?;
+        }
+    }
+    Ok(())
+}
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
 /// the indexes pruning reads by, and autovacuum settings for the tables
 /// pruning deletes from (vacuumed after 2 % of their rows died rather than
 /// 20 %, without cost delay, so their size stays near their live rows).
 /// Additive only, idempotent.
-pub(super) const MIGRATE_2_TO_3: &str = r#"
+const MIGRATE_2_TO_3: &str = r#"
 CREATE TABLE IF NOT EXISTS tenure.tombstones (
     production     TEXT COLLATE "C" NOT NULL,
     job            TEXT COLLATE "C" NOT NULL,
@@ -39,7 +76,7 @@ ALTER TABLE tenure.nonces SET (autovacuum_vacuum_scale_factor = 0.02,
 /// with `jobs_ready` replacing `jobs_live` and `jobs_parked`, hold limit,
 /// back-off columns on jobs, productions and tombstones. Additive; run
 /// once, inside the guarded transaction that checked the version.
-pub(super) const MIGRATE_3_TO_4: &str = r#"
+const MIGRATE_3_TO_4: &str = r#"
 ALTER TABLE tenure.jobs ADD COLUMN due_us BIGINT;
 ALTER TABLE tenure.jobs ADD COLUMN parked BOOLEAN NOT NULL DEFAULT false;
 ALTER TABLE tenure.jobs ADD COLUMN max_hold_us BIGINT CHECK (max_hold_us IS NULL OR max_hold_us > 0);
@@ -68,7 +105,7 @@ CREATE INDEX jobs_parked ON tenure.jobs (production, due_us) WHERE parked;
 /// live states. Adding the stored column rewrites the table once (under
 /// the migration's lock), applying the fillfactor to every page.
 /// Idempotent.
-pub(super) const MIGRATE_4_TO_5: &str = r#"
+const MIGRATE_4_TO_5: &str = r#"
 ALTER TABLE tenure.jobs SET (fillfactor = 70);
 ALTER TABLE tenure.jobs ADD COLUMN IF NOT EXISTS ended_us BIGINT GENERATED ALWAYS AS (
     CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN updated_us END) STORED;
@@ -80,7 +117,7 @@ CREATE INDEX jobs_terminal ON tenure.jobs (ended_us) WHERE ended_us IS NOT NULL;
 /// same change): one row per claim made under a caller's request ID,
 /// removed with its job. Additive; run once, inside the guarded
 /// transaction that checked the version.
-pub(super) const MIGRATE_5_TO_6: &str = r#"
+const MIGRATE_5_TO_6: &str = r#"
 CREATE TABLE IF NOT EXISTS tenure.claim_requests (
     production    TEXT NOT NULL,
     request_id    TEXT NOT NULL,
@@ -103,7 +140,7 @@ CREATE INDEX IF NOT EXISTS claim_requests_by_job ON tenure.claim_requests (produ
 /// that: the old row versions keep their bytes until a transition, pruning
 /// or a `VACUUM FULL` rewrites them). Idempotent: a store whose `jobs` has
 /// no payload column is left as it is.
-pub(super) const MIGRATE_6_TO_7: &str = r#"
+const MIGRATE_6_TO_7: &str = r#"
 CREATE TABLE IF NOT EXISTS tenure.payloads (
     production TEXT COLLATE "C" NOT NULL,
     job        TEXT COLLATE "C" NOT NULL,
@@ -131,7 +168,7 @@ $$;
 /// claimed, parked or not), which claim-next's ready page starts from so
 /// that it skips, inside the index, the entries of jobs that ended before
 /// the bound. 0 (no bound) until the first raise. Additive, idempotent.
-pub(super) const MIGRATE_7_TO_8: &str = r#"
+const MIGRATE_7_TO_8: &str = r#"
 ALTER TABLE tenure.productions ADD COLUMN IF NOT EXISTS claim_floor BIGINT NOT NULL DEFAULT 0;
 "#;
 
@@ -141,7 +178,7 @@ ALTER TABLE tenure.productions ADD COLUMN IF NOT EXISTS claim_floor BIGINT NOT N
 /// beside the migrated store then fails its writes instead of keeping a
 /// mark nobody reads). Additive apart from that drop; idempotent (a store
 /// without `tenure.marks` keeps its log as it is).
-pub(super) const MIGRATE_8_TO_9: &str = r#"
+const MIGRATE_8_TO_9: &str = r#"
 CREATE TABLE IF NOT EXISTS tenure.mark_log (value BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS mark_log_by_value ON tenure.mark_log (value);
 ALTER TABLE tenure.mark_log SET (autovacuum_vacuum_scale_factor = 0.02,

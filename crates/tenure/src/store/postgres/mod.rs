@@ -5,29 +5,35 @@
 //! backend (see [`crate::Authority::open`]); the rules in [`crate::rules`] are
 //! the same code as on SQLite, only the primitive reads and writes differ.
 //!
+//! # Files
+//!
+//! - this file: opening ([`PgBackend::open`]), the [`Backend`] impl, the
+//!   error mapping and the advisory-lock keys;
+//! - [`schema`]: the current layout, the one source of the DDL, and the
+//!   guarded creation; [`migrate`]: the steps that bring an older store
+//!   forward;
+//! - [`pool`]: connections and the bookkeeping transactions a commit leaves
+//!   due; [`sql`]: statement text shared by several parts;
+//! - [`txn`]: [`txn::PgTxn`], its machinery in `txn/mod.rs` and the reads
+//!   and writes by area (`claim`, `jobs`, `events`, `productions`,
+//!   `records`, `retention`; `rows` decodes);
+//! - [`listen`] (the work doorbell), [`literal`], [`retry`], [`tls`],
+//!   [`url`].
+//!
 //! # Schema
 //!
 //! Every table lives in the schema `tenure` of the database named by the
-//! URL. `tenure.meta` holds the row `('schema_version', 3)`, the PostgreSQL
-//! counterpart of SQLite's `PRAGMA user_version`. Opening reads that row
-//! first, without writing anything: a newer version is refused with
-//! [`Error::SchemaTooNew`] untouched. A missing schema is created in one
-//! transaction under a transaction-level advisory lock, so concurrent first
-//! opens from many hosts create it exactly once. A `tenure` schema with
-//! tables but without the version row is refused as "not a tenure store".
-//! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
-//! layout, only ever existed on SQLite); a new one is created at 2 and
-//! migrated forward in the same guarded transaction, and an older store
-//! migrates forward in that transaction too: to 3 (retention: tombstones,
-//! the history horizon, pruning's indexes) and to 4 (scheduling and hold
-//! limits, see `MIGRATE_3_TO_4`) and to 5 (a hot queue: fillfactor, no
-//! index on what a renewal changes, see `MIGRATE_4_TO_5`; on SQLite schema 5
-//! rebuilt the `jobs` table instead, see the SQLite backend) and to 6
-//! (request IDs, see `MIGRATE_5_TO_6`) and to 7 (payloads apart from the
-//! job rows, see `MIGRATE_6_TO_7`) and to 8 (the claim floor, see
-//! `MIGRATE_7_TO_8` and [`Pool::raise_claim_floor`]).
-//! Identifiers are stored `COLLATE "C"` so that listings page in byte order,
-//! exactly like SQLite.
+//! URL (the layout: [`schema::SCHEMA`]). `tenure.meta` holds the row
+//! `('schema_version', n)`, the PostgreSQL counterpart of SQLite's
+//! `PRAGMA user_version`. Opening reads that row first, without writing
+//! anything: a newer version is refused with [`Error::SchemaTooNew`]
+//! untouched. A missing schema is created at the current layout, and an
+//! older store (schema 2 or later) is migrated forward by the steps of
+//! [`migrate`], in one transaction under a transaction-level advisory lock,
+//! so concurrent first opens from many hosts do it exactly once. A `tenure`
+//! schema with tables but without the version row is refused as "not a
+//! tenure store". Identifiers are stored `COLLATE "C"` so that listings
+//! page in byte order, exactly like SQLite.
 //!
 //! # Transactions and locking
 //!
@@ -289,7 +295,7 @@ impl PgBackend {
                 })
             }
             Some(v) if v == SCHEMA_VERSION => v,
-            _ => schema::create(&mut conn.client, &pool)?,
+            _ => schema::create_or_migrate(&mut conn.client, &pool)?,
         };
         let pool = Arc::new(pool);
         pool.give_back(conn);
