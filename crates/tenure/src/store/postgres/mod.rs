@@ -13,7 +13,8 @@
 //!   guarded creation; [`migrate`]: the steps that bring an older store
 //!   forward;
 //! - [`pool`]: connections and the bookkeeping transactions a commit leaves
-//!   due; [`sql`]: statement text shared by several parts;
+//!   due; [`sql`]: the statement text, apart from the Rust that binds and
+//!   decodes it;
 //! - [`txn`]: [`txn::PgTxn`], its machinery in `txn/mod.rs` and the reads
 //!   and writes by area (`claim`, `jobs`, `events`, `productions`,
 //!   `records`, `retention`; `rows` decodes);

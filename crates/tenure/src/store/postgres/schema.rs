@@ -4,6 +4,7 @@
 
 use super::migrate;
 use super::pool::Pool;
+use super::sql::SCHEMA_VERSION_ROW;
 use super::{map_err, SCHEMA_LOCK};
 use crate::error::{Error, Result};
 use crate::store::SCHEMA_VERSION;
@@ -171,12 +172,7 @@ pub(super) fn stored_version(c: &mut Client) -> Result<Option<u32>> {
     if !exists {
         return Ok(None);
     }
-    let row = c
-        .query_opt(
-            "SELECT value FROM tenure.meta WHERE key = 'schema_version'",
-            &[],
-        )
-        .map_err(map_err)?;
+    let row = c.query_opt(SCHEMA_VERSION_ROW, &[]).map_err(map_err)?;
     match row {
         None => Err(Error::Store(
             "not a tenure store: schema tenure has a meta table without schema_version".into(),

@@ -23,23 +23,7 @@ pub(super) fn lock_jobs_sampled(
     // then sample the clock in a CTE that consumes every locked row
     // first, so the sample is taken after any wait for a lock; the
     // rows' productions' default back-off comes with them.
-    let rows = tx.query(
-        concat!(
-            "WITH l AS MATERIALIZED (
-                 SELECT ",
-            job_cols!(),
-            " FROM tenure.jobs WHERE (production, job) IN
-                     (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
-                 ORDER BY seq FOR UPDATE),
-             t AS MATERIALIZED (
-                 SELECT coalesce($3::bigint, ",
-            server_sample!(),
-            ") AS now FROM (SELECT count(*) AS n FROM l) c)
-             SELECT l.*, t.now, p.backoff_base_us, p.backoff_cap_us
-             FROM t LEFT JOIN l ON true LEFT JOIN tenure.productions p ON p.name = l.production"
-        ),
-        &[&prods, &names, &local],
-    )?;
+    let rows = tx.query(LOCK_JOBS_SAMPLED, &[&prods, &names, &local])?;
     let now: i64 = rows
         .first()
         .map(|r| r.get(JOB_COLS))
@@ -87,57 +71,7 @@ pub(super) fn claim_start(
     // see `Pool::raise_claim_floor`): a bound the index checks on
     // its own entries, so the entries of jobs that ended below it cost
     // no heap visit even while an open snapshot keeps their versions.
-    macro_rules! page {
-        ($cond:literal) => {
-            concat!(
-                "SELECT ",
-                job_cols!(),
-                " FROM tenure.jobs
-                 WHERE production = $3 AND ",
-                $cond,
-                " AND (SELECT found FROM lk)
-                 ORDER BY priority DESC, seq LIMIT $4
-                 FOR UPDATE SKIP LOCKED"
-            )
-        };
-    }
-    let rows = tx.query(
-        concat!(
-            "WITH lk AS MATERIALIZED (
-                 SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3) AS found,
-                        coalesce((SELECT claim_floor FROM tenure.productions
-                                  WHERE name = $3), 0) AS floor,
-                        coalesce($5::bigint, ",
-            server_sample!(),
-            ") AS now, l.locked::text AS locked
-                 FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked
-                       OFFSET 0) l),
-             ready AS MATERIALIZED (",
-            page!(
-                "state IN ('requested', 'claimed') AND NOT parked
-                 AND seq >= (SELECT floor FROM lk)
-                 AND (state = 'requested' OR expires_us IS NULL
-                      OR expires_us <= (SELECT now FROM lk))"
-            ),
-            "),
-             due AS MATERIALIZED (",
-            // Read through `jobs_parked`: the state test is kept out of
-            // the index conditions (`IS TRUE`), or the planner may walk
-            // every requested job by `jobs_by_state` instead.
-            page!(
-                "parked AND due_us <= (SELECT now FROM lk)
-                 AND (state IN ('requested', 'claimed')) IS TRUE"
-            ),
-            ")
-             SELECT r.*, lk.found, lk.now,
-                    EXISTS (SELECT 1 FROM tenure.jobs WHERE production = $3 AND parked
-                            AND due_us <= lk.now)
-             FROM lk LEFT JOIN (SELECT *, 1 AS src FROM ready
-                                UNION ALL SELECT *, 2 AS src FROM due) r ON true
-             ORDER BY r.priority DESC, r.seq"
-        ),
-        &[&CLASS_PROD, &k, &production, &limit, &local],
-    )?;
+    let rows = tx.query(CLAIM_START, &[&CLASS_PROD, &k, &production, &limit, &local])?;
     tx.held.push((CLASS_PROD, k, true, tx.savepoints));
     if tx.pool.claim_scans.fetch_add(1, Ordering::Relaxed) % FLOOR_EVERY == FLOOR_EVERY - 1 {
         tx.floor_due = Some(production.to_owned());
@@ -186,10 +120,7 @@ pub(super) fn claim_start(
         tx.defer(
             "tenure_unpark_due",
             "text, bigint",
-            "UPDATE tenure.jobs SET parked = false WHERE seq IN (
-                 SELECT seq FROM tenure.jobs
-                 WHERE production = $1 AND parked AND due_us <= $2
-                 FOR UPDATE SKIP LOCKED)",
+            UNPARK_DUE_SKIP_LOCKED,
             &[literal::text(production), literal::int(now)],
         )?;
     }
@@ -209,20 +140,6 @@ pub(super) fn live_jobs(
 ) -> Result<Vec<JobRow>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let (prio, seq) = after.unwrap_or((i32::MAX, i64::MIN));
-    macro_rules! live {
-        ($lock:literal) => {
-            concat!(
-                "SELECT ",
-                job_cols!(),
-                " FROM tenure.jobs
-                 WHERE production = $1 AND state IN ('requested', 'claimed') AND NOT parked
-                   AND (priority < $2 OR (priority = $2 AND seq > $3))
-                   AND (state = 'requested' OR expires_us IS NULL OR expires_us <= $5)
-                 ORDER BY priority DESC, seq LIMIT $4 ",
-                $lock
-            )
-        };
-    }
     // Held leases (see `LiveScan::Claim`) are filtered by the server, so
     // claim-next neither decodes nor locks them: a renewal never waits
     // for a claim-next that merely looked at its row.
@@ -236,10 +153,10 @@ pub(super) fn live_jobs(
         // on it is in flight while the scan runs.
         tx.advisory(CLASS_PROD, key(&[production]), false)?;
     }
-    let sql = match (tx.write, skip_locked, after.is_some()) {
-        (false, _, _) => live!(""),
-        (true, true, _) => live!("FOR UPDATE SKIP LOCKED"),
-        (true, false, _) => live!("FOR UPDATE"),
+    let sql = match (tx.write, skip_locked) {
+        (false, _) => LIVE_JOBS,
+        (true, true) => LIVE_JOBS_SKIP_LOCKED,
+        (true, false) => LIVE_JOBS_FOR_UPDATE,
     };
     // Without a cursor every priority qualifies: (MAX, MIN) admits
     // priority < MAX and priority = MAX with any seq.
@@ -256,24 +173,14 @@ pub(super) fn unpark_due(
     match scan {
         // Rows another claim-next is unparking (or a coordinator holds)
         // are skipped, as claim-next's own scan skips them.
-        LiveScan::Claim { .. } => tx.execute(
-            "UPDATE tenure.jobs SET parked = false WHERE seq IN (
-                 SELECT seq FROM tenure.jobs
-                 WHERE production = $1 AND parked AND due_us <= $2
-                 FOR UPDATE SKIP LOCKED)",
-            &[&production, &up_to_us],
-        ),
+        LiveScan::Claim { .. } => tx.execute(UNPARK_DUE_SKIP_LOCKED, &[&production, &up_to_us]),
         LiveScan::All => {
             if tx.write {
                 // As the coordinator scan of `live_jobs`: hold the
                 // production exclusively first.
                 tx.advisory(CLASS_PROD, key(&[production]), false)?;
             }
-            tx.execute(
-                "UPDATE tenure.jobs SET parked = false
-                 WHERE production = $1 AND parked AND due_us <= $2",
-                &[&production, &up_to_us],
-            )
+            tx.execute(UNPARK_DUE_ALL, &[&production, &up_to_us])
         }
     }
 }

@@ -75,19 +75,8 @@ impl PgTxn {
             return Ok(Vec::new());
         }
         let rows = match production {
-            None => self.query(
-                "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
-                        expires_us, detail
-                 FROM tenure.events WHERE seq > $1 AND seq < $2 ORDER BY seq LIMIT $3",
-                &[&after, &below, &limit],
-            )?,
-            Some(p) => self.query(
-                "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
-                        expires_us, detail
-                 FROM tenure.events WHERE production = $1 AND seq > $2 AND seq < $3
-                 ORDER BY seq LIMIT $4",
-                &[&p, &after, &below, &limit],
-            )?,
+            None => self.query(EVENTS_BELOW, &[&after, &below, &limit])?,
+            Some(p) => self.query(PRODUCTION_EVENTS_BELOW, &[&p, &after, &below, &limit])?,
         };
         rows.iter().map(event_row).collect()
     }
@@ -111,12 +100,7 @@ pub(super) fn append_event(tx: &mut PgTxn, ev: &NewEvent<'_>) -> Result<()> {
         &ev.detail,
     ];
     let rows = if tx.event_reg.is_some() {
-        tx.query(
-            "INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id, holder,
-                 attempt, expires_us, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq",
-            &p,
-        )?
+        tx.query(APPEND_EVENT, &p)?
     } else {
         // The transaction's first event: register the lower bound of
         // its sequence numbers, then allocate, in this one statement.
@@ -124,15 +108,7 @@ pub(super) fn append_event(tx: &mut PgTxn, ev: &NewEvent<'_>) -> Result<()> {
         // insert fetches its one row, before the row's identity value
         // is drawn in the projection (see the backend's module docs).
         let rows = tx.query(
-            concat!(
-                event_registration!("$11", "$12"),
-                "
-                 INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id,
-                     holder, attempt, expires_us, detail)
-                 SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
-                        $7::text, $8::bigint, $9::bigint, $10::text
-                 FROM reg RETURNING seq"
-            ),
+            APPEND_FIRST_EVENT,
             &[
                 p[0],
                 p[1],
@@ -181,10 +157,7 @@ pub(super) fn snapshot_events(tx: &mut PgTxn, after: u64, limit: usize) -> Resul
 }
 
 pub(super) fn history_horizon(tx: &mut PgTxn) -> Result<u64> {
-    let rows = tx.query(
-        "SELECT value FROM tenure.meta WHERE key = 'history_horizon'",
-        &[],
-    )?;
+    let rows = tx.query(HISTORY_HORIZON, &[])?;
     Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0)).max(0) as u64)
 }
 
@@ -193,10 +166,7 @@ pub(super) fn history_horizon(tx: &mut PgTxn) -> Result<u64> {
 pub(super) fn oldest_events(tx: &mut PgTxn, limit: usize) -> Result<Vec<(u64, i64)>> {
     let below = tx.event_horizon()?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = tx.query(
-        "SELECT seq, at_us FROM tenure.events WHERE seq < $1 ORDER BY seq LIMIT $2",
-        &[&below, &limit],
-    )?;
+    let rows = tx.query(OLDEST_EVENTS, &[&below, &limit])?;
     Ok(rows
         .iter()
         .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1)))
@@ -205,11 +175,8 @@ pub(super) fn oldest_events(tx: &mut PgTxn, limit: usize) -> Result<Vec<(u64, i6
 
 pub(super) fn prune_events_through(tx: &mut PgTxn, through: u64) -> Result<u64> {
     let through = i64::try_from(through).unwrap_or(i64::MAX);
-    let n = tx.execute("DELETE FROM tenure.events WHERE seq <= $1", &[&through])?;
-    tx.execute(
-        "UPDATE tenure.meta SET value = greatest(value, $1) WHERE key = 'history_horizon'",
-        &[&through],
-    )?;
+    let n = tx.execute(PRUNE_EVENTS_THROUGH, &[&through])?;
+    tx.execute(RAISE_HISTORY_HORIZON, &[&through])?;
     Ok(n)
 }
 
@@ -220,10 +187,7 @@ pub(super) fn last_claim_event(
     claim_id: &Uuid,
 ) -> Result<Option<Event>> {
     let rows = tx.query(
-        "SELECT seq, at_us, production, job, kind, state, claim_id, holder, attempt,
-                expires_us, detail
-         FROM tenure.events WHERE production = $1 AND job = $2 AND claim_id = $3
-         ORDER BY seq DESC LIMIT 1",
+        LAST_CLAIM_EVENT,
         &[&production, &job, &claim_id.to_string()],
     )?;
     rows.first().map(event_row).transpose()

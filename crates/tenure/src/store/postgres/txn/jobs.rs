@@ -13,23 +13,9 @@ use uuid::Uuid;
 impl PgTxn {
     fn job_select(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
         let rows = if self.write {
-            self.query(
-                concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM tenure.jobs WHERE production = $1 AND job = $2 FOR UPDATE"
-                ),
-                &[&production, &job],
-            )?
+            self.query(JOB_FOR_UPDATE, &[&production, &job])?
         } else {
-            self.query(
-                concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM tenure.jobs WHERE production = $1 AND job = $2"
-                ),
-                &[&production, &job],
-            )?
+            self.query(JOB, &[&production, &job])?
         };
         rows.first().map(job_row).transpose()
     }
@@ -48,10 +34,7 @@ pub(super) fn job(tx: &mut PgTxn, production: &str, job: &str) -> Result<Option<
 }
 
 pub(super) fn payload(tx: &mut PgTxn, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
-    let rows = tx.query(
-        "SELECT payload FROM tenure.payloads WHERE production = $1 AND job = $2",
-        &[&production, &job],
-    )?;
+    let rows = tx.query(PAYLOAD, &[&production, &job])?;
     Ok(rows.first().map(|r| r.get(0)))
 }
 
@@ -62,17 +45,7 @@ pub(super) fn insert_job(tx: &mut PgTxn, row: &JobRow, payload: &[u8]) -> Result
     let claim = row.claim_id.map(|u| u.to_string());
     let (base, cap) = backoff_cols(row.backoff);
     let rows = tx.query(
-        "WITH j AS (
-             INSERT INTO tenure.jobs (production, job, payload_digest, payload_len,
-                 priority, max_attempts, state, attempts, claim_id, secret_digest, holder,
-                 claimed_us, expires_us, created_us, updated_us, last_error, due_us,
-                 parked, max_hold_us, backoff_base_us, backoff_cap_us)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                 $16, $18, $19, $20, $21, $22)
-             RETURNING seq),
-         p AS (
-             INSERT INTO tenure.payloads (production, job, payload) VALUES ($1, $2, $17))
-         SELECT seq FROM j",
+        INSERT_JOB,
         &[
             &row.production,
             &row.job,
@@ -107,10 +80,7 @@ pub(super) fn update_job(tx: &mut PgTxn, row: &JobRow) -> Result<()> {
     let attempts = i64::from(row.attempts);
     let claim = row.claim_id.map(|u| u.to_string());
     let n = tx.execute(
-        "UPDATE tenure.jobs SET state = $2, attempts = $3, claim_id = $4, secret_digest = $5,
-             holder = $6, claimed_us = $7, expires_us = $8, updated_us = $9, last_error = $10,
-             due_us = $11, parked = $12
-         WHERE seq = $1",
+        UPDATE_JOB,
         &[
             &row.seq,
             &row.state.as_str(),
@@ -136,10 +106,7 @@ pub(super) fn update_job(tx: &mut PgTxn, row: &JobRow) -> Result<()> {
 }
 
 pub(super) fn update_expiry(tx: &mut PgTxn, row: &JobRow) -> Result<()> {
-    let n = tx.execute(
-        "UPDATE tenure.jobs SET expires_us = $2, updated_us = $3 WHERE seq = $1",
-        &[&row.seq, &row.expires_us, &row.updated_us],
-    )?;
+    let n = tx.execute(UPDATE_EXPIRY, &[&row.seq, &row.expires_us, &row.updated_us])?;
     if n != 1 {
         return Err(Error::Internal(format!(
             "renewal of job {}/{} touched {n} rows",
@@ -158,16 +125,7 @@ pub(super) fn jobs_for_update(
     // One statement (write transactions only, like every batched
     // call); rows locked in seq order, so two batches that share jobs
     // wait for each other instead of deadlocking.
-    let rows = tx.query(
-        concat!(
-            "SELECT ",
-            job_cols!(),
-            " FROM tenure.jobs WHERE (production, job) IN
-                 (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
-             ORDER BY seq FOR UPDATE"
-        ),
-        &[&prods, &names],
-    )?;
+    let rows = tx.query(JOBS_FOR_UPDATE, &[&prods, &names])?;
     let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
     for r in &rows {
         let row = job_row(r)?;
@@ -218,47 +176,7 @@ pub(super) fn insert_new_jobs_into(
     // a concurrent transaction inserts first: the insert waits for it)
     // is left alone and read back by the rules.
     let out = tx.query(
-        "WITH pl AS MATERIALIZED (
-             SELECT l.locked::text AS locked
-             FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($18, $19) AS locked
-                   OFFSET 0) l),
-         prod AS MATERIALIZED (
-             SELECT p.name, p.created_us, p.cancelled_us, p.backoff_base_us,
-                    p.backoff_cap_us
-             FROM tenure.productions p, pl WHERE p.name = $20 FOR SHARE OF p),
-         open AS MATERIALIZED (
-             SELECT count(*) AS n FROM prod WHERE cancelled_us IS NULL),
-         locks AS MATERIALIZED (
-             SELECT pg_catalog.pg_advisory_xact_lock($11::int, k)
-             FROM unnest($12::int[]) AS k, open WHERE open.n > 0 ORDER BY k),
-         u AS (
-             SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[],
-                     $5::int[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[],
-                     $10::bytea[], $13::bigint[], $14::bool[], $15::bigint[],
-                     $16::bigint[], $17::bigint[])
-              WITH ORDINALITY
-              AS u(production, job, digest, len, prio, max, state, created, updated,
-                   payload, due, parked, hold, base, cap, ord)),
-         ins AS (
-         INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
-             max_attempts, state, attempts, created_us, updated_us, due_us,
-             parked, max_hold_us, backoff_base_us, backoff_cap_us)
-         SELECT u.production, u.job, u.digest, u.len, u.prio, u.max, u.state, 0,
-                u.created, u.updated, u.due, u.parked, u.hold, u.base, u.cap
-         FROM (SELECT count(*) AS n FROM locks) l, open, u
-         WHERE l.n >= 0 AND open.n > 0
-           AND NOT EXISTS (SELECT 1 FROM tenure.tombstones t
-                           WHERE t.production = u.production AND t.job = u.job)
-         ORDER BY u.ord
-         ON CONFLICT (production, job) DO NOTHING
-         RETURNING production, job, seq),
-         pay AS (
-         INSERT INTO tenure.payloads (production, job, payload)
-         SELECT u.production, u.job, u.payload
-         FROM ins JOIN u ON u.production = ins.production AND u.job = ins.job)
-         SELECT p.name, p.created_us, p.cancelled_us, p.backoff_base_us, p.backoff_cap_us,
-                open.n > 0, i.job, i.seq
-         FROM open LEFT JOIN prod p ON true LEFT JOIN ins i ON true",
+        INSERT_NEW_JOBS_INTO,
         &[
             &prods,
             &job,
@@ -379,54 +297,8 @@ pub(super) fn write_batch(
     // cast fails the statement, and with it the transaction.
     tx.defer(
         "tenure_write_batch",
-        "bigint[], text[], bigint[], text[], bytea[], text[], bigint[], bigint[], \
-         bigint[], text[], bigint[], bigint[], bigint[], text[], text[], bigint[], text[], \
-         text[], bigint[], text[], text[], text[], text[], text[], text[], bigint[], \
-         bigint[], text[], bigint, bigint, bigint[], bool[], bigint[]",
-        concat!(
-            event_registration!("$29", "$30"),
-            ",
-             upd AS (
-                 UPDATE tenure.jobs j SET state = u.state, attempts = u.attempts,
-                     claim_id = u.claim_id, secret_digest = u.secret_digest,
-                     holder = u.holder, claimed_us = u.claimed_us,
-                     expires_us = u.expires_us, updated_us = u.updated_us,
-                     last_error = u.last_error, due_us = u.due_us, parked = u.parked
-                 FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $31, $32)
-                      AS u(seq, state, attempts, claim_id, secret_digest, holder,
-                           claimed_us, expires_us, updated_us, last_error, due_us,
-                           parked)
-                 WHERE j.seq = u.seq
-                 RETURNING 1),
-             exp AS (
-                 UPDATE tenure.jobs j SET expires_us = u.expires_us,
-                     updated_us = u.updated_us
-                 FROM unnest($11, $12, $13) AS u(seq, expires_us, updated_us)
-                 WHERE j.seq = u.seq
-                 RETURNING 1),
-             fct AS (
-                 INSERT INTO tenure.facts (production, job, ord, key, value)
-                 SELECT * FROM unnest($14, $15, $16, $17, $18)
-                 RETURNING 1),
-             ev AS (
-                 INSERT INTO tenure.events (at_us, production, job, kind, state,
-                     claim_id, holder, attempt, expires_us, detail)
-                 SELECT e.at_us, e.production, e.job, e.kind, e.state, e.claim_id,
-                        e.holder, e.attempt, e.expires_us, e.detail
-                 FROM reg, unnest($19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
-                      WITH ORDINALITY AS e(at_us, production, job, kind, state,
-                                           claim_id, holder, attempt, expires_us,
-                                           detail, ord)
-                 ORDER BY e.ord
-                 RETURNING 1)
-             SELECT CASE WHEN c.n = $33 THEN 0 ELSE
-                 ('tenure: a batched write touched (updates, renewals, facts, events) '
-                  || c.n::text || ', not ' || $33::text
-                  || '; an event sequence past 2^48 writes no event')::int END
-             FROM (SELECT ARRAY[(SELECT count(*) FROM upd), (SELECT count(*) FROM exp),
-                                (SELECT count(*) FROM fct), (SELECT count(*) FROM ev)]
-                          AS n) c"
-        ),
+        WRITE_BATCH_TYPES,
+        WRITE_BATCH,
         &params,
     )?;
     if !events.is_empty() && tx.event_reg.is_none() {
@@ -446,28 +318,12 @@ pub(super) fn jobs_page(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     match states {
         None => {
-            let rows = tx.query(
-                concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM tenure.jobs WHERE production = $1 AND job > $2
-                     ORDER BY job LIMIT $3"
-                ),
-                &[&production, &after, &limit],
-            )?;
+            let rows = tx.query(JOBS_PAGE, &[&production, &after, &limit])?;
             jobs(rows)
         }
         Some(states) => {
             let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
-            let rows = tx.query(
-                concat!(
-                    "SELECT ",
-                    job_cols!(),
-                    " FROM tenure.jobs WHERE production = $1 AND state = ANY($2)
-                       AND job > $3 ORDER BY job LIMIT $4"
-                ),
-                &[&production, &names, &after, &limit],
-            )?;
+            let rows = tx.query(JOBS_PAGE_IN_STATES, &[&production, &names, &after, &limit])?;
             jobs(rows)
         }
     }
@@ -475,29 +331,16 @@ pub(super) fn jobs_page(
 
 pub(super) fn all_jobs_page(tx: &mut PgTxn, after_seq: i64, limit: usize) -> Result<Vec<JobRow>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = tx.query(
-        concat!(
-            "SELECT ",
-            job_cols!(),
-            " FROM tenure.jobs WHERE seq > $1 ORDER BY seq LIMIT $2"
-        ),
-        &[&after_seq, &limit],
-    )?;
+    let rows = tx.query(ALL_JOBS_PAGE, &[&after_seq, &limit])?;
     jobs(rows)
 }
 
 pub(super) fn earliest_due(tx: &mut PgTxn, production: &str) -> Result<Option<i64>> {
-    let rows = tx.query(
-        "SELECT min(due_us) FROM tenure.jobs WHERE production = $1 AND parked",
-        &[&production],
-    )?;
+    let rows = tx.query(EARLIEST_DUE, &[&production])?;
     Ok(rows.first().and_then(|r| r.get(0)))
 }
 
 pub(super) fn earliest_expiry(tx: &mut PgTxn, production: &str) -> Result<Option<i64>> {
-    let rows = tx.query(
-        "SELECT min(expires_us) FROM tenure.jobs WHERE production = $1 AND state = 'claimed'",
-        &[&production],
-    )?;
+    let rows = tx.query(EARLIEST_EXPIRY, &[&production])?;
     Ok(rows.first().and_then(|r| r.get::<_, Option<i64>>(0)))
 }

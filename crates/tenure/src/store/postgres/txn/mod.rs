@@ -199,9 +199,9 @@ impl PgTxn {
             return Ok(());
         }
         if shared {
-            self.execute("SELECT pg_advisory_xact_lock_shared($1, $2)", &[&class, &k])?;
+            self.execute(ADVISORY_LOCK_SHARED, &[&class, &k])?;
         } else {
-            self.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&class, &k])?;
+            self.execute(ADVISORY_LOCK, &[&class, &k])?;
         }
         self.held.push((class, k, shared, self.savepoints));
         Ok(())
@@ -309,7 +309,7 @@ impl Txn for PgTxn {
         if !self.pool.server_clock {
             return Ok(None);
         }
-        let rows = self.query(concat!("SELECT ", server_sample!()), &[])?;
+        let rows = self.query(SERVER_NOW, &[])?;
         Ok(rows.first().map(|r| r.get(0)))
     }
 
@@ -335,10 +335,7 @@ impl Txn for PgTxn {
     }
 
     fn schema_version(&mut self) -> Result<u32> {
-        let rows = self.query(
-            "SELECT value FROM tenure.meta WHERE key = 'schema_version'",
-            &[],
-        )?;
+        let rows = self.query(SCHEMA_VERSION_ROW, &[])?;
         match rows.first() {
             Some(r) => u32_col(r, 0),
             None => Err(Error::Store("the schema_version row is missing".into())),
@@ -549,10 +546,7 @@ impl Txn for PgTxn {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._:@+-".contains(&b));
         if !plain {
-            self.execute(
-                "SELECT pg_catalog.pg_notify('tenure_work', $1)",
-                &[&production],
-            )?;
+            self.execute(NOTIFY_WORK, &[&production])?;
         } else if !self.notify.iter().any(|p| p == production) {
             self.notify.push(production.to_owned());
         }

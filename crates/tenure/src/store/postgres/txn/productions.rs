@@ -3,17 +3,14 @@
 use super::rows::*;
 use super::PgTxn;
 use crate::error::{Error, Result};
+use crate::store::postgres::sql::*;
 use crate::store::postgres::{key, CLASS_PROD, CLASS_PROD_CREATE};
 use crate::store::{backoff_cols, ProductionRow};
 use crate::ttl::Backoff;
 
 impl PgTxn {
     fn production_select(&mut self, name: &str) -> Result<Option<ProductionRow>> {
-        let rows = self.query(
-            "SELECT name, created_us, cancelled_us, backoff_base_us, backoff_cap_us
-             FROM tenure.productions WHERE name = $1",
-            &[&name],
-        )?;
+        let rows = self.query(PRODUCTION, &[&name])?;
         rows.first().map(production_row).transpose()
     }
 }
@@ -45,11 +42,7 @@ pub(super) fn production_exists(tx: &mut PgTxn, name: &str) -> Result<bool> {
     }
     // The shared lock and the lookup in one statement (`OFFSET 0` keeps
     // the lock's subquery, and with it the call, in the plan).
-    let rows = tx.query(
-        "SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3), l.locked::text
-         FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked OFFSET 0) l",
-        &[&CLASS_PROD, &k, &name],
-    )?;
+    let rows = tx.query(LOCK_PRODUCTION_EXISTS, &[&CLASS_PROD, &k, &name])?;
     tx.held.push((CLASS_PROD, k, true, tx.savepoints));
     Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
 }
@@ -57,8 +50,7 @@ pub(super) fn production_exists(tx: &mut PgTxn, name: &str) -> Result<bool> {
 pub(super) fn insert_production(tx: &mut PgTxn, row: &ProductionRow) -> Result<()> {
     let (base, cap) = backoff_cols(row.backoff);
     tx.execute(
-        "INSERT INTO tenure.productions (name, created_us, cancelled_us, backoff_base_us,
-             backoff_cap_us) VALUES ($1, $2, $3, $4, $5)",
+        INSERT_PRODUCTION,
         &[&row.name, &row.created_us, &row.cancelled_us, &base, &cap],
     )?;
     Ok(())
@@ -70,22 +62,14 @@ pub(super) fn set_production_backoff(
     backoff: Option<Backoff>,
 ) -> Result<()> {
     let (base, cap) = backoff_cols(backoff);
-    tx.execute(
-        "UPDATE tenure.productions SET backoff_base_us = $2, backoff_cap_us = $3
-         WHERE name = $1",
-        &[&name, &base, &cap],
-    )?;
+    tx.execute(SET_PRODUCTION_BACKOFF, &[&name, &base, &cap])?;
     Ok(())
 }
 
 pub(super) fn set_production_cancelled(tx: &mut PgTxn, name: &str, at_us: i64) -> Result<()> {
     // Normally already held since the scan: no submission is in flight.
     tx.advisory(CLASS_PROD, key(&[name]), false)?;
-    let live = tx.query(
-        "SELECT count(*) FROM tenure.jobs
-         WHERE production = $1 AND state IN ('requested', 'claimed')",
-        &[&name],
-    )?;
+    let live = tx.query(COUNT_LIVE_JOBS, &[&name])?;
     let n: i64 = live.first().map(|r| r.get(0)).unwrap_or(0);
     if n != 0 {
         return Err(Error::Busy(format!(
@@ -93,19 +77,11 @@ pub(super) fn set_production_cancelled(tx: &mut PgTxn, name: &str, at_us: i64) -
              nothing was cancelled, retry"
         )));
     }
-    tx.execute(
-        "UPDATE tenure.productions SET cancelled_us = $2
-         WHERE name = $1 AND cancelled_us IS NULL",
-        &[&name, &at_us],
-    )?;
+    tx.execute(SET_PRODUCTION_CANCELLED, &[&name, &at_us])?;
     Ok(())
 }
 
 pub(super) fn productions(tx: &mut PgTxn) -> Result<Vec<ProductionRow>> {
-    let rows = tx.query(
-        "SELECT name, created_us, cancelled_us, backoff_base_us, backoff_cap_us
-         FROM tenure.productions ORDER BY name",
-        &[],
-    )?;
+    let rows = tx.query(PRODUCTIONS, &[])?;
     rows.iter().map(production_row).collect()
 }

@@ -4,6 +4,7 @@ use super::rows::*;
 use super::PgTxn;
 use crate::error::Result;
 use crate::model::*;
+use crate::store::postgres::sql::*;
 use crate::store::RequestRow;
 use uuid::Uuid;
 
@@ -15,11 +16,7 @@ pub(super) fn insert_facts(
 ) -> Result<()> {
     for (i, (k, v)) in facts.iter().enumerate() {
         let ord = i as i64;
-        tx.execute(
-            "INSERT INTO tenure.facts (production, job, ord, key, value)
-             VALUES ($1, $2, $3, $4, $5)",
-            &[&production, &job, &ord, k, v],
-        )?;
+        tx.execute(INSERT_FACT, &[&production, &job, &ord, k, v])?;
     }
     Ok(())
 }
@@ -30,16 +27,8 @@ pub(super) fn facts(
     job: Option<&str>,
 ) -> Result<Vec<PublishedFact>> {
     let rows = match job {
-        Some(j) => tx.query(
-            "SELECT production, job, key, value FROM tenure.facts
-             WHERE production = $1 AND job = $2 ORDER BY ord",
-            &[&production, &j],
-        )?,
-        None => tx.query(
-            "SELECT production, job, key, value FROM tenure.facts
-             WHERE production = $1 ORDER BY job, ord",
-            &[&production],
-        )?,
+        Some(j) => tx.query(JOB_FACTS, &[&production, &j])?,
+        None => tx.query(PRODUCTION_FACTS, &[&production])?,
     };
     Ok(rows
         .iter()
@@ -57,11 +46,7 @@ pub(super) fn claim_requests(
     production: &str,
     request_ids: &[String],
 ) -> Result<Vec<RequestRow>> {
-    let rows = tx.query(
-        "SELECT production, request_id, job, claim_id, secret_digest, args_digest, created_us
-         FROM tenure.claim_requests WHERE production = $1 AND request_id = ANY($2::text[])",
-        &[&production, &request_ids],
-    )?;
+    let rows = tx.query(CLAIM_REQUESTS, &[&production, &request_ids])?;
     rows.iter()
         .map(|r| {
             Ok(RequestRow {
@@ -89,12 +74,7 @@ pub(super) fn insert_claim_requests(tx: &mut PgTxn, rows: &[RequestRow]) -> Resu
     let args: Vec<&[u8]> = rows.iter().map(|r| r.args_digest.as_slice()).collect();
     let times: Vec<i64> = rows.iter().map(|r| r.created_us).collect();
     let n = tx.execute(
-        "INSERT INTO tenure.claim_requests (production, request_id, job, claim_id,
-             secret_digest, args_digest, created_us)
-         SELECT $1, u.r, u.j, u.c, u.s, u.a, u.t
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[],
-                     $7::bigint[]) AS u(r, j, c, s, a, t)
-         ON CONFLICT (production, request_id) DO NOTHING",
+        INSERT_CLAIM_REQUESTS,
         &[
             &first.production,
             &ids,
@@ -117,8 +97,7 @@ pub(super) fn insert_nonce(
     at_us: i64,
 ) -> Result<bool> {
     let n = tx.execute(
-        "INSERT INTO tenure.nonces (nonce, production, job, claim_id, used_us)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (nonce) DO NOTHING",
+        INSERT_NONCE,
         &[
             &nonce.to_string(),
             &production,

@@ -4,6 +4,7 @@
 use super::rows::*;
 use super::PgTxn;
 use crate::error::{Error, Result};
+use crate::store::postgres::sql::*;
 use crate::store::{backoff_cols, backoff_from_cols, JobRow, Stored, Tombstone};
 
 /// Rows another transaction holds are skipped: the next step takes them.
@@ -13,16 +14,7 @@ pub(super) fn terminal_jobs_before(
     limit: usize,
 ) -> Result<Vec<JobRow>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = tx.query(
-        concat!(
-            "SELECT ",
-            job_cols!(),
-            " FROM tenure.jobs
-             WHERE ended_us < $1
-             ORDER BY ended_us LIMIT $2 FOR UPDATE SKIP LOCKED"
-        ),
-        &[&before_us, &limit],
-    )?;
+    let rows = tx.query(TERMINAL_JOBS_BEFORE, &[&before_us, &limit])?;
     jobs(rows)
 }
 
@@ -33,30 +25,16 @@ pub(super) fn delete_jobs(tx: &mut PgTxn, rows: &[JobRow]) -> Result<u64> {
     let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
     let prods: Vec<&str> = rows.iter().map(|r| r.production.as_str()).collect();
     let names: Vec<&str> = rows.iter().map(|r| r.job.as_str()).collect();
-    let n = tx.execute("DELETE FROM tenure.jobs WHERE seq = ANY($1)", &[&seqs])?;
+    let n = tx.execute(DELETE_JOBS, &[&seqs])?;
     if n != rows.len() as u64 {
         return Err(Error::Internal(format!(
             "deleting {} jobs touched {n} rows",
             rows.len()
         )));
     }
-    let facts = tx.execute(
-        "WITH d AS (SELECT * FROM unnest($1::text[], $2::text[]) AS d(p, j)),
-         pay AS (DELETE FROM tenure.payloads x USING d
-                 WHERE x.production = d.p AND x.job = d.j)
-         DELETE FROM tenure.facts f USING d WHERE f.production = d.p AND f.job = d.j",
-        &[&prods, &names],
-    )?;
-    tx.execute(
-        "DELETE FROM tenure.nonces n USING unnest($1::text[], $2::text[]) AS d(p, j)
-         WHERE n.production = d.p AND n.job = d.j",
-        &[&prods, &names],
-    )?;
-    tx.execute(
-        "DELETE FROM tenure.claim_requests q USING unnest($1::text[], $2::text[]) AS d(p, j)
-         WHERE q.production = d.p AND q.job = d.j",
-        &[&prods, &names],
-    )?;
+    let facts = tx.execute(DELETE_PAYLOADS_AND_FACTS, &[&prods, &names])?;
+    tx.execute(DELETE_NONCES, &[&prods, &names])?;
+    tx.execute(DELETE_CLAIM_REQUESTS, &[&prods, &names])?;
     Ok(facts)
 }
 
@@ -75,17 +53,7 @@ pub(super) fn insert_tombstones(tx: &mut PgTxn, stones: &[Tombstone]) -> Result<
     let (bases, caps): (Vec<Option<i64>>, Vec<Option<i64>>) =
         stones.iter().map(|t| backoff_cols(t.backoff)).unzip();
     tx.execute(
-        "INSERT INTO tenure.tombstones (production, job, payload_digest, priority,
-             max_attempts, state, pruned_us, max_hold_us, backoff_base_us, backoff_cap_us)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int[], $5::bigint[],
-                              $6::text[], $7::bigint[], $8::bigint[], $9::bigint[],
-                              $10::bigint[])
-         ON CONFLICT (production, job) DO UPDATE SET
-             payload_digest = excluded.payload_digest, priority = excluded.priority,
-             max_attempts = excluded.max_attempts, state = excluded.state,
-             pruned_us = excluded.pruned_us, max_hold_us = excluded.max_hold_us,
-             backoff_base_us = excluded.backoff_base_us,
-             backoff_cap_us = excluded.backoff_cap_us",
+        INSERT_TOMBSTONES,
         &[
             &prods, &names, &digests, &prios, &maxes, &states, &at, &holds, &bases, &caps,
         ],
@@ -94,12 +62,7 @@ pub(super) fn insert_tombstones(tx: &mut PgTxn, stones: &[Tombstone]) -> Result<
 }
 
 pub(super) fn tombstone(tx: &mut PgTxn, production: &str, job: &str) -> Result<Option<Tombstone>> {
-    let rows = tx.query(
-        "SELECT production, job, payload_digest, priority, max_attempts, state, pruned_us,
-             max_hold_us, backoff_base_us, backoff_cap_us
-         FROM tenure.tombstones WHERE production = $1 AND job = $2",
-        &[&production, &job],
-    )?;
+    let rows = tx.query(TOMBSTONE, &[&production, &job])?;
     rows.first()
         .map(|r| {
             let state: String = r.get(5);
@@ -121,12 +84,7 @@ pub(super) fn tombstone(tx: &mut PgTxn, production: &str, job: &str) -> Result<O
 
 pub(super) fn prune_tombstones(tx: &mut PgTxn, before_us: i64, limit: usize) -> Result<u64> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    tx.execute(
-        "DELETE FROM tenure.tombstones WHERE (production, job) IN (
-             SELECT production, job FROM tenure.tombstones WHERE pruned_us < $1
-             ORDER BY pruned_us LIMIT $2 FOR UPDATE SKIP LOCKED)",
-        &[&before_us, &limit],
-    )
+    tx.execute(PRUNE_TOMBSTONES, &[&before_us, &limit])
 }
 
 pub(super) fn delete_production_events(
@@ -135,26 +93,14 @@ pub(super) fn delete_production_events(
     limit: usize,
 ) -> Result<u64> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    tx.execute(
-        "DELETE FROM tenure.events WHERE seq IN (
-             SELECT seq FROM tenure.events WHERE production = $1
-               AND seq < (SELECT max(seq) FROM tenure.events)
-             ORDER BY seq LIMIT $2)",
-        &[&production, &limit],
-    )
+    tx.execute(DELETE_PRODUCTION_EVENTS, &[&production, &limit])
 }
 
 pub(super) fn delete_production_tombstones(tx: &mut PgTxn, production: &str) -> Result<u64> {
-    tx.execute(
-        "DELETE FROM tenure.tombstones WHERE production = $1",
-        &[&production],
-    )
+    tx.execute(DELETE_PRODUCTION_TOMBSTONES, &[&production])
 }
 
 pub(super) fn delete_production(tx: &mut PgTxn, production: &str) -> Result<()> {
-    tx.execute(
-        "DELETE FROM tenure.productions WHERE name = $1",
-        &[&production],
-    )?;
+    tx.execute(DELETE_PRODUCTION, &[&production])?;
     Ok(())
 }
