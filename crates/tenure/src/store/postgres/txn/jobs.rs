@@ -76,6 +76,17 @@ pub(super) fn insert_job(tx: &mut PgTxn, row: &JobRow, payload: &[u8]) -> Result
         .ok_or_else(|| Error::Internal("INSERT ... RETURNING gave no row".into()))
 }
 
+/// `Ok` if a write of `row` (`what`) touched exactly one row (`n`).
+fn touched_one(n: u64, what: &str, row: &JobRow) -> Result<()> {
+    if n == 1 {
+        return Ok(());
+    }
+    Err(Error::Internal(format!(
+        "{what} of job {}/{} touched {n} rows",
+        row.production, row.job
+    )))
+}
+
 pub(super) fn update_job(tx: &mut PgTxn, row: &JobRow) -> Result<()> {
     let attempts = i64::from(row.attempts);
     let claim = row.claim_id.map(|u| u.to_string());
@@ -96,24 +107,12 @@ pub(super) fn update_job(tx: &mut PgTxn, row: &JobRow) -> Result<()> {
             &row.parked,
         ],
     )?;
-    if n != 1 {
-        return Err(Error::Internal(format!(
-            "update of job {}/{} touched {n} rows",
-            row.production, row.job
-        )));
-    }
-    Ok(())
+    touched_one(n, "update", row)
 }
 
 pub(super) fn update_expiry(tx: &mut PgTxn, row: &JobRow) -> Result<()> {
     let n = tx.execute(UPDATE_EXPIRY, &[&row.seq, &row.expires_us, &row.updated_us])?;
-    if n != 1 {
-        return Err(Error::Internal(format!(
-            "renewal of job {}/{} touched {n} rows",
-            row.production, row.job
-        )));
-    }
-    Ok(())
+    touched_one(n, "renewal", row)
 }
 
 pub(super) fn jobs_for_update(
