@@ -1,8 +1,22 @@
-//! The steps that bring a store of an older schema to the current one.
+//! The steps that bring a store of an older schema to the current layout
+//! ([`super::schema::CURRENT`]). A new store is created from that layout
+//! directly; these steps only ever run on a store written by an older
+//! version, each once, in the transaction that read the version.
+//!
+//! | from | step |
+//! | --- | --- |
+//! | 1 | pre-lease layout rewritten into the current one, its claims expired ([`migrate_1_to_2`]) |
+//! | 2 | tombstones, history horizon, pruning indexes |
+//! | 3 | not-before times, parking, hold limits, back-off |
+//! | 4 | `jobs` rebuilt: no constant list of three or more values in its CHECK or indexes |
+//! | 5 | `claim_requests` (request IDs) |
+//! | 6 | `jobs.provenance_at` |
+//! | 7 | `events.mark_us` |
+//! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
-use super::schema::{create_current, APPLICATION_ID};
+use super::schema::{create_current, jobs_table, APPLICATION_ID};
 use crate::error::{Error, Result};
 use crate::model::EventKind;
 use crate::store::{JobRow, NewEvent, Stored, SCHEMA_VERSION};
@@ -12,7 +26,7 @@ use uuid::Uuid;
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
 /// and the indexes pruning reads by. Additive only.
-pub(super) const MIGRATE_2_TO_3: &str = "
+const MIGRATE_2_TO_3: &str = "
 CREATE TABLE IF NOT EXISTS tombstones (
     production     TEXT NOT NULL,
     job            TEXT NOT NULL,
@@ -38,7 +52,7 @@ INSERT OR IGNORE INTO meta (key, value) VALUES ('history_horizon', 0);
 /// hold limit and back-off a pruned job was submitted with. Additive:
 /// existing rows read as "due at once, no limit, no back-off". Run once,
 /// inside the migration transaction that checked the version.
-pub(super) const MIGRATE_3_TO_4: &str = "
+const MIGRATE_3_TO_4: &str = "
 ALTER TABLE jobs ADD COLUMN due_us INTEGER;
 ALTER TABLE jobs ADD COLUMN parked INTEGER NOT NULL DEFAULT 0 CHECK (parked IN (0, 1));
 ALTER TABLE jobs ADD COLUMN max_hold_us INTEGER CHECK (max_hold_us IS NULL OR max_hold_us > 0);
@@ -65,38 +79,15 @@ CREATE INDEX jobs_parked ON jobs (production, due_us) WHERE parked = 1;
 /// becomes plain comparisons and `jobs_terminal` keeps the rows whose state
 /// is neither `requested` nor `claimed` (the same rows, given the CHECK).
 /// SQLite cannot alter a CHECK, so the table is copied (every column and
-/// `seq` as they are) into a new table that replaces it, and its indexes are
-/// created again. Run once, inside the migration transaction that checked
-/// the version.
-pub(super) const MIGRATE_4_TO_5: &str = "
-CREATE TABLE jobs_v5 (
-    seq            INTEGER PRIMARY KEY,
-    production     TEXT NOT NULL,
-    job            TEXT NOT NULL,
-    payload_digest BLOB NOT NULL,
-    payload_len    INTEGER NOT NULL,
-    priority       INTEGER NOT NULL,
-    max_attempts   INTEGER NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
-    state          TEXT NOT NULL
-                   CHECK (state = 'requested' OR state = 'claimed' OR state = 'completed'
-                          OR state = 'failed' OR state = 'cancelled'),
-    attempts       INTEGER NOT NULL CHECK (attempts >= 0),
-    claim_id       TEXT,
-    secret_digest  BLOB CHECK (secret_digest IS NULL OR length(secret_digest) = 32),
-    holder         TEXT,
-    claimed_us     INTEGER,
-    expires_us     INTEGER,
-    created_us     INTEGER NOT NULL,
-    updated_us     INTEGER NOT NULL,
-    last_error     TEXT,
-    payload        BLOB NOT NULL,
-    due_us         INTEGER,
-    parked         INTEGER NOT NULL DEFAULT 0 CHECK (parked IN (0, 1)),
-    max_hold_us    INTEGER CHECK (max_hold_us IS NULL OR max_hold_us > 0),
-    backoff_base_us INTEGER,
-    backoff_cap_us INTEGER,
-    UNIQUE (production, job)
-);
+/// `seq` as they are) into a new table of the current definition of `jobs`
+/// ([`jobs_table`]) that replaces it, and its indexes are created again. The
+/// columns later steps add to `jobs` are then there already, NULL, and
+/// those steps leave them as they are. Run once, inside the migration
+/// transaction that checked the version.
+const MIGRATE_4_TO_5: &str = concat!(
+    "CREATE TABLE jobs_v5 ",
+    jobs_table!(),
+    ";
 INSERT INTO jobs_v5 (seq, production, job, payload_digest, payload_len, priority, max_attempts,
     state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us,
     updated_us, last_error, payload, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us)
@@ -111,11 +102,12 @@ CREATE INDEX jobs_terminal ON jobs (updated_us) WHERE state NOT IN ('requested',
 CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
     WHERE state IN ('requested', 'claimed') AND parked = 0;
 CREATE INDEX jobs_parked ON jobs (production, due_us) WHERE parked = 1;
-";
+"
+);
 
 /// Schema 6 (request IDs): the claims made under a caller's request ID,
 /// one row per request, removed with their job. Additive only.
-pub(super) const MIGRATE_5_TO_6: &str = "
+const MIGRATE_5_TO_6: &str = "
 CREATE TABLE IF NOT EXISTS claim_requests (
     production    TEXT NOT NULL,
     request_id    TEXT NOT NULL,
@@ -137,18 +129,13 @@ CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, 
 /// keep their stored provenance facts. Run inside the migration transaction
 /// that checked the version; a `jobs` table that has the column already is
 /// left as it is.
-pub(super) fn migrate_6_to_7(conn: &Connection) -> Result<()> {
+fn migrate_6_to_7(conn: &Connection) -> Result<()> {
     add_column_once(conn, "jobs", "provenance_at", "INTEGER")
 }
 
 /// `ALTER TABLE table ADD COLUMN column decl`, unless the table has the
 /// column already.
-pub(super) fn add_column_once(
-    conn: &Connection,
-    table: &str,
-    column: &str,
-    decl: &str,
-) -> Result<()> {
+fn add_column_once(conn: &Connection, table: &str, column: &str, decl: &str) -> Result<()> {
     let has: i64 = conn.query_row(
         "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
         [table, column],
@@ -169,7 +156,7 @@ pub(super) fn add_column_once(
 /// it). Additive: existing events (NULL) leave the mark to `meta`. Run
 /// inside the migration transaction that checked the version; an `events`
 /// table that has the column already is left as it is.
-pub(super) fn migrate_7_to_8(conn: &Connection) -> Result<()> {
+fn migrate_7_to_8(conn: &Connection) -> Result<()> {
     add_column_once(conn, "events", "mark_us", "INTEGER")
 }
 
@@ -185,13 +172,13 @@ pub(super) fn migrate_7_to_8(conn: &Connection) -> Result<()> {
 /// their end. Run inside the migration transaction that checked the
 /// version; on a layout that has the column already it only rebuilds the
 /// indexes.
-pub(super) fn migrate_9_to_10(conn: &Connection) -> Result<()> {
+fn migrate_9_to_10(conn: &Connection) -> Result<()> {
     add_column_once(conn, "jobs", "ended_us", "INTEGER")?;
     conn.execute_batch(MIGRATE_9_TO_10)?;
     Ok(())
 }
 
-pub(super) const MIGRATE_9_TO_10: &str = "
+const MIGRATE_9_TO_10: &str = "
 UPDATE jobs SET ended_us = updated_us
     WHERE ended_us IS NULL AND state <> 'requested' AND state <> 'claimed';
 UPDATE jobs SET ended_us = NULL
@@ -205,7 +192,9 @@ CREATE INDEX IF NOT EXISTS jobs_ended ON jobs (production, state, job)
     WHERE ended_us IS NOT NULL;
 ";
 
-/// Run forward-only migrations in one `BEGIN IMMEDIATE` transaction.
+/// Bring the store to the current schema in one `BEGIN IMMEDIATE`
+/// transaction: an empty file gets the current layout, an older store
+/// runs every step from its version on.
 pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Opened> {
     // A current store needs no writer lock to open.
     if header(conn)?.0 == SCHEMA_VERSION {
@@ -293,7 +282,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
 /// secret digest, so nothing can use it); requested and terminal jobs keep
 /// their state. Old events are kept in `legacy_events`; each job gets one
 /// `migrated` event recording its state after the migration.
-pub(super) fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
+fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
     let mark_before: i64 = 0;
     let now = now_us().max(mark_before);
     conn.execute_batch(

@@ -138,7 +138,7 @@ pub(super) fn insert_job(conn: &Connection, row: &JobRow, payload: &[u8]) -> Res
     Ok(conn.last_insert_rowid())
 }
 
-/// A row's `ended_us` column (schema 10): its last transition's time once
+/// A row's `ended_us` column: its last transition's time once
 /// its state is terminal, else NULL.
 pub(super) fn ended_us(row: &JobRow) -> Option<i64> {
     (!row.state.is_open()).then_some(row.updated_us)

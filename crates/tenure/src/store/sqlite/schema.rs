@@ -1,9 +1,7 @@
-//! The layout of a store: its file header and its tables.
+//! The layout of a store: its file header and its tables. [`CURRENT`] is
+//! the one text of the current layout; a new store is created from it, and
+//! [`super::migrate`] brings an older store to the same layout.
 
-use super::migrate::{
-    migrate_6_to_7, migrate_7_to_8, migrate_9_to_10, MIGRATE_2_TO_3, MIGRATE_3_TO_4,
-    MIGRATE_4_TO_5, MIGRATE_5_TO_6,
-};
 use crate::error::Result;
 use rusqlite::Connection;
 
@@ -19,42 +17,91 @@ pub const APPLICATION_ID: i32 = 0x5445_4E55;
 /// keep the page size they were created with.
 pub(super) const PAGE_SIZE: u32 = 2048;
 
-pub(super) const SCHEMA_V2: &str = "
+/// The column definitions and constraints of `jobs`, in parentheses: the
+/// table of [`CURRENT`], and the one the rebuild of `jobs` in
+/// [`super::migrate`] copies an older table into.
+macro_rules! jobs_table {
+    () => {
+        "(
+    seq             INTEGER PRIMARY KEY,
+    production      TEXT NOT NULL,
+    job             TEXT NOT NULL,
+    payload_digest  BLOB NOT NULL,
+    payload_len     INTEGER NOT NULL,
+    priority        INTEGER NOT NULL,
+    max_attempts    INTEGER NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
+    state           TEXT NOT NULL
+                    CHECK (state = 'requested' OR state = 'claimed' OR state = 'completed'
+                           OR state = 'failed' OR state = 'cancelled'),
+    attempts        INTEGER NOT NULL CHECK (attempts >= 0),
+    claim_id        TEXT,
+    secret_digest   BLOB CHECK (secret_digest IS NULL OR length(secret_digest) = 32),
+    holder          TEXT,
+    claimed_us      INTEGER,
+    expires_us      INTEGER,
+    created_us      INTEGER NOT NULL,
+    updated_us      INTEGER NOT NULL,
+    last_error      TEXT,
+    payload         BLOB NOT NULL,
+    due_us          INTEGER,
+    parked          INTEGER NOT NULL DEFAULT 0 CHECK (parked IN (0, 1)),
+    max_hold_us     INTEGER CHECK (max_hold_us IS NULL OR max_hold_us > 0),
+    backoff_base_us INTEGER,
+    backoff_cap_us  INTEGER,
+    provenance_at   INTEGER,
+    ended_us        INTEGER,
+    UNIQUE (production, job)
+)"
+    };
+}
+pub(super) use jobs_table;
+
+/// The tables and indexes of a store at [`crate::store::SCHEMA_VERSION`].
+///
+/// - `meta`: the high-water mark (`high_water_us`, see also `events.mark_us`)
+///   and the history horizon (`history_horizon`, the last pruned event).
+/// - `jobs`: one row per job. `state` is checked by plain comparisons and
+///   `jobs_terminal` keeps the rows that are neither requested nor claimed:
+///   SQLite evaluates `x IN (a, b, c, ...)` (three or more constants) by
+///   building a temporary B-tree on every execution of a statement that
+///   writes the row. `due_us` is a job's not-before time and `parked`
+///   keeps requested jobs not yet due out of claim-next's index
+///   (`jobs_ready`; `jobs_parked` finds those whose time has come).
+///   `ended_us` is set with a terminal state (NULL while the job is
+///   requested or claimed): claim-next's index and `jobs_ended` (the
+///   terminal jobs by state and ID) key on it instead of on `state`, so a
+///   claim, a renewal or a release that leaves the job unparked writes no
+///   index entry. `provenance_at` says where among a completed job's facts
+///   its four `tenure.*` provenance facts stand (they restate the row and
+///   are not stored as fact rows); NULL on rows whose provenance is stored
+///   as facts.
+/// - `events`: the log. The transaction that appends events leaves the
+///   high-water mark on its last one (`mark_us`); the stored mark is the
+///   larger of `meta`'s and the newest event's ([`super::sql::HIGH_WATER_SQL`]).
+/// - `facts`, `nonces`, `claim_requests` (claims made under a request ID),
+///   `tombstones` (jobs pruned, with what they were submitted with).
+pub(super) const CURRENT: &str = concat!(
+    "
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('high_water_us', 0);
+INSERT INTO meta (key, value) VALUES ('high_water_us', 0), ('history_horizon', 0);
 CREATE TABLE productions (
-    name         TEXT PRIMARY KEY,
-    created_us   INTEGER NOT NULL,
-    cancelled_us INTEGER
+    name            TEXT PRIMARY KEY,
+    created_us      INTEGER NOT NULL,
+    cancelled_us    INTEGER,
+    backoff_base_us INTEGER,
+    backoff_cap_us  INTEGER
 ) WITHOUT ROWID;
-CREATE TABLE jobs (
-    seq            INTEGER PRIMARY KEY,
-    production     TEXT NOT NULL,
-    job            TEXT NOT NULL,
-    payload_digest BLOB NOT NULL,
-    payload_len    INTEGER NOT NULL,
-    priority       INTEGER NOT NULL,
-    max_attempts   INTEGER NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
-    state          TEXT NOT NULL
-                   CHECK (state IN ('requested', 'claimed', 'completed', 'failed', 'cancelled')),
-    attempts       INTEGER NOT NULL CHECK (attempts >= 0),
-    claim_id       TEXT,
-    secret_digest  BLOB CHECK (secret_digest IS NULL OR length(secret_digest) = 32),
-    holder         TEXT,
-    claimed_us     INTEGER,
-    expires_us     INTEGER,
-    created_us     INTEGER NOT NULL,
-    updated_us     INTEGER NOT NULL,
-    last_error     TEXT,
-    payload        BLOB NOT NULL,
-    UNIQUE (production, job)
-);
-CREATE INDEX jobs_live ON jobs (production, priority DESC, seq)
-    WHERE state IN ('requested', 'claimed');
-CREATE INDEX jobs_by_state ON jobs (production, state, job);
+CREATE TABLE jobs ",
+    jobs_table!(),
+    ";
+CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
+    WHERE ended_us IS NULL AND parked = 0;
+CREATE INDEX jobs_parked ON jobs (production, due_us) WHERE parked = 1;
+CREATE INDEX jobs_ended ON jobs (production, state, job) WHERE ended_us IS NOT NULL;
+CREATE INDEX jobs_terminal ON jobs (updated_us) WHERE state NOT IN ('requested', 'claimed');
 CREATE TABLE events (
     seq        INTEGER PRIMARY KEY,
     at_us      INTEGER NOT NULL,
@@ -66,9 +113,9 @@ CREATE TABLE events (
     holder     TEXT,
     attempt    INTEGER,
     expires_us INTEGER,
-    detail     TEXT NOT NULL DEFAULT ''
+    detail     TEXT NOT NULL DEFAULT '',
+    mark_us    INTEGER
 );
-CREATE INDEX events_by_production ON events (production, seq);
 CREATE TABLE facts (
     production TEXT NOT NULL,
     job        TEXT NOT NULL,
@@ -84,16 +131,38 @@ CREATE TABLE nonces (
     claim_id   TEXT NOT NULL,
     used_us    INTEGER NOT NULL
 ) WITHOUT ROWID;
-";
+CREATE INDEX nonces_by_job ON nonces (production, job);
+CREATE TABLE claim_requests (
+    production    TEXT NOT NULL,
+    request_id    TEXT NOT NULL,
+    job           TEXT NOT NULL,
+    claim_id      TEXT NOT NULL,
+    secret_digest BLOB NOT NULL CHECK (length(secret_digest) = 32),
+    args_digest   BLOB NOT NULL,
+    created_us    INTEGER NOT NULL,
+    PRIMARY KEY (production, request_id)
+) WITHOUT ROWID;
+CREATE INDEX claim_requests_by_job ON claim_requests (production, job);
+CREATE TABLE tombstones (
+    production      TEXT NOT NULL,
+    job             TEXT NOT NULL,
+    payload_digest  BLOB NOT NULL,
+    priority        INTEGER NOT NULL,
+    max_attempts    INTEGER NOT NULL,
+    state           TEXT NOT NULL,
+    pruned_us       INTEGER NOT NULL,
+    max_hold_us     INTEGER,
+    backoff_base_us INTEGER,
+    backoff_cap_us  INTEGER,
+    PRIMARY KEY (production, job)
+) WITHOUT ROWID;
+CREATE INDEX tombstones_by_age ON tombstones (pruned_us);
+"
+);
 
-/// The current table layout: schema 2 plus every later migration in order.
+/// Create the current layout in an empty database, inside the caller's
+/// transaction.
 pub(super) fn create_current(conn: &Connection) -> Result<()> {
-    conn.execute_batch(SCHEMA_V2)?;
-    conn.execute_batch(MIGRATE_2_TO_3)?;
-    conn.execute_batch(MIGRATE_3_TO_4)?;
-    conn.execute_batch(MIGRATE_4_TO_5)?;
-    conn.execute_batch(MIGRATE_5_TO_6)?;
-    migrate_6_to_7(conn)?;
-    migrate_7_to_8(conn)?;
-    migrate_9_to_10(conn)
+    conn.execute_batch(CURRENT)?;
+    Ok(())
 }

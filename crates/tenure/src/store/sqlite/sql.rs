@@ -23,7 +23,7 @@ pub(super) use {event_cols, job_cols};
 // The statements every write transaction runs, kept prepared per
 // connection ([`Hot`]).
 /// The stored mark: the `meta` row or the newest event's, whichever is
-/// larger (schema 8, see [`migrate_7_to_8`]).
+/// larger (see [`super::schema::CURRENT`]).
 pub(super) const HIGH_WATER_SQL: &str = "SELECT max(value, coalesce((SELECT mark_us FROM events \
      ORDER BY seq DESC LIMIT 1), value)) FROM meta WHERE key = 'high_water_us'";
 /// The mark on an event this transaction appended.

@@ -7,7 +7,7 @@ use crate::store::sqlite::sql::*;
 use rusqlite::{Connection, Row};
 use uuid::Uuid;
 
-/// A completed job's provenance kept in its row (schema 7).
+/// A completed job's provenance kept in its row (`jobs.provenance_at`).
 struct Derived {
     job: String,
     /// Its position among the job's facts (`provenance_at`).

@@ -457,10 +457,10 @@ impl Txn for SqliteTxn {
     }
 
     /// The mark goes on the newest event when this transaction appended
-    /// it (schema 8, see [`migrate_7_to_8`]): its page is written anyway.
-    /// An event still bound is inserted carrying it; one already inserted
-    /// gets it by an `UPDATE`. An event a savepoint rolled back since
-    /// leaves the mark to `meta`.
+    /// it (`events.mark_us`, see [`crate::store::sqlite::schema::CURRENT`]):
+    /// its page is written anyway. An event still bound is inserted
+    /// carrying it; one already inserted gets it by an `UPDATE`. An event a
+    /// savepoint rolled back since leaves the mark to `meta`.
     ///
     /// The stored mark after the commit is then known: `mark`, or (none)
     /// the mark read at begin, which every appended event carries. Both
