@@ -13,6 +13,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tenure::*;
 
+mod common;
+use common::SQLITE_UNDO_10;
+
 /// The tokens of an SQL text, lower-cased outside string literals, joined
 /// by single spaces.
 fn tokens(sql: &str) -> Vec<String> {
@@ -251,55 +254,64 @@ fn page_size(c: &Connection) -> i64 {
     c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap()
 }
 
-/// A store created by opening `dir/new.db`, closed again.
-fn new_store(dir: &Path) -> PathBuf {
-    let path = dir.join("new.db");
-    let a = Authority::open(&path, &Options::new()).unwrap();
+/// A store created by opening `path`, closed again.
+fn new_store(path: &Path) -> PathBuf {
+    let a = Authority::open(path, &Options::new()).unwrap();
     assert_eq!(a.migrated_from(), 0);
     drop(a);
-    path
+    path.to_path_buf()
 }
 
-/// A store written by `fixture` (at schema `version`), opened (which
-/// migrates it), compacted (which switches it to incremental auto-vacuum,
-/// as a new store has) and closed again.
-fn migrated_store(dir: &Path, fixture: &str, version: u32) -> PathBuf {
-    let path = dir.join(format!("v{version}.db"));
-    Connection::open(&path)
-        .unwrap()
-        .execute_batch(fixture)
-        .unwrap();
-    let a = Authority::open(&path, &Options::new())
+/// Open the store at `path` (at schema `version`: opening migrates it),
+/// compact it (which switches it to incremental auto-vacuum, as a new
+/// store has) and close it again.
+fn migrate(path: &Path, version: u32) -> Connection {
+    let a = Authority::open(path, &Options::new())
         .unwrap_or_else(|e| panic!("opening the schema {version} store: {e}"));
     assert_eq!(a.migrated_from(), version);
     a.vacuum().unwrap();
     assert!(a.check().unwrap().ok());
     drop(a);
-    path
+    Connection::open(path).unwrap()
 }
 
-fn same_layout_as_a_new_store(fixture: &str, version: u32, extra: &[&str]) {
-    let dir = tempfile::tempdir().unwrap();
-    let new = Connection::open(new_store(dir.path())).unwrap();
-    let old = Connection::open(migrated_store(dir.path(), fixture, version)).unwrap();
+/// The layout of a new store in `dir`, and its connection.
+fn new_layout(dir: &Path) -> (Connection, BTreeSet<String>) {
+    let new = Connection::open(new_store(&dir.join("new.db"))).unwrap();
     let want = layout(&new, &[]);
     assert!(want.contains(&format!("pragma user_version = Integer({SCHEMA_VERSION})")));
     assert!(want.contains("pragma journal_mode = Text(\"wal\")"));
+    (new, want)
+}
+
+/// The store `fixture` writes (at schema `version`), migrated, has the
+/// layout of a new store but for the tables `extra`, and keeps the page
+/// size it was written with.
+fn fixture_migrates_to_the_new_layout(fixture: &str, version: u32, extra: &[&str]) -> Connection {
+    let dir = tempfile::tempdir().unwrap();
+    let (new, want) = new_layout(dir.path());
+    let path = dir.path().join(format!("v{version}.db"));
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(fixture)
+        .unwrap();
+    let old = migrate(&path, version);
     assert_same(&want, &layout(&old, extra), &format!("schema {version}"));
-    // The page size is the file's own: a new store's is smaller than
-    // SQLite's default, which the fixtures were written with.
+    // A new store's pages are smaller than SQLite's default, which the
+    // fixtures were written with.
     assert_eq!(page_size(&new), 2048);
     assert_eq!(page_size(&old), 4096);
+    old
 }
 
 #[test]
 fn a_v2_store_migrated_has_the_layout_of_a_new_store() {
-    same_layout_as_a_new_store(include_str!("fixtures/v2_store.sql"), 2, &[]);
+    fixture_migrates_to_the_new_layout(include_str!("fixtures/v2_store.sql"), 2, &[]);
 }
 
 #[test]
 fn a_v4_store_migrated_has_the_layout_of_a_new_store() {
-    same_layout_as_a_new_store(include_str!("fixtures/v4_store.sql"), 4, &[]);
+    fixture_migrates_to_the_new_layout(include_str!("fixtures/v4_store.sql"), 4, &[]);
 }
 
 /// The pre-lease layout's events stay in `legacy_events` (and its
@@ -307,19 +319,49 @@ fn a_v4_store_migrated_has_the_layout_of_a_new_store() {
 /// of a new store.
 #[test]
 fn a_v1_store_migrated_has_the_layout_of_a_new_store_and_its_old_events() {
-    let extra = ["legacy_events", "sqlite_sequence"];
-    same_layout_as_a_new_store(include_str!("fixtures/v1_pre_lease.sql"), 1, &extra);
-    let dir = tempfile::tempdir().unwrap();
-    let old = Connection::open(migrated_store(
-        dir.path(),
+    let old = fixture_migrates_to_the_new_layout(
         include_str!("fixtures/v1_pre_lease.sql"),
         1,
-    ))
-    .unwrap();
+        &["legacy_events", "sqlite_sequence"],
+    );
     let legacy: i64 = old
         .query_row("SELECT count(*) FROM legacy_events", [], |r| r.get(0))
         .unwrap();
     assert_eq!(legacy, 2);
+}
+
+/// What each schema from 9 down to 5 lacks of the one after it (schema 9
+/// changed only PostgreSQL's layout).
+const UNDO: &[(u32, &str)] = &[
+    (9, SQLITE_UNDO_10),
+    (8, "PRAGMA user_version = 8;"),
+    (
+        7,
+        "ALTER TABLE events DROP COLUMN mark_us; PRAGMA user_version = 7;",
+    ),
+    (
+        6,
+        "ALTER TABLE jobs DROP COLUMN provenance_at; PRAGMA user_version = 6;",
+    ),
+    (5, "DROP TABLE claim_requests; PRAGMA user_version = 5;"),
+];
+
+/// A new store taken back to each of the schemas 9 to 5 (the steps after
+/// it undone), migrated, has the layout of a new store again.
+#[test]
+fn stores_of_schema_5_to_9_migrated_have_the_layout_of_a_new_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, want) = new_layout(dir.path());
+    for (n, &(version, _)) in UNDO.iter().enumerate() {
+        let path = new_store(&dir.path().join(format!("v{version}.db")));
+        let c = Connection::open(&path).unwrap();
+        for (_, undo) in &UNDO[..=n] {
+            c.execute_batch(undo).unwrap();
+        }
+        drop(c);
+        let old = migrate(&path, version);
+        assert_same(&want, &layout(&old, &[]), &format!("schema {version}"));
+    }
 }
 
 /// The comparison sees what a migration step changes (a constraint, a
