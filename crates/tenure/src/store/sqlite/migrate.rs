@@ -123,12 +123,12 @@ CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, 
 
 /// Schema 7 (provenance in the job row): a completion's four `tenure.*`
 /// provenance facts restate the completed row (claim ID, holder, attempts,
-/// `updated_us`), so they are no longer written as fact rows; the column
-/// `provenance_at` of a completed job says where among its facts they stand
-/// and [`Txn::facts`] gives them back there. Additive: existing rows (NULL)
-/// keep their stored provenance facts. Run inside the migration transaction
-/// that checked the version; a `jobs` table that has the column already is
-/// left as it is.
+/// `updated_us`) and are kept in no fact row; the column `provenance_at`
+/// of a completed job says where among its facts they stand and
+/// [`crate::store::Txn::facts`] gives them back there. Additive: existing
+/// rows (NULL) keep their stored provenance facts. Run inside the migration
+/// transaction that checked the version; a `jobs` table that has the
+/// column already is left as it is.
 fn migrate_6_to_7(conn: &Connection) -> Result<()> {
     add_column_once(conn, "jobs", "provenance_at", "INTEGER")
 }
@@ -151,11 +151,12 @@ fn add_column_once(conn: &Connection, table: &str, column: &str, decl: &str) -> 
 /// appends events leaves the high-water mark on its last one
 /// (`events.mark_us`), a page its commit writes anyway, instead of
 /// rewriting the `meta` row's page; the stored mark is the larger of the
-/// `meta` row and the newest event's `mark_us` ([`HIGH_WATER_SQL`]). The
-/// newest event is never removed (pruning and production deletion keep
-/// it). Additive: existing events (NULL) leave the mark to `meta`. Run
-/// inside the migration transaction that checked the version; an `events`
-/// table that has the column already is left as it is.
+/// `meta` row and the newest event's `mark_us`
+/// ([`super::sql::HIGH_WATER_SQL`]). The newest event is never removed
+/// (pruning and production deletion keep it). Additive: existing events
+/// (NULL) leave the mark to `meta`. Run inside the migration transaction
+/// that checked the version; an `events` table that has the column already
+/// is left as it is.
 fn migrate_7_to_8(conn: &Connection) -> Result<()> {
     add_column_once(conn, "events", "mark_us", "INTEGER")
 }

@@ -6,6 +6,16 @@
 //! those of every write transaction in slots of their own ([`conn`]), the
 //! others through `prepare_cached`. Local filesystems only: SQLite's locking
 //! is not safe on network filesystems.
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`backend`] | opening a store (checks, pragmas, migration), the [`crate::store::Backend`] impl |
+//! | [`pool`] | how a connection is opened and configured; the pool of idle ones |
+//! | [`schema`] | the file header and the one text of the current layout |
+//! | [`migrate`] | the steps that bring an older store to that layout |
+//! | [`txn`] | a transaction: begin, end, savepoints, the mark; the statements of each kind of row in a module of its own |
+//! | [`sql`], [`rows`] | statement text shared by several modules; rows decoded and written |
+//! | [`conn`], [`checkpoint`], [`durability`], [`wal_writes`], `writer_queue` | one connection's prepared statements; checkpoints; commits made durable after the writer lock; the VFS that writes WAL frames; the queue file of writers |
 
 mod backend;
 mod checkpoint;

@@ -175,7 +175,7 @@ pub(super) fn bind_event(
 }
 
 /// Bind and run [`APPEND_EVENT_SQL`], the event carrying `mark` (see
-/// [`SqliteTxn::read_mark`]).
+/// [`super::txn::SqliteTxn::read_mark`]).
 pub(super) fn insert_event(
     st: &mut rusqlite::Statement<'_>,
     ev: &NewEvent<'_>,

@@ -1,8 +1,11 @@
-//! Statement text.
+//! Statement text shared by several modules: the column lists rows are
+//! decoded from, the statements every write transaction keeps prepared
+//! ([`super::conn::Hot`]), and the `INSERT` of several facts. A statement
+//! one function runs stands in that function.
 
-/// The columns [`job_row`] decodes, in its order, as a literal so that the
-/// statements using it are `&'static str` (a cached statement is found by
-/// its text: no formatting per call).
+/// The columns [`super::rows::job_row`] decodes, in its order, as a literal
+/// so that the statements using it are `&'static str` (a cached statement
+/// is found by its text: no formatting per call).
 macro_rules! job_cols {
     () => {
         "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
@@ -12,7 +15,7 @@ macro_rules! job_cols {
     };
 }
 
-/// The columns [`event_row`] decodes, in its order.
+/// The columns [`super::rows::event_row`] decodes, in its order.
 macro_rules! event_cols {
     () => {
         "seq, at_us, production, job, kind, state, claim_id, holder, attempt, expires_us, detail"
@@ -63,7 +66,7 @@ pub(super) const APPEND_EVENT_SQL: &str =
     "INSERT INTO events (at_us, production, job, kind, state, \
      claim_id, holder, attempt, expires_us, detail, mark_us) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
-/// Claim-next's first page: see [`Txn::live_jobs`].
+/// Claim-next's first page: see [`crate::store::Txn::live_jobs`].
 pub(super) const LIVE_JOBS_SQL: &str = concat!(
     "SELECT ",
     job_cols!(),
@@ -73,7 +76,8 @@ pub(super) const LIVE_JOBS_SQL: &str = concat!(
        AND (state = 'requested' OR expires_us IS NULL OR expires_us <= ?3) \
      ORDER BY priority DESC, seq LIMIT ?2"
 );
-/// Whether a parked job of the production is due: see [`Txn::unpark_due`].
+/// Whether a parked job of the production is due: see
+/// [`crate::store::Txn::unpark_due`].
 pub(super) const PARKED_PROBE_SQL: &str = "SELECT 1 FROM jobs INDEXED BY jobs_parked \
      WHERE production = ?1 AND parked = 1 AND due_us <= ?2 LIMIT 1";
 

@@ -2,8 +2,8 @@
 
 use crate::error::Result;
 use crate::model::Event;
-use crate::store::sqlite::rows::*;
-use crate::store::sqlite::sql::*;
+use crate::store::sqlite::rows::{collect, event_row};
+use crate::store::sqlite::sql::event_cols;
 use rusqlite::{params, Connection, OptionalExtension};
 use uuid::Uuid;
 

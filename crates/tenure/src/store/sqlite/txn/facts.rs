@@ -2,8 +2,8 @@
 
 use crate::error::Result;
 use crate::model::PublishedFact;
-use crate::store::sqlite::rows::*;
-use crate::store::sqlite::sql::*;
+use crate::store::sqlite::rows::{collect, uuid_col};
+use crate::store::sqlite::sql::{insert_facts_sql, FACTS_PER_INSERT};
 use rusqlite::{Connection, Row};
 use uuid::Uuid;
 

@@ -2,8 +2,8 @@
 
 use crate::error::Result;
 use crate::store::sqlite::conn::{Conn, Hot};
-use crate::store::sqlite::rows::*;
-use crate::store::sqlite::sql::*;
+use crate::store::sqlite::rows::{collect, ended_us, job_row, one_row, production_row, uuid_text};
+use crate::store::sqlite::sql::job_cols;
 use crate::store::{backoff_cols, JobRow, LiveScan, ProductionRow, Stored};
 use crate::ttl::Backoff;
 use rusqlite::{params, Connection, OptionalExtension};

@@ -15,7 +15,7 @@ use crate::store::sqlite::conn::{Conn, Hot};
 #[cfg(test)]
 use crate::store::sqlite::durability;
 use crate::store::sqlite::pool::Pool;
-use crate::store::sqlite::rows::*;
+use crate::store::sqlite::rows::{bind_event, insert_job};
 use crate::store::sqlite::wal_writes;
 #[cfg(target_os = "linux")]
 use crate::store::sqlite::writer_queue;

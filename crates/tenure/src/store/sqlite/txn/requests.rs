@@ -1,7 +1,7 @@
 //! What is used once: claims made under a request ID, and nonces.
 
 use crate::error::Result;
-use crate::store::sqlite::rows::*;
+use crate::store::sqlite::rows::{bad_col, uuid_col};
 use crate::store::RequestRow;
 use rusqlite::{params, Connection, OptionalExtension};
 use uuid::Uuid;

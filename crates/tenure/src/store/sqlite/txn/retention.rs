@@ -2,8 +2,8 @@
 //! productions, and the free pages they leave.
 
 use crate::error::Result;
-use crate::store::sqlite::rows::*;
-use crate::store::sqlite::sql::*;
+use crate::store::sqlite::rows::{bad_col, collect, job_row, one_row};
+use crate::store::sqlite::sql::job_cols;
 use crate::store::{backoff_cols, backoff_from_cols, JobRow, Stored, Tombstone};
 use rusqlite::{params, Connection, OptionalExtension};
 
