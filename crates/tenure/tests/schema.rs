@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use tenure::*;
 
 mod common;
-use common::SQLITE_UNDO_10;
+use common::{downgrade_to_schema_3, skip_on_postgres, Env, SQLITE_UNDO_10};
 
 /// The tokens of an SQL text, lower-cased outside string literals, joined
 /// by single spaces.
@@ -265,8 +265,8 @@ fn new_store(path: &Path) -> PathBuf {
 /// Open the store at `path` (at schema `version`: opening migrates it),
 /// compact it (which switches it to incremental auto-vacuum, as a new
 /// store has) and close it again.
-fn migrate(path: &Path, version: u32) -> Connection {
-    let a = Authority::open(path, &Options::new())
+fn migrate(path: &Path, version: u32, options: &Options) -> Connection {
+    let a = Authority::open(path, options)
         .unwrap_or_else(|e| panic!("opening the schema {version} store: {e}"));
     assert_eq!(a.migrated_from(), version);
     a.vacuum().unwrap();
@@ -295,7 +295,7 @@ fn fixture_migrates_to_the_new_layout(fixture: &str, version: u32, extra: &[&str
         .unwrap()
         .execute_batch(fixture)
         .unwrap();
-    let old = migrate(&path, version);
+    let old = migrate(&path, version, &Options::new());
     assert_same(&want, &layout(&old, extra), &format!("schema {version}"));
     // A new store's pages are smaller than SQLite's default, which the
     // fixtures were written with.
@@ -359,9 +359,29 @@ fn stores_of_schema_5_to_9_migrated_have_the_layout_of_a_new_store() {
             c.execute_batch(undo).unwrap();
         }
         drop(c);
-        let old = migrate(&path, version);
+        let old = migrate(&path, version, &Options::new());
         assert_same(&want, &layout(&old, &[]), &format!("schema {version}"));
     }
+}
+
+/// A new store taken back to schema 3 (the tables and columns of the later
+/// steps dropped, `jobs_live` for claim-next), migrated, has the layout of
+/// a new store again.
+#[test]
+fn a_store_of_schema_3_migrated_has_the_layout_of_a_new_store() {
+    if skip_on_postgres("a SQLite file of schema 3") {
+        return;
+    }
+    let env = Env::new();
+    downgrade_to_schema_3(&env);
+    let path = env.path();
+    let Env {
+        dir, clock, auth, ..
+    } = env;
+    drop(auth);
+    let (_, want) = new_layout(dir.path());
+    let old = migrate(&path, 3, &Options::new().clock(clock));
+    assert_same(&want, &layout(&old, &[]), "schema 3");
 }
 
 /// The comparison sees what a migration step changes (a constraint, a

@@ -16,7 +16,9 @@
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
-use super::schema::{create_current, jobs_table, APPLICATION_ID};
+use super::schema::{
+    claim_requests_table, create_current, jobs_table, tombstones_table, APPLICATION_ID,
+};
 use crate::error::{Error, Result};
 use crate::model::EventKind;
 use crate::store::{JobRow, NewEvent, Stored, SCHEMA_VERSION};
@@ -25,24 +27,19 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
-/// and the indexes pruning reads by. Additive only.
-const MIGRATE_2_TO_3: &str = "
-CREATE TABLE IF NOT EXISTS tombstones (
-    production     TEXT NOT NULL,
-    job            TEXT NOT NULL,
-    payload_digest BLOB NOT NULL,
-    priority       INTEGER NOT NULL,
-    max_attempts   INTEGER NOT NULL,
-    state          TEXT NOT NULL,
-    pruned_us      INTEGER NOT NULL,
-    PRIMARY KEY (production, job)
-) WITHOUT ROWID;
+/// and the indexes pruning reads by. Additive only. The tombstones table is
+/// created in its current definition ([`tombstones_table`]): the columns
+/// schema 4 adds to it are there already, and that step leaves them.
+const MIGRATE_2_TO_3: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS tombstones ",
+    tombstones_table!(),
+    ";
 CREATE INDEX IF NOT EXISTS tombstones_by_age ON tombstones (pruned_us);
 CREATE INDEX IF NOT EXISTS jobs_terminal ON jobs (updated_us)
     WHERE state IN ('completed', 'failed', 'cancelled');
 CREATE INDEX IF NOT EXISTS nonces_by_job ON nonces (production, job);
-INSERT OR IGNORE INTO meta (key, value) VALUES ('history_horizon', 0);
-";
+INSERT OR IGNORE INTO meta (key, value) VALUES ('history_horizon', 0);"
+);
 
 /// Schema 4 (scheduling and hold limits). Jobs get a not-before time
 /// (`due_us`), a `parked` flag that keeps requested jobs not yet due out of
@@ -51,7 +48,16 @@ INSERT OR IGNORE INTO meta (key, value) VALUES ('history_horizon', 0);
 /// back-off policy; productions get a default back-off; tombstones keep the
 /// hold limit and back-off a pruned job was submitted with. Additive:
 /// existing rows read as "due at once, no limit, no back-off". Run once,
-/// inside the migration transaction that checked the version.
+/// inside the migration transaction that checked the version; a
+/// `tombstones` table that has the columns already is left as it is.
+fn migrate_3_to_4(conn: &Connection) -> Result<()> {
+    conn.execute_batch(MIGRATE_3_TO_4)?;
+    for column in ["max_hold_us", "backoff_base_us", "backoff_cap_us"] {
+        add_column_once(conn, "tombstones", column, "INTEGER")?;
+    }
+    Ok(())
+}
+
 const MIGRATE_3_TO_4: &str = "
 ALTER TABLE jobs ADD COLUMN due_us INTEGER;
 ALTER TABLE jobs ADD COLUMN parked INTEGER NOT NULL DEFAULT 0 CHECK (parked IN (0, 1));
@@ -60,9 +66,6 @@ ALTER TABLE jobs ADD COLUMN backoff_base_us INTEGER;
 ALTER TABLE jobs ADD COLUMN backoff_cap_us INTEGER;
 ALTER TABLE productions ADD COLUMN backoff_base_us INTEGER;
 ALTER TABLE productions ADD COLUMN backoff_cap_us INTEGER;
-ALTER TABLE tombstones ADD COLUMN max_hold_us INTEGER;
-ALTER TABLE tombstones ADD COLUMN backoff_base_us INTEGER;
-ALTER TABLE tombstones ADD COLUMN backoff_cap_us INTEGER;
 DROP INDEX IF EXISTS jobs_live;
 CREATE INDEX jobs_ready ON jobs (production, priority DESC, seq)
     WHERE state IN ('requested', 'claimed') AND parked = 0;
@@ -107,19 +110,12 @@ CREATE INDEX jobs_parked ON jobs (production, due_us) WHERE parked = 1;
 
 /// Schema 6 (request IDs): the claims made under a caller's request ID,
 /// one row per request, removed with their job. Additive only.
-const MIGRATE_5_TO_6: &str = "
-CREATE TABLE IF NOT EXISTS claim_requests (
-    production    TEXT NOT NULL,
-    request_id    TEXT NOT NULL,
-    job           TEXT NOT NULL,
-    claim_id      TEXT NOT NULL,
-    secret_digest BLOB NOT NULL CHECK (length(secret_digest) = 32),
-    args_digest   BLOB NOT NULL,
-    created_us    INTEGER NOT NULL,
-    PRIMARY KEY (production, request_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, job);
-";
+const MIGRATE_5_TO_6: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS claim_requests ",
+    claim_requests_table!(),
+    ";
+CREATE INDEX IF NOT EXISTS claim_requests_by_job ON claim_requests (production, job);"
+);
 
 /// Schema 7 (provenance in the job row): a completion's four `tenure.*`
 /// provenance facts restate the completed row (claim ID, holder, attempts,
@@ -230,7 +226,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
                 if from <= 3 {
-                    conn.execute_batch(MIGRATE_3_TO_4)?;
+                    migrate_3_to_4(conn)?;
                 }
                 if from <= 4 {
                     conn.execute_batch(MIGRATE_4_TO_5)?;

@@ -17,9 +17,9 @@ pub const APPLICATION_ID: i32 = 0x5445_4E55;
 /// keep the page size they were created with.
 pub(super) const PAGE_SIZE: u32 = 2048;
 
-/// The column definitions and constraints of `jobs`, in parentheses: the
-/// table of [`CURRENT`], and the one the rebuild of `jobs` in
-/// [`super::migrate`] copies an older table into.
+/// What follows `CREATE TABLE jobs` in [`CURRENT`]: the column definitions
+/// and constraints, in parentheses. The rebuild of `jobs` in
+/// [`super::migrate`] copies an older table into a table of this definition.
 macro_rules! jobs_table {
     () => {
         "(
@@ -54,7 +54,44 @@ macro_rules! jobs_table {
 )"
     };
 }
-pub(super) use jobs_table;
+
+/// What follows `CREATE TABLE claim_requests` in [`CURRENT`], which the step
+/// that adds the table in [`super::migrate`] creates.
+macro_rules! claim_requests_table {
+    () => {
+        "(
+    production    TEXT NOT NULL,
+    request_id    TEXT NOT NULL,
+    job           TEXT NOT NULL,
+    claim_id      TEXT NOT NULL,
+    secret_digest BLOB NOT NULL CHECK (length(secret_digest) = 32),
+    args_digest   BLOB NOT NULL,
+    created_us    INTEGER NOT NULL,
+    PRIMARY KEY (production, request_id)
+) WITHOUT ROWID"
+    };
+}
+
+/// What follows `CREATE TABLE tombstones` in [`CURRENT`], which the step
+/// that adds the table in [`super::migrate`] creates.
+macro_rules! tombstones_table {
+    () => {
+        "(
+    production      TEXT NOT NULL,
+    job             TEXT NOT NULL,
+    payload_digest  BLOB NOT NULL,
+    priority        INTEGER NOT NULL,
+    max_attempts    INTEGER NOT NULL,
+    state           TEXT NOT NULL,
+    pruned_us       INTEGER NOT NULL,
+    max_hold_us     INTEGER,
+    backoff_base_us INTEGER,
+    backoff_cap_us  INTEGER,
+    PRIMARY KEY (production, job)
+) WITHOUT ROWID"
+    };
+}
+pub(super) use {claim_requests_table, jobs_table, tombstones_table};
 
 /// The tables and indexes of a store at [`crate::store::SCHEMA_VERSION`].
 ///
@@ -132,30 +169,13 @@ CREATE TABLE nonces (
     used_us    INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX nonces_by_job ON nonces (production, job);
-CREATE TABLE claim_requests (
-    production    TEXT NOT NULL,
-    request_id    TEXT NOT NULL,
-    job           TEXT NOT NULL,
-    claim_id      TEXT NOT NULL,
-    secret_digest BLOB NOT NULL CHECK (length(secret_digest) = 32),
-    args_digest   BLOB NOT NULL,
-    created_us    INTEGER NOT NULL,
-    PRIMARY KEY (production, request_id)
-) WITHOUT ROWID;
+CREATE TABLE claim_requests ",
+    claim_requests_table!(),
+    ";
 CREATE INDEX claim_requests_by_job ON claim_requests (production, job);
-CREATE TABLE tombstones (
-    production      TEXT NOT NULL,
-    job             TEXT NOT NULL,
-    payload_digest  BLOB NOT NULL,
-    priority        INTEGER NOT NULL,
-    max_attempts    INTEGER NOT NULL,
-    state           TEXT NOT NULL,
-    pruned_us       INTEGER NOT NULL,
-    max_hold_us     INTEGER,
-    backoff_base_us INTEGER,
-    backoff_cap_us  INTEGER,
-    PRIMARY KEY (production, job)
-) WITHOUT ROWID;
+CREATE TABLE tombstones ",
+    tombstones_table!(),
+    ";
 CREATE INDEX tombstones_by_age ON tombstones (pruned_us);
 "
 );
