@@ -403,7 +403,26 @@ impl Authority {
         timeout: Duration,
         cancel: Option<&WaitCancel>,
     ) -> Result<Lease> {
-        crate::wait::claim_next_wait(self, production, holder, ttl, timeout, cancel)
+        let timeout = crate::ttl::bounded("a wait timeout", timeout, true)?;
+        crate::validate::id("production", production)?;
+        crate::validate::holder(holder)?;
+        let bell = self.inner.backend.doorbell()?;
+        let all = self.inner.waits();
+        let cancels: &[&WaitCancel] = match cancel {
+            Some(c) => &[&all, c],
+            None => &[&all],
+        };
+        crate::wait::until_claimed(
+            production,
+            timeout,
+            &bell,
+            cancels,
+            || self.claim_next(production, holder, ttl),
+            || {
+                self.inner
+                    .read(|t, now_us| Ok((now_us, rules::next_claimable_us(t, production)?)))
+            },
+        )
     }
 
     /// Cancel every [`Authority::claim_next_wait`] in progress on this

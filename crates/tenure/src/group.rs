@@ -51,10 +51,11 @@
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-#[cfg(target_os = "linux")]
-use crate::futex::{self, Scope};
 use crate::session::{refusal, Session};
 use crate::store::Backend;
+#[cfg(target_os = "linux")]
+use crate::sys::futex::{self, Scope};
+use crate::sys::scoped::{self, Lent};
 use std::any::Any;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -76,7 +77,7 @@ pub(crate) const MAX_ROUNDS: usize = 4;
 pub(crate) const GATHER: Duration = Duration::from_micros(100);
 
 type Outcome = Result<Box<dyn Any + Send>>;
-type Work = Box<dyn FnMut(&mut Session) -> Outcome + Send + 'static>;
+type Work = Lent<Session, Outcome>;
 
 /// Where one caller waits (asleep on its combiner's [`Bell`]): for its
 /// outcome, or to be told to lead.
@@ -172,6 +173,16 @@ struct Job {
     work: Work,
 }
 
+impl Job {
+    /// Run the member's operation; its caller is waiting in
+    /// [`Combiner::run`] for as long as its job is queued or taken.
+    fn run(&self, s: &mut Session) -> Outcome {
+        self.work
+            .call(s)
+            .unwrap_or_else(|| Err(Error::Internal("a group member's caller has left".into())))
+    }
+}
+
 #[derive(Default)]
 struct State {
     queue: VecDeque<Job>,
@@ -261,16 +272,22 @@ impl Combiner {
     ) -> Result<T> {
         let work: Box<dyn FnMut(&mut Session) -> Outcome + Send + '_> =
             Box::new(move |s| f(s).map(|v| Box::new(v) as Box<dyn Any + Send>));
-        // SAFETY: only the lifetime is erased (same fat-pointer layout). The
-        // closure may borrow from this caller's frame; this function returns
-        // only after its outcome is in its slot, and every path that settles
-        // a slot drops the job (and its closure) first: the job is either
-        // in the queue or owned by the one leader, which settles it (or,
-        // after a panic, has dropped it during unwinding) before settling
-        // the slot. The leader never panics out of `lead`.
-        let work: Work = unsafe {
-            std::mem::transmute::<Box<dyn FnMut(&mut Session) -> Outcome + Send + '_>, Work>(work)
-        };
+        // The closure may borrow from this caller's frame: it is lent for as
+        // long as this caller waits for its outcome. Every path that settles
+        // a slot drops the job first (the job is either in the queue or
+        // owned by the one leader, which settles it, or after a panic has
+        // dropped it, before settling the slot); a job run after its loan
+        // ended would find nothing to call ([`Job::run`]).
+        scoped::lend(work, |work| self.queue_and_wait::<T>(backend, clock, work))
+    }
+
+    /// Queue `work` and wait for its outcome, leading groups when told to.
+    fn queue_and_wait<T: Send + 'static>(
+        &self,
+        backend: &Arc<dyn Backend>,
+        clock: &Arc<dyn Clock>,
+        work: Work,
+    ) -> Result<T> {
         let slot = Arc::new(Slot::default());
         let mut st = self.lock();
         st.queue.push_back(Job {
@@ -452,8 +469,8 @@ impl Combiner {
             next.hand_lead();
             self.bell.ring();
         }
-        if let Some(mut job) = alone {
-            let out = session.single(|s| (job.work)(s));
+        if let Some(job) = alone {
+            let out = session.single(|s| job.run(s));
             let slot = job.slot.clone();
             drop(job);
             return Settled {
@@ -497,7 +514,7 @@ fn run_members(mut session: Session, mut batch: Vec<Job>) -> Settled {
             if round == 0 && results.len() >= MIN_MEMBERS && start.elapsed() >= MAX_WORK {
                 break;
             }
-            results.push(session.member(|s| (job.work)(s)));
+            results.push(session.member(|s| job.run(s)));
             if session.poisoned().is_some() {
                 break;
             }
@@ -585,7 +602,7 @@ mod tests {
                 .map(|_| Job {
                     slot: Arc::new(Slot::default()),
                     queued: Instant::now(),
-                    work: Box::new(|_| Ok(Box::new(()) as Box<dyn Any + Send>)),
+                    work: Lent::owned(|_| Ok(Box::new(()) as Box<dyn Any + Send>)),
                 })
                 .collect(),
             ..State::default()

@@ -1,5 +1,6 @@
-//! Keep-alive: [`crate::Lease::keep_alive`] renews one lease on its own
-//! thread until stopped or until the lease ends.
+//! Keep-alive: [`Keeper::start`] (and [`Lease::keep_alive`], defined here)
+//! renews one lease on its own thread until stopped or until the lease ends.
+//! This module uses [`Lease`]; the lease module knows nothing of keepers.
 //!
 //! - Every renewal is an ordinary [`crate::Lease::renew`] (so it rides in a
 //!   commit group with the process's other calls); the keeper adds no rule.
@@ -59,15 +60,28 @@ impl Shared {
     }
 }
 
-/// Renews one lease every period on its own thread (see
-/// [`crate::Lease::keep_alive`]). Dropping it stops it; it never releases
+/// Renews one lease every period on its own thread (see [`Keeper::start`]
+/// and [`Lease::keep_alive`]). Dropping it stops it; it never releases
 /// the lease.
 pub struct Keeper {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
 
-pub(crate) fn start(lease: Lease, ttl: Ttl, every: Duration) -> Result<Keeper> {
+impl Lease {
+    /// Keep this lease alive: a [`Keeper`] renews it for `ttl` every
+    /// `every` (shorter than `ttl`) on its own thread, until stopped,
+    /// dropped, refused, or the lease closes (see [`Keeper`]). The
+    /// keeper shares this lease's local state: renewals show in
+    /// [`Lease::expires_us`]. It never releases the lease. The same as
+    /// [`Keeper::start`].
+    pub fn keep_alive(&self, ttl: Ttl, every: Duration) -> Result<Keeper> {
+        Keeper::start(self, ttl, every)
+    }
+}
+
+/// See [`Keeper::start`].
+fn start(lease: Lease, ttl: Ttl, every: Duration) -> Result<Keeper> {
     let every = ttl::bounded("a keep-alive period", every, false)?;
     if every >= ttl.as_duration() {
         return Err(Error::InvalidDuration(format!(
@@ -146,6 +160,18 @@ fn run(shared: &Shared, lease: &Lease, ttl: Ttl, every: Duration) {
 }
 
 impl Keeper {
+    /// Start renewing `lease` for `ttl` every `every` (shorter than `ttl`)
+    /// on a thread of its own, until stopped, dropped, refused, or the lease
+    /// closes. The keeper holds a second handle on the lease sharing its
+    /// local state: renewals show in [`Lease::expires_us`]. It never
+    /// releases the lease. Refused with [`Error::InvalidDuration`] for a
+    /// period out of range or not shorter than `ttl`, with
+    /// [`Error::LeasePending`] or [`Error::LeaseClosed`] for a lease that is
+    /// not active.
+    pub fn start(lease: &Lease, ttl: Ttl, every: Duration) -> Result<Keeper> {
+        start(lease.twin(), ttl, every)
+    }
+
     /// Stop renewing and join the keeper's thread. After it returns no
     /// renewal happens (one already under way when it is called finishes
     /// first). Never releases the lease. Idempotent.

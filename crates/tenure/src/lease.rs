@@ -481,15 +481,6 @@ impl Lease {
         self.complete_applied(facts, Some(exec), true)
     }
 
-    /// Keep this lease alive: a [`crate::Keeper`] renews it for `ttl` every
-    /// `every` (shorter than `ttl`) on its own thread, until stopped,
-    /// dropped, refused, or the lease closes (see [`crate::Keeper`]). The
-    /// keeper shares this lease's local state: renewals show in
-    /// [`Lease::expires_us`]. It never releases the lease.
-    pub fn keep_alive(&self, ttl: Ttl, every: std::time::Duration) -> Result<crate::Keeper> {
-        crate::keeper::start(self.twin(), ttl, every)
-    }
-
     /// A second handle on the same lease sharing its local state.
     pub(crate) fn twin(&self) -> Lease {
         Lease {

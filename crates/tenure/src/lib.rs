@@ -27,11 +27,14 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Rules live in one place (`rules`), storage behind one interface (`store`);
-//! the C ABI, C++ and Python projections and the CLI convert types and map
-//! errors on top of this crate.
+//! Rules live in one place (`rules`), storage behind one interface (`store`),
+//! and the system and FFI glue in one module (`sys`, behind a safe
+//! interface; no other module may hold such code). Modules depend on each
+//! other without a cycle. The C ABI, C++ and Python projections and the CLI
+//! convert types and map errors on top of this crate.
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 mod authority;
 mod check;
@@ -41,13 +44,13 @@ mod edit;
 mod error;
 pub mod executor;
 mod fault;
-#[cfg(target_os = "linux")]
-mod futex;
 mod group;
 mod inner;
 mod keeper;
 mod lease;
 mod model;
+#[cfg(test)]
+mod module_graph;
 mod ops;
 mod request;
 mod retention;
@@ -58,6 +61,8 @@ mod session;
 #[doc(hidden)]
 pub mod stats;
 mod store;
+#[allow(unsafe_code)]
+mod sys;
 mod token;
 mod ttl;
 pub mod validate;

@@ -2,7 +2,9 @@
 //! handle [`WaitCancel`].
 //!
 //! A wait is a sequence of ordinary claim-next attempts (the rule stays in
-//! [`crate::rules::claim_next`]). Between two attempts the waiter sleeps on
+//! [`crate::rules::claim_next`]); the loop ([`until_claimed`]) is given the
+//! attempt and the store's next expiry as functions, so it knows nothing of
+//! the authority that calls it. Between two attempts the waiter sleeps on
 //! its store's doorbell ([`crate::doorbell`]) until one of:
 //!
 //! - the doorbell rings: a commit (of any process) that may have made a job
@@ -20,12 +22,8 @@
 //! Any other error of an attempt (a missing production, `clock_rollback`,
 //! `busy`, ...) ends the wait with that error at once.
 
-use crate::authority::Authority;
 use crate::doorbell::Doorbell;
 use crate::error::{Error, Result};
-use crate::lease::Lease;
-use crate::rules;
-use crate::ttl::{self, Ttl};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -43,7 +41,7 @@ struct CancelState {
     bells: Mutex<Vec<Weak<dyn Doorbell>>>,
 }
 
-/// A cancel handle for waits ([`Authority::claim_next_wait`]) and worker
+/// A cancel handle for waits ([`crate::Authority::claim_next_wait`]) and worker
 /// loops. Clones share one state: cancelling any clone wakes every wait that
 /// was given one of them, on any thread, at once. Cancellation is final.
 #[derive(Clone, Default)]
@@ -101,33 +99,34 @@ fn cancelled(production: &str) -> Error {
     ))
 }
 
-/// See [`Authority::claim_next_wait`].
-pub(crate) fn claim_next_wait(
-    a: &Authority,
+/// The wait loop behind [`crate::Authority::claim_next_wait`]: `attempt`
+/// until it gives something other than [`Error::NoJobAvailable`], sleeping on
+/// `bell` between two attempts until it rings, until the timed wake that
+/// `next` reports, or until `deadline`. `next` gives the store's clock
+/// reading and the earliest expiry of a lease in the production
+/// ([`crate::rules::next_claimable_us`]), both in microseconds. Each of
+/// `cancels` is registered with `bell`; cancelling any of them ends the wait.
+/// `production` and `timeout` only name the wait in its errors.
+pub(crate) fn until_claimed<T>(
     production: &str,
-    holder: &str,
-    ttl: Ttl,
     timeout: Duration,
-    cancel: Option<&WaitCancel>,
-) -> Result<Lease> {
-    let timeout = ttl::bounded("a wait timeout", timeout, true)?;
-    crate::validate::id("production", production)?;
-    crate::validate::holder(holder)?;
+    bell: &Arc<dyn Doorbell>,
+    cancels: &[&WaitCancel],
+    mut attempt: impl FnMut() -> Result<T>,
+    mut next: impl FnMut() -> Result<(i64, Option<i64>)>,
+) -> Result<T> {
     let deadline = Instant::now() + timeout;
-    let bell = a.inner.backend.doorbell()?;
-    let all = a.inner.waits();
-    all.register(&bell);
-    if let Some(c) = cancel {
-        c.register(&bell);
+    for c in cancels {
+        c.register(bell);
     }
-    let stopped = || all.is_cancelled() || cancel.is_some_and(WaitCancel::is_cancelled);
+    let stopped = || cancels.iter().any(|c| c.is_cancelled());
     loop {
         // Read the bell before the attempt: a ring after this point is seen.
         let seen = bell.generation();
         if stopped() {
             return Err(cancelled(production));
         }
-        match a.claim_next(production, holder, ttl) {
+        match attempt() {
             Err(Error::NoJobAvailable(_)) => {}
             r => return r,
         }
@@ -141,9 +140,7 @@ pub(crate) fn claim_next_wait(
                     "nothing became claimable in production {production:?} within {timeout:?}"
                 )));
             }
-            let (now_us, next) = a
-                .inner
-                .read(|t, now_us| Ok((now_us, rules::next_claimable_us(t, production)?)))?;
+            let (now_us, next) = next()?;
             let mut until = deadline.min(now + SLICE);
             let mut timed = false;
             if let Some(at_us) = next {

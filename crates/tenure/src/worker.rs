@@ -548,88 +548,11 @@ fn retry(lease: &Lease, reason: &str, delay: Option<Duration>) -> Result<JobStat
     }
 }
 
-#[cfg(unix)]
-static SIGNAL_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-
-#[cfg(unix)]
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
-    if fd >= 0 {
-        // SAFETY: write(2) is async-signal-safe; one byte to our own pipe.
-        unsafe {
-            libc::write(fd, b"x".as_ptr().cast(), 1);
-        }
-    }
-}
-
 /// Stop `handle`'s worker on SIGTERM or SIGINT (Unix): installs handlers
 /// for both that write to a pipe, and a thread that stops the worker when
 /// it reads from it (a signal handler itself may not take locks). Once per
 /// process: a second call is [`Error::InvalidArgument`].
 #[cfg(unix)]
 pub fn stop_on_signals(handle: StopHandle) -> Result<()> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two descriptors into our array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(Error::Internal(format!(
-            "cannot create the signal pipe: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    let close = |fds: [libc::c_int; 2]| {
-        // SAFETY: closing the two descriptors pipe2 just gave us.
-        unsafe {
-            libc::close(fds[0]);
-            libc::close(fds[1]);
-        }
-    };
-    if SIGNAL_PIPE
-        .compare_exchange(-1, fds[1], Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
-        close(fds);
-        return Err(Error::invalid(
-            "stop_on_signals was already called in this process",
-        ));
-    }
-    let read_end = fds[0];
-    let t = std::thread::Builder::new()
-        .name("tenure-signals".into())
-        .spawn(move || {
-            let mut b = [0u8; 1];
-            loop {
-                // SAFETY: reading one byte from our own pipe into `b`.
-                let n = unsafe { libc::read(read_end, b.as_mut_ptr().cast(), 1) };
-                if n == 1 {
-                    handle.stop();
-                } else if n < 0
-                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                {
-                    continue;
-                } else {
-                    return;
-                }
-            }
-        });
-    if let Err(e) = t {
-        return Err(Error::Internal(format!(
-            "cannot start the signal thread: {e}"
-        )));
-    }
-    for sig in [libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: installing a handler that only calls write(2).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop_signal as *const () as libc::sighandler_t;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(Error::Internal(format!(
-                    "cannot install a signal handler: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
-        }
-    }
-    Ok(())
+    crate::sys::signals::on_stop_signals("stop_on_signals", move || handle.stop())
 }

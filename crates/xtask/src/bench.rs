@@ -1,13 +1,15 @@
 //! `cargo xtask bench [--smoke]`: run the benchmark workloads of
 //! `crates/tenure-bench`, take medians, compute ratios against baselines
-//! measured in the same run, and write `bench/results/<stamp>.{md,json}`
-//! (plus `latest.md`). Figures are never asserted; `--smoke` runs tiny sizes
-//! so `cargo xtask test` proves the harness works.
+//! measured in the same run, and write the report of the run's kind over
+//! the last one, `bench/results/latest-<kind>.{md,json}`, each headed by
+//! when the run took place, the tree and the machine. Figures are never
+//! asserted; `--smoke` runs tiny sizes so `cargo xtask test` proves the
+//! harness works (its `*-smoke` reports are ignored by git).
 
 use crate::util::{apt_install, cargo, output, parse_json, root, run, step, Result};
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub(crate) struct Cfg {
@@ -258,6 +260,7 @@ impl Row {
 }
 
 pub fn bench(smoke: bool) -> Result {
+    let started = RunStart::now();
     let cfg = Cfg {
         smoke,
         runs: if smoke { 1 } else { 5 },
@@ -640,7 +643,7 @@ pub fn bench(smoke: bool) -> Result {
     // 8: retention soak (a steady stream with automatic pruning).
     soak_rows(&bin, cfg.smoke, &mut rows, &mut raw)?;
 
-    report(&rows, raw, if cfg.smoke { "smoke" } else { "full" })
+    report(&rows, raw, report_kind(cfg.smoke, false), &started)
 }
 
 /// The SQLite soak's arrival rate (jobs/s): one the reference VM's worker
@@ -650,6 +653,7 @@ pub(crate) const SOAK_RATE: u32 = 300;
 
 /// `cargo xtask bench --soak [--smoke]`: only the retention soak rows.
 pub fn soak_only(smoke: bool) -> Result {
+    let started = RunStart::now();
     step(&format!(
         "retention soak ({})",
         if smoke { "smoke" } else { "full" }
@@ -657,7 +661,7 @@ pub fn soak_only(smoke: bool) -> Result {
     let bin = bench_bin()?;
     let (mut rows, mut raw) = (Vec::new(), Vec::new());
     soak_rows(&bin, smoke, &mut rows, &mut raw)?;
-    report(&rows, raw, if smoke { "soak-smoke" } else { "soak-full" })
+    report(&rows, raw, report_kind(smoke, true), &started)
 }
 
 /// The SQLite soak: a steady stream of 1 M jobs arriving at
@@ -773,9 +777,8 @@ fn kept_row_bytes(window: &Value) -> (f64, f64) {
     )
 }
 
-/// Write the report of `rows` as `bench/results/<stamp>-<kind>.{md,json}`
-/// and `latest-<kind>.md`.
-fn report(rows: &[Row], raw: Vec<Value>, kind: &str) -> Result {
+/// Write the report of `rows` as `bench/results/latest-<kind>.{md,json}`.
+fn report(rows: &[Row], raw: Vec<Value>, kind: &str, started: &RunStart) -> Result {
     let mut md = String::new();
     let _ = writeln!(md, "| row | value | ratio | target |\n|---|---:|---:|---|");
     for r in rows {
@@ -791,22 +794,269 @@ fn report(rows: &[Row], raw: Vec<Value>, kind: &str) -> Result {
             .unwrap_or_default();
         let _ = writeln!(md, "| {} | {} | {} | {} |", r.name, r.value, ratio, target);
     }
-    let dir = root().join("bench/results");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let stamp = std::time::SystemTime::now()
+    write_report(kind, &md, raw, started)
+}
+
+/// When a run began, and the load the machine carried then: the start of
+/// every report's head.
+pub(crate) struct RunStart {
+    unix_time: u64,
+    load: Option<String>,
+    tree: Option<String>,
+}
+
+impl RunStart {
+    pub(crate) fn now() -> RunStart {
+        RunStart {
+            unix_time: unix_now(),
+            load: load_average(),
+            tree: tree(),
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let json = format!(
-        "{}\n",
-        serde_json::json!({"kind": kind, "unix_time": stamp, "workloads": raw})
-    );
-    std::fs::write(dir.join(format!("{stamp}-{kind}.json")), json).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join(format!("{stamp}-{kind}.md")), &md).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join(format!("latest-{kind}.md")), &md).map_err(|e| e.to_string())?;
-    println!("\n{md}");
-    println!("report: bench/results/{stamp}-{kind}.{{md,json}}");
+        .unwrap_or(0)
+}
+
+/// The 1-minute load average, as `/proc/loadavg` prints it.
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next().map(str::to_owned)
+}
+
+/// The commit the run measured, `-dirty` when a tracked file outside
+/// `bench/results` differs from it (the reports a run writes are not the
+/// tree it measures).
+fn tree() -> Option<String> {
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(root())
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let head = git(&["rev-parse", "--short=12", "HEAD"])?;
+    let changed = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ".",
+        ":!bench/results",
+    ])?;
+    Some(if changed.is_empty() {
+        head
+    } else {
+        format!("{head}-dirty")
+    })
+}
+
+/// The kind of a SQLite report, which names its files: `full` or `smoke`,
+/// after `soak-` when only the soak ran (`--soak`).
+fn report_kind(smoke: bool, soak_only: bool) -> &'static str {
+    match (soak_only, smoke) {
+        (false, false) => "full",
+        (false, true) => "smoke",
+        (true, false) => "soak-full",
+        (true, true) => "soak-smoke",
+    }
+}
+
+/// The folder of the reports.
+pub(crate) fn results_dir() -> PathBuf {
+    root().join("bench/results")
+}
+
+/// The two files of the report of `kind` in `dir`, Markdown and JSON: a run
+/// overwrites the last report of its kind.
+pub(crate) fn report_files(dir: &Path, kind: &str) -> (PathBuf, PathBuf) {
+    (
+        dir.join(format!("latest-{kind}.md")),
+        dir.join(format!("latest-{kind}.json")),
+    )
+}
+
+/// Write `md` and the raw workload objects as the report of `kind`, each
+/// with the run's head: when it ran, which tree, which machine, and the
+/// load average at its start and end. Each file goes through a `.tmp`
+/// beside it, so a run stopped while writing leaves the last report whole.
+pub(crate) fn write_report(
+    kind: &str,
+    md: &str,
+    workloads: Vec<Value>,
+    started: &RunStart,
+) -> Result {
+    let (md_path, json_path) = write_report_in(&results_dir(), kind, md, workloads, started)?;
+    let shown = |p: &Path| p.strip_prefix(root()).unwrap_or(p).display().to_string();
+    println!("report: {} and {}", shown(&md_path), shown(&json_path));
     Ok(())
+}
+
+/// [`write_report`] into `dir`; prints the report and returns its two files.
+fn write_report_in(
+    dir: &Path,
+    kind: &str,
+    md: &str,
+    workloads: Vec<Value>,
+    started: &RunStart,
+) -> Result<(PathBuf, PathBuf)> {
+    let ended = unix_now();
+    let load_end = load_average();
+    let command = std::iter::once("cargo xtask".to_owned())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let machine = machine();
+    let head = report_head(&command, started, ended, load_end.as_deref(), &machine);
+    let json = serde_json::json!({
+        "kind": kind,
+        "command": command,
+        "started_unix_time": started.unix_time,
+        "unix_time": ended,
+        "tree": started.tree,
+        "machine": machine,
+        "load_average_1min": {"start": started.load, "end": load_end},
+        "workloads": workloads,
+    });
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let (md_path, json_path) = report_files(dir, kind);
+    let body = format!("{head}\n{}", md.trim_start_matches('\n'));
+    for (path, text) in [(&md_path, body.clone()), (&json_path, format!("{json}\n"))] {
+        let tmp = path.with_extension(format!(
+            "{}.tmp",
+            path.extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or_default()
+        ));
+        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    println!("\n{body}");
+    Ok((md_path, json_path))
+}
+
+/// The Markdown head of a report: one line each for the run, the tree and
+/// the machine.
+fn report_head(
+    command: &str,
+    started: &RunStart,
+    ended: u64,
+    load_end: Option<&str>,
+    machine: &Value,
+) -> String {
+    let unknown = |v: &Value| match v {
+        Value::Null => "?".to_owned(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    let memory = machine["memory_kib"]
+        .as_f64()
+        .map(|kib| format!("{:.1} GiB", kib / (1024.0 * 1024.0)))
+        .unwrap_or_else(|| "?".into());
+    format!(
+        "Run: `{command}`, {} to {} (unix {} to {ended}); tree `{}`.\n\n\
+         Machine: {} CPUs ({}), {memory} memory, {} {} {}; scratch files in {} on {} ({}); \
+         load average (1 min) {} at the start, {} at the end.\n",
+        utc(started.unix_time),
+        utc(ended),
+        started.unix_time,
+        started.tree.as_deref().unwrap_or("?"),
+        unknown(&machine["cpus"]),
+        unknown(&machine["cpu_model"]),
+        unknown(&machine["os"]),
+        unknown(&machine["kernel"]),
+        unknown(&machine["arch"]),
+        unknown(&machine["scratch_dir"]),
+        unknown(&machine["scratch_fs"]),
+        unknown(&machine["scratch_device"]),
+        started.load.as_deref().unwrap_or("?"),
+        load_end.unwrap_or("?"),
+    )
+}
+
+/// The facts of this machine that bound the figures: processors, memory,
+/// kernel, and the file system the workloads' stores live on (their
+/// fsyncs); a fact that cannot be read is null.
+fn machine() -> Value {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let scratch = std::env::temp_dir();
+    let mount = mount_of(&scratch, &read("/proc/mounts"));
+    serde_json::json!({
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "cpu_model": cpu_model(&read("/proc/cpuinfo")),
+        "memory_kib": mem_total_kib(&read("/proc/meminfo")),
+        "os": std::env::consts::OS,
+        "kernel": Some(read("/proc/sys/kernel/osrelease").trim().to_owned()).filter(|k| !k.is_empty()),
+        "arch": std::env::consts::ARCH,
+        "scratch_dir": scratch.display().to_string(),
+        "scratch_fs": mount.as_ref().map(|m| m.1.clone()),
+        "scratch_device": mount.map(|m| m.0),
+    })
+}
+
+/// The first `model name` of `/proc/cpuinfo`.
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "model name").then(|| value.trim().to_owned())
+    })
+}
+
+/// `MemTotal` of `/proc/meminfo`, in KiB.
+fn mem_total_kib(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|line| {
+        line.strip_prefix("MemTotal:")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+/// The device and file system type of the mount of `/proc/mounts` that
+/// holds `path`: the longest mount point that is `path` or one of its
+/// ancestors (the last one listed when several are mounted on one point).
+fn mount_of(path: &Path, mounts: &str) -> Option<(String, String)> {
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let (device, point, fs) = (f.next()?, f.next()?, f.next()?);
+            path.starts_with(point)
+                .then(|| (point.len(), device.to_owned(), fs.to_owned()))
+        })
+        .max_by_key(|(len, ..)| *len)
+        .map(|(_, device, fs)| (device, fs))
+}
+
+/// `unix` seconds as a UTC date and time, `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc(unix: u64) -> String {
+    let (days, secs) = (unix / 86_400, unix % 86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar),
+    // counting years from March so the leap day ends a year.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        secs / 3_600,
+        secs % 3_600 / 60,
+        secs % 60
+    )
 }
 
 /// The waiting rows: wake latency from a submit in one process to the claim
@@ -1484,6 +1734,217 @@ mod tests {
             4.0,
         );
         assert_eq!(over, b);
+    }
+
+    /// Every kind of report a run can write: SQLite's and PostgreSQL's, full
+    /// and smoke.
+    fn every_kind() -> Vec<String> {
+        let mut kinds = Vec::new();
+        for smoke in [false, true] {
+            for soak in [false, true] {
+                kinds.push(report_kind(smoke, soak).to_owned());
+                for bulk in [false, true] {
+                    kinds.push(crate::pg::report_kind(
+                        smoke,
+                        &crate::pg::Rows { soak, bulk },
+                    ));
+                }
+            }
+        }
+        kinds
+    }
+
+    #[test]
+    fn a_report_overwrites_the_last_of_its_kind() {
+        let dir = Path::new("/r");
+        assert_eq!(
+            report_files(dir, "full"),
+            (dir.join("latest-full.md"), dir.join("latest-full.json"))
+        );
+        let mut kinds = every_kind();
+        assert_eq!(
+            kinds,
+            [
+                "full",
+                "postgres-full",
+                "postgres-bulk-submit-full",
+                "soak-full",
+                "postgres-soak-full",
+                "postgres-bulk-submit-soak-full",
+                "smoke",
+                "postgres-smoke",
+                "postgres-bulk-submit-smoke",
+                "soak-smoke",
+                "postgres-soak-smoke",
+                "postgres-bulk-submit-soak-smoke",
+            ]
+        );
+        // One pair of files per kind, no two kinds sharing one.
+        let mut names: Vec<_> = kinds
+            .iter()
+            .flat_map(|k| {
+                let (md, json) = report_files(dir, k);
+                [md, json]
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        kinds.dedup();
+        assert_eq!(names.len(), 2 * kinds.len());
+    }
+
+    /// Whether a pattern of `.gitignore` with `*` wildcards only matches
+    /// `name` whole.
+    fn glob(pattern: &str, name: &str) -> bool {
+        let parts: Vec<&str> = pattern.split('*').collect();
+        let (first, last) = (parts[0], parts[parts.len() - 1]);
+        if parts.len() == 1 {
+            return pattern == name;
+        }
+        if !name.starts_with(first) || name.len() < first.len() + last.len() {
+            return false;
+        }
+        let mut rest = &name[first.len()..name.len() - last.len()];
+        if !name.ends_with(last) {
+            return false;
+        }
+        for part in &parts[1..parts.len() - 1] {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn smoke_reports_are_ignored_by_git_and_full_ones_are_not() {
+        // `cargo xtask test` runs the smoke bench: it must leave the tracked
+        // files as they were.
+        let ignore = std::fs::read_to_string(root().join(".gitignore")).unwrap();
+        let patterns: Vec<&str> = ignore
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("/bench/results/"))
+            .collect();
+        let ignored = |p: &Path| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            patterns.iter().any(|pat| glob(pat, name))
+        };
+        assert!(glob("*-smoke.*", "latest-smoke.json"));
+        assert!(!glob("*-smoke.*", "latest-full.json"));
+        assert!(glob("a*b*c", "aXbYc") && !glob("a*b*c", "aXcYb"));
+        for kind in every_kind() {
+            let (md, json) = report_files(&results_dir(), &kind);
+            let smoke = kind.ends_with("smoke");
+            assert_eq!(ignored(&md), smoke, "{kind}");
+            assert_eq!(ignored(&json), smoke, "{kind}");
+            // The files a report is written through first.
+            assert!(ignored(&md.with_extension("md.tmp")), "{kind}");
+            assert!(ignored(&json.with_extension("json.tmp")), "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_run_writes_its_report_over_the_last_of_its_kind() {
+        let dir = scratch().unwrap();
+        let started = RunStart::now();
+        let write = |md: &str, n: u64| {
+            write_report_in(
+                &dir,
+                "full",
+                md,
+                vec![serde_json::json!({ "workload": "floor", "n": n })],
+                &started,
+            )
+            .unwrap()
+        };
+        write("| row |\n|---|\n| first |\n", 1);
+        let (md, json) = write("\n| row |\n|---|\n| second |\n", 2);
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["latest-full.json", "latest-full.md"]);
+        let text = std::fs::read_to_string(&md).unwrap();
+        assert!(text.starts_with("Run: `cargo xtask"), "{text}");
+        assert!(text.contains("\nMachine: "), "{text}");
+        assert!(text.ends_with("\n\n| row |\n|---|\n| second |\n"), "{text}");
+        assert!(!text.contains("first"), "{text}");
+        let j: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(j["kind"], "full");
+        assert_eq!(
+            j["workloads"],
+            serde_json::json!([{ "workload": "floor", "n": 2 }])
+        );
+        assert_eq!(j["started_unix_time"], started.unix_time);
+        assert!(j["unix_time"].as_u64().unwrap() >= started.unix_time);
+        assert_eq!(j["machine"]["os"], std::env::consts::OS);
+        assert!(j["machine"]["cpus"].as_u64().unwrap() >= 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn dates_read_in_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(951_868_799), "2000-02-29 23:59:59 UTC");
+        assert_eq!(utc(1_709_251_199), "2024-02-29 23:59:59 UTC");
+        assert_eq!(utc(1_709_251_200), "2024-03-01 00:00:00 UTC");
+        assert_eq!(utc(1_796_254_614), "2026-12-02 23:36:54 UTC");
+        assert_eq!(utc(4_107_542_400), "2100-03-01 00:00:00 UTC");
+    }
+
+    #[test]
+    fn machine_facts_read_from_proc() {
+        let cpuinfo = "processor\t: 0\nvendor_id\t: X\nmodel name\t: Some CPU @ 2.0GHz\n\nprocessor\t: 1\nmodel name\t: Some CPU @ 2.0GHz\n";
+        assert_eq!(cpu_model(cpuinfo).as_deref(), Some("Some CPU @ 2.0GHz"));
+        assert_eq!(cpu_model("processor : 0\n"), None);
+        let meminfo = "MemTotal:        8131404 kB\nMemFree:  1 kB\n";
+        assert_eq!(mem_total_kib(meminfo), Some(8_131_404));
+        assert_eq!(mem_total_kib(""), None);
+        let mounts = "/dev/vda1 / ext4 rw 0 0\ntmpfs /tmp tmpfs rw 0 0\n/dev/vdb /tmpdata xfs rw 0 0\ntmpfs /tmp tmpfs rw 0 0\n";
+        let of = |p: &str| mount_of(Path::new(p), mounts);
+        assert_eq!(of("/tmp/x"), Some(("tmpfs".into(), "tmpfs".into())));
+        assert_eq!(of("/tmpdata/x"), Some(("/dev/vdb".into(), "xfs".into())));
+        assert_eq!(of("/home"), Some(("/dev/vda1".into(), "ext4".into())));
+        assert_eq!(mount_of(Path::new("/x"), ""), None);
+    }
+
+    #[test]
+    fn a_report_head_names_the_run_the_tree_and_the_machine() {
+        let started = RunStart {
+            unix_time: 1_796_254_614,
+            load: Some("0.52".into()),
+            tree: Some("0123456789ab".into()),
+        };
+        let machine = serde_json::json!({
+            "cpus": 2, "cpu_model": "Some CPU", "memory_kib": 8_388_608,
+            "os": "linux", "kernel": "6.1.0", "arch": "x86_64",
+            "scratch_dir": "/tmp", "scratch_fs": "ext4", "scratch_device": "/dev/vda1",
+        });
+        let head = report_head(
+            "cargo xtask bench",
+            &started,
+            1_796_254_674,
+            Some("3.10"),
+            &machine,
+        );
+        assert_eq!(
+            head,
+            "Run: `cargo xtask bench`, 2026-12-02 23:36:54 UTC to 2026-12-02 23:37:54 UTC \
+             (unix 1796254614 to 1796254674); tree `0123456789ab`.\n\n\
+             Machine: 2 CPUs (Some CPU), 8.0 GiB memory, linux 6.1.0 x86_64; scratch files \
+             in /tmp on ext4 (/dev/vda1); load average (1 min) 0.52 at the start, 3.10 at the end.\n"
+        );
+        let bare = RunStart {
+            unix_time: 0,
+            load: None,
+            tree: None,
+        };
+        let head = report_head("x", &bare, 0, None, &serde_json::json!({}));
+        assert!(head.contains("tree `?`"), "{head}");
+        assert!(head.contains("? CPUs (?), ? memory"), "{head}");
     }
 
     #[test]

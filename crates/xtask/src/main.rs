@@ -18,6 +18,8 @@
 mod bench;
 mod capi;
 mod cpp;
+#[cfg(test)]
+mod docs;
 mod pg;
 mod pg_peer;
 mod pg_suites;

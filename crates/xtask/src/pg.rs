@@ -335,9 +335,10 @@ pub struct Rows {
 
 /// `cargo xtask bench --backend postgres [--smoke]`: lifecycle rate
 /// (claim-next + complete) with 1, 4, 16 and 64 concurrent connections from
-/// several processes on a throwaway server; writes
-/// `bench/results/<stamp>-postgres-<kind>.md` and `latest-postgres-<kind>.md`.
+/// several processes on a throwaway server; writes the report over the last
+/// one of its kind, `bench/results/latest-<kind>.{md,json}` ([`report_kind`]).
 pub fn bench(smoke: bool, rows: Rows) -> Result {
+    let started = crate::bench::RunStart::now();
     step(&format!(
         "PostgreSQL benchmark ({}{})",
         if smoke { "smoke" } else { "full" },
@@ -384,29 +385,20 @@ pub fn bench(smoke: bool, rows: Rows) -> Result {
         let server = start_durable()?;
         soak(&server, smoke, &mut md, &mut json)?;
     }
-    let dir = crate::util::root().join("bench/results");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let kind = format!(
-        "{}{}{}",
+    crate::bench::write_report(&report_kind(smoke, &rows), &md, json, &started)
+}
+
+/// The kind of a PostgreSQL report, which names its files
+/// (`bench/results/latest-<kind>.{md,json}`): `postgres-`, then
+/// `bulk-submit-` and `soak-` for the rows run alone, then `smoke` or
+/// `full`.
+pub(crate) fn report_kind(smoke: bool, rows: &Rows) -> String {
+    format!(
+        "postgres-{}{}{}",
         if rows.bulk { "bulk-submit-" } else { "" },
         if rows.soak { "soak-" } else { "" },
         if smoke { "smoke" } else { "full" }
-    );
-    std::fs::write(
-        dir.join(format!("{stamp}-postgres-{kind}.json")),
-        format!("{}\n", serde_json::Value::Array(json)),
     )
-    .map_err(|e| e.to_string())?;
-    std::fs::write(dir.join(format!("{stamp}-postgres-{kind}.md")), &md)
-        .map_err(|e| e.to_string())?;
-    std::fs::write(dir.join(format!("latest-postgres-{kind}.md")), &md)
-        .map_err(|e| e.to_string())?;
-    println!("\n{md}");
-    Ok(())
 }
 
 /// The retention soak on the server (`tests/pg_bench.rs`, `pg_soak`): 1 M

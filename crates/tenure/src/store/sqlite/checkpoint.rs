@@ -36,8 +36,8 @@
 //! `NORMAL`, once a checkpoint has synced the WAL), are as before.
 
 use super::{configure, open_connection, Synchronous};
-use rusqlite::{ffi, Connection};
-use std::ffi::{c_char, c_int, c_void};
+use crate::sys::sqlite;
+use rusqlite::Connection;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -108,19 +108,9 @@ impl Checkpointer {
         }
     }
 
-    /// Install the hook on `conn`; the returned reference must outlive the
-    /// connection (the hook points at it).
-    pub(super) fn attach(&self, conn: &Connection) -> Arc<Shared> {
-        // SAFETY: the handle is this open connection's; the context pointer
-        // stays valid while the connection is open, because the caller keeps
-        // the returned `Arc` until after the connection is closed.
-        unsafe {
-            ffi::sqlite3_wal_hook(
-                conn.handle(),
-                Some(on_commit),
-                Arc::as_ptr(&self.shared) as *mut c_void,
-            );
-        }
+    /// What the WAL hook of each of the store's connections calls
+    /// ([`sqlite::Prepared::new`] installs it).
+    pub(super) fn hook(&self) -> Arc<Shared> {
         self.shared.clone()
     }
 
@@ -225,63 +215,38 @@ impl Shared {
                 // Commits checkpoint themselves from `INLINE` frames on.
                 return;
             };
-            // SAFETY: the handle is this thread's open connection; null out
-            // parameters are allowed. A busy checkpoint (another process's
-            // running) is simply asked for again by a later commit.
-            unsafe {
-                ffi::sqlite3_wal_checkpoint_v2(
-                    conn.handle(),
-                    c"main".as_ptr(),
-                    ffi::SQLITE_CHECKPOINT_PASSIVE,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                );
-            }
+            // A busy checkpoint (another process's running) is simply asked
+            // for again by a later commit.
+            sqlite::checkpoint_passive(conn);
             self.passes.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
-/// The WAL hook: SQLite calls it after every commit with the number of
-/// frames in the WAL.
-unsafe extern "C" fn on_commit(
-    ctx: *mut c_void,
-    db: *mut ffi::sqlite3,
-    name: *const c_char,
-    frames: c_int,
-) -> c_int {
-    // SAFETY: `ctx` is the `Shared` an `Arc` held beside the connection
-    // keeps alive (see `Checkpointer::attach`).
-    let shared = unsafe { &*(ctx as *const Shared) };
-    let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if frames < START {
-            shared.asked.store(false, Ordering::Relaxed);
-            return false;
+/// The WAL hook of every connection of the store: SQLite calls it after
+/// every commit with the number of frames in the WAL.
+impl sqlite::WalHook for Shared {
+    fn committed(&self, frames: i32, checkpoint: &mut dyn FnMut()) {
+        let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if frames < START {
+                self.asked.store(false, Ordering::Relaxed);
+                return false;
+            }
+            if frames >= INLINE {
+                return true;
+            }
+            if self.asked.swap(true, Ordering::Relaxed) {
+                return false;
+            }
+            !self.request()
+        }))
+        .unwrap_or(true);
+        if inline {
+            let _pass = self.pass.lock().unwrap_or_else(|p| p.into_inner());
+            checkpoint();
+            self.inline.fetch_add(1, Ordering::Relaxed);
         }
-        if frames >= INLINE {
-            return true;
-        }
-        if shared.asked.swap(true, Ordering::Relaxed) {
-            return false;
-        }
-        !shared.request()
-    }))
-    .unwrap_or(true);
-    if inline {
-        let _pass = shared.pass.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: the connection and schema name SQLite handed the hook.
-        unsafe {
-            ffi::sqlite3_wal_checkpoint_v2(
-                db,
-                name,
-                ffi::SQLITE_CHECKPOINT_PASSIVE,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            );
-        }
-        shared.inline.fetch_add(1, Ordering::Relaxed);
     }
-    ffi::SQLITE_OK
 }
 
 #[cfg(test)]

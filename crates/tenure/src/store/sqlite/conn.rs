@@ -10,9 +10,10 @@
 //! its own. Every other statement still goes through `prepare_cached`.
 
 use super::checkpoint;
-use rusqlite::{ffi, Connection, PrepFlags, Statement};
+pub(super) use crate::sys::sqlite::sync_wal;
+use crate::sys::sqlite::{data_version, Prepared};
+use rusqlite::{Connection, Statement};
 use std::cell::{Cell, RefCell};
-use std::sync::Arc;
 
 /// The statements a connection keeps prepared (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,11 +74,9 @@ type Remembered = (Box<str>, Box<str>, i64);
 
 /// One connection of the pool and its [`Hot`] statements.
 pub(super) struct Conn {
-    // Declared before `conn`: fields drop in order, so every statement is
-    // finalized before the connection it was prepared on closes. Boxed
-    // too, so that moving a `Conn` in and out of the pool copies two
-    // pointers.
-    stmts: Box<[RefCell<Option<Statement<'static>>>; HOT]>,
+    /// The connection, its [`Hot`] statements (slot `h as usize`) and its
+    /// WAL hook.
+    prepared: Prepared<HOT>,
     /// The stored high-water mark this connection's last commit left, and
     /// the file's data version right after that commit (see
     /// [`Conn::known_mark`]).
@@ -87,57 +86,29 @@ pub(super) struct Conn {
     recent: RefCell<[Option<Remembered>; RECENT]>,
     /// The slot [`Conn::remember_seq`] fills next.
     next: Cell<usize>,
-    // Boxed: the statements point at it, so it must not move when a
-    // `Conn` does.
-    conn: Box<Connection>,
-    /// What the connection's WAL hook points at; dropped after it.
-    _hook: Arc<checkpoint::Shared>,
 }
-
-// SAFETY: a `Conn` owns its connection and every statement prepared on it,
-// and they only move together; `Connection` is `Send` (SQLite runs in
-// multi-thread mode: one connection, with its statements, is used by one
-// thread at a time), and `Conn` is not `Sync`, so no two threads use it at
-// once.
-unsafe impl Send for Conn {}
 
 impl Conn {
     /// A pooled connection whose commits hand their checkpoints to
     /// `checkpointer` (see [`checkpoint`]).
     pub(super) fn new(conn: Connection, checkpointer: &checkpoint::Checkpointer) -> Conn {
-        let hook = checkpointer.attach(&conn);
         Conn {
-            stmts: Default::default(),
+            prepared: Prepared::new(conn, checkpointer.hook()),
             mark: Cell::new(None),
             recent: Default::default(),
             next: Cell::new(0),
-            conn: Box::new(conn),
-            _hook: hook,
         }
     }
 
     /// The connection, for statements that are not [`Hot`].
     pub(super) fn get(&self) -> &Connection {
-        &self.conn
+        self.prepared.get()
     }
 
-    /// SQLite's data version of the main database file: it changes with
-    /// every commit to the file, by this connection or any other (of this
-    /// process or another), as seen from the transaction this connection
-    /// has open (`SQLITE_FCNTL_DATA_VERSION`).
+    /// SQLite's data version of the main database file as seen from the
+    /// transaction this connection has open (see [`data_version`]).
     fn data_version(&self) -> Option<u32> {
-        let mut v: std::ffi::c_uint = 0;
-        // SAFETY: the handle is this open connection's; the file control
-        // writes one unsigned int through the pointer, which outlives the call.
-        let rc = unsafe {
-            ffi::sqlite3_file_control(
-                self.conn.handle(),
-                c"main".as_ptr(),
-                ffi::SQLITE_FCNTL_DATA_VERSION,
-                (&mut v as *mut std::ffi::c_uint).cast(),
-            )
-        };
-        (rc == ffi::SQLITE_OK).then_some(v)
+        data_version(self.prepared.get())
     }
 
     /// The stored high-water mark without reading it: the mark this
@@ -196,48 +167,7 @@ impl Conn {
         h: Hot,
         f: impl for<'s> FnOnce(&mut Statement<'s>) -> rusqlite::Result<R>,
     ) -> rusqlite::Result<R> {
-        let Ok(mut slot) = self.stmts[h as usize].try_borrow_mut() else {
-            let mut st = self.conn.prepare_cached(h.sql())?;
-            return f(&mut st);
-        };
-        if slot.is_none() {
-            // SAFETY: the connection is boxed and owned by `self`, which
-            // drops every statement before it (field order); the reference
-            // never leaves `self` except as the statement's borrow, which
-            // `f` only gets for a lifetime it cannot keep.
-            let conn: &'static Connection = unsafe { &*(&*self.conn as *const Connection) };
-            *slot = Some(conn.prepare_with_flags(h.sql(), PrepFlags::SQLITE_PREPARE_PERSISTENT)?);
-        }
-        match slot.as_mut() {
-            Some(st) => f(st),
-            None => unreachable!("a statement slot filled just above"),
-        }
-    }
-}
-
-/// fsync this connection's WAL file (SQLite's own `xSync` of it).
-pub(super) fn sync_wal(conn: &Connection) -> std::result::Result<(), String> {
-    let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
-    // SAFETY: the handle is this open connection's; the file control
-    // writes one pointer to the journal (WAL) file object, which stays
-    // open with the connection; its xSync is SQLite's own.
-    unsafe {
-        let rc = ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            ffi::SQLITE_FCNTL_JOURNAL_POINTER,
-            &mut file as *mut *mut ffi::sqlite3_file as *mut std::ffi::c_void,
-        );
-        if rc != ffi::SQLITE_OK || file.is_null() || (*file).pMethods.is_null() {
-            return Err(format!("no WAL file to sync (code {rc})"));
-        }
-        let Some(sync) = (*(*file).pMethods).xSync else {
-            return Err("the WAL file cannot be synced".into());
-        };
-        match sync(file, ffi::SQLITE_SYNC_NORMAL) {
-            ffi::SQLITE_OK => Ok(()),
-            rc => Err(format!("fsync of the WAL failed (code {rc})")),
-        }
+        self.prepared.with(h as usize, h.sql(), f)
     }
 }
 
@@ -270,7 +200,7 @@ mod tests {
             Hot::ParkedProbe,
         ] {
             let n = c.with(h, |st| Ok(st.parameter_count())).unwrap();
-            assert!(c.stmts[h as usize].borrow().is_some(), "{h:?} kept");
+            assert!(c.prepared.is_prepared(h as usize), "{h:?} kept");
             // The same statement again, and while it is in use.
             let again = c.with(h, |_| c.with(h, |st| Ok(st.parameter_count())));
             assert_eq!(again.unwrap(), n);

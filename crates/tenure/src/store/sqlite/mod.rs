@@ -15,7 +15,7 @@
 //! | [`migrate`] | the steps that bring an older store to that layout |
 //! | [`txn`] | a transaction: begin, end, savepoints, the mark; the statements of each kind of row in a module of its own |
 //! | [`sql`], [`rows`] | statement text shared by several modules; rows decoded and written |
-//! | [`conn`], [`checkpoint`], [`durability`], [`wal_writes`], `writer_queue` | one connection's prepared statements; checkpoints; commits made durable after the writer lock; the VFS that writes WAL frames; the queue file of writers |
+//! | [`conn`], [`checkpoint`], [`durability`], `writer_queue` | one connection's prepared statements; checkpoints; commits made durable after the writer lock; the queue file of writers |
 
 mod backend;
 mod checkpoint;
@@ -26,14 +26,14 @@ mod migrate;
 mod pause;
 mod pool;
 #[cfg(test)]
-pub(crate) mod powerloss;
+pub(crate) use crate::sys::powerloss;
 mod rows;
 mod schema;
 mod sql;
 #[cfg(test)]
 mod tests;
 mod txn;
-mod wal_writes;
+use crate::sys::wal_writes;
 #[cfg(target_os = "linux")]
 mod writer_queue;
 

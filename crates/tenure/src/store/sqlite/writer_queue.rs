@@ -80,9 +80,10 @@
 //! the sidecar file, fall back to SQLite's own busy handling.
 
 use crate::error::{Error, Result};
-use crate::futex::{self, Scope};
+use crate::sys::futex::{self, Scope};
+use crate::sys::map::SharedMap;
+use crate::sys::ofd;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -122,7 +123,7 @@ const SYNC_WAITERS: usize = SYNC_OWNER + 8;
 pub(crate) struct WriterQueue {
     path: PathBuf,
     _file: File,
-    map: *mut libc::c_void,
+    map: SharedMap,
     /// The commit counters belong to this boot (see [`WriterQueue::defers`]).
     counters: bool,
     /// Descriptors of the queue file that hold no lock, for the next
@@ -134,11 +135,6 @@ pub(crate) struct WriterQueue {
 
 /// Most spare descriptors a queue keeps.
 const MAX_SPARE: usize = 16;
-
-// SAFETY: the mapping is only accessed through atomics; the pointer itself
-// is immutable for the queue's lifetime.
-unsafe impl Send for WriterQueue {}
-unsafe impl Sync for WriterQueue {}
 
 /// A writer's place at the head of the queue; dropping it lets the next one in.
 pub(crate) struct WriterTurn {
@@ -154,42 +150,18 @@ fn byte(t: u64) -> i64 {
     BYTES_BASE + (t % BYTES_SPAN) as i64
 }
 
-/// One open-file-description lock call (`cmd`: `F_OFD_SETLK`,
-/// `F_OFD_SETLKW` or `F_OFD_GETLK`) of `kind` over `len` bytes from
-/// `start` (0: to the end of the file and beyond) on our own descriptor;
-/// the record as the kernel left it, or `None` if the call failed.
-fn ofd(
-    file: &File,
-    cmd: libc::c_int,
-    kind: libc::c_int,
-    start: i64,
-    len: i64,
-) -> Option<libc::flock> {
-    // SAFETY: a zeroed flock is valid (l_pid 0, as the OFD commands
-    // require); fcntl reads and writes only it, and takes, releases or
-    // tests a lock of our own descriptor.
-    unsafe {
-        let mut fl: libc::flock = std::mem::zeroed();
-        fl.l_type = kind as libc::c_short;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = start;
-        fl.l_len = len;
-        (libc::fcntl(file.as_raw_fd(), cmd, &mut fl) == 0).then_some(fl)
-    }
-}
-
 /// Whether another open file description holds a lock on byte `offset`
 /// (tested without taking it, so two writers testing one byte never see
 /// each other's test). A test that fails counts as held: the writer waits,
 /// bounded by its busy timeout.
 fn ofd_held(file: &File, offset: i64) -> bool {
-    ofd(file, libc::F_OFD_GETLK, libc::F_WRLCK, offset, 1)
+    ofd::lock(file, ofd::Cmd::Get, libc::F_WRLCK, offset, 1)
         .is_none_or(|fl| fl.l_type != libc::F_UNLCK as libc::c_short)
 }
 
 /// Take (`F_WRLCK`) or release (`F_UNLCK`) byte `offset` without waiting.
 fn ofd_lock(file: &File, kind: libc::c_int, offset: i64) -> bool {
-    ofd(file, libc::F_OFD_SETLK, kind, offset, 1).is_some()
+    ofd::lock(file, ofd::Cmd::Set, kind, offset, 1).is_some()
 }
 
 impl WriterQueue {
@@ -208,20 +180,7 @@ impl WriterQueue {
         if file.metadata().ok()?.len() < MAP_LEN as u64 {
             file.set_len(MAP_LEN as u64).ok()?;
         }
-        // SAFETY: mapping MAP_LEN bytes of a file at least that long, shared.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                MAP_LEN,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return None;
-        }
+        let map = SharedMap::new(&file, MAP_LEN)?;
         let mut queue = WriterQueue {
             path,
             _file: file,
@@ -251,7 +210,7 @@ impl WriterQueue {
             return false;
         };
         // A blocking lock of one byte, held only for the check below.
-        let locked = ofd(&file, libc::F_OFD_SETLKW, libc::F_WRLCK, BOOT_LOCK, 1).is_some();
+        let locked = ofd::lock(&file, ofd::Cmd::SetWait, libc::F_WRLCK, BOOT_LOCK, 1).is_some();
         if !locked {
             return false;
         }
@@ -271,26 +230,22 @@ impl WriterQueue {
     }
 
     fn next_ticket(&self) -> &AtomicU64 {
-        // SAFETY: page-aligned mapping of MAP_LEN bytes; offset 0 is aligned.
-        unsafe { &*(self.map as *const AtomicU64) }
+        self.map.u64_at(0)
     }
 
     /// The ticket that last got its turn (a hint for spinning, not a lock).
     fn serving(&self) -> &AtomicU64 {
-        // SAFETY: offset 8 is within the mapping and 8-byte aligned.
-        unsafe { &*((self.map as *const u8).add(8) as *const AtomicU64) }
+        self.map.u64_at(8)
     }
 
     /// The highest ticket whose served turn ended, + 1 (0: none recorded).
     fn done(&self) -> &AtomicU64 {
-        // SAFETY: offset 16 is within the mapping and 8-byte aligned.
-        unsafe { &*((self.map as *const u8).add(16) as *const AtomicU64) }
+        self.map.u64_at(16)
     }
 
     fn word(&self, offset: usize) -> &AtomicU64 {
         debug_assert!(offset % 8 == 0 && (offset + 8 <= BELLS_OFFSET || offset == SYNC_OWNER));
-        // SAFETY: an 8-byte aligned word of the header, within the mapping.
-        unsafe { &*((self.map as *const u8).add(offset) as *const AtomicU64) }
+        self.map.u64_at(offset)
     }
 
     /// A commit begins (called by the holder of the writer turn, before
@@ -327,8 +282,7 @@ impl WriterQueue {
     }
 
     fn sync_bell(&self) -> &AtomicU32 {
-        // SAFETY: SYNC_BELL + 4 <= MAP_LEN and 4-byte aligned.
-        unsafe { &*((self.map as *const u8).add(SYNC_BELL) as *const AtomicU32) }
+        self.map.u32_at(SYNC_BELL)
     }
 
     /// Become the one process syncing the WAL, if none is: `Some(written)`,
@@ -346,8 +300,7 @@ impl WriterQueue {
     /// process dying while it waits leaves too high: that only costs
     /// wake-ups nobody needed).
     fn sync_waiters(&self) -> &AtomicU32 {
-        // SAFETY: SYNC_WAITERS + 4 <= MAP_LEN and 4-byte aligned.
-        unsafe { &*((self.map as *const u8).add(SYNC_WAITERS) as *const AtomicU32) }
+        self.map.u32_at(SYNC_WAITERS)
     }
 
     /// The fsync led by [`WriterQueue::lead_sync`] ended; `durable`: the
@@ -402,13 +355,11 @@ impl WriterQueue {
 
     fn doorbell(&self, t: u64) -> &AtomicU32 {
         let i = (t % BELLS) as usize;
-        // SAFETY: BELLS_OFFSET + 4 * 64 < MAP_LEN and 4-byte aligned.
-        unsafe { &*((self.map as *const u8).add(BELLS_OFFSET + 4 * i) as *const AtomicU32) }
+        self.map.u32_at(BELLS_OFFSET + 4 * i)
     }
 
     fn work_bell(&self) -> &AtomicU32 {
-        // SAFETY: WORK_BELL_OFFSET + 4 <= MAP_LEN and 4-byte aligned.
-        unsafe { &*((self.map as *const u8).add(WORK_BELL_OFFSET) as *const AtomicU32) }
+        self.map.u32_at(WORK_BELL_OFFSET)
     }
 
     /// Ring the work doorbell: a commit may have made a job claimable.
@@ -590,15 +541,6 @@ fn wake(doorbell: &AtomicU32) {
     futex::wake_all(doorbell, Scope::Shared);
 }
 
-impl Drop for WriterQueue {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping once.
-        unsafe {
-            libc::munmap(self.map, MAP_LEN);
-        }
-    }
-}
-
 impl WriterTurn {
     /// The turn's last step (the COMMIT) begins: ring the doorbell once
     /// already, so that a successor asleep on it wakes while the commit
@@ -630,7 +572,7 @@ impl Drop for WriterTurn {
 
 /// Whether the descriptor now holds no lock.
 fn unlock_all(file: &File) -> bool {
-    ofd(file, libc::F_OFD_SETLK, libc::F_UNLCK, 0, 0).is_some()
+    ofd::lock(file, ofd::Cmd::Set, libc::F_UNLCK, 0, 0).is_some()
 }
 
 #[cfg(test)]

@@ -37,6 +37,17 @@
 //! would be without this VFS; where the second descriptor cannot be opened
 //! (or off Linux), the header and page are written separately, as SQLite
 //! would.
+//!
+//! # Safety
+//!
+//! Every `unsafe fn` here is a VFS or file method (or a helper of one) that
+//! only SQLite calls, as its VFS interface promises: `vfs` is this VFS as
+//! [`register`] made it (its `pAppData` the VFS below), `name` a
+//! NUL-terminated path or null, `file` a zeroed object of this VFS's
+//! `szOsFile` bytes that [`x_open`] set up (a [`WalFile`] followed by the
+//! file object of the VFS below) and that is used by one thread at a time,
+//! and every buffer is valid for the length given, for the call. The
+//! `// SAFETY:` line of each says what else it relies on.
 
 use rusqlite::ffi;
 use std::cell::Cell;
@@ -44,10 +55,10 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 /// The name of the VFS over the default one.
-pub(super) const NAME: &CStr = c"tenure";
+pub(crate) const NAME: &CStr = c"tenure";
 /// The same over the power-failure model of the tests.
 #[cfg(test)]
-pub(super) const MODEL_NAME: &CStr = c"tenure-over-powerloss";
+pub(crate) const MODEL_NAME: &CStr = c"tenure-over-powerloss";
 
 /// Size of a WAL frame header, and of the WAL file header before frame 1.
 const FRAME_HEADER: usize = 24;
@@ -71,7 +82,7 @@ thread_local! {
 /// writes them; should a `COMMIT` end without writing its commit frame,
 /// whatever it left held is dropped here, never written: once the
 /// transaction ends, another writer may put its frames at those offsets.
-pub(super) fn committing<R>(commit: impl FnOnce() -> R) -> R {
+pub(crate) fn committing<R>(commit: impl FnOnce() -> R) -> R {
     struct End;
     impl Drop for End {
         fn drop(&mut self) {
@@ -93,14 +104,14 @@ pub(super) fn committing<R>(commit: impl FnOnce() -> R) -> R {
 }
 
 /// The VFS name connections open with: this VFS over the default one.
-pub(super) fn vfs_name() -> &'static str {
+pub(crate) fn vfs_name() -> &'static str {
     register(&DEFAULT, NAME, None);
     NAME.to_str().expect("ASCII")
 }
 
 /// The VFS name of connections to a store under the power-failure model.
 #[cfg(test)]
-pub(super) fn model_vfs_name() -> &'static str {
+pub(crate) fn model_vfs_name() -> &'static str {
     register(&OVER_MODEL, MODEL_NAME, Some(super::powerloss::NAME));
     MODEL_NAME.to_str().expect("ASCII")
 }
@@ -173,6 +184,7 @@ struct State {
 }
 
 unsafe fn below(vfs: *mut ffi::sqlite3_vfs) -> *mut ffi::sqlite3_vfs {
+    // SAFETY: `vfs` is this VFS (see the module docs).
     (*vfs).pAppData as *mut ffi::sqlite3_vfs
 }
 
@@ -183,6 +195,9 @@ unsafe extern "C" fn x_open(
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
+    // SAFETY: the module contract; `file` has room for a `WalFile` and, after
+    // it, the object of the VFS below (`szOsFile` is their sum), which is
+    // opened in place; the state is boxed here and freed by `wal_close`.
     let real_vfs = below(vfs);
     if name.is_null() || flags & ffi::SQLITE_OPEN_WAL == 0 {
         // Any other file is the VFS below's own object, at the same place.
@@ -225,6 +240,7 @@ unsafe extern "C" fn x_delete(
     name: *const c_char,
     sync: c_int,
 ) -> c_int {
+    // SAFETY: the module contract; the call goes to the VFS below as is.
     let r = below(vfs);
     ((*r).xDelete.expect("xDelete"))(r, name, sync)
 }
@@ -235,6 +251,7 @@ unsafe extern "C" fn x_access(
     flags: c_int,
     out: *mut c_int,
 ) -> c_int {
+    // SAFETY: the module contract; the call goes to the VFS below as is.
     let r = below(vfs);
     ((*r).xAccess.expect("xAccess"))(r, name, flags, out)
 }
@@ -245,6 +262,7 @@ unsafe extern "C" fn x_full_pathname(
     n: c_int,
     out: *mut c_char,
 ) -> c_int {
+    // SAFETY: the module contract; the call goes to the VFS below as is.
     let r = below(vfs);
     ((*r).xFullPathname.expect("xFullPathname"))(r, name, n, out)
 }
@@ -257,6 +275,9 @@ unsafe fn parts<'a>(
     &'a ffi::sqlite3_io_methods,
     &'a mut State,
 ) {
+    // SAFETY: `f` is a WAL file `x_open` set up and `wal_close` has not
+    // closed: its object below is open (methods set) and its state is live;
+    // one thread uses it at a time, so the state is borrowed once.
     let w = f as *mut WalFile;
     let r = (*w).real;
     (r, &*(*r).pMethods, &mut *(*w).state)
@@ -264,6 +285,7 @@ unsafe fn parts<'a>(
 
 /// Write what is held (frames, then a header); the writes' result.
 unsafe fn flush(f: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: `f` is an open WAL file (see `parts`).
     let (r, m, st) = parts(f);
     if !st.held.is_empty() {
         return write_held(st, None);
@@ -286,6 +308,9 @@ unsafe fn flush(f: *mut ffi::sqlite3_file) -> c_int {
 /// Write the held frames, the held header and `page` after it (if given),
 /// through this VFS's descriptor; nothing is held afterwards.
 unsafe fn write_held(st: &mut State, page: Option<&[u8]>) -> c_int {
+    // SAFETY: the held pages are SQLite's buffers of the `COMMIT` under way,
+    // unchanged and live until its commit frame (see the module docs); `st`
+    // holds frames only once its descriptor is open.
     // Anything is held only once the descriptor is open.
     debug_assert!(st.fd >= 0);
     let at = if st.held.is_empty() {
@@ -414,6 +439,7 @@ unsafe extern "C" fn wal_write(
     n: c_int,
     off: i64,
 ) -> c_int {
+    // SAFETY: the module contract; `buf` holds `n` bytes for the call.
     let (r, m, st) = parts(f);
     let data = std::slice::from_raw_parts(buf as *const u8, n.max(0) as usize);
     if st.at >= 0 && off == st.at + FRAME_HEADER as i64 && !data.is_empty() && st.fd >= 0 {
@@ -468,6 +494,8 @@ unsafe extern "C" fn wal_write(
 }
 
 unsafe extern "C" fn wal_close(f: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: the module contract; SQLite closes a file once, so its state
+    // (boxed by `x_open`) is freed once, and its descriptor closed once.
     let flushed = flush(f);
     let (r, m, _) = parts(f);
     let rc = (m.xClose.expect("xClose"))(r);
@@ -491,6 +519,8 @@ unsafe extern "C" fn wal_close(f: *mut ffi::sqlite3_file) -> c_int {
 macro_rules! after_flush {
     ($name:ident, $field:ident, ($($arg:ident: $ty:ty),*)) => {
         unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
+            // SAFETY: the module contract; the arguments go to the file
+            // below as SQLite gave them.
             let rc = flush(f);
             if rc != ffi::SQLITE_OK {
                 return rc;
@@ -505,6 +535,8 @@ macro_rules! after_flush {
 macro_rules! forward {
     ($name:ident, $field:ident, ($($arg:ident: $ty:ty),*)) => {
         unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
+            // SAFETY: the module contract; the arguments go to the file
+            // below as SQLite gave them.
             let (r, m, _) = parts(f);
             (m.$field.expect(stringify!($field)))(r, $($arg),*)
         }
@@ -547,7 +579,7 @@ static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 };
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use rusqlite::{Connection, OpenFlags};
     use std::cell::Cell;
@@ -559,7 +591,7 @@ pub(super) mod tests {
 
     /// One write reached a WAL file, through the VFS below or this VFS's
     /// own descriptor (on this thread).
-    pub(super) fn count_write() {
+    pub(crate) fn count_write() {
         WRITES.with(|w| w.set(w.get() + 1));
     }
 

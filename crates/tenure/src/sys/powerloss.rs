@@ -8,6 +8,15 @@
 //! failure right now would leave it: each file as of its last sync, no
 //! shared-memory index (SQLite rebuilds it from the WAL), no queue file
 //! (the machine rebooted).
+//!
+//! # Safety
+//!
+//! Every `unsafe fn` here is a VFS or file method (or a helper of one) that
+//! only SQLite calls, as its VFS interface promises: `name` is a
+//! NUL-terminated path or null, `file` a zeroed object of this VFS's
+//! `szOsFile` bytes (a [`ModelFile`]) that `x_open` set up and that is used
+//! by one thread at a time, and every buffer is valid for the length given,
+//! for the call. The `// SAFETY:` line of each says what else it relies on.
 
 use rusqlite::ffi;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -15,13 +24,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 /// The VFS name connections to a modelled store open with.
-pub(super) const NAME: &CStr = c"tenure-powerloss";
+pub(crate) const NAME: &CStr = c"tenure-powerloss";
 
 /// Database paths under the model.
 static MODELLED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Whether connections to `path` open through the model.
-pub(super) fn covers(path: &Path) -> bool {
+pub(crate) fn covers(path: &Path) -> bool {
     MODELLED
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -92,6 +101,7 @@ struct ModelFile {
 struct Registered(*mut ffi::sqlite3_vfs);
 // SAFETY: the VFS is leaked and never changed after registration.
 unsafe impl Send for Registered {}
+// SAFETY: as for `Send`: nothing writes through the pointer.
 unsafe impl Sync for Registered {}
 
 static VFS: OnceLock<Registered> = OnceLock::new();
@@ -128,6 +138,7 @@ unsafe extern "C" fn x_full_pathname(
     n: c_int,
     out: *mut c_char,
 ) -> c_int {
+    // SAFETY: the module contract; the call goes to the default VFS as is.
     let real = real_vfs();
     ((*real).xFullPathname.unwrap())(real, name, n, out)
 }
@@ -139,6 +150,9 @@ unsafe extern "C" fn x_open(
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
+    // SAFETY: the module contract; the default VFS's object is allocated
+    // here with SQLite's allocator, zeroed, opened, and freed by `x_close`;
+    // the path is boxed here and freed by `x_close`.
     let real_vfs = real_vfs();
     let f = file as *mut ModelFile;
     (*f).base.pMethods = std::ptr::null();
@@ -168,11 +182,15 @@ unsafe extern "C" fn x_open(
 unsafe fn real(
     f: *mut ffi::sqlite3_file,
 ) -> (*mut ffi::sqlite3_file, &'static ffi::sqlite3_io_methods) {
+    // SAFETY: `f` is a file `x_open` set up and `x_close` has not closed: its
+    // object below is open (methods set); its methods are static.
     let r = (*(f as *mut ModelFile)).real;
     (r, &*(*r).pMethods)
 }
 
 unsafe extern "C" fn x_close(f: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: the module contract; SQLite closes a file once, so its object
+    // below and its path are freed once.
     let (r, m) = real(f);
     let rc = (m.xClose.unwrap())(r);
     ffi::sqlite3_free(r as *mut c_void);
@@ -185,6 +203,7 @@ unsafe extern "C" fn x_close(f: *mut ffi::sqlite3_file) -> c_int {
 }
 
 unsafe extern "C" fn x_sync(f: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
+    // SAFETY: the module contract; `path` is null or the file's boxed path.
     let (r, m) = real(f);
     let rc = (m.xSync.unwrap())(r, flags);
     let path = (*(f as *mut ModelFile)).path;
@@ -197,6 +216,8 @@ unsafe extern "C" fn x_sync(f: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
 macro_rules! forward {
     ($name:ident, $field:ident, ($($arg:ident: $ty:ty),*)) => {
         unsafe extern "C" fn $name(f: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
+            // SAFETY: the module contract; the arguments go to the file
+            // below as SQLite gave them.
             let (r, m) = real(f);
             (m.$field.unwrap())(r, $($arg),*)
         }
@@ -218,6 +239,7 @@ forward!(x_shm_lock, xShmLock, (offset: c_int, n: c_int, flags: c_int));
 forward!(x_shm_unmap, xShmUnmap, (delete: c_int));
 
 unsafe extern "C" fn x_shm_barrier(f: *mut ffi::sqlite3_file) {
+    // SAFETY: the module contract; the call goes to the file below as is.
     let (r, m) = real(f);
     (m.xShmBarrier.unwrap())(r)
 }
