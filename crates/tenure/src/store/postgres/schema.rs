@@ -1,0 +1,257 @@
+//! The store's layout and its creation: a missing schema is created, an
+//! older one migrated forward (see [`super::migrate`]), in one transaction
+//! under a transaction-level advisory lock.
+
+use super::migrate;
+use super::pool::Pool;
+use super::sql::SCHEMA_VERSION_ROW;
+use super::{map_err, SCHEMA_LOCK};
+use crate::error::{Error, Result};
+use crate::store::SCHEMA_VERSION;
+use postgres::Client;
+
+/// The current layout, the one source of it: a new store is created from
+/// this, and an older store brought to it by the steps of
+/// [`super::migrate`] (`tests/pg_schema.rs` checks that both end equal).
+///
+/// - `meta`: `schema_version` (written by [`create_or_migrate`]) and
+///   `history_horizon`, the largest event `seq` pruned.
+/// - `mark_log`: the high-water mark, an insert-only log (see the
+///   backend's module docs); the mark is its largest value, 0 when empty.
+/// - `productions`, with their default back-off and the claim floor (see
+///   [`super::pool::Pool::raise_claim_floor`]).
+/// - `jobs`: one row per job, rewritten by every transition, so its pages
+///   keep 30 % free (`fillfactor = 70`) and no index covers a column a
+///   renewal changes (a renewal is a HOT update). `ended_us` is
+///   `updated_us` of a job in a terminal state (NULL while it is live), for
+///   pruning's index. `jobs_ready` is claim-next's scan, `jobs_parked` the
+///   jobs waiting for their due time.
+/// - `payloads`: apart from `jobs`, so a transition never copies one.
+/// - `events` (the identity `seq` is the tailers' order), `facts`,
+///   `tombstones` (what pruning leaves of a job), `nonces`,
+///   `claim_requests` (one row per claim made under a request ID).
+///
+/// The tables pruning deletes from are vacuumed after 2 % of their rows
+/// died rather than 20 %, without cost delay, so their size stays near
+/// their live rows. Identifiers are `COLLATE "C"`, so listings page in byte
+/// order as on SQLite.
+pub(super) const SCHEMA: &str = r#"
+CREATE SCHEMA IF NOT EXISTS tenure;
+CREATE TABLE tenure.meta (
+    key   TEXT COLLATE "C" PRIMARY KEY,
+    value BIGINT NOT NULL
+);
+INSERT INTO tenure.meta (key, value) VALUES ('history_horizon', 0);
+CREATE TABLE tenure.mark_log (
+    value BIGINT NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX mark_log_by_value ON tenure.mark_log (value);
+CREATE TABLE tenure.productions (
+    name            TEXT COLLATE "C" PRIMARY KEY,
+    created_us      BIGINT NOT NULL,
+    cancelled_us    BIGINT,
+    backoff_base_us BIGINT,
+    backoff_cap_us  BIGINT,
+    claim_floor     BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE tenure.jobs (
+    seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    production      TEXT COLLATE "C" NOT NULL,
+    job             TEXT COLLATE "C" NOT NULL,
+    payload_digest  BYTEA NOT NULL,
+    payload_len     BIGINT NOT NULL,
+    priority        INT NOT NULL,
+    max_attempts    BIGINT NOT NULL CHECK (max_attempts BETWEEN 1 AND 1000),
+    state           TEXT NOT NULL
+                    CHECK (state IN ('requested', 'claimed', 'completed', 'failed', 'cancelled')),
+    attempts        BIGINT NOT NULL CHECK (attempts >= 0),
+    claim_id        TEXT,
+    secret_digest   BYTEA CHECK (secret_digest IS NULL OR length(secret_digest) = 32),
+    holder          TEXT,
+    claimed_us      BIGINT,
+    expires_us      BIGINT,
+    created_us      BIGINT NOT NULL,
+    updated_us      BIGINT NOT NULL,
+    last_error      TEXT,
+    due_us          BIGINT,
+    parked          BOOLEAN NOT NULL DEFAULT false,
+    max_hold_us     BIGINT CHECK (max_hold_us IS NULL OR max_hold_us > 0),
+    backoff_base_us BIGINT,
+    backoff_cap_us  BIGINT,
+    ended_us        BIGINT GENERATED ALWAYS AS (
+        CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN updated_us END) STORED,
+    UNIQUE (production, job)
+) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0, fillfactor = 70);
+CREATE INDEX jobs_by_state ON tenure.jobs (production, state, job);
+CREATE INDEX jobs_ready ON tenure.jobs (production, priority DESC, seq)
+    WHERE state IN ('requested', 'claimed') AND NOT parked;
+CREATE INDEX jobs_parked ON tenure.jobs (production, due_us) WHERE parked;
+CREATE INDEX jobs_terminal ON tenure.jobs (ended_us) WHERE ended_us IS NOT NULL;
+CREATE TABLE tenure.payloads (
+    production TEXT COLLATE "C" NOT NULL,
+    job        TEXT COLLATE "C" NOT NULL,
+    payload    BYTEA NOT NULL,
+    PRIMARY KEY (production, job)
+) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE TABLE tenure.events (
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at_us      BIGINT NOT NULL,
+    production TEXT COLLATE "C" NOT NULL,
+    job        TEXT COLLATE "C",
+    kind       TEXT NOT NULL,
+    state      TEXT,
+    claim_id   TEXT,
+    holder     TEXT,
+    attempt    BIGINT,
+    expires_us BIGINT,
+    detail     TEXT NOT NULL DEFAULT ''
+) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX events_by_production ON tenure.events (production, seq);
+CREATE TABLE tenure.facts (
+    production TEXT COLLATE "C" NOT NULL,
+    job        TEXT COLLATE "C" NOT NULL,
+    ord        BIGINT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    PRIMARY KEY (production, job, ord)
+) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE TABLE tenure.tombstones (
+    production      TEXT COLLATE "C" NOT NULL,
+    job             TEXT COLLATE "C" NOT NULL,
+    payload_digest  BYTEA NOT NULL,
+    priority        INT NOT NULL,
+    max_attempts    BIGINT NOT NULL,
+    state           TEXT NOT NULL,
+    pruned_us       BIGINT NOT NULL,
+    max_hold_us     BIGINT,
+    backoff_base_us BIGINT,
+    backoff_cap_us  BIGINT,
+    PRIMARY KEY (production, job)
+) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX tombstones_by_age ON tenure.tombstones (pruned_us);
+CREATE TABLE tenure.nonces (
+    nonce      TEXT PRIMARY KEY,
+    production TEXT NOT NULL,
+    job        TEXT NOT NULL,
+    claim_id   TEXT NOT NULL,
+    used_us    BIGINT NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX nonces_by_job ON tenure.nonces (production, job);
+CREATE TABLE tenure.claim_requests (
+    production    TEXT NOT NULL,
+    request_id    TEXT NOT NULL,
+    job           TEXT NOT NULL,
+    claim_id      TEXT NOT NULL,
+    secret_digest BYTEA NOT NULL CHECK (length(secret_digest) = 32),
+    args_digest   BYTEA NOT NULL,
+    created_us    BIGINT NOT NULL,
+    PRIMARY KEY (production, request_id)
+);
+CREATE INDEX claim_requests_by_job ON tenure.claim_requests (production, job);
+"#;
+
+/// The stored schema version, or `None` if there is no tenure schema.
+pub(super) fn stored_version(c: &mut Client) -> Result<Option<u32>> {
+    let exists: bool = c
+        // pg_tables, not to_regclass: the catalog cache is not refreshed by
+        // waiting on an advisory lock, a plain catalog query is.
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables
+                            WHERE schemaname = 'tenure' AND tablename = 'meta')",
+            &[],
+        )
+        .map_err(map_err)?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let row = c.query_opt(SCHEMA_VERSION_ROW, &[]).map_err(map_err)?;
+    match row {
+        None => Err(Error::Store(
+            "not a tenure store: schema tenure has a meta table without schema_version".into(),
+        )),
+        Some(r) => {
+            let v: i64 = r.get(0);
+            u32::try_from(v)
+                .map(Some)
+                .map_err(|_| Error::Store(format!("invalid schema version {v}")))
+        }
+    }
+}
+
+/// Brings the store to the current layout in one transaction under the
+/// schema lock, so concurrent first opens from many hosts create or
+/// migrate it exactly once: a missing schema is created from [`SCHEMA`], an
+/// older one migrated forward ([`super::migrate::forward`]); a newer one is
+/// refused untouched. Returns the version found (0 if created).
+pub(super) fn create_or_migrate(c: &mut Client, pool: &Pool) -> Result<u32> {
+    let (lock, stmt) = pool.timeouts();
+    c.batch_execute(&format!(
+        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock}; \
+         SET LOCAL statement_timeout = {stmt}"
+    ))
+    .map_err(map_err)?;
+    let r = (|| {
+        c.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .map_err(map_err)?;
+        match stored_version(c)? {
+            Some(v) if v > SCHEMA_VERSION => Err(Error::SchemaTooNew {
+                found: v,
+                supported: SCHEMA_VERSION,
+            }),
+            Some(v) if v == SCHEMA_VERSION => Ok(v),
+            Some(v) if v >= migrate::OLDEST => {
+                migrate::forward(c, v)?;
+                c.execute(
+                    "UPDATE tenure.meta SET value = $1 WHERE key = 'schema_version'",
+                    &[&i64::from(SCHEMA_VERSION)],
+                )
+                .map_err(map_err)?;
+                Ok(v)
+            }
+            Some(v) => Err(Error::Store(format!(
+                "PostgreSQL store has schema version {v}, which never existed on PostgreSQL"
+            ))),
+            None => {
+                let tables: i64 = c
+                    .query_one(
+                        "SELECT count(*) FROM pg_tables WHERE schemaname = 'tenure'",
+                        &[],
+                    )
+                    .map_err(map_err)?
+                    .get(0);
+                if tables != 0 {
+                    return Err(Error::Store(
+                        "not a tenure store: schema tenure already has tables but no tenure \
+                         schema version"
+                            .into(),
+                    ));
+                }
+                c.batch_execute(SCHEMA).map_err(map_err)?;
+                c.execute(
+                    "INSERT INTO tenure.meta (key, value) VALUES ('schema_version', $1)",
+                    &[&i64::from(SCHEMA_VERSION)],
+                )
+                .map_err(map_err)?;
+                Ok(0)
+            }
+        }
+    })();
+    match r {
+        Ok(v) => {
+            c.batch_execute("COMMIT").map_err(map_err)?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = c.batch_execute("ROLLBACK");
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,653 @@
+//! The statement text of the backend's transactions and of the pool's
+//! bookkeeping, apart from the Rust that binds and decodes it: shared
+//! fragments first (the job columns, the clock sample, the event
+//! registration and horizon, the high-water mark), then one section per
+//! file of `txn/`, in the order of that file. Statements built at run time
+//! (`BEGIN` with its settings, savepoints, the pre-commit block, `COMMIT`
+//! with its `NOTIFY`s) stay with the code that builds them; the schema's
+//! DDL is in [`super::schema`] and [`super::migrate`].
+
+macro_rules! job_cols {
+    () => {
+        "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
+         state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
+         updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us"
+    };
+}
+/// How many columns `job_cols!` lists.
+pub(super) const JOB_COLS: usize = 22;
+/// The columns `rows::event_row` decodes, in its order.
+macro_rules! event_cols {
+    () => {
+        "seq, at_us, production, job, kind, state, claim_id, holder, attempt, expires_us, detail"
+    };
+}
+/// The columns `rows::production_row` decodes, in its order.
+macro_rules! production_cols {
+    () => {
+        "name, created_us, cancelled_us, backoff_base_us, backoff_cap_us"
+    };
+}
+/// The server's clock in whole µs.
+macro_rules! server_sample {
+    () => {
+        "floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+    };
+}
+/// Advisory-lock key space (bigint keys, so `objsubid = 1` in `pg_locks`)
+/// of event registrations: a writing transaction holds `EVENT_REG | n`
+/// shared, `n` (< [`EVENT_REG_LIMIT`]) a lower bound of its event sequence
+/// numbers. In `pg_locks` these are the rows with `classid` between
+/// `0x5445_0000` and `0x5445_ffff` (the SQL below spells them in decimal),
+/// `n` being `(classid & 0xffff) << 32 | objid`. See the backend's module docs.
+pub(super) const EVENT_REG: i64 = 0x5445 << 48;
+pub(super) const EVENT_REG_LIMIT: i64 = 1 << 48;
+
+/// The next value of the events' identity sequence (0 before the first
+/// allocation, a conservative bound), read outside any snapshot.
+macro_rules! event_seq_next {
+    () => {
+        "coalesce(pg_catalog.pg_sequence_last_value(
+             pg_catalog.pg_get_serial_sequence('tenure.events', 'seq')::regclass) + 1, 0)"
+    };
+}
+/// `WITH reg AS MATERIALIZED (...)`: a writer's event registration (the
+/// shared lock `EVENT_REG | n`, `n` the sequence's next value, if below the
+/// limit), parameters `$key` (`EVENT_REG`) and `$limit` (`EVENT_REG_LIMIT`).
+/// An insert that reads its rows from `reg` takes the lock before drawing
+/// any identity value (see the backend's module docs).
+macro_rules! event_registration {
+    ($key:literal, $limit:literal) => {
+        concat!(
+            "WITH reg AS MATERIALIZED (
+                 SELECT pg_catalog.pg_advisory_xact_lock_shared(",
+            $key,
+            "::bigint | s.n)
+                 FROM (SELECT ",
+            event_seq_next!(),
+            " AS n OFFSET 0) s
+                 WHERE s.n < ",
+            $limit,
+            "::bigint)"
+        )
+    };
+}
+/// Step (1) of a reader's horizon: the events sequence's next value.
+pub(super) const EVENT_HORIZON_NEXT: &str = concat!("SELECT ", event_seq_next!());
+/// Step (2): the smallest lower bound registered by an event writer of this
+/// database that is still in flight (other than this session), or NULL.
+pub(super) const EVENT_HORIZON_REGISTERED: &str =
+    "SELECT min(((l.classid::bigint & 65535) << 32) | l.objid::bigint)
+     FROM pg_catalog.pg_locks l
+     WHERE l.locktype = 'advisory' AND l.objsubid = 1
+       AND l.classid::bigint BETWEEN 1413808128 AND 1413873663
+       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                         WHERE d.datname = current_database())
+       AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()";
+
+/// SQLSTATE of a pre-commit check that refused (see `commit_checked`).
+pub(super) const PRECOMMIT_REFUSED: &str = "TN001";
+
+/// The durable high-water mark: the largest value in the mark log, read
+/// from the right end of its index (see the backend's module docs).
+pub(super) const HIGH_WATER: &str =
+    "SELECT coalesce((SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1), 0)";
+/// Appends a commit's mark (`$1`) to the mark log.
+pub(super) const RAISE_MARK: &str = "INSERT INTO tenure.mark_log (value) VALUES ($1)";
+
+/// One pruning of the mark log (see [`super::pool::Pool::prune_mark_log`]): the rows in
+/// `[$1, max)` go, `max` (the log's largest value) is returned.
+pub(super) const PRUNE_MARK_LOG: &str = "WITH top AS MATERIALIZED (
+         SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1),
+     gone AS (DELETE FROM tenure.mark_log l USING top
+              WHERE l.value >= $1 AND l.value < top.value)
+     SELECT value FROM top";
+
+/// The new claim floor of production `$1` (see [`super::pool::Pool::raise_claim_floor`]):
+/// the first live job at or above the old floor of each priority present
+/// (a loose index scan over `jobs_ready`), and the smallest parked live
+/// job, whichever is smaller; with no live job, one past the largest `seq`
+/// there is. Only ever raised.
+pub(super) const RAISE_CLAIM_FLOOR: &str = "
+    WITH RECURSIVE f AS MATERIALIZED (
+         SELECT claim_floor AS lo FROM tenure.productions WHERE name = $1),
+     r(priority, seq) AS (
+         (SELECT priority, seq FROM tenure.jobs
+          WHERE production = $1 AND state IN ('requested', 'claimed') AND NOT parked
+            AND seq >= (SELECT lo FROM f)
+          ORDER BY priority DESC, seq LIMIT 1)
+         UNION ALL
+         SELECT n.priority, n.seq FROM r CROSS JOIN LATERAL (
+             SELECT priority, seq FROM tenure.jobs
+             WHERE production = $1 AND state IN ('requested', 'claimed') AND NOT parked
+               AND seq >= (SELECT lo FROM f) AND priority < r.priority
+             ORDER BY priority DESC, seq LIMIT 1) n),
+     v AS (
+         SELECT coalesce(least(
+             (SELECT min(seq) FROM r),
+             (SELECT min(seq) FROM tenure.jobs WHERE production = $1 AND parked
+                 AND (state IN ('requested', 'claimed')) IS TRUE)),
+             (SELECT max(seq) + 1 FROM tenure.jobs)) AS seq)
+    UPDATE tenure.productions p SET claim_floor = v.seq FROM v
+    WHERE p.name = $1 AND v.seq > p.claim_floor";
+
+// ---- Claim-next (`txn/claim.rs`).
+
+/// The jobs `($1[i], $2[i])` locked `FOR UPDATE` in `seq` order, then the
+/// clock sample (`$3` if given) taken after the locks, with each job's
+/// production back-off (see `lock_jobs_sampled`).
+pub(super) const LOCK_JOBS_SAMPLED: &str = concat!(
+    "WITH l AS MATERIALIZED (
+                 SELECT ",
+    job_cols!(),
+    " FROM tenure.jobs WHERE (production, job) IN
+                     (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
+                 ORDER BY seq FOR UPDATE),
+             t AS MATERIALIZED (
+                 SELECT coalesce($3::bigint, ",
+    server_sample!(),
+    ") AS now FROM (SELECT count(*) AS n FROM l) c)
+             SELECT l.*, t.now, p.backoff_base_us, p.backoff_cap_us
+             FROM t LEFT JOIN l ON true LEFT JOIN tenure.productions p ON p.name = l.production"
+);
+
+/// One page of [`CLAIM_START`]: production `$3`'s jobs meeting `$cond`, at
+/// most `$4`, in queue order, `FOR UPDATE SKIP LOCKED`.
+macro_rules! claim_page {
+    ($cond:literal) => {
+        concat!(
+            "SELECT ",
+            job_cols!(),
+            " FROM tenure.jobs
+             WHERE production = $3 AND ",
+            $cond,
+            " AND (SELECT found FROM lk)
+             ORDER BY priority DESC, seq LIMIT $4
+             FOR UPDATE SKIP LOCKED"
+        )
+    };
+}
+
+/// Claim-next's first request (see `claim_start`): the production's shared
+/// lock (`$1`, `$2`), its existence, floor and the clock sample (`$5` if
+/// given), then the first `$4` ready and due parked jobs of production
+/// `$3`, `FOR UPDATE SKIP LOCKED`, in queue order.
+pub(super) const CLAIM_START: &str = concat!(
+    "WITH lk AS MATERIALIZED (
+                 SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3) AS found,
+                        coalesce((SELECT claim_floor FROM tenure.productions
+                                  WHERE name = $3), 0) AS floor,
+                        coalesce($5::bigint, ",
+    server_sample!(),
+    ") AS now, l.locked::text AS locked
+                 FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked
+                       OFFSET 0) l),
+             ready AS MATERIALIZED (",
+    claim_page!(
+        "state IN ('requested', 'claimed') AND NOT parked
+                 AND seq >= (SELECT floor FROM lk)
+                 AND (state = 'requested' OR expires_us IS NULL
+                      OR expires_us <= (SELECT now FROM lk))"
+    ),
+    "),
+             due AS MATERIALIZED (",
+    // Read through `jobs_parked`: the state test is kept out of
+    // the index conditions (`IS TRUE`), or the planner may walk
+    // every requested job by `jobs_by_state` instead.
+    claim_page!(
+        "parked AND due_us <= (SELECT now FROM lk)
+                 AND (state IN ('requested', 'claimed')) IS TRUE"
+    ),
+    ")
+             SELECT r.*, lk.found, lk.now,
+                    EXISTS (SELECT 1 FROM tenure.jobs WHERE production = $3 AND parked
+                            AND due_us <= lk.now)
+             FROM lk LEFT JOIN (SELECT *, 1 AS src FROM ready
+                                UNION ALL SELECT *, 2 AS src FROM due) r ON true
+             ORDER BY r.priority DESC, r.seq"
+);
+
+/// A page of production `$1`'s live jobs after the cursor (`$2`, `$3`:
+/// priority, seq) in queue order, at most `$4`, leases held after `$5` left
+/// out; then a row lock clause.
+macro_rules! live_jobs {
+    ($lock:literal) => {
+        concat!(
+            "SELECT ",
+            job_cols!(),
+            " FROM tenure.jobs
+             WHERE production = $1 AND state IN ('requested', 'claimed') AND NOT parked
+               AND (priority < $2 OR (priority = $2 AND seq > $3))
+               AND (state = 'requested' OR expires_us IS NULL OR expires_us <= $5)
+             ORDER BY priority DESC, seq LIMIT $4 ",
+            $lock
+        )
+    };
+}
+
+/// [`live_jobs!`] for a read transaction.
+pub(super) const LIVE_JOBS: &str = live_jobs!("");
+/// [`live_jobs!`] for claim-next: rows another transaction holds are passed over.
+pub(super) const LIVE_JOBS_SKIP_LOCKED: &str = live_jobs!("FOR UPDATE SKIP LOCKED");
+/// [`live_jobs!`] for a coordinator scan: every row, waiting for its lock.
+pub(super) const LIVE_JOBS_FOR_UPDATE: &str = live_jobs!("FOR UPDATE");
+
+/// Un-parks the jobs of production `$1` due at `$2`, skipping rows another
+/// transaction holds.
+pub(super) const UNPARK_DUE_SKIP_LOCKED: &str =
+    "UPDATE tenure.jobs SET parked = false WHERE seq IN (
+                 SELECT seq FROM tenure.jobs
+                 WHERE production = $1 AND parked AND due_us <= $2
+                 FOR UPDATE SKIP LOCKED)";
+
+/// Un-parks every job of production `$1` due at `$2`.
+pub(super) const UNPARK_DUE_ALL: &str = "UPDATE tenure.jobs SET parked = false
+                 WHERE production = $1 AND parked AND due_us <= $2";
+
+// ---- Job rows (`txn/jobs.rs`).
+
+/// Job `$2` of production `$1`, locked.
+pub(super) const JOB_FOR_UPDATE: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM tenure.jobs WHERE production = $1 AND job = $2 FOR UPDATE"
+);
+
+/// Job `$2` of production `$1`.
+pub(super) const JOB: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM tenure.jobs WHERE production = $1 AND job = $2"
+);
+
+/// The payload of job `$2` of production `$1`.
+pub(super) const PAYLOAD: &str =
+    "SELECT payload FROM tenure.payloads WHERE production = $1 AND job = $2";
+
+/// Inserts one job and its payload (`$17`); returns its `seq`.
+pub(super) const INSERT_JOB: &str = "WITH j AS (
+             INSERT INTO tenure.jobs (production, job, payload_digest, payload_len,
+                 priority, max_attempts, state, attempts, claim_id, secret_digest, holder,
+                 claimed_us, expires_us, created_us, updated_us, last_error, due_us,
+                 parked, max_hold_us, backoff_base_us, backoff_cap_us)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                 $16, $18, $19, $20, $21, $22)
+             RETURNING seq),
+         p AS (
+             INSERT INTO tenure.payloads (production, job, payload) VALUES ($1, $2, $17))
+         SELECT seq FROM j";
+
+/// Writes the state columns of job `seq = $1`.
+pub(super) const UPDATE_JOB: &str =
+    "UPDATE tenure.jobs SET state = $2, attempts = $3, claim_id = $4, secret_digest = $5,
+             holder = $6, claimed_us = $7, expires_us = $8, updated_us = $9, last_error = $10,
+             due_us = $11, parked = $12
+         WHERE seq = $1";
+
+/// A renewal: the expiry and `updated_us` of job `seq = $1`.
+pub(super) const UPDATE_EXPIRY: &str =
+    "UPDATE tenure.jobs SET expires_us = $2, updated_us = $3 WHERE seq = $1";
+
+/// The jobs `($1[i], $2[i])`, locked in `seq` order.
+pub(super) const JOBS_FOR_UPDATE: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM tenure.jobs WHERE (production, job) IN
+                 (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
+             ORDER BY seq FOR UPDATE"
+);
+
+/// A batch submission to production `$20` (see `insert_new_jobs_into`): its
+/// shared lock, its row, the job locks, the new jobs and their payloads.
+pub(super) const INSERT_NEW_JOBS_INTO: &str = "WITH pl AS MATERIALIZED (
+             SELECT l.locked::text AS locked
+             FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($18, $19) AS locked
+                   OFFSET 0) l),
+         prod AS MATERIALIZED (
+             SELECT p.name, p.created_us, p.cancelled_us, p.backoff_base_us,
+                    p.backoff_cap_us
+             FROM tenure.productions p, pl WHERE p.name = $20 FOR SHARE OF p),
+         open AS MATERIALIZED (
+             SELECT count(*) AS n FROM prod WHERE cancelled_us IS NULL),
+         locks AS MATERIALIZED (
+             SELECT pg_catalog.pg_advisory_xact_lock($11::int, k)
+             FROM unnest($12::int[]) AS k, open WHERE open.n > 0 ORDER BY k),
+         u AS (
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[],
+                     $5::int[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[],
+                     $10::bytea[], $13::bigint[], $14::bool[], $15::bigint[],
+                     $16::bigint[], $17::bigint[])
+              WITH ORDINALITY
+              AS u(production, job, digest, len, prio, max, state, created, updated,
+                   payload, due, parked, hold, base, cap, ord)),
+         ins AS (
+         INSERT INTO tenure.jobs (production, job, payload_digest, payload_len, priority,
+             max_attempts, state, attempts, created_us, updated_us, due_us,
+             parked, max_hold_us, backoff_base_us, backoff_cap_us)
+         SELECT u.production, u.job, u.digest, u.len, u.prio, u.max, u.state, 0,
+                u.created, u.updated, u.due, u.parked, u.hold, u.base, u.cap
+         FROM (SELECT count(*) AS n FROM locks) l, open, u
+         WHERE l.n >= 0 AND open.n > 0
+           AND NOT EXISTS (SELECT 1 FROM tenure.tombstones t
+                           WHERE t.production = u.production AND t.job = u.job)
+         ORDER BY u.ord
+         ON CONFLICT (production, job) DO NOTHING
+         RETURNING production, job, seq),
+         pay AS (
+         INSERT INTO tenure.payloads (production, job, payload)
+         SELECT u.production, u.job, u.payload
+         FROM ins JOIN u ON u.production = ins.production AND u.job = ins.job)
+         SELECT p.name, p.created_us, p.cancelled_us, p.backoff_base_us, p.backoff_cap_us,
+                open.n > 0, i.job, i.seq
+         FROM open LEFT JOIN prod p ON true LEFT JOIN ins i ON true";
+
+/// The parameter types of [`WRITE_BATCH`].
+pub(super) const WRITE_BATCH_TYPES: &str =
+    "bigint[], text[], bigint[], text[], bytea[], text[], bigint[], bigint[], \
+         bigint[], text[], bigint[], bigint[], bigint[], text[], text[], bigint[], text[], \
+         text[], bigint[], text[], text[], text[], text[], text[], text[], bigint[], \
+         bigint[], text[], bigint, bigint, bigint[], bool[], bigint[]";
+/// A group of transitions' writes in one statement (see `write_batch`):
+/// full row updates (`$1`..`$10`, `$31`, `$32`), renewals (`$11`..`$13`),
+/// facts (`$14`..`$18`), events (`$19`..`$28`, registered with `$29`,
+/// `$30`); fails unless each part touched the count `$33` expects.
+pub(super) const WRITE_BATCH: &str = concat!(
+    event_registration!("$29", "$30"),
+    ",
+             upd AS (
+                 UPDATE tenure.jobs j SET state = u.state, attempts = u.attempts,
+                     claim_id = u.claim_id, secret_digest = u.secret_digest,
+                     holder = u.holder, claimed_us = u.claimed_us,
+                     expires_us = u.expires_us, updated_us = u.updated_us,
+                     last_error = u.last_error, due_us = u.due_us, parked = u.parked
+                 FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $31, $32)
+                      AS u(seq, state, attempts, claim_id, secret_digest, holder,
+                           claimed_us, expires_us, updated_us, last_error, due_us,
+                           parked)
+                 WHERE j.seq = u.seq
+                 RETURNING 1),
+             exp AS (
+                 UPDATE tenure.jobs j SET expires_us = u.expires_us,
+                     updated_us = u.updated_us
+                 FROM unnest($11, $12, $13) AS u(seq, expires_us, updated_us)
+                 WHERE j.seq = u.seq
+                 RETURNING 1),
+             fct AS (
+                 INSERT INTO tenure.facts (production, job, ord, key, value)
+                 SELECT * FROM unnest($14, $15, $16, $17, $18)
+                 RETURNING 1),
+             ev AS (
+                 INSERT INTO tenure.events (at_us, production, job, kind, state,
+                     claim_id, holder, attempt, expires_us, detail)
+                 SELECT e.at_us, e.production, e.job, e.kind, e.state, e.claim_id,
+                        e.holder, e.attempt, e.expires_us, e.detail
+                 FROM reg, unnest($19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
+                      WITH ORDINALITY AS e(at_us, production, job, kind, state,
+                                           claim_id, holder, attempt, expires_us,
+                                           detail, ord)
+                 ORDER BY e.ord
+                 RETURNING 1)
+             SELECT CASE WHEN c.n = $33 THEN 0 ELSE
+                 ('tenure: a batched write touched (updates, renewals, facts, events) '
+                  || c.n::text || ', not ' || $33::text
+                  || '; an event sequence past 2^48 writes no event')::int END
+             FROM (SELECT ARRAY[(SELECT count(*) FROM upd), (SELECT count(*) FROM exp),
+                                (SELECT count(*) FROM fct), (SELECT count(*) FROM ev)]
+                          AS n) c"
+);
+
+/// A page of production `$1`'s jobs after ID `$2`, by ID.
+pub(super) const JOBS_PAGE: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM tenure.jobs WHERE production = $1 AND job > $2
+                     ORDER BY job LIMIT $3"
+);
+
+/// A page of production `$1`'s jobs in the states `$2` after ID `$3`, by
+/// ID.
+pub(super) const JOBS_PAGE_IN_STATES: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM tenure.jobs WHERE production = $1 AND state = ANY($2)
+                       AND job > $3 ORDER BY job LIMIT $4"
+);
+
+/// A page of every job after `seq = $1`, by `seq`.
+pub(super) const ALL_JOBS_PAGE: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM tenure.jobs WHERE seq > $1 ORDER BY seq LIMIT $2"
+);
+
+/// The earliest due time of production `$1`'s parked jobs.
+pub(super) const EARLIEST_DUE: &str =
+    "SELECT min(due_us) FROM tenure.jobs WHERE production = $1 AND parked";
+
+/// The earliest expiry of production `$1`'s held leases.
+pub(super) const EARLIEST_EXPIRY: &str =
+    "SELECT min(expires_us) FROM tenure.jobs WHERE production = $1 AND state = 'claimed'";
+
+// ---- The event log (`txn/events.rs`).
+
+/// Events with `$1 < seq < $2`, at most `$3`.
+pub(super) const EVENTS_BELOW: &str = concat!(
+    "SELECT ",
+    event_cols!(),
+    " FROM tenure.events WHERE seq > $1 AND seq < $2 ORDER BY seq LIMIT $3"
+);
+
+/// Production `$1`'s events with `$2 < seq < $3`, at most `$4`.
+pub(super) const PRODUCTION_EVENTS_BELOW: &str = concat!(
+    "SELECT ",
+    event_cols!(),
+    " FROM tenure.events WHERE production = $1 AND seq > $2 AND seq < $3
+                 ORDER BY seq LIMIT $4"
+);
+
+/// Appends an event (a transaction that already registered).
+pub(super) const APPEND_EVENT: &str =
+    "INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id, holder,
+                 attempt, expires_us, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq";
+
+/// A transaction's first event: registers its lower bound (`$11`, `$12`:
+/// `EVENT_REG`, `EVENT_REG_LIMIT`) before the identity value is drawn; no
+/// row past the limit.
+pub(super) const APPEND_FIRST_EVENT: &str = concat!(
+    event_registration!("$11", "$12"),
+    "
+                 INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id,
+                     holder, attempt, expires_us, detail)
+                 SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
+                        $7::text, $8::bigint, $9::bigint, $10::text
+                 FROM reg RETURNING seq"
+);
+
+/// The largest event `seq` pruned.
+pub(super) const HISTORY_HORIZON: &str =
+    "SELECT value FROM tenure.meta WHERE key = 'history_horizon'";
+
+/// The first `$2` events below `seq = $1`: `seq` and time.
+pub(super) const OLDEST_EVENTS: &str =
+    "SELECT seq, at_us FROM tenure.events WHERE seq < $1 ORDER BY seq LIMIT $2";
+
+/// Deletes the events up to `seq = $1`.
+pub(super) const PRUNE_EVENTS_THROUGH: &str = "DELETE FROM tenure.events WHERE seq <= $1";
+
+/// Raises the history horizon to `$1`.
+pub(super) const RAISE_HISTORY_HORIZON: &str =
+    "UPDATE tenure.meta SET value = greatest(value, $1) WHERE key = 'history_horizon'";
+
+/// The last event of job `$2` of production `$1` under claim `$3`.
+pub(super) const LAST_CLAIM_EVENT: &str = concat!(
+    "SELECT ",
+    event_cols!(),
+    " FROM tenure.events WHERE production = $1 AND job = $2 AND claim_id = $3
+         ORDER BY seq DESC LIMIT 1"
+);
+
+// ---- Retention (`txn/retention.rs`).
+
+/// The first `$2` jobs that ended before `$1`, skipping rows another
+/// transaction holds.
+pub(super) const TERMINAL_JOBS_BEFORE: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM tenure.jobs
+             WHERE ended_us < $1
+             ORDER BY ended_us LIMIT $2 FOR UPDATE SKIP LOCKED"
+);
+
+/// Deletes the jobs `seq = ANY($1)`.
+pub(super) const DELETE_JOBS: &str = "DELETE FROM tenure.jobs WHERE seq = ANY($1)";
+
+/// Deletes the payloads and facts of the jobs `($1[i], $2[i])`; counts the
+/// facts.
+pub(super) const DELETE_PAYLOADS_AND_FACTS: &str =
+    "WITH d AS (SELECT * FROM unnest($1::text[], $2::text[]) AS d(p, j)),
+         pay AS (DELETE FROM tenure.payloads x USING d
+                 WHERE x.production = d.p AND x.job = d.j)
+         DELETE FROM tenure.facts f USING d WHERE f.production = d.p AND f.job = d.j";
+
+/// Deletes the nonces of the jobs `($1[i], $2[i])`.
+pub(super) const DELETE_NONCES: &str =
+    "DELETE FROM tenure.nonces n USING unnest($1::text[], $2::text[]) AS d(p, j)
+         WHERE n.production = d.p AND n.job = d.j";
+
+/// Deletes the claim requests of the jobs `($1[i], $2[i])`.
+pub(super) const DELETE_CLAIM_REQUESTS: &str =
+    "DELETE FROM tenure.claim_requests q USING unnest($1::text[], $2::text[]) AS d(p, j)
+         WHERE q.production = d.p AND q.job = d.j";
+
+/// Writes the tombstones `($1[i], $2[i], ...)`, replacing older ones.
+pub(super) const INSERT_TOMBSTONES: &str =
+    "INSERT INTO tenure.tombstones (production, job, payload_digest, priority,
+             max_attempts, state, pruned_us, max_hold_us, backoff_base_us, backoff_cap_us)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int[], $5::bigint[],
+                              $6::text[], $7::bigint[], $8::bigint[], $9::bigint[],
+                              $10::bigint[])
+         ON CONFLICT (production, job) DO UPDATE SET
+             payload_digest = excluded.payload_digest, priority = excluded.priority,
+             max_attempts = excluded.max_attempts, state = excluded.state,
+             pruned_us = excluded.pruned_us, max_hold_us = excluded.max_hold_us,
+             backoff_base_us = excluded.backoff_base_us,
+             backoff_cap_us = excluded.backoff_cap_us";
+
+/// The tombstone of job `$2` of production `$1`.
+pub(super) const TOMBSTONE: &str =
+    "SELECT production, job, payload_digest, priority, max_attempts, state, pruned_us,
+             max_hold_us, backoff_base_us, backoff_cap_us
+         FROM tenure.tombstones WHERE production = $1 AND job = $2";
+
+/// Deletes the first `$2` tombstones older than `$1`, skipping rows another
+/// transaction holds.
+pub(super) const PRUNE_TOMBSTONES: &str =
+    "DELETE FROM tenure.tombstones WHERE (production, job) IN (
+             SELECT production, job FROM tenure.tombstones WHERE pruned_us < $1
+             ORDER BY pruned_us LIMIT $2 FOR UPDATE SKIP LOCKED)";
+
+/// Deletes the first `$2` events of production `$1`, never the newest event
+/// of the store.
+pub(super) const DELETE_PRODUCTION_EVENTS: &str = "DELETE FROM tenure.events WHERE seq IN (
+             SELECT seq FROM tenure.events WHERE production = $1
+               AND seq < (SELECT max(seq) FROM tenure.events)
+             ORDER BY seq LIMIT $2)";
+
+/// Deletes production `$1`'s tombstones.
+pub(super) const DELETE_PRODUCTION_TOMBSTONES: &str =
+    "DELETE FROM tenure.tombstones WHERE production = $1";
+
+/// Deletes production `$1`'s row.
+pub(super) const DELETE_PRODUCTION: &str = "DELETE FROM tenure.productions WHERE name = $1";
+
+// ---- Productions (`txn/productions.rs`).
+
+/// Production `$1`.
+pub(super) const PRODUCTION: &str = concat!(
+    "SELECT ",
+    production_cols!(),
+    " FROM tenure.productions WHERE name = $1"
+);
+
+/// The production's shared lock (`$1`, `$2`), then whether production `$3`
+/// exists.
+pub(super) const LOCK_PRODUCTION_EXISTS: &str =
+    "SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3), l.locked::text
+         FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked OFFSET 0) l";
+
+/// Inserts a production.
+pub(super) const INSERT_PRODUCTION: &str =
+    "INSERT INTO tenure.productions (name, created_us, cancelled_us, backoff_base_us,
+             backoff_cap_us) VALUES ($1, $2, $3, $4, $5)";
+
+/// Sets production `$1`'s default back-off.
+pub(super) const SET_PRODUCTION_BACKOFF: &str =
+    "UPDATE tenure.productions SET backoff_base_us = $2, backoff_cap_us = $3
+         WHERE name = $1";
+
+/// How many live jobs production `$1` has.
+pub(super) const COUNT_LIVE_JOBS: &str = "SELECT count(*) FROM tenure.jobs
+         WHERE production = $1 AND state IN ('requested', 'claimed')";
+
+/// Marks production `$1` cancelled at `$2`.
+pub(super) const SET_PRODUCTION_CANCELLED: &str = "UPDATE tenure.productions SET cancelled_us = $2
+         WHERE name = $1 AND cancelled_us IS NULL";
+
+/// Every production, by name.
+pub(super) const PRODUCTIONS: &str = concat!(
+    "SELECT ",
+    production_cols!(),
+    " FROM tenure.productions ORDER BY name"
+);
+
+// ---- Facts, claim requests, nonces (`txn/records.rs`).
+
+/// Inserts one published fact.
+pub(super) const INSERT_FACT: &str = "INSERT INTO tenure.facts (production, job, ord, key, value)
+             VALUES ($1, $2, $3, $4, $5)";
+
+/// The facts of job `$2` of production `$1`, in order.
+pub(super) const JOB_FACTS: &str = "SELECT production, job, key, value FROM tenure.facts
+             WHERE production = $1 AND job = $2 ORDER BY ord";
+
+/// The facts of production `$1`'s jobs, by job, in order.
+pub(super) const PRODUCTION_FACTS: &str = "SELECT production, job, key, value FROM tenure.facts
+             WHERE production = $1 ORDER BY job, ord";
+
+/// Production `$1`'s claim requests with the IDs `$2`.
+pub(super) const CLAIM_REQUESTS: &str =
+    "SELECT production, request_id, job, claim_id, secret_digest, args_digest, created_us
+         FROM tenure.claim_requests WHERE production = $1 AND request_id = ANY($2::text[])";
+
+/// Inserts claim requests of production `$1`, leaving an existing ID alone.
+pub(super) const INSERT_CLAIM_REQUESTS: &str =
+    "INSERT INTO tenure.claim_requests (production, request_id, job, claim_id,
+             secret_digest, args_digest, created_us)
+         SELECT $1, u.r, u.j, u.c, u.s, u.a, u.t
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[],
+                     $7::bigint[]) AS u(r, j, c, s, a, t)
+         ON CONFLICT (production, request_id) DO NOTHING";
+
+/// Records a nonce, unless it was used already.
+pub(super) const INSERT_NONCE: &str =
+    "INSERT INTO tenure.nonces (nonce, production, job, claim_id, used_us)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (nonce) DO NOTHING";
+
+// ---- The transaction's own statements (`txn/mod.rs`).
+
+/// Takes the advisory lock `($1, $2)` shared.
+pub(super) const ADVISORY_LOCK_SHARED: &str = "SELECT pg_advisory_xact_lock_shared($1, $2)";
+
+/// Takes the advisory lock `($1, $2)` exclusively.
+pub(super) const ADVISORY_LOCK: &str = "SELECT pg_advisory_xact_lock($1, $2)";
+
+/// The server's clock in whole µs.
+pub(super) const SERVER_NOW: &str = concat!("SELECT ", server_sample!());
+
+/// The stored schema version.
+pub(super) const SCHEMA_VERSION_ROW: &str =
+    "SELECT value FROM tenure.meta WHERE key = 'schema_version'";
+
+/// Notifies the work channel about production `$1`.
+pub(super) const NOTIFY_WORK: &str = "SELECT pg_catalog.pg_notify('tenure_work', $1)";

@@ -1,0 +1,675 @@
+//! A transaction on one pooled connection: [`PgTxn`], the [`Txn`] of this
+//! backend. This file holds the transaction's own machinery (begin, the
+//! deferred writes, advisory locks, savepoints, commit); the reads and
+//! writes of each area of the store are in the files named in the trait
+//! impl below.
+
+mod claim;
+mod events;
+mod jobs;
+mod productions;
+mod records;
+mod retention;
+mod rows;
+
+use super::pool::{Conn, Pool, MARK_PRUNE_EVERY};
+use super::sql::*;
+use super::{listen, literal, map_err};
+use crate::error::{Error, Result};
+use crate::model::{Event, PublishedFact};
+use crate::store::{
+    ClaimStart, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent, ProductionRow, RequestRow,
+    Stored, Tombstone, Txn,
+};
+use crate::ttl::Backoff;
+use postgres::types::ToSql;
+use postgres::Row;
+use rows::u32_col;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use uuid::Uuid;
+
+pub(super) struct PgTxn {
+    conn: Option<Conn>,
+    pool: Arc<Pool>,
+    open: bool,
+    write: bool,
+    /// A statement failed and no savepoint rollback has happened since: the
+    /// server transaction is aborted and must not be "committed".
+    failed: bool,
+    savepoints: u32,
+    /// The savepoint depth at which this transaction registered its event
+    /// sequence lower bound (the shared advisory lock `EVENT_REG | n`), if
+    /// it holds one: rolling back to a savepoint at or below that depth
+    /// releases the lock, releasing the savepoint hands it to the parent.
+    event_reg: Option<u32>,
+    /// Advisory locks this transaction holds: `(class, key, shared, depth)`,
+    /// `depth` the savepoint depth that took it. A lock already held (an
+    /// exclusive one also covers a shared request) is not asked for again:
+    /// an edit's many submissions to one production take its shared lock
+    /// once. Same savepoint rules as `event_reg`.
+    held: Vec<(i32, i32, bool, u32)>,
+    /// Productions to `NOTIFY` about with the COMMIT (see [`Txn::notify_work`]).
+    notify: Vec<String>,
+    /// The high-water mark read with `BEGIN`, until asked for.
+    begin_mark: Option<i64>,
+    /// The server clock read with a write transaction's `BEGIN`, until an
+    /// unguarded write asks for it ([`Txn::observed_now_us`]).
+    begin_now: Option<i64>,
+    /// Deferred writes (see [`PgTxn::defer`]): SQL sent at the head of the
+    /// transaction's next request.
+    pending: String,
+    /// The production whose claim floor this transaction raises after it
+    /// commits (every [`super::pool::FLOOR_EVERY`]th claim-next of the pool, see
+    /// [`Pool::raise_claim_floor`]).
+    floor_due: Option<String>,
+    /// The mark log's pruning is due after this transaction commits.
+    mark_prune_due: bool,
+}
+
+impl PgTxn {
+    /// Begin with `sql` (`BEGIN ...; SET LOCAL ...`) followed, in the same
+    /// round trip, by the read of the high-water mark, which the session
+    /// asks for first ([`Txn::high_water`] answers it once from here), and,
+    /// for a write transaction on the server's clock, a clock sample for
+    /// the first unguarded write ([`Txn::observed_now_us`]).
+    pub(super) fn begin(pool: &Arc<Pool>, sql: &str, write: bool) -> Result<Box<PgTxn>> {
+        let sample = if write && pool.server_clock {
+            concat!("; SELECT ", server_sample!())
+        } else {
+            ""
+        };
+        let sql = format!("{sql}; {HIGH_WATER}{sample}");
+        let mut conn = pool.take()?;
+        crate::stats::round_trip();
+        let mut r = conn.client.simple_query(&sql);
+        if let Err(e) = r {
+            // A connection that died while idle (server restart, failover):
+            // try once more on a fresh one.
+            if !conn.client.is_closed() {
+                let _ = conn.client.batch_execute("ROLLBACK");
+                pool.give_back(conn);
+                return Err(map_err(e));
+            }
+            conn = pool.connect()?;
+            crate::stats::round_trip();
+            r = conn.client.simple_query(&sql);
+        }
+        let msgs = r.map_err(map_err)?;
+        let mut vals = msgs.iter().filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<i64>().ok()),
+            _ => None,
+        });
+        let mark = vals.next();
+        let begin_now = vals.next();
+        Ok(Box::new(PgTxn {
+            begin_mark: mark,
+            begin_now,
+            conn: Some(conn),
+            pool: pool.clone(),
+            open: true,
+            write,
+            failed: false,
+            savepoints: 0,
+            event_reg: None,
+            held: Vec::new(),
+            notify: Vec::new(),
+            pending: String::new(),
+            floor_due: None,
+            mark_prune_due: false,
+        }))
+    }
+
+    fn c(&mut self) -> &mut Conn {
+        self.conn.as_mut().expect("connection present while open")
+    }
+
+    fn track<T>(&mut self, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn query(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.flush()?;
+        let r = self.c().query(sql, p);
+        self.track(r)
+    }
+
+    fn execute(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        self.flush()?;
+        let r = self.c().execute(sql, p);
+        self.track(r)
+    }
+
+    /// Send `sql` (simple query) after the deferred writes, in one request.
+    fn batch(&mut self, sql: &str) -> Result<()> {
+        let sql = format!("{}{sql}", std::mem::take(&mut self.pending));
+        crate::stats::round_trip();
+        let r = self.c().client.batch_execute(&sql).map_err(map_err);
+        self.track(r)
+    }
+
+    /// Defer a write whose answer nobody waits for: a call of the
+    /// statement `body` (parameters `$n` of `types`), prepared once per
+    /// connection as `name` (`PREPARE`, which outlives a rollback; the
+    /// connection's first call prepares it in a request of its own), is
+    /// sent at the head of the transaction's next request, at the latest
+    /// with the pre-commit check and `COMMIT` (one request for both), so a
+    /// transition's writes cost no round trip of their own. The arguments
+    /// are [`literal`]s, as the simple-query protocol that carries `COMMIT`
+    /// takes no parameters. A rollback to the savepoint they follow drops
+    /// them unsent.
+    fn defer(
+        &mut self,
+        name: &'static str,
+        types: &'static str,
+        body: &'static str,
+        params: &[literal::Lit],
+    ) -> Result<()> {
+        let call = literal::execute(name, params)?;
+        if !self.c().prepared.contains(name) {
+            self.batch(&format!("PREPARE {name} ({types}) AS {body}"))?;
+            self.c().prepared.insert(name);
+        }
+        // The arguments' sizes vary from call to call: one generic plan,
+        // not a custom plan per call.
+        self.pending
+            .push_str("SET LOCAL plan_cache_mode = force_generic_plan; ");
+        self.pending.push_str(&call);
+        self.pending.push_str("; RESET plan_cache_mode; ");
+        Ok(())
+    }
+
+    /// Send the deferred writes now (before a statement that may read them).
+    fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.batch("")
+    }
+
+    fn advisory(&mut self, class: i32, k: i32, shared: bool) -> Result<()> {
+        if self
+            .held
+            .iter()
+            .any(|&(c, key, s, _)| c == class && key == k && (shared || !s))
+        {
+            return Ok(());
+        }
+        if shared {
+            self.execute(ADVISORY_LOCK_SHARED, &[&class, &k])?;
+        } else {
+            self.execute(ADVISORY_LOCK, &[&class, &k])?;
+        }
+        self.held.push((class, k, shared, self.savepoints));
+        Ok(())
+    }
+
+    /// The `NOTIFY`s to send in the COMMIT's request (so they are
+    /// delivered only if it commits), emptied. Production IDs are validated
+    /// (`[A-Za-z0-9._:@+-]`), so they are safe inside a literal;
+    /// `notify_work` sent anything else at once.
+    fn take_notifies(&mut self) -> String {
+        let mut sql = String::new();
+        for p in std::mem::take(&mut self.notify) {
+            sql.push_str(&format!("NOTIFY {}, '{p}'; ", listen::CHANNEL));
+        }
+        sql
+    }
+
+    /// Counts a mark appended to the mark log; every
+    /// [`MARK_PRUNE_EVERY`]th of the pool makes the log's pruning due after
+    /// this transaction commits (see [`Pool::prune_mark_log`]).
+    fn mark_written(&mut self) {
+        if self.pool.marks_written.fetch_add(1, Ordering::Relaxed) % MARK_PRUNE_EVERY
+            == MARK_PRUNE_EVERY - 1
+        {
+            self.mark_prune_due = true;
+        }
+    }
+
+    /// After a commit: the claim floor's and the mark log's turns, if they
+    /// came (see [`Pool::raise_claim_floor`], [`Pool::prune_mark_log`]).
+    fn after_commit(&mut self) {
+        if let Some(production) = self.floor_due.take() {
+            self.pool.raise_claim_floor(&production);
+        }
+        if std::mem::take(&mut self.mark_prune_due) {
+            self.pool.prune_mark_log();
+        }
+    }
+
+    fn finish(&mut self, sql: &str) -> Result<()> {
+        if !self.open {
+            return Ok(());
+        }
+        self.open = false;
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(());
+        };
+        let sql = if sql == "ROLLBACK" {
+            self.pending.clear();
+            sql.to_owned()
+        } else {
+            format!("{}{sql}", std::mem::take(&mut self.pending))
+        };
+        let committing = sql.ends_with("COMMIT");
+        crate::stats::round_trip();
+        match conn.client.batch_execute(&sql) {
+            Ok(()) => {
+                self.pool.give_back(conn);
+                if committing {
+                    self.after_commit();
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if conn.client.batch_execute("ROLLBACK").is_ok() {
+                    self.pool.give_back(conn);
+                }
+                Err(map_err(e))
+            }
+        }
+    }
+}
+
+impl Drop for PgTxn {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.finish("ROLLBACK");
+        }
+    }
+}
+
+impl Txn for PgTxn {
+    fn has_server_clock(&self) -> bool {
+        self.pool.server_clock
+    }
+
+    fn lock_jobs_sampled(
+        &mut self,
+        keys: &[(&str, &str)],
+        local_now: Option<i64>,
+    ) -> Result<Locked> {
+        claim::lock_jobs_sampled(self, keys, local_now)
+    }
+
+    fn claim_start(
+        &mut self,
+        production: &str,
+        limit: usize,
+        local_now: Option<i64>,
+    ) -> Result<ClaimStart> {
+        claim::claim_start(self, production, limit, local_now)
+    }
+
+    fn server_now_us(&mut self) -> Result<Option<i64>> {
+        if !self.pool.server_clock {
+            return Ok(None);
+        }
+        let rows = self.query(SERVER_NOW, &[])?;
+        Ok(rows.first().map(|r| r.get(0)))
+    }
+
+    fn observed_now_us(&mut self) -> Result<Option<i64>> {
+        match self.begin_now.take() {
+            Some(t) => Ok(Some(t)),
+            None => self.server_now_us(),
+        }
+    }
+
+    fn high_water(&mut self) -> Result<i64> {
+        if let Some(m) = self.begin_mark.take() {
+            return Ok(m);
+        }
+        let rows = self.query(HIGH_WATER, &[])?;
+        Ok(rows.first().map(|r| r.get(0)).unwrap_or(0))
+    }
+
+    fn set_high_water(&mut self, us: i64) -> Result<()> {
+        self.execute(RAISE_MARK, &[&us])?;
+        self.mark_written();
+        Ok(())
+    }
+
+    fn schema_version(&mut self) -> Result<u32> {
+        let rows = self.query(SCHEMA_VERSION_ROW, &[])?;
+        match rows.first() {
+            Some(r) => u32_col(r, 0),
+            None => Err(Error::Store("the schema_version row is missing".into())),
+        }
+    }
+
+    fn production(&mut self, name: &str) -> Result<Option<ProductionRow>> {
+        productions::production(self, name)
+    }
+
+    fn production_exists(&mut self, name: &str) -> Result<bool> {
+        productions::production_exists(self, name)
+    }
+
+    fn insert_production(&mut self, row: &ProductionRow) -> Result<()> {
+        productions::insert_production(self, row)
+    }
+
+    fn set_production_backoff(&mut self, name: &str, backoff: Option<Backoff>) -> Result<()> {
+        productions::set_production_backoff(self, name, backoff)
+    }
+
+    fn set_production_cancelled(&mut self, name: &str, at_us: i64) -> Result<()> {
+        productions::set_production_cancelled(self, name, at_us)
+    }
+
+    fn productions(&mut self) -> Result<Vec<ProductionRow>> {
+        productions::productions(self)
+    }
+
+    fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
+        jobs::job(self, production, job)
+    }
+
+    fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
+        jobs::payload(self, production, job)
+    }
+
+    fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64> {
+        jobs::insert_job(self, row, payload)
+    }
+
+    fn update_job(&mut self, row: &JobRow) -> Result<()> {
+        jobs::update_job(self, row)
+    }
+
+    fn update_expiry(&mut self, row: &JobRow) -> Result<()> {
+        jobs::update_expiry(self, row)
+    }
+
+    fn jobs_for_update(&mut self, keys: &[(&str, &str)]) -> Result<Vec<Option<JobRow>>> {
+        jobs::jobs_for_update(self, keys)
+    }
+
+    fn insert_new_jobs_into(
+        &mut self,
+        production: &str,
+        rows: &[JobRow],
+        payloads: &[&[u8]],
+    ) -> Result<Inserted> {
+        jobs::insert_new_jobs_into(self, production, rows, payloads)
+    }
+
+    fn write_batch(
+        &mut self,
+        rows: &[&JobRow],
+        expiries: &[&JobRow],
+        facts: &[JobFacts<'_>],
+        events: &[NewEvent<'_>],
+    ) -> Result<()> {
+        jobs::write_batch(self, rows, expiries, facts, events)
+    }
+
+    fn live_jobs(
+        &mut self,
+        production: &str,
+        after: Option<(i32, i64)>,
+        limit: usize,
+        scan: LiveScan,
+    ) -> Result<Vec<JobRow>> {
+        claim::live_jobs(self, production, after, limit, scan)
+    }
+
+    fn unpark_due(&mut self, production: &str, up_to_us: i64, scan: LiveScan) -> Result<u64> {
+        claim::unpark_due(self, production, up_to_us, scan)
+    }
+
+    fn earliest_due(&mut self, production: &str) -> Result<Option<i64>> {
+        jobs::earliest_due(self, production)
+    }
+
+    fn jobs_page(
+        &mut self,
+        production: &str,
+        states: Option<&[Stored]>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<JobRow>> {
+        jobs::jobs_page(self, production, states, after, limit)
+    }
+
+    fn all_jobs_page(&mut self, after_seq: i64, limit: usize) -> Result<Vec<JobRow>> {
+        jobs::all_jobs_page(self, after_seq, limit)
+    }
+
+    fn append_event(&mut self, ev: &NewEvent<'_>) -> Result<()> {
+        events::append_event(self, ev)
+    }
+
+    fn events(&mut self, production: Option<&str>, after: u64, limit: usize) -> Result<Vec<Event>> {
+        events::events(self, production, after, limit)
+    }
+
+    fn snapshot_events(&mut self, after: u64, limit: usize) -> Result<Vec<Event>> {
+        events::snapshot_events(self, after, limit)
+    }
+
+    fn history_horizon(&mut self) -> Result<u64> {
+        events::history_horizon(self)
+    }
+
+    fn oldest_events(&mut self, limit: usize) -> Result<Vec<(u64, i64)>> {
+        events::oldest_events(self, limit)
+    }
+
+    fn prune_events_through(&mut self, through: u64) -> Result<u64> {
+        events::prune_events_through(self, through)
+    }
+
+    fn terminal_jobs_before(&mut self, before_us: i64, limit: usize) -> Result<Vec<JobRow>> {
+        retention::terminal_jobs_before(self, before_us, limit)
+    }
+
+    fn delete_jobs(&mut self, rows: &[JobRow]) -> Result<u64> {
+        retention::delete_jobs(self, rows)
+    }
+
+    fn insert_tombstones(&mut self, stones: &[Tombstone]) -> Result<()> {
+        retention::insert_tombstones(self, stones)
+    }
+
+    fn tombstone(&mut self, production: &str, job: &str) -> Result<Option<Tombstone>> {
+        retention::tombstone(self, production, job)
+    }
+
+    fn prune_tombstones(&mut self, before_us: i64, limit: usize) -> Result<u64> {
+        retention::prune_tombstones(self, before_us, limit)
+    }
+
+    fn delete_production_events(&mut self, production: &str, limit: usize) -> Result<u64> {
+        retention::delete_production_events(self, production, limit)
+    }
+
+    fn delete_production_tombstones(&mut self, production: &str) -> Result<u64> {
+        retention::delete_production_tombstones(self, production)
+    }
+
+    fn delete_production(&mut self, production: &str) -> Result<()> {
+        retention::delete_production(self, production)
+    }
+
+    fn insert_facts(&mut self, production: &str, job: &str, facts: &[(&str, &str)]) -> Result<()> {
+        records::insert_facts(self, production, job, facts)
+    }
+
+    fn facts(&mut self, production: &str, job: Option<&str>) -> Result<Vec<PublishedFact>> {
+        records::facts(self, production, job)
+    }
+
+    fn claim_requests(
+        &mut self,
+        production: &str,
+        request_ids: &[String],
+    ) -> Result<Vec<RequestRow>> {
+        records::claim_requests(self, production, request_ids)
+    }
+
+    fn insert_claim_requests(&mut self, rows: &[RequestRow]) -> Result<bool> {
+        records::insert_claim_requests(self, rows)
+    }
+
+    fn last_claim_event(
+        &mut self,
+        production: &str,
+        job: &str,
+        claim_id: &Uuid,
+    ) -> Result<Option<Event>> {
+        events::last_claim_event(self, production, job, claim_id)
+    }
+
+    fn insert_nonce(
+        &mut self,
+        nonce: &Uuid,
+        production: &str,
+        job: &str,
+        claim_id: &Uuid,
+        at_us: i64,
+    ) -> Result<bool> {
+        records::insert_nonce(self, nonce, production, job, claim_id, at_us)
+    }
+
+    fn earliest_expiry(&mut self, production: &str) -> Result<Option<i64>> {
+        jobs::earliest_expiry(self, production)
+    }
+
+    fn notify_work(&mut self, production: &str) -> Result<()> {
+        let plain = production
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:@+-".contains(&b));
+        if !plain {
+            self.execute(NOTIFY_WORK, &[&production])?;
+        } else if !self.notify.iter().any(|p| p == production) {
+            self.notify.push(production.to_owned());
+        }
+        Ok(())
+    }
+
+    fn savepoint(&mut self) -> Result<()> {
+        self.batch("SAVEPOINT op")?;
+        self.savepoints += 1;
+        Ok(())
+    }
+
+    fn rollback_to_savepoint(&mut self) -> Result<()> {
+        // Writes deferred since the savepoint are dropped with it.
+        self.pending.clear();
+        self.batch("ROLLBACK TO SAVEPOINT op; RELEASE SAVEPOINT op")?;
+        self.failed = false;
+        // A lock taken after the savepoint was released with it (and the
+        // events it covered are gone): the next event registers again.
+        if self.event_reg.is_some_and(|d| d >= self.savepoints) {
+            self.event_reg = None;
+        }
+        let depth = self.savepoints;
+        self.held.retain(|&(_, _, _, d)| d < depth);
+        self.savepoints -= 1;
+        Ok(())
+    }
+
+    fn release_savepoint(&mut self) -> Result<()> {
+        self.batch("RELEASE SAVEPOINT op")?;
+        // The parent (sub)transaction now holds the registration.
+        if self.event_reg.is_some_and(|d| d >= self.savepoints) {
+            self.event_reg = Some(self.savepoints - 1);
+        }
+        let depth = self.savepoints;
+        for h in self.held.iter_mut().filter(|h| h.3 >= depth) {
+            h.3 = depth - 1;
+        }
+        self.savepoints -= 1;
+        Ok(())
+    }
+
+    fn commit_checked(
+        &mut self,
+        mark: i64,
+        deadline: Option<i64>,
+    ) -> Result<Option<std::result::Result<(), i64>>> {
+        if !self.pool.server_clock || !self.open || self.failed || self.conn.is_none() {
+            return Ok(None);
+        }
+        // Numbers only: nothing to quote. The block raises PRECOMMIT_REFUSED
+        // with the sample when the rule refuses; COMMIT then never runs.
+        let deadline = deadline.map_or_else(|| "NULL".to_owned(), |d| d.to_string());
+        let sql = format!(
+            "DO $tenure$ DECLARE s bigint :=
+                 floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+             BEGIN
+                 IF s < {mark} OR s >= coalesce({deadline}::bigint, s + 1) THEN
+                     RAISE EXCEPTION USING ERRCODE = '{PRECOMMIT_REFUSED}', MESSAGE = s::text;
+                 END IF;
+                 INSERT INTO tenure.mark_log (value) VALUES (s);
+             END $tenure$; {notify}COMMIT",
+            notify = self.take_notifies()
+        );
+        let sql = format!("{}{sql}", std::mem::take(&mut self.pending));
+        self.open = false;
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(None);
+        };
+        self.mark_written();
+        crate::stats::round_trip();
+        match conn.client.batch_execute(&sql) {
+            Ok(()) => {
+                self.pool.give_back(conn);
+                self.after_commit();
+                Ok(Some(Ok(())))
+            }
+            Err(e) => {
+                let refused = e
+                    .as_db_error()
+                    .filter(|d| d.code().code() == PRECOMMIT_REFUSED)
+                    .and_then(|d| d.message().parse::<i64>().ok());
+                if conn.client.batch_execute("ROLLBACK").is_ok() {
+                    self.pool.give_back(conn);
+                }
+                match refused {
+                    Some(pre) => Ok(Some(Err(pre))),
+                    None => Err(map_err(e)),
+                }
+            }
+        }
+    }
+
+    fn commit_with_mark(&mut self, mark: Option<i64>) -> Result<()> {
+        let Some(m) = mark else {
+            return self.commit();
+        };
+        if !self.open || self.failed {
+            return self.commit();
+        }
+        // Numbers only: nothing to quote. One round trip for both.
+        let notify = self.take_notifies();
+        self.mark_written();
+        self.finish(&format!(
+            "INSERT INTO tenure.mark_log (value) VALUES ({m}); {notify}COMMIT"
+        ))
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        if !self.open {
+            return Err(Error::Internal("commit of a finished transaction".into()));
+        }
+        if self.failed {
+            let _ = self.finish("ROLLBACK");
+            return Err(Error::Internal(
+                "commit of a transaction whose statement failed; rolled back".into(),
+            ));
+        }
+        let sql = format!("{}COMMIT", self.take_notifies());
+        self.finish(&sql)
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        self.finish("ROLLBACK")
+    }
+}
