@@ -445,3 +445,24 @@ impl CheckReport {
         self.violations.is_empty()
     }
 }
+
+/// How many provenance facts a completion publishes ([`provenance`]).
+pub(crate) const PROVENANCE_FACTS: usize = 4;
+
+/// The provenance facts the authority publishes with a completion: the
+/// claim that completed the job, its holder, attempt and the completion's
+/// time. A store that keeps them in the job row
+/// (`Txn::derives_provenance` of the store) gives them back from it with this function.
+pub(crate) fn provenance(
+    claim_id: Option<Uuid>,
+    holder: Option<&str>,
+    attempt: u32,
+    completed_us: i64,
+) -> [(&'static str, String); PROVENANCE_FACTS] {
+    [
+        ("tenure.claim_id", claim_id.unwrap_or_default().to_string()),
+        ("tenure.holder", holder.unwrap_or_default().to_owned()),
+        ("tenure.attempt", attempt.to_string()),
+        ("tenure.completed_us", completed_us.to_string()),
+    ]
+}

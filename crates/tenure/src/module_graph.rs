@@ -354,23 +354,9 @@ fn cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
         .find_map(|n| visit(g, n, &mut Vec::new(), &mut done))
 }
 
-/// Edges the cycle check leaves out, each with why. `store` names
-/// `rules::provenance` and `rules::PROVENANCE_FACTS` (the provenance facts a
-/// backend derives from a job row) while the rules call the store: the two
-/// items belong in a module below both.
-const LEFT_OUT: &[(&str, &str)] = &[("store", "rules")];
-
 #[test]
 fn the_module_graph_has_no_cycle() {
-    let mut g = graph();
-    for (from, to) in LEFT_OUT {
-        assert!(
-            g[*from].contains(*to),
-            "{from} no longer uses {to}: drop the edge from LEFT_OUT"
-        );
-        g.get_mut(*from).unwrap().remove(*to);
-    }
-    if let Some(c) = cycle(&g) {
+    if let Some(c) = cycle(&graph()) {
         panic!("a module cycle: {}", c.join(" -> "));
     }
 }

@@ -6,6 +6,7 @@
 //! functions only.
 
 use crate::error::{Error, Result};
+use crate::model::provenance;
 use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted};
 use crate::request::{Applied, ClaimRequest};
 use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
@@ -1250,27 +1251,6 @@ pub(crate) fn valid_completion(facts: &[Fact], exec: Option<&Execution>) -> Resu
         validate_execution(e)?;
     }
     Ok(())
-}
-
-/// How many provenance facts a completion publishes ([`provenance`]).
-pub(crate) const PROVENANCE_FACTS: usize = 4;
-
-/// The provenance facts the authority publishes with a completion: the
-/// claim that completed the job, its holder, attempt and the completion's
-/// time. A store that keeps them in the job row
-/// ([`Txn::derives_provenance`]) gives them back from it with this function.
-pub(crate) fn provenance(
-    claim_id: Option<Uuid>,
-    holder: Option<&str>,
-    attempt: u32,
-    completed_us: i64,
-) -> [(&'static str, String); PROVENANCE_FACTS] {
-    [
-        ("tenure.claim_id", claim_id.unwrap_or_default().to_string()),
-        ("tenure.holder", holder.unwrap_or_default().to_owned()),
-        ("tenure.attempt", attempt.to_string()),
-        ("tenure.completed_us", completed_us.to_string()),
-    ]
 }
 
 /// Complete: the caller's facts (checked by [`valid_completion`]), then

@@ -99,7 +99,7 @@ pub(crate) struct JobRow {
     /// A completed job whose provenance facts are not stored as fact rows
     /// but read from this row (schema 7, see [`Txn::derives_provenance`]):
     /// the position among the job's facts where the provenance
-    /// ([`crate::rules::provenance`]) stands, i.e. how many caller facts
+    /// ([`crate::model::provenance`]) stands, i.e. how many caller facts
     /// precede it. `None`: the facts are all stored rows (or there are none).
     pub provenance_at: Option<u32>,
 }
@@ -287,7 +287,7 @@ pub(crate) trait Txn: Send {
     fn has_server_clock(&self) -> bool {
         false
     }
-    /// Whether a completion's provenance facts ([`crate::rules::provenance`])
+    /// Whether a completion's provenance facts ([`crate::model::provenance`])
     /// are kept in the job row instead of as fact rows: the rules then hand
     /// [`Txn::insert_facts`] only the caller's and the execution's facts and
     /// set [`JobRow::provenance_at`], and [`Txn::facts`] gives the provenance

@@ -27,11 +27,11 @@ fn with_provenance(
     stored: Vec<(i64, PublishedFact)>,
     derived: Vec<Derived>,
 ) -> Vec<PublishedFact> {
-    let mut out = Vec::with_capacity(stored.len() + crate::rules::PROVENANCE_FACTS * derived.len());
+    let mut out = Vec::with_capacity(stored.len() + crate::model::PROVENANCE_FACTS * derived.len());
     let mut derived = derived.into_iter().peekable();
     let put = |out: &mut Vec<PublishedFact>, d: Derived| {
         let facts =
-            crate::rules::provenance(d.claim_id, d.holder.as_deref(), d.attempts, d.completed_us);
+            crate::model::provenance(d.claim_id, d.holder.as_deref(), d.attempts, d.completed_us);
         out.extend(facts.into_iter().map(|(key, value)| PublishedFact {
             production: production.to_owned(),
             job: d.job.clone(),

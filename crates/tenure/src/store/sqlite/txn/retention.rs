@@ -47,7 +47,7 @@ pub(super) fn delete_jobs(c: &Connection, rows: &[JobRow]) -> Result<u64> {
             .prepare_cached("DELETE FROM facts WHERE production = ?1 AND job = ?2")?
             .execute([&row.production, &row.job])? as u64;
         if row.provenance_at.is_some() {
-            facts += crate::rules::PROVENANCE_FACTS as u64;
+            facts += crate::model::PROVENANCE_FACTS as u64;
         }
         c.prepare_cached("DELETE FROM nonces WHERE production = ?1 AND job = ?2")?
             .execute([&row.production, &row.job])?;
