@@ -152,7 +152,7 @@ mod request;
 /// shared library's soname number, `libtenure.so.1`).
 pub const TENURE_ABI_MAJOR: u32 = 1;
 /// Minor version of the C ABI (bumped when symbols or fields are added).
-pub const TENURE_ABI_MINOR: u32 = 1;
+pub const TENURE_ABI_MINOR: u32 = 2;
 /// The ABI version as one number: `(major << 16) | minor`, as returned by
 /// `tenure_abi_version()`.
 pub const TENURE_ABI_VERSION: u32 = (TENURE_ABI_MAJOR << 16) | TENURE_ABI_MINOR;
@@ -200,7 +200,7 @@ mod tests {
         );
         let v = unsafe { CStr::from_ptr(tenure_version()) };
         assert_eq!(v.to_str().unwrap(), tenure::VERSION);
-        assert_eq!(unsafe { tenure_abi_version() }, 1 << 16 | 1);
+        assert_eq!(unsafe { tenure_abi_version() }, 1 << 16 | 2);
     }
 
     #[test]

@@ -2,6 +2,11 @@
 //! (`tenure_claim_request`) and lease transitions that say whether they
 //! were replays (docs/design.md, "Idempotent calls"). Each converts types
 //! and maps errors; the rules are the core's.
+//!
+//! Every idempotent call of the ABI ends in `_idempotent`; the claims under
+//! a request were released in 1.1 as `*_claim_with`, `*_claim_next_with`
+//! and `*_claim_next_many_with`, names kept for 1.1 clients, and ABI 1.2
+//! adds their `_idempotent` names as aliases of the same functions.
 
 use std::ffi::c_char;
 
@@ -104,6 +109,7 @@ export! {
     /// automatically when the connection to a PostgreSQL server breaks.
     /// `*out_lease` receives an active lease to free with
     /// `tenure_lease_free()`.
+    /// ABI 1.2 also names it `tenure_authority_claim_idempotent()`.
     fn tenure_authority_claim_with(
         authority: *const tenure_authority,
         production: *const c_char,
@@ -117,6 +123,7 @@ export! {
 
     /// Claim the next claimable job as `tenure_authority_claim_next()` does,
     /// under `request` (ABI 1.1; replays as `tenure_authority_claim_with()`).
+    /// ABI 1.2 also names it `tenure_authority_claim_next_idempotent()`.
     fn tenure_authority_claim_next_with(
         authority: *const tenure_authority,
         production: *const c_char,
@@ -144,6 +151,7 @@ export! {
     /// `n`) or used by `tenure_authority_claim_with()` /
     /// `tenure_authority_claim_next_with()` is `TENURE_CONFLICT`. Retried
     /// automatically when the connection to a PostgreSQL server breaks.
+    /// ABI 1.2 also names it `tenure_authority_claim_next_many_idempotent()`.
     fn tenure_authority_claim_next_many_with(
         authority: *const tenure_authority,
         production: *const c_char,
@@ -169,12 +177,55 @@ export! {
             out_replayed,
         )
     }
+
+    /// `tenure_authority_claim_with()` under the name every idempotent call of the
+    /// ABI ends in (ABI 1.2): the same function, same arguments, statuses
+    /// and replays; a request used by one name is replayed by the other.
+    fn tenure_authority_claim_idempotent(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        job: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+        request: *const tenure_claim_request,
+        out_lease: *mut *mut tenure_lease,
+        out_replayed: *mut bool,
+    ) -> tenure_status = alias tenure_authority_claim_with;
+
+    /// `tenure_authority_claim_next_with()` under the name every idempotent call
+    /// of the ABI ends in (ABI 1.2; see `tenure_authority_claim_idempotent()`).
+    fn tenure_authority_claim_next_idempotent(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+        request: *const tenure_claim_request,
+        out_lease: *mut *mut tenure_lease,
+        out_replayed: *mut bool,
+    ) -> tenure_status = alias tenure_authority_claim_next_with;
+
+    /// `tenure_authority_claim_next_many_with()` under the name every idempotent
+    /// call of the ABI ends in (ABI 1.2; see
+    /// `tenure_authority_claim_idempotent()`).
+    fn tenure_authority_claim_next_many_idempotent(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+        n: usize,
+        request: *const tenure_claim_request,
+        out_leases: *mut *mut tenure_lease,
+        out_statuses: *mut tenure_status,
+        out_count: *mut usize,
+        out_replayed: *mut bool,
+    ) -> tenure_status = alias tenure_authority_claim_next_many_with;
 }
 
 export! {
     /// Claim a job under `request` inside the edit (ABI 1.1; see
     /// `tenure_authority_claim_with()`): the lease is pending until the edit
     /// commits.
+    /// ABI 1.2 also names it `tenure_edit_claim_idempotent()`.
     fn tenure_edit_claim_with(
         edit: *const tenure_edit,
         production: *const c_char,
@@ -189,6 +240,7 @@ export! {
     /// Claim the next job under `request` inside the edit (ABI 1.1; see
     /// `tenure_authority_claim_next_with()`): the lease is pending until the
     /// edit commits.
+    /// ABI 1.2 also names it `tenure_edit_claim_next_idempotent()`.
     fn tenure_edit_claim_next_with(
         edit: *const tenure_edit,
         production: *const c_char,
@@ -202,6 +254,7 @@ export! {
     /// Claim up to `n` jobs under `request` inside the edit (ABI 1.1; see
     /// `tenure_authority_claim_next_many_with()`): the leases are pending
     /// until the edit commits.
+    /// ABI 1.2 also names it `tenure_edit_claim_next_many_idempotent()`.
     fn tenure_edit_claim_next_many_with(
         edit: *const tenure_edit,
         production: *const c_char,
@@ -227,6 +280,48 @@ export! {
             out_replayed,
         )
     }
+
+    /// `tenure_edit_claim_with()` under the name every idempotent call of the
+    /// ABI ends in (ABI 1.2): the same function, same arguments, statuses
+    /// and replays; a request used by one name is replayed by the other.
+    fn tenure_edit_claim_idempotent(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        job: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+        request: *const tenure_claim_request,
+        out_lease: *mut *mut tenure_lease,
+        out_replayed: *mut bool,
+    ) -> tenure_status = alias tenure_edit_claim_with;
+
+    /// `tenure_edit_claim_next_with()` under the name every idempotent call
+    /// of the ABI ends in (ABI 1.2; see `tenure_edit_claim_idempotent()`).
+    fn tenure_edit_claim_next_idempotent(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+        request: *const tenure_claim_request,
+        out_lease: *mut *mut tenure_lease,
+        out_replayed: *mut bool,
+    ) -> tenure_status = alias tenure_edit_claim_next_with;
+
+    /// `tenure_edit_claim_next_many_with()` under the name every idempotent
+    /// call of the ABI ends in (ABI 1.2; see
+    /// `tenure_edit_claim_idempotent()`).
+    fn tenure_edit_claim_next_many_idempotent(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+        n: usize,
+        request: *const tenure_claim_request,
+        out_leases: *mut *mut tenure_lease,
+        out_statuses: *mut tenure_status,
+        out_count: *mut usize,
+        out_replayed: *mut bool,
+    ) -> tenure_status = alias tenure_edit_claim_next_many_with;
 }
 
 /// An idempotent transition that leaves a job state as the out-parameters
