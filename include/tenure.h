@@ -32,6 +32,9 @@
  *   tenure_keeper (ABI 1.1) may be shared by threads (cancelling is not
  *   async-signal-safe); a keeper owns what it needs, so its lease and
  *   authority handles may be freed first.
+ * - Idempotent calls end in _idempotent; the claims under a request
+ *   (tenure_claim_request, ABI 1.1) are also named *_with, their 1.1 names,
+ *   and have their _idempotent names from ABI 1.2.
  * - Secrets: only tenure_lease_export_token() reveals a lease credential.
  *   Messages, views, lists and events never contain one.
  */

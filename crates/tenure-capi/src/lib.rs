@@ -27,7 +27,11 @@
 //!   production, the history horizon and vacuum (ABI 1.1);
 //! - `schedule`: job options (`tenure_job_options`: not-before delay, hold
 //!   limit, back-off) and submission with them, a production's back-off,
-//!   and a retryable failure with a retry delay (ABI 1.1).
+//!   and a retryable failure with a retry delay (ABI 1.1);
+//! - `request`: idempotent calls, claims under a request ID
+//!   (`tenure_claim_request`) and lease transitions that report replays
+//!   (ABI 1.1); every idempotent call ends in `_idempotent`, the claims
+//!   under that name from ABI 1.2 (their 1.1 names `*_with` stay).
 //!
 //! # Conventions (they hold for every export)
 //!
