@@ -99,8 +99,7 @@ export! {
         lease: *const tenure_lease,
         facts: *const tenure_fact,
         n_facts: usize,
-    ) =
-        LeaseWriter::complete(&Alone, &lease.lease, &convert_facts(facts, n_facts)?);
+    ) = LeaseWriter::complete(&Alone, &lease.lease, &convert_facts(facts, n_facts)?);
 
     /// Export the lease credential as NUL-terminated token text into `buf`
     /// (`cap` bytes; `buf` may be NULL when `cap` is 0). `*out_size` receives the

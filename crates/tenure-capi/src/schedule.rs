@@ -184,8 +184,7 @@ export! {
     fn tenure_authority_clear_production_backoff(
         authority: *const tenure_authority,
         production: *const c_char,
-    ) =
-        BackoffWriter::set_production_backoff(authority, production, None);
+    ) = BackoffWriter::set_production_backoff(authority, production, None);
 }
 
 export! {
