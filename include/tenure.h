@@ -32,6 +32,9 @@
  *   tenure_keeper (ABI 1.1) may be shared by threads (cancelling is not
  *   async-signal-safe); a keeper owns what it needs, so its lease and
  *   authority handles may be freed first.
+ * - Idempotent calls end in _idempotent; the claims under a request
+ *   (tenure_claim_request, ABI 1.1) are also named *_with, their 1.1 names,
+ *   and have their _idempotent names from ABI 1.2.
  * - Secrets: only tenure_lease_export_token() reveals a lease credential.
  *   Messages, views, lists and events never contain one.
  */
@@ -55,7 +58,7 @@
 /**
  * Minor version of the C ABI (bumped when symbols or fields are added).
  */
-#define TENURE_ABI_MINOR 1
+#define TENURE_ABI_MINOR 2
 
 /**
  * The ABI version as one number: `(major << 16) | minor`, as returned by
@@ -1901,6 +1904,7 @@ void tenure_claim_request_free(struct tenure_claim_request *request);
  * automatically when the connection to a PostgreSQL server breaks.
  * `*out_lease` receives an active lease to free with
  * `tenure_lease_free()`.
+ * ABI 1.2 also names it `tenure_authority_claim_idempotent()`.
  */
 tenure_status tenure_authority_claim_with(const struct tenure_authority *authority,
                                           const char *production,
@@ -1914,6 +1918,7 @@ tenure_status tenure_authority_claim_with(const struct tenure_authority *authori
 /**
  * Claim the next claimable job as `tenure_authority_claim_next()` does,
  * under `request` (ABI 1.1; replays as `tenure_authority_claim_with()`).
+ * ABI 1.2 also names it `tenure_authority_claim_next_idempotent()`.
  */
 tenure_status tenure_authority_claim_next_with(const struct tenure_authority *authority,
                                                const char *production,
@@ -1941,6 +1946,7 @@ tenure_status tenure_authority_claim_next_with(const struct tenure_authority *au
  * `n`) or used by `tenure_authority_claim_with()` /
  * `tenure_authority_claim_next_with()` is `TENURE_CONFLICT`. Retried
  * automatically when the connection to a PostgreSQL server breaks.
+ * ABI 1.2 also names it `tenure_authority_claim_next_many_idempotent()`.
  */
 tenure_status tenure_authority_claim_next_many_with(const struct tenure_authority *authority,
                                                     const char *production,
@@ -1954,9 +1960,52 @@ tenure_status tenure_authority_claim_next_many_with(const struct tenure_authorit
                                                     bool *out_replayed);
 
 /**
+ * `tenure_authority_claim_with()` under the name every idempotent call of the
+ * ABI ends in (ABI 1.2): the same function, same arguments, statuses
+ * and replays; a request used by one name is replayed by the other.
+ */
+tenure_status tenure_authority_claim_idempotent(const struct tenure_authority *authority,
+                                                const char *production,
+                                                const char *job,
+                                                const char *holder,
+                                                int64_t ttl_us,
+                                                const struct tenure_claim_request *request,
+                                                struct tenure_lease **out_lease,
+                                                bool *out_replayed);
+
+/**
+ * `tenure_authority_claim_next_with()` under the name every idempotent call
+ * of the ABI ends in (ABI 1.2; see `tenure_authority_claim_idempotent()`).
+ */
+tenure_status tenure_authority_claim_next_idempotent(const struct tenure_authority *authority,
+                                                     const char *production,
+                                                     const char *holder,
+                                                     int64_t ttl_us,
+                                                     const struct tenure_claim_request *request,
+                                                     struct tenure_lease **out_lease,
+                                                     bool *out_replayed);
+
+/**
+ * `tenure_authority_claim_next_many_with()` under the name every idempotent
+ * call of the ABI ends in (ABI 1.2; see
+ * `tenure_authority_claim_idempotent()`).
+ */
+tenure_status tenure_authority_claim_next_many_idempotent(const struct tenure_authority *authority,
+                                                          const char *production,
+                                                          const char *holder,
+                                                          int64_t ttl_us,
+                                                          size_t n,
+                                                          const struct tenure_claim_request *request,
+                                                          struct tenure_lease **out_leases,
+                                                          tenure_status *out_statuses,
+                                                          size_t *out_count,
+                                                          bool *out_replayed);
+
+/**
  * Claim a job under `request` inside the edit (ABI 1.1; see
  * `tenure_authority_claim_with()`): the lease is pending until the edit
  * commits.
+ * ABI 1.2 also names it `tenure_edit_claim_idempotent()`.
  */
 tenure_status tenure_edit_claim_with(const struct tenure_edit *edit,
                                      const char *production,
@@ -1971,6 +2020,7 @@ tenure_status tenure_edit_claim_with(const struct tenure_edit *edit,
  * Claim the next job under `request` inside the edit (ABI 1.1; see
  * `tenure_authority_claim_next_with()`): the lease is pending until the
  * edit commits.
+ * ABI 1.2 also names it `tenure_edit_claim_next_idempotent()`.
  */
 tenure_status tenure_edit_claim_next_with(const struct tenure_edit *edit,
                                           const char *production,
@@ -1984,6 +2034,7 @@ tenure_status tenure_edit_claim_next_with(const struct tenure_edit *edit,
  * Claim up to `n` jobs under `request` inside the edit (ABI 1.1; see
  * `tenure_authority_claim_next_many_with()`): the leases are pending
  * until the edit commits.
+ * ABI 1.2 also names it `tenure_edit_claim_next_many_idempotent()`.
  */
 tenure_status tenure_edit_claim_next_many_with(const struct tenure_edit *edit,
                                                const char *production,
@@ -1995,6 +2046,48 @@ tenure_status tenure_edit_claim_next_many_with(const struct tenure_edit *edit,
                                                tenure_status *out_statuses,
                                                size_t *out_count,
                                                bool *out_replayed);
+
+/**
+ * `tenure_edit_claim_with()` under the name every idempotent call of the
+ * ABI ends in (ABI 1.2): the same function, same arguments, statuses
+ * and replays; a request used by one name is replayed by the other.
+ */
+tenure_status tenure_edit_claim_idempotent(const struct tenure_edit *edit,
+                                           const char *production,
+                                           const char *job,
+                                           const char *holder,
+                                           int64_t ttl_us,
+                                           const struct tenure_claim_request *request,
+                                           struct tenure_lease **out_lease,
+                                           bool *out_replayed);
+
+/**
+ * `tenure_edit_claim_next_with()` under the name every idempotent call
+ * of the ABI ends in (ABI 1.2; see `tenure_edit_claim_idempotent()`).
+ */
+tenure_status tenure_edit_claim_next_idempotent(const struct tenure_edit *edit,
+                                                const char *production,
+                                                const char *holder,
+                                                int64_t ttl_us,
+                                                const struct tenure_claim_request *request,
+                                                struct tenure_lease **out_lease,
+                                                bool *out_replayed);
+
+/**
+ * `tenure_edit_claim_next_many_with()` under the name every idempotent
+ * call of the ABI ends in (ABI 1.2; see
+ * `tenure_edit_claim_idempotent()`).
+ */
+tenure_status tenure_edit_claim_next_many_idempotent(const struct tenure_edit *edit,
+                                                     const char *production,
+                                                     const char *holder,
+                                                     int64_t ttl_us,
+                                                     size_t n,
+                                                     const struct tenure_claim_request *request,
+                                                     struct tenure_lease **out_leases,
+                                                     tenure_status *out_statuses,
+                                                     size_t *out_count,
+                                                     bool *out_replayed);
 
 /**
  * Renew as `tenure_lease_renew()` does, as an idempotent call (ABI 1.1):

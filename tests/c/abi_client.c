@@ -1,7 +1,9 @@
-/* ABI client: compiled by `cargo xtask abi-check` against the OLDEST
- * released header of the current major (abi-versions/<major>.<oldest>/) and
- * run against the freshly built library. It may use only what that header
- * declares, and must keep working for the whole major.
+/* ABI client: compiled by `cargo xtask abi-check` against each header of
+ * the current major (abi-versions/<major>.<minor>/tenure.h, the oldest
+ * first) and run against the freshly built library. Built against the
+ * header of minor m it uses only what that header declares (the parts
+ * under `#if TENURE_ABI_MINOR >= m`), needs no symbol version newer than
+ * TENURE_<major>.<m>, and must keep working for the whole major.
  * Usage: abi_client STORE_PATH */
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +59,36 @@ int main(int argc, char **argv) {
   CHECK(tenure_job_view_state(tenure_job_list_get(jl, 0)) == TENURE_JOB_COMPLETED);
   tenure_job_list_free(jl);
   CHECK(strcmp(tenure_status_name(TENURE_LEASE_CLOSED), "lease_closed") == 0);
+#if TENURE_ABI_MINOR >= 1
+  /* ABI 1.1: a claim under a request, retried, and an idempotent release. */
+  spec.job = "k";
+  CHECK(tenure_authority_submit(a, "p", &spec, &sub) == TENURE_OK);
+  tenure_claim_request *r = NULL;
+  CHECK(tenure_claim_request_new("req", &r) == TENURE_OK);
+  tenure_lease *c1 = NULL, *c2 = NULL;
+  bool replayed = true;
+  CHECK(tenure_authority_claim_with(a, "p", "k", "client", 30000000, r, &c1, &replayed) ==
+        TENURE_OK);
+  CHECK(!replayed);
+  CHECK(tenure_authority_claim_with(a, "p", "k", "client", 30000000, r, &c2, &replayed) ==
+        TENURE_OK);
+  CHECK(replayed && strcmp(tenure_lease_claim_id(c1), tenure_lease_claim_id(c2)) == 0);
+#if TENURE_ABI_MINOR >= 2
+  /* ABI 1.2: the same claim under its `_idempotent` name replays too. */
+  tenure_lease *c3 = NULL;
+  replayed = false;
+  CHECK(tenure_authority_claim_idempotent(a, "p", "k", "client", 30000000, r, &c3, &replayed) ==
+        TENURE_OK);
+  CHECK(replayed && strcmp(tenure_lease_claim_id(c1), tenure_lease_claim_id(c3)) == 0);
+  tenure_lease_free(c3);
+#endif
+  tenure_job_state st = TENURE_JOB_ANY;
+  CHECK(tenure_lease_release_idempotent(c1, &st, &replayed) == TENURE_OK);
+  CHECK(!replayed && st == TENURE_JOB_REQUESTED);
+  tenure_lease_free(c1);
+  tenure_lease_free(c2);
+  tenure_claim_request_free(r);
+#endif
   memset(tok, 0, sizeof tok);
   tenure_lease_free(l);
   tenure_lease_free(l2);

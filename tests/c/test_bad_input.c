@@ -1034,10 +1034,15 @@ static void idempotent_entry_points(const char *dir) {
   EXPECT(MANY(H, "p", "w", 1000000, 2, r, slots, sts, &count, NULL), INV);
   CLAIMS_WITH(a, tenure_authority_claim_with, tenure_authority_claim_next_with,
               tenure_authority_claim_next_many_with)
+  /* ABI 1.2: the same claims under their `_idempotent` names. */
+  CLAIMS_WITH(a, tenure_authority_claim_idempotent, tenure_authority_claim_next_idempotent,
+              tenure_authority_claim_next_many_idempotent)
   tenure_edit *e = NULL;
   REQUIRE(tenure_edit_begin(a, &e) == TENURE_OK);
   CLAIMS_WITH(e, tenure_edit_claim_with, tenure_edit_claim_next_with,
               tenure_edit_claim_next_many_with)
+  CLAIMS_WITH(e, tenure_edit_claim_idempotent, tenure_edit_claim_next_idempotent,
+              tenure_edit_claim_next_many_idempotent)
 #undef CLAIMS_WITH
   OK(tenure_edit_commit(e)); /* commits nothing: every step above failed */
   tenure_edit_free(e);

@@ -1,4 +1,4 @@
-/* Idempotent calls through the C ABI 1.1 (docs/design.md, "Idempotent
+/* Idempotent calls through the C ABI 1.1 and their 1.2 names (docs/design.md, "Idempotent
  * calls"): a claim retried under its request handle answers with the same
  * lease and changes nothing; another secret under the same ID or other
  * arguments is TENURE_CONFLICT; transitions retried by a copy of the lease
@@ -8,7 +8,8 @@
  * request replays member by member (a member that ended answers its own
  * status in its slot); the batched idempotent transitions give each lease
  * its own status and replayed flag; the claims under a request inside an
- * edit are pending until the commit and replay after it.
+ * edit are pending until the commit and replay after it. The `_idempotent`
+ * names of the claims (ABI 1.2) are the same functions.
  * Usage: test_idempotent DIR (runs against PostgreSQL when the harness says so). */
 #include <stdint.h>
 
@@ -382,6 +383,105 @@ static void claims_under_a_request_in_an_edit_replay_after_the_commit(const char
   tenure_authority_free(a);
 }
 
+/* ABI 1.2: the `_idempotent` names of the claims under a request are the
+ * `_with` functions: a request used by one name is replayed by the other,
+ * on an authority and inside an edit, with the same statuses. */
+static void the_idempotent_names_are_the_claims_under_a_request(const char *dir) {
+  tenure_authority *a = open_store(dir, "names.db");
+  make_production(a, "p");
+  submit_jobs(a, 8);
+  tenure_claim_request *r = NULL, *other = NULL, *n = NULL, *m = NULL;
+  OK(tenure_claim_request_new("one", &r));
+  OK(tenure_claim_request_new("one", &other));
+  OK(tenure_claim_request_new("next", &n));
+  OK(tenure_claim_request_new("many", &m));
+  tenure_lease *l1 = NULL, *l2 = NULL, *l3 = NULL, *untouched = NULL;
+  bool replayed = true;
+  OK(tenure_authority_claim_idempotent(a, "p", "j5", "w", TTL, r, &l1, &replayed));
+  CHECK(!replayed && streq(tenure_lease_job(l1), "j5"));
+  size_t events = event_count(a);
+  OK(tenure_authority_claim_with(a, "p", "j5", "w", TTL, r, &l2, &replayed));
+  CHECK(replayed && streq(tenure_lease_claim_id(l1), tenure_lease_claim_id(l2)));
+  replayed = false;
+  OK(tenure_authority_claim_idempotent(a, "p", "j5", "w", TTL, r, &l3, &replayed));
+  CHECK(replayed && streq(tenure_lease_claim_id(l1), tenure_lease_claim_id(l3)));
+  EXPECT(tenure_authority_claim_idempotent(a, "p", "j5", "w", TTL, other, &untouched, &replayed),
+         TENURE_CONFLICT);
+  EXPECT(tenure_authority_claim_next_idempotent(a, "p", "w", TTL, r, &untouched, &replayed),
+         TENURE_CONFLICT);
+  EXPECT(tenure_authority_claim_idempotent(a, "p", "j5", "w", 0, r, &untouched, &replayed),
+         TENURE_INVALID_DURATION);
+  EXPECT(tenure_authority_claim_idempotent(a, "p", "j5", "w", TTL, NULL, &untouched, &replayed),
+         TENURE_INVALID_ARGUMENT);
+  CHECK(untouched == NULL && event_count(a) == events);
+
+  tenure_lease *n1 = NULL, *n2 = NULL;
+  OK(tenure_authority_claim_next_idempotent(a, "p", "w", TTL, n, &n1, &replayed));
+  CHECK(!replayed && streq(tenure_lease_job(n1), "j0"));
+  OK(tenure_authority_claim_next_with(a, "p", "w", TTL, n, &n2, &replayed));
+  CHECK(replayed && streq(tenure_lease_claim_id(n1), tenure_lease_claim_id(n2)));
+
+  tenure_lease *m1[2] = {NULL, NULL}, *m2[2] = {NULL, NULL};
+  tenure_status sts[2] = {77, 77};
+  size_t count = 0;
+  OK(tenure_authority_claim_next_many_idempotent(a, "p", "w", TTL, 2, m, m1, sts, &count,
+                                                 &replayed));
+  CHECK(!replayed && count == 2 && sts[0] == TENURE_OK && sts[1] == TENURE_OK);
+  OK(tenure_authority_claim_next_many_with(a, "p", "w", TTL, 2, m, m2, sts, &count, &replayed));
+  CHECK(replayed && count == 2 && streq(tenure_lease_claim_id(m1[1]), tenure_lease_claim_id(m2[1])));
+  tenure_lease *m3[3] = {NONE_YET, NONE_YET, NONE_YET};
+  tenure_status sts3[3] = {77, 77, 77};
+  EXPECT(tenure_authority_claim_next_many_idempotent(a, "p", "w", TTL, 3, m, m3, sts3, &count,
+                                                     &replayed),
+         TENURE_CONFLICT);
+  CHECK(m3[0] == NONE_YET && sts3[0] == 77 && count == 2);
+
+  /* Inside an edit: claimed under one name, replayed under the other, and
+   * after the commit on the authority. */
+  tenure_claim_request *er = NULL, *en = NULL, *em = NULL;
+  OK(tenure_claim_request_new("edit-one", &er));
+  OK(tenure_claim_request_new("edit-next", &en));
+  OK(tenure_claim_request_new("edit-many", &em));
+  tenure_edit *e = NULL;
+  OK(tenure_edit_begin(a, &e));
+  tenure_lease *e1 = NULL, *e2 = NULL, *again = NULL, *em1[2] = {NULL, NULL};
+  OK(tenure_edit_claim_idempotent(e, "p", "j7", "w", TTL, er, &e1, &replayed));
+  CHECK(!replayed && tenure_lease_status_get(e1) == TENURE_LEASE_STATUS_PENDING);
+  OK(tenure_edit_claim_with(e, "p", "j7", "w", TTL, er, &again, &replayed));
+  CHECK(replayed && streq(tenure_lease_claim_id(again), tenure_lease_claim_id(e1)));
+  tenure_lease_free(again);
+  OK(tenure_edit_claim_next_idempotent(e, "p", "w", TTL, en, &e2, &replayed));
+  CHECK(!replayed && streq(tenure_lease_job(e2), "j3"));
+  OK(tenure_edit_claim_next_with(e, "p", "w", TTL, en, &again, &replayed));
+  CHECK(replayed && streq(tenure_lease_claim_id(again), tenure_lease_claim_id(e2)));
+  tenure_lease_free(again);
+  OK(tenure_edit_claim_next_many_idempotent(e, "p", "w", TTL, 1, em, em1, sts, &count, &replayed));
+  CHECK(!replayed && count == 1 && streq(tenure_lease_job(em1[0]), "j4"));
+  OK(tenure_edit_claim_next_many_with(e, "p", "w", TTL, 1, em, &em1[1], sts, &count, &replayed));
+  CHECK(replayed && count == 1 && streq(tenure_lease_claim_id(em1[0]), tenure_lease_claim_id(em1[1])));
+  OK(tenure_edit_commit(e));
+  tenure_edit_free(e);
+  events = event_count(a);
+  OK(tenure_authority_claim_idempotent(a, "p", "j7", "w", TTL, er, &again, &replayed));
+  CHECK(replayed && streq(tenure_lease_claim_id(again), tenure_lease_claim_id(e1)));
+  tenure_lease_free(again);
+  OK(tenure_authority_claim_next_idempotent(a, "p", "w", TTL, en, &again, &replayed));
+  CHECK(replayed && streq(tenure_lease_claim_id(again), tenure_lease_claim_id(e2)));
+  tenure_lease_free(again);
+  tenure_lease *rs[1] = {NULL};
+  OK(tenure_authority_claim_next_many_idempotent(a, "p", "w", TTL, 1, em, rs, sts, &count,
+                                                 &replayed));
+  CHECK(replayed && count == 1 && streq(tenure_lease_claim_id(rs[0]), tenure_lease_claim_id(em1[0])));
+  tenure_lease_free(rs[0]);
+  CHECK(event_count(a) == events);
+
+  tenure_lease *all[] = {l1, l2, l3, n1, n2, m1[0], m1[1], m2[0], m2[1], e1, e2, em1[0], em1[1]};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tenure_lease_free(all[i]);
+  tenure_claim_request *reqs[] = {r, other, n, m, er, en, em};
+  for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) tenure_claim_request_free(reqs[i]);
+  tenure_authority_free(a);
+}
+
 static void bad_input_is_invalid_and_changes_nothing(const char *dir) {
   tenure_authority *a = open_store(dir, "bad.db");
   make_production(a, "p");
@@ -424,6 +524,7 @@ int main(int argc, char **argv) {
   a_batch_claimed_under_one_request_replays_member_by_member(argv[1]);
   batched_transitions_give_each_lease_its_status_and_replay(argv[1]);
   claims_under_a_request_in_an_edit_replay_after_the_commit(argv[1]);
+  the_idempotent_names_are_the_claims_under_a_request(argv[1]);
   bad_input_is_invalid_and_changes_nothing(argv[1]);
   return finish();
 }

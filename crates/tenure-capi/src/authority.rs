@@ -4,7 +4,7 @@ use std::ffi::c_char;
 
 use tenure::Authority;
 
-use crate::boundary::{boundary, boxed, buf_arg, copy_out, free_box, Handle};
+use crate::boundary::{boxed, buf_arg, copy_out, out_arg, ttl, Arg, Handle};
 use crate::lease::tenure_lease;
 use crate::list::{tenure_event_list, tenure_fact_list, tenure_production_list};
 use crate::options::{
@@ -13,6 +13,7 @@ use crate::options::{
 };
 use crate::status::tenure_status;
 use crate::view::{tenure_job_list, tenure_job_view};
+use crate::writer::Writer;
 
 /// An open store. Thread-safe: share one handle between threads.
 pub struct tenure_authority {
@@ -21,67 +22,90 @@ pub struct tenure_authority {
 
 impl Handle for tenure_authority {}
 
-/// Open or create the store at `path` (UTF-8). `options` may be NULL for the
-/// defaults. On success `*out` receives a handle to free with
-/// `tenure_authority_free()`. A store newer than this library is refused
-/// untouched (`TENURE_SCHEMA_TOO_NEW`); a foreign or corrupt file is
-/// `TENURE_STORE`.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_open(
-    path: *const c_char,
-    options: *const tenure_open_options,
-    out: *mut *mut tenure_authority,
-) -> tenure_status {
-    boundary(|| {
-        let path = arg_str!(path);
-        let out = arg_out!(out);
+export! {
+    /// Open or create the store at `path` (UTF-8). `options` may be NULL for the
+    /// defaults. On success `*out` receives a handle to free with
+    /// `tenure_authority_free()`. A store newer than this library is refused
+    /// untouched (`TENURE_SCHEMA_TOO_NEW`); a foreign or corrupt file is
+    /// `TENURE_STORE`.
+    fn tenure_authority_open(
+        path: *const c_char,
+        options: *const tenure_open_options,
+        out: *mut *mut tenure_authority,
+    ) -> tenure_status {
+        let path = Arg::read(path, "path")?;
+        let out = out_arg(out, "out")?;
         let opts = open_options(options)?;
         let auth = Authority::open(path, &opts)?;
         out.write(boxed(tenure_authority { inner: auth }));
         Ok(())
-    })
-}
+    }
 
-export! {
     /// Open or create the store at `path` as `tenure_authority_open()` does,
     /// with the settings of an options handle (ABI 1.1; required, see
     /// `tenure_options_new()`), which stays the caller's to free.
     fn tenure_authority_open_with(path: *const c_char, options: *const tenure_options)
         -> out: *mut *mut tenure_authority =
         boxed(tenure_authority { inner: Authority::open(path, &options.get())? });
-}
 
-/// Close a handle (NULL is a no-op). Leases and edits made from it stay
-/// valid and must be freed separately.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_free(authority: *mut tenure_authority) {
-    free_box(authority)
-}
+    /// Close a handle (NULL is a no-op). Leases and edits made from it stay
+    /// valid and must be freed separately.
+    fn tenure_authority_free(authority: *mut tenure_authority) = free;
 
-shared_writes! {
-    authority: tenure_authority;
     /// Create a production. `*out_created` is true if it was new, false if it
     /// already existed.
-    create_production: tenure_authority_create_production;
+    fn tenure_authority_create_production(
+        authority: *const tenure_authority,
+        production: *const c_char,
+    ) -> out_created: *mut bool = Writer::create_production(authority, production)?;
+
     /// Cancel every non-terminal job of a production and refuse new
     /// submissions; `*out_cancelled` receives how many jobs were cancelled.
-    cancel_production: tenure_authority_cancel_production;
+    fn tenure_authority_cancel_production(
+        authority: *const tenure_authority,
+        production: *const c_char,
+    ) -> out_cancelled: *mut u64 = Writer::cancel_production(authority, production)?;
+
     /// Submit one job. `*out_submitted` is a `tenure_submitted` value. The same
     /// ID with the same content is `TENURE_SUBMITTED_EXISTING`; different
     /// content is `TENURE_CONFLICT`.
-    submit: tenure_authority_submit;
+    fn tenure_authority_submit(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        spec: *const tenure_job_spec,
+    ) -> out_submitted: *mut tenure_submitted =
+        tenure_submitted::from(Writer::submit(authority, production, &spec)?);
+
     /// Coordinator cancel of one job; `*out_cancelled` is a `tenure_cancelled`
     /// value. A completed or failed job is `TENURE_JOB_TERMINAL`.
-    cancel: tenure_authority_cancel;
+    fn tenure_authority_cancel(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        job: *const c_char,
+    ) -> out_cancelled: *mut tenure_cancelled =
+        tenure_cancelled::from(Writer::cancel(authority, production, job)?);
+
     /// Claim a named job for `ttl_us` microseconds (1 ..= 86 400 000 000).
     /// `*out_lease` receives an active lease to free with `tenure_lease_free()`.
-    claim: tenure_authority_claim;
+    fn tenure_authority_claim(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        job: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+    ) -> out_lease: *mut *mut tenure_lease =
+        tenure_lease::boxed(Writer::claim(authority, production, job, holder, ttl(ttl_us)?)?);
+
     /// Claim the next claimable job of a production (highest priority, then
     /// oldest). `TENURE_NO_JOB_AVAILABLE` when there is none.
-    claim_next: tenure_authority_claim_next;
-}
+    fn tenure_authority_claim_next(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+    ) -> out_lease: *mut *mut tenure_lease =
+        tenure_lease::boxed(Writer::claim_next(authority, production, holder, ttl(ttl_us)?)?);
 
-export! {
     /// Turn a token from `tenure_lease_export_token()` (a NUL-terminated string,
     /// trailing whitespace ignored) back into an active lease, after checking
     /// it against the store's current claim, state and expiry. Text that is not
@@ -102,32 +126,27 @@ export! {
         job: *const c_char,
     ) -> out_view: *mut *mut tenure_job_view =
         boxed(tenure_job_view::new(&authority.inner.job(production, job)?));
-}
 
-/// Copy a job's payload into `buf` (`cap` bytes; `buf` may be NULL when
-/// `cap` is 0). `*out_len` receives the payload length; if `cap` is smaller,
-/// nothing is copied and `TENURE_INVALID_ARGUMENT` is returned with
-/// `*out_len` set to the required size.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_payload(
-    authority: *const tenure_authority,
-    production: *const c_char,
-    job: *const c_char,
-    buf: *mut u8,
-    cap: usize,
-    out_len: *mut usize,
-) -> tenure_status {
-    boundary(|| {
-        let a = arg_ref!(authority);
-        let (p, j) = (arg_str!(production), arg_str!(job));
+    /// Copy a job's payload into `buf` (`cap` bytes; `buf` may be NULL when
+    /// `cap` is 0). `*out_len` receives the payload length; if `cap` is smaller,
+    /// nothing is copied and `TENURE_INVALID_ARGUMENT` is returned with
+    /// `*out_len` set to the required size.
+    fn tenure_authority_payload(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        job: *const c_char,
+        buf: *mut u8,
+        cap: usize,
+        out_len: *mut usize,
+    ) -> tenure_status {
+        let a = Arg::read(authority, "authority")?;
+        let (p, j) = (Arg::read(production, "production")?, Arg::read(job, "job")?);
         buf_arg(buf, cap)?;
-        let out = arg_out!(out_len);
+        let out = out_arg(out_len, "out_len")?;
         let payload = a.inner.payload(p, j)?;
         copy_out(&payload, false, buf, cap, out, "payload")
-    })
-}
+    }
 
-export! {
     /// List a production's jobs in job-ID order, a page at a time. `query` may
     /// be NULL (all states, first page of 100). For the next page, pass the
     /// last job ID of this page as `query->after`. `*out_list` receives a
@@ -176,32 +195,16 @@ export! {
     ) -> out_list: *mut *mut tenure_event_list = boxed(tenure_event_list::new(
         &authority.inner.production_events(production, after, limit)?,
     ));
-}
 
-/// The authority's clock reading, its durable high-water mark (both µs since
-/// the Unix epoch) and whether guarded operations are currently refused
-/// because the clock reads below the mark.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_clock(
-    authority: *const tenure_authority,
-    out_now_us: *mut i64,
-    out_mark_us: *mut i64,
-    out_blocked: *mut bool,
-) -> tenure_status {
-    boundary(|| {
-        let a = arg_ref!(authority);
-        let now = arg_out!(out_now_us);
-        let mark = arg_out!(out_mark_us);
-        let blocked = arg_out!(out_blocked);
-        let c = a.inner.clock()?;
-        now.write(c.now_us);
-        mark.write(c.mark_us);
-        blocked.write(c.blocked);
-        Ok(())
-    })
-}
+    /// The authority's clock reading, its durable high-water mark (both µs since
+    /// the Unix epoch) and whether guarded operations are currently refused
+    /// because the clock reads below the mark.
+    fn tenure_authority_clock(authority: *const tenure_authority)
+        -> (out_now_us: *mut i64, out_mark_us: *mut i64, out_blocked: *mut bool) = {
+        let c = authority.inner.clock()?;
+        (c.now_us, c.mark_us, c.blocked)
+    };
 
-export! {
     /// Run the offline invariant checker; `*out_violations` receives the number
     /// of violations found (0 means consistent; the texts are available from the
     /// CLI's `check`).

@@ -13,7 +13,7 @@ use std::ffi::c_char;
 use tenure::{Applied, Fact, JobState, Lease, Ttl};
 
 use crate::authority::tenure_authority;
-use crate::boundary::{boundary, str_arg, ttl, Arg, R};
+use crate::boundary::{out_arg, str_arg, ttl, R};
 use crate::edit::tenure_edit;
 use crate::lease::tenure_lease;
 use crate::options::{convert_facts, tenure_fact, tenure_job_state};
@@ -148,123 +148,103 @@ unsafe fn fail_items<'a>(
 /// leaves none to report).
 const NO_STATE: tenure_job_state = tenure_job_state::TENURE_JOB_ANY;
 
-/// The exports of the batched operations for the handle type `$ty`
-/// (parameter `$h`), in header order, each with its own documentation.
-macro_rules! batch_writes {
-    (
-        $h:ident: $ty:ident;
-        $(#[$claim_doc:meta])* claim_next_many: $claim:ident;
-        $(#[$renew_doc:meta])* renew_many: $renew:ident;
-        $(#[$release_doc:meta])* release_many: $release:ident;
-        $(#[$fail_doc:meta])* fail_many: $fail:ident;
-        $(#[$complete_doc:meta])* complete_many: $complete:ident;
-    ) => {
-        $(#[$claim_doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $claim(
-            $h: *const $ty,
-            production: *const c_char,
-            holder: *const c_char,
-            ttl_us: i64,
-            n: usize,
-            out_leases: *mut *mut tenure_lease,
-            out_count: *mut usize,
-        ) -> tenure_status {
-            boundary(|| {
-                let $h = Arg::read($h, stringify!($h))?;
-                let production = str_arg(production, "production")?;
-                let holder = str_arg(holder, "holder")?;
-                tenure::validate::batch(n)?;
-                let out_leases = out_array(out_leases, n, "out_leases", false)?.unwrap_or_default();
-                let out_count = arg_out!(out_count);
-                let got = BatchWriter::claim_next_many($h, production, holder, ttl(ttl_us)?, n)?;
-                let count = got.len();
-                for (slot, l) in out_leases.iter_mut().zip(got) {
-                    *slot = tenure_lease::boxed(l);
-                }
-                out_count.write(count);
-                Ok(())
-            })
-        }
+// The caller's arrays and out-pointers of a batch are read by the body of
+// its export, in the order each call checks them.
+plain_args!(
+    *const *const tenure_lease,
+    *mut *mut tenure_lease,
+    *const *const c_char,
+    *const *const tenure_fact,
+    *const bool,
+    *const usize,
+    *mut bool,
+    *mut tenure_status,
+    *mut tenure_job_state
+);
 
-        $(#[$renew_doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $renew(
-            $h: *const $ty,
-            leases: *const *const tenure_lease,
-            n: usize,
-            ttl_us: i64,
-            out_statuses: *mut tenure_status,
-        ) -> tenure_status {
-            boundary(|| {
-                let $h = Arg::read($h, stringify!($h))?;
-                let leases = self::leases(leases, n)?;
-                let out = statuses_out(out_statuses, n)?;
-                let done = BatchWriter::renew_many($h, &leases, ttl(ttl_us)?)?;
-                write_outcomes(&done, out, None, NO_STATE, |()| NO_STATE)
-            })
-        }
+/// The one body of `claim_next_many` on either handle.
+unsafe fn claim_next_many(
+    h: &impl BatchWriter,
+    production: &str,
+    holder: &str,
+    ttl_us: i64,
+    n: usize,
+    out_leases: *mut *mut tenure_lease,
+    out_count: *mut usize,
+) -> R {
+    tenure::validate::batch(n)?;
+    let out_leases = out_array(out_leases, n, "out_leases", false)?.unwrap_or_default();
+    let out_count = out_arg(out_count, "out_count")?;
+    let got = h.claim_next_many(production, holder, ttl(ttl_us)?, n)?;
+    let count = got.len();
+    for (slot, l) in out_leases.iter_mut().zip(got) {
+        *slot = tenure_lease::boxed(l);
+    }
+    out_count.write(count);
+    Ok(())
+}
 
-        $(#[$release_doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $release(
-            $h: *const $ty,
-            leases: *const *const tenure_lease,
-            n: usize,
-            out_statuses: *mut tenure_status,
-            out_states: *mut tenure_job_state,
-        ) -> tenure_status {
-            boundary(|| {
-                let $h = Arg::read($h, stringify!($h))?;
-                let leases = self::leases(leases, n)?;
-                let out = statuses_out(out_statuses, n)?;
-                let states = out_array(out_states, n, "out_states", true)?;
-                let done = BatchWriter::release_many($h, &leases)?;
-                write_outcomes(&done, out, states, NO_STATE, tenure_job_state::from)
-            })
-        }
+/// The one body of `renew_many` on either handle.
+unsafe fn renew_many(
+    h: &impl BatchWriter,
+    leases: *const *const tenure_lease,
+    n: usize,
+    ttl_us: i64,
+    out_statuses: *mut tenure_status,
+) -> R {
+    let leases = self::leases(leases, n)?;
+    let out = statuses_out(out_statuses, n)?;
+    let done = h.renew_many(&leases, ttl(ttl_us)?)?;
+    write_outcomes(&done, out, None, NO_STATE, |()| NO_STATE)
+}
 
-        $(#[$fail_doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $fail(
-            $h: *const $ty,
-            leases: *const *const tenure_lease,
-            reasons: *const *const c_char,
-            permanent: *const bool,
-            n: usize,
-            out_statuses: *mut tenure_status,
-            out_states: *mut tenure_job_state,
-        ) -> tenure_status {
-            boundary(|| {
-                let $h = Arg::read($h, stringify!($h))?;
-                let items = fail_items(leases, reasons, permanent, n)?;
-                let out = statuses_out(out_statuses, n)?;
-                let states = out_array(out_states, n, "out_states", true)?;
-                let done = BatchWriter::fail_many($h, &items)?;
-                write_outcomes(&done, out, states, NO_STATE, tenure_job_state::from)
-            })
-        }
+/// The one body of `release_many` on either handle.
+unsafe fn release_many(
+    h: &impl BatchWriter,
+    leases: *const *const tenure_lease,
+    n: usize,
+    out_statuses: *mut tenure_status,
+    out_states: *mut tenure_job_state,
+) -> R {
+    let leases = self::leases(leases, n)?;
+    let out = statuses_out(out_statuses, n)?;
+    let states = out_array(out_states, n, "out_states", true)?;
+    let done = h.release_many(&leases)?;
+    write_outcomes(&done, out, states, NO_STATE, tenure_job_state::from)
+}
 
-        $(#[$complete_doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $complete(
-            $h: *const $ty,
-            leases: *const *const tenure_lease,
-            facts: *const *const tenure_fact,
-            n_facts: *const usize,
-            n: usize,
-            out_statuses: *mut tenure_status,
-        ) -> tenure_status {
-            boundary(|| {
-                let $h = Arg::read($h, stringify!($h))?;
-                let leases = self::leases(leases, n)?;
-                let facts = batch_facts(facts, n_facts, n)?;
-                let out = statuses_out(out_statuses, n)?;
-                let done = BatchWriter::complete_many($h, &complete_items(&leases, &facts))?;
-                write_outcomes(&done, out, None, NO_STATE, |()| NO_STATE)
-            })
-        }
-    };
+/// The one body of `fail_many` on either handle.
+#[allow(clippy::too_many_arguments)] // the C parameters, in order
+unsafe fn fail_many(
+    h: &impl BatchWriter,
+    leases: *const *const tenure_lease,
+    reasons: *const *const c_char,
+    permanent: *const bool,
+    n: usize,
+    out_statuses: *mut tenure_status,
+    out_states: *mut tenure_job_state,
+) -> R {
+    let items = fail_items(leases, reasons, permanent, n)?;
+    let out = statuses_out(out_statuses, n)?;
+    let states = out_array(out_states, n, "out_states", true)?;
+    let done = h.fail_many(&items)?;
+    write_outcomes(&done, out, states, NO_STATE, tenure_job_state::from)
+}
+
+/// The one body of `complete_many` on either handle.
+unsafe fn complete_many(
+    h: &impl BatchWriter,
+    leases: *const *const tenure_lease,
+    facts: *const *const tenure_fact,
+    n_facts: *const usize,
+    n: usize,
+    out_statuses: *mut tenure_status,
+) -> R {
+    let leases = self::leases(leases, n)?;
+    let facts = batch_facts(facts, n_facts, n)?;
+    let out = statuses_out(out_statuses, n)?;
+    let done = h.complete_many(&complete_items(&leases, &facts))?;
+    write_outcomes(&done, out, None, NO_STATE, |()| NO_STATE)
 }
 
 /// The facts of each lease of a `complete_many`: `facts` and `n_facts`
@@ -303,8 +283,7 @@ fn complete_items<'a>(
         .collect()
 }
 
-batch_writes! {
-    authority: tenure_authority;
+export! {
     /// Claim up to `n` (1 ..= 1000) jobs of a production in one transaction,
     /// in claim-next order, each with its own claim ID, secret and attempt
     /// (ABI 1.1). `out_leases` is the caller's array of `n` slots: on success
@@ -312,7 +291,16 @@ batch_writes! {
     /// `tenure_lease_free()`), the rest are untouched. Fewer jobs claimable
     /// than `n` gives fewer leases; none at all is `TENURE_OK` with
     /// `*out_count` 0 (not `TENURE_NO_JOB_AVAILABLE`).
-    claim_next_many: tenure_authority_claim_next_many;
+    fn tenure_authority_claim_next_many(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+        n: usize,
+        out_leases: *mut *mut tenure_lease,
+        out_count: *mut usize,
+    ) = claim_next_many(authority, production, holder, ttl_us, n, out_leases, out_count);
+
     /// Renew `n` (1 ..= 1000) leases of this authority handle to now +
     /// `ttl_us` in one transaction (ABI 1.1). On `TENURE_OK` the call ran and
     /// `out_statuses` (the caller's array of `n`) holds each lease's outcome
@@ -323,17 +311,40 @@ batch_writes! {
     /// A lease of another authority handle, a closed lease and a second item
     /// on a job already in the batch are refused per lease. A NULL lease
     /// pointer is `TENURE_INVALID_ARGUMENT` for the whole call.
-    renew_many: tenure_authority_renew_many;
+    fn tenure_authority_renew_many(
+        authority: *const tenure_authority,
+        leases: *const *const tenure_lease,
+        n: usize,
+        ttl_us: i64,
+        out_statuses: *mut tenure_status,
+    ) = renew_many(authority, leases, n, ttl_us, out_statuses);
+
     /// Release `n` (1 ..= 1000) leases in one transaction (ABI 1.1); outcomes
     /// as `tenure_authority_renew_many()`. `out_states` may be NULL; if
     /// given, an array of `n` receiving each released job's new state
     /// (`TENURE_JOB_ANY` for a refused lease).
-    release_many: tenure_authority_release_many;
+    fn tenure_authority_release_many(
+        authority: *const tenure_authority,
+        leases: *const *const tenure_lease,
+        n: usize,
+        out_statuses: *mut tenure_status,
+        out_states: *mut tenure_job_state,
+    ) = release_many(authority, leases, n, out_statuses, out_states);
+
     /// Fail `n` (1 ..= 1000) leases in one transaction, lease `i` with UTF-8
     /// `reasons[i]` (at most 1024 bytes; a NULL or non-UTF-8 reason fails the
     /// whole call, an over-long one only its lease) and `permanent[i]` (ABI
     /// 1.1); outcomes and `out_states` as `tenure_authority_release_many()`.
-    fail_many: tenure_authority_fail_many;
+    fn tenure_authority_fail_many(
+        authority: *const tenure_authority,
+        leases: *const *const tenure_lease,
+        reasons: *const *const c_char,
+        permanent: *const bool,
+        n: usize,
+        out_statuses: *mut tenure_status,
+        out_states: *mut tenure_job_state,
+    ) = fail_many(authority, leases, reasons, permanent, n, out_statuses, out_states);
+
     /// Complete `n` (1 ..= 1000) leases in one transaction, lease `i`
     /// publishing `n_facts[i]` facts from `facts[i]` (which may be NULL when
     /// `n_facts[i]` is 0; `facts` and `n_facts` may both be NULL for no facts
@@ -341,56 +352,99 @@ batch_writes! {
     /// together; outcomes as `tenure_authority_renew_many()`. A fact with a
     /// NULL or non-UTF-8 key or value fails the whole call; a fact the rules
     /// refuse (reserved key, too long) refuses only its lease.
-    complete_many: tenure_authority_complete_many;
+    fn tenure_authority_complete_many(
+        authority: *const tenure_authority,
+        leases: *const *const tenure_lease,
+        facts: *const *const tenure_fact,
+        n_facts: *const usize,
+        n: usize,
+        out_statuses: *mut tenure_status,
+    ) = complete_many(authority, leases, facts, n_facts, n, out_statuses);
 }
 
-batch_writes! {
-    edit: tenure_edit;
+export! {
     /// Claim up to `n` jobs inside the edit (see
     /// `tenure_authority_claim_next_many()`); the leases are pending until
     /// the edit commits (ABI 1.1).
-    claim_next_many: tenure_edit_claim_next_many;
+    fn tenure_edit_claim_next_many(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+        n: usize,
+        out_leases: *mut *mut tenure_lease,
+        out_count: *mut usize,
+    ) = claim_next_many(edit, production, holder, ttl_us, n, out_leases, out_count);
+
     /// Renew `n` leases inside the edit, all or nothing (ABI 1.1): if any
     /// lease is refused, the whole batch is undone (the edit stays usable)
     /// and the call returns that lease's status (the first in batch order);
     /// on `TENURE_OK` every `out_statuses[i]` is `TENURE_OK` and the expiries
     /// move when the edit commits.
-    renew_many: tenure_edit_renew_many;
+    fn tenure_edit_renew_many(
+        edit: *const tenure_edit,
+        leases: *const *const tenure_lease,
+        n: usize,
+        ttl_us: i64,
+        out_statuses: *mut tenure_status,
+    ) = renew_many(edit, leases, n, ttl_us, out_statuses);
+
     /// Release `n` leases inside the edit, all or nothing as
     /// `tenure_edit_renew_many()` (ABI 1.1); they close when the edit commits.
-    release_many: tenure_edit_release_many;
+    fn tenure_edit_release_many(
+        edit: *const tenure_edit,
+        leases: *const *const tenure_lease,
+        n: usize,
+        out_statuses: *mut tenure_status,
+        out_states: *mut tenure_job_state,
+    ) = release_many(edit, leases, n, out_statuses, out_states);
+
     /// Fail `n` leases inside the edit, all or nothing as
     /// `tenure_edit_renew_many()` (ABI 1.1); arguments as
     /// `tenure_authority_fail_many()`.
-    fail_many: tenure_edit_fail_many;
+    fn tenure_edit_fail_many(
+        edit: *const tenure_edit,
+        leases: *const *const tenure_lease,
+        reasons: *const *const c_char,
+        permanent: *const bool,
+        n: usize,
+        out_statuses: *mut tenure_status,
+        out_states: *mut tenure_job_state,
+    ) = fail_many(edit, leases, reasons, permanent, n, out_statuses, out_states);
+
     /// Complete `n` leases inside the edit, all or nothing as
     /// `tenure_edit_renew_many()` (ABI 1.1); arguments as
     /// `tenure_authority_complete_many()`. The facts become visible with the
     /// commit.
-    complete_many: tenure_edit_complete_many;
+    fn tenure_edit_complete_many(
+        edit: *const tenure_edit,
+        leases: *const *const tenure_lease,
+        facts: *const *const tenure_fact,
+        n_facts: *const usize,
+        n: usize,
+        out_statuses: *mut tenure_status,
+    ) = complete_many(edit, leases, facts, n_facts, n, out_statuses);
 }
 
 // The batched transitions as idempotent calls (authority only: inside an
 // edit nothing is acknowledged before the edit's own commit).
 
-/// Renew `n` leases as `tenure_authority_renew_many()` does, as an
-/// idempotent call (ABI 1.1): each lease is decided as
-/// `tenure_lease_renew_idempotent()` decides it. `out_expires_us` and
-/// `out_replayed` may be NULL; if given, arrays of `n` receiving each
-/// renewed lease's expiry and whether it was a replay (0 and false for a
-/// refused lease).
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_renew_many_idempotent(
-    authority: *const tenure_authority,
-    leases: *const *const tenure_lease,
-    n: usize,
-    ttl_us: i64,
-    out_statuses: *mut tenure_status,
-    out_expires_us: *mut i64,
-    out_replayed: *mut bool,
-) -> tenure_status {
-    boundary(|| {
-        let authority = Arg::read(authority, "authority")?;
+export! {
+    /// Renew `n` leases as `tenure_authority_renew_many()` does, as an
+    /// idempotent call (ABI 1.1): each lease is decided as
+    /// `tenure_lease_renew_idempotent()` decides it. `out_expires_us` and
+    /// `out_replayed` may be NULL; if given, arrays of `n` receiving each
+    /// renewed lease's expiry and whether it was a replay (0 and false for a
+    /// refused lease).
+    fn tenure_authority_renew_many_idempotent(
+        authority: *const tenure_authority,
+        leases: *const *const tenure_lease,
+        n: usize,
+        ttl_us: i64,
+        out_statuses: *mut tenure_status,
+        out_expires_us: *mut i64,
+        out_replayed: *mut bool,
+    ) = {
         let leases = self::leases(leases, n)?;
         let out = statuses_out(out_statuses, n)?;
         let expires = out_array(out_expires_us, n, "out_expires_us", true)?;
@@ -399,73 +453,61 @@ pub unsafe extern "C" fn tenure_authority_renew_many_idempotent(
             .inner
             .renew_many_idempotent(&leases, ttl(ttl_us)?)?;
         write_applied(&done, out, replayed, expires, 0, |v| v)
-    })
-}
+    };
 
-/// Release `n` leases as `tenure_authority_release_many()` does, as an
-/// idempotent call (ABI 1.1): each lease is decided as
-/// `tenure_lease_release_idempotent()` decides it. `out_states` and
-/// `out_replayed` may be NULL; if given, arrays of `n` (`TENURE_JOB_ANY`
-/// and false for a refused lease).
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_release_many_idempotent(
-    authority: *const tenure_authority,
-    leases: *const *const tenure_lease,
-    n: usize,
-    out_statuses: *mut tenure_status,
-    out_states: *mut tenure_job_state,
-    out_replayed: *mut bool,
-) -> tenure_status {
-    boundary(|| {
-        let authority = Arg::read(authority, "authority")?;
+    /// Release `n` leases as `tenure_authority_release_many()` does, as an
+    /// idempotent call (ABI 1.1): each lease is decided as
+    /// `tenure_lease_release_idempotent()` decides it. `out_states` and
+    /// `out_replayed` may be NULL; if given, arrays of `n` (`TENURE_JOB_ANY`
+    /// and false for a refused lease).
+    fn tenure_authority_release_many_idempotent(
+        authority: *const tenure_authority,
+        leases: *const *const tenure_lease,
+        n: usize,
+        out_statuses: *mut tenure_status,
+        out_states: *mut tenure_job_state,
+        out_replayed: *mut bool,
+    ) = {
         let leases = self::leases(leases, n)?;
         states_applied(n, out_statuses, out_states, out_replayed, || {
             authority.inner.release_many_idempotent(&leases)
         })
-    })
-}
+    };
 
-/// Fail `n` leases as `tenure_authority_fail_many()` does, as an idempotent
-/// call (ABI 1.1): each lease is decided as `tenure_lease_fail_idempotent()`
-/// decides it. `out_states` and `out_replayed` may be NULL; if given,
-/// arrays of `n` (`TENURE_JOB_ANY` and false for a refused lease).
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_fail_many_idempotent(
-    authority: *const tenure_authority,
-    leases: *const *const tenure_lease,
-    reasons: *const *const c_char,
-    permanent: *const bool,
-    n: usize,
-    out_statuses: *mut tenure_status,
-    out_states: *mut tenure_job_state,
-    out_replayed: *mut bool,
-) -> tenure_status {
-    boundary(|| {
-        let authority = Arg::read(authority, "authority")?;
+    /// Fail `n` leases as `tenure_authority_fail_many()` does, as an idempotent
+    /// call (ABI 1.1): each lease is decided as `tenure_lease_fail_idempotent()`
+    /// decides it. `out_states` and `out_replayed` may be NULL; if given,
+    /// arrays of `n` (`TENURE_JOB_ANY` and false for a refused lease).
+    fn tenure_authority_fail_many_idempotent(
+        authority: *const tenure_authority,
+        leases: *const *const tenure_lease,
+        reasons: *const *const c_char,
+        permanent: *const bool,
+        n: usize,
+        out_statuses: *mut tenure_status,
+        out_states: *mut tenure_job_state,
+        out_replayed: *mut bool,
+    ) = {
         let items = fail_items(leases, reasons, permanent, n)?;
         states_applied(n, out_statuses, out_states, out_replayed, || {
             authority.inner.fail_many_idempotent(&items)
         })
-    })
-}
+    };
 
-/// Complete `n` leases as `tenure_authority_complete_many()` does, as an
-/// idempotent call (ABI 1.1): each lease is decided as
-/// `tenure_lease_complete_idempotent()` decides it (other facts than its
-/// lease recorded: `TENURE_CONFLICT` in its slot). `out_replayed` may be
-/// NULL; if given, an array of `n` (false for a refused lease).
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_complete_many_idempotent(
-    authority: *const tenure_authority,
-    leases: *const *const tenure_lease,
-    facts: *const *const tenure_fact,
-    n_facts: *const usize,
-    n: usize,
-    out_statuses: *mut tenure_status,
-    out_replayed: *mut bool,
-) -> tenure_status {
-    boundary(|| {
-        let authority = Arg::read(authority, "authority")?;
+    /// Complete `n` leases as `tenure_authority_complete_many()` does, as an
+    /// idempotent call (ABI 1.1): each lease is decided as
+    /// `tenure_lease_complete_idempotent()` decides it (other facts than its
+    /// lease recorded: `TENURE_CONFLICT` in its slot). `out_replayed` may be
+    /// NULL; if given, an array of `n` (false for a refused lease).
+    fn tenure_authority_complete_many_idempotent(
+        authority: *const tenure_authority,
+        leases: *const *const tenure_lease,
+        facts: *const *const tenure_fact,
+        n_facts: *const usize,
+        n: usize,
+        out_statuses: *mut tenure_status,
+        out_replayed: *mut bool,
+    ) = {
         let leases = self::leases(leases, n)?;
         let facts = batch_facts(facts, n_facts, n)?;
         let out = statuses_out(out_statuses, n)?;
@@ -474,7 +516,7 @@ pub unsafe extern "C" fn tenure_authority_complete_many_idempotent(
             .inner
             .complete_many_idempotent(&complete_items(&leases, &facts))?;
         write_applied(&done, out, replayed, None, NO_STATE, |()| NO_STATE)
-    })
+    };
 }
 
 /// The out-arrays of an idempotent batch whose accepted items leave a job

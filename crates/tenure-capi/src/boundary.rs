@@ -1,14 +1,14 @@
 //! The boundary every export goes through, the argument readers and the
-//! macros that write the exports.
+//! one macro that writes every export.
 //!
 //! - [`boundary`] wraps every status-returning export: it catches panics,
 //!   maps core errors to `tenure_status` and records the last-error message.
 //! - [`value`] wraps every accessor that returns a plain value.
-//! - `arg_ref!`, `arg_out!` and `arg_str!` read one pointer argument and
-//!   name it in the error message; [`Arg`] does the same for `export!`.
-//! - `export!` writes a status-returning export from its signature and one
-//!   expression; `accessors!` and `list_handle!` write the `_free`, `_len`,
-//!   field and item accessors of the snapshot handles from one line each.
+//! - [`Arg::read`] reads one argument (a string as `&str`, a handle as a
+//!   reference, an input struct as the core's type) and names it in the
+//!   error message; [`out_arg`] checks one out-parameter.
+//! - `export!` writes every `tenure_*` function from its signature and its
+//!   body, so each export's definition is found by its name.
 
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -59,41 +59,12 @@ pub(crate) fn value<T>(default: T, f: impl FnOnce() -> Option<T>) -> T {
     }
 }
 
-/// A required (non-NULL) handle or struct argument.
-macro_rules! arg_ref {
-    ($p:expr) => {
-        match unsafe { $p.as_ref() } {
-            Some(r) => r,
-            None => {
-                return Err($crate::boundary::invalid(concat!(
-                    "`",
-                    stringify!($p),
-                    "` must not be NULL"
-                )))
-            }
-        }
-    };
-}
-
-/// A required (non-NULL) out-parameter; gives the raw pointer back.
-macro_rules! arg_out {
-    ($p:expr) => {{
-        if $p.is_null() {
-            return Err($crate::boundary::invalid(concat!(
-                "`",
-                stringify!($p),
-                "` must not be NULL"
-            )));
-        }
-        $p
-    }};
-}
-
-/// A required NUL-terminated UTF-8 string argument.
-macro_rules! arg_str {
-    ($p:expr) => {
-        unsafe { $crate::boundary::str_arg($p, stringify!($p))? }
-    };
+/// A required (non-NULL) out-parameter, given back as the raw pointer.
+pub(crate) fn out_arg<T>(p: *mut T, name: &str) -> R<*mut T> {
+    if p.is_null() {
+        return Err(invalid(format!("`{name}` must not be NULL")));
+    }
+    Ok(p)
 }
 
 pub(crate) unsafe fn str_arg<'a>(p: *const c_char, name: &str) -> R<&'a str> {
@@ -149,29 +120,73 @@ impl<'a, T: Handle + 'a> Arg<'a> for *mut T {
     }
 }
 
+/// Arguments read as they are: the body of the export checks them.
 macro_rules! plain_args {
     ($($t:ty),*) => {$(
-        impl Arg<'_> for $t {
+        impl $crate::boundary::Arg<'_> for $t {
             type Out = $t;
-            unsafe fn read(self, _: &'static str) -> R<$t> {
+            unsafe fn read(self, _: &'static str) -> $crate::boundary::R<$t> {
                 Ok(self)
             }
         }
     )*};
 }
-plain_args!(bool, i64, u64, usize);
+// Numbers, and the out-pointers and caller buffers of accessors (an
+// accessor's body checks them itself).
+plain_args!(
+    bool,
+    u32,
+    i64,
+    u64,
+    usize,
+    *mut i64,
+    *mut usize,
+    *mut c_char
+);
 
-/// Status-returning exports that read every argument in parameter order
-/// (the first bad one is reported), then check the out-parameter, then
-/// evaluate the body with the arguments as [`Arg`] reads them:
+/// Every export of the library is written through this macro, one item
+/// per function, each with its literal `tenure_*` name (doc comments above
+/// an item go to its export). The forms:
 ///
-/// - `fn NAME(p: T, ...) -> out: *mut U = EXPR;` writes `EXPR` (a `U`) to
-///   `*out` on success;
-/// - `fn NAME(p: T, ...) = EXPR;` has no out-parameter; `EXPR` is an `R<()>`.
+/// - `fn NAME(p: T, ...) -> out: *mut U = EXPR;` returns `tenure_status`:
+///   reads every argument in parameter order with [`Arg::read`] (the first
+///   bad one is reported), checks the out-parameter, evaluates `EXPR` (a
+///   `U`) and writes it to `*out` on success;
+/// - `fn NAME(p: T, ...) -> (out: *mut U, out2: *mut V, ...) = EXPR;` the
+///   same with several out-parameters (checked in order), `EXPR` a tuple
+///   written to them only on success;
+/// - `fn NAME(p: T, ...) = EXPR;` returns `tenure_status`, no
+///   out-parameter; `EXPR` is an `R<()>`;
+/// - `fn NAME(p: T, ...) -> tenure_status { BLOCK }` returns
+///   `tenure_status` for a call that checks its arguments in an order of
+///   its own (caller buffers, optional handles, arrays of a given length):
+///   `BLOCK` (an `R<()>`) reads them with [`Arg::read`] and [`out_arg`];
+/// - `fn NAME(p: T, ...) -> tenure_status = alias TARGET;` the same
+///   function as the export `TARGET` (same parameters, checked at compile
+///   time) under another name;
+/// - `fn NAME(p: T, ...) -> RET = value EXPR;` an accessor returning a
+///   plain value without touching the last-error message: reads every
+///   argument with [`Arg::read`] and evaluates `EXPR` (an `Option<RET>`);
+///   a bad argument, `None` or a caught panic returns RET's [`Fallback`]
+///   (NULL, 0, false);
+/// - `fn NAME(p: *mut H) = free;` frees a handle made by [`boxed`] (NULL
+///   is a no-op).
 ///
-/// Doc comments above a function go to its export.
+/// Every form but `value` and `free` runs inside [`boundary`].
 macro_rules! export {
     () => {};
+    (
+        $(#[$doc:meta])*
+        fn $name:ident($p:ident: *mut $h:ty) = free;
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($p: *mut $h) {
+            $crate::boundary::free_box($p)
+        }
+        export!($($rest)*);
+    };
     (
         $(#[$doc:meta])*
         fn $name:ident($($p:ident: $t:ty),* $(,)?) -> $out:ident: *mut $ot:ty = $body:expr;
@@ -182,10 +197,53 @@ macro_rules! export {
         pub unsafe extern "C" fn $name($($p: $t,)* $out: *mut $ot) -> tenure_status {
             $crate::boundary::boundary(|| {
                 $(let $p = $crate::boundary::Arg::read($p, stringify!($p))?;)*
-                let out = arg_out!($out);
+                let out = $crate::boundary::out_arg($out, stringify!($out))?;
                 out.write($body);
                 Ok(())
             })
+        }
+        export!($($rest)*);
+    };
+    (
+        $(#[$doc:meta])*
+        fn $name:ident($($p:ident: $t:ty),* $(,)?)
+            -> ($($out:ident: *mut $ot:ty),+ $(,)?) = $body:expr;
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t,)* $($out: *mut $ot),+) -> tenure_status {
+            $crate::boundary::boundary(|| {
+                $(let $p = $crate::boundary::Arg::read($p, stringify!($p))?;)*
+                let outs = ($($crate::boundary::out_arg($out, stringify!($out))?,)+);
+                $crate::boundary::Outs::write($body, outs);
+                Ok(())
+            })
+        }
+        export!($($rest)*);
+    };
+    (
+        $(#[$doc:meta])*
+        fn $name:ident($($p:ident: $t:ty),* $(,)?) -> tenure_status $body:block
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t),*) -> tenure_status {
+            $crate::boundary::boundary(|| $body)
+        }
+        export!($($rest)*);
+    };
+    (
+        $(#[$doc:meta])*
+        fn $name:ident($($p:ident: $t:ty),* $(,)?) -> tenure_status = alias $target:ident;
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t),*) -> tenure_status {
+            const _: unsafe extern "C" fn($($t),*) -> tenure_status = $target;
+            $target($($p),*)
         }
         export!($($rest)*);
     };
@@ -204,6 +262,42 @@ macro_rules! export {
         }
         export!($($rest)*);
     };
+    (
+        $(#[$doc:meta])*
+        fn $name:ident($($p:ident: $t:ty),* $(,)?) -> $ret:ty = value $body:expr;
+        $($rest:tt)*
+    ) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t),*) -> $ret {
+            $crate::boundary::value(<$ret as $crate::boundary::Fallback>::NONE, || {
+                $(let $p = $crate::boundary::Arg::read($p, stringify!($p)).ok()?;)*
+                $body
+            })
+        }
+        export!($($rest)*);
+    };
+}
+
+/// The out-parameters of a multi-out export: a tuple of values written to
+/// the tuple of their checked pointers.
+pub(crate) trait Outs<P> {
+    unsafe fn write(self, to: P);
+}
+
+impl<A, B> Outs<(*mut A, *mut B)> for (A, B) {
+    unsafe fn write(self, (a, b): (*mut A, *mut B)) {
+        a.write(self.0);
+        b.write(self.1);
+    }
+}
+
+impl<A, B, C> Outs<(*mut A, *mut B, *mut C)> for (A, B, C) {
+    unsafe fn write(self, (a, b, c): (*mut A, *mut B, *mut C)) {
+        a.write(self.0);
+        b.write(self.1);
+        c.write(self.2);
+    }
 }
 
 /// Largest `struct_size` accepted (a sanity bound against garbage).
@@ -310,6 +404,16 @@ macro_rules! zero_fallback {
 }
 zero_fallback!(u32, i32, i64, u64, usize);
 
+impl Fallback for bool {
+    const NONE: Self = false;
+}
+
+/// A `value` export returning a status (`tenure_last_error_message()`,
+/// which must not touch the message) reports a caught panic as internal.
+impl Fallback for tenure_status {
+    const NONE: Self = tenure_status::TENURE_INTERNAL;
+}
+
 /// An optional time as an accessor result: true and `*out_us` written when
 /// there is one (and `out_us` is not NULL), else false.
 pub(crate) unsafe fn write_time(out_us: *mut i64, t: Option<i64>) -> Option<bool> {
@@ -321,85 +425,12 @@ pub(crate) unsafe fn write_time(out_us: *mut i64, t: Option<i64>) -> Option<bool
     Some(true)
 }
 
-/// The exports that read a snapshot handle `H`, one line each (doc comments
-/// above a line go to its export):
-///
-/// - `free NAME(p);` frees the handle (NULL is a no-op);
-/// - `fn NAME(p) -> T = |h| EXPR;` returns `EXPR` of the handle `*p`;
-/// - `fn NAME(p, out_us) -> bool = |h| EXPR;` for an `Option<i64>` time:
-///   true and `*out_us` written if there is one, else false;
-/// - `fn NAME(list, index) -> T = |item| EXPR;` returns `EXPR` of item
-///   `index` of the handle's `items`;
-/// - `fn NAME(list, index, out_us) -> bool = |item| EXPR;` the optional
-///   time of an item.
-///
-/// A NULL handle, an out-of-range index or a caught panic returns the
-/// type's [`Fallback`] (NULL, 0, false).
-macro_rules! accessors {
-    ($h:ty {}) => {};
-    ($h:ty { $(#[$doc:meta])* free $name:ident($p:ident); $($rest:tt)* }) => {
-        $(#[$doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($p: *mut $h) {
-            $crate::boundary::free_box($p)
-        }
-        accessors!($h { $($rest)* });
-    };
-    ($h:ty {
-        $(#[$doc:meta])* fn $name:ident(list, index, out_us) -> $ret:ty = $get:expr; $($rest:tt)*
-    }) => {
-        $(#[$doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(list: *const $h, index: usize, out_us: *mut i64) -> $ret {
-            $crate::boundary::value(false, || {
-                $crate::boundary::write_time(out_us, list.as_ref()?.items.get(index).and_then($get))
-            })
-        }
-        accessors!($h { $($rest)* });
-    };
-    ($h:ty {
-        $(#[$doc:meta])* fn $name:ident(list, index) -> $ret:ty = $get:expr; $($rest:tt)*
-    }) => {
-        $(#[$doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(list: *const $h, index: usize) -> $ret {
-            use $crate::boundary::Fallback;
-            $crate::boundary::value(<$ret>::NONE, || list.as_ref()?.items.get(index).map($get))
-        }
-        accessors!($h { $($rest)* });
-    };
-    ($h:ty {
-        $(#[$doc:meta])* fn $name:ident($p:ident, out_us) -> $ret:ty = $get:expr; $($rest:tt)*
-    }) => {
-        $(#[$doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($p: *const $h, out_us: *mut i64) -> $ret {
-            $crate::boundary::value(false, || {
-                $crate::boundary::write_time(out_us, $p.as_ref().and_then($get))
-            })
-        }
-        accessors!($h { $($rest)* });
-    };
-    ($h:ty {
-        $(#[$doc:meta])* fn $name:ident($p:ident) -> $ret:ty = $get:expr; $($rest:tt)*
-    }) => {
-        $(#[$doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($p: *const $h) -> $ret {
-            use $crate::boundary::Fallback;
-            $crate::boundary::value(<$ret>::NONE, || $p.as_ref().map($get))
-        }
-        accessors!($h { $($rest)* });
-    };
-}
-
 /// A list handle: `pub struct H { items: Vec<Item> }`, built from a slice
-/// of the core's values by `Item::new`, followed by its `accessors!`.
+/// of the core's values by `Item::new`.
 macro_rules! list_handle {
     (
         $(#[$doc:meta])*
         pub struct $h:ident(Vec<$item:ident>) from $core:ty;
-        $($accessors:tt)*
     ) => {
         $(#[$doc])*
         pub struct $h {
@@ -412,15 +443,13 @@ macro_rules! list_handle {
                 $h { items }
             }
         }
-
-        accessors!($h { $($accessors)* });
     };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::tenure_last_error_message;
+    use crate::messages::tenure_last_error_message;
 
     fn last_error() -> String {
         let mut size = 0usize;

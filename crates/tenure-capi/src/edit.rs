@@ -6,12 +6,14 @@ use std::sync::{Mutex, MutexGuard};
 use tenure::Edit;
 
 use crate::authority::tenure_authority;
-use crate::boundary::{boundary, boxed, free_box, invalid, Handle, R};
+use crate::boundary::{boxed, invalid, ttl, Handle, R};
 use crate::lease::tenure_lease;
 use crate::options::{
-    tenure_cancelled, tenure_fact, tenure_job_spec, tenure_job_state, tenure_submitted,
+    convert_facts, tenure_cancelled, tenure_fact, tenure_job_spec, tenure_job_state,
+    tenure_submitted,
 };
 use crate::status::tenure_status;
+use crate::writer::{LeaseWriter, Writer};
 
 /// One write transaction holding the writer lock until commit or abort.
 /// Use from one thread at a time (calls are serialized by a mutex).
@@ -54,56 +56,85 @@ export! {
         boxed(tenure_edit {
             edit: Mutex::new(Some(authority.inner.edit()?)),
         });
-}
 
-/// Free an edit handle (NULL is a no-op), aborting it if still open.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_edit_free(edit: *mut tenure_edit) {
-    free_box(edit)
-}
+    /// Free an edit handle (NULL is a no-op), aborting it if still open.
+    fn tenure_edit_free(edit: *mut tenure_edit) = free;
 
-/// Commit. On success pending leases become active; on failure nothing is
-/// written and pending leases close. Either way the edit is finished.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_edit_commit(edit: *const tenure_edit) -> tenure_status {
-    boundary(|| arg_ref!(edit).take()?.commit())
-}
+    /// Commit. On success pending leases become active; on failure nothing is
+    /// written and pending leases close. Either way the edit is finished.
+    fn tenure_edit_commit(edit: *const tenure_edit) = edit.take()?.commit();
 
-/// Roll everything back; pending leases close. The edit is finished.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_edit_abort(edit: *const tenure_edit) -> tenure_status {
-    boundary(|| {
-        arg_ref!(edit).take()?.abort();
+    /// Roll everything back; pending leases close. The edit is finished.
+    fn tenure_edit_abort(edit: *const tenure_edit) = {
+        edit.take()?.abort();
         Ok(())
-    })
-}
+    };
 
-shared_writes! {
-    edit: tenure_edit;
     /// Create a production inside the edit (see `tenure_authority_create_production()`).
-    create_production: tenure_edit_create_production;
+    fn tenure_edit_create_production(edit: *const tenure_edit, production: *const c_char)
+        -> out_created: *mut bool = Writer::create_production(edit, production)?;
+
     /// Cancel a production inside the edit (see `tenure_authority_cancel_production()`).
-    cancel_production: tenure_edit_cancel_production;
+    fn tenure_edit_cancel_production(edit: *const tenure_edit, production: *const c_char)
+        -> out_cancelled: *mut u64 = Writer::cancel_production(edit, production)?;
+
     /// Submit a job inside the edit (see `tenure_authority_submit()`).
-    submit: tenure_edit_submit;
+    fn tenure_edit_submit(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        spec: *const tenure_job_spec,
+    ) -> out_submitted: *mut tenure_submitted =
+        tenure_submitted::from(Writer::submit(edit, production, &spec)?);
+
     /// Cancel a job inside the edit (see `tenure_authority_cancel()`).
-    cancel: tenure_edit_cancel;
+    fn tenure_edit_cancel(edit: *const tenure_edit, production: *const c_char, job: *const c_char)
+        -> out_cancelled: *mut tenure_cancelled =
+        tenure_cancelled::from(Writer::cancel(edit, production, job)?);
+
     /// Claim a named job inside the edit; the lease is pending until commit
     /// (usable inside this edit, e.g. to complete atomically).
-    claim: tenure_edit_claim;
-    /// Claim the next claimable job inside the edit; the lease is pending.
-    claim_next: tenure_edit_claim_next;
-}
+    fn tenure_edit_claim(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        job: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+    ) -> out_lease: *mut *mut tenure_lease =
+        tenure_lease::boxed(Writer::claim(edit, production, job, holder, ttl(ttl_us)?)?);
 
-lease_writes! {
-    edit: tenure_edit,
+    /// Claim the next claimable job inside the edit; the lease is pending.
+    fn tenure_edit_claim_next(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        holder: *const c_char,
+        ttl_us: i64,
+    ) -> out_lease: *mut *mut tenure_lease =
+        tenure_lease::boxed(Writer::claim_next(edit, production, holder, ttl(ttl_us)?)?);
+
     /// Renew a lease inside the edit; its expiry moves when the edit commits.
-    renew: tenure_edit_renew;
+    fn tenure_edit_renew(edit: *const tenure_edit, lease: *const tenure_lease, ttl_us: i64) =
+        LeaseWriter::renew(edit, &lease.lease, ttl(ttl_us)?);
+
     /// Release a lease inside the edit; it closes when the edit commits.
-    release: tenure_edit_release;
+    fn tenure_edit_release(edit: *const tenure_edit, lease: *const tenure_lease)
+        -> out_state: *mut tenure_job_state =
+        tenure_job_state::from(LeaseWriter::release(edit, &lease.lease)?);
+
     /// Fail a lease inside the edit; it closes when the edit commits.
-    fail: tenure_edit_fail;
+    fn tenure_edit_fail(
+        edit: *const tenure_edit,
+        lease: *const tenure_lease,
+        reason: *const c_char,
+        permanent: bool,
+    ) -> out_state: *mut tenure_job_state =
+        tenure_job_state::from(LeaseWriter::fail(edit, &lease.lease, reason, permanent)?);
+
     /// Complete a lease with facts inside the edit; it closes when the edit
     /// commits and the facts become visible with the commit.
-    complete: tenure_edit_complete;
+    fn tenure_edit_complete(
+        edit: *const tenure_edit,
+        lease: *const tenure_lease,
+        facts: *const tenure_fact,
+        n_facts: usize,
+    ) = LeaseWriter::complete(edit, &lease.lease, &convert_facts(facts, n_facts)?);
 }

@@ -7,9 +7,10 @@
 //! of the modules below, so the order of the `mod` lines is part of the
 //! header.
 //!
-//! - `boundary`: the one panic/error boundary, the argument readers and the
-//!   macros that write the exports and accessors;
-//! - `status`: `tenure_status` and the per-thread last-error message;
+//! - `boundary`: the one panic/error boundary, the argument readers and
+//!   `export!`, the one macro every export is written with;
+//! - `status`, `messages`: `tenure_status`, the per-thread last-error
+//!   message and their exports;
 //! - `options`: enumerations, the size-versioned input structs and their
 //!   conversion to core types;
 //! - `writer`: the operations `tenure_authority_*` and `tenure_edit_*`
@@ -26,7 +27,11 @@
 //!   production, the history horizon and vacuum (ABI 1.1);
 //! - `schedule`: job options (`tenure_job_options`: not-before delay, hold
 //!   limit, back-off) and submission with them, a production's back-off,
-//!   and a retryable failure with a retry delay (ABI 1.1).
+//!   and a retryable failure with a retry delay (ABI 1.1);
+//! - `request`: idempotent calls, claims under a request ID
+//!   (`tenure_claim_request`) and lease transitions that report replays
+//!   (ABI 1.1); every idempotent call ends in `_idempotent`, the claims
+//!   under that name from ABI 1.2 (their 1.1 names `*_with` stay).
 //!
 //! # Conventions (they hold for every export)
 //!
@@ -115,6 +120,7 @@ use std::ffi::{c_char, CStr};
 #[macro_use]
 mod boundary;
 
+mod messages;
 mod status;
 
 mod options;
@@ -150,7 +156,7 @@ mod request;
 /// shared library's soname number, `libtenure.so.1`).
 pub const TENURE_ABI_MAJOR: u32 = 1;
 /// Minor version of the C ABI (bumped when symbols or fields are added).
-pub const TENURE_ABI_MINOR: u32 = 1;
+pub const TENURE_ABI_MINOR: u32 = 2;
 /// The ABI version as one number: `(major << 16) | minor`, as returned by
 /// `tenure_abi_version()`.
 pub const TENURE_ABI_VERSION: u32 = (TENURE_ABI_MAJOR << 16) | TENURE_ABI_MINOR;
@@ -168,18 +174,14 @@ static VERSION_CSTR: &CStr = {
     }
 };
 
-/// The ABI version of the loaded library: `(major << 16) | minor`. A program
-/// built against header major M works with a library whose major is M and
-/// whose minor is at least the header's minor.
-#[no_mangle]
-pub extern "C" fn tenure_abi_version() -> u32 {
-    TENURE_ABI_VERSION
-}
+export! {
+    /// The ABI version of the loaded library: `(major << 16) | minor`. A program
+    /// built against header major M works with a library whose major is M and
+    /// whose minor is at least the header's minor.
+    fn tenure_abi_version() -> u32 = value Some(TENURE_ABI_VERSION);
 
-/// The package version of the loaded library, e.g. `"0.1.0"` (static string).
-#[no_mangle]
-pub extern "C" fn tenure_version() -> *const c_char {
-    VERSION_CSTR.as_ptr()
+    /// The package version of the loaded library, e.g. `"0.1.0"` (static string).
+    fn tenure_version() -> *const c_char = value Some(VERSION_CSTR.as_ptr());
 }
 
 #[cfg(test)]
@@ -202,7 +204,7 @@ mod tests {
         );
         let v = unsafe { CStr::from_ptr(tenure_version()) };
         assert_eq!(v.to_str().unwrap(), tenure::VERSION);
-        assert_eq!(tenure_abi_version(), 1 << 16 | 1);
+        assert_eq!(unsafe { tenure_abi_version() }, 1 << 16 | 2);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use tenure::{Backoff, Event, ProductionView, PublishedFact};
 
-use crate::boundary::{cstring, opt_ptr};
+use crate::boundary::{cstring, opt_ptr, write_time, Handle};
 use crate::options::tenure_job_state;
 
 /// One production of a [`tenure_production_list`].
@@ -31,27 +31,57 @@ impl CProduction {
 list_handle! {
     /// A snapshot of the productions.
     pub struct tenure_production_list(Vec<CProduction>) from ProductionView;
+}
+
+impl Handle for tenure_production_list {}
+
+export! {
     /// Free a production list (NULL is a no-op).
-    free tenure_production_list_free(list);
+    fn tenure_production_list_free(list: *mut tenure_production_list) = free;
     /// Number of productions.
-    fn tenure_production_list_len(list) -> usize = |l| l.items.len();
+    fn tenure_production_list_len(list: *const tenure_production_list) -> usize =
+        value Some(list.items.len());
     /// Name of production `index` (borrowed), or NULL if out of range.
-    fn tenure_production_list_name(list, index) -> *const c_char = |p| p.name.as_ptr();
+    fn tenure_production_list_name(
+        list: *const tenure_production_list,
+        index: usize,
+    ) -> *const c_char =
+        value list.items.get(index).map(|p| p.name.as_ptr());
     /// Creation time of production `index` (µs since the epoch), 0 if out of range.
-    fn tenure_production_list_created_us(list, index) -> i64 = |p| p.created_us;
+    fn tenure_production_list_created_us(list: *const tenure_production_list, index: usize) -> i64 =
+        value list.items.get(index).map(|p| p.created_us);
     /// Cancellation time of production `index`: true and `*out_us` written if it
     /// was cancelled, false otherwise.
-    fn tenure_production_list_cancelled_us(list, index, out_us) -> bool = |p| p.cancelled_us;
+    fn tenure_production_list_cancelled_us(
+        list: *const tenure_production_list,
+        index: usize,
+        out_us: *mut i64,
+    ) -> bool =
+        value write_time(out_us, list.items.get(index).and_then(|p| p.cancelled_us));
     /// The first step (base) of production `index`'s default retry back-off
     /// in µs (ABI 1.1): true and `*out_us` written if it has one, false
     /// otherwise.
-    fn tenure_production_list_backoff_base_us(list, index, out_us) -> bool =
-        |p| p.backoff.map(|b| b.base().as_micros());
+    fn tenure_production_list_backoff_base_us(
+        list: *const tenure_production_list,
+        index: usize,
+        out_us: *mut i64,
+    ) -> bool =
+        value write_time(
+            out_us,
+            list.items.get(index)?.backoff.map(|b| b.base().as_micros()),
+        );
     /// The largest step (cap) of production `index`'s default retry back-off
     /// in µs (ABI 1.1): true and `*out_us` written if it has one, false
     /// otherwise.
-    fn tenure_production_list_backoff_cap_us(list, index, out_us) -> bool =
-        |p| p.backoff.map(|b| b.cap().as_micros());
+    fn tenure_production_list_backoff_cap_us(
+        list: *const tenure_production_list,
+        index: usize,
+        out_us: *mut i64,
+    ) -> bool =
+        value write_time(
+            out_us,
+            list.items.get(index)?.backoff.map(|b| b.cap().as_micros()),
+        );
 }
 
 /// One fact of a [`tenure_fact_list`].
@@ -74,16 +104,24 @@ impl CFact {
 list_handle! {
     /// A snapshot of published facts.
     pub struct tenure_fact_list(Vec<CFact>) from PublishedFact;
+}
+
+impl Handle for tenure_fact_list {}
+
+export! {
     /// Free a fact list (NULL is a no-op).
-    free tenure_fact_list_free(list);
+    fn tenure_fact_list_free(list: *mut tenure_fact_list) = free;
     /// Number of facts.
-    fn tenure_fact_list_len(list) -> usize = |l| l.items.len();
+    fn tenure_fact_list_len(list: *const tenure_fact_list) -> usize = value Some(list.items.len());
     /// Job ID of fact `index` (borrowed), or NULL if out of range.
-    fn tenure_fact_list_job(list, index) -> *const c_char = |f| f.job.as_ptr();
+    fn tenure_fact_list_job(list: *const tenure_fact_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|f| f.job.as_ptr());
     /// Key of fact `index` (borrowed), or NULL if out of range.
-    fn tenure_fact_list_key(list, index) -> *const c_char = |f| f.key.as_ptr();
+    fn tenure_fact_list_key(list: *const tenure_fact_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|f| f.key.as_ptr());
     /// Value of fact `index` (borrowed), or NULL if out of range.
-    fn tenure_fact_list_value(list, index) -> *const c_char = |f| f.value.as_ptr();
+    fn tenure_fact_list_value(list: *const tenure_fact_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|f| f.value.as_ptr());
 }
 
 /// One event of a [`tenure_event_list`].
@@ -134,34 +172,55 @@ fn kind_name(s: &'static str) -> &'static CStr {
 list_handle! {
     /// A snapshot of events (never carries a secret).
     pub struct tenure_event_list(Vec<CEvent>) from Event;
+}
+
+impl Handle for tenure_event_list {}
+
+export! {
     /// Free an event list (NULL is a no-op).
-    free tenure_event_list_free(list);
+    fn tenure_event_list_free(list: *mut tenure_event_list) = free;
     /// Number of events.
-    fn tenure_event_list_len(list) -> usize = |l| l.items.len();
+    fn tenure_event_list_len(list: *const tenure_event_list) -> usize =
+        value Some(list.items.len());
     /// Sequence number of event `index` (0 if out of range).
-    fn tenure_event_list_seq(list, index) -> u64 = |e| e.seq;
+    fn tenure_event_list_seq(list: *const tenure_event_list, index: usize) -> u64 =
+        value list.items.get(index).map(|e| e.seq);
     /// Time of event `index` (µs since the epoch; 0 if out of range).
-    fn tenure_event_list_at_us(list, index) -> i64 = |e| e.at_us;
+    fn tenure_event_list_at_us(list: *const tenure_event_list, index: usize) -> i64 =
+        value list.items.get(index).map(|e| e.at_us);
     /// Production of event `index` (borrowed), or NULL if out of range.
-    fn tenure_event_list_production(list, index) -> *const c_char = |e| e.production.as_ptr();
+    fn tenure_event_list_production(list: *const tenure_event_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|e| e.production.as_ptr());
     /// Job of event `index` (borrowed), or NULL (production events, out of range).
-    fn tenure_event_list_job(list, index) -> *const c_char = |e| opt_ptr(&e.job);
+    fn tenure_event_list_job(list: *const tenure_event_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|e| opt_ptr(&e.job));
     /// Kind of event `index` as a static snake_case name (`"claimed"`,
     /// `"completed"`, ...; later versions may add kinds), or NULL if out of range.
-    fn tenure_event_list_kind(list, index) -> *const c_char = |e| e.kind.as_ptr();
+    fn tenure_event_list_kind(list: *const tenure_event_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|e| e.kind.as_ptr());
     /// The job's stored state after event `index` (`tenure_job_state`), or 0
     /// for production events / out of range.
-    fn tenure_event_list_state(list, index) -> u32 = |e| e.state.map_or(0, |s| s as u32);
+    fn tenure_event_list_state(list: *const tenure_event_list, index: usize) -> u32 =
+        value list.items.get(index).map(|e| e.state.map_or(0, |s| s as u32));
     /// Claim ID involved in event `index` (36-character text, borrowed), or NULL.
-    fn tenure_event_list_claim_id(list, index) -> *const c_char = |e| opt_ptr(&e.claim_id);
+    fn tenure_event_list_claim_id(list: *const tenure_event_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|e| opt_ptr(&e.claim_id));
     /// Holder involved in event `index` (borrowed), or NULL.
-    fn tenure_event_list_holder(list, index) -> *const c_char = |e| opt_ptr(&e.holder);
+    fn tenure_event_list_holder(list: *const tenure_event_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|e| opt_ptr(&e.holder));
     /// Attempt number involved in event `index` (1-based), or 0 if none.
-    fn tenure_event_list_attempt(list, index) -> u32 = |e| e.attempt;
+    fn tenure_event_list_attempt(list: *const tenure_event_list, index: usize) -> u32 =
+        value list.items.get(index).map(|e| e.attempt);
     /// Lease expiry after event `index`: true and `*out_us` written if a lease
     /// is live, false otherwise.
-    fn tenure_event_list_expires_us(list, index, out_us) -> bool = |e| e.expires_us;
+    fn tenure_event_list_expires_us(
+        list: *const tenure_event_list,
+        index: usize,
+        out_us: *mut i64,
+    ) -> bool =
+        value write_time(out_us, list.items.get(index).and_then(|e| e.expires_us));
     /// Short human detail of event `index` (failure reason, cancel note;
     /// borrowed, possibly empty), or NULL if out of range.
-    fn tenure_event_list_detail(list, index) -> *const c_char = |e| e.detail.as_ptr();
+    fn tenure_event_list_detail(list: *const tenure_event_list, index: usize) -> *const c_char =
+        value list.items.get(index).map(|e| e.detail.as_ptr());
 }

@@ -9,9 +9,7 @@ use tenure::{
     Cancelled, Fact, JobSpec, JobState, LeaseStatus, ListQuery, Options, Submitted, Synchronous,
 };
 
-use crate::boundary::{
-    boundary, boxed, free_box, invalid, opt_str_arg, read_sized, str_arg, Arg, Handle, R,
-};
+use crate::boundary::{boxed, invalid, opt_str_arg, read_sized, str_arg, Arg, Handle, R};
 use crate::status::tenure_status;
 
 // ---------------------------------------------------------------------------
@@ -84,24 +82,23 @@ c_enum! {
     }
 }
 
-/// A static name for a job state number (`"requested"`, ..., `"any"` for 0,
-/// `"unknown"` otherwise).
-#[no_mangle]
-pub extern "C" fn tenure_job_state_name(state: u32) -> *const c_char {
-    const NAMES: [&CStr; 7] = [
-        c"any",
-        c"requested",
-        c"claimed",
-        c"expired",
-        c"completed",
-        c"failed",
-        c"cancelled",
-    ];
-    NAMES
-        .get(state as usize)
-        .copied()
-        .unwrap_or(c"unknown")
-        .as_ptr()
+/// The names of the job state numbers, `TENURE_JOB_ANY` first.
+const JOB_STATE_NAMES: [&CStr; 7] = [
+    c"any",
+    c"requested",
+    c"claimed",
+    c"expired",
+    c"completed",
+    c"failed",
+    c"cancelled",
+];
+
+export! {
+    /// A static name for a job state number (`"requested"`, ..., `"any"` for 0,
+    /// `"unknown"` otherwise).
+    fn tenure_job_state_name(state: u32) -> *const c_char = value Some(
+        JOB_STATE_NAMES.get(state as usize).copied().unwrap_or(c"unknown").as_ptr(),
+    );
 }
 
 c_enum! {
@@ -152,52 +149,33 @@ c_enum! {
 
 pub use crate::{tenure_fact, tenure_job_spec, tenure_list_query, tenure_open_options};
 
-/// The `_init()` exports of the size-versioned structs: each fills the
-/// struct with the given defaults and its current `struct_size`.
-macro_rules! sized_inits {
-    ($(
-        $(#[$doc:meta])*
-        fn $name:ident($p:ident: $ty:ident) { $($field:ident: $value:expr),* $(,)? }
-    )*) => {$(
-        $(#[$doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($p: *mut $ty) -> tenure_status {
-            boundary(|| {
-                let $p = arg_out!($p);
-                $p.write($ty {
-                    struct_size: std::mem::size_of::<$ty>(),
-                    $($field: $value),*
-                });
-                Ok(())
-            })
-        }
-    )*};
-}
-
-sized_inits! {
+export! {
     /// Fill `*options` with the defaults and the current `struct_size`.
-    fn tenure_open_options_init(options: tenure_open_options) {
+    fn tenure_open_options_init() -> options: *mut tenure_open_options = tenure_open_options {
+        struct_size: std::mem::size_of::<tenure_open_options>(),
         synchronous: tenure_synchronous::TENURE_SYNCHRONOUS_FULL as u32,
         busy_timeout_us: 5_000_000,
-    }
+    };
 
     /// Fill `*spec` with the defaults (job NULL, empty payload, priority 0,
     /// max_attempts 3) and the current `struct_size`.
-    fn tenure_job_spec_init(spec: tenure_job_spec) {
+    fn tenure_job_spec_init() -> spec: *mut tenure_job_spec = tenure_job_spec {
+        struct_size: std::mem::size_of::<tenure_job_spec>(),
         job: std::ptr::null(),
         payload: std::ptr::null(),
         payload_len: 0,
         priority: 0,
         max_attempts: tenure::DEFAULT_MAX_ATTEMPTS,
-    }
+    };
 
     /// Fill `*query` with the defaults (any state, from the start, page 100)
     /// and the current `struct_size`.
-    fn tenure_list_query_init(query: tenure_list_query) {
+    fn tenure_list_query_init() -> query: *mut tenure_list_query = tenure_list_query {
+        struct_size: std::mem::size_of::<tenure_list_query>(),
         state: tenure_job_state::TENURE_JOB_ANY as u32,
         after: std::ptr::null(),
         limit: 0,
-    }
+    };
 }
 
 // ---------------------------------------------------------------------------
@@ -251,13 +229,10 @@ export! {
     /// PostgreSQL stores are never grouped (docs/design.md, "Group commit").
     fn tenure_options_set_group_commit(options: *mut tenure_options, on: bool) =
         options.set(|o| o.group_commit(on));
-}
 
-/// Free an options handle (NULL is a no-op). Authorities opened with it are
-/// not affected.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_options_free(options: *mut tenure_options) {
-    free_box(options)
+    /// Free an options handle (NULL is a no-op). Authorities opened with it are
+    /// not affected.
+    fn tenure_options_free(options: *mut tenure_options) = free;
 }
 
 // ---------------------------------------------------------------------------

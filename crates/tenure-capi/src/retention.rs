@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use tenure::{Age, Error, Retention};
 
 use crate::authority::tenure_authority;
-use crate::boundary::{boundary, R};
+use crate::boundary::{out_arg, Arg, R};
 use crate::options::tenure_options;
 use crate::status::tenure_status;
 use crate::{tenure_deleted_counts, tenure_prune_report};
@@ -111,30 +111,29 @@ export! {
 pub type tenure_export_sink =
     Option<unsafe extern "C" fn(line: *const c_char, len: usize, ctx: *mut c_void) -> c_int>;
 
-/// Export a production for archiving (ABI 1.1): `sink` is called once per
-/// record, in order: the production, its jobs by ID (each with its payload
-/// in base64), its facts by job, then its events by sequence number; each
-/// record is one line of JSON, exactly the lines `tenure production export`
-/// writes (docs/cli.md). Jobs and facts come from one snapshot, events are
-/// paged like a tailer's. No secret or secret digest is exported. `ctx` is
-/// passed to `sink` as it is (it may be NULL). If `sink` returns non-zero
-/// the export stops there and the call returns `TENURE_STORE`. On success
-/// `*out_records` receives the number of records.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_authority_export_production(
-    authority: *const tenure_authority,
-    production: *const c_char,
-    sink: tenure_export_sink,
-    ctx: *mut c_void,
-    out_records: *mut u64,
-) -> tenure_status {
-    boundary(|| {
-        let a = arg_ref!(authority);
-        let p = arg_str!(production);
+export! {
+    /// Export a production for archiving (ABI 1.1): `sink` is called once per
+    /// record, in order: the production, its jobs by ID (each with its payload
+    /// in base64), its facts by job, then its events by sequence number; each
+    /// record is one line of JSON, exactly the lines `tenure production export`
+    /// writes (docs/cli.md). Jobs and facts come from one snapshot, events are
+    /// paged like a tailer's. No secret or secret digest is exported. `ctx` is
+    /// passed to `sink` as it is (it may be NULL). If `sink` returns non-zero
+    /// the export stops there and the call returns `TENURE_STORE`. On success
+    /// `*out_records` receives the number of records.
+    fn tenure_authority_export_production(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        sink: tenure_export_sink,
+        ctx: *mut c_void,
+        out_records: *mut u64,
+    ) -> tenure_status {
+        let a = Arg::read(authority, "authority")?;
+        let p = Arg::read(production, "production")?;
         let Some(sink) = sink else {
             return Err(crate::boundary::invalid("`sink` must not be NULL"));
         };
-        let out = arg_out!(out_records);
+        let out = out_arg(out_records, "out_records")?;
         let n = a.inner.export_production(p, &mut |rec| {
             // JSON escapes every control character, so a line has no NUL.
             let line = CString::new(rec.to_json_line())
@@ -148,5 +147,5 @@ pub unsafe extern "C" fn tenure_authority_export_production(
         })?;
         out.write(n);
         Ok(())
-    })
+    }
 }

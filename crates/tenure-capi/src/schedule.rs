@@ -20,11 +20,12 @@ use std::sync::{Mutex, MutexGuard};
 use tenure::{Backoff, Delay, JobSpec};
 
 use crate::authority::tenure_authority;
-use crate::boundary::{boxed, free_box, invalid, Arg, R};
+use crate::boundary::{boxed, invalid, Arg, R};
 use crate::edit::tenure_edit;
 use crate::lease::tenure_lease;
 use crate::options::{tenure_job_spec, tenure_job_state, tenure_submitted};
 use crate::status::tenure_status;
+use crate::writer::{Alone, LeaseWriter, Writer};
 
 /// A count of microseconds as the core's delay (`TENURE_INVALID_DURATION`
 /// when negative or over 366 days).
@@ -109,17 +110,18 @@ export! {
     /// 2^(n-1)). `base_us` positive, `cap_us` ≥ `base_us`, both at most 366
     /// days, else `TENURE_INVALID_DURATION` and the handle is unchanged.
     /// Overrides the production's back-off. Part of the job's content.
-    fn tenure_job_options_set_backoff(options: *mut tenure_job_options, base_us: i64, cap_us: i64) = {
+    fn tenure_job_options_set_backoff(
+        options: *mut tenure_job_options,
+        base_us: i64,
+        cap_us: i64,
+    ) = {
         let b = backoff(base_us, cap_us)?;
         options.set(|s| s.backoff = Some(b))
     };
-}
 
-/// Free a job options handle (NULL is a no-op). Jobs submitted with it keep
-/// their options.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_job_options_free(options: *mut tenure_job_options) {
-    free_box(options)
+    /// Free a job options handle (NULL is a no-op). Jobs submitted with it keep
+    /// their options.
+    fn tenure_job_options_free(options: *mut tenure_job_options) = free;
 }
 
 /// The handle a setter changes (required).
@@ -146,43 +148,18 @@ writer! {
     }
 }
 
-/// The scheduling exports of the handle type `$ty` (parameter `$h`), in
-/// header order, each with its own documentation.
-macro_rules! schedule_writes {
-    (
-        $h:ident: $ty:ident;
-        $(#[$submit_doc:meta])* submit_with: $submit:ident;
-        $(#[$set_doc:meta])* set_production_backoff: $set:ident;
-        $(#[$clear_doc:meta])* clear_production_backoff: $clear:ident;
-    ) => {
-        export! {
-            $(#[$submit_doc])*
-            fn $submit(
-                $h: *const $ty,
-                production: *const c_char,
-                spec: *const tenure_job_spec,
-                options: *const tenure_job_options,
-            ) -> out_submitted: *mut tenure_submitted = tenure_submitted::from(
-                $crate::writer::Writer::submit($h, production, &options.apply(spec))?,
-            );
-
-            $(#[$set_doc])*
-            fn $set($h: *const $ty, production: *const c_char, base_us: i64, cap_us: i64) =
-                BackoffWriter::set_production_backoff($h, production, Some(backoff(base_us, cap_us)?));
-
-            $(#[$clear_doc])*
-            fn $clear($h: *const $ty, production: *const c_char) =
-                BackoffWriter::set_production_backoff($h, production, None);
-        }
-    };
-}
-
-schedule_writes! {
-    authority: tenure_authority;
+export! {
     /// Submit one job as `tenure_authority_submit()` does, with the options
     /// of `options` (ABI 1.1; NULL: none, exactly `tenure_authority_submit()`).
     /// The handle stays the caller's to free and is read only during the call.
-    submit_with: tenure_authority_submit_with;
+    fn tenure_authority_submit_with(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        spec: *const tenure_job_spec,
+        options: *const tenure_job_options,
+    ) -> out_submitted: *mut tenure_submitted =
+        tenure_submitted::from(Writer::submit(authority, production, &options.apply(spec))?);
+
     /// Set a production's default retry back-off (ABI 1.1): a retryable
     /// failure that names no delay, of a job without a back-off of its own,
     /// makes the job due again after min(`cap_us`, `base_us` × 2^(n-1)) for
@@ -190,49 +167,53 @@ schedule_writes! {
     /// both at most 366 days, else `TENURE_INVALID_DURATION`;
     /// `TENURE_NOT_FOUND` for an unknown production. Not an event; jobs
     /// already waiting keep their due time.
-    set_production_backoff: tenure_authority_set_production_backoff;
+    fn tenure_authority_set_production_backoff(
+        authority: *const tenure_authority,
+        production: *const c_char,
+        base_us: i64,
+        cap_us: i64,
+    ) = BackoffWriter::set_production_backoff(
+        authority,
+        production,
+        Some(backoff(base_us, cap_us)?),
+    );
+
     /// Remove a production's default retry back-off (ABI 1.1; no-op if it
     /// has none): its jobs without their own back-off are due at once after
     /// a retryable failure that names no delay.
-    clear_production_backoff: tenure_authority_clear_production_backoff;
+    fn tenure_authority_clear_production_backoff(
+        authority: *const tenure_authority,
+        production: *const c_char,
+    ) = BackoffWriter::set_production_backoff(authority, production, None);
 }
 
-schedule_writes! {
-    edit: tenure_edit;
+export! {
     /// Submit one job with job options inside the edit (ABI 1.1; see
     /// `tenure_authority_submit_with()`).
-    submit_with: tenure_edit_submit_with;
+    fn tenure_edit_submit_with(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        spec: *const tenure_job_spec,
+        options: *const tenure_job_options,
+    ) -> out_submitted: *mut tenure_submitted =
+        tenure_submitted::from(Writer::submit(edit, production, &options.apply(spec))?);
+
     /// Set a production's back-off inside the edit (ABI 1.1; see
     /// `tenure_authority_set_production_backoff()`).
-    set_production_backoff: tenure_edit_set_production_backoff;
+    fn tenure_edit_set_production_backoff(
+        edit: *const tenure_edit,
+        production: *const c_char,
+        base_us: i64,
+        cap_us: i64,
+    ) = BackoffWriter::set_production_backoff(edit, production, Some(backoff(base_us, cap_us)?));
+
     /// Remove a production's back-off inside the edit (ABI 1.1; see
     /// `tenure_authority_clear_production_backoff()`).
-    clear_production_backoff: tenure_edit_clear_production_backoff;
+    fn tenure_edit_clear_production_backoff(edit: *const tenure_edit, production: *const c_char) =
+        BackoffWriter::set_production_backoff(edit, production, None);
 }
 
-/// The retryable failure with a retry delay: `NAME()` on the lease's own
-/// transaction (`tenure_lease_*`), `NAME(edit: tenure_edit)` inside an edit.
-macro_rules! retry_after {
-    (@writer) => { &$crate::writer::Alone };
-    (@writer $e:ident) => { $e };
-    ($(#[$doc:meta])* $name:ident($($e:ident: $ety:ident)?)) => {
-        export! {
-            $(#[$doc])*
-            fn $name(
-                $($e: *const $ety,)?
-                lease: *const tenure_lease,
-                reason: *const c_char,
-                delay_us: i64,
-            ) -> out_state: *mut tenure_job_state = tenure_job_state::from(
-                $crate::writer::LeaseWriter::fail_retry_after(
-                    retry_after!(@writer $($e)?), &lease.lease, reason, delay(delay_us)?,
-                )?,
-            );
-        }
-    };
-}
-
-retry_after! {
+export! {
     /// Report a retryable failure with a UTF-8 `reason` (at most 1024 bytes)
     /// and name when to retry (ABI 1.1): requested again, due `delay_us`
     /// after the failure is recorded (0 ..= 366 days; 0 means at once,
@@ -240,12 +221,25 @@ retry_after! {
     /// else failed. A delay out of range is `TENURE_INVALID_DURATION` and
     /// changes nothing. Closes the lease; `*out_state` receives the job's
     /// new state.
-    tenure_lease_fail_retry_after()
+    fn tenure_lease_fail_retry_after(
+        lease: *const tenure_lease,
+        reason: *const c_char,
+        delay_us: i64,
+    ) -> out_state: *mut tenure_job_state = tenure_job_state::from(
+        LeaseWriter::fail_retry_after(&Alone, &lease.lease, reason, delay(delay_us)?)?,
+    );
 }
 
-retry_after! {
+export! {
     /// Fail a lease retryably with a retry delay inside the edit (ABI 1.1;
     /// see `tenure_lease_fail_retry_after()`); it closes when the edit
     /// commits.
-    tenure_edit_fail_retry_after(edit: tenure_edit)
+    fn tenure_edit_fail_retry_after(
+        edit: *const tenure_edit,
+        lease: *const tenure_lease,
+        reason: *const c_char,
+        delay_us: i64,
+    ) -> out_state: *mut tenure_job_state = tenure_job_state::from(
+        LeaseWriter::fail_retry_after(edit, &lease.lease, reason, delay(delay_us)?)?,
+    );
 }

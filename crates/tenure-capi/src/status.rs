@@ -1,4 +1,5 @@
-//! `tenure_status` and the per-thread last-error message.
+//! `tenure_status`, the names of its values and the per-thread last-error
+//! message (exported by `messages.rs`).
 //!
 //! The status enum is the core's error table (`tenure::ErrorCode`) with
 //! `TENURE_OK` in front; `tests/status_table.rs` checks the two tables and
@@ -7,7 +8,6 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use tenure::ErrorCode;
 
@@ -112,15 +112,14 @@ impl tenure_status {
     }
 }
 
-/// A static, stable snake_case name for a status number (`"stale_lease"`,
-/// `"ok"` for 0, `"unknown"` for a number this library does not know).
-#[no_mangle]
-pub extern "C" fn tenure_status_name(status: u32) -> *const c_char {
+/// The static, stable snake_case name of a status number (`"stale_lease"`,
+/// `"ok"` for 0, `"unknown"` for a number this library does not know), as
+/// `tenure_status_name()` returns it.
+pub(crate) fn status_name(status: u32) -> &'static CStr {
     tenure_status::ALL
         .iter()
         .find(|(s, _, _)| *s as u32 == status)
         .map_or(c"unknown", |(_, _, name)| *name)
-        .as_ptr()
 }
 
 thread_local! {
@@ -131,37 +130,26 @@ pub(crate) fn set_last_error(msg: String) {
     LAST_ERROR.with(|l| *l.borrow_mut() = msg);
 }
 
-/// Copy the message of the last failed call on this thread into `buf` as a
-/// NUL-terminated string (`""` if the last status-returning call on this
-/// thread succeeded or none was made). Every status-returning function
-/// except this one replaces the message; this one never changes it.
-///
-/// `*out_size` receives the buffer size needed, including the NUL. If `cap`
-/// is smaller than that, nothing is copied and `TENURE_INVALID_ARGUMENT` is
-/// returned with `*out_size` set (`buf` may be NULL when `cap` is 0, to ask
-/// for the size). Messages never contain secrets or tokens.
-#[no_mangle]
-pub unsafe extern "C" fn tenure_last_error_message(
+/// Copy this thread's last-error message into `buf` (`cap` bytes) as
+/// `tenure_last_error_message()` documents it, never changing it.
+pub(crate) unsafe fn copy_last_error(
     buf: *mut c_char,
     cap: usize,
     out_size: *mut usize,
 ) -> tenure_status {
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        if out_size.is_null() || (buf.is_null() && cap != 0) {
+    if out_size.is_null() || (buf.is_null() && cap != 0) {
+        return tenure_status::TENURE_INVALID_ARGUMENT;
+    }
+    LAST_ERROR.with(|l| {
+        let msg = l.borrow();
+        let bytes = msg.as_bytes();
+        let need = bytes.len() + 1;
+        *out_size = need;
+        if cap < need {
             return tenure_status::TENURE_INVALID_ARGUMENT;
         }
-        LAST_ERROR.with(|l| {
-            let msg = l.borrow();
-            let bytes = msg.as_bytes();
-            let need = bytes.len() + 1;
-            *out_size = need;
-            if cap < need {
-                return tenure_status::TENURE_INVALID_ARGUMENT;
-            }
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, bytes.len());
-            *buf.add(bytes.len()) = 0;
-            tenure_status::TENURE_OK
-        })
-    }));
-    r.unwrap_or(tenure_status::TENURE_INTERNAL)
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, bytes.len());
+        *buf.add(bytes.len()) = 0;
+        tenure_status::TENURE_OK
+    })
 }

@@ -5,7 +5,7 @@ use std::ffi::{c_char, CString};
 
 use tenure::{Backoff, JobView};
 
-use crate::boundary::{cstring, opt_ptr};
+use crate::boundary::{cstring, opt_ptr, write_time, Handle};
 use crate::options::tenure_job_state;
 
 /// A snapshot of one job. Immutable; thread-safe to read.
@@ -51,65 +51,77 @@ impl tenure_job_view {
     }
 }
 
-accessors! {
-    tenure_job_view {
-        /// Free a job view (NULL is a no-op).
-        free tenure_job_view_free(view);
-        /// Production ID (borrowed).
-        fn tenure_job_view_production(v) -> *const c_char = |v| v.production.as_ptr();
-        /// Job ID (borrowed).
-        fn tenure_job_view_job(v) -> *const c_char = |v| v.job.as_ptr();
-        /// Observed state, a `tenure_job_state` value (0 if `v` is NULL).
-        fn tenure_job_view_state(v) -> u32 = |v| v.state as u32;
-        /// Claims made so far.
-        fn tenure_job_view_attempts(v) -> u32 = |v| v.attempts;
-        /// Claims allowed.
-        fn tenure_job_view_max_attempts(v) -> u32 = |v| v.max_attempts;
-        /// Priority.
-        fn tenure_job_view_priority(v) -> i32 = |v| v.priority;
-        /// Holder of the latest claim (borrowed), or NULL if never claimed.
-        fn tenure_job_view_holder(v) -> *const c_char = |v| opt_ptr(&v.holder);
-        /// Claim ID of the latest claim as 36-character UUID text (borrowed), or NULL.
-        fn tenure_job_view_claim_id(v) -> *const c_char = |v| opt_ptr(&v.claim_id);
-        /// Expiry of the latest claim (µs since the epoch): returns true and writes
-        /// `*out_us` if there is one, false (nothing written) otherwise.
-        fn tenure_job_view_expires_us(v, out_us) -> bool = |v| v.expires_us;
-        /// Submission time (µs since the epoch).
-        fn tenure_job_view_created_us(v) -> i64 = |v| v.created_us;
-        /// Time of the latest change (µs since the epoch).
-        fn tenure_job_view_updated_us(v) -> i64 = |v| v.updated_us;
-        /// Payload size in bytes.
-        fn tenure_job_view_payload_len(v) -> u64 = |v| v.payload_len;
-        /// The reason given by the latest failure (borrowed), or NULL.
-        fn tenure_job_view_last_error(v) -> *const c_char = |v| opt_ptr(&v.last_error);
-        /// A requested job's not-before time (µs since the epoch; ABI 1.1): it
-        /// is not claimable while the authority's clock reads earlier. Returns
-        /// true and writes `*out_us` if the job has one, false (nothing
-        /// written) once it is claimed, cancelled or was due at once.
-        fn tenure_job_view_due_us(v, out_us) -> bool = |v| v.due_us;
-        /// The job's hard per-claim ownership limit in µs (ABI 1.1): true and
-        /// `*out_us` written if it has one, false otherwise.
-        fn tenure_job_view_max_hold_us(v, out_us) -> bool = |v| v.max_hold_us;
-        /// The first step (base) of the job's own retry back-off in µs (ABI
-        /// 1.1): true and `*out_us` written if it has one, false otherwise.
-        fn tenure_job_view_backoff_base_us(v, out_us) -> bool =
-            |v| v.backoff.map(|b| b.base().as_micros());
-        /// The largest step (cap) of the job's own retry back-off in µs (ABI
-        /// 1.1): true and `*out_us` written if it has one, false otherwise.
-        fn tenure_job_view_backoff_cap_us(v, out_us) -> bool =
-            |v| v.backoff.map(|b| b.cap().as_micros());
-    }
+impl Handle for tenure_job_view {}
+
+export! {
+    /// Free a job view (NULL is a no-op).
+    fn tenure_job_view_free(view: *mut tenure_job_view) = free;
+    /// Production ID (borrowed).
+    fn tenure_job_view_production(v: *const tenure_job_view) -> *const c_char =
+        value Some(v.production.as_ptr());
+    /// Job ID (borrowed).
+    fn tenure_job_view_job(v: *const tenure_job_view) -> *const c_char = value Some(v.job.as_ptr());
+    /// Observed state, a `tenure_job_state` value (0 if `v` is NULL).
+    fn tenure_job_view_state(v: *const tenure_job_view) -> u32 = value Some(v.state as u32);
+    /// Claims made so far.
+    fn tenure_job_view_attempts(v: *const tenure_job_view) -> u32 = value Some(v.attempts);
+    /// Claims allowed.
+    fn tenure_job_view_max_attempts(v: *const tenure_job_view) -> u32 = value Some(v.max_attempts);
+    /// Priority.
+    fn tenure_job_view_priority(v: *const tenure_job_view) -> i32 = value Some(v.priority);
+    /// Holder of the latest claim (borrowed), or NULL if never claimed.
+    fn tenure_job_view_holder(v: *const tenure_job_view) -> *const c_char =
+        value Some(opt_ptr(&v.holder));
+    /// Claim ID of the latest claim as 36-character UUID text (borrowed), or NULL.
+    fn tenure_job_view_claim_id(v: *const tenure_job_view) -> *const c_char =
+        value Some(opt_ptr(&v.claim_id));
+    /// Expiry of the latest claim (µs since the epoch): returns true and writes
+    /// `*out_us` if there is one, false (nothing written) otherwise.
+    fn tenure_job_view_expires_us(v: *const tenure_job_view, out_us: *mut i64) -> bool =
+        value write_time(out_us, v.expires_us);
+    /// Submission time (µs since the epoch).
+    fn tenure_job_view_created_us(v: *const tenure_job_view) -> i64 = value Some(v.created_us);
+    /// Time of the latest change (µs since the epoch).
+    fn tenure_job_view_updated_us(v: *const tenure_job_view) -> i64 = value Some(v.updated_us);
+    /// Payload size in bytes.
+    fn tenure_job_view_payload_len(v: *const tenure_job_view) -> u64 = value Some(v.payload_len);
+    /// The reason given by the latest failure (borrowed), or NULL.
+    fn tenure_job_view_last_error(v: *const tenure_job_view) -> *const c_char =
+        value Some(opt_ptr(&v.last_error));
+    /// A requested job's not-before time (µs since the epoch; ABI 1.1): it
+    /// is not claimable while the authority's clock reads earlier. Returns
+    /// true and writes `*out_us` if the job has one, false (nothing
+    /// written) once it is claimed, cancelled or was due at once.
+    fn tenure_job_view_due_us(v: *const tenure_job_view, out_us: *mut i64) -> bool =
+        value write_time(out_us, v.due_us);
+    /// The job's hard per-claim ownership limit in µs (ABI 1.1): true and
+    /// `*out_us` written if it has one, false otherwise.
+    fn tenure_job_view_max_hold_us(v: *const tenure_job_view, out_us: *mut i64) -> bool =
+        value write_time(out_us, v.max_hold_us);
+    /// The first step (base) of the job's own retry back-off in µs (ABI
+    /// 1.1): true and `*out_us` written if it has one, false otherwise.
+    fn tenure_job_view_backoff_base_us(v: *const tenure_job_view, out_us: *mut i64) -> bool =
+        value write_time(out_us, v.backoff.map(|b| b.base().as_micros()));
+    /// The largest step (cap) of the job's own retry back-off in µs (ABI
+    /// 1.1): true and `*out_us` written if it has one, false otherwise.
+    fn tenure_job_view_backoff_cap_us(v: *const tenure_job_view, out_us: *mut i64) -> bool =
+        value write_time(out_us, v.backoff.map(|b| b.cap().as_micros()));
 }
 
 list_handle! {
     /// One page of job views.
     pub struct tenure_job_list(Vec<tenure_job_view>) from JobView;
+}
+
+impl Handle for tenure_job_list {}
+
+export! {
     /// Free a job list (NULL is a no-op); views obtained from it die with it.
-    free tenure_job_list_free(list);
+    fn tenure_job_list_free(list: *mut tenure_job_list) = free;
     /// Number of jobs in the page.
-    fn tenure_job_list_len(list) -> usize = |l| l.items.len();
+    fn tenure_job_list_len(list: *const tenure_job_list) -> usize = value Some(list.items.len());
     /// The job view at `index` (borrowed from the list: do not free it), or
     /// NULL if out of range.
-    fn tenure_job_list_get(list, index) -> *const tenure_job_view =
-        |v| v as *const tenure_job_view;
+    fn tenure_job_list_get(list: *const tenure_job_list, index: usize) -> *const tenure_job_view =
+        value list.items.get(index).map(|v| v as *const tenure_job_view);
 }

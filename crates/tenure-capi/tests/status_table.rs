@@ -10,9 +10,8 @@
 mod status;
 
 use std::collections::BTreeMap;
-use std::ffi::CStr;
 
-use status::{tenure_status, tenure_status_name};
+use status::{status_name, tenure_status};
 use tenure::ErrorCode;
 
 /// `TENURE_OK = 0` and `TENURE_<NAME> = <number>` for every core error code.
@@ -95,11 +94,7 @@ fn core_errors_map_to_their_status_and_name() {
     for c in ErrorCode::ALL {
         assert_eq!(tenure_status::from_code(c) as u32, c.as_u32(), "{c:?}");
     }
-    let name = |n| {
-        unsafe { CStr::from_ptr(tenure_status_name(n)) }
-            .to_str()
-            .unwrap()
-    };
+    let name = |n| status_name(n).to_str().unwrap();
     for c in ErrorCode::ALL {
         assert_eq!(name(c.as_u32()), c.name());
     }
