@@ -526,13 +526,18 @@ static void call_claim_many_with(int on) {
   tenure_lease **arr = chance(5) ? NULL : slots;
   tenure_status *sarr = chance(5) ? NULL : sts;
   const tenure_claim_request *r = chance(5) ? NULL : claim_req;
+  /* ABI 1.2: the same call under its `_idempotent` name half the time. */
+  int alias = chance(50);
   tenure_status st =
-      on_edit ? tenure_edit_claim_next_many_with(chance(5) ? NULL : edit, gen_prod(), gen_holder(),
-                                                 gen_ttl(), n, r, arr, sarr, on ? NULL : &count,
-                                                 &replayed)
-              : tenure_authority_claim_next_many_with(gen_auth(), gen_prod(), gen_holder(),
-                                                      gen_ttl(), n, r, arr, sarr,
-                                                      on ? NULL : &count, &replayed);
+      on_edit ? (alias ? tenure_edit_claim_next_many_idempotent
+                       : tenure_edit_claim_next_many_with)(chance(5) ? NULL : edit, gen_prod(),
+                                                           gen_holder(), gen_ttl(), n, r, arr,
+                                                           sarr, on ? NULL : &count, &replayed)
+              : (alias ? tenure_authority_claim_next_many_idempotent
+                       : tenure_authority_claim_next_many_with)(gen_auth(), gen_prod(),
+                                                                gen_holder(), gen_ttl(), n, r,
+                                                                arr, sarr, on ? NULL : &count,
+                                                                &replayed);
   note(st, what);
   if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
   if (st != TENURE_OK) {
@@ -665,16 +670,22 @@ static void call_idempotent(int on) {
       const tenure_claim_request *r = chance(5) ? NULL : claim_req;
       const tenure_edit *e = chance(5) ? NULL : edit;
       tenure_status st;
+      /* ABI 1.2: the same calls under their `_idempotent` names half the time. */
+      int alias = chance(50);
       if (on_edit) {
-        st = next ? tenure_edit_claim_next_with(e, gen_prod(), gen_holder(), gen_ttl(), r,
-                                                on ? NULL : &out, &replayed)
-                  : tenure_edit_claim_with(e, gen_prod(), gen_job(), gen_holder(), gen_ttl(), r,
-                                           on ? NULL : &out, &replayed);
+        st = next ? (alias ? tenure_edit_claim_next_idempotent : tenure_edit_claim_next_with)(
+                        e, gen_prod(), gen_holder(), gen_ttl(), r, on ? NULL : &out, &replayed)
+                  : (alias ? tenure_edit_claim_idempotent : tenure_edit_claim_with)(
+                        e, gen_prod(), gen_job(), gen_holder(), gen_ttl(), r, on ? NULL : &out,
+                        &replayed);
       } else {
-        st = next ? tenure_authority_claim_next_with(gen_auth(), gen_prod(), gen_holder(), gen_ttl(),
-                                                     r, on ? NULL : &out, &replayed)
-                  : tenure_authority_claim_with(gen_auth(), gen_prod(), gen_job(), gen_holder(),
-                                                gen_ttl(), r, on ? NULL : &out, &replayed);
+        st = next ? (alias ? tenure_authority_claim_next_idempotent
+                           : tenure_authority_claim_next_with)(gen_auth(), gen_prod(),
+                                                               gen_holder(), gen_ttl(), r,
+                                                               on ? NULL : &out, &replayed)
+                  : (alias ? tenure_authority_claim_idempotent : tenure_authority_claim_with)(
+                        gen_auth(), gen_prod(), gen_job(), gen_holder(), gen_ttl(), r,
+                        on ? NULL : &out, &replayed);
       }
       note(st, what);
       tenure_lease *l = take_ptr(st, out, on, what);
