@@ -41,8 +41,8 @@ Cancellation
     A cancelled ``await`` does not stop a native call that already started
     on its thread; it still commits. So every call that mints a lease is
     cancellation-safe: if ``claim`` / ``claim_next`` / ``claim_next_many`` /
-    ``claim_next_wait``, or a claim under a request ID (``claim_with`` /
-    ``claim_next_with`` / ``claim_next_many_with``, its answer fresh or a
+    ``claim_next_wait``, or a claim under a request ID (``claim_idempotent`` /
+    ``claim_next_idempotent`` / ``claim_next_many_idempotent``, its answer fresh or a
     replay), is cancelled and the claim then commits (or had committed while
     the task was being woken), every lease it returned is released on the
     authority's pool, since the caller never received it (a later retry of
@@ -81,7 +81,7 @@ Keepers
     stops it off the loop: no renewal happens after that, and one in flight
     is waited for. It stops on the first refused renewal (``Busy`` and
     ``StoreError`` are retried within 100 ms); the error is in
-    :attr:`KeepAlive.error` and raised, with its own class and code, when
+    :attr:`Keeper.error` and raised, with its own class and code, when
     the block exits normally (an exception from the block itself takes
     precedence). A keeper never releases: dropping the lease or leaving the
     block writes nothing.
@@ -148,7 +148,7 @@ __all__ = [
     "EditInterrupted",
     "Job",
     "JobFailed",
-    "KeepAlive",
+    "Keeper",
     "Lease",
     "Worker",
     "WorkerStats",
@@ -462,22 +462,22 @@ class Authority:
         ``NoJobAvailable`` when there is none."""
         return await self._mint(lambda: self._native.claim_next(production, holder, ttl))
 
-    async def claim_with(self, production: str, job: str, holder: str, ttl: timedelta,
+    async def claim_idempotent(self, production: str, job: str, holder: str, ttl: timedelta,
                          request: _native.ClaimRequest) -> tuple[Lease, bool]:
         """Claim a named job under ``request``: ``(lease, replayed)`` (see
-        :meth:`tenure.Authority.claim_with`). Cancellation-safe like
+        :meth:`tenure.Authority.claim_idempotent`). Cancellation-safe like
         :meth:`claim`: a lease the cancelled call returns, new or replayed,
         is handed back (a later retry of the request gets ``LeaseClosed``)."""
         native, replayed = await self._minting(
-            lambda: self._native.claim_with(production, job, holder, ttl, request))
+            lambda: self._native.claim_idempotent(production, job, holder, ttl, request))
         return Lease(native, self), replayed
 
-    async def claim_next_with(self, production: str, holder: str, ttl: timedelta,
+    async def claim_next_idempotent(self, production: str, holder: str, ttl: timedelta,
                               request: _native.ClaimRequest) -> tuple[Lease, bool]:
         """Claim the next claimable job under ``request``: ``(lease,
-        replayed)``; cancellation-safe as :meth:`claim_with`."""
+        replayed)``; cancellation-safe as :meth:`claim_idempotent`."""
         native, replayed = await self._minting(
-            lambda: self._native.claim_next_with(production, holder, ttl, request))
+            lambda: self._native.claim_next_idempotent(production, holder, ttl, request))
         return Lease(native, self), replayed
 
     async def claim_next_wait(self, production: str, holder: str, ttl: timedelta,
@@ -510,15 +510,15 @@ class Authority:
             lambda: self._native.claim_next_many(production, holder, ttl, n))
         return [Lease(x, self) for x in natives]
 
-    async def claim_next_many_with(self, production: str, holder: str, ttl: timedelta, n: int,
+    async def claim_next_many_idempotent(self, production: str, holder: str, ttl: timedelta, n: int,
                                    request: _native.ClaimRequest
                                    ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
         """:meth:`claim_next_many` under ``request``: ``(claims, replayed)``
-        (see :meth:`tenure.Authority.claim_next_many_with`); cancellation-safe
-        as :meth:`claim_with` (every lease the cancelled call returns is
+        (see :meth:`tenure.Authority.claim_next_many_idempotent`); cancellation-safe
+        as :meth:`claim_idempotent` (every lease the cancelled call returns is
         handed back)."""
         natives, replayed = await self._minting(
-            lambda: self._native.claim_next_many_with(production, holder, ttl, n, request))
+            lambda: self._native.claim_next_many_idempotent(production, holder, ttl, n, request))
         return _wrap_claims(natives, self), replayed
 
     async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
@@ -749,9 +749,9 @@ class Lease:
         """The credential as text (no I/O; treat it like a password)."""
         return self._native.export_token()
 
-    def keep_alive(self, ttl: timedelta, every: Optional[timedelta] = None) -> KeepAlive:
-        """A keeper: ``async with lease.keep_alive(ttl, every=...)`` (see :class:`KeepAlive`)."""
-        return KeepAlive(self, ttl, every)
+    def keep_alive(self, ttl: timedelta, every: Optional[timedelta] = None) -> Keeper:
+        """A keeper: ``async with lease.keep_alive(ttl, every=...)`` (see :class:`Keeper`)."""
+        return Keeper(self, ttl, every)
 
 
 def _duration(value: object, param: str) -> timedelta:
@@ -772,7 +772,7 @@ def _period(ttl: timedelta, every: Optional[timedelta]) -> tuple[timedelta, time
     return ttl, every
 
 
-class KeepAlive:
+class Keeper:
     """Renews a lease on a native thread while its ``async with`` block runs.
 
     Entering starts :meth:`tenure.Lease.keep_alive` off the loop (if the
@@ -814,7 +814,7 @@ class KeepAlive:
 
     async def __aenter__(self) -> Self:
         if self._entered:
-            raise RuntimeError("a KeepAlive runs once")
+            raise RuntimeError("a Keeper runs once")
         self._entered = True
         # Started off the loop (it starts a thread); if this entry is
         # cancelled, a keeper that started anyway is stopped there.
@@ -965,23 +965,23 @@ class Edit:
             lambda: self._edit().claim_next_many(production, holder, ttl, n))
         return [Lease(x, self._auth) for x in natives]
 
-    async def claim_next_many_with(self, production: str, holder: str, ttl: timedelta, n: int,
+    async def claim_next_many_idempotent(self, production: str, holder: str, ttl: timedelta, n: int,
                                    request: _native.ClaimRequest
                                    ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
         natives, replayed = await self._run(
-            lambda: self._edit().claim_next_many_with(production, holder, ttl, n, request))
+            lambda: self._edit().claim_next_many_idempotent(production, holder, ttl, n, request))
         return _wrap_claims(natives, self._auth), replayed
 
-    async def claim_with(self, production: str, job: str, holder: str, ttl: timedelta,
+    async def claim_idempotent(self, production: str, job: str, holder: str, ttl: timedelta,
                          request: _native.ClaimRequest) -> tuple[Lease, bool]:
         native, replayed = await self._run(
-            lambda: self._edit().claim_with(production, job, holder, ttl, request))
+            lambda: self._edit().claim_idempotent(production, job, holder, ttl, request))
         return Lease(native, self._auth), replayed
 
-    async def claim_next_with(self, production: str, holder: str, ttl: timedelta,
+    async def claim_next_idempotent(self, production: str, holder: str, ttl: timedelta,
                               request: _native.ClaimRequest) -> tuple[Lease, bool]:
         native, replayed = await self._run(
-            lambda: self._edit().claim_next_with(production, holder, ttl, request))
+            lambda: self._edit().claim_next_idempotent(production, holder, ttl, request))
         return Lease(native, self._auth), replayed
 
     async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],

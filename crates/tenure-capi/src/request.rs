@@ -44,20 +44,20 @@ pub unsafe extern "C" fn tenure_claim_request_free(request: *mut tenure_claim_re
 writer! {
     /// A handle that claims under request IDs.
     trait RequestWriter {
-        fn claim_with(
+        fn claim_idempotent(
             production: &str, job: &str, holder: &str, ttl: Ttl, request: &ClaimRequest
         ) -> Applied<Lease>;
-        fn claim_next_with(
+        fn claim_next_idempotent(
             production: &str, holder: &str, ttl: Ttl, request: &ClaimRequest
         ) -> Applied<Lease>;
-        fn claim_next_many_with(
+        fn claim_next_many_idempotent(
             production: &str, holder: &str, ttl: Ttl, n: usize, request: &ClaimRequest
         ) -> Applied<Vec<R<Lease>>>;
     }
 }
 
-/// The one body of a single claim under a request (`claim_with`,
-/// `claim_next_with`, on an authority or inside an edit), after the export
+/// The one body of a single claim under a request (`claim_idempotent`,
+/// `claim_next_idempotent`, on an authority or inside an edit), after the export
 /// read its handle and strings: reads the request and the out-parameters,
 /// runs `claim` with the TTL and the request, writes the lease and the
 /// replayed flag.
@@ -81,9 +81,9 @@ unsafe fn claim_one(
 macro_rules! request_claims {
     (
         $h:ident: $ty:ident;
-        $(#[$with_doc:meta])* claim_with: $with:ident;
-        $(#[$next_doc:meta])* claim_next_with: $next:ident;
-        $(#[$many_doc:meta])* claim_next_many_with: $many:ident;
+        $(#[$with_doc:meta])* claim_idempotent: $with:ident;
+        $(#[$next_doc:meta])* claim_next_idempotent: $next:ident;
+        $(#[$many_doc:meta])* claim_next_many_idempotent: $many:ident;
     ) => {
         $(#[$with_doc])*
         #[no_mangle]
@@ -102,7 +102,7 @@ macro_rules! request_claims {
                 let (production, job) = (arg_str!(production), arg_str!(job));
                 let holder = arg_str!(holder);
                 claim_one(ttl_us, request, out_lease, out_replayed, |ttl, r| {
-                    RequestWriter::claim_with($h, production, job, holder, ttl, r)
+                    RequestWriter::claim_idempotent($h, production, job, holder, ttl, r)
                 })
             })
         }
@@ -122,7 +122,7 @@ macro_rules! request_claims {
                 let $h = Arg::read($h, stringify!($h))?;
                 let (production, holder) = (arg_str!(production), arg_str!(holder));
                 claim_one(ttl_us, request, out_lease, out_replayed, |ttl, r| {
-                    RequestWriter::claim_next_with($h, production, holder, ttl, r)
+                    RequestWriter::claim_next_idempotent($h, production, holder, ttl, r)
                 })
             })
         }
@@ -151,7 +151,7 @@ macro_rules! request_claims {
                     out_array(out_statuses, n, "out_statuses", false)?.unwrap_or_default();
                 let (out_count, out_replayed) = (arg_out!(out_count), arg_out!(out_replayed));
                 let got =
-                    RequestWriter::claim_next_many_with($h, production, holder, ttl(ttl_us)?, n, &r.inner)?;
+                    RequestWriter::claim_next_many_idempotent($h, production, holder, ttl(ttl_us)?, n, &r.inner)?;
                 let count = got.value.len();
                 for ((slot, st), l) in leases.iter_mut().zip(statuses.iter_mut()).zip(got.value) {
                     *st = status(&l);
@@ -177,10 +177,10 @@ request_claims! {
     /// automatically when the connection to a PostgreSQL server breaks.
     /// `*out_lease` receives an active lease to free with
     /// `tenure_lease_free()`.
-    claim_with: tenure_authority_claim_with;
+    claim_idempotent: tenure_authority_claim_with;
     /// Claim the next claimable job as `tenure_authority_claim_next()` does,
     /// under `request` (ABI 1.1; replays as `tenure_authority_claim_with()`).
-    claim_next_with: tenure_authority_claim_next_with;
+    claim_next_idempotent: tenure_authority_claim_next_with;
     /// Claim up to `n` (1 ..= 1000) jobs as
     /// `tenure_authority_claim_next_many()` does, under `request` (ABI 1.1):
     /// lease `i` carries a secret derived from the request's, so a retry
@@ -198,7 +198,7 @@ request_claims! {
     /// `n`) or used by `tenure_authority_claim_with()` /
     /// `tenure_authority_claim_next_with()` is `TENURE_CONFLICT`. Retried
     /// automatically when the connection to a PostgreSQL server breaks.
-    claim_next_many_with: tenure_authority_claim_next_many_with;
+    claim_next_many_idempotent: tenure_authority_claim_next_many_with;
 }
 
 request_claims! {
@@ -206,15 +206,15 @@ request_claims! {
     /// Claim a job under `request` inside the edit (ABI 1.1; see
     /// `tenure_authority_claim_with()`): the lease is pending until the edit
     /// commits.
-    claim_with: tenure_edit_claim_with;
+    claim_idempotent: tenure_edit_claim_with;
     /// Claim the next job under `request` inside the edit (ABI 1.1; see
     /// `tenure_authority_claim_next_with()`): the lease is pending until the
     /// edit commits.
-    claim_next_with: tenure_edit_claim_next_with;
+    claim_next_idempotent: tenure_edit_claim_next_with;
     /// Claim up to `n` jobs under `request` inside the edit (ABI 1.1; see
     /// `tenure_authority_claim_next_many_with()`): the leases are pending
     /// until the edit commits.
-    claim_next_many_with: tenure_edit_claim_next_many_with;
+    claim_next_many_idempotent: tenure_edit_claim_next_many_with;
 }
 
 /// Renew as `tenure_lease_renew()` does, as an idempotent call (ABI 1.1):
