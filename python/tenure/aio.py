@@ -277,7 +277,130 @@ async def open(  # noqa: A001 - the module's entry point, like io.open
     return Authority(native, _pool=pool, _owned=True)
 
 
-class Authority:
+class _Writes:
+    """The coroutines :class:`Authority` and :class:`Edit` share: the
+    operations ``tenure.Authority`` and ``tenure.Edit`` share (written once in
+    the wheel, and once here). Each subclass says where its native calls run
+    (:meth:`_run`), how a lease-minting call runs (:meth:`_minting`: on an
+    authority cancellation-safe, see the module docs; in an edit like any
+    other call, its leases pending until the commit), and on which native
+    handle (:meth:`_target`)."""
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        raise NotImplementedError
+
+    async def _minting(self, call: Callable[[], M]) -> M:
+        raise NotImplementedError
+
+    def _target(self) -> _native._Writer:
+        raise NotImplementedError
+
+    def _authority(self) -> Authority:
+        """The authority whose pool the leases minted here use."""
+        raise NotImplementedError
+
+    async def create_production(self, production: str) -> bool:
+        return await self._run(lambda: self._target().create_production(production))
+
+    async def cancel_production(self, production: str) -> int:
+        return await self._run(lambda: self._target().cancel_production(production))
+
+    async def submit(self, production: str, job: str, payload: bytes = b"", *,
+                     priority: int = 0,
+                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS,
+                     not_before: Optional[timedelta] = None,
+                     max_hold: Optional[timedelta] = None,
+                     backoff: Optional[_native.Backoff] = None) -> _Submitted:
+        return await self._run(lambda: self._target().submit(
+            production, job, payload, priority=priority, max_attempts=max_attempts,
+            not_before=not_before, max_hold=max_hold, backoff=backoff))
+
+    async def set_production_backoff(self, production: str,
+                                     backoff: Optional[_native.Backoff]) -> None:
+        await self._run(lambda: self._target().set_production_backoff(production, backoff))
+
+    async def cancel(self, production: str, job: str) -> _CancelOutcome:
+        return await self._run(lambda: self._target().cancel(production, job))
+
+    # -- leases -------------------------------------------------------------
+
+    async def claim(self, production: str, job: str, holder: str, ttl: timedelta) -> Lease:
+        """Claim a named job (on an :class:`Authority` cancellation-safe, see
+        the module docs)."""
+        native = await self._minting(lambda: self._target().claim(production, job, holder, ttl))
+        return Lease(native, self._authority())
+
+    async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
+        """Claim the next claimable job (on an :class:`Authority`
+        cancellation-safe, see the module docs); ``NoJobAvailable`` when there
+        is none."""
+        native = await self._minting(
+            lambda: self._target().claim_next(production, holder, ttl))
+        return Lease(native, self._authority())
+
+    async def claim_idempotent(self, production: str, job: str, holder: str, ttl: timedelta,
+                               request: _native.ClaimRequest) -> tuple[Lease, bool]:
+        """Claim a named job under ``request``: ``(lease, replayed)`` (see
+        :meth:`tenure.Authority.claim_idempotent`). On an :class:`Authority`
+        cancellation-safe like :meth:`claim`: a lease the cancelled call
+        returns, new or replayed, is handed back (a later retry of the request
+        gets ``LeaseClosed``)."""
+        native, replayed = await self._minting(
+            lambda: self._target().claim_idempotent(production, job, holder, ttl, request))
+        return Lease(native, self._authority()), replayed
+
+    async def claim_next_idempotent(self, production: str, holder: str, ttl: timedelta,
+                                    request: _native.ClaimRequest) -> tuple[Lease, bool]:
+        """Claim the next claimable job under ``request``: ``(lease,
+        replayed)``; cancellation-safe as :meth:`claim_idempotent`."""
+        native, replayed = await self._minting(
+            lambda: self._target().claim_next_idempotent(production, holder, ttl, request))
+        return Lease(native, self._authority()), replayed
+
+    # Batched calls: the synchronous API's outcomes (one per lease; a refused
+    # lease's error is an exception object in the list, never raised).
+
+    async def claim_next_many(self, production: str, holder: str, ttl: timedelta,
+                              n: int) -> list[Lease]:
+        """Claim up to ``n`` jobs in one operation (on an :class:`Authority`
+        cancellation-safe: every lease of a cancelled call that commits anyway
+        is handed back)."""
+        natives = await self._minting(
+            lambda: self._target().claim_next_many(production, holder, ttl, n))
+        return [Lease(x, self._authority()) for x in natives]
+
+    async def claim_next_many_idempotent(self, production: str, holder: str, ttl: timedelta,
+                                         n: int, request: _native.ClaimRequest
+                                         ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
+        """:meth:`claim_next_many` under ``request``: ``(claims, replayed)``
+        (see :meth:`tenure.Authority.claim_next_many_idempotent`);
+        cancellation-safe as :meth:`claim_idempotent` (every lease the
+        cancelled call returns is handed back)."""
+        natives, replayed = await self._minting(
+            lambda: self._target().claim_next_many_idempotent(production, holder, ttl, n,
+                                                              request))
+        return _wrap_claims(natives, self._authority()), replayed
+
+    async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
+                         ttl: timedelta) -> list[_Done]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._target().renew_many(ns, ttl))
+
+    async def release_many(self, leases: Iterable[Union[Lease, _native.Lease]]
+                           ) -> list[_StateOrError]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._target().release_many(ns))
+
+    async def fail_many(self, items: Iterable[_AioFailItem]) -> list[_StateOrError]:
+        ns = _native_fail_items(items)
+        return await self._run(lambda: self._target().fail_many(ns))
+
+    async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
+        ns = _native_complete_items(items)
+        return await self._run(lambda: self._target().complete_many(ns))
+
+
+class Authority(_Writes):
     """Async handle over a :class:`tenure.Authority` (see the module docs).
 
     ``Authority(native, max_workers=32)`` wraps an authority opened with the
@@ -364,6 +487,12 @@ class Authority:
     async def _run(self, call: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, call)
 
+    def _target(self) -> _native.Authority:
+        return self._native
+
+    def _authority(self) -> Authority:
+        return self
+
     async def _mint(self, call: Callable[[], _native.Lease],
                     wait: Optional[_native.WaitCancel] = None) -> Lease:
         """Run a lease-minting call; hand its lease back if the awaiting task
@@ -420,65 +549,15 @@ class Authority:
         """An edit: ``async with auth.edit() as e:`` (see :class:`Edit`)."""
         return Edit(self)
 
-    async def create_production(self, production: str) -> bool:
-        return await self._run(lambda: self._native.create_production(production))
-
-    async def cancel_production(self, production: str) -> int:
-        return await self._run(lambda: self._native.cancel_production(production))
-
     async def productions(self) -> list[_native.ProductionView]:
         return await self._run(self._native.productions)
-
-    async def submit(self, production: str, job: str, payload: bytes = b"", *,
-                     priority: int = 0,
-                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS,
-                     not_before: Optional[timedelta] = None,
-                     max_hold: Optional[timedelta] = None,
-                     backoff: Optional[_native.Backoff] = None) -> _Submitted:
-        return await self._run(lambda: self._native.submit(
-            production, job, payload, priority=priority, max_attempts=max_attempts,
-            not_before=not_before, max_hold=max_hold, backoff=backoff))
-
-    async def set_production_backoff(self, production: str,
-                                     backoff: Optional[_native.Backoff]) -> None:
-        await self._run(lambda: self._native.set_production_backoff(production, backoff))
 
     async def submit_many(self, production: str,
                           jobs: Iterable[_native.JobSpec]) -> list[_Submitted]:
         specs = list(jobs)
         return await self._run(lambda: self._native.submit_many(production, specs))
 
-    async def cancel(self, production: str, job: str) -> _CancelOutcome:
-        return await self._run(lambda: self._native.cancel(production, job))
-
     # -- leases -------------------------------------------------------------
-
-    async def claim(self, production: str, job: str, holder: str, ttl: timedelta) -> Lease:
-        """Claim a named job (cancellation-safe, see the module docs)."""
-        return await self._mint(lambda: self._native.claim(production, job, holder, ttl))
-
-    async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
-        """Claim the next claimable job (cancellation-safe, see the module docs);
-        ``NoJobAvailable`` when there is none."""
-        return await self._mint(lambda: self._native.claim_next(production, holder, ttl))
-
-    async def claim_idempotent(self, production: str, job: str, holder: str, ttl: timedelta,
-                         request: _native.ClaimRequest) -> tuple[Lease, bool]:
-        """Claim a named job under ``request``: ``(lease, replayed)`` (see
-        :meth:`tenure.Authority.claim_idempotent`). Cancellation-safe like
-        :meth:`claim`: a lease the cancelled call returns, new or replayed,
-        is handed back (a later retry of the request gets ``LeaseClosed``)."""
-        native, replayed = await self._minting(
-            lambda: self._native.claim_idempotent(production, job, holder, ttl, request))
-        return Lease(native, self), replayed
-
-    async def claim_next_idempotent(self, production: str, holder: str, ttl: timedelta,
-                              request: _native.ClaimRequest) -> tuple[Lease, bool]:
-        """Claim the next claimable job under ``request``: ``(lease,
-        replayed)``; cancellation-safe as :meth:`claim_idempotent`."""
-        native, replayed = await self._minting(
-            lambda: self._native.claim_next_idempotent(production, holder, ttl, request))
-        return Lease(native, self), replayed
 
     async def claim_next_wait(self, production: str, holder: str, ttl: timedelta,
                               timeout: timedelta,
@@ -498,46 +577,6 @@ class Authority:
         finally:
             with self._lock:
                 self._waits.discard(own)
-
-    # Batched calls: the synchronous API's outcomes (one per lease; a refused
-    # lease's error is an exception object in the list, never raised).
-
-    async def claim_next_many(self, production: str, holder: str, ttl: timedelta,
-                              n: int) -> list[Lease]:
-        """Claim up to ``n`` jobs in one operation (cancellation-safe: every
-        lease of a cancelled call that commits anyway is handed back)."""
-        natives = await self._minting(
-            lambda: self._native.claim_next_many(production, holder, ttl, n))
-        return [Lease(x, self) for x in natives]
-
-    async def claim_next_many_idempotent(self, production: str, holder: str, ttl: timedelta, n: int,
-                                   request: _native.ClaimRequest
-                                   ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
-        """:meth:`claim_next_many` under ``request``: ``(claims, replayed)``
-        (see :meth:`tenure.Authority.claim_next_many_idempotent`); cancellation-safe
-        as :meth:`claim_idempotent` (every lease the cancelled call returns is
-        handed back)."""
-        natives, replayed = await self._minting(
-            lambda: self._native.claim_next_many_idempotent(production, holder, ttl, n, request))
-        return _wrap_claims(natives, self), replayed
-
-    async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
-                         ttl: timedelta) -> list[_Done]:
-        ns = [_native_lease(x) for x in leases]
-        return await self._run(lambda: self._native.renew_many(ns, ttl))
-
-    async def release_many(self, leases: Iterable[Union[Lease, _native.Lease]]
-                           ) -> list[_StateOrError]:
-        ns = [_native_lease(x) for x in leases]
-        return await self._run(lambda: self._native.release_many(ns))
-
-    async def fail_many(self, items: Iterable[_AioFailItem]) -> list[_StateOrError]:
-        ns = _native_fail_items(items)
-        return await self._run(lambda: self._native.fail_many(ns))
-
-    async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
-        ns = _native_complete_items(items)
-        return await self._run(lambda: self._native.complete_many(ns))
 
     # Idempotent batched calls: per lease what the single ``*_idempotent``
     # call returns, or the lease's error as an exception object.
@@ -793,8 +832,8 @@ class Keeper:
         self._entered = False
 
     @property
-    def keeper(self) -> Optional[_native.Keeper]:
-        """The native keeper, once entered."""
+    def native(self) -> Optional[_native.Keeper]:
+        """The native keeper underneath, once entered."""
         return self._keeper
 
     @property
@@ -814,7 +853,7 @@ class Keeper:
 
     async def __aenter__(self) -> Self:
         if self._entered:
-            raise RuntimeError("a Keeper runs once")
+            raise RuntimeError("an aio.Keeper runs once")
         self._entered = True
         # Started off the loop (it starts a thread); if this entry is
         # cancelled, a keeper that started anyway is stopped there.
@@ -855,7 +894,7 @@ class EditInterrupted(RuntimeError):
     on: the edit was aborted at the end of the block instead of committed."""
 
 
-class Edit:
+class Edit(_Writes):
     """Async form of :class:`tenure.Edit`: ``async with auth.edit() as e:``.
 
     Entering begins the edit (waiting for the writer lock off the loop);
@@ -924,111 +963,43 @@ class Edit:
                 self._interrupted = True
             raise
 
-    def _edit(self) -> _native.Edit:
+    async def _minting(self, call: Callable[[], M]) -> M:
+        return await self._run(call)
+
+    def _target(self) -> _native.Edit:
         assert self._native is not None
         return self._native
 
-    async def create_production(self, production: str) -> bool:
-        return await self._run(lambda: self._edit().create_production(production))
-
-    async def cancel_production(self, production: str) -> int:
-        return await self._run(lambda: self._edit().cancel_production(production))
-
-    async def submit(self, production: str, job: str, payload: bytes = b"", *,
-                     priority: int = 0,
-                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS,
-                     not_before: Optional[timedelta] = None,
-                     max_hold: Optional[timedelta] = None,
-                     backoff: Optional[_native.Backoff] = None) -> _Submitted:
-        return await self._run(lambda: self._edit().submit(
-            production, job, payload, priority=priority, max_attempts=max_attempts,
-            not_before=not_before, max_hold=max_hold, backoff=backoff))
-
-    async def set_production_backoff(self, production: str,
-                                     backoff: Optional[_native.Backoff]) -> None:
-        await self._run(lambda: self._edit().set_production_backoff(production, backoff))
-
-    async def cancel(self, production: str, job: str) -> _CancelOutcome:
-        return await self._run(lambda: self._edit().cancel(production, job))
-
-    async def claim(self, production: str, job: str, holder: str, ttl: timedelta) -> Lease:
-        native = await self._run(lambda: self._edit().claim(production, job, holder, ttl))
-        return Lease(native, self._auth)
-
-    async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
-        native = await self._run(lambda: self._edit().claim_next(production, holder, ttl))
-        return Lease(native, self._auth)
-
-    async def claim_next_many(self, production: str, holder: str, ttl: timedelta,
-                              n: int) -> list[Lease]:
-        natives = await self._run(
-            lambda: self._edit().claim_next_many(production, holder, ttl, n))
-        return [Lease(x, self._auth) for x in natives]
-
-    async def claim_next_many_idempotent(self, production: str, holder: str, ttl: timedelta, n: int,
-                                   request: _native.ClaimRequest
-                                   ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
-        natives, replayed = await self._run(
-            lambda: self._edit().claim_next_many_idempotent(production, holder, ttl, n, request))
-        return _wrap_claims(natives, self._auth), replayed
-
-    async def claim_idempotent(self, production: str, job: str, holder: str, ttl: timedelta,
-                         request: _native.ClaimRequest) -> tuple[Lease, bool]:
-        native, replayed = await self._run(
-            lambda: self._edit().claim_idempotent(production, job, holder, ttl, request))
-        return Lease(native, self._auth), replayed
-
-    async def claim_next_idempotent(self, production: str, holder: str, ttl: timedelta,
-                              request: _native.ClaimRequest) -> tuple[Lease, bool]:
-        native, replayed = await self._run(
-            lambda: self._edit().claim_next_idempotent(production, holder, ttl, request))
-        return Lease(native, self._auth), replayed
-
-    async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
-                         ttl: timedelta) -> list[_Done]:
-        ns = [_native_lease(x) for x in leases]
-        return await self._run(lambda: self._edit().renew_many(ns, ttl))
-
-    async def release_many(self, leases: Iterable[Union[Lease, _native.Lease]]
-                           ) -> list[_StateOrError]:
-        ns = [_native_lease(x) for x in leases]
-        return await self._run(lambda: self._edit().release_many(ns))
-
-    async def fail_many(self, items: Iterable[_AioFailItem]) -> list[_StateOrError]:
-        ns = _native_fail_items(items)
-        return await self._run(lambda: self._edit().fail_many(ns))
-
-    async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
-        ns = _native_complete_items(items)
-        return await self._run(lambda: self._edit().complete_many(ns))
+    def _authority(self) -> Authority:
+        return self._auth
 
     async def renew(self, lease: Union[Lease, _native.Lease], ttl: timedelta) -> None:
         n = _native_lease(lease)
-        await self._run(lambda: self._edit().renew(n, ttl))
+        await self._run(lambda: self._target().renew(n, ttl))
 
     async def release(self, lease: Union[Lease, _native.Lease]) -> _JobState:
         n = _native_lease(lease)
-        return await self._run(lambda: self._edit().release(n))
+        return await self._run(lambda: self._target().release(n))
 
     async def fail(self, lease: Union[Lease, _native.Lease], reason: str = "", *,
                    permanent: bool = False,
                    retry_after: Optional[timedelta] = None) -> _JobState:
         n = _native_lease(lease)
-        return await self._run(lambda: self._edit().fail(
+        return await self._run(lambda: self._target().fail(
             n, reason, permanent=permanent, retry_after=retry_after))
 
     async def complete(self, lease: Union[Lease, _native.Lease], facts: _Facts = None) -> None:
         n = _native_lease(lease)
-        await self._run(lambda: self._edit().complete(n, facts))
+        await self._run(lambda: self._target().complete(n, facts))
 
     async def commit(self) -> None:
         """Commit now (pending leases become active); the edit is finished."""
-        await self._run(self._edit().commit)
+        await self._run(self._target().commit)
         self._finished = True
 
     async def abort(self) -> None:
         """Roll back now (pending leases close); the edit is finished."""
-        await self._run(self._edit().abort)
+        await self._run(self._target().abort)
         self._finished = True
 
 
