@@ -107,9 +107,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -118,7 +119,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 from tenure import _native
 
 if TYPE_CHECKING:
-    from typing_extensions import Literal, Self, TypeAlias
+    from typing_extensions import Concatenate, Literal, ParamSpec, Self, TypeAlias
 
     from tenure._native import (
         _CancelOutcome,
@@ -156,6 +157,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    _P = ParamSpec("_P")
 M = TypeVar("M", _native.Lease, list[_native.Lease], tuple[_native.Lease, bool],
             tuple[list[Union[_native.Lease, _native.TenureError]], bool])
 
@@ -277,6 +280,59 @@ async def open(  # noqa: A001 - the module's entry point, like io.open
     return Authority(native, _pool=pool, _owned=True)
 
 
+# -- coroutines made from the native methods ---------------------------------
+#
+# A native method whose arguments and result need no aio wrapping (no lease
+# passes in or out) has its coroutine made from the method itself: the same
+# name, parameters, types and docstring (the stubs' and the wheel's), run on
+# the pool. Those that take or mint leases are written out below.
+
+
+def _named(call: Callable[..., Any], method: Callable[..., Any]) -> None:
+    """Give the coroutine ``call`` the native ``method``'s name, docstring
+    and, where the wheel declares one, signature."""
+    call.__name__ = call.__qualname__ = method.__name__
+    call.__doc__ = method.__doc__
+    try:
+        call.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        pass
+
+
+def _on_authority(method: Callable[Concatenate[_native.Authority, _P], T]
+                  ) -> Callable[Concatenate[Authority, _P], Coroutine[Any, Any, T]]:
+    """The coroutine of a native ``Authority`` method, run on the pool."""
+    async def call(self: Authority, /, *args: _P.args, **kwargs: _P.kwargs) -> T:
+        return await self._run(lambda: method(self._native, *args, **kwargs))
+    _named(call, method)
+    return call
+
+
+def _on_writer(method: Callable[Concatenate[_native.Authority, _P], T]
+               ) -> Callable[Concatenate[_Writes, _P], Coroutine[Any, Any, T]]:
+    """The coroutine of an operation ``Authority`` and ``Edit`` share (typed
+    from ``tenure.Authority``'s, the same as ``tenure.Edit``'s), run where
+    the aio handle runs its calls, on its own native handle."""
+    name = method.__name__
+
+    async def call(self: _Writes, /, *args: _P.args, **kwargs: _P.kwargs) -> T:
+        def run() -> T:
+            native: Callable[_P, T] = getattr(self._target(), name)
+            return native(*args, **kwargs)
+        return await self._run(run)
+    _named(call, method)
+    return call
+
+
+def _on_lease(method: Callable[Concatenate[_native.Lease, _P], T]
+              ) -> Callable[Concatenate[Lease, _P], Coroutine[Any, Any, T]]:
+    """The coroutine of a native ``Lease`` method, run on its authority's pool."""
+    async def call(self: Lease, /, *args: _P.args, **kwargs: _P.kwargs) -> T:
+        return await self._auth._run(lambda: method(self._native, *args, **kwargs))
+    _named(call, method)
+    return call
+
+
 class _Writes:
     """The coroutines :class:`Authority` and :class:`Edit` share: the
     operations ``tenure.Authority`` and ``tenure.Edit`` share (written once in
@@ -299,28 +355,11 @@ class _Writes:
         """The authority whose pool the leases minted here use."""
         raise NotImplementedError
 
-    async def create_production(self, production: str) -> bool:
-        return await self._run(lambda: self._target().create_production(production))
-
-    async def cancel_production(self, production: str) -> int:
-        return await self._run(lambda: self._target().cancel_production(production))
-
-    async def submit(self, production: str, job: str, payload: bytes = b"", *,
-                     priority: int = 0,
-                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS,
-                     not_before: Optional[timedelta] = None,
-                     max_hold: Optional[timedelta] = None,
-                     backoff: Optional[_native.Backoff] = None) -> _Submitted:
-        return await self._run(lambda: self._target().submit(
-            production, job, payload, priority=priority, max_attempts=max_attempts,
-            not_before=not_before, max_hold=max_hold, backoff=backoff))
-
-    async def set_production_backoff(self, production: str,
-                                     backoff: Optional[_native.Backoff]) -> None:
-        await self._run(lambda: self._target().set_production_backoff(production, backoff))
-
-    async def cancel(self, production: str, job: str) -> _CancelOutcome:
-        return await self._run(lambda: self._target().cancel(production, job))
+    create_production = _on_writer(_native.Authority.create_production)
+    cancel_production = _on_writer(_native.Authority.cancel_production)
+    submit = _on_writer(_native.Authority.submit)
+    set_production_backoff = _on_writer(_native.Authority.set_production_backoff)
+    cancel = _on_writer(_native.Authority.cancel)
 
     # -- leases -------------------------------------------------------------
 
@@ -549,8 +588,7 @@ class Authority(_Writes):
         """An edit: ``async with auth.edit() as e:`` (see :class:`Edit`)."""
         return Edit(self)
 
-    async def productions(self) -> list[_native.ProductionView]:
-        return await self._run(self._native.productions)
+    productions = _on_authority(_native.Authority.productions)
 
     async def submit_many(self, production: str,
                           jobs: Iterable[_native.JobSpec]) -> list[_Submitted]:
@@ -615,57 +653,29 @@ class Authority(_Writes):
 
     # -- observations -------------------------------------------------------
 
-    async def job(self, production: str, job: str) -> _native.JobView:
-        return await self._run(lambda: self._native.job(production, job))
-
-    async def payload(self, production: str, job: str) -> bytes:
-        return await self._run(lambda: self._native.payload(production, job))
-
-    async def next_due_us(self, production: str) -> Optional[int]:
-        return await self._run(lambda: self._native.next_due_us(production))
-
-    async def jobs(self, production: str, *, state: Optional[_JobState] = None,
-                   after: Optional[str] = None, limit: int = 0) -> list[_native.JobView]:
-        return await self._run(lambda: self._native.jobs(
-            production, state=state, after=after, limit=limit))
-
-    async def facts(self, production: str, job: str) -> list[_native.PublishedFact]:
-        return await self._run(lambda: self._native.facts(production, job))
-
-    async def production_facts(self, production: str) -> list[_native.PublishedFact]:
-        return await self._run(lambda: self._native.production_facts(production))
-
-    async def events(self, after: int = 0, limit: int = 0) -> list[_native.Event]:
-        return await self._run(lambda: self._native.events(after, limit))
-
-    async def production_events(self, production: str, after: int = 0,
-                                limit: int = 0) -> list[_native.Event]:
-        return await self._run(lambda: self._native.production_events(production, after, limit))
-
-    async def clock(self) -> _native.ClockReading:
-        return await self._run(self._native.clock)
-
-    async def check(self) -> _native.CheckReport:
-        return await self._run(self._native.check)
+    job = _on_authority(_native.Authority.job)
+    payload = _on_authority(_native.Authority.payload)
+    next_due_us = _on_authority(_native.Authority.next_due_us)
+    jobs = _on_authority(_native.Authority.jobs)
+    facts = _on_authority(_native.Authority.facts)
+    production_facts = _on_authority(_native.Authority.production_facts)
+    events = _on_authority(_native.Authority.events)
+    production_events = _on_authority(_native.Authority.production_events)
+    clock = _on_authority(_native.Authority.clock)
+    check = _on_authority(_native.Authority.check)
 
     # -- retention ------------------------------------------------------------
 
-    async def history_horizon(self) -> int:
-        return await self._run(self._native.history_horizon)
-
-    async def prune(self, retention: _native.Retention) -> _native.PruneReport:
-        return await self._run(lambda: self._native.prune(retention))
-
-    async def delete_production(self, production: str) -> _native.DeletedCounts:
-        return await self._run(lambda: self._native.delete_production(production))
+    history_horizon = _on_authority(_native.Authority.history_horizon)
+    prune = _on_authority(_native.Authority.prune)
+    delete_production = _on_authority(_native.Authority.delete_production)
 
     async def export_production(self, production: str) -> list[str]:
         """The export's JSON lines (see :meth:`tenure.Authority.export_production`),
         read off the loop, as a list."""
         return await self._run(lambda: list(self._native.export_production(production)))
 
-    async def vacuum(self) -> None:
-        await self._run(self._native.vacuum)
+    vacuum = _on_authority(_native.Authority.vacuum)
 
 
 def _native_lease(lease: Union[Lease, _native.Lease]) -> _native.Lease:
@@ -752,37 +762,14 @@ class Lease:
     def __repr__(self) -> str:
         return f"aio.{self._native!r}"
 
-    async def renew(self, ttl: timedelta) -> None:
-        await self._auth._run(lambda: self._native.renew(ttl))
-
-    async def release(self) -> _JobState:
-        return await self._auth._run(self._native.release)
-
-    async def fail(self, reason: str = "", *, permanent: bool = False,
-                   retry_after: Optional[timedelta] = None) -> _JobState:
-        return await self._auth._run(lambda: self._native.fail(
-            reason, permanent=permanent, retry_after=retry_after))
-
-    async def complete(self, facts: _Facts = None) -> None:
-        await self._auth._run(lambda: self._native.complete(facts))
-
-    async def renew_idempotent(self, ttl: timedelta) -> tuple[int, bool]:
-        """:meth:`tenure.Lease.renew_idempotent`: ``(expires_us, replayed)``."""
-        return await self._auth._run(lambda: self._native.renew_idempotent(ttl))
-
-    async def release_idempotent(self) -> tuple[_JobState, bool]:
-        """:meth:`tenure.Lease.release_idempotent`: ``(state, replayed)``."""
-        return await self._auth._run(self._native.release_idempotent)
-
-    async def fail_idempotent(self, reason: str = "", *, permanent: bool = False,
-                              retry_after: Optional[timedelta] = None) -> tuple[_JobState, bool]:
-        """:meth:`tenure.Lease.fail_idempotent`: ``(state, replayed)``."""
-        return await self._auth._run(lambda: self._native.fail_idempotent(
-            reason, permanent=permanent, retry_after=retry_after))
-
-    async def complete_idempotent(self, facts: _Facts = None) -> bool:
-        """:meth:`tenure.Lease.complete_idempotent`: whether it was a replay."""
-        return await self._auth._run(lambda: self._native.complete_idempotent(facts))
+    renew = _on_lease(_native.Lease.renew)
+    release = _on_lease(_native.Lease.release)
+    fail = _on_lease(_native.Lease.fail)
+    complete = _on_lease(_native.Lease.complete)
+    renew_idempotent = _on_lease(_native.Lease.renew_idempotent)
+    release_idempotent = _on_lease(_native.Lease.release_idempotent)
+    fail_idempotent = _on_lease(_native.Lease.fail_idempotent)
+    complete_idempotent = _on_lease(_native.Lease.complete_idempotent)
 
     def export_token(self) -> str:
         """The credential as text (no I/O; treat it like a password)."""

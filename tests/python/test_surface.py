@@ -101,9 +101,33 @@ def _member(f: ast.FunctionDef | ast.AsyncFunctionDef, norm: Callable[[str], str
                   norm(_text(f.returns)))
 
 
-def _classes(path: Path, norm: Callable[[str], str]) -> dict[str, dict[str, Member]]:
+# The aio members made from a native method (``name = _on_lease(_native.Lease.name)``):
+# (aio class, attribute, native class, native method).
+MADE: list[tuple[str, str, str, str]] = []
+
+
+def _made_from(cls: str, node: ast.stmt) -> tuple[str, str] | None:
+    """``(native class, method)`` when ``node`` makes an aio coroutine from a
+    native method."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id.startswith("_on_") and len(node.value.args) == 1):
+        return None
+    arg = node.value.args[0]
+    assert isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Attribute), \
+        ast.unparse(node)
+    assert ast.unparse(arg.value.value) == "_native", ast.unparse(node)
+    MADE.append((cls, node.targets[0].id, arg.value.attr, arg.attr))
+    return arg.value.attr, arg.attr
+
+
+def _classes(path: Path, norm: Callable[[str], str],
+             natives: dict[str, dict[str, Member]] | None = None
+             ) -> dict[str, dict[str, Member]]:
     """Every class of the file with its public members, its bases' (those
-    defined in the same file) included."""
+    defined in the same file) included. With ``natives`` (the stubs' classes),
+    a member made from a native method is that method, as a coroutine."""
     tree = ast.parse(path.read_text())
     defs = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
 
@@ -116,14 +140,29 @@ def _classes(path: Path, norm: Callable[[str], str]) -> dict[str, dict[str, Memb
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                     and not f.name.startswith("_"):
                 out[f.name] = _member(f, norm)
+            elif natives is not None and (made := _made_from(c.name, f)) is not None:
+                assert isinstance(f, ast.Assign) and isinstance(f.targets[0], ast.Name)
+                m = natives[made[0]][made[1]]
+                out[f.targets[0].id] = Member(f.targets[0].id, True, False, m.params, m.returns)
         return out
 
     return {name: members(c) for name, c in defs.items()}
 
 
 STUB = _classes(STUBS, _stub_type)
-AIO_CLASSES = _classes(AIO, _aio_type)
+AIO_CLASSES = _classes(AIO, _aio_type, STUB)
 HANDLES = ("Authority", "Edit", "Lease")
+
+
+def test_coroutines_made_from_native_methods_wrap_their_namesakes() -> None:
+    assert len(MADE) >= 20
+    for cls, attr, native_cls, method in MADE:
+        assert attr == method, f"aio.{cls}.{attr} is made from {native_cls}.{method}"
+        # Lease's from tenure.Lease; Authority's and the shared ones from tenure.Authority.
+        assert native_cls == ("Lease" if cls == "Lease" else "Authority"), (cls, attr)
+        runtime = getattr(getattr(aio, cls), attr)
+        assert runtime.__name__ == attr and runtime.__doc__ == getattr(
+            getattr(tenure, native_cls), method).__doc__
 
 
 def test_the_stubs_share_the_writer_operations_once() -> None:
