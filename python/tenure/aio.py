@@ -335,8 +335,8 @@ def _on_lease(method: Callable[Concatenate[_native.Lease, _P], T]
 
 class _Writes:
     """The coroutines :class:`Authority` and :class:`Edit` share: the
-    operations ``tenure.Authority`` and ``tenure.Edit`` share (written once in
-    the wheel, and once here). Each subclass says where its native calls run
+    operations ``tenure.Authority`` and ``tenure.Edit`` share (the stubs'
+    ``_Writer``), once. Each subclass says where its native calls run
     (:meth:`_run`), how a lease-minting call runs (:meth:`_minting`: on an
     authority cancellation-safe, see the module docs; in an edit like any
     other call, its leases pending until the commit), and on which native
