@@ -97,21 +97,21 @@ TEST_CASE("census: bad request IDs, batch sizes and durations of the idempotent 
   }
   CHECK_NOTHROW(tenure::ClaimRequest(std::string(128, 'r')));
   tenure::ClaimRequest r("req");
-  CHECK_THROWS_AS(a.claim_with("p", "kept", "w", 0s, r), tenure::InvalidDuration);
-  CHECK_THROWS_AS(a.claim_with("p", "kept", "w", std::chrono::nanoseconds(1500), r), tenure::InvalidDuration);
-  CHECK_THROWS_AS(a.claim_with("p", "kept", "w\x80", 10s, r), tenure::InvalidArgument);
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", 10s, 0, r), tenure::InvalidArgument);
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", 10s, 1001, r), tenure::InvalidArgument);
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "", 10s, 1, r), tenure::InvalidArgument);
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", -1s, 1, r), tenure::InvalidDuration);
+  CHECK_THROWS_AS(a.claim_idempotent("p", "kept", "w", 0s, r), tenure::InvalidDuration);
+  CHECK_THROWS_AS(a.claim_idempotent("p", "kept", "w", std::chrono::nanoseconds(1500), r), tenure::InvalidDuration);
+  CHECK_THROWS_AS(a.claim_idempotent("p", "kept", "w\x80", 10s, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 10s, 0, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 10s, 1001, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "", 10s, 1, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", -1s, 1, r), tenure::InvalidDuration);
   {
     tenure::Edit e = a.edit();
-    CHECK_THROWS_AS(e.claim_next_many_with("p", "w", 10s, 1001, r), tenure::InvalidArgument);
-    CHECK_THROWS_AS(e.claim_with("", "kept", "w", 10s, r), tenure::InvalidArgument);
+    CHECK_THROWS_AS(e.claim_next_many_idempotent("p", "w", 10s, 1001, r), tenure::InvalidArgument);
+    CHECK_THROWS_AS(e.claim_idempotent("", "kept", "w", 10s, r), tenure::InvalidArgument);
     e.commit();
   }
   const tenure::ClaimRequest taken = std::move(r);
-  CHECK_THROWS_AS(a.claim_next_with("p", "w", 10s, r), tenure::InvalidArgument);  // moved from: no handle
+  CHECK_THROWS_AS(a.claim_next_idempotent("p", "w", 10s, r), tenure::InvalidArgument);  // moved from: no handle
   CHECK_THROWS_AS(a.renew_many_idempotent({}, 10s), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.release_many_idempotent({}), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.fail_many_idempotent({}), tenure::InvalidArgument);
@@ -119,7 +119,7 @@ TEST_CASE("census: bad request IDs, batch sizes and durations of the idempotent 
   CHECK(a.job("p", "kept").attempts == 0);
   CHECK(a.events(0, 10000).size() == events);
   // the request was never recorded: it claims afresh
-  const tenure::Applied<tenure::Lease> l = a.claim_with("p", "kept", "w", 10s, taken);
+  const tenure::Applied<tenure::Lease> l = a.claim_idempotent("p", "kept", "w", 10s, taken);
   CHECK(!l.replayed);
   // a bad item is that lease's own InvalidArgument; text with a NUL byte fails the whole call
   const std::size_t claimed = a.events(0, 10000).size();

@@ -1,6 +1,6 @@
 // Idempotent calls through the C++ projection (ABI 1.1; docs/design.md,
-// "Idempotent calls"): ClaimRequest, claim_with / claim_next_with /
-// claim_next_many_with (on Authority and Edit) returning Applied<...>, the
+// "Idempotent calls"): ClaimRequest, claim_idempotent / claim_next_idempotent /
+// claim_next_many_idempotent (on Authority and Edit) returning Applied<...>, the
 // lease transitions' _idempotent forms and the batched
 // Authority::*_many_idempotent with one Outcome per lease, with a copy of
 // the lease that never heard the answer (an imported token) standing for a
@@ -33,24 +33,24 @@ TEST_CASE("idempotent: a claim retried under its request returns the same lease;
   a.submit("p", tenure::JobSpec("j0"));
   a.submit("p", tenure::JobSpec("j1"));
   const tenure::ClaimRequest r("req-1");
-  tenure::Applied<tenure::Lease> first = a.claim_with("p", "j0", "w", 60s, r);
+  tenure::Applied<tenure::Lease> first = a.claim_idempotent("p", "j0", "w", 60s, r);
   CHECK(!first.replayed);
   const std::size_t events = event_count(a);
-  tenure::Applied<tenure::Lease> again = a.claim_with("p", "j0", "w", 60s, r);
+  tenure::Applied<tenure::Lease> again = a.claim_idempotent("p", "j0", "w", 60s, r);
   CHECK(again.replayed);
   CHECK(again.value.claim_id() == first.value.claim_id());
   CHECK(again.value.attempt() == 1);
   CHECK(event_count(a) == events);
   const tenure::ClaimRequest other("req-1");
-  CHECK_THROWS_AS(a.claim_with("p", "j0", "w", 60s, other), tenure::Conflict);
-  CHECK_THROWS_AS(a.claim_with("p", "j0", "w", 61s, r), tenure::Conflict);
-  CHECK_THROWS_AS(a.claim_next_with("p", "w", 60s, r), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_idempotent("p", "j0", "w", 60s, other), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_idempotent("p", "j0", "w", 61s, r), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_next_idempotent("p", "w", 60s, r), tenure::Conflict);
   CHECK(event_count(a) == events);
   CHECK_THROWS_AS(tenure::ClaimRequest(""), tenure::InvalidArgument);
   CHECK_THROWS_AS(tenure::ClaimRequest("a/b"), tenure::InvalidArgument);
   const tenure::ClaimRequest n("req-2");
-  tenure::Applied<tenure::Lease> n1 = a.claim_next_with("p", "w", 60s, n);
-  tenure::Applied<tenure::Lease> n2 = a.claim_next_with("p", "w", 60s, n);
+  tenure::Applied<tenure::Lease> n1 = a.claim_next_idempotent("p", "w", 60s, n);
+  tenure::Applied<tenure::Lease> n2 = a.claim_next_idempotent("p", "w", 60s, n);
   CHECK((!n1.replayed && n2.replayed && n1.value.job() == "j1" && n2.value.claim_id() == n1.value.claim_id()));
   first.value.release();
   n1.value.release();
@@ -113,14 +113,14 @@ TEST_CASE("idempotent: a failure with a retry delay replays with the same reason
   CHECK(a.job("p", "j").due == v.due);
 }
 
-TEST_CASE("idempotent: claim_next_many_with replays every member; one no longer current gets its own status") {
+TEST_CASE("idempotent: claim_next_many_idempotent replays every member; one no longer current gets its own status") {
   tenure::Authority a = tenure::Authority::open(fresh_db("idem-claim-many"));
   a.create_production("p");
   const tenure::ClaimRequest r("batch-1");
-  tenure::Applied<std::vector<tenure::Claimed>> none = a.claim_next_many_with("p", "w", 60s, 3, r);
+  tenure::Applied<std::vector<tenure::Claimed>> none = a.claim_next_many_idempotent("p", "w", 60s, 3, r);
   CHECK((!none.replayed && none.value.empty()));
   for (const char* j : {"j0", "j1", "j2", "j3"}) a.submit("p", tenure::JobSpec(j));
-  const tenure::Applied<std::vector<tenure::Claimed>> first = a.claim_next_many_with("p", "w", 60s, 3, r);
+  const tenure::Applied<std::vector<tenure::Claimed>> first = a.claim_next_many_idempotent("p", "w", 60s, 3, r);
   CHECK(!first.replayed);  // the request ID stayed unused when nothing was claimable
   REQUIRE(first.value.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -132,7 +132,7 @@ TEST_CASE("idempotent: claim_next_many_with replays every member; one no longer 
   CHECK(first.value[0].lease.claim_id() != first.value[1].lease.claim_id());
   const std::size_t events = event_count(a);
 
-  const tenure::Applied<std::vector<tenure::Claimed>> again = a.claim_next_many_with("p", "w", 60s, 3, r);
+  const tenure::Applied<std::vector<tenure::Claimed>> again = a.claim_next_many_idempotent("p", "w", 60s, 3, r);
   CHECK(again.replayed);
   REQUIRE(again.value.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -146,15 +146,15 @@ TEST_CASE("idempotent: claim_next_many_with replays every member; one no longer 
 
   // the same ID with another secret or other arguments changes nothing
   const tenure::ClaimRequest other("batch-1");
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", 60s, 3, other), tenure::Conflict);
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", 60s, 2, r), tenure::Conflict);
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "w2", 60s, 3, r), tenure::Conflict);
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", 61s, 3, r), tenure::Conflict);
-  CHECK_THROWS_AS(a.claim_next_with("p", "w", 60s, r), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 60s, 3, other), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 60s, 2, r), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w2", 60s, 3, r), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 61s, 3, r), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_next_idempotent("p", "w", 60s, r), tenure::Conflict);
   const tenure::ClaimRequest single("single-1");
-  const tenure::Applied<tenure::Lease> s = a.claim_next_with("p", "w", 60s, single);
+  const tenure::Applied<tenure::Lease> s = a.claim_next_idempotent("p", "w", 60s, single);
   CHECK(s.value.job() == "j3");
-  CHECK_THROWS_AS(a.claim_next_many_with("p", "w", 60s, 3, single), tenure::Conflict);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 60s, 3, single), tenure::Conflict);
   const std::size_t after = event_count(a);
 
   // a member completed and one cancelled: their slots hold their own status, no lease
@@ -162,7 +162,7 @@ TEST_CASE("idempotent: claim_next_many_with replays every member; one no longer 
   a.cancel("p", "j2");
   const std::size_t settled = event_count(a);
   CHECK(settled == after + 2);
-  const tenure::Applied<std::vector<tenure::Claimed>> later = a.claim_next_many_with("p", "w", 60s, 3, r);
+  const tenure::Applied<std::vector<tenure::Claimed>> later = a.claim_next_many_idempotent("p", "w", 60s, 3, r);
   CHECK(later.replayed);
   REQUIRE(later.value.size() == 3);
   CHECK(later.value[0].ok());
@@ -283,13 +283,13 @@ TEST_CASE("idempotent: in an edit, claims under a request are pending until the 
   std::vector<tenure::Claimed> many;
   {
     tenure::Edit e = a.edit();
-    tenure::Applied<tenure::Lease> x = e.claim_with("p", "e0", "w", 60s, r1);
+    tenure::Applied<tenure::Lease> x = e.claim_idempotent("p", "e0", "w", 60s, r1);
     CHECK(!x.replayed);
     CHECK(x.value.status() == tenure::LeaseStatus::Pending);
-    tenure::Applied<tenure::Lease> y = e.claim_next_with("p", "w", 60s, r2);
+    tenure::Applied<tenure::Lease> y = e.claim_next_idempotent("p", "w", 60s, r2);
     CHECK(y.value.job() == "e1");
-    CHECK_THROWS_AS(e.claim_next_with("p", "w", 61s, r1), tenure::Conflict);  // the edit stays usable
-    tenure::Applied<std::vector<tenure::Claimed>> z = e.claim_next_many_with("p", "w", 60s, 2, r3);
+    CHECK_THROWS_AS(e.claim_next_idempotent("p", "w", 61s, r1), tenure::Conflict);  // the edit stays usable
+    tenure::Applied<std::vector<tenure::Claimed>> z = e.claim_next_many_idempotent("p", "w", 60s, 2, r3);
     CHECK(!z.replayed);
     REQUIRE(z.value.size() == 2);
     CHECK(z.value[0].ok());
@@ -305,25 +305,25 @@ TEST_CASE("idempotent: in an edit, claims under a request are pending until the 
   const std::size_t events = event_count(a);
   {
     tenure::Edit e = a.edit();
-    const tenure::Applied<tenure::Lease> x = e.claim_with("p", "e0", "w", 60s, r1);
+    const tenure::Applied<tenure::Lease> x = e.claim_idempotent("p", "e0", "w", 60s, r1);
     CHECK((x.replayed && x.value.claim_id() == one.claim_id()));
-    const tenure::Applied<std::vector<tenure::Claimed>> z = e.claim_next_many_with("p", "w", 60s, 2, r3);
+    const tenure::Applied<std::vector<tenure::Claimed>> z = e.claim_next_many_idempotent("p", "w", 60s, 2, r3);
     CHECK(z.replayed);
     REQUIRE(z.value.size() == 2);
     CHECK(z.value[1].lease.claim_id() == many[1].lease.claim_id());
     e.commit();
   }
-  CHECK(a.claim_next_with("p", "w", 60s, r2).value.claim_id() == two.claim_id());
+  CHECK(a.claim_next_idempotent("p", "w", 60s, r2).value.claim_id() == two.claim_id());
   CHECK(event_count(a) == events);
   {
     tenure::Edit e = a.edit();
-    const tenure::Applied<tenure::Lease> x = e.claim_next_with("p", "w", 60s, gone);
+    const tenure::Applied<tenure::Lease> x = e.claim_next_idempotent("p", "w", 60s, gone);
     CHECK(x.value.job() == "e4");
     e.abort();
     CHECK(x.value.status() == tenure::LeaseStatus::Closed);
   }
   CHECK(event_count(a) == events);
-  const tenure::Applied<tenure::Lease> fresh = a.claim_next_with("p", "w", 60s, gone);
+  const tenure::Applied<tenure::Lease> fresh = a.claim_next_idempotent("p", "w", 60s, gone);
   CHECK(!fresh.replayed);
   CHECK(fresh.value.job() == "e4");
   CHECK(a.job("p", "e4").attempts == 1);

@@ -41,8 +41,8 @@ Cancellation
     A cancelled ``await`` does not stop a native call that already started
     on its thread; it still commits. So every call that mints a lease is
     cancellation-safe: if ``claim`` / ``claim_next`` / ``claim_next_many`` /
-    ``claim_next_wait``, or a claim under a request ID (``claim_with`` /
-    ``claim_next_with`` / ``claim_next_many_with``, its answer fresh or a
+    ``claim_next_wait``, or a claim under a request ID (``claim_idempotent`` /
+    ``claim_next_idempotent`` / ``claim_next_many_idempotent``, its answer fresh or a
     replay), is cancelled and the claim then commits (or had committed while
     the task was being woken), every lease it returned is released on the
     authority's pool, since the caller never received it (a later retry of
@@ -81,7 +81,7 @@ Keepers
     stops it off the loop: no renewal happens after that, and one in flight
     is waited for. It stops on the first refused renewal (``Busy`` and
     ``StoreError`` are retried within 100 ms); the error is in
-    :attr:`KeepAlive.error` and raised, with its own class and code, when
+    :attr:`Keeper.error` and raised, with its own class and code, when
     the block exits normally (an exception from the block itself takes
     precedence). A keeper never releases: dropping the lease or leaving the
     block writes nothing.
@@ -107,9 +107,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -118,7 +119,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 from tenure import _native
 
 if TYPE_CHECKING:
-    from typing_extensions import Literal, Self, TypeAlias
+    from typing_extensions import Concatenate, Literal, ParamSpec, Self, TypeAlias
 
     from tenure._native import (
         _CancelOutcome,
@@ -148,7 +149,7 @@ __all__ = [
     "EditInterrupted",
     "Job",
     "JobFailed",
-    "KeepAlive",
+    "Keeper",
     "Lease",
     "Worker",
     "WorkerStats",
@@ -156,6 +157,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    _P = ParamSpec("_P")
 M = TypeVar("M", _native.Lease, list[_native.Lease], tuple[_native.Lease, bool],
             tuple[list[Union[_native.Lease, _native.TenureError]], bool])
 
@@ -277,7 +280,166 @@ async def open(  # noqa: A001 - the module's entry point, like io.open
     return Authority(native, _pool=pool, _owned=True)
 
 
-class Authority:
+# -- coroutines made from the native methods ---------------------------------
+#
+# A native method whose arguments and result need no aio wrapping (no lease
+# passes in or out) has its coroutine made from the method itself: the same
+# name, parameters, types and docstring (the stubs' and the wheel's), run on
+# the pool. Those that take or mint leases are written out below.
+
+
+def _named(call: Callable[..., Any], method: Callable[..., Any]) -> None:
+    """Give the coroutine ``call`` the native ``method``'s name, docstring
+    and, where the wheel declares one, signature."""
+    call.__name__ = call.__qualname__ = method.__name__
+    call.__doc__ = method.__doc__
+    try:
+        call.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        pass
+
+
+def _on_authority(method: Callable[Concatenate[_native.Authority, _P], T]
+                  ) -> Callable[Concatenate[Authority, _P], Coroutine[Any, Any, T]]:
+    """The coroutine of a native ``Authority`` method, run on the pool."""
+    async def call(self: Authority, /, *args: _P.args, **kwargs: _P.kwargs) -> T:
+        return await self._run(lambda: method(self._native, *args, **kwargs))
+    _named(call, method)
+    return call
+
+
+def _on_writer(method: Callable[Concatenate[_native.Authority, _P], T]
+               ) -> Callable[Concatenate[_Writes, _P], Coroutine[Any, Any, T]]:
+    """The coroutine of an operation ``Authority`` and ``Edit`` share (typed
+    from ``tenure.Authority``'s, the same as ``tenure.Edit``'s), run where
+    the aio handle runs its calls, on its own native handle."""
+    name = method.__name__
+
+    async def call(self: _Writes, /, *args: _P.args, **kwargs: _P.kwargs) -> T:
+        def run() -> T:
+            native: Callable[_P, T] = getattr(self._target(), name)
+            return native(*args, **kwargs)
+        return await self._run(run)
+    _named(call, method)
+    return call
+
+
+def _on_lease(method: Callable[Concatenate[_native.Lease, _P], T]
+              ) -> Callable[Concatenate[Lease, _P], Coroutine[Any, Any, T]]:
+    """The coroutine of a native ``Lease`` method, run on its authority's pool."""
+    async def call(self: Lease, /, *args: _P.args, **kwargs: _P.kwargs) -> T:
+        return await self._auth._run(lambda: method(self._native, *args, **kwargs))
+    _named(call, method)
+    return call
+
+
+class _Writes:
+    """The coroutines :class:`Authority` and :class:`Edit` share: the
+    operations ``tenure.Authority`` and ``tenure.Edit`` share (the stubs'
+    ``_Writer``), once. Each subclass says where its native calls run
+    (:meth:`_run`), how a lease-minting call runs (:meth:`_minting`: on an
+    authority cancellation-safe, see the module docs; in an edit like any
+    other call, its leases pending until the commit), and on which native
+    handle (:meth:`_target`)."""
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        raise NotImplementedError
+
+    async def _minting(self, call: Callable[[], M]) -> M:
+        raise NotImplementedError
+
+    def _target(self) -> _native._Writer:
+        raise NotImplementedError
+
+    def _authority(self) -> Authority:
+        """The authority whose pool the leases minted here use."""
+        raise NotImplementedError
+
+    create_production = _on_writer(_native.Authority.create_production)
+    cancel_production = _on_writer(_native.Authority.cancel_production)
+    submit = _on_writer(_native.Authority.submit)
+    set_production_backoff = _on_writer(_native.Authority.set_production_backoff)
+    cancel = _on_writer(_native.Authority.cancel)
+
+    # -- leases -------------------------------------------------------------
+
+    async def claim(self, production: str, job: str, holder: str, ttl: timedelta) -> Lease:
+        """Claim a named job (on an :class:`Authority` cancellation-safe, see
+        the module docs)."""
+        native = await self._minting(lambda: self._target().claim(production, job, holder, ttl))
+        return Lease(native, self._authority())
+
+    async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
+        """Claim the next claimable job (on an :class:`Authority`
+        cancellation-safe, see the module docs); ``NoJobAvailable`` when there
+        is none."""
+        native = await self._minting(
+            lambda: self._target().claim_next(production, holder, ttl))
+        return Lease(native, self._authority())
+
+    async def claim_idempotent(self, production: str, job: str, holder: str, ttl: timedelta,
+                               request: _native.ClaimRequest) -> tuple[Lease, bool]:
+        """Claim a named job under ``request``: ``(lease, replayed)`` (see
+        :meth:`tenure.Authority.claim_idempotent`). On an :class:`Authority`
+        cancellation-safe like :meth:`claim`: a lease the cancelled call
+        returns, new or replayed, is handed back (a later retry of the request
+        gets ``LeaseClosed``)."""
+        native, replayed = await self._minting(
+            lambda: self._target().claim_idempotent(production, job, holder, ttl, request))
+        return Lease(native, self._authority()), replayed
+
+    async def claim_next_idempotent(self, production: str, holder: str, ttl: timedelta,
+                                    request: _native.ClaimRequest) -> tuple[Lease, bool]:
+        """Claim the next claimable job under ``request``: ``(lease,
+        replayed)``; cancellation-safe as :meth:`claim_idempotent`."""
+        native, replayed = await self._minting(
+            lambda: self._target().claim_next_idempotent(production, holder, ttl, request))
+        return Lease(native, self._authority()), replayed
+
+    # Batched calls: the synchronous API's outcomes (one per lease; a refused
+    # lease's error is an exception object in the list, never raised).
+
+    async def claim_next_many(self, production: str, holder: str, ttl: timedelta,
+                              n: int) -> list[Lease]:
+        """Claim up to ``n`` jobs in one operation (on an :class:`Authority`
+        cancellation-safe: every lease of a cancelled call that commits anyway
+        is handed back)."""
+        natives = await self._minting(
+            lambda: self._target().claim_next_many(production, holder, ttl, n))
+        return [Lease(x, self._authority()) for x in natives]
+
+    async def claim_next_many_idempotent(self, production: str, holder: str, ttl: timedelta,
+                                         n: int, request: _native.ClaimRequest
+                                         ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
+        """:meth:`claim_next_many` under ``request``: ``(claims, replayed)``
+        (see :meth:`tenure.Authority.claim_next_many_idempotent`);
+        cancellation-safe as :meth:`claim_idempotent` (every lease the
+        cancelled call returns is handed back)."""
+        natives, replayed = await self._minting(
+            lambda: self._target().claim_next_many_idempotent(production, holder, ttl, n,
+                                                              request))
+        return _wrap_claims(natives, self._authority()), replayed
+
+    async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
+                         ttl: timedelta) -> list[_Done]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._target().renew_many(ns, ttl))
+
+    async def release_many(self, leases: Iterable[Union[Lease, _native.Lease]]
+                           ) -> list[_StateOrError]:
+        ns = [_native_lease(x) for x in leases]
+        return await self._run(lambda: self._target().release_many(ns))
+
+    async def fail_many(self, items: Iterable[_AioFailItem]) -> list[_StateOrError]:
+        ns = _native_fail_items(items)
+        return await self._run(lambda: self._target().fail_many(ns))
+
+    async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
+        ns = _native_complete_items(items)
+        return await self._run(lambda: self._target().complete_many(ns))
+
+
+class Authority(_Writes):
     """Async handle over a :class:`tenure.Authority` (see the module docs).
 
     ``Authority(native, max_workers=32)`` wraps an authority opened with the
@@ -364,6 +526,12 @@ class Authority:
     async def _run(self, call: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, call)
 
+    def _target(self) -> _native.Authority:
+        return self._native
+
+    def _authority(self) -> Authority:
+        return self
+
     async def _mint(self, call: Callable[[], _native.Lease],
                     wait: Optional[_native.WaitCancel] = None) -> Lease:
         """Run a lease-minting call; hand its lease back if the awaiting task
@@ -420,65 +588,14 @@ class Authority:
         """An edit: ``async with auth.edit() as e:`` (see :class:`Edit`)."""
         return Edit(self)
 
-    async def create_production(self, production: str) -> bool:
-        return await self._run(lambda: self._native.create_production(production))
-
-    async def cancel_production(self, production: str) -> int:
-        return await self._run(lambda: self._native.cancel_production(production))
-
-    async def productions(self) -> list[_native.ProductionView]:
-        return await self._run(self._native.productions)
-
-    async def submit(self, production: str, job: str, payload: bytes = b"", *,
-                     priority: int = 0,
-                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS,
-                     not_before: Optional[timedelta] = None,
-                     max_hold: Optional[timedelta] = None,
-                     backoff: Optional[_native.Backoff] = None) -> _Submitted:
-        return await self._run(lambda: self._native.submit(
-            production, job, payload, priority=priority, max_attempts=max_attempts,
-            not_before=not_before, max_hold=max_hold, backoff=backoff))
-
-    async def set_production_backoff(self, production: str,
-                                     backoff: Optional[_native.Backoff]) -> None:
-        await self._run(lambda: self._native.set_production_backoff(production, backoff))
+    productions = _on_authority(_native.Authority.productions)
 
     async def submit_many(self, production: str,
                           jobs: Iterable[_native.JobSpec]) -> list[_Submitted]:
         specs = list(jobs)
         return await self._run(lambda: self._native.submit_many(production, specs))
 
-    async def cancel(self, production: str, job: str) -> _CancelOutcome:
-        return await self._run(lambda: self._native.cancel(production, job))
-
     # -- leases -------------------------------------------------------------
-
-    async def claim(self, production: str, job: str, holder: str, ttl: timedelta) -> Lease:
-        """Claim a named job (cancellation-safe, see the module docs)."""
-        return await self._mint(lambda: self._native.claim(production, job, holder, ttl))
-
-    async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
-        """Claim the next claimable job (cancellation-safe, see the module docs);
-        ``NoJobAvailable`` when there is none."""
-        return await self._mint(lambda: self._native.claim_next(production, holder, ttl))
-
-    async def claim_with(self, production: str, job: str, holder: str, ttl: timedelta,
-                         request: _native.ClaimRequest) -> tuple[Lease, bool]:
-        """Claim a named job under ``request``: ``(lease, replayed)`` (see
-        :meth:`tenure.Authority.claim_with`). Cancellation-safe like
-        :meth:`claim`: a lease the cancelled call returns, new or replayed,
-        is handed back (a later retry of the request gets ``LeaseClosed``)."""
-        native, replayed = await self._minting(
-            lambda: self._native.claim_with(production, job, holder, ttl, request))
-        return Lease(native, self), replayed
-
-    async def claim_next_with(self, production: str, holder: str, ttl: timedelta,
-                              request: _native.ClaimRequest) -> tuple[Lease, bool]:
-        """Claim the next claimable job under ``request``: ``(lease,
-        replayed)``; cancellation-safe as :meth:`claim_with`."""
-        native, replayed = await self._minting(
-            lambda: self._native.claim_next_with(production, holder, ttl, request))
-        return Lease(native, self), replayed
 
     async def claim_next_wait(self, production: str, holder: str, ttl: timedelta,
                               timeout: timedelta,
@@ -498,46 +615,6 @@ class Authority:
         finally:
             with self._lock:
                 self._waits.discard(own)
-
-    # Batched calls: the synchronous API's outcomes (one per lease; a refused
-    # lease's error is an exception object in the list, never raised).
-
-    async def claim_next_many(self, production: str, holder: str, ttl: timedelta,
-                              n: int) -> list[Lease]:
-        """Claim up to ``n`` jobs in one operation (cancellation-safe: every
-        lease of a cancelled call that commits anyway is handed back)."""
-        natives = await self._minting(
-            lambda: self._native.claim_next_many(production, holder, ttl, n))
-        return [Lease(x, self) for x in natives]
-
-    async def claim_next_many_with(self, production: str, holder: str, ttl: timedelta, n: int,
-                                   request: _native.ClaimRequest
-                                   ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
-        """:meth:`claim_next_many` under ``request``: ``(claims, replayed)``
-        (see :meth:`tenure.Authority.claim_next_many_with`); cancellation-safe
-        as :meth:`claim_with` (every lease the cancelled call returns is
-        handed back)."""
-        natives, replayed = await self._minting(
-            lambda: self._native.claim_next_many_with(production, holder, ttl, n, request))
-        return _wrap_claims(natives, self), replayed
-
-    async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
-                         ttl: timedelta) -> list[_Done]:
-        ns = [_native_lease(x) for x in leases]
-        return await self._run(lambda: self._native.renew_many(ns, ttl))
-
-    async def release_many(self, leases: Iterable[Union[Lease, _native.Lease]]
-                           ) -> list[_StateOrError]:
-        ns = [_native_lease(x) for x in leases]
-        return await self._run(lambda: self._native.release_many(ns))
-
-    async def fail_many(self, items: Iterable[_AioFailItem]) -> list[_StateOrError]:
-        ns = _native_fail_items(items)
-        return await self._run(lambda: self._native.fail_many(ns))
-
-    async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
-        ns = _native_complete_items(items)
-        return await self._run(lambda: self._native.complete_many(ns))
 
     # Idempotent batched calls: per lease what the single ``*_idempotent``
     # call returns, or the lease's error as an exception object.
@@ -576,57 +653,29 @@ class Authority:
 
     # -- observations -------------------------------------------------------
 
-    async def job(self, production: str, job: str) -> _native.JobView:
-        return await self._run(lambda: self._native.job(production, job))
-
-    async def payload(self, production: str, job: str) -> bytes:
-        return await self._run(lambda: self._native.payload(production, job))
-
-    async def next_due_us(self, production: str) -> Optional[int]:
-        return await self._run(lambda: self._native.next_due_us(production))
-
-    async def jobs(self, production: str, *, state: Optional[_JobState] = None,
-                   after: Optional[str] = None, limit: int = 0) -> list[_native.JobView]:
-        return await self._run(lambda: self._native.jobs(
-            production, state=state, after=after, limit=limit))
-
-    async def facts(self, production: str, job: str) -> list[_native.PublishedFact]:
-        return await self._run(lambda: self._native.facts(production, job))
-
-    async def production_facts(self, production: str) -> list[_native.PublishedFact]:
-        return await self._run(lambda: self._native.production_facts(production))
-
-    async def events(self, after: int = 0, limit: int = 0) -> list[_native.Event]:
-        return await self._run(lambda: self._native.events(after, limit))
-
-    async def production_events(self, production: str, after: int = 0,
-                                limit: int = 0) -> list[_native.Event]:
-        return await self._run(lambda: self._native.production_events(production, after, limit))
-
-    async def clock(self) -> _native.ClockReading:
-        return await self._run(self._native.clock)
-
-    async def check(self) -> _native.CheckReport:
-        return await self._run(self._native.check)
+    job = _on_authority(_native.Authority.job)
+    payload = _on_authority(_native.Authority.payload)
+    next_due_us = _on_authority(_native.Authority.next_due_us)
+    jobs = _on_authority(_native.Authority.jobs)
+    facts = _on_authority(_native.Authority.facts)
+    production_facts = _on_authority(_native.Authority.production_facts)
+    events = _on_authority(_native.Authority.events)
+    production_events = _on_authority(_native.Authority.production_events)
+    clock = _on_authority(_native.Authority.clock)
+    check = _on_authority(_native.Authority.check)
 
     # -- retention ------------------------------------------------------------
 
-    async def history_horizon(self) -> int:
-        return await self._run(self._native.history_horizon)
-
-    async def prune(self, retention: _native.Retention) -> _native.PruneReport:
-        return await self._run(lambda: self._native.prune(retention))
-
-    async def delete_production(self, production: str) -> _native.DeletedCounts:
-        return await self._run(lambda: self._native.delete_production(production))
+    history_horizon = _on_authority(_native.Authority.history_horizon)
+    prune = _on_authority(_native.Authority.prune)
+    delete_production = _on_authority(_native.Authority.delete_production)
 
     async def export_production(self, production: str) -> list[str]:
         """The export's JSON lines (see :meth:`tenure.Authority.export_production`),
         read off the loop, as a list."""
         return await self._run(lambda: list(self._native.export_production(production)))
 
-    async def vacuum(self) -> None:
-        await self._run(self._native.vacuum)
+    vacuum = _on_authority(_native.Authority.vacuum)
 
 
 def _native_lease(lease: Union[Lease, _native.Lease]) -> _native.Lease:
@@ -713,45 +762,22 @@ class Lease:
     def __repr__(self) -> str:
         return f"aio.{self._native!r}"
 
-    async def renew(self, ttl: timedelta) -> None:
-        await self._auth._run(lambda: self._native.renew(ttl))
-
-    async def release(self) -> _JobState:
-        return await self._auth._run(self._native.release)
-
-    async def fail(self, reason: str = "", *, permanent: bool = False,
-                   retry_after: Optional[timedelta] = None) -> _JobState:
-        return await self._auth._run(lambda: self._native.fail(
-            reason, permanent=permanent, retry_after=retry_after))
-
-    async def complete(self, facts: _Facts = None) -> None:
-        await self._auth._run(lambda: self._native.complete(facts))
-
-    async def renew_idempotent(self, ttl: timedelta) -> tuple[int, bool]:
-        """:meth:`tenure.Lease.renew_idempotent`: ``(expires_us, replayed)``."""
-        return await self._auth._run(lambda: self._native.renew_idempotent(ttl))
-
-    async def release_idempotent(self) -> tuple[_JobState, bool]:
-        """:meth:`tenure.Lease.release_idempotent`: ``(state, replayed)``."""
-        return await self._auth._run(self._native.release_idempotent)
-
-    async def fail_idempotent(self, reason: str = "", *, permanent: bool = False,
-                              retry_after: Optional[timedelta] = None) -> tuple[_JobState, bool]:
-        """:meth:`tenure.Lease.fail_idempotent`: ``(state, replayed)``."""
-        return await self._auth._run(lambda: self._native.fail_idempotent(
-            reason, permanent=permanent, retry_after=retry_after))
-
-    async def complete_idempotent(self, facts: _Facts = None) -> bool:
-        """:meth:`tenure.Lease.complete_idempotent`: whether it was a replay."""
-        return await self._auth._run(lambda: self._native.complete_idempotent(facts))
+    renew = _on_lease(_native.Lease.renew)
+    release = _on_lease(_native.Lease.release)
+    fail = _on_lease(_native.Lease.fail)
+    complete = _on_lease(_native.Lease.complete)
+    renew_idempotent = _on_lease(_native.Lease.renew_idempotent)
+    release_idempotent = _on_lease(_native.Lease.release_idempotent)
+    fail_idempotent = _on_lease(_native.Lease.fail_idempotent)
+    complete_idempotent = _on_lease(_native.Lease.complete_idempotent)
 
     def export_token(self) -> str:
         """The credential as text (no I/O; treat it like a password)."""
         return self._native.export_token()
 
-    def keep_alive(self, ttl: timedelta, every: Optional[timedelta] = None) -> KeepAlive:
-        """A keeper: ``async with lease.keep_alive(ttl, every=...)`` (see :class:`KeepAlive`)."""
-        return KeepAlive(self, ttl, every)
+    def keep_alive(self, ttl: timedelta, every: Optional[timedelta] = None) -> Keeper:
+        """A keeper: ``async with lease.keep_alive(ttl, every=...)`` (see :class:`Keeper`)."""
+        return Keeper(self, ttl, every)
 
 
 def _duration(value: object, param: str) -> timedelta:
@@ -772,7 +798,7 @@ def _period(ttl: timedelta, every: Optional[timedelta]) -> tuple[timedelta, time
     return ttl, every
 
 
-class KeepAlive:
+class Keeper:
     """Renews a lease on a native thread while its ``async with`` block runs.
 
     Entering starts :meth:`tenure.Lease.keep_alive` off the loop (if the
@@ -793,8 +819,8 @@ class KeepAlive:
         self._entered = False
 
     @property
-    def keeper(self) -> Optional[_native.Keeper]:
-        """The native keeper, once entered."""
+    def native(self) -> Optional[_native.Keeper]:
+        """The native keeper underneath, once entered."""
         return self._keeper
 
     @property
@@ -814,7 +840,7 @@ class KeepAlive:
 
     async def __aenter__(self) -> Self:
         if self._entered:
-            raise RuntimeError("a KeepAlive runs once")
+            raise RuntimeError("an aio.Keeper runs once")
         self._entered = True
         # Started off the loop (it starts a thread); if this entry is
         # cancelled, a keeper that started anyway is stopped there.
@@ -855,7 +881,7 @@ class EditInterrupted(RuntimeError):
     on: the edit was aborted at the end of the block instead of committed."""
 
 
-class Edit:
+class Edit(_Writes):
     """Async form of :class:`tenure.Edit`: ``async with auth.edit() as e:``.
 
     Entering begins the edit (waiting for the writer lock off the loop);
@@ -924,111 +950,43 @@ class Edit:
                 self._interrupted = True
             raise
 
-    def _edit(self) -> _native.Edit:
+    async def _minting(self, call: Callable[[], M]) -> M:
+        return await self._run(call)
+
+    def _target(self) -> _native.Edit:
         assert self._native is not None
         return self._native
 
-    async def create_production(self, production: str) -> bool:
-        return await self._run(lambda: self._edit().create_production(production))
-
-    async def cancel_production(self, production: str) -> int:
-        return await self._run(lambda: self._edit().cancel_production(production))
-
-    async def submit(self, production: str, job: str, payload: bytes = b"", *,
-                     priority: int = 0,
-                     max_attempts: int = _native.DEFAULT_MAX_ATTEMPTS,
-                     not_before: Optional[timedelta] = None,
-                     max_hold: Optional[timedelta] = None,
-                     backoff: Optional[_native.Backoff] = None) -> _Submitted:
-        return await self._run(lambda: self._edit().submit(
-            production, job, payload, priority=priority, max_attempts=max_attempts,
-            not_before=not_before, max_hold=max_hold, backoff=backoff))
-
-    async def set_production_backoff(self, production: str,
-                                     backoff: Optional[_native.Backoff]) -> None:
-        await self._run(lambda: self._edit().set_production_backoff(production, backoff))
-
-    async def cancel(self, production: str, job: str) -> _CancelOutcome:
-        return await self._run(lambda: self._edit().cancel(production, job))
-
-    async def claim(self, production: str, job: str, holder: str, ttl: timedelta) -> Lease:
-        native = await self._run(lambda: self._edit().claim(production, job, holder, ttl))
-        return Lease(native, self._auth)
-
-    async def claim_next(self, production: str, holder: str, ttl: timedelta) -> Lease:
-        native = await self._run(lambda: self._edit().claim_next(production, holder, ttl))
-        return Lease(native, self._auth)
-
-    async def claim_next_many(self, production: str, holder: str, ttl: timedelta,
-                              n: int) -> list[Lease]:
-        natives = await self._run(
-            lambda: self._edit().claim_next_many(production, holder, ttl, n))
-        return [Lease(x, self._auth) for x in natives]
-
-    async def claim_next_many_with(self, production: str, holder: str, ttl: timedelta, n: int,
-                                   request: _native.ClaimRequest
-                                   ) -> tuple[list[Union[Lease, _native.TenureError]], bool]:
-        natives, replayed = await self._run(
-            lambda: self._edit().claim_next_many_with(production, holder, ttl, n, request))
-        return _wrap_claims(natives, self._auth), replayed
-
-    async def claim_with(self, production: str, job: str, holder: str, ttl: timedelta,
-                         request: _native.ClaimRequest) -> tuple[Lease, bool]:
-        native, replayed = await self._run(
-            lambda: self._edit().claim_with(production, job, holder, ttl, request))
-        return Lease(native, self._auth), replayed
-
-    async def claim_next_with(self, production: str, holder: str, ttl: timedelta,
-                              request: _native.ClaimRequest) -> tuple[Lease, bool]:
-        native, replayed = await self._run(
-            lambda: self._edit().claim_next_with(production, holder, ttl, request))
-        return Lease(native, self._auth), replayed
-
-    async def renew_many(self, leases: Iterable[Union[Lease, _native.Lease]],
-                         ttl: timedelta) -> list[_Done]:
-        ns = [_native_lease(x) for x in leases]
-        return await self._run(lambda: self._edit().renew_many(ns, ttl))
-
-    async def release_many(self, leases: Iterable[Union[Lease, _native.Lease]]
-                           ) -> list[_StateOrError]:
-        ns = [_native_lease(x) for x in leases]
-        return await self._run(lambda: self._edit().release_many(ns))
-
-    async def fail_many(self, items: Iterable[_AioFailItem]) -> list[_StateOrError]:
-        ns = _native_fail_items(items)
-        return await self._run(lambda: self._edit().fail_many(ns))
-
-    async def complete_many(self, items: Iterable[_AioCompleteItem]) -> list[_Done]:
-        ns = _native_complete_items(items)
-        return await self._run(lambda: self._edit().complete_many(ns))
+    def _authority(self) -> Authority:
+        return self._auth
 
     async def renew(self, lease: Union[Lease, _native.Lease], ttl: timedelta) -> None:
         n = _native_lease(lease)
-        await self._run(lambda: self._edit().renew(n, ttl))
+        await self._run(lambda: self._target().renew(n, ttl))
 
     async def release(self, lease: Union[Lease, _native.Lease]) -> _JobState:
         n = _native_lease(lease)
-        return await self._run(lambda: self._edit().release(n))
+        return await self._run(lambda: self._target().release(n))
 
     async def fail(self, lease: Union[Lease, _native.Lease], reason: str = "", *,
                    permanent: bool = False,
                    retry_after: Optional[timedelta] = None) -> _JobState:
         n = _native_lease(lease)
-        return await self._run(lambda: self._edit().fail(
+        return await self._run(lambda: self._target().fail(
             n, reason, permanent=permanent, retry_after=retry_after))
 
     async def complete(self, lease: Union[Lease, _native.Lease], facts: _Facts = None) -> None:
         n = _native_lease(lease)
-        await self._run(lambda: self._edit().complete(n, facts))
+        await self._run(lambda: self._target().complete(n, facts))
 
     async def commit(self) -> None:
         """Commit now (pending leases become active); the edit is finished."""
-        await self._run(self._edit().commit)
+        await self._run(self._target().commit)
         self._finished = True
 
     async def abort(self) -> None:
         """Roll back now (pending leases close); the edit is finished."""
-        await self._run(self._edit().abort)
+        await self._run(self._target().abort)
         self._finished = True
 
 

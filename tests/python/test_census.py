@@ -45,8 +45,8 @@ def test_census_none_is_type_error(auth: tenure.Authority, prod: str) -> None:
         lambda: auth.import_lease(None),  # type: ignore[arg-type]
         lambda: tenure.Authority(None),  # type: ignore[arg-type]
         lambda: tenure.ClaimRequest(None),  # type: ignore[arg-type]
-        lambda: auth.claim_with(prod, "j", "w", LONG, None),  # type: ignore[arg-type]
-        lambda: auth.claim_next_with(prod, "w", LONG, "r1"),  # type: ignore[arg-type]
+        lambda: auth.claim_idempotent(prod, "j", "w", LONG, None),  # type: ignore[arg-type]
+        lambda: auth.claim_next_idempotent(prod, "w", LONG, "r1"),  # type: ignore[arg-type]
         lambda: auth.release_many_idempotent(None),  # type: ignore[arg-type]
     ):
         with pytest.raises(TypeError):
@@ -104,8 +104,8 @@ def test_census_empty_and_oversize(auth: tenure.Authority, prod: str) -> None:
         lambda: auth.claim(prod, "", "w", LONG),
         lambda: tenure.ClaimRequest(""),
         lambda: tenure.ClaimRequest(long_id),
-        lambda: auth.claim_with(prod, "j", "", LONG, tenure.ClaimRequest("r1")),
-        lambda: auth.claim_next_with(prod, "h" * 257, LONG, tenure.ClaimRequest("r1")),
+        lambda: auth.claim_idempotent(prod, "j", "", LONG, tenure.ClaimRequest("r1")),
+        lambda: auth.claim_next_idempotent(prod, "h" * 257, LONG, tenure.ClaimRequest("r1")),
     ):
         with pytest.raises(tenure.InvalidArgument):
             call()

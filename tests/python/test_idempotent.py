@@ -31,23 +31,23 @@ def test_a_claim_retried_under_its_request_returns_the_same_lease(auth: tenure.A
     auth.submit(prod, "j1")
     req = tenure.ClaimRequest("req-1")
     assert req.request_id == "req-1" and "req-1" in repr(req)
-    first, replayed = auth.claim_with(prod, "j0", "w", TTL, req)
+    first, replayed = auth.claim_idempotent(prod, "j0", "w", TTL, req)
     assert not replayed
     events = len(auth.events())
-    again, replayed = auth.claim_with(prod, "j0", "w", TTL, req)
+    again, replayed = auth.claim_idempotent(prod, "j0", "w", TTL, req)
     assert replayed
     assert (again.claim_id, again.attempt, again.expires_us) == (first.claim_id, 1, first.expires_us)
     assert len(auth.events()) == events
     with pytest.raises(tenure.Conflict):
-        auth.claim_with(prod, "j0", "w", TTL, tenure.ClaimRequest("req-1"))
+        auth.claim_idempotent(prod, "j0", "w", TTL, tenure.ClaimRequest("req-1"))
     with pytest.raises(tenure.Conflict):
-        auth.claim_with(prod, "j0", "w2", TTL, req)
+        auth.claim_idempotent(prod, "j0", "w2", TTL, req)
     with pytest.raises(tenure.Conflict):
-        auth.claim_next_with(prod, "w", TTL, req)
+        auth.claim_next_idempotent(prod, "w", TTL, req)
     assert len(auth.events()) == events
     nxt = tenure.ClaimRequest("req-2")
-    n1, r1 = auth.claim_next_with(prod, "w", TTL, nxt)
-    n2, r2 = auth.claim_next_with(prod, "w", TTL, nxt)
+    n1, r1 = auth.claim_next_idempotent(prod, "w", TTL, nxt)
+    n2, r2 = auth.claim_next_idempotent(prod, "w", TTL, nxt)
     assert (n1.job, r1, r2, n2.claim_id) == ("j1", False, True, n1.claim_id)
     first.release()
     n1.release()
@@ -233,15 +233,15 @@ def test_aio_idempotent_calls_answer_as_the_sync_ones(auth: tenure.Authority, pr
     async def main() -> None:
         async with aio.Authority(auth, max_workers=4) as a:
             req = tenure.ClaimRequest("areq-1")
-            first, replayed = await a.claim_with(prod, "j0", "w", TTL, req)
+            first, replayed = await a.claim_idempotent(prod, "j0", "w", TTL, req)
             assert isinstance(first, aio.Lease) and not replayed
-            again, replayed = await a.claim_with(prod, "j0", "w", TTL, req)
+            again, replayed = await a.claim_idempotent(prod, "j0", "w", TTL, req)
             assert replayed and again.claim_id == first.claim_id
             with pytest.raises(tenure.Conflict):
-                await a.claim_next_with(prod, "w", TTL, req)
+                await a.claim_next_idempotent(prod, "w", TTL, req)
             nreq = tenure.ClaimRequest("areq-2")
-            n1, r1 = await a.claim_next_with(prod, "w", TTL, nreq)
-            n2, r2 = await a.claim_next_with(prod, "w", TTL, nreq)
+            n1, r1 = await a.claim_next_idempotent(prod, "w", TTL, nreq)
+            n2, r2 = await a.claim_next_idempotent(prod, "w", TTL, nreq)
             assert (n1.job, r1, r2, n2.claim_id) == ("j1", False, True, n1.claim_id)
 
             # Lease forms: a copy that never heard the answer replays.
@@ -289,27 +289,27 @@ def test_aio_edit_claims_under_a_request(auth: tenure.Authority, prod: str) -> N
         async with aio.Authority(auth, max_workers=2) as a:
             req, nreq = tenure.ClaimRequest("e-1"), tenure.ClaimRequest("e-2")
             async with a.edit() as e:
-                lease, replayed = await e.claim_with(prod, "j0", "w", TTL, req)
+                lease, replayed = await e.claim_idempotent(prod, "j0", "w", TTL, req)
                 assert (lease.status, replayed) == ("pending", False)
-                again, replayed = await e.claim_with(prod, "j0", "w", TTL, req)
+                again, replayed = await e.claim_idempotent(prod, "j0", "w", TTL, req)
                 assert replayed and again.claim_id == lease.claim_id
-                nxt, replayed = await e.claim_next_with(prod, "w", TTL, nreq)
+                nxt, replayed = await e.claim_next_idempotent(prod, "w", TTL, nreq)
                 assert (nxt.job, replayed) == ("j1", False)
             assert lease.status == "active"
             # After the commit a retry outside the edit is a replay too.
-            again, replayed = await a.claim_with(prod, "j0", "w", TTL, req)
+            again, replayed = await a.claim_idempotent(prod, "j0", "w", TTL, req)
             assert replayed and again.claim_id == lease.claim_id
-            _, replayed = await a.claim_next_with(prod, "w", TTL, nreq)
+            _, replayed = await a.claim_next_idempotent(prod, "w", TTL, nreq)
             assert replayed
             # An aborted edit records no request: the same ID claims afresh.
             await lease.release()
             with pytest.raises(RuntimeError):
                 async with a.edit() as e:
-                    aborted, _ = await e.claim_next_with(prod, "w", TTL,
+                    aborted, _ = await e.claim_next_idempotent(prod, "w", TTL,
                                                          tenure.ClaimRequest("e-3"))
                     raise RuntimeError("abort")
             assert aborted.status == "closed"
-            fresh, replayed = await a.claim_next_with(prod, "w", TTL, tenure.ClaimRequest("e-3"))
+            fresh, replayed = await a.claim_next_idempotent(prod, "w", TTL, tenure.ClaimRequest("e-3"))
             assert not replayed and fresh.job == "j0"
             await fresh.release()
             await nxt.release()
@@ -317,7 +317,7 @@ def test_aio_edit_claims_under_a_request(auth: tenure.Authority, prod: str) -> N
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("kind", ["claim_with", "claim_next_with", "claim_next_many_with"])
+@pytest.mark.parametrize("kind", ["claim_idempotent", "claim_next_idempotent", "claim_next_many_idempotent"])
 def test_aio_cancelled_claim_under_a_request_is_handed_back(auth: tenure.Authority, prod: str,
                                                             kind: str) -> None:
     """The task is cancelled after its claim committed and before it
@@ -329,11 +329,11 @@ def test_aio_cancelled_claim_under_a_request_is_handed_back(auth: tenure.Authori
     req = tenure.ClaimRequest("cancelled-1")
 
     async def claim(a: aio.Authority) -> list[Union[aio.Lease, tenure.TenureError]]:
-        if kind == "claim_with":
-            return [(await a.claim_with(prod, "j", "w", LONG, req))[0]]
-        if kind == "claim_next_with":
-            return [(await a.claim_next_with(prod, "w", LONG, req))[0]]
-        claims, replayed = await a.claim_next_many_with(prod, "w", LONG, 2, req)
+        if kind == "claim_idempotent":
+            return [(await a.claim_idempotent(prod, "j", "w", LONG, req))[0]]
+        if kind == "claim_next_idempotent":
+            return [(await a.claim_next_idempotent(prod, "w", LONG, req))[0]]
+        claims, replayed = await a.claim_next_many_idempotent(prod, "w", LONG, 2, req)
         assert replayed
         return claims
 
@@ -348,7 +348,7 @@ def test_aio_cancelled_claim_under_a_request_is_handed_back(auth: tenure.Authori
                 await task
             assert await a.settle() == 1 and a.handed_back == 1
             assert auth.job(prod, "j").state == "requested"
-            if kind == "claim_next_many_with":
+            if kind == "claim_next_many_idempotent":
                 assert outcome_kinds(await claim(a)) == [tenure.LeaseClosed]
             else:
                 with pytest.raises(tenure.LeaseClosed):
@@ -364,32 +364,32 @@ def test_aio_cancelled_claim_under_a_request_is_handed_back(auth: tenure.Authori
 def test_a_batch_claim_retried_under_its_request_returns_the_same_leases(
         auth: tenure.Authority, prod: str) -> None:
     req = tenure.ClaimRequest("batch-1")
-    assert auth.claim_next_many_with(prod, "w", TTL, 3, req) == ([], False)  # none: unused
+    assert auth.claim_next_many_idempotent(prod, "w", TTL, 3, req) == ([], False)  # none: unused
     for j in ("j0", "j1"):
         auth.submit(prod, j)
-    claims, replayed = auth.claim_next_many_with(prod, "w", TTL, 3, req)
+    claims, replayed = auth.claim_next_many_idempotent(prod, "w", TTL, 3, req)
     assert not replayed and [c.job for c in claims if isinstance(c, tenure.Lease)] == ["j0", "j1"]
     first = [c for c in claims if isinstance(c, tenure.Lease)]
     events = len(auth.events())
-    again, replayed = auth.claim_next_many_with(prod, "w", TTL, 3, req)
+    again, replayed = auth.claim_next_many_idempotent(prod, "w", TTL, 3, req)
     assert replayed
     assert [(c.claim_id, c.attempt, c.expires_us) for c in again
             if isinstance(c, tenure.Lease)] == [(c.claim_id, 1, c.expires_us) for c in first]
     assert len(again) == 2 and len(auth.events()) == events
-    for call in (lambda: auth.claim_next_many_with(prod, "w", TTL, 2, req),
-                 lambda: auth.claim_next_many_with(prod, "w2", TTL, 3, req),
-                 lambda: auth.claim_next_many_with(prod, "w", 2 * TTL, 3, req),
-                 lambda: auth.claim_next_many_with(prod, "w", TTL, 3,
+    for call in (lambda: auth.claim_next_many_idempotent(prod, "w", TTL, 2, req),
+                 lambda: auth.claim_next_many_idempotent(prod, "w2", TTL, 3, req),
+                 lambda: auth.claim_next_many_idempotent(prod, "w", 2 * TTL, 3, req),
+                 lambda: auth.claim_next_many_idempotent(prod, "w", TTL, 3,
                                                    tenure.ClaimRequest("batch-1")),
-                 lambda: auth.claim_next_with(prod, "w", TTL, req)):
+                 lambda: auth.claim_next_idempotent(prod, "w", TTL, req)):
         with pytest.raises(tenure.Conflict):
             call()
     with pytest.raises(tenure.InvalidArgument):
-        auth.claim_next_many_with(prod, "w", TTL, 0, tenure.ClaimRequest("batch-2"))
+        auth.claim_next_many_idempotent(prod, "w", TTL, 0, tenure.ClaimRequest("batch-2"))
     assert len(auth.events()) == events
     # Each member is answered on its own: a completed one by its error.
     first[0].complete()
-    claims, replayed = auth.claim_next_many_with(prod, "w", TTL, 3, req)
+    claims, replayed = auth.claim_next_many_idempotent(prod, "w", TTL, 3, req)
     assert replayed and outcome_kinds(claims[:1]) == [tenure.LeaseClosed]
     assert isinstance(claims[1], tenure.Lease) and claims[1].claim_id == first[1].claim_id
     claims[1].release()
@@ -401,11 +401,11 @@ def test_an_edit_claims_a_batch_under_a_request(auth: tenure.Authority, prod: st
         auth.submit(prod, j)
     req = tenure.ClaimRequest("edit-batch")
     with auth.edit() as e:
-        claims, replayed = e.claim_next_many_with(prod, "w", TTL, 2, req)
+        claims, replayed = e.claim_next_many_idempotent(prod, "w", TTL, 2, req)
         assert not replayed
         assert [c.status for c in claims if isinstance(c, tenure.Lease)] == ["pending"] * 2
     assert [c.status for c in claims if isinstance(c, tenure.Lease)] == ["active"] * 2
-    again, replayed = auth.claim_next_many_with(prod, "w", TTL, 2, req)
+    again, replayed = auth.claim_next_many_idempotent(prod, "w", TTL, 2, req)
     assert replayed and [c.claim_id for c in again if isinstance(c, tenure.Lease)] == [
         c.claim_id for c in claims if isinstance(c, tenure.Lease)]
     assert outcome_kinds(auth.release_many([c for c in claims if isinstance(c, tenure.Lease)])) == [
@@ -415,9 +415,9 @@ def test_an_edit_claims_a_batch_under_a_request(auth: tenure.Authority, prod: st
         async with aio.Authority(auth, max_workers=2) as a:
             areq = tenure.ClaimRequest("aio-batch")
             async with a.edit() as e:
-                got, replayed = await e.claim_next_many_with(prod, "w", TTL, 5, areq)
+                got, replayed = await e.claim_next_many_idempotent(prod, "w", TTL, 5, areq)
                 assert not replayed and all(isinstance(c, aio.Lease) for c in got)
-            again, replayed = await a.claim_next_many_with(prod, "w", TTL, 5, areq)
+            again, replayed = await a.claim_next_many_idempotent(prod, "w", TTL, 5, areq)
             assert replayed and len(again) == len(got) == 2
             for c in again:
                 assert isinstance(c, aio.Lease)

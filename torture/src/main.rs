@@ -512,7 +512,7 @@ fn storm(a: &Args) -> Result<(), String> {
     let mut rng = Rng::new(99);
     while Instant::now() < end {
         let j = format!("job-{:06}", rng.below(jobs as u64));
-        if let Ok(tenure::Cancelled::Cancelled) = auth.cancel("storm", &j) {
+        if let Ok(tenure::CancelOutcome::Cancelled) = auth.cancel("storm", &j) {
             cancelled += 1;
         }
         for c in &children {

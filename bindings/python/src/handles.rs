@@ -26,10 +26,10 @@ fn submitted(s: tenure::Submitted) -> &'static str {
     }
 }
 
-fn cancelled(c: tenure::Cancelled) -> &'static str {
+fn cancelled(c: tenure::CancelOutcome) -> &'static str {
     match c {
-        tenure::Cancelled::Cancelled => "cancelled",
-        tenure::Cancelled::AlreadyCancelled => "already_cancelled",
+        tenure::CancelOutcome::Cancelled => "cancelled",
+        tenure::CancelOutcome::AlreadyCancelled => "already_cancelled",
     }
 }
 
@@ -350,7 +350,7 @@ macro_rules! pymethods_with_shared_ops {
             /// returns the same lease (``replayed`` true) while it is
             /// current, else that claim's own error; the same ID with
             /// another secret or other arguments is ``Conflict``.
-            fn claim_with(
+            fn claim_idempotent(
                 &self,
                 py: Python<'_>,
                 production: &str,
@@ -360,13 +360,13 @@ macro_rules! pymethods_with_shared_ops {
                 request: &ClaimRequest,
             ) -> PyResult<(Lease, bool)> {
                 let r = &request.inner;
-                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_with(production, job, holder, ttl, r)),
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_idempotent(production, job, holder, ttl, r)),
                               applied_lease)
             }
 
             /// Claim the next claimable job under ``request`` (as
-            /// ``claim_with``): returns ``(lease, replayed)``.
-            fn claim_next_with(
+            /// ``claim_idempotent``): returns ``(lease, replayed)``.
+            fn claim_next_idempotent(
                 &self,
                 py: Python<'_>,
                 production: &str,
@@ -375,7 +375,7 @@ macro_rules! pymethods_with_shared_ops {
                 request: &ClaimRequest,
             ) -> PyResult<(Lease, bool)> {
                 let r = &request.inner;
-                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_with(production, holder, ttl, r)),
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_idempotent(production, holder, ttl, r)),
                               applied_lease)
             }
 
@@ -416,7 +416,7 @@ macro_rules! pymethods_with_shared_ops {
             /// (not raised). The same ID with another secret, other
             /// arguments (holder, TTL, ``n``) or used by another kind of
             /// claim is ``Conflict``.
-            fn claim_next_many_with(
+            fn claim_next_many_idempotent(
                 &self,
                 py: Python<'_>,
                 production: &str,
@@ -426,7 +426,7 @@ macro_rules! pymethods_with_shared_ops {
                 request: &ClaimRequest,
             ) -> PyResult<(Vec<Py<PyAny>>, bool)> {
                 let r = &request.inner;
-                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_many_with(production, holder, ttl, n, r)),
+                self.claim_on(py, ttl, |t, ttl| on_target!(t, claim_next_many_idempotent(production, holder, ttl, n, r)),
                               |a| Ok((outcomes(py, a.value, lease_value)?, a.replayed)))
             }
 

@@ -887,8 +887,8 @@ struct Applied {
 
 /// A claim's request ID with the secret the claim will carry, generated in
 /// this process (`tenure_claim_request`). Pass the same object to retry a
-/// claim whose answer was lost: `claim_with`, `claim_next_with` and
-/// `claim_next_many_with` (on `Authority` and `Edit`) then return the same
+/// claim whose answer was lost: `claim_idempotent`, `claim_next_idempotent` and
+/// `claim_next_many_idempotent` (on `Authority` and `Edit`) then return the same
 /// lease(s) while current. Move-only; thread-safe.
 class ClaimRequest {
  public:
@@ -1168,7 +1168,7 @@ struct Outcome {
   /// `release_many`/`fail_many` (and their `_idempotent` forms): the job's
   /// new state if `ok()`, else `Any`.
   JobState state = JobState::Any;
-  /// The `_idempotent` forms (and `claim_next_many_with`): `ok()` as a
+  /// The `_idempotent` forms (and `claim_next_many_idempotent`): `ok()` as a
   /// replay of a call that had already committed (this lease changed
   /// nothing). Always false for the plain calls and refused leases.
   bool replayed = false;
@@ -1184,7 +1184,7 @@ struct Outcome {
   }
 };
 
-/// One member of a `claim_next_many_with` batch: `ok()` with its `lease`,
+/// One member of a `claim_next_many_idempotent` batch: `ok()` with its `lease`,
 /// or, in a replay where that member's claim is no longer current, the
 /// claim's own status (`StaleLease`, `LeaseExpired`, `LeaseClosed`,
 /// `Cancelled`, `NotFound`) with an empty `lease`. `replayed` is the
@@ -1317,10 +1317,10 @@ struct shared_capi<tenure_authority> {
   static constexpr auto cancel = &tenure_authority_cancel;
   static constexpr auto claim = &tenure_authority_claim;
   static constexpr auto claim_next = &tenure_authority_claim_next;
-  static constexpr auto claim_with = &tenure_authority_claim_with;
-  static constexpr auto claim_next_with = &tenure_authority_claim_next_with;
+  static constexpr auto claim_idempotent = &tenure_authority_claim_with;
+  static constexpr auto claim_next_idempotent = &tenure_authority_claim_next_with;
   static constexpr auto claim_next_many = &tenure_authority_claim_next_many;
-  static constexpr auto claim_next_many_with = &tenure_authority_claim_next_many_with;
+  static constexpr auto claim_next_many_idempotent = &tenure_authority_claim_next_many_with;
   static constexpr auto renew_many = &tenure_authority_renew_many;
   static constexpr auto release_many = &tenure_authority_release_many;
   static constexpr auto fail_many = &tenure_authority_fail_many;
@@ -1337,10 +1337,10 @@ struct shared_capi<tenure_edit> {
   static constexpr auto cancel = &tenure_edit_cancel;
   static constexpr auto claim = &tenure_edit_claim;
   static constexpr auto claim_next = &tenure_edit_claim_next;
-  static constexpr auto claim_with = &tenure_edit_claim_with;
-  static constexpr auto claim_next_with = &tenure_edit_claim_next_with;
+  static constexpr auto claim_idempotent = &tenure_edit_claim_with;
+  static constexpr auto claim_next_idempotent = &tenure_edit_claim_next_with;
   static constexpr auto claim_next_many = &tenure_edit_claim_next_many;
-  static constexpr auto claim_next_many_with = &tenure_edit_claim_next_many_with;
+  static constexpr auto claim_next_many_idempotent = &tenure_edit_claim_next_many_with;
   static constexpr auto renew_many = &tenure_edit_renew_many;
   static constexpr auto release_many = &tenure_edit_release_many;
   static constexpr auto fail_many = &tenure_edit_fail_many;
@@ -1429,7 +1429,7 @@ class SharedOps {
   /// current, else that claim's own error; the same ID with another secret
   /// or other arguments is `Conflict`.
   template <class Rep, class Period>
-  Applied<Lease> claim_with(std::string_view production, std::string_view job, std::string_view holder,
+  Applied<Lease> claim_idempotent(std::string_view production, std::string_view job, std::string_view holder,
                             std::chrono::duration<Rep, Period> ttl, const ClaimRequest& request) const {
     const std::int64_t us = to_micros(ttl);
     const std::string p = cstr(production, "production ID");
@@ -1437,19 +1437,19 @@ class SharedOps {
     const std::string hd = cstr(holder, "holder");
     tenure_lease* out = nullptr;
     bool replayed = false;
-    check(C::claim_with(h(), p.c_str(), j.c_str(), hd.c_str(), us, request.capi(), &out, &replayed));
+    check(C::claim_idempotent(h(), p.c_str(), j.c_str(), hd.c_str(), us, request.capi(), &out, &replayed));
     return {Lease(out), replayed};
   }
-  /// Claim the next claimable job under `request` (as `claim_with`).
+  /// Claim the next claimable job under `request` (as `claim_idempotent`).
   template <class Rep, class Period>
-  Applied<Lease> claim_next_with(std::string_view production, std::string_view holder,
+  Applied<Lease> claim_next_idempotent(std::string_view production, std::string_view holder,
                                  std::chrono::duration<Rep, Period> ttl, const ClaimRequest& request) const {
     const std::int64_t us = to_micros(ttl);
     const std::string p = cstr(production, "production ID");
     const std::string hd = cstr(holder, "holder");
     tenure_lease* out = nullptr;
     bool replayed = false;
-    check(C::claim_next_with(h(), p.c_str(), hd.c_str(), us, request.capi(), &out, &replayed));
+    check(C::claim_next_idempotent(h(), p.c_str(), hd.c_str(), us, request.capi(), &out, &replayed));
     return {Lease(out), replayed};
   }
 
@@ -1483,7 +1483,7 @@ class SharedOps {
   /// of a single claim, is `Conflict`. None claimable: an empty vector, and
   /// the request ID stays unused.
   template <class Rep, class Period>
-  Applied<std::vector<Claimed>> claim_next_many_with(std::string_view production, std::string_view holder,
+  Applied<std::vector<Claimed>> claim_next_many_idempotent(std::string_view production, std::string_view holder,
                                                      std::chrono::duration<Rep, Period> ttl, std::size_t n,
                                                      const ClaimRequest& request) const {
     const std::int64_t us = to_micros(ttl);
@@ -1493,7 +1493,7 @@ class SharedOps {
     std::vector<tenure_status> st(n, TENURE_OK);
     std::size_t count = 0;
     bool replayed = false;
-    check(C::claim_next_many_with(h(), p.c_str(), hd.c_str(), us, n, request.capi(), or_null(raw), or_null(st),
+    check(C::claim_next_many_idempotent(h(), p.c_str(), hd.c_str(), us, n, request.capi(), or_null(raw), or_null(st),
                                   &count, &replayed));
     std::vector<Claimed> out(count < n ? count : n);
     for (std::size_t i = 0; i < out.size(); ++i) {

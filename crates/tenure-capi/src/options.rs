@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tenure::{
-    Cancelled, Fact, JobSpec, JobState, LeaseStatus, ListQuery, Options, Submitted, Synchronous,
+    CancelOutcome, Fact, JobSpec, JobState, LeaseStatus, ListQuery, Options, Submitted, Synchronous,
 };
 
 use crate::boundary::{boxed, invalid, opt_str_arg, read_sized, str_arg, Arg, Handle, R};
@@ -125,7 +125,7 @@ c_enum! {
 
 c_enum! {
     /// Outcome of a job cancel.
-    pub enum tenure_cancelled: Cancelled {
+    pub enum tenure_cancelled: CancelOutcome {
         /// The job moved to cancelled now.
         TENURE_CANCELLED_NOW = 1 <= Cancelled,
         /// It already was cancelled; nothing changed.

@@ -46,13 +46,13 @@ export! {
 writer! {
     /// A handle that claims under request IDs.
     trait RequestWriter {
-        fn claim_with(
+        fn claim_idempotent(
             production: &str, job: &str, holder: &str, ttl: Ttl, request: &ClaimRequest
         ) -> Applied<Lease>;
-        fn claim_next_with(
+        fn claim_next_idempotent(
             production: &str, holder: &str, ttl: Ttl, request: &ClaimRequest
         ) -> Applied<Lease>;
-        fn claim_next_many_with(
+        fn claim_next_many_idempotent(
             production: &str, holder: &str, ttl: Ttl, n: usize, request: &ClaimRequest
         ) -> Applied<Vec<R<Lease>>>;
     }
@@ -64,10 +64,10 @@ fn claimed(got: Applied<Lease>) -> (*mut tenure_lease, bool) {
     (tenure_lease::boxed(got.value), got.replayed)
 }
 
-/// The one body of `claim_next_many_with` on either handle (after the
+/// The one body of `claim_next_many_idempotent` on either handle (after the
 /// export read the handle).
 #[allow(clippy::too_many_arguments)] // the C parameters, in order
-unsafe fn claim_next_many_with(
+unsafe fn claim_next_many_idempotent(
     h: &impl RequestWriter,
     production: *const c_char,
     holder: *const c_char,
@@ -87,7 +87,7 @@ unsafe fn claim_next_many_with(
     let statuses = out_array(out_statuses, n, "out_statuses", false)?.unwrap_or_default();
     let out_count = out_arg(out_count, "out_count")?;
     let out_replayed = out_arg(out_replayed, "out_replayed")?;
-    let got = h.claim_next_many_with(production, holder, ttl(ttl_us)?, n, &r.inner)?;
+    let got = h.claim_next_many_idempotent(production, holder, ttl(ttl_us)?, n, &r.inner)?;
     let count = got.value.len();
     for ((slot, st), l) in leases.iter_mut().zip(statuses.iter_mut()).zip(got.value) {
         *st = status(&l);
@@ -118,7 +118,7 @@ export! {
         ttl_us: i64,
         request: *const tenure_claim_request,
     ) -> (out_lease: *mut *mut tenure_lease, out_replayed: *mut bool) = claimed(
-        authority.claim_with(production, job, holder, ttl(ttl_us)?, &request.inner)?,
+        authority.claim_idempotent(production, job, holder, ttl(ttl_us)?, &request.inner)?,
     );
 
     /// Claim the next claimable job as `tenure_authority_claim_next()` does,
@@ -131,7 +131,7 @@ export! {
         ttl_us: i64,
         request: *const tenure_claim_request,
     ) -> (out_lease: *mut *mut tenure_lease, out_replayed: *mut bool) = claimed(
-        authority.claim_next_with(production, holder, ttl(ttl_us)?, &request.inner)?,
+        authority.claim_next_idempotent(production, holder, ttl(ttl_us)?, &request.inner)?,
     );
 
     /// Claim up to `n` (1 ..= 1000) jobs as
@@ -164,7 +164,7 @@ export! {
         out_count: *mut usize,
         out_replayed: *mut bool,
     ) -> tenure_status {
-        claim_next_many_with(
+        claim_next_many_idempotent(
             Arg::read(authority, "authority")?,
             production,
             holder,
@@ -234,7 +234,7 @@ export! {
         ttl_us: i64,
         request: *const tenure_claim_request,
     ) -> (out_lease: *mut *mut tenure_lease, out_replayed: *mut bool) = claimed(
-        edit.claim_with(production, job, holder, ttl(ttl_us)?, &request.inner)?,
+        edit.claim_idempotent(production, job, holder, ttl(ttl_us)?, &request.inner)?,
     );
 
     /// Claim the next job under `request` inside the edit (ABI 1.1; see
@@ -248,7 +248,7 @@ export! {
         ttl_us: i64,
         request: *const tenure_claim_request,
     ) -> (out_lease: *mut *mut tenure_lease, out_replayed: *mut bool) = claimed(
-        edit.claim_next_with(production, holder, ttl(ttl_us)?, &request.inner)?,
+        edit.claim_next_idempotent(production, holder, ttl(ttl_us)?, &request.inner)?,
     );
 
     /// Claim up to `n` jobs under `request` inside the edit (ABI 1.1; see
@@ -267,7 +267,7 @@ export! {
         out_count: *mut usize,
         out_replayed: *mut bool,
     ) -> tenure_status {
-        claim_next_many_with(
+        claim_next_many_idempotent(
             Arg::read(edit, "edit")?,
             production,
             holder,

@@ -10,7 +10,7 @@
 //! shared by `tenure_lease_*` (the lease's own transaction, [`Alone`]) and
 //! `tenure_edit_*` (inside the open edit).
 
-use tenure::{Cancelled, Delay, Fact, JobSpec, JobState, Lease, Submitted, Ttl};
+use tenure::{CancelOutcome, Delay, Fact, JobSpec, JobState, Lease, Submitted, Ttl};
 
 use crate::boundary::R;
 
@@ -43,7 +43,7 @@ writer! {
     fn create_production(production: &str) -> bool;
     fn cancel_production(production: &str) -> u64;
     fn submit(production: &str, spec: &JobSpec) -> Submitted;
-    fn cancel(production: &str, job: &str) -> Cancelled;
+    fn cancel(production: &str, job: &str) -> CancelOutcome;
     fn claim(production: &str, job: &str, holder: &str, ttl: Ttl) -> Lease;
     fn claim_next(production: &str, holder: &str, ttl: Ttl) -> Lease;
     }

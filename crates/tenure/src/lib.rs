@@ -77,7 +77,7 @@ pub use error::{Error, ErrorCode, Result};
 pub use keeper::{Keeper, KeeperStatus};
 pub use lease::Lease;
 pub use model::{
-    Cancelled, CheckReport, ClockReading, Event, EventKind, Execution, Fact, JobSpec, JobState,
+    CancelOutcome, CheckReport, ClockReading, Event, EventKind, Execution, Fact, JobSpec, JobState,
     JobView, LeaseStatus, ListQuery, ProductionView, PublishedFact, Submitted,
     DEFAULT_MAX_ATTEMPTS,
 };

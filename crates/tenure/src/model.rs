@@ -175,7 +175,7 @@ pub enum Submitted {
 
 /// Outcome of a cancel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cancelled {
+pub enum CancelOutcome {
     /// The job moved to `cancelled` now.
     Cancelled,
     /// It already was cancelled; nothing changed.

@@ -71,7 +71,7 @@ macro_rules! shared_operations {
             &$($mut)? self,
             production: &str,
             job: &str,
-        ) -> $crate::Result<$crate::Cancelled> {
+        ) -> $crate::Result<$crate::CancelOutcome> {
             self.step(|s| $crate::rules::cancel(s, production, job))
         }
 
@@ -114,7 +114,7 @@ macro_rules! shared_operations {
         /// own error; the same ID with another secret or other arguments is
         /// [`Error::Conflict`](crate::Error::Conflict). Retried
         /// automatically when the connection to a store server breaks.
-        pub fn claim_with(
+        pub fn claim_idempotent(
             &$($mut)? self,
             production: &str,
             job: &str,
@@ -123,14 +123,14 @@ macro_rules! shared_operations {
             request: &$crate::ClaimRequest,
         ) -> $crate::Result<$crate::Applied<$crate::Lease>> {
             let a = self.step_idempotent(|s| {
-                $crate::rules::claim_with(s, production, job, holder, ttl, request)
+                $crate::rules::claim_idempotent(s, production, job, holder, ttl, request)
             })?;
             Ok($crate::Applied { replayed: a.replayed, value: self.mint(a.value) })
         }
 
         /// [`claim_next`](Self::claim_next) under a request ID (see
-        /// [`claim_with`](Self::claim_with)).
-        pub fn claim_next_with(
+        /// [`claim_idempotent`](Self::claim_idempotent)).
+        pub fn claim_next_idempotent(
             &$($mut)? self,
             production: &str,
             holder: &str,
@@ -138,7 +138,7 @@ macro_rules! shared_operations {
             request: &$crate::ClaimRequest,
         ) -> $crate::Result<$crate::Applied<$crate::Lease>> {
             let a = self.step_idempotent(|s| {
-                $crate::rules::claim_next_with(s, production, holder, ttl, request)
+                $crate::rules::claim_next_idempotent(s, production, holder, ttl, request)
             })?;
             let m = $crate::ops::claimed_next(a.value, production)?;
             Ok($crate::Applied { replayed: a.replayed, value: self.mint(m) })
@@ -165,7 +165,7 @@ macro_rules! shared_operations {
         }
 
         /// [`claim_next_many`](Self::claim_next_many) under a request ID
-        /// (see [`claim_with`](Self::claim_with)): claim `i` carries a
+        /// (see [`claim_idempotent`](Self::claim_idempotent)): claim `i` carries a
         /// secret derived in the client from the request's, so a retry with
         /// the same request answers with the same claims (`replayed`,
         /// nothing changes), each slot the claim while it is current, else
@@ -175,7 +175,7 @@ macro_rules! shared_operations {
         /// or used by another kind of claim is
         /// [`Error::Conflict`](crate::Error::Conflict). Retried
         /// automatically when the connection to a store server breaks.
-        pub fn claim_next_many_with(
+        pub fn claim_next_many_idempotent(
             &$($mut)? self,
             production: &str,
             holder: &str,
@@ -184,7 +184,7 @@ macro_rules! shared_operations {
             request: &$crate::ClaimRequest,
         ) -> $crate::Result<$crate::Applied<Vec<$crate::Result<$crate::Lease>>>> {
             let a = self.step_idempotent(|s| {
-                $crate::rules::claim_next_many_with(s, production, holder, ttl, n, request)
+                $crate::rules::claim_next_many_idempotent(s, production, holder, ttl, n, request)
             })?;
             let mut out = Vec::with_capacity(a.value.len());
             for m in a.value {

@@ -1,7 +1,7 @@
 //! Idempotent calls: claims under a caller's request ID and transition
 //! outcomes that say whether they were replays (docs/design.md,
-//! "Idempotent calls"). The rules are in [`crate::rules`] (`claim_with`,
-//! `claim_next_with`, `*_applied`); this module holds the public types.
+//! "Idempotent calls"). The rules are in [`crate::rules`] (`claim_idempotent`,
+//! `claim_next_idempotent`, `*_applied`); this module holds the public types.
 
 use crate::error::Result;
 use crate::secret::Secret;

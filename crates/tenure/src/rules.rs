@@ -7,7 +7,9 @@
 
 use crate::error::{Error, Result};
 use crate::model::provenance;
-use crate::model::{Cancelled, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted};
+use crate::model::{
+    CancelOutcome, EventKind, Execution, Fact, JobSpec, JobState, JobView, Submitted,
+};
 use crate::request::{Applied, ClaimRequest};
 use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::secret::Secret;
@@ -631,9 +633,9 @@ pub(crate) fn claim(
 
 /// Claims made under a [`ClaimRequest`], with the digest of the call's
 /// arguments ([`request_args`]), recorded ([`record_request`]) before
-/// their writes. A single claim (`claim_with`, `claim_next_with`) carries
+/// their writes. A single claim (`claim_idempotent`, `claim_next_idempotent`) carries
 /// the request's secret and is recorded under its ID; member `i` of a batch
-/// (`claim_next_many_with`) carries [`Secret::derive`]`(i)` and is recorded
+/// (`claim_next_many_idempotent`) carries [`Secret::derive`]`(i)` and is recorded
 /// under [`Asked::member_id`]`(i)`: the request ID for member 0, and
 /// `"{id}/{i:04}"` after it (a `/` never occurs in a caller's ID).
 #[derive(Clone, Copy)]
@@ -1332,7 +1334,7 @@ pub(crate) fn complete_applied(
 
 /// Coordinator cancel of one job. Cancelling a cancelled job is a no-op;
 /// a completed or failed one is [`Error::JobTerminal`].
-pub(crate) fn cancel(s: &mut Session, production: &str, job: &str) -> Result<Cancelled> {
+pub(crate) fn cancel(s: &mut Session, production: &str, job: &str) -> Result<CancelOutcome> {
     validate::id("production", production)?;
     validate::id("job", job)?;
     let now = s.observe_now();
@@ -1340,9 +1342,9 @@ pub(crate) fn cancel(s: &mut Session, production: &str, job: &str) -> Result<Can
     cancel_row(s, row, now, "cancelled by the coordinator")
 }
 
-fn cancel_row(s: &mut Session, mut row: JobRow, now: i64, why: &str) -> Result<Cancelled> {
+fn cancel_row(s: &mut Session, mut row: JobRow, now: i64, why: &str) -> Result<CancelOutcome> {
     match classify(&row, now) {
-        JobState::Cancelled => Ok(Cancelled::AlreadyCancelled),
+        JobState::Cancelled => Ok(CancelOutcome::AlreadyCancelled),
         st @ (JobState::Completed | JobState::Failed) => Err(Error::JobTerminal(format!(
             "job {} is already {st}",
             name(&row)
@@ -1363,7 +1365,7 @@ fn cancel_row(s: &mut Session, mut row: JobRow, now: i64, why: &str) -> Result<C
             s.txn.update_job(&row)?;
             s.txn
                 .append_event(&event(&row, EventKind::Cancelled, now, &detail))?;
-            Ok(Cancelled::Cancelled)
+            Ok(CancelOutcome::Cancelled)
         }
     }
 }
@@ -1388,7 +1390,7 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
             if classify(&row, now) == JobState::Failed {
                 write(s, exhausted(row, now))?;
             } else if cancel_row(s, row, now, "production cancelled by the coordinator")?
-                == Cancelled::Cancelled
+                == CancelOutcome::Cancelled
             {
                 n += 1;
             }
@@ -1728,7 +1730,7 @@ fn record_request(s: &mut Session, asked: Asked<'_>, ms: &[Minted], now: i64) ->
 }
 
 /// Claim a named job under a request ID (see [`ClaimRequest`]).
-pub(crate) fn claim_with(
+pub(crate) fn claim_idempotent(
     s: &mut Session,
     production: &str,
     job: &str,
@@ -1759,7 +1761,7 @@ pub(crate) fn claim_with(
 
 /// Claim-next under a request ID (see [`ClaimRequest`]); `Ok(None)` inside
 /// when nothing is claimable (the request ID stays unused).
-pub(crate) fn claim_next_with(
+pub(crate) fn claim_next_idempotent(
     s: &mut Session,
     production: &str,
     holder: &str,
@@ -1790,7 +1792,7 @@ pub(crate) fn claim_next_with(
 /// under its own member ID ([`Asked`]). A fresh call's claims are all `Ok`
 /// (none claimable: empty, the request ID stays unused); a replay answers
 /// each claim made as [`claim_replay`] does: current, or its own refusal.
-pub(crate) fn claim_next_many_with(
+pub(crate) fn claim_next_many_idempotent(
     s: &mut Session,
     production: &str,
     holder: &str,

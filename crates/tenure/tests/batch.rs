@@ -844,12 +844,12 @@ fn pg_every_call_takes_at_most_three_round_trips() {
     for round in 0..2 {
         let req = ClaimRequest::new(&format!("rq-{round}")).unwrap();
         let n = rt(&mut || {
-            let got = a.claim_with("p", &format!("rq{round}"), "w", secs(60), &req);
+            let got = a.claim_idempotent("p", &format!("rq{round}"), "w", secs(60), &req);
             assert!(!got.unwrap().replayed);
         });
         let next = ClaimRequest::new(&format!("rn-{round}")).unwrap();
         let m = rt(&mut || {
-            let got = a.claim_next_with("p", "w", secs(60), &next).unwrap();
+            let got = a.claim_next_idempotent("p", "w", secs(60), &next).unwrap();
             assert!(!got.replayed);
         });
         // A batch under one request ID records all its members in one
@@ -857,15 +857,15 @@ fn pg_every_call_takes_at_most_three_round_trips() {
         let many = ClaimRequest::new(&format!("rb-{round}")).unwrap();
         let b = rt(&mut || {
             let got = a
-                .claim_next_many_with("p", "w", secs(60), 10, &many)
+                .claim_next_many_idempotent("p", "w", secs(60), 10, &many)
                 .unwrap();
             assert!(!got.replayed && got.value.len() == 10);
         });
-        eprintln!("claim_with: {n} round trips, claim_next_with: {m}, claim_next_many_with: {b}");
+        eprintln!("claim_idempotent: {n} round trips, claim_next_idempotent: {m}, claim_next_many_idempotent: {b}");
         if round == 1 {
             assert!(
                 n <= 5 && m <= 5 && b <= 5,
-                "claim_with {n}, claim_next_with {m}, claim_next_many_with {b}"
+                "claim_idempotent {n}, claim_next_idempotent {m}, claim_next_many_idempotent {b}"
             );
         }
     }

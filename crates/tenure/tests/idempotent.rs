@@ -32,11 +32,11 @@ fn a_claim_retried_under_its_request_id_returns_the_same_lease_and_changes_nothi
     let env = Env::with_jobs(3, 3);
     let a = &env.auth;
     let req = ClaimRequest::new("req-1").unwrap();
-    let first = a.claim_with("p", "j1", "w", secs(10), &req).unwrap();
+    let first = a.claim_idempotent("p", "j1", "w", secs(10), &req).unwrap();
     assert!(!first.replayed);
     let (view, events) = (a.job("p", "j1").unwrap(), count_events(a));
     env.clock.advance(1_000);
-    let again = a.claim_with("p", "j1", "w", secs(10), &req).unwrap();
+    let again = a.claim_idempotent("p", "j1", "w", secs(10), &req).unwrap();
     assert!(again.replayed);
     assert_eq!(again.value.claim_id(), first.value.claim_id());
     assert_eq!(again.value.attempt(), 1);
@@ -48,10 +48,10 @@ fn a_claim_retried_under_its_request_id_returns_the_same_lease_and_changes_nothi
     assert_eq!(code(first.value.release()), ErrorCode::LeaseClosed);
 
     let next = ClaimRequest::new("req-2").unwrap();
-    let n1 = a.claim_next_with("p", "w", secs(10), &next).unwrap();
+    let n1 = a.claim_next_idempotent("p", "w", secs(10), &next).unwrap();
     assert_eq!((n1.value.job(), n1.replayed), ("j0", false));
     let events = count_events(a);
-    let n2 = a.claim_next_with("p", "w", secs(10), &next).unwrap();
+    let n2 = a.claim_next_idempotent("p", "w", secs(10), &next).unwrap();
     assert!(n2.replayed);
     assert_eq!(
         n2.value.job(),
@@ -68,18 +68,21 @@ fn a_request_id_with_another_secret_or_other_arguments_is_a_conflict_and_changes
     let env = Env::with_jobs(2, 3);
     let a = &env.auth;
     let req = ClaimRequest::new("req").unwrap();
-    let l = a.claim_with("p", "j0", "w", secs(10), &req).unwrap().value;
+    let l = a
+        .claim_idempotent("p", "j0", "w", secs(10), &req)
+        .unwrap()
+        .value;
     let (view, events) = (a.job("p", "j0").unwrap(), count_events(a));
     let other_secret = ClaimRequest::new("req").unwrap();
     assert_eq!(
-        code(a.claim_with("p", "j0", "w", secs(10), &other_secret)),
+        code(a.claim_idempotent("p", "j0", "w", secs(10), &other_secret)),
         ErrorCode::Conflict
     );
     for r in [
-        a.claim_with("p", "j1", "w", secs(10), &req),
-        a.claim_with("p", "j0", "w2", secs(10), &req),
-        a.claim_with("p", "j0", "w", secs(11), &req),
-        a.claim_next_with("p", "w", secs(10), &req),
+        a.claim_idempotent("p", "j1", "w", secs(10), &req),
+        a.claim_idempotent("p", "j0", "w2", secs(10), &req),
+        a.claim_idempotent("p", "j0", "w", secs(11), &req),
+        a.claim_next_idempotent("p", "w", secs(10), &req),
     ] {
         assert_eq!(code(r), ErrorCode::Conflict);
     }
@@ -90,7 +93,7 @@ fn a_request_id_with_another_secret_or_other_arguments_is_a_conflict_and_changes
     a.create_production("q").unwrap();
     a.submit("q", &JobSpec::new("j0", b"x".to_vec())).unwrap();
     assert!(
-        !a.claim_with("q", "j0", "w", secs(10), &req)
+        !a.claim_idempotent("q", "j0", "w", secs(10), &req)
             .unwrap()
             .replayed
     );
@@ -121,34 +124,37 @@ fn a_claim_retried_after_its_claim_ended_gets_that_claims_error() {
     let a = &env.auth;
     let mk = |id: &str, job: &str| {
         let r = ClaimRequest::new(id).unwrap();
-        let l = a.claim_with("p", job, "w", secs(10), &r).unwrap().value;
+        let l = a
+            .claim_idempotent("p", job, "w", secs(10), &r)
+            .unwrap()
+            .value;
         (r, l)
     };
     let (r0, l0) = mk("r0", "j0");
     l0.complete(&[]).unwrap();
     assert_eq!(
-        code(a.claim_with("p", "j0", "w", secs(10), &r0)),
+        code(a.claim_idempotent("p", "j0", "w", secs(10), &r0)),
         ErrorCode::LeaseClosed
     );
     let (r1, l1) = mk("r1", "j1");
     l1.release().unwrap();
     let taken = a.claim("p", "j1", "other", secs(10)).unwrap();
     assert_eq!(
-        code(a.claim_with("p", "j1", "w", secs(10), &r1)),
+        code(a.claim_idempotent("p", "j1", "w", secs(10), &r1)),
         ErrorCode::StaleLease
     );
     assert_eq!(a.job("p", "j1").unwrap().claim_id, Some(taken.claim_id()));
     let (r2, _l2) = mk("r2", "j2");
     a.cancel("p", "j2").unwrap();
     assert_eq!(
-        code(a.claim_with("p", "j2", "w", secs(10), &r2)),
+        code(a.claim_idempotent("p", "j2", "w", secs(10), &r2)),
         ErrorCode::Cancelled
     );
     let (r3, _l3) = mk("r3", "j3");
     env.clock.advance(11_000_000);
     let events = count_events(a);
     assert_eq!(
-        code(a.claim_with("p", "j3", "w", secs(10), &r3)),
+        code(a.claim_idempotent("p", "j3", "w", secs(10), &r3)),
         ErrorCode::LeaseExpired
     );
     assert_eq!(a.job("p", "j3").unwrap().attempts, 1, "no attempt consumed");
@@ -332,7 +338,7 @@ fn request_records_go_with_their_job() {
     let env = Env::with_jobs(1, 3);
     let a = &env.auth;
     let req = ClaimRequest::new("r").unwrap();
-    a.claim_with("p", "j0", "w", secs(10), &req)
+    a.claim_idempotent("p", "j0", "w", secs(10), &req)
         .unwrap()
         .value
         .complete(&[])
@@ -360,9 +366,9 @@ fn a_v2_store_migrates_to_request_ids() {
     let a = Authority::open(&path, &Options::new().clock(clock)).unwrap();
     assert_eq!(a.migrated_from(), 2);
     let req = ClaimRequest::new("after-migration").unwrap();
-    let l = a.claim_next_with("old", "w", secs(10), &req).unwrap();
+    let l = a.claim_next_idempotent("old", "w", secs(10), &req).unwrap();
     assert_eq!((l.value.job(), l.replayed), ("waiting", false));
-    let again = a.claim_next_with("old", "w", secs(10), &req).unwrap();
+    let again = a.claim_next_idempotent("old", "w", secs(10), &req).unwrap();
     assert!(again.replayed);
     assert_eq!(again.value.claim_id(), l.value.claim_id());
     assert!(a.check().unwrap().ok());
@@ -393,9 +399,9 @@ fn schema_4_and_5_stores_migrate_to_request_ids() {
         assert_eq!(a.migrated_from(), from);
         l.release().unwrap();
         let req = ClaimRequest::new("r").unwrap();
-        let first = a.claim_with("p", "j0", "w", secs(10), &req).unwrap();
+        let first = a.claim_idempotent("p", "j0", "w", secs(10), &req).unwrap();
         assert!(
-            a.claim_with("p", "j0", "w", secs(10), &req)
+            a.claim_idempotent("p", "j0", "w", secs(10), &req)
                 .unwrap()
                 .replayed
         );
@@ -410,7 +416,9 @@ fn a_batch_claim_retried_under_its_request_id_returns_the_same_leases() {
     let env = Env::with_jobs(5, 3);
     let a = &env.auth;
     let req = ClaimRequest::new("batch").unwrap();
-    let first = a.claim_next_many_with("p", "w", secs(10), 3, &req).unwrap();
+    let first = a
+        .claim_next_many_idempotent("p", "w", secs(10), 3, &req)
+        .unwrap();
     assert!(!first.replayed);
     let ls: Vec<Lease> = first.value.into_iter().map(|r| r.unwrap()).collect();
     let jobs: Vec<&str> = ls.iter().map(|l| l.job()).collect();
@@ -422,7 +430,9 @@ fn a_batch_claim_retried_under_its_request_id_returns_the_same_leases() {
         count_events(a),
     );
     env.clock.advance(1_000);
-    let again = a.claim_next_many_with("p", "w", secs(10), 3, &req).unwrap();
+    let again = a
+        .claim_next_many_idempotent("p", "w", secs(10), 3, &req)
+        .unwrap();
     assert!(again.replayed);
     let rs: Vec<Lease> = again.value.into_iter().map(|r| r.unwrap()).collect();
     assert_eq!(rs.len(), 3);
@@ -442,7 +452,9 @@ fn a_batch_claim_retried_under_its_request_id_returns_the_same_leases() {
     assert_eq!(code(ls[1].release()), ErrorCode::LeaseClosed);
     // A retry after one member completed: that slot is its own error, the
     // others replay.
-    let third = a.claim_next_many_with("p", "w", secs(10), 3, &req).unwrap();
+    let third = a
+        .claim_next_many_idempotent("p", "w", secs(10), 3, &req)
+        .unwrap();
     assert!(third.replayed);
     let codes: Vec<Option<ErrorCode>> = third
         .value
@@ -466,7 +478,10 @@ fn a_batch_claim_retried_under_its_request_id_returns_the_same_leases() {
             .collect()
     };
     assert_eq!(
-        codes(a.claim_next_many_with("p", "w", secs(10), 3, &req).unwrap()),
+        codes(
+            a.claim_next_many_idempotent("p", "w", secs(10), 3, &req)
+                .unwrap()
+        ),
         [
             Some(ErrorCode::StaleLease),
             Some(ErrorCode::LeaseClosed),
@@ -476,13 +491,13 @@ fn a_batch_claim_retried_under_its_request_id_returns_the_same_leases() {
     taken.release().unwrap();
     let req2 = ClaimRequest::new("batch-2").unwrap();
     let two = a
-        .claim_next_many_with("p", "w", secs(10), 2, &req2)
+        .claim_next_many_idempotent("p", "w", secs(10), 2, &req2)
         .unwrap();
     assert_eq!(two.value.len(), 2);
     env.clock.advance(11_000_000);
     assert_eq!(
         codes(
-            a.claim_next_many_with("p", "w", secs(10), 2, &req2)
+            a.claim_next_many_idempotent("p", "w", secs(10), 2, &req2)
                 .unwrap()
         ),
         [Some(ErrorCode::LeaseExpired), Some(ErrorCode::LeaseExpired)]
@@ -495,7 +510,9 @@ fn a_batch_request_id_with_another_secret_or_other_arguments_is_a_conflict() {
     let env = Env::with_jobs(4, 3);
     let a = &env.auth;
     let req = ClaimRequest::new("req").unwrap();
-    let got = a.claim_next_many_with("p", "w", secs(10), 2, &req).unwrap();
+    let got = a
+        .claim_next_many_idempotent("p", "w", secs(10), 2, &req)
+        .unwrap();
     assert_eq!(got.value.len(), 2);
     let views: Vec<JobView> = (0..4)
         .map(|i| a.job("p", &format!("j{i}")).unwrap())
@@ -503,31 +520,32 @@ fn a_batch_request_id_with_another_secret_or_other_arguments_is_a_conflict() {
     let events = count_events(a);
     let other_secret = ClaimRequest::new("req").unwrap();
     for r in [
-        a.claim_next_many_with("p", "w", secs(10), 2, &other_secret),
-        a.claim_next_many_with("p", "w", secs(10), 3, &req),
-        a.claim_next_many_with("p", "w2", secs(10), 2, &req),
-        a.claim_next_many_with("p", "w", secs(11), 2, &req),
+        a.claim_next_many_idempotent("p", "w", secs(10), 2, &other_secret),
+        a.claim_next_many_idempotent("p", "w", secs(10), 3, &req),
+        a.claim_next_many_idempotent("p", "w2", secs(10), 2, &req),
+        a.claim_next_many_idempotent("p", "w", secs(11), 2, &req),
     ] {
         assert_eq!(code(r), ErrorCode::Conflict);
     }
     // The batch's ID used by a single claim, and a single claim's ID used
     // by a batch, are conflicts too.
     assert_eq!(
-        code(a.claim_next_with("p", "w", secs(10), &req)),
+        code(a.claim_next_idempotent("p", "w", secs(10), &req)),
         ErrorCode::Conflict
     );
     assert_eq!(
-        code(a.claim_with("p", "j3", "w", secs(10), &req)),
+        code(a.claim_idempotent("p", "j3", "w", secs(10), &req)),
         ErrorCode::Conflict
     );
     let single = ClaimRequest::new("single").unwrap();
-    a.claim_next_with("p", "w", secs(10), &single).unwrap();
+    a.claim_next_idempotent("p", "w", secs(10), &single)
+        .unwrap();
     let views_after: Vec<JobView> = (0..4)
         .map(|i| a.job("p", &format!("j{i}")).unwrap())
         .collect();
     let events_after = count_events(a);
     assert_eq!(
-        code(a.claim_next_many_with("p", "w", secs(10), 1, &single)),
+        code(a.claim_next_many_idempotent("p", "w", secs(10), 1, &single)),
         ErrorCode::Conflict
     );
     assert_eq!(views[..2], views_after[..2], "the batch's claims stand");
@@ -547,23 +565,29 @@ fn a_batch_claim_that_finds_nothing_leaves_its_request_id_unused() {
     let env = Env::with_jobs(0, 3);
     let a = &env.auth;
     let req = ClaimRequest::new("later").unwrap();
-    let none = a.claim_next_many_with("p", "w", secs(10), 4, &req).unwrap();
+    let none = a
+        .claim_next_many_idempotent("p", "w", secs(10), 4, &req)
+        .unwrap();
     assert!(none.value.is_empty() && !none.replayed);
     // Unused: the same request is fresh once work arrives, and fewer
     // claimable than asked is fewer claims.
     a.submit("p", &JobSpec::new("j0", b"x".to_vec())).unwrap();
-    let one = a.claim_next_many_with("p", "w", secs(10), 4, &req).unwrap();
+    let one = a
+        .claim_next_many_idempotent("p", "w", secs(10), 4, &req)
+        .unwrap();
     assert!(!one.replayed);
     assert_eq!(one.value.len(), 1);
-    let again = a.claim_next_many_with("p", "w", secs(10), 4, &req).unwrap();
+    let again = a
+        .claim_next_many_idempotent("p", "w", secs(10), 4, &req)
+        .unwrap();
     assert!(again.replayed);
     assert_eq!(again.value.len(), 1);
     assert_eq!(
-        code(a.claim_next_many_with("p", "w", secs(10), 0, &req)),
+        code(a.claim_next_many_idempotent("p", "w", secs(10), 0, &req)),
         ErrorCode::InvalidArgument
     );
     assert_eq!(
-        code(a.claim_next_many_with("p", "w", secs(10), validate::MAX_BATCH + 1, &req)),
+        code(a.claim_next_many_idempotent("p", "w", secs(10), validate::MAX_BATCH + 1, &req)),
         ErrorCode::InvalidArgument
     );
 }
@@ -574,13 +598,17 @@ fn a_batch_claim_in_an_edit_is_pending_until_commit_and_replays_after() {
     let a = &env.auth;
     let req = ClaimRequest::new("in-edit").unwrap();
     let mut e = a.edit().unwrap();
-    let got = e.claim_next_many_with("p", "w", secs(10), 2, &req).unwrap();
+    let got = e
+        .claim_next_many_idempotent("p", "w", secs(10), 2, &req)
+        .unwrap();
     assert!(!got.replayed);
     let ls: Vec<Lease> = got.value.into_iter().map(|r| r.unwrap()).collect();
     assert!(ls.iter().all(|l| l.status() == LeaseStatus::Pending));
     e.commit().unwrap();
     assert!(ls.iter().all(|l| l.status() == LeaseStatus::Active));
-    let again = a.claim_next_many_with("p", "w", secs(10), 2, &req).unwrap();
+    let again = a
+        .claim_next_many_idempotent("p", "w", secs(10), 2, &req)
+        .unwrap();
     assert!(again.replayed);
     assert_eq!(
         again.value[1].as_ref().unwrap().claim_id(),
@@ -605,7 +633,9 @@ fn two_batch_claims_racing_under_one_request_answer_with_the_same_claims() {
         let barrier = std::sync::Barrier::new(2);
         let run = |a: &Authority| {
             barrier.wait();
-            let got = a.claim_next_many_with("p", "w", secs(10), 2, &req).unwrap();
+            let got = a
+                .claim_next_many_idempotent("p", "w", secs(10), 2, &req)
+                .unwrap();
             let ids: Vec<String> = got
                 .value
                 .iter()

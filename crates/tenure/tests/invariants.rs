@@ -101,12 +101,15 @@ fn inv2_cancelled_job_gets_cancelled() {
     let env = Env::with_jobs(1, 3);
     let a = &env.auth;
     let l = a.claim("p", "j0", "w", secs(10)).unwrap();
-    assert_eq!(a.cancel("p", "j0").unwrap(), Cancelled::Cancelled);
+    assert_eq!(a.cancel("p", "j0").unwrap(), CancelOutcome::Cancelled);
     let before = snapshot(a);
     assert_eq!(code(l.complete(&[])), ErrorCode::Cancelled);
     assert_eq!(code(l.renew(secs(20))), ErrorCode::Cancelled);
     assert_eq!(snapshot(a), before);
-    assert_eq!(a.cancel("p", "j0").unwrap(), Cancelled::AlreadyCancelled);
+    assert_eq!(
+        a.cancel("p", "j0").unwrap(),
+        CancelOutcome::AlreadyCancelled
+    );
 }
 
 #[test]

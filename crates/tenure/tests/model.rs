@@ -770,7 +770,7 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
             Some(l) => out(l.complete(&[Fact::new("k", "v")]), |_| "completed".into()),
         },
         Op::Cancel { job } => out(a.cancel("p", JOB_NAMES[job]), |c| {
-            if c == Cancelled::Cancelled {
+            if c == CancelOutcome::Cancelled {
                 "cancelled".into()
             } else {
                 "already".into()

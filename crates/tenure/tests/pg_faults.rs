@@ -232,7 +232,10 @@ fn cut_connections_never_double_claim_consume_an_attempt_or_apply_twice() {
             0 => {
                 let req = ClaimRequest::new(&format!("r{i}")).unwrap();
                 plan.arm(kind);
-                let l = a.claim_with(&p, "j0", "w", ttl(), &req).expect(&ctx).value;
+                let l = a
+                    .claim_idempotent(&p, "j0", "w", ttl(), &req)
+                    .expect(&ctx)
+                    .value;
                 plan.disarm();
                 let v = direct.job(&p, "j0").unwrap();
                 assert_eq!((v.attempts, v.claim_id), (1, Some(l.claim_id())), "{ctx}");
@@ -240,7 +243,10 @@ fn cut_connections_never_double_claim_consume_an_attempt_or_apply_twice() {
             1 => {
                 let req = ClaimRequest::new(&format!("r{i}")).unwrap();
                 plan.arm(kind);
-                let l = a.claim_next_with(&p, "w", ttl(), &req).expect(&ctx).value;
+                let l = a
+                    .claim_next_idempotent(&p, "w", ttl(), &req)
+                    .expect(&ctx)
+                    .value;
                 plan.disarm();
                 let v = direct.job(&p, l.job()).unwrap();
                 assert_eq!((v.attempts, v.claim_id), (1, Some(l.claim_id())), "{ctx}");
@@ -339,7 +345,7 @@ fn cut_connections_never_double_claim_consume_an_attempt_or_apply_twice() {
                 let req = ClaimRequest::new(&format!("r{i}")).unwrap();
                 plan.arm(kind);
                 let out = a
-                    .claim_next_many_with(&p, "w", ttl(), 2, &req)
+                    .claim_next_many_idempotent(&p, "w", ttl(), 2, &req)
                     .expect(&ctx)
                     .value;
                 plan.disarm();

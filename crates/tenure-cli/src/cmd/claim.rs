@@ -223,10 +223,10 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
         (Some(j), None) => auth.claim(production, j, &a.holder, ttl),
         (None, None) => auth.claim_next(production, &a.holder, ttl),
         (Some(j), Some(r)) => auth
-            .claim_with(production, j, &a.holder, ttl, r)
+            .claim_idempotent(production, j, &a.holder, ttl, r)
             .map(|x| x.value),
         (None, Some(r)) => auth
-            .claim_next_with(production, &a.holder, ttl, r)
+            .claim_next_idempotent(production, &a.holder, ttl, r)
             .map(|x| x.value),
     };
     let lease = match claimed {

@@ -369,7 +369,7 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
         if !cancel_done {
             cancel_done = true;
             for j in &to_cancel {
-                if let Ok(tenure::Cancelled::Cancelled) = auth.cancel(&production, j) {
+                if let Ok(tenure::CancelOutcome::Cancelled) = auth.cancel(&production, j) {
                     cancelled_now += 1;
                     bar.println(format!("coordinator cancelled {j}"));
                 }

@@ -6,7 +6,7 @@ use crate::out::{self, Render};
 use clap::Subcommand;
 use serde_json::{json, Value};
 use std::io::{self, Write};
-use tenure::{Cancelled, JobView};
+use tenure::{CancelOutcome, JobView};
 
 #[derive(Subcommand)]
 pub enum Cmd {
@@ -68,14 +68,14 @@ impl Render for Shown {
 struct JobCancelled {
     production: String,
     job: String,
-    result: Cancelled,
+    result: CancelOutcome,
 }
 
 impl JobCancelled {
     fn result(&self) -> &'static str {
         match self.result {
-            Cancelled::Cancelled => "cancelled",
-            Cancelled::AlreadyCancelled => "already_cancelled",
+            CancelOutcome::Cancelled => "cancelled",
+            CancelOutcome::AlreadyCancelled => "already_cancelled",
         }
     }
 }

@@ -152,7 +152,7 @@ pub(crate) struct Tombstone {
 
 /// A claim made under a caller's request ID (schema 5): what a retry of the
 /// same request is compared with and which claim it answers with
-/// ([`crate::rules::claim_with`]). Kept as long as its job row.
+/// ([`crate::rules::claim_idempotent`]). Kept as long as its job row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RequestRow {
     pub production: String,
