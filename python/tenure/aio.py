@@ -1042,12 +1042,12 @@ _WAIT_TIMEOUT = timedelta(seconds=60)
 
 
 async def _call(handler: Callable[[Job], Awaitable[_Facts]], job: Job,
-                began: list[bool]) -> _Facts:
+                ticket: _native._AioTicket) -> _Facts:
     """The handler's task: a handler that raises before it returns an
-    awaitable fails its job like one that raises while awaited. ``began``
-    gets an entry once the task runs at all (a task cancelled before its
-    first step never calls the handler)."""
-    began.append(True)
+    awaitable fails its job like one that raises while awaited. The first
+    step tells the ticket the handler began (a task cancelled before it
+    never calls the handler: its job is handed back, not counted)."""
+    ticket.begin()
     return await handler(job)
 
 
@@ -1130,21 +1130,11 @@ class Worker:
             if quit.is_set():  # stopping: the job is released, never run
                 ticket.hand_back()
                 return
-            began: list[bool] = []
             task = loop.create_task(_call(handler, Job(Lease(ticket.lease, auth),
-                                                       ticket.payload), began))
-
-            def settle(t: asyncio.Task[_Facts]) -> None:
-                """A handler cancelled before it began never ran: its job is
-                handed back like one that reached the loop after the stop."""
-                if t.cancelled() and not began:
-                    ticket.hand_back()
-                else:
-                    ticket.done(t)
-
+                                                       ticket.payload), ticket))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-            task.add_done_callback(settle)
+            task.add_done_callback(ticket.done)
 
         def ready() -> None:
             """The slots' socket is readable: start the jobs they handed over."""

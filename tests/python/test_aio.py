@@ -679,6 +679,93 @@ def test_worker_cancelled_mid_drain_settles_each_handled_job_once(auth: tenure.A
         assert facts["by"] == facts["tenure.claim_id"]
 
 
+def test_worker_run_cancelled_after_a_claim_landed_hands_the_unstarted_job_back(
+        auth: tenure.Authority, prod: str) -> None:
+    """The run is cancelled after a claim landed and its handler task was
+    made, before that task's first step: the job is handed back (requested
+    again), counted released and not claimed, and the handler never ran."""
+    auth.submit_many(prod, [tenure.JobSpec(f"j{i}", b"x") for i in range(3)])
+    handled: list[str] = []
+
+    async def handler(job: aio.Job) -> dict[str, str]:
+        handled.append(job.id)
+        return {}
+
+    async def main() -> aio.WorkerStats:
+        loop = asyncio.get_running_loop()
+        gate = asyncio.Event()  # never set: the handler tasks' first steps wait here
+        run_task: list[asyncio.Task[aio.WorkerStats]] = []
+
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> Any:
+            if getattr(coro, "__name__", "") != "_call":
+                return asyncio.Task(coro, loop=loop, **kw)
+
+            async def gated() -> Any:
+                await gate.wait()
+                return await coro
+            run_task[0].cancel()  # the stop arrives before the handler starts
+            task = asyncio.Task(gated(), loop=loop, **kw)
+            task.add_done_callback(lambda _: coro.close())  # it never began
+            return task
+
+        async with wrap(auth) as a:
+            w = aio.Worker(a, prod, "aw", handler, concurrency=1, ttl=LONG,
+                           grace=timedelta(0))
+            loop.set_task_factory(factory)
+            try:
+                run_task.append(asyncio.ensure_future(w.run()))
+                with pytest.raises(asyncio.CancelledError):
+                    await run_task[0]
+            finally:
+                loop.set_task_factory(None)
+            await a.settle()
+            return w.stats
+
+    stats = run(main())
+    assert handled == []
+    assert (stats.claimed, stats.completed, stats.failed, stats.lost) == (0, 0, 0, 0)
+    assert stats.released == 1
+    assert {v.state for v in auth.jobs(prod)} == {"requested"}
+
+
+def test_worker_handler_task_cancelled_before_its_first_step_is_not_counted(
+        auth: tenure.Authority, prod: str) -> None:
+    """A handler task cancelled before its first step (the worker still
+    running) hands its job back uncounted; the job is claimed again and
+    completed, so each job is counted claimed once, by the run that
+    handled it."""
+    auth.submit_many(prod, [tenure.JobSpec(f"j{i}", b"x") for i in range(5)])
+    handled: list[str] = []
+
+    async def handler(job: aio.Job) -> dict[str, str]:
+        handled.append(job.id)
+        return {}
+
+    async def main() -> aio.WorkerStats:
+        loop = asyncio.get_running_loop()
+        cancelled: list[bool] = []
+
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> Any:
+            task = asyncio.Task(coro, loop=loop, **kw)
+            if getattr(coro, "__name__", "") == "_call" and not cancelled:
+                cancelled.append(True)
+                task.cancel()  # before its first step
+            return task
+
+        async with wrap(auth) as a:
+            loop.set_task_factory(factory)
+            try:
+                return await aio.Worker(a, prod, "aw", handler, concurrency=1, ttl=LONG,
+                                        until_idle=True).run()
+            finally:
+                loop.set_task_factory(None)
+
+    stats = run(main())
+    assert sorted(handled) == [f"j{i}" for i in range(5)]
+    assert (stats.claimed, stats.completed, stats.released, stats.lost) == (5, 5, 1, 0)
+    assert {v.state for v in auth.jobs(prod)} == {"completed"}
+
+
 def test_worker_gives_each_handler_its_own_payload(auth: tenure.Authority,
                                                    prod: str) -> None:
     """The payload read in the claiming call is the claimed job's; each

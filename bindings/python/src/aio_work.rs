@@ -54,7 +54,8 @@ enum Settle {
     /// Hand the lease back: the handler was cancelled or interrupted.
     Release,
     /// Hand the lease back: the handler never started (the worker was
-    /// stopping when the job reached the loop); not counted as claimed.
+    /// stopping when the job reached the loop, or its task was cancelled or
+    /// collected before its first step); not counted as claimed.
     HandBack,
 }
 
@@ -242,6 +243,11 @@ fn run_job(s: &Shared, lease: tenure::Lease) {
     let Some(l) = held.as_ref().and_then(Held::lease) else {
         return s.count(Tally::Lost); // not wrapped, or after fork: it expires
     };
+    if matches!(outcome, Settle::HandBack) {
+        // The handler never ran: whatever the keeper saw, the job was not
+        // worked on, so it is not counted as claimed.
+        lock(&s.state).claimed -= 1;
+    }
     let tally = if keeper.error().is_some() {
         released(l.release()) // the lease is lost: hand it back
     } else {
@@ -261,11 +267,7 @@ fn run_job(s: &Shared, lease: tenure::Lease) {
                     Tally::Lost
                 }
             }
-            Settle::Release => released(l.release()),
-            Settle::HandBack => {
-                lock(&s.state).claimed -= 1;
-                released(l.release())
-            }
+            Settle::Release | Settle::HandBack => released(l.release()),
         }
     };
     s.count(tally);
@@ -294,6 +296,9 @@ struct HandoffState {
     /// The loop's `tenure.Lease` once it took the job.
     shared: Option<Py<Lease>>,
     settle: Option<Settle>,
+    /// The handler task took its first step (`_AioTicket.begin`): from then
+    /// on an unfinished handler means a release, never a hand-back.
+    begun: bool,
 }
 
 /// One job between its slot and the event loop: the slot waits here for
@@ -311,9 +316,32 @@ impl Handoff {
                 payload,
                 shared: None,
                 settle: None,
+                begun: false,
             }),
             cv: Condvar::new(),
         }
+    }
+
+    /// Mark the handler as started (its task's first step).
+    fn begin(&self) {
+        lock(&self.state).begun = true;
+    }
+
+    /// `Release` once the handler started, else `HandBack`: a task that
+    /// ends (cancelled) or is collected before its first step never called
+    /// the handler. Decided under the same lock `begin` takes.
+    fn set_unfinished(&self) {
+        let mut g = lock(&self.state);
+        if g.settle.is_some() {
+            return;
+        }
+        g.settle = Some(if g.begun {
+            Settle::Release
+        } else {
+            Settle::HandBack
+        });
+        drop(g);
+        self.cv.notify_all();
     }
 
     /// Set the outcome (the first caller wins) and wake the slot, after
@@ -375,8 +403,9 @@ impl Handoff {
 
 /// One job handed to the event loop by an `_AioWorker` slot: its lease
 /// and payload, and ``done(task)``, the handler task's done-callback that
-/// hands the outcome back to the slot. A ticket collected without an
-/// outcome (its task was destroyed) hands the lease back.
+/// hands the outcome back to the slot. ``begin()`` is the task's first
+/// step: a task cancelled, or a ticket collected, before it hands the job
+/// back uncounted (the handler never ran); after it, releases the lease.
 #[pyclass(frozen, module = "tenure", name = "_AioTicket")]
 pub struct AioTicket {
     lease: Py<Lease>,
@@ -410,10 +439,16 @@ impl AioTicket {
         }
     }
 
-    fn settle(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<Settle> {
+    /// The outcome of a finished task; `None` for a cancelled one (a
+    /// release or a hand-back, as `begin` decides).
+    fn settle(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<Option<Settle>> {
         if task.call_method0("cancelled")?.is_truthy()? {
-            return Ok(Settle::Release);
+            return Ok(None);
         }
+        self.outcome(py, task).map(Some)
+    }
+
+    fn outcome(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<Settle> {
         let exc = task.call_method0("exception")?;
         if exc.is_none() {
             let facts = task.call_method0("result")?;
@@ -446,11 +481,19 @@ impl AioTicket {
         self.payload.clone_ref(py)
     }
 
+    /// The handler task's first step, before it calls the handler.
+    fn begin(&self) {
+        self.handoff.begin();
+    }
+
     /// The handler task's done-callback: complete with its facts, fail as
-    /// its exception says, or release when it was cancelled.
+    /// its exception says; a cancelled task releases the lease, or hands
+    /// the job back (not counted as claimed) when it never began.
     fn done(&self, py: Python<'_>, task: &Bound<'_, PyAny>) {
-        let s = self.settle(py, task).unwrap_or(Settle::Release);
-        self.handoff.set(s);
+        match self.settle(py, task) {
+            Ok(Some(s)) => self.handoff.set(s),
+            Ok(None) | Err(_) => self.handoff.set_unfinished(),
+        }
     }
 
     /// The handler will not run (the worker is stopping): release the
@@ -462,7 +505,7 @@ impl AioTicket {
 
 impl Drop for AioTicket {
     fn drop(&mut self) {
-        self.handoff.set(Settle::Release);
+        self.handoff.set_unfinished();
     }
 }
 

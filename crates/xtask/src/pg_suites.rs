@@ -29,7 +29,10 @@
 //! - C++: the sources of `CPP_SOURCES`, C++20, ASan/UBSan;
 //! - Python: the files of `PY_SUITES`,
 //!   against the wheel installed into `.venv` (built and installed here, so
-//!   `cargo xtask pg` works from a fresh clone too).
+//!   `cargo xtask pg` works from a fresh clone too);
+//! - then `bench/harness-adapter/test_adapter.py`: the adapter for the
+//!   independent benchmark's runner, driven through that runner's contract
+//!   on a new database of the same server.
 
 use crate::pg::Server;
 use crate::util::{apt_install, root, show, step, Result};
@@ -78,6 +81,10 @@ const PY_SUITES: &[&str] = &[
     "test_schedule.py",
     "test_idempotent.py",
 ];
+
+/// The adapter for the independent benchmark's runner, driven through its
+/// contract (`bench/harness-adapter/main.py`).
+const ADAPTER_TEST: &str = "bench/harness-adapter/test_adapter.py";
 
 /// The environment that points the harnesses at `server`.
 fn suite_env(server: &Server) -> Result<Vec<(String, String)>> {
@@ -198,6 +205,22 @@ pub fn run(server: &Server) -> Result {
     summary.push(format!(
         "Python {}: {}",
         PY_SUITES.join(", "),
+        last.trim_matches(|c| c == '=' || c == ' ')
+    ));
+
+    step("PostgreSQL: the benchmark-harness adapter through its contract (bench/harness-adapter)");
+    let out = run_captured(
+        Command::new(&py)
+            .current_dir(root())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .args(["-m", "pytest", "-p", "no:cacheprovider", "-rs"])
+            .arg(ADAPTER_TEST),
+        "the harness adapter's test on PostgreSQL",
+    )?;
+    let last = out.lines().rfind(|l| l.contains(" passed")).unwrap_or("");
+    summary.push(format!(
+        "{ADAPTER_TEST}: {}",
         last.trim_matches(|c| c == '=' || c == ' ')
     ));
 
