@@ -603,7 +603,9 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[i]
 
 
-def _node_run(node_dir: str, system: str, workload: str, url: str, n: int, workers: int) -> dict:
+def _node_run(
+    node_dir: str, system: str, workload: str, url: str, n: int, workers: int
+) -> dict[str, object]:
     out = subprocess.run(
         ["node", os.path.join(node_dir, "peers.mjs"), system, workload, url, str(n), str(workers)],
         stdout=subprocess.PIPE,
@@ -613,10 +615,13 @@ def _node_run(node_dir: str, system: str, workload: str, url: str, n: int, worke
     line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
     if out.returncode != 0 or line is None:
         raise SystemExit(f"peers.mjs {system} {workload} failed ({out.returncode}):\n{out.stdout}")
-    return json.loads(line[len("RESULT ") :])
+    result: dict[str, object] = json.loads(line[len("RESULT ") :])
+    return result
 
 
-def js_run(args: argparse.Namespace, system: str, workload: str, workers: int, rnd: int) -> dict:
+def js_run(
+    args: argparse.Namespace, system: str, workload: str, workers: int, rnd: int
+) -> dict[str, object]:
     """One run of one system on a fresh database; prints and returns its row."""
     n = {"enqueue": args.enqueue_jobs, "wake": args.wake_samples}.get(workload, args.jobs)
     name = f"js_{system}_{workload}_w{workers}_r{rnd}"
@@ -643,7 +648,7 @@ def js_run(args: argparse.Namespace, system: str, workload: str, workers: int, r
     }
     for k in ("jobs_per_s", "p50_ms", "p95_ms"):
         if k in r:
-            row[k] = round(float(r[k]), 3 if k.endswith("_ms") else 1)
+            row[k] = round(float(str(r[k])), 3 if k.endswith("_ms") else 1)
     if "version" in r:
         row["version"] = r["version"]
     print("BENCH " + json.dumps(row, separators=(",", ":")), flush=True)
