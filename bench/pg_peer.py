@@ -5,6 +5,7 @@ server, each run in its own fresh database.
 
     pg_peer.py bench --url MAINTENANCE_URL --jobs N --workers 1,4 --runs R
     pg_peer.py enqueue --url MAINTENANCE_URL --jobs N --pairs P
+    pg_peer.py js-peers --url MAINTENANCE_URL --node-dir DIR ... (below)
 
 ``bench``, the drain, per run and per system:
 
@@ -60,6 +61,39 @@ arguments is inside its time, as a caller pays it). Each pair prints a
 ``"workload":"pg-enqueue-summary"`` line gives the median of the per-pair
 ratios (the figure), their lowest and highest (the spread), and each
 system's median rate.
+
+``js-peers``, tenure beside graphile-worker and pg-boss (Node, ``bench/js-peers``;
+``peers.mjs`` documents exactly what each of them does):
+
+    pg_peer.py js-peers --url MAINTENANCE_URL --node-dir DIR --jobs N
+        --enqueue-jobs E --wake-samples S --rounds R
+
+R rounds; a round runs every workload below once per system, each run in
+a fresh database of its own (dropped after it), the systems in the order
+tenure, graphile-worker, pg-boss in even rounds and the other way round in
+odd ones, so a drifting machine affects them all. tenure runs through this
+Python (the release wheel), its workers C threads of one process sharing
+one ``Authority``:
+
+- ``drain`` with C = 1 and C = 4: N jobs enqueued (untimed, ``submit_many``
+  in chunks of 1000), then each thread ``claim_next(ttl=60 s)`` +
+  ``lease.complete()`` until ``NoJobAvailable`` (``Busy`` retried), timed
+  from the common start until the last thread ends;
+- ``batch``, C = 4: the same with ``claim_next_many(..., 16)`` +
+  ``complete_many``;
+- ``enqueue``: E jobs by ``submit_many`` in chunks of 1000, timed from the
+  first chunk to the last;
+- ``wake``: one thread waits in ``claim_next_wait`` (and completes what it
+  gets); S times, after a 20 ms pause, the main thread submits one job; the
+  latency runs from just before ``submit`` until ``claim_next_wait``
+  returns the lease. pg-boss polls and has no wake-up, so it has no wake row.
+
+Every run checks its end state and prints a ``"workload":"js-peer"`` line
+(system, workload, workers, round; ``jobs_per_s``, or ``p50_ms`` and
+``p95_ms`` for ``wake``); a last ``"workload":"js-peer-versions"`` line
+names tenure's version. ``crates/xtask/src/pg_peer.rs`` sums them up: each
+system's median figure and the median of the per-round ratios tenure /
+peer.
 
 Figures are printed, never asserted.
 """
@@ -427,6 +461,213 @@ def enqueue_pairs(maintenance_url: str, jobs: int, pairs: int) -> None:
     print("BENCH " + json.dumps(summary, separators=(",", ":")), flush=True)
 
 
+# ------------------------------------------- graphile-worker and pg-boss
+
+WAKE_PAUSE_S = 0.020
+JS_SYSTEMS = ("tenure", "graphile", "pgboss")
+#: workload name, worker count, and the systems that run it.
+JS_WORKLOADS = (
+    ("drain", 1, JS_SYSTEMS),
+    ("drain", 4, JS_SYSTEMS),
+    ("batch", 4, JS_SYSTEMS),
+    ("enqueue", 1, JS_SYSTEMS),
+    ("wake", 1, ("tenure", "graphile")),
+)
+
+
+def _threads_drain(url: str, jobs: int, workers: int, batch: bool) -> dict[str, object]:
+    """tenure's drain by ``workers`` threads of this process (see the
+    module docs); returns the rate."""
+    import threading
+
+    import tenure
+
+    tenure_seed(url, jobs)
+    a = tenure.Authority(url)
+    ttl = datetime.timedelta(seconds=60)
+    go = threading.Barrier(workers + 1)
+    done = [0] * workers
+    ends = [0.0] * workers
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        holder = f"bench-{i}"
+        go.wait()
+        try:
+            while True:
+                try:
+                    if batch:
+                        leases = a.claim_next_many(PRODUCTION, holder, ttl, BATCH)
+                        if not leases:
+                            break
+                        while True:
+                            try:
+                                outcomes = a.complete_many(leases)
+                                break
+                            except tenure.Busy:
+                                continue
+                        if any(o is not None for o in outcomes):
+                            raise SystemExit(f"tenure: completions refused: {outcomes!r}")
+                        done[i] += len(leases)
+                    else:
+                        try:
+                            lease = a.claim_next(PRODUCTION, holder, ttl)
+                        except tenure.NoJobAvailable:
+                            break
+                        lease.complete()
+                        done[i] += 1
+                except tenure.Busy:
+                    continue
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+        ends[i] = time.monotonic()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    go.wait()
+    start = time.monotonic()
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit(f"tenure worker failed: {errors[0]!r}")
+    if sum(done) != jobs:
+        raise SystemExit(f"tenure: threads handled {sum(done)} of {jobs} jobs")
+    tenure_verify(url, jobs)
+    s = max(ends) - start
+    return {"jobs_per_s": jobs / s, "seconds": s}
+
+
+def _tenure_enqueue(url: str, jobs: int) -> dict[str, object]:
+    import tenure
+
+    a = tenure.Authority(url)
+    a.create_production(PRODUCTION)
+    t0 = time.perf_counter()
+    for i in range(0, jobs, CHUNK):
+        tenure_chunk(a, i, min(i + CHUNK, jobs))
+    s = time.perf_counter() - t0
+    if len(a.jobs(PRODUCTION, state="requested", limit=1)) != 1:
+        raise SystemExit("tenure: no job requested after the enqueue")
+    return {"jobs_per_s": jobs / s, "seconds": s}
+
+
+def _tenure_wake(url: str, samples: int) -> dict[str, object]:
+    """Latency from ``submit`` to ``claim_next_wait`` returning, one idle
+    waiting thread (see the module docs)."""
+    import threading
+
+    import tenure
+
+    a = tenure.Authority(url)
+    a.create_production(PRODUCTION)
+    ttl = datetime.timedelta(seconds=60)
+    timeout = datetime.timedelta(seconds=30)
+    claimed: list[float] = []
+    got = threading.Semaphore(0)
+    errors: list[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            for _ in range(samples):
+                lease = a.claim_next_wait(PRODUCTION, "bench-wake", ttl, timeout)
+                claimed.append(time.perf_counter())
+                got.release()
+                lease.complete()
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+            got.release()
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    lat = []
+    for i in range(samples):
+        time.sleep(WAKE_PAUSE_S)
+        t0 = time.perf_counter()
+        a.submit(PRODUCTION, f"wake-{i:05}", b"")
+        got.acquire()
+        if errors:
+            raise SystemExit(f"tenure waiter failed: {errors[0]!r}")
+        lat.append((claimed[-1] - t0) * 1000.0)
+    t.join()
+    lat.sort()
+    return {"p50_ms": _quantile(lat, 0.5), "p95_ms": _quantile(lat, 0.95), "samples": samples}
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    """The ``q`` quantile of ascending ``sorted_values`` (nearest rank, as
+    ``peers.mjs`` computes it)."""
+    import math
+
+    i = min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))
+    return sorted_values[i]
+
+
+def _node_run(
+    node_dir: str, system: str, workload: str, url: str, n: int, workers: int
+) -> dict[str, object]:
+    out = subprocess.run(
+        ["node", os.path.join(node_dir, "peers.mjs"), system, workload, url, str(n), str(workers)],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if out.returncode != 0 or line is None:
+        raise SystemExit(f"peers.mjs {system} {workload} failed ({out.returncode}):\n{out.stdout}")
+    result: dict[str, object] = json.loads(line[len("RESULT ") :])
+    return result
+
+
+def js_run(
+    args: argparse.Namespace, system: str, workload: str, workers: int, rnd: int
+) -> dict[str, object]:
+    """One run of one system on a fresh database; prints and returns its row."""
+    n = {"enqueue": args.enqueue_jobs, "wake": args.wake_samples}.get(workload, args.jobs)
+    name = f"js_{system}_{workload}_w{workers}_r{rnd}"
+    url = _fresh_database(args.url, name)
+    try:
+        if system == "tenure":
+            if workload == "enqueue":
+                r = _tenure_enqueue(url, n)
+            elif workload == "wake":
+                r = _tenure_wake(url, n)
+            else:
+                r = _threads_drain(url, n, workers, batch=workload == "batch")
+        else:
+            r = _node_run(args.node_dir, system, workload, url, n, workers)
+    finally:
+        _drop_database(args.url, name)
+    row = {
+        "workload": "js-peer",
+        "system": system,
+        "kind": workload,
+        "workers": workers,
+        "round": rnd,
+        "jobs": n,
+    }
+    for k in ("jobs_per_s", "p50_ms", "p95_ms"):
+        if k in r:
+            row[k] = round(float(str(r[k])), 3 if k.endswith("_ms") else 1)
+    if "version" in r:
+        row["version"] = r["version"]
+    print("BENCH " + json.dumps(row, separators=(",", ":")), flush=True)
+    return row
+
+
+def js_peers(args: argparse.Namespace) -> None:
+    for rnd in range(args.rounds):
+        order = JS_SYSTEMS if rnd % 2 == 0 else JS_SYSTEMS[::-1]
+        for workload, workers, systems in JS_WORKLOADS:
+            for system in order:
+                if system in systems:
+                    js_run(args, system, workload, workers, rnd)
+    from importlib.metadata import version
+
+    row = {"workload": "js-peer-versions", "tenure": version("tenure")}
+    print("BENCH " + json.dumps(row, separators=(",", ":")), flush=True)
+
+
 def _versions() -> dict[str, str]:
     from importlib.metadata import version
 
@@ -440,13 +681,22 @@ def main() -> None:
         print("DONE " + json.dumps(r), flush=True)
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("mode", choices=["bench", "enqueue"])
+    p.add_argument("mode", choices=["bench", "enqueue", "js-peers"])
     p.add_argument("--url", required=True, help="maintenance URL of the server")
     p.add_argument("--jobs", type=int, default=5000)
     p.add_argument("--workers", default="1,4")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--pairs", type=int, default=5, help="enqueue: pairs of samples")
+    p.add_argument("--node-dir", help="js-peers: the folder of peers.mjs and its node_modules")
+    p.add_argument("--enqueue-jobs", type=int, default=20000, help="js-peers: bulk enqueue size")
+    p.add_argument("--wake-samples", type=int, default=200, help="js-peers: wake-ups measured")
+    p.add_argument("--rounds", type=int, default=3, help="js-peers: rounds")
     args = p.parse_args()
+    if args.mode == "js-peers":
+        if not args.node_dir:
+            p.error("js-peers needs --node-dir")
+        js_peers(args)
+        return
     if args.mode == "enqueue":
         enqueue_pairs(args.url, args.jobs, args.pairs)
         return

@@ -1750,6 +1750,7 @@ mod tests {
                     ));
                 }
             }
+            kinds.push(crate::pg::peers_report_kind(smoke));
         }
         kinds
     }
@@ -1771,12 +1772,14 @@ mod tests {
                 "soak-full",
                 "postgres-soak-full",
                 "postgres-bulk-submit-soak-full",
+                "postgres-peers-full",
                 "smoke",
                 "postgres-smoke",
                 "postgres-bulk-submit-smoke",
                 "soak-smoke",
                 "postgres-soak-smoke",
                 "postgres-bulk-submit-soak-smoke",
+                "postgres-peers-smoke",
             ]
         );
         // One pair of files per kind, no two kinds sharing one.

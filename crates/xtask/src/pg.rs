@@ -351,21 +351,22 @@ pub fn bench(smoke: bool, rows: Rows) -> Result {
     ));
     let mut md = String::new();
     let mut json = Vec::new();
+    if peers_only() {
+        // Only tenure beside graphile-worker and pg-boss, on both servers.
+        step("PostgreSQL benchmark: only the Node peers' rows (TENURE_BENCH_PEERS_ONLY)");
+        for durable in [false, true] {
+            let (server, label) = server_for(durable)?;
+            step(&format!("PostgreSQL peers on the {label}"));
+            md.push_str(&format!("\n**{label}**\n"));
+            crate::pg_peer::js_peers(&server, smoke, &mut md, &mut json)?;
+        }
+        return crate::bench::write_report(&peers_report_kind(smoke), &md, json, &started);
+    }
     let all = !rows.soak && !rows.bulk;
     if all || rows.bulk {
         // Every row twice: on the tests' server (no fsync) and on a durable one.
         for durable in [false, true] {
-            let (server, label) = if durable {
-                (
-                    start_durable()?,
-                    "durable server: fsync, full_page_writes, synchronous_commit on",
-                )
-            } else {
-                (
-                    start()?,
-                    "no-fsync server: fsync, full_page_writes, synchronous_commit off",
-                )
-            };
+            let (server, label) = server_for(durable)?;
             step(&format!("PostgreSQL benchmark on the {label}"));
             if rows.bulk {
                 md.push_str(&format!("\n**{label}**\n"));
@@ -386,6 +387,37 @@ pub fn bench(smoke: bool, rows: Rows) -> Result {
         soak(&server, smoke, &mut md, &mut json)?;
     }
     crate::bench::write_report(&report_kind(smoke, &rows), &md, json, &started)
+}
+
+/// A throwaway server, durable or with the tests' no-fsync setting, and
+/// its label in the report.
+fn server_for(durable: bool) -> Result<(Server, &'static str)> {
+    Ok(if durable {
+        (
+            start_durable()?,
+            "durable server: fsync, full_page_writes, synchronous_commit on",
+        )
+    } else {
+        (
+            start()?,
+            "no-fsync server: fsync, full_page_writes, synchronous_commit off",
+        )
+    })
+}
+
+/// Whether `TENURE_BENCH_PEERS_ONLY` (set and not `0` or empty) asks
+/// `cargo xtask bench --backend postgres` for the Node peers' rows alone
+/// (tenure beside graphile-worker and pg-boss, on both servers; the other
+/// flags then change nothing but `--smoke`).
+fn peers_only() -> bool {
+    std::env::var("TENURE_BENCH_PEERS_ONLY").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The kind of the report of the Node peers' rows run alone
+/// (`TENURE_BENCH_PEERS_ONLY`): `postgres-peers-smoke` or
+/// `postgres-peers-full`.
+pub(crate) fn peers_report_kind(smoke: bool) -> String {
+    format!("postgres-peers-{}", if smoke { "smoke" } else { "full" })
 }
 
 /// The kind of a PostgreSQL report, which names its files
@@ -702,6 +734,8 @@ fn throughput(
     crate::pg_peer::enqueue(server, smoke, md, json)?;
     md.push_str(&batched_targets(&rows, &json[from..]));
     json.extend(rows);
+    // tenure beside graphile-worker and pg-boss on this server.
+    crate::pg_peer::js_peers(server, smoke, md, json)?;
     // Waiting for work on PostgreSQL (LISTEN/NOTIFY): the rows of
     // `bench::waiting` on a database of this server.
     let bin = crate::bench::bench_bin()?;

@@ -15,6 +15,14 @@
 //!
 //! The peer is procrastinate, a Python job queue that keeps its jobs in
 //! PostgreSQL; it runs as it is on PostgreSQL 15.
+//!
+//! [`js_peers`] puts tenure beside graphile-worker (the target) and pg-boss
+//! (context), Node job queues on PostgreSQL: `npm ci` of `bench/js-peers`
+//! (its committed `package-lock.json` pins both and everything they pull
+//! in; `node_modules` is git-ignored), then `bench/pg_peer.py js-peers`
+//! runs the drains, the bulk enqueue and the wake latency round by round,
+//! the systems alternating, and [`js_table`] turns its rows into the
+//! report's table with the targets.
 
 use crate::util::{output, parse_json, root, run, step, Result};
 use serde_json::Value;
@@ -62,6 +70,314 @@ fn peer_rows(what: &str, args: &[&str]) -> Result<Vec<Value>> {
         .filter_map(|l| l.strip_prefix("BENCH "))
         .map(|l| parse_json(l, "bench/pg_peer.py BENCH line"))
         .collect()
+}
+
+/// The folder of the Node peers (`package.json`, `package-lock.json`,
+/// `peers.mjs`).
+fn js_dir() -> std::path::PathBuf {
+    root().join("bench/js-peers")
+}
+
+/// `npm ci` of the Node peers from the committed lock file (once per xtask
+/// run); it writes only the git-ignored `node_modules`.
+fn npm_ci() -> Result {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if DONE.get().is_some() {
+        return Ok(());
+    }
+    step("PostgreSQL peers: npm ci graphile-worker and pg-boss (bench/js-peers/package-lock.json)");
+    run(Command::new("npm")
+        .arg("ci")
+        .arg("--prefix")
+        .arg(js_dir())
+        .args(["--no-audit", "--no-fund", "--loglevel=error"]))?;
+    DONE.get_or_init(|| ());
+    Ok(())
+}
+
+/// The sizes of the Node peers' rows: backlog per drain, bulk enqueue
+/// size, wake-ups measured, rounds.
+fn js_sizes(smoke: bool) -> [&'static str; 4] {
+    if smoke {
+        ["200", "2000", "20", "1"]
+    } else {
+        ["5000", "20000", "200", "3"]
+    }
+}
+
+/// tenure beside graphile-worker and pg-boss on `server` (`bench/pg_peer.py
+/// js-peers`, sizes of [`js_sizes`]): the table of [`js_table`] appended to
+/// `md`, every `BENCH` line to `json`.
+pub fn js_peers(
+    server: &crate::pg::Server,
+    smoke: bool,
+    md: &mut String,
+    json: &mut Vec<Value>,
+) -> Result {
+    npm_ci()?;
+    let [jobs, enqueue, wake, rounds] = js_sizes(smoke);
+    let dir = js_dir();
+    let rows = peer_rows(
+        "PostgreSQL peers: tenure vs graphile-worker and pg-boss, alternating rounds",
+        &[
+            "js-peers",
+            "--url",
+            &server.url,
+            "--node-dir",
+            &dir.to_string_lossy(),
+            "--jobs",
+            jobs,
+            "--enqueue-jobs",
+            enqueue,
+            "--wake-samples",
+            wake,
+            "--rounds",
+            rounds,
+        ],
+    )?;
+    let summaries = js_summaries(&rows);
+    md.push_str(&js_table(&summaries)?);
+    json.extend(rows);
+    json.extend(summaries);
+    Ok(())
+}
+
+/// The systems of the Node peers' rows, tenure first.
+const JS_SYSTEMS: &[&str] = &["tenure", "graphile", "pgboss"];
+
+/// The median of `v` (the mean of the middle two for an even count); `None`
+/// when empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// `x` rounded to `places` decimals.
+fn round(x: f64, places: i32) -> f64 {
+    let f = 10f64.powi(places);
+    (x * f).round() / f
+}
+
+/// The summary of `pg_peer.py js-peers`'s `js-peer` run rows, one
+/// `js-peer-summary` object per (kind, workers) of [`JS_ROWS`] that ran:
+/// each system's median figure (`<system>_jobs_per_s`, or for `wake`
+/// `<system>_p50_ms` and `<system>_p95_ms`), its version, and per peer the
+/// median of the per-round ratios tenure / peer of that figure
+/// (`ratio_<peer>`, with `ratio_<peer>_min` and `_max`); a round missing
+/// either system gives no ratio.
+pub(crate) fn js_summaries(rows: &[Value]) -> Vec<Value> {
+    let tenure_version = rows
+        .iter()
+        .find(|r| r["workload"] == "js-peer-versions")
+        .map(|r| r["tenure"].clone())
+        .unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    for (kind, workers, _) in JS_ROWS {
+        let runs: Vec<&Value> = rows
+            .iter()
+            .filter(|r| {
+                r["workload"] == "js-peer" && r["kind"] == *kind && r["workers"] == *workers
+            })
+            .collect();
+        let Some(first) = runs.first() else {
+            continue;
+        };
+        let metric = if *kind == "wake" {
+            "p50_ms"
+        } else {
+            "jobs_per_s"
+        };
+        let places = if *kind == "wake" { 3 } else { 1 };
+        let mut rounds: Vec<u64> = runs.iter().filter_map(|r| r["round"].as_u64()).collect();
+        rounds.sort_unstable();
+        rounds.dedup();
+        let figure = |system: &str, round: u64| {
+            runs.iter()
+                .find(|r| r["system"] == system && r["round"] == round)
+                .and_then(|r| r[metric].as_f64())
+        };
+        let mut s = serde_json::json!({
+            "workload": "js-peer-summary",
+            "kind": kind,
+            "workers": workers,
+            "jobs": first["jobs"],
+            "rounds": rounds.len(),
+            "metric": metric,
+            "tenure_version": tenure_version,
+        });
+        for system in JS_SYSTEMS {
+            let mine: Vec<&&Value> = runs.iter().filter(|r| r["system"] == *system).collect();
+            let Some(m) = median(mine.iter().filter_map(|r| r[metric].as_f64()).collect()) else {
+                continue;
+            };
+            s[format!("{system}_{metric}")] = round(m, places).into();
+            if *kind == "wake" {
+                if let Some(p95) =
+                    median(mine.iter().filter_map(|r| r["p95_ms"].as_f64()).collect())
+                {
+                    s[format!("{system}_p95_ms")] = round(p95, 3).into();
+                }
+            }
+            if let Some(v) = mine.iter().find_map(|r| r.get("version")) {
+                s[format!("{system}_version")] = v.clone();
+            }
+        }
+        for peer in &JS_SYSTEMS[1..] {
+            let ratios: Vec<f64> = rounds
+                .iter()
+                .filter_map(|&r| match (figure("tenure", r), figure(peer, r)) {
+                    (Some(t), Some(p)) if p > 0.0 => Some(t / p),
+                    _ => None,
+                })
+                .collect();
+            let (lo, hi) = ratios
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                    (lo.min(x), hi.max(x))
+                });
+            if let Some(m) = median(ratios) {
+                s[format!("ratio_{peer}")] = round(m, 3).into();
+                s[format!("ratio_{peer}_min")] = round(lo, 3).into();
+                s[format!("ratio_{peer}_max")] = round(hi, 3).into();
+            }
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// The summary rows of `pg_peer.py js-peers`, in its order: (kind, workers).
+const JS_ROWS: &[(&str, u64, &str)] = &[
+    ("drain", 1, "drain one job at a time, 1 worker"),
+    ("drain", 4, "drain one job at a time, 4 workers"),
+    (
+        "batch",
+        4,
+        "drain batched, 4 workers (tenure `claim_next_many(16)` + `complete_many`; \
+         graphile-worker `localQueue` 64 + `completeJobBatchDelay` 0; pg-boss `fetch` 16 + \
+         `complete` of the 16)",
+    ),
+    (
+        "enqueue",
+        1,
+        "bulk enqueue, chunks of 1,000 (tenure `submit_many`; graphile-worker `addJobs`; \
+         pg-boss `insert`)",
+    ),
+    (
+        "wake",
+        1,
+        "wake latency, submit to start, idle worker (tenure `claim_next_wait`; \
+         graphile-worker LISTEN/NOTIFY), p50 (p95)",
+    ),
+];
+
+/// The summary row of `kind` with `workers` among `rows`.
+fn js_summary<'a>(rows: &'a [Value], kind: &str, workers: u64) -> Option<&'a Value> {
+    rows.iter().find(|r| {
+        r["workload"] == "js-peer-summary" && r["kind"] == kind && r["workers"] == workers
+    })
+}
+
+/// Whether a median ratio tenure / graphile-worker meets its target: a rate
+/// at least 1.0 × the peer's, a latency (`wake`) at most the peer's.
+fn js_met(kind: &str, ratio: f64) -> bool {
+    if kind == "wake" {
+        ratio <= 1.0
+    } else {
+        ratio >= 1.0
+    }
+}
+
+/// The table of the summaries of [`js_summaries`]: one line per workload with
+/// each system's median figure, the median per-round ratios tenure /
+/// graphile-worker (with their spread, and the target) and tenure / pg-boss.
+pub(crate) fn js_table(rows: &[Value]) -> Result<String> {
+    let first = rows
+        .iter()
+        .find(|r| r["workload"] == "js-peer-summary")
+        .ok_or("no js-peer-summary rows in the output")?;
+    let version = |system: &str| {
+        rows.iter()
+            .find_map(|r| r.get(format!("{system}_version")).and_then(Value::as_str))
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let mut md = format!(
+        "\n| tenure beside the Node peers: {} jobs per drain, median of {} alternating rounds \
+         (fresh database per run) | tenure {} | graphile-worker {} | pg-boss {} | \
+         tenure / graphile-worker (median of the rounds' ratios, spread) | target | met? | \
+         tenure / pg-boss |\n|---|---:|---:|---:|---:|---|---|---:|\n",
+        field(first, "jobs"),
+        field(first, "rounds"),
+        version("tenure"),
+        version("graphile"),
+        version("pgboss"),
+    );
+    for (kind, workers, what) in JS_ROWS {
+        let Some(s) = js_summary(rows, kind, *workers) else {
+            return Err(format!(
+                "no js-peer-summary row for {kind} with {workers} workers"
+            ));
+        };
+        let figure = |system: &str| {
+            if *kind == "wake" {
+                match (
+                    s[format!("{system}_p50_ms")].as_f64(),
+                    s[format!("{system}_p95_ms")].as_f64(),
+                ) {
+                    (Some(p50), Some(p95)) => format!("{p50:.2} ms ({p95:.2} ms)"),
+                    _ => "—".to_owned(),
+                }
+            } else {
+                match s[format!("{system}_jobs_per_s")].as_f64() {
+                    Some(x) => format!("{x:.0} jobs/s"),
+                    None => "—".to_owned(),
+                }
+            }
+        };
+        let ratio = s["ratio_graphile"].as_f64();
+        let (ratio_cell, met) = match ratio {
+            Some(r) => (
+                format!(
+                    "**{r:.2}** ({} – {})",
+                    field(s, "ratio_graphile_min"),
+                    field(s, "ratio_graphile_max")
+                ),
+                if js_met(kind, r) { "yes" } else { "no" },
+            ),
+            None => ("n/a".to_owned(), "not measured"),
+        };
+        let target = if *kind == "wake" {
+            "≤ 1.0"
+        } else {
+            "≥ 1.0"
+        };
+        let boss = s["ratio_pgboss"]
+            .as_f64()
+            .map(|r| format!("{r:.2}"))
+            .unwrap_or_else(|| "—".to_owned());
+        md.push_str(&format!(
+            "| {what} | {} | {} | {} | {ratio_cell} | {target} | {met} | {boss} |\n",
+            figure("tenure"),
+            figure("graphile"),
+            figure("pgboss"),
+        ));
+    }
+    md.push_str(
+        "\ntenure: the release Python wheel, C threads of one process sharing one `Authority`; \
+         graphile-worker: one Node process, `concurrency` C, a no-op task; pg-boss: one Node \
+         process, C async `fetch` + `complete` loops (it polls: no wake row). Details: \
+         `bench/pg_peer.py` and `bench/js-peers/peers.mjs`.\n",
+    );
+    Ok(md)
 }
 
 /// A field of a `BENCH {json}` row as report text: a string as it is, any
@@ -244,5 +560,169 @@ mod tests {
             "{md}"
         );
         assert!(enqueue_table(&rows[..2]).is_err());
+    }
+
+    /// A `js-peer` run row as `pg_peer.py js-peers` prints it.
+    fn run_row(system: &str, kind: &str, workers: u64, round: u64, figure: f64) -> Value {
+        let mut r = serde_json::json!({
+            "workload": "js-peer", "system": system, "kind": kind,
+            "workers": workers, "round": round, "jobs": 5000,
+        });
+        if kind == "wake" {
+            r["p50_ms"] = figure.into();
+            r["p95_ms"] = (2.0 * figure).into();
+        } else {
+            r["jobs_per_s"] = figure.into();
+        }
+        if system != "tenure" {
+            r["version"] = if system == "graphile" {
+                "0.17.3"
+            } else {
+                "10.4.2"
+            }
+            .into();
+        }
+        r
+    }
+
+    #[test]
+    fn the_median_takes_the_middle_value_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0]), Some(3.0));
+        assert_eq!(median(vec![5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(round(1.23456, 3), 1.235);
+    }
+
+    #[test]
+    fn summaries_give_median_figures_and_the_median_of_the_per_round_ratios() {
+        let mut rows = vec![
+            // Round 0: tenure 100 vs graphile 200 (0.5); round 1: 300 vs 100 (3.0);
+            // round 2: 90 vs 100 (0.9). Median ratio 0.9, not 150 / 100.
+            run_row("tenure", "drain", 1, 0, 100.0),
+            run_row("graphile", "drain", 1, 0, 200.0),
+            run_row("pgboss", "drain", 1, 0, 50.0),
+            run_row("pgboss", "drain", 1, 1, 100.0),
+            run_row("graphile", "drain", 1, 1, 100.0),
+            run_row("tenure", "drain", 1, 1, 300.0),
+            run_row("tenure", "drain", 1, 2, 90.0),
+            run_row("graphile", "drain", 1, 2, 100.0),
+            run_row("pgboss", "drain", 1, 2, 45.0),
+            // Another worker count: not mixed into W = 1.
+            run_row("tenure", "drain", 4, 0, 1.0),
+            run_row("graphile", "drain", 4, 0, 1000.0),
+            // Wake: latencies, no pg-boss row.
+            run_row("tenure", "wake", 1, 0, 2.0),
+            run_row("graphile", "wake", 1, 0, 8.0),
+        ];
+        rows.push(serde_json::json!({"workload": "js-peer-versions", "tenure": "0.1.0"}));
+        let s = js_summaries(&rows);
+        assert_eq!(s.len(), 3, "{s:?}");
+        let d1 = &s[0];
+        assert_eq!(
+            (d1["kind"].as_str(), d1["workers"].as_u64()),
+            (Some("drain"), Some(1))
+        );
+        assert_eq!(d1["rounds"], 3);
+        assert_eq!(d1["tenure_jobs_per_s"], 100.0);
+        assert_eq!(d1["graphile_jobs_per_s"], 100.0);
+        assert_eq!(d1["pgboss_jobs_per_s"], 50.0);
+        assert_eq!(d1["ratio_graphile"], 0.9);
+        assert_eq!(d1["ratio_graphile_min"], 0.5);
+        assert_eq!(d1["ratio_graphile_max"], 3.0);
+        // tenure / pg-boss per round: 2.0, 3.0, 2.0.
+        assert_eq!(d1["ratio_pgboss"], 2.0);
+        assert_eq!(d1["graphile_version"], "0.17.3");
+        assert_eq!(d1["tenure_version"], "0.1.0");
+        let d4 = &s[1];
+        assert_eq!(d4["workers"], 4);
+        assert_eq!(d4["ratio_graphile"], 0.001);
+        assert!(d4.get("ratio_pgboss").is_none(), "{d4}");
+        let wake = &s[2];
+        assert_eq!(wake["metric"], "p50_ms");
+        assert_eq!(wake["tenure_p50_ms"], 2.0);
+        assert_eq!(wake["graphile_p95_ms"], 16.0);
+        assert_eq!(wake["ratio_graphile"], 0.25);
+        assert!(wake.get("pgboss_p50_ms").is_none(), "{wake}");
+    }
+
+    #[test]
+    fn the_table_marks_each_target_met_or_not_with_latency_lower_is_better() {
+        let mut rows = Vec::new();
+        for (kind, w, t, g) in [
+            ("drain", 1, 100.0, 200.0),
+            ("drain", 4, 300.0, 200.0),
+            ("batch", 4, 200.0, 200.0),
+            ("enqueue", 1, 10.0, 20.0),
+            ("wake", 1, 3.0, 6.0),
+        ] {
+            rows.push(run_row("tenure", kind, w, 0, t));
+            rows.push(run_row("graphile", kind, w, 0, g));
+            if kind != "wake" {
+                rows.push(run_row("pgboss", kind, w, 0, g / 2.0));
+            }
+        }
+        let md = js_table(&js_summaries(&rows)).unwrap();
+        let line = |what: &str| {
+            md.lines()
+                .find(|l| l.starts_with(&format!("| {what}")))
+                .unwrap_or_else(|| panic!("no {what} line in {md}"))
+                .to_owned()
+        };
+        let d1 = line("drain one job at a time, 1 worker");
+        assert!(d1.contains("| 100 jobs/s | 200 jobs/s | 100 jobs/s | **0.50** (0.5 – 0.5) | ≥ 1.0 | no | 1.00 |"), "{d1}");
+        assert!(line("drain one job at a time, 4 workers")
+            .contains("**1.50** (1.5 – 1.5) | ≥ 1.0 | yes |"));
+        assert!(line("drain batched").contains("**1.00** (1.0 – 1.0) | ≥ 1.0 | yes |"));
+        assert!(line("bulk enqueue").contains("| ≥ 1.0 | no |"));
+        let wake = line("wake latency");
+        assert!(wake.contains("| 3.00 ms (6.00 ms) | 6.00 ms (12.00 ms) | — | **0.50** (0.5 – 0.5) | ≤ 1.0 | yes | — |"), "{wake}");
+        assert!(
+            md.contains("graphile-worker 0.17.3 | pg-boss 10.4.2"),
+            "{md}"
+        );
+        // A missing workload is an error, not a silent gap.
+        let partial: Vec<Value> = rows.into_iter().filter(|r| r["kind"] != "wake").collect();
+        assert!(js_table(&js_summaries(&partial)).is_err());
+        assert!(js_table(&[]).is_err());
+        assert!(!js_met("wake", 1.01) && js_met("wake", 1.0) && js_met("drain", 1.0));
+    }
+
+    #[test]
+    fn the_lock_file_pins_the_peers_package_json_names() {
+        let dir = js_dir();
+        let read = |name: &str| {
+            let p = dir.join(name);
+            parse_json(&std::fs::read_to_string(&p).unwrap(), name).unwrap()
+        };
+        let package = read("package.json");
+        let lock = read("package-lock.json");
+        let want = [("graphile-worker", "0.17.3"), ("pg-boss", "10.4.2")];
+        for (name, version) in want {
+            assert_eq!(
+                package["dependencies"][name], version,
+                "package.json pins {name}"
+            );
+            assert_eq!(
+                lock["packages"][format!("node_modules/{name}")]["version"],
+                version,
+                "package-lock.json holds {name} {version}"
+            );
+            assert_eq!(lock["packages"][""]["dependencies"][name], version);
+        }
+        // Every package of the lock is pinned by its integrity hash.
+        let packages = lock["packages"].as_object().unwrap();
+        assert!(packages.len() > 2);
+        for (path, p) in packages.iter().filter(|(k, _)| !k.is_empty()) {
+            assert!(
+                p["integrity"]
+                    .as_str()
+                    .is_some_and(|i| i.starts_with("sha512-")),
+                "{path}"
+            );
+        }
+        let ignore = std::fs::read_to_string(dir.join(".gitignore")).unwrap();
+        assert!(ignore.lines().any(|l| l == "node_modules/"));
+        assert_eq!(js_sizes(false), ["5000", "20000", "200", "3"]);
     }
 }
