@@ -10,6 +10,8 @@
 //!   benchmarks (SQLite, or the PostgreSQL backend on a throwaway server);
 //!   `--soak` runs only the retention soak rows, `--bulk-submit` (PostgreSQL
 //!   only) only the bulk-submission row on both servers; both flags, both.
+//!   `TENURE_BENCH_PEERS_ONLY=1` with `--backend postgres`: only the Node
+//!   peers' rows (graphile-worker, pg-boss), on both servers.
 //! - `abi-check [--bless]`, `dist PREFIX`: the C ABI checks and install.
 //!
 //! Every cargo command here that resolves dependencies passes `--locked`
