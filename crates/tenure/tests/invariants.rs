@@ -336,6 +336,37 @@ fn inv5_claim_and_complete_atomically_in_one_edit() {
     assert!(a.check().unwrap().ok());
 }
 
+// ---- Invariant 11: an execution nonce is accepted once ----
+
+#[test]
+fn inv11_a_second_completion_naming_an_execution_nonce_is_a_conflict() {
+    let env = Env::with_jobs(2, 3);
+    let a = &env.auth;
+    let exec = |output: &str| Execution {
+        nonce: NONCE,
+        output_path: output.into(),
+        output_sha256: "ab".repeat(32),
+        output_size: 1,
+        exit_status: 0,
+    };
+    const NONCE: Uuid = Uuid::from_u128(0x1111_2222_3333_4444_5555_6666_7777_8888);
+    let first = a.claim("p", "j0", "w1", secs(10)).unwrap();
+    first.complete_execution(&exec("/out/j0"), &[]).unwrap();
+    let second = a.claim("p", "j1", "w2", secs(10)).unwrap();
+    let events = event_count(a);
+    assert_eq!(
+        code(second.complete_execution(&exec("/out/j1"), &[Fact::new("k", "v")])),
+        ErrorCode::Conflict
+    );
+    // The refusal changed nothing: j1 is still held by its lease, with no
+    // facts and no new event, and the lease can still complete without it.
+    assert_eq!(a.job("p", "j1").unwrap().state, JobState::Claimed);
+    assert!(a.facts("p", "j1").unwrap().is_empty());
+    assert_eq!(event_count(a), events);
+    second.complete(&[]).unwrap();
+    assert_eq!(a.job("p", "j1").unwrap().state, JobState::Completed);
+}
+
 // ---- Clock ----
 
 #[test]
