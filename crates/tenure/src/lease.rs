@@ -33,10 +33,15 @@ pub(crate) enum Settle {
 }
 
 impl Settle {
+    /// Apply to the lease's local state. A lease's committed renewals only
+    /// ever move its expiry later, so the local expiry is the latest of
+    /// those settled, whatever order their callers settle in (two renewals
+    /// of one lease carried by one commit group wake together, and a
+    /// replayed renewal answers with an expiry it recorded earlier).
     pub(crate) fn apply(self, local: &Shared) {
         let mut l = lock(local);
         match self {
-            Settle::Expiry(t) => l.expires_us = t,
+            Settle::Expiry(t) => l.expires_us = l.expires_us.max(t),
             Settle::Close => l.status = LeaseStatus::Closed,
         }
     }
@@ -515,5 +520,22 @@ impl fmt::Debug for Lease {
             .field("expires_us", &l.expires_us)
             .field("status", &l.status)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renewals_settled_out_of_order_leave_the_latest_expiry() {
+        let local: Shared = Arc::new(Mutex::new(Local {
+            status: LeaseStatus::Active,
+            expires_us: 100,
+            edit: 0,
+        }));
+        Settle::Expiry(300).apply(&local);
+        Settle::Expiry(200).apply(&local);
+        assert_eq!(lock(&local).expires_us, 300);
     }
 }
