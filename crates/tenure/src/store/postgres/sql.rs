@@ -75,7 +75,7 @@ macro_rules! event_registration {
 /// Step (1) of a reader's horizon: the events sequence's next value.
 pub(super) const EVENT_HORIZON_NEXT: &str = concat!("SELECT ", event_seq_next!());
 /// Step (2): the smallest lower bound registered by an event writer of this
-/// database that is still in flight (other than this session), or NULL.
+/// database that is still in flight, other than this connection's own backend, or NULL.
 pub(super) const EVENT_HORIZON_REGISTERED: &str =
     "SELECT min(((l.classid::bigint & 65535) << 32) | l.objid::bigint)
      FROM pg_catalog.pg_locks l
