@@ -344,9 +344,18 @@ impl Lease {
         }
     }
 
+    /// How long a transition of this lease is retried while the store
+    /// server is away: until the lease's expiry by the authority's clock
+    /// ([`crate::retry::lease_budget`]).
+    pub(crate) fn retry_budget(&self) -> std::time::Duration {
+        let expires = lock(&self.local).expires_us;
+        crate::retry::lease_budget(expires, self.inner.clock.now_us())
+    }
+
     /// Run one transition as its own edit (or commit-group member) and
     /// settle the local state once the commit carrying it returned. When
-    /// the connection to a store server breaks, the call is retried
+    /// the connection to a store server breaks (or the server asks to try
+    /// again), the call is retried until the lease expires
     /// ([`crate::retry`]), answering from what the lease recorded: with
     /// `replay`, also the first attempt does.
     fn transition<T: Send + Copy + 'static>(
@@ -356,8 +365,10 @@ impl Lease {
     ) -> Result<Applied<T>> {
         self.usable_in(0)?;
         let key = self.key();
-        let (out, settle) =
-            crate::retry::idempotent(|retry| self.inner.one_step(|s| f(s, &key, replay || retry)))?;
+        let budget = self.retry_budget();
+        let (out, settle) = crate::retry::idempotent_for(budget, |retry| {
+            self.inner.one_step(|s| f(s, &key, replay || retry))
+        })?;
         settle.apply(&self.local);
         Ok(out)
     }

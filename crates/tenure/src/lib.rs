@@ -82,6 +82,7 @@ pub use model::{
     DEFAULT_MAX_ATTEMPTS,
 };
 pub use request::{Applied, ClaimRequest};
+pub use retry::{Outage, OutageStep};
 pub use retention::{
     Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_CATCH_UP_EVERY,
     AUTO_PRUNE_EVERY, DELETE_STEP_JOBS, PRUNE_STEP_ROWS,

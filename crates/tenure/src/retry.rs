@@ -1,5 +1,6 @@
-//! Automatic retry of idempotent calls when the connection to a store
-//! server breaks (docs/design.md, "Idempotent calls").
+//! Automatic retry of idempotent calls when a store server asks to try
+//! again (docs/design.md, "Idempotent calls"), and the back-off of the
+//! loops that wait for work while the server is away ([`Outage`]).
 //!
 //! A call whose connection broke may or may not have committed: the client
 //! cannot tell. Only calls whose retry answers with what the first attempt
@@ -8,47 +9,249 @@
 //! a fresh pooled connection with replay on, so the caller sees exactly one
 //! outcome, the one that committed. Claims without a request ID, claim-next
 //! without one, edits and coordinator calls are never retried. A SQLite
-//! store never reports a lost connection: nothing is retried there.
+//! store never reports a lost connection or a server's "try again":
+//! nothing is retried there.
+//!
+//! How long: a lease transition is retried until the lease's expiry has
+//! passed (by the authority's clock, at least [`MIN_RETRY_TIME`]): after
+//! it the transition can only be refused, unless an earlier attempt
+//! committed, which the server answers once it is back. Claims under a
+//! request ID are retried for [`MAX_RETRY_TIME`]. The pauses between
+//! attempts grow 5 ms, 10 ms, 20 ms, ... up to [`MAX_PAUSE`], each drawn
+//! uniformly from its upper half (jitter), so clients cut off together do
+//! not come back together.
 
 use crate::error::{Error, Result};
-use crate::store::CONNECTION_LOST;
+use crate::store::{CONNECTION_LOST, TRY_AGAIN_BUSY};
 use std::time::{Duration, Instant};
 
-/// At most this many attempts per call.
-pub(crate) const MAX_ATTEMPTS: u32 = 8;
-/// No retry starts after this long since the call began.
+/// No retry of a claim under a request ID starts after this long since
+/// the call began.
 pub(crate) const MAX_RETRY_TIME: Duration = Duration::from_secs(30);
+/// A lease transition is retried for at least this long, whatever the
+/// lease's remaining time.
+pub(crate) const MIN_RETRY_TIME: Duration = Duration::from_secs(1);
+/// The longest pause between two attempts of one call.
+pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 /// Whether `e` is a failure after which an idempotent call is retried: a
-/// lost connection, or a request-ID claim that lost a race to the claim
-/// the retry will answer with.
+/// lost connection, a server's transient refusal (a lock timeout, a
+/// serialization failure, a deadlock, no free connection slot), or a
+/// request-ID claim that lost a race to the claim the retry will answer
+/// with.
 pub(crate) fn retryable(e: &Error) -> bool {
     match e {
         Error::Store(m) => m.starts_with(CONNECTION_LOST),
-        Error::Busy(m) => m.starts_with(crate::rules::REQUEST_RACE),
+        Error::Busy(m) => {
+            m.starts_with(TRY_AGAIN_BUSY) || m.starts_with(crate::rules::REQUEST_RACE)
+        }
         _ => false,
     }
 }
 
+/// Whether `e` says the store server is away (a lost or refused
+/// connection, no free connection slot): what a waiting loop backs off
+/// from ([`Outage`]).
+pub(crate) fn server_away(e: &Error) -> bool {
+    match e {
+        Error::Store(m) => m.starts_with(CONNECTION_LOST),
+        Error::Busy(m) => m.starts_with(TRY_AGAIN_BUSY),
+        _ => false,
+    }
+}
+
+/// The pause before retry number `attempt` (0-based): `base * 2^attempt`,
+/// at most `cap`, drawn uniformly from its upper half.
+pub(crate) fn jittered(base: Duration, cap: Duration, attempt: u32) -> Duration {
+    let full = base.saturating_mul(1u32 << attempt.min(16)).min(cap);
+    let half = full / 2;
+    let mut b = [0u8; 8];
+    let r = match getrandom::getrandom(&mut b) {
+        Ok(()) => u64::from_le_bytes(b),
+        Err(_) => u64::from(Instant::now().elapsed().subsec_nanos()),
+    };
+    let span = (full - half).as_nanos().max(1) as u64;
+    half + Duration::from_nanos(r % span)
+}
+
 /// Run `call(retry)` (`retry` false on the first attempt), again while it
-/// fails with a [`retryable`] error, within [`MAX_ATTEMPTS`] and
-/// [`MAX_RETRY_TIME`], pausing 5 ms, 10 ms, ... (at most 500 ms) between.
-pub(crate) fn idempotent<T>(mut call: impl FnMut(bool) -> Result<T>) -> Result<T> {
+/// fails with a [`retryable`] error, for at most [`MAX_RETRY_TIME`].
+pub(crate) fn idempotent<T>(call: impl FnMut(bool) -> Result<T>) -> Result<T> {
+    idempotent_for(MAX_RETRY_TIME, call)
+}
+
+/// How long a lease transition is retried: until the lease expires
+/// (`expires_us`, against `now_us` of the authority's clock), at least
+/// [`MIN_RETRY_TIME`].
+pub(crate) fn lease_budget(expires_us: i64, now_us: i64) -> Duration {
+    let left = u64::try_from(expires_us.saturating_sub(now_us)).unwrap_or(0);
+    Duration::from_micros(left).max(MIN_RETRY_TIME)
+}
+
+/// [`idempotent`] for at most `budget`: no retry starts after it.
+pub(crate) fn idempotent_for<T>(
+    budget: Duration,
+    mut call: impl FnMut(bool) -> Result<T>,
+) -> Result<T> {
     let start = Instant::now();
     let mut attempt = 0u32;
     loop {
         match call(attempt > 0) {
-            Err(e)
-                if retryable(&e)
-                    && attempt + 1 < MAX_ATTEMPTS
-                    && start.elapsed() < MAX_RETRY_TIME =>
-            {
-                let pause =
-                    Duration::from_millis(5u64 << attempt.min(6)).min(Duration::from_millis(500));
+            Err(e) if retryable(&e) => {
+                let pause = jittered(Duration::from_millis(5), MAX_PAUSE, attempt);
+                if start.elapsed() + pause >= budget {
+                    return Err(e);
+                }
+                crate::stats::note_retry();
                 std::thread::sleep(pause);
                 attempt += 1;
             }
             r => return r,
         }
+    }
+}
+
+/// How a loop that waits for work rides out a store server that is away
+/// (see docs/design.md, "Workers and a server that goes away"): after each
+/// failed wait it pauses 50 ms, 100 ms, ... up to [`Outage::MAX_PAUSE`]
+/// (jittered as [`jittered`]), counts the outage once, and, with a bound
+/// set, gives up once the server has been away that long. Any other
+/// failure pauses [`Outage::OTHER_PAUSE`]. A successful wait ends the
+/// outage.
+#[derive(Debug)]
+pub struct Outage {
+    bound: Option<Duration>,
+    since: Option<Instant>,
+    failures: u32,
+}
+
+/// What an [`Outage`] tells its loop after a failed wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutageStep {
+    /// Pause this long, then wait again; `first` when this failure began
+    /// an outage (report it once).
+    Pause {
+        /// How long to pause.
+        pause: Duration,
+        /// This failure began an outage.
+        first: bool,
+    },
+    /// The server has been away longer than the bound: stop.
+    GiveUp,
+}
+
+impl Outage {
+    /// The longest pause after a failed wait while the server is away.
+    pub const MAX_PAUSE: Duration = Duration::from_secs(2);
+    /// The pause after a failed wait for any other reason (a missing
+    /// production, a clock rollback, ...).
+    pub const OTHER_PAUSE: Duration = Duration::from_secs(1);
+
+    /// An outage tracker; `bound`: stop after the server has been away
+    /// this long (`None`: never).
+    pub fn new(bound: Option<Duration>) -> Outage {
+        Outage {
+            bound,
+            since: None,
+            failures: 0,
+        }
+    }
+
+    /// A wait succeeded (or found no job): the server is back.
+    pub fn ok(&mut self) -> bool {
+        let was = self.since.is_some();
+        self.since = None;
+        self.failures = 0;
+        was
+    }
+
+    /// A wait failed with `e`: how to go on.
+    pub fn failed(&mut self, e: &Error) -> OutageStep {
+        if !server_away(e) {
+            return OutageStep::Pause {
+                pause: Self::OTHER_PAUSE,
+                first: false,
+            };
+        }
+        let first = self.since.is_none();
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if self.bound.is_some_and(|b| since.elapsed() >= b) {
+            return OutageStep::GiveUp;
+        }
+        let pause = jittered(Duration::from_millis(50), Self::MAX_PAUSE, self.failures);
+        self.failures = self.failures.saturating_add(1);
+        OutageStep::Pause { pause, first }
+    }
+
+    /// Since when the server has been away, if it is.
+    pub fn since(&self) -> Option<Instant> {
+        self.since
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_grow_to_their_cap_with_jitter() {
+        for attempt in 0..20 {
+            let full = Duration::from_millis(5)
+                .saturating_mul(1 << attempt.min(16))
+                .min(MAX_PAUSE);
+            let p = jittered(Duration::from_millis(5), MAX_PAUSE, attempt);
+            assert!(p >= full / 2 && p <= full, "{attempt}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn which_errors_are_retried() {
+        let lost = Error::Store(format!("{CONNECTION_LOST}: x"));
+        let again = Error::Busy(format!("{TRY_AGAIN_BUSY}: x"));
+        assert!(retryable(&lost) && retryable(&again));
+        assert!(server_away(&lost) && server_away(&again));
+        assert!(!retryable(&Error::Store("disk full".into())));
+        assert!(!retryable(&Error::Busy("the writer lock is held".into())));
+        assert!(!server_away(&Error::Busy("the writer lock is held".into())));
+    }
+
+    #[test]
+    fn a_lease_transition_is_retried_until_its_lease_expires() {
+        assert_eq!(lease_budget(10_000_000, 1_000_000), Duration::from_secs(9));
+        assert_eq!(lease_budget(1_000_000, 10_000_000), MIN_RETRY_TIME);
+        let start = Instant::now();
+        let mut calls = 0;
+        let r: Result<()> = idempotent_for(Duration::from_millis(300), |_| {
+            calls += 1;
+            Err(Error::Store(format!("{CONNECTION_LOST}: down")))
+        });
+        assert!(r.is_err());
+        assert!(calls > 3, "{calls}");
+        assert!(start.elapsed() < Duration::from_millis(300));
+    }
+
+    #[test]
+    fn an_outage_backs_off_reports_once_and_honours_its_bound() {
+        let lost = Error::Store(format!("{CONNECTION_LOST}: down"));
+        let mut o = Outage::new(None);
+        assert!(matches!(o.failed(&lost), OutageStep::Pause { first: true, .. }));
+        for _ in 0..10 {
+            match o.failed(&lost) {
+                OutageStep::Pause { pause, first } => {
+                    assert!(!first);
+                    assert!(pause <= Outage::MAX_PAUSE);
+                }
+                OutageStep::GiveUp => panic!("no bound"),
+            }
+        }
+        assert!(o.ok());
+        assert!(!o.ok());
+        let mut o = Outage::new(Some(Duration::ZERO));
+        assert_eq!(o.failed(&lost), OutageStep::GiveUp);
+        let mut o = Outage::new(Some(Duration::ZERO));
+        assert!(matches!(
+            o.failed(&Error::NotFound("p".into())),
+            OutageStep::Pause { first: false, .. }
+        ));
     }
 }

@@ -44,3 +44,16 @@ pub fn pg_round_trips() -> u64 {
 pub(crate) fn round_trip() {
     ROUND_TRIPS.with(|c| c.set(c.get() + 1));
 }
+
+static RETRIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Automatic retries of idempotent calls this process has made after a
+/// store server asked to try again (a lost connection, a lock timeout, no
+/// free connection slot; see docs/design.md, "Idempotent calls").
+pub fn store_retries() -> u64 {
+    RETRIES.load(Ordering::Relaxed)
+}
+
+pub(crate) fn note_retry() {
+    RETRIES.fetch_add(1, Ordering::Relaxed);
+}

@@ -172,6 +172,12 @@ pub(crate) struct RequestRow {
 /// ([`crate::retry`]).
 pub(crate) const CONNECTION_LOST: &str = "lost the connection to the store server";
 
+/// The message prefix of [`crate::Error::Busy`] when a store server refused
+/// a transaction for a reason that passes (a lock timeout, a serialization
+/// failure, a deadlock, no free connection slot): nothing changed, and an
+/// idempotent call is retried automatically ([`crate::retry`]).
+pub(crate) const TRY_AGAIN_BUSY: &str = "the store server asked to try again";
+
 /// An event before the store assigns its sequence number.
 #[derive(Debug, Clone)]
 pub(crate) struct NewEvent<'a> {

@@ -224,16 +224,21 @@ const CLASS_PROD_CREATE: i32 = 0x5445_4e03;
 
 fn map_err(e: postgres::Error) -> Error {
     if let Some(code) = e.code() {
-        if *code == SqlState::LOCK_NOT_AVAILABLE
-            || *code == SqlState::QUERY_CANCELED
-            || *code == SqlState::T_R_DEADLOCK_DETECTED
-            || *code == SqlState::T_R_SERIALIZATION_FAILURE
-        {
-            return Error::Busy(format!(
+        if retry::lock_refused(code) {
+            return retry::busy(format_args!(
                 "the server could not take a lock in time ({})",
                 code.code()
             ));
         }
+        if *code == SqlState::QUERY_CANCELED {
+            return Error::Busy(format!(
+                "the server cancelled the statement at its timeout ({})",
+                code.code()
+            ));
+        }
+    }
+    if retry::is_lost(&e) {
+        return retry::lost(format_args!("PostgreSQL: {e}"));
     }
     if let Some(db) = e.as_db_error() {
         return Error::Store(format!(
@@ -241,9 +246,6 @@ fn map_err(e: postgres::Error) -> Error {
             db.code().code(),
             db.message()
         ));
-    }
-    if retry::is_lost(&e) {
-        return retry::lost(format_args!("PostgreSQL: {e}"));
     }
     Error::Store(format!("PostgreSQL: {e}"))
 }

@@ -10,9 +10,12 @@ use postgres::{Client, Row, Statement};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub(super) const MAX_IDLE: usize = 16;
+/// The longest pause between two connection attempts refused for want of
+/// a free connection slot (see [`Pool::connect`]).
+pub(super) const NO_SLOT_PAUSE_MAX: Duration = Duration::from_millis(100);
 
 /// Marks appended between two prunings of the mark log (per pool, see
 /// [`Pool::prune_mark_log`]).
@@ -95,9 +98,23 @@ impl Pool {
         }
     }
 
+    /// A new connection. A server out of connection slots (`53300`) is
+    /// asked again, 5 ms, 10 ms, ... (at most [`NO_SLOT_PAUSE_MAX`]) apart,
+    /// until the busy timeout has passed; then the refusal is
+    /// [`crate::Error::Busy`].
     pub(super) fn connect(&self) -> Result<Conn> {
-        crate::stats::round_trip();
-        let client = tls::connect(&self.config, &self.tls)?;
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(5);
+        let client = loop {
+            crate::stats::round_trip();
+            match tls::connect(&self.config, &self.tls) {
+                Err(crate::Error::Busy(_)) if start.elapsed() + pause < self.busy => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(NO_SLOT_PAUSE_MAX);
+                }
+                r => break r?,
+            }
+        };
         Ok(Conn {
             client,
             stmts: HashMap::new(),

@@ -495,7 +495,7 @@ pub(crate) fn connect(config: &postgres::Config, tls: &Tls) -> Result<Client> {
         Mode::Allow => match attempt(config, SslMode::Disable, None) {
             Ok(c) => Ok(c),
             // The server refused the plain session (e.g. a `hostssl` rule): retry with TLS.
-            Err(plain) if plain.as_db_error().is_some() => match with_tls(SslMode::Require).0 {
+            Err(plain) if plain.as_db_error().is_some() && !transient(&plain) => match with_tls(SslMode::Require).0 {
                 Ok(c) => Ok(c),
                 Err(e) => Err(Error::Store(format!(
                     "cannot connect to the PostgreSQL server (sslmode=allow): without TLS: {}; \
@@ -510,7 +510,7 @@ pub(crate) fn connect(config: &postgres::Config, tls: &Tls) -> Result<Client> {
             (Ok(c), _) => Ok(c),
             // The server accepted TLS but then refused the session (e.g. a
             // `hostnossl` rule): retry without TLS, as libpq does.
-            (Err(e), true) if e.as_db_error().is_some() => attempt(config, SslMode::Disable, None)
+            (Err(e), true) if e.as_db_error().is_some() && !transient(&e) => attempt(config, SslMode::Disable, None)
                 .map_err(|plain| {
                     Error::Store(format!(
                         "cannot connect to the PostgreSQL server (sslmode=prefer): with TLS: \
@@ -540,13 +540,22 @@ fn attempt(
     }
 }
 
+/// A refusal that says nothing about the TLS mode (the server is starting,
+/// stopping, or out of connection slots): never answered by trying the
+/// other mode.
+fn transient(e: &postgres::Error) -> bool {
+    super::retry::no_slot(e) || super::retry::is_lost(e)
+}
+
 fn failed(mode: Mode, e: &postgres::Error) -> Error {
     let what = format!(
         "cannot connect to the PostgreSQL server (sslmode={}): {}",
         mode.name(),
         describe(e)
     );
-    if super::retry::is_lost(e) {
+    if super::retry::no_slot(e) {
+        super::retry::busy(what)
+    } else if super::retry::is_lost(e) {
         super::retry::lost(what)
     } else {
         Error::Store(what)

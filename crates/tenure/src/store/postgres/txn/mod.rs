@@ -86,7 +86,7 @@ impl PgTxn {
         if let Err(e) = r {
             // A connection that died while idle (server restart, failover):
             // try once more on a fresh one.
-            if !conn.client.is_closed() {
+            if !conn.client.is_closed() && !super::retry::is_lost(&e) {
                 let _ = conn.client.batch_execute("ROLLBACK");
                 pool.give_back(conn);
                 return Err(map_err(e));
