@@ -1,7 +1,9 @@
 //! Lost acknowledgements on PostgreSQL: a fault-injecting TCP proxy between
 //! the client and the throwaway server cuts the connection at chosen
 //! points (after the client sent COMMIT and before the reply arrives,
-//! mid-statement, during connect) while claims under request IDs (single
+//! mid-statement, during connect), or answers as a server that terminates
+//! the session after COMMIT (`57P01`) or is still starting up (`57P03`),
+//! while claims under request IDs (single
 //! and batched), renew,
 //! complete, fail, release and their batched forms run through it. Every
 //! call must return exactly the committed outcome: no double claim, no
@@ -28,6 +30,13 @@ enum Cut {
     MidStatement,
     /// Cut at the next message, then refuse the next connection at once.
     DuringConnect,
+    /// Forward the client's COMMIT, then answer it with the server's
+    /// `57P01` (terminating connection due to administrator command) and
+    /// close: the COMMIT may or may not have taken effect.
+    TerminatedAfterCommit,
+    /// Cut at the next message, then answer the next two connections'
+    /// startup with `57P03` (the database system is starting up).
+    StartingUp,
 }
 
 #[derive(Default)]
@@ -36,6 +45,8 @@ struct Plan {
     /// Messages seen since arming (MidStatement cuts at the second).
     seen: AtomicU64,
     refuse_next_connect: AtomicBool,
+    /// Connections still to be answered with `57P03`.
+    starting_up: AtomicU64,
     fired: AtomicU64,
     refused: AtomicU64,
 }
@@ -48,6 +59,7 @@ impl Plan {
     fn disarm(&self) {
         *self.armed.lock().unwrap() = None;
         self.refuse_next_connect.store(false, Ordering::SeqCst);
+        self.starting_up.store(0, Ordering::SeqCst);
     }
 }
 
@@ -64,6 +76,21 @@ fn is_commit(msg: &[u8]) -> bool {
     }
 }
 
+/// A server's FATAL ErrorResponse message with `code`.
+fn fatal(code: &str, message: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (f, v) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
+        body.push(f);
+        body.extend_from_slice(v.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut m = vec![b'E'];
+    m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    m.extend_from_slice(&body);
+    m
+}
+
 fn cut(a: &TcpStream, b: &TcpStream) {
     let _ = a.shutdown(Shutdown::Both);
     let _ = b.shutdown(Shutdown::Both);
@@ -72,6 +99,23 @@ fn cut(a: &TcpStream, b: &TcpStream) {
 /// Relay one client connection to the server, applying the plan.
 fn relay(client: TcpStream, server_addr: &str, plan: Arc<Plan>) {
     if plan.refuse_next_connect.swap(false, Ordering::SeqCst) {
+        plan.refused.fetch_add(1, Ordering::SeqCst);
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    }
+    let starting = plan
+        .starting_up
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    if starting.is_ok() {
+        // Read the startup message (sslmode=disable: no SSLRequest first),
+        // answer as a server still starting, close.
+        let mut client = client;
+        let mut len = [0u8; 4];
+        if client.read_exact(&mut len).is_ok() {
+            let mut rest = vec![0u8; (u32::from_be_bytes(len) as usize).saturating_sub(4)];
+            let _ = client.read_exact(&mut rest);
+            let _ = client.write_all(&fatal("57P03", "the database system is starting up"));
+        }
         plan.refused.fetch_add(1, Ordering::SeqCst);
         let _ = client.shutdown(Shutdown::Both);
         return;
@@ -111,21 +155,29 @@ fn relay(client: TcpStream, server_addr: &str, plan: Arc<Plan>) {
         let msg = &buf[..n];
         let armed = *plan.armed.lock().unwrap();
         let action = match armed {
-            Some(Cut::AfterCommit) if is_commit(msg) => armed,
+            Some(Cut::AfterCommit | Cut::TerminatedAfterCommit) if is_commit(msg) => armed,
             Some(Cut::MidStatement) => {
                 let k = plan.seen.fetch_add(1, Ordering::SeqCst);
                 (k >= 1 && !is_commit(msg)).then_some(Cut::MidStatement)
             }
-            Some(Cut::DuringConnect) => armed,
+            Some(Cut::DuringConnect | Cut::StartingUp) => armed,
             _ => None,
         };
         match action {
-            Some(Cut::AfterCommit) => {
+            Some(c @ (Cut::AfterCommit | Cut::TerminatedAfterCommit)) => {
                 *plan.armed.lock().unwrap() = None;
                 blocked.store(true, Ordering::SeqCst);
                 let _ = s_write.write_all(msg);
                 // Let the server read the COMMIT before the cut.
                 std::thread::sleep(Duration::from_millis(5));
+                if c == Cut::TerminatedAfterCommit {
+                    let _ = client.try_clone().and_then(|mut w| {
+                        w.write_all(&fatal(
+                            "57P01",
+                            "terminating connection due to administrator command",
+                        ))
+                    });
+                }
                 plan.fired.fetch_add(1, Ordering::SeqCst);
                 break;
             }
@@ -133,6 +185,9 @@ fn relay(client: TcpStream, server_addr: &str, plan: Arc<Plan>) {
                 *plan.armed.lock().unwrap() = None;
                 if c == Cut::DuringConnect {
                     plan.refuse_next_connect.store(true, Ordering::SeqCst);
+                }
+                if c == Cut::StartingUp {
+                    plan.starting_up.store(2, Ordering::SeqCst);
                 }
                 blocked.store(true, Ordering::SeqCst);
                 plan.fired.fetch_add(1, Ordering::SeqCst);
@@ -211,11 +266,17 @@ fn cut_connections_never_double_claim_consume_an_attempt_or_apply_twice() {
     let direct_url = format!("{}?sslmode=disable", db.url.split('?').next().unwrap());
     let direct = Authority::open(direct_url.as_str(), &Options::new()).unwrap();
     let a = Authority::open(url.as_str(), &Options::new()).unwrap();
-    let kinds = [Cut::AfterCommit, Cut::MidStatement, Cut::DuringConnect];
+    let kinds = [
+        Cut::AfterCommit,
+        Cut::MidStatement,
+        Cut::DuringConnect,
+        Cut::TerminatedAfterCommit,
+        Cut::StartingUp,
+    ];
     let n = cuts();
     for i in 0..n {
-        let kind = kinds[i % 3];
-        let op = (i / 3) % 11;
+        let kind = kinds[i % kinds.len()];
+        let op = (i / kinds.len()) % 11;
         let p = format!("p{i}");
         a.create_production(&p).unwrap();
         for j in 0..2 {
