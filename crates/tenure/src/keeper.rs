@@ -11,9 +11,11 @@
 //! - A refused renewal (`stale_lease`, `lease_expired`, `cancelled`,
 //!   `clock_rollback`, `not_extended`, `lease_closed` by someone else, ...)
 //!   stops the keeper; [`Keeper::status`] and [`Keeper::error`] report it
-//!   with its own error. `busy` and `store` are transient: the keeper tries
-//!   again soon (a lease that expires meanwhile is then refused as
-//!   `lease_expired`).
+//!   with its own error. `busy` and `store` (a store server that is away)
+//!   are transient: the keeper tries again soon, backing off, for as long
+//!   as the lease lasts (a lease that expires meanwhile is then refused as
+//!   `lease_expired` once the server answers). Each attempt is idempotent
+//!   (a renewal whose answer was lost is answered from what it recorded).
 //! - A lease that its owner closed (released, failed, completed) stops the
 //!   keeper quietly ([`KeeperStatus::LeaseClosed`]).
 
@@ -26,8 +28,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How soon a keeper tries again after a transient failure (`busy`, `store`).
+/// How soon a keeper tries again after a transient failure (`busy`, `store`):
+/// 100 ms, doubling with each failure in a row up to [`MAX_AGAIN`] (and never
+/// more than the keep-alive period), jittered (`crate::retry::jittered`).
 const AGAIN: Duration = Duration::from_millis(100);
+/// The longest pause between two renewal attempts after transient failures.
+const MAX_AGAIN: Duration = Duration::from_secs(1);
 
 /// What a [`Keeper`] is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +127,7 @@ fn start(lease: Lease, ttl: Ttl, every: Duration) -> Result<Keeper> {
 
 fn run(shared: &Shared, lease: &Lease, ttl: Ttl, every: Duration) {
     let mut next = Instant::now() + every;
+    let mut failures = 0u32;
     loop {
         let st = shared.lock();
         let left = next.saturating_duration_since(Instant::now());
@@ -136,15 +143,18 @@ fn run(shared: &Shared, lease: &Lease, ttl: Ttl, every: Duration) {
             shared.lock().status = KeeperStatus::LeaseClosed;
             return;
         }
-        let r = lease.renew(ttl);
+        let r = lease.renew_attempt(ttl);
         let mut st = shared.lock();
         match r {
             Ok(()) => {
                 st.renewals += 1;
+                failures = 0;
                 next = Instant::now() + every;
             }
             Err(Error::Busy(_) | Error::Store(_)) => {
-                next = Instant::now() + AGAIN.min(every);
+                next =
+                    Instant::now() + crate::retry::jittered(AGAIN, MAX_AGAIN, failures).min(every);
+                failures = failures.saturating_add(1);
             }
             Err(_) if lease.status() == LeaseStatus::Closed => {
                 st.status = KeeperStatus::LeaseClosed;

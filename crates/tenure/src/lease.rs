@@ -363,9 +363,18 @@ impl Lease {
         replay: bool,
         f: impl Fn(&mut Session, &LeaseKey<'_>, bool) -> transitions::Settled<T> + Send + Sync,
     ) -> Result<Applied<T>> {
+        self.transition_for(replay, self.retry_budget(), f)
+    }
+
+    /// [`Lease::transition`], retried for at most `budget`.
+    fn transition_for<T: Send + Copy + 'static>(
+        &self,
+        replay: bool,
+        budget: std::time::Duration,
+        f: impl Fn(&mut Session, &LeaseKey<'_>, bool) -> transitions::Settled<T> + Send + Sync,
+    ) -> Result<Applied<T>> {
         self.usable_in(0)?;
         let key = self.key();
-        let budget = self.retry_budget();
         let (out, settle) = crate::retry::idempotent_for(budget, |retry| {
             self.inner.one_step(|s| f(s, &key, replay || retry))
         })?;
@@ -447,6 +456,15 @@ impl Lease {
         self.transition(replay, |s, k, r| {
             transitions::complete_applied(s, k, facts, exec, r)
         })
+    }
+
+    /// One idempotent renewal attempt, never retried here: the keeper's,
+    /// which retries on its own schedule and must stay stoppable.
+    pub(crate) fn renew_attempt(&self, ttl: Ttl) -> Result<()> {
+        self.transition_for(true, std::time::Duration::ZERO, |s, k, r| {
+            transitions::renew_applied(s, k, ttl, r)
+        })
+        .map(|_| ())
     }
 
     /// [`Lease::renew`] as an idempotent call: a renewal this lease already

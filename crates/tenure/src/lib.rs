@@ -82,11 +82,11 @@ pub use model::{
     DEFAULT_MAX_ATTEMPTS,
 };
 pub use request::{Applied, ClaimRequest};
-pub use retry::{Outage, OutageStep};
 pub use retention::{
     Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_CATCH_UP_EVERY,
     AUTO_PRUNE_EVERY, DELETE_STEP_JOBS, PRUNE_STEP_ROWS,
 };
+pub use retry::{Outage, OutageStep};
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;
 pub use token::{Token, MAX_TOKEN_LEN, TOKEN_PREFIX};

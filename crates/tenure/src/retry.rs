@@ -234,7 +234,10 @@ mod tests {
     fn an_outage_backs_off_reports_once_and_honours_its_bound() {
         let lost = Error::Store(format!("{CONNECTION_LOST}: down"));
         let mut o = Outage::new(None);
-        assert!(matches!(o.failed(&lost), OutageStep::Pause { first: true, .. }));
+        assert!(matches!(
+            o.failed(&lost),
+            OutageStep::Pause { first: true, .. }
+        ));
         for _ in 0..10 {
             match o.failed(&lost) {
                 OutageStep::Pause { pause, first } => {

@@ -13,6 +13,14 @@
 //! running then keeps its thread until it returns; its outcome is not
 //! applied (the lease is closed).
 //!
+//! A store server that goes away (a restart, a crash, killed backends, no
+//! free connection slot) stops nothing: the slots back off
+//! ([`crate::Outage`]) and report it ([`WorkerConfig::on_outage`],
+//! [`Worker::outages`]), the keepers retry renewals within each lease's
+//! remaining time, and completions, failures and releases are the
+//! idempotent forms, retried until they land or their lease expires; the
+//! worker stops only when asked, or after [`WorkerConfig::outage_limit`].
+//!
 //! The worker adds no rule: claims, renewals, completion, failure and
 //! release are the ordinary lease operations. A worker process that dies
 //! (SIGKILL) loses nothing: its leases expire and the jobs are claimable
@@ -23,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::keeper::Keeper;
 use crate::lease::Lease;
 use crate::model::{Execution, Fact, JobState};
+use crate::retry::{Outage, OutageStep};
 use crate::ttl::{self, Delay, Ttl};
 use crate::wait::WaitCancel;
 use std::collections::HashMap;
@@ -35,9 +44,6 @@ use uuid::Uuid;
 
 /// Most slots one worker runs.
 pub const MAX_SLOTS: usize = 1024;
-/// How long a slot pauses after a failed wait (a missing production, `busy`,
-/// a lost connection, `clock_rollback`) before waiting again.
-const BACKOFF: Duration = Duration::from_secs(1);
 
 /// How a [`Worker`] runs.
 #[derive(Debug, Clone)]
@@ -49,6 +55,33 @@ pub struct WorkerConfig {
     renew_every: Duration,
     wait_timeout: Duration,
     grace: Duration,
+    outage_limit: Option<Duration>,
+    on_outage: Option<OutageHook>,
+}
+
+/// What a worker reports about a store server that went away (see
+/// [`WorkerConfig::on_outage`]).
+#[derive(Debug, Clone)]
+pub enum OutageEvent {
+    /// A wait failed because the server is away (a lost or refused
+    /// connection, no free connection slot): the slots back off and keep
+    /// trying. The error of the first failed wait.
+    Began(Error),
+    /// A wait succeeded again after an outage this long.
+    Ended(Duration),
+    /// The server stayed away longer than [`WorkerConfig::outage_limit`]:
+    /// the worker stops (as [`StopHandle::stop`]).
+    GaveUp(Duration),
+}
+
+/// The outage callback of a [`WorkerConfig`].
+#[derive(Clone)]
+struct OutageHook(Arc<dyn Fn(OutageEvent) + Send + Sync>);
+
+impl std::fmt::Debug for OutageHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutageHook")
+    }
 }
 
 impl WorkerConfig {
@@ -62,7 +95,25 @@ impl WorkerConfig {
             renew_every: Duration::from_micros((ttl.as_micros() / 3).max(1) as u64),
             wait_timeout: Duration::from_secs(60),
             grace: Duration::from_secs(30),
+            outage_limit: None,
+            on_outage: None,
         }
+    }
+    /// Stop once the store server has been away this long (`None`, the
+    /// default: never). While it is away the slots back off (50 ms
+    /// doubling to 2 s, jittered; [`crate::Outage`]), the keepers go on
+    /// renewing within each lease's remaining time, and settlements are
+    /// retried until their lease expires.
+    pub fn outage_limit(mut self, limit: Option<Duration>) -> WorkerConfig {
+        self.outage_limit = limit;
+        self
+    }
+    /// Call `f` when the store server goes away, comes back, or stayed away
+    /// past the [`WorkerConfig::outage_limit`] ([`OutageEvent`]), from the
+    /// slot thread that noticed.
+    pub fn on_outage(mut self, f: impl Fn(OutageEvent) + Send + Sync + 'static) -> WorkerConfig {
+        self.on_outage = Some(OutageHook(Arc::new(f)));
+        self
     }
     /// Concurrent jobs (1 ..= [`MAX_SLOTS`]).
     pub fn slots(mut self, n: usize) -> WorkerConfig {
@@ -221,14 +272,7 @@ pub struct StopHandle {
 impl StopHandle {
     /// Stop: take no new jobs; the grace period starts now. Idempotent.
     pub fn stop(&self) {
-        {
-            let mut st = self.ctl.lock();
-            if st.stopped_at.is_none() {
-                st.stopped_at = Some(Instant::now());
-            }
-        }
-        self.ctl.cancel.cancel();
-        self.ctl.cv.notify_all();
+        self.ctl.stop();
     }
     /// Whether [`StopHandle::stop`] was called.
     pub fn is_stopped(&self) -> bool {
@@ -243,6 +287,14 @@ struct CtlState {
     /// Jobs being run, by a local number.
     held: HashMap<u64, Arc<Held>>,
     next: u64,
+    /// Slots whose last wait failed because the store server is away.
+    away: usize,
+    /// Since when (the first of those failures), while any is.
+    away_since: Option<Instant>,
+    /// Outages seen ([`Worker::outages`]).
+    outages: u64,
+    /// Whether the outage limit stopped the worker.
+    gave_up: bool,
 }
 
 struct Ctl {
@@ -254,6 +306,16 @@ struct Ctl {
 impl Ctl {
     fn lock(&self) -> MutexGuard<'_, CtlState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn stop(&self) {
+        {
+            let mut st = self.lock();
+            if st.stopped_at.is_none() {
+                st.stopped_at = Some(Instant::now());
+            }
+        }
+        self.cancel.cancel();
+        self.cv.notify_all();
     }
 }
 
@@ -305,6 +367,10 @@ impl Worker {
                 active: config.slots,
                 held: HashMap::new(),
                 next: 0,
+                away: 0,
+                away_since: None,
+                outages: 0,
+                gave_up: false,
             }),
             cv: Condvar::new(),
             cancel: WaitCancel::new(),
@@ -353,6 +419,18 @@ impl Worker {
             report,
             joined: false,
         })
+    }
+
+    /// How many times the store server went away while this worker ran
+    /// (an outage counts once, however many slots noticed it).
+    pub fn outages(&self) -> u64 {
+        self.ctl.lock().outages
+    }
+
+    /// Whether the worker stopped because the store server stayed away
+    /// longer than its [`WorkerConfig::outage_limit`].
+    pub fn gave_up(&self) -> bool {
+        self.ctl.lock().gave_up
     }
 
     /// A handle that stops this worker.
@@ -445,6 +523,7 @@ fn pause(ctl: &Ctl, d: Duration) {
 }
 
 fn slot(a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &Reporter) {
+    let mut outage = Outage::new(cfg.outage_limit);
     while !ctl.cancel.is_cancelled() {
         let lease = match a.claim_next_wait(
             &cfg.production,
@@ -453,14 +532,76 @@ fn slot(a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &R
             cfg.wait_timeout,
             Some(&ctl.cancel),
         ) {
-            Ok(l) => l,
-            Err(Error::NoJobAvailable(_)) => continue,
-            Err(_) => {
-                pause(ctl, BACKOFF);
+            Ok(l) => {
+                server_back(cfg, ctl, &mut outage);
+                l
+            }
+            Err(Error::NoJobAvailable(_)) => {
+                server_back(cfg, ctl, &mut outage);
+                continue;
+            }
+            Err(e) => {
+                if !ctl.cancel.is_cancelled() {
+                    ride_out(cfg, ctl, &mut outage, e);
+                }
                 continue;
             }
         };
         run_job(a, cfg, ctl, handler, rep, lease);
+    }
+}
+
+/// A wait failed with `e`: back off as [`Outage`] says, reporting the
+/// worker's outage once when it begins, and stop the worker once it
+/// lasted past the outage limit.
+fn ride_out(cfg: &WorkerConfig, ctl: &Ctl, outage: &mut Outage, e: Error) {
+    let was_away = outage.since().is_some();
+    let step = outage.failed(&e);
+    let event = {
+        let mut st = ctl.lock();
+        if !was_away && outage.since().is_some() {
+            st.away += 1;
+        }
+        match step {
+            OutageStep::GiveUp => {
+                st.gave_up = true;
+                let since = st.away_since.unwrap_or_else(Instant::now);
+                Some(OutageEvent::GaveUp(since.elapsed()))
+            }
+            OutageStep::Pause { .. } if st.away_since.is_none() && outage.since().is_some() => {
+                st.away_since = outage.since();
+                st.outages += 1;
+                Some(OutageEvent::Began(e))
+            }
+            OutageStep::Pause { .. } => None,
+        }
+    };
+    if let (Some(ev), Some(hook)) = (event, cfg.on_outage.as_ref()) {
+        (hook.0)(ev);
+    }
+    match step {
+        OutageStep::GiveUp => ctl.stop(),
+        OutageStep::Pause { pause: d, .. } => pause(ctl, d),
+    }
+}
+
+/// A wait answered: this slot's outage (if any) is over; the worker's ends
+/// with the last slot that saw it.
+fn server_back(cfg: &WorkerConfig, ctl: &Ctl, outage: &mut Outage) {
+    if !outage.ok() {
+        return;
+    }
+    let ended = {
+        let mut st = ctl.lock();
+        st.away = st.away.saturating_sub(1);
+        if st.away == 0 {
+            st.away_since.take().map(|t| t.elapsed())
+        } else {
+            None
+        }
+    };
+    if let (Some(d), Some(hook)) = (ended, cfg.on_outage.as_ref()) {
+        (hook.0)(OutageEvent::Ended(d));
     }
 }
 
@@ -491,7 +632,11 @@ fn run_job(
         st.held.insert(id, held.clone());
         id
     };
-    let outcome = match a.payload(lease.production(), lease.job()) {
+    // A read: retried while the server is away, within the lease.
+    let payload = crate::retry::idempotent_for(lease.retry_budget(), |_| {
+        a.payload(lease.production(), lease.job())
+    });
+    let outcome = match payload {
         Ok(payload) => {
             let ctx = JobContext {
                 lease: &lease,
@@ -508,16 +653,22 @@ fn run_job(
         return; // the grace expiry released it and reported
     }
     let result = match outcome {
-        None => match lease.release() {
-            Ok(s) => JobResult::Released(s),
+        None => match lease.release_idempotent() {
+            Ok(s) => JobResult::Released(s.value),
             Err(e) => JobResult::Lost(e),
         },
-        Some(Ok(Outcome::Complete(facts))) => completed(lease.complete(&facts)),
-        Some(Ok(Outcome::CompleteExecution(exec))) => {
-            completed(lease.complete_execution(&exec, &[]))
+        Some(Ok(Outcome::Complete(facts))) => {
+            completed(lease.complete_idempotent(&facts).map(|a| a.value))
         }
+        Some(Ok(Outcome::CompleteExecution(exec))) => completed(
+            lease
+                .complete_execution_idempotent(&exec, &[])
+                .map(|a| a.value),
+        ),
         Some(Ok(Outcome::Retry { reason, delay })) => settle(retry(&lease, &reason, delay)),
-        Some(Ok(Outcome::Fail(reason))) => settle(lease.fail(&reason, true)),
+        Some(Ok(Outcome::Fail(reason))) => {
+            settle(lease.fail_idempotent(&reason, true).map(|a| a.value))
+        }
         Some(Err(_)) => settle(retry(&lease, "the handler panicked", None)),
     };
     rep(report(&lease, result));
@@ -543,9 +694,10 @@ fn settle(r: Result<JobState>) -> JobResult {
 /// the job's or its production's back-off, else at once.
 fn retry(lease: &Lease, reason: &str, delay: Option<Duration>) -> Result<JobState> {
     match delay {
-        Some(d) => lease.fail_retry_after(reason, Delay::try_from(d)?),
-        None => lease.fail(reason, false),
+        Some(d) => lease.fail_retry_after_idempotent(reason, Delay::try_from(d)?),
+        None => lease.fail_idempotent(reason, false),
     }
+    .map(|a| a.value)
 }
 
 /// Stop `handle`'s worker on SIGTERM or SIGINT (Unix): installs handlers

@@ -79,7 +79,12 @@ fn is_commit(msg: &[u8]) -> bool {
 /// A server's FATAL ErrorResponse message with `code`.
 fn fatal(code: &str, message: &str) -> Vec<u8> {
     let mut body = Vec::new();
-    for (f, v) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
+    for (f, v) in [
+        (b'S', "FATAL"),
+        (b'V', "FATAL"),
+        (b'C', code),
+        (b'M', message),
+    ] {
         body.push(f);
         body.extend_from_slice(v.as_bytes());
         body.push(0);

@@ -495,30 +495,33 @@ pub(crate) fn connect(config: &postgres::Config, tls: &Tls) -> Result<Client> {
         Mode::Allow => match attempt(config, SslMode::Disable, None) {
             Ok(c) => Ok(c),
             // The server refused the plain session (e.g. a `hostssl` rule): retry with TLS.
-            Err(plain) if plain.as_db_error().is_some() && !transient(&plain) => match with_tls(SslMode::Require).0 {
-                Ok(c) => Ok(c),
-                Err(e) => Err(Error::Store(format!(
+            Err(plain) if plain.as_db_error().is_some() && !transient(&plain) => {
+                match with_tls(SslMode::Require).0 {
+                    Ok(c) => Ok(c),
+                    Err(e) => Err(Error::Store(format!(
                     "cannot connect to the PostgreSQL server (sslmode=allow): without TLS: {}; \
                      with TLS: {}",
                     describe(&plain),
                     describe(&e)
                 ))),
-            },
+                }
+            }
             Err(e) => Err(failed(mode, &e)),
         },
         Mode::Prefer => match with_tls(SslMode::Prefer) {
             (Ok(c), _) => Ok(c),
             // The server accepted TLS but then refused the session (e.g. a
             // `hostnossl` rule): retry without TLS, as libpq does.
-            (Err(e), true) if e.as_db_error().is_some() && !transient(&e) => attempt(config, SslMode::Disable, None)
-                .map_err(|plain| {
+            (Err(e), true) if e.as_db_error().is_some() && !transient(&e) => {
+                attempt(config, SslMode::Disable, None).map_err(|plain| {
                     Error::Store(format!(
                         "cannot connect to the PostgreSQL server (sslmode=prefer): with TLS: \
                          {}; without TLS: {}",
                         describe(&e),
                         describe(&plain)
                     ))
-                }),
+                })
+            }
             (Err(e), _) => Err(failed(mode, &e)),
         },
         Mode::Require | Mode::VerifyCa | Mode::VerifyFull => {

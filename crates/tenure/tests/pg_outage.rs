@@ -1,0 +1,447 @@
+//! Workers that outlive the PostgreSQL server (docs/design.md, "Workers and
+//! a server that goes away"): each test starts a throwaway server of its
+//! own, runs a [`worker::Worker`] draining jobs through it, and takes the
+//! server away under it: `pg_ctl restart -m immediate` and `-m fast`,
+//! `kill -9` of the postmaster and a start, `pg_terminate_backend` of
+//! tenure's connections every 200 ms, and other clients holding every
+//! connection slot. The worker must keep running and every job must run
+//! exactly once and complete (outages are shorter than the lease). The
+//! waiter test cuts the LISTEN connection and checks that a job submitted
+//! while it was gone is found at once.
+//!
+//! Runs only with `TENURE_TEST_BACKEND=postgres` (`cargo xtask pg-suites`;
+//! `initdb` and `pg_ctl` on the PATH or under /usr/lib/postgresql).
+mod common;
+use common::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tenure::worker::{JobResult, OutageEvent, Outcome, Worker, WorkerConfig};
+use tenure::*;
+
+fn bin(name: &str) -> Option<PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    for d in path.split(':') {
+        let p = PathBuf::from(d).join(name);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("bin").join(name))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// A server of this test's own, stopped (immediately) when dropped.
+struct Server {
+    dir: PathBuf,
+    port: u16,
+    opts: String,
+    root: bool,
+}
+
+impl Server {
+    fn cmd(&self, tool: &str) -> Command {
+        let exe = bin(tool).expect("PostgreSQL binaries");
+        let mut c = if self.root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "nobody", "--"]).arg(exe);
+            c
+        } else {
+            Command::new(exe)
+        };
+        c.current_dir(&self.dir);
+        c
+    }
+
+    /// initdb and start, `extra` added to the server's options.
+    fn start(tag: &str, extra: &str) -> Option<Server> {
+        if !pg::enabled() || bin("pg_ctl").is_none() {
+            return None;
+        }
+        let root = unsafe_is_root();
+        let dir = std::env::temp_dir().join(format!("tenure-outage-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        if root {
+            assert!(Command::new("chown")
+                .arg("nobody")
+                .arg(&dir)
+                .status()
+                .unwrap()
+                .success());
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // Commits wait for their WAL write (synchronous_commit on), so a
+        // crash of the server's processes loses no acknowledged commit; the
+        // operating system's cache survives it, so fsync may be off.
+        let opts = format!(
+            "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off \
+             -c synchronous_commit=on -c full_page_writes=off {extra}",
+            dir.display()
+        );
+        let s = Server {
+            dir,
+            port,
+            opts,
+            root,
+        };
+        let ok = s
+            .cmd("initdb")
+            .arg("-D")
+            .arg(s.dir.join("data"))
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "initdb");
+        s.pg_ctl(&["start"]);
+        Some(s)
+    }
+
+    fn pg_ctl(&self, args: &[&str]) {
+        let ok = self
+            .cmd("pg_ctl")
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .arg("-l")
+            .arg(self.dir.join("server.log"))
+            .args(["-o", &self.opts, "-w", "-t", "60"])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        if !ok {
+            let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+            panic!("pg_ctl {args:?} failed:\n{log}");
+        }
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable",
+            self.port
+        )
+    }
+
+    /// `kill -9` of the postmaster (its backends die with it once they
+    /// notice), then a start.
+    fn kill9_and_start(&self) {
+        let pid = std::fs::read_to_string(self.dir.join("data/postmaster.pid")).unwrap();
+        let pid: i32 = pid.lines().next().unwrap().trim().parse().unwrap();
+        assert!(Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success());
+        // The orphaned backends hold the shared memory until they exit.
+        let t = Instant::now();
+        loop {
+            let alive = Command::new("pgrep")
+                .args(["-f", &format!("-p {}", self.port)])
+                .output()
+                .map(|o| !o.stdout.is_empty())
+                .unwrap_or(false);
+            if !alive || t.elapsed() > Duration::from_secs(10) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = std::fs::remove_file(self.dir.join("data/postmaster.pid"));
+        let _ = std::fs::remove_file(self.dir.join(format!(".s.PGSQL.{}.lock", self.port)));
+        self.pg_ctl(&["start"]);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self
+            .cmd("pg_ctl")
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn unsafe_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Every run of a job, by job ID.
+type Runs = Arc<Mutex<HashMap<String, u32>>>;
+
+struct Drain {
+    worker: Worker,
+    runs: Runs,
+    completed: Arc<AtomicU64>,
+    lost: Arc<Mutex<Vec<String>>>,
+    began: Arc<AtomicU64>,
+}
+
+/// A worker of `slots` slots on `url`, jobs of 20 ms, leases of `ttl`.
+fn drain(url: &str, slots: usize, ttl: Ttl) -> Drain {
+    let a = Authority::open(url, &Options::new().busy_timeout(ms(2000))).unwrap();
+    let runs: Runs = Arc::default();
+    let completed = Arc::new(AtomicU64::new(0));
+    let lost: Arc<Mutex<Vec<String>>> = Arc::default();
+    let began = Arc::new(AtomicU64::new(0));
+    let (r, c, l, b) = (runs.clone(), completed.clone(), lost.clone(), began.clone());
+    let cfg = WorkerConfig::new("p", "w", ttl)
+        .slots(slots)
+        .wait_timeout(ms(500))
+        .on_outage(move |e| {
+            if matches!(e, OutageEvent::Began(_)) {
+                b.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    let worker = Worker::start(
+        &a,
+        cfg,
+        move |ctx| {
+            *r.lock().unwrap().entry(ctx.job().to_owned()).or_default() += 1;
+            std::thread::sleep(ms(20));
+            Outcome::Complete(vec![])
+        },
+        move |rep| match rep.result {
+            JobResult::Completed => {
+                c.fetch_add(1, Ordering::SeqCst);
+            }
+            other => l.lock().unwrap().push(format!("{}: {other:?}", rep.job)),
+        },
+    )
+    .unwrap();
+    Drain {
+        worker,
+        runs,
+        completed,
+        lost,
+        began,
+    }
+}
+
+fn submit(url: &str, from: usize, n: usize) {
+    let a = Authority::open(url, &Options::new()).unwrap();
+    let _ = a.create_production("p");
+    for i in from..from + n {
+        a.submit("p", &JobSpec::new(format!("j{i:05}"), b"x".to_vec()))
+            .unwrap();
+    }
+}
+
+/// Waits until `n` jobs completed (at most `limit`), then checks that
+/// every job ran exactly once, completed, with one attempt.
+fn settle(url: &str, d: Drain, n: usize, limit: Duration) -> u64 {
+    let t = Instant::now();
+    while (d.completed.load(Ordering::SeqCst) as usize) < n && t.elapsed() < limit {
+        std::thread::sleep(ms(50));
+    }
+    let outages = d.worker.outages();
+    assert!(!d.worker.gave_up());
+    d.worker.stop();
+    let lost = d.lost.lock().unwrap().clone();
+    assert!(
+        lost.is_empty(),
+        "jobs reported other than completed: {lost:?}"
+    );
+    assert_eq!(d.completed.load(Ordering::SeqCst) as usize, n, "completed");
+    let runs = d.runs.lock().unwrap();
+    let twice: Vec<_> = runs.iter().filter(|(_, &c)| c != 1).collect();
+    assert!(twice.is_empty(), "jobs run more than once: {twice:?}");
+    assert_eq!(runs.len(), n);
+    let a = Authority::open(url, &Options::new()).unwrap();
+    let mut after = None;
+    let mut seen = 0;
+    loop {
+        let q = ListQuery {
+            after: after.clone(),
+            limit: MAX_PAGE,
+            ..ListQuery::default()
+        };
+        let page = a.jobs("p", &q).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        for j in &page {
+            assert_eq!(j.state, JobState::Completed, "{}", j.job);
+            seen += 1;
+        }
+        after = page.last().map(|j| j.job.clone());
+    }
+    assert_eq!(seen, n);
+    assert!(a.check().unwrap().ok());
+    outages
+}
+
+#[test]
+fn a_worker_outlives_restarts_and_a_killed_postmaster() {
+    let Some(s) = Server::start("restart", "") else {
+        eprintln!("skipped: needs PostgreSQL (cargo xtask pg-suites)");
+        return;
+    };
+    let url = s.url();
+    submit(&url, 0, 600);
+    let d = drain(&url, 4, secs(10));
+    for step in 0..3 {
+        std::thread::sleep(ms(400));
+        let t = Instant::now();
+        match step {
+            0 => s.pg_ctl(&["-m", "immediate", "restart"]),
+            1 => s.pg_ctl(&["-m", "fast", "restart"]),
+            _ => s.kill9_and_start(),
+        }
+        eprintln!("step {step}: the server was away {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            "outage shorter than the lease"
+        );
+    }
+    let began = d.began.clone();
+    let outages = settle(&url, d, 600, Duration::from_secs(60));
+    assert!(outages >= 1, "the worker saw the server go away");
+    assert_eq!(
+        began.load(Ordering::SeqCst),
+        outages,
+        "each outage reported once"
+    );
+}
+
+#[test]
+fn a_worker_outlives_a_storm_of_terminated_backends() {
+    let Some(s) = Server::start("storm", "") else {
+        eprintln!("skipped: needs PostgreSQL (cargo xtask pg-suites)");
+        return;
+    };
+    let url = s.url();
+    submit(&url, 0, 400);
+    let d = drain(&url, 4, secs(10));
+    let stop = Arc::new(AtomicBool::new(false));
+    let killed = Arc::new(AtomicU64::new(0));
+    let storm = {
+        let (stop, killed, url) = (stop.clone(), killed.clone(), url.clone());
+        std::thread::spawn(move || {
+            let mut c =
+                postgres::Client::connect(&url.replace("?sslmode=disable", ""), postgres::NoTls)
+                    .unwrap();
+            c.batch_execute("SET application_name = 'storm'").unwrap();
+            while !stop.load(Ordering::SeqCst) {
+                let n: i64 = c
+                    .query_one(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                         WHERE application_name = 'tenure' AND pid <> pg_backend_pid()",
+                        &[],
+                    )
+                    .unwrap()
+                    .get(0);
+                killed.fetch_add(n as u64, Ordering::SeqCst);
+                std::thread::sleep(ms(200));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(4));
+    stop.store(true, Ordering::SeqCst);
+    storm.join().unwrap();
+    eprintln!("{} backends terminated", killed.load(Ordering::SeqCst));
+    assert!(killed.load(Ordering::SeqCst) > 0);
+    settle(&url, d, 400, Duration::from_secs(60));
+}
+
+#[test]
+fn a_worker_rides_out_an_exhausted_connection_pool() {
+    let Some(s) = Server::start(
+        "exhaust",
+        "-c max_connections=12 -c superuser_reserved_connections=0",
+    ) else {
+        eprintln!("skipped: needs PostgreSQL (cargo xtask pg-suites)");
+        return;
+    };
+    let url = s.url();
+    submit(&url, 0, 200);
+    let d = drain(&url, 2, secs(10));
+    std::thread::sleep(ms(300));
+    // Another client takes every slot there is.
+    let mut hogs = Vec::new();
+    while let Ok(c) =
+        postgres::Client::connect(&url.replace("?sslmode=disable", ""), postgres::NoTls)
+    {
+        hogs.push(c);
+        if hogs.len() > 20 {
+            break;
+        }
+    }
+    assert!(!hogs.is_empty());
+    // A call that needs a new connection answers busy within its timeout.
+    let t = Instant::now();
+    let fresh = Authority::open(url.as_str(), &Options::new().busy_timeout(ms(300)));
+    match fresh {
+        Err(Error::Busy(_)) | Err(Error::Store(_)) => {}
+        other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+    }
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    std::thread::sleep(Duration::from_secs(2));
+    drop(hogs);
+    settle(&url, d, 200, Duration::from_secs(60));
+}
+
+#[test]
+fn a_waiter_rescans_after_its_listener_was_cut() {
+    let Some(s) = Server::start("listen", "") else {
+        eprintln!("skipped: needs PostgreSQL (cargo xtask pg-suites)");
+        return;
+    };
+    let url = s.url();
+    submit(&url, 0, 0);
+    let a = Authority::open(url.as_str(), &Options::new()).unwrap();
+    // The first wait starts the listener.
+    assert!(matches!(
+        a.claim_next_wait("p", "w", secs(30), ms(50), None),
+        Err(Error::NoJobAvailable(_))
+    ));
+    let mut c =
+        postgres::Client::connect(&url.replace("?sslmode=disable", ""), postgres::NoTls).unwrap();
+    c.batch_execute("SET application_name = 'cutter'").unwrap();
+    let waiter = {
+        let a = a.clone();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            let l = a.claim_next_wait("p", "w", secs(30), Duration::from_secs(30), None);
+            (l.map(|l| l.job().to_owned()), t.elapsed())
+        })
+    };
+    std::thread::sleep(ms(200));
+    // Cut every tenure connection (the listener's among them), and submit
+    // while the listener is gone: its NOTIFY reaches nobody.
+    c.batch_execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE application_name = 'tenure'",
+    )
+    .unwrap();
+    submit(&url, 0, 1);
+    let (job, waited) = waiter.join().unwrap();
+    assert_eq!(job.unwrap(), "j00000");
+    assert!(
+        waited < Duration::from_secs(5),
+        "found after the reconnect's rescan, not the wait's end: {waited:?}"
+    );
+}
