@@ -1080,9 +1080,16 @@ class Worker:
     stop is released), gives running handlers ``grace`` to finish, then
     cancels them and releases their leases (a second cancellation of
     :meth:`run` while it waits cancels them at once). A wait for work that
-    ends with ``Busy`` pauses that slot 100 ms; any other store error from
-    it (not ``NoJobAvailable``) stops the worker the same way and is raised
-    from :meth:`run`.
+    ends because the store server is away (a lost or refused connection,
+    ``57P01``/``57P03``, no free connection slot) backs that slot off,
+    50 ms doubling to 2 s, jittered, and tries again: the keepers go on
+    renewing within each lease's remaining time, completions and failures
+    are retried until their lease expires, and :attr:`outages` counts the
+    outages ridden out; with ``outage_limit`` set, a server away longer
+    than that stops the worker and the error is raised from :meth:`run`
+    (default: never). A wait that ends with any other ``Busy`` pauses that
+    slot 100 ms; any other store error from it (not ``NoJobAvailable``)
+    stops the worker the same way and is raised from :meth:`run`.
     """
 
     def __init__(self, auth: Authority, production: str, holder: str,
@@ -1090,7 +1097,8 @@ class Worker:
                  concurrency: int = 16, ttl: timedelta = timedelta(seconds=30),
                  renew_every: Optional[timedelta] = None,
                  grace: timedelta = timedelta(seconds=10), until_idle: bool = False,
-                 wait_timeout: Optional[timedelta] = None) -> None:
+                 wait_timeout: Optional[timedelta] = None,
+                 outage_limit: Optional[timedelta] = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._auth = auth
@@ -1108,7 +1116,16 @@ class Worker:
         elif wait_timeout != timedelta(0):
             wait_timeout = _duration(wait_timeout, "wait_timeout")
         self._wait_timeout = wait_timeout
+        if outage_limit is not None:
+            outage_limit = _duration(outage_limit, "outage_limit")
+        self._outage_limit = outage_limit
         self._core: Optional[_native._AioWorker] = None
+
+    @property
+    def outages(self) -> int:
+        """Outages of the store server the last (or current) :meth:`run`
+        rode out so far."""
+        return 0 if self._core is None else self._core.outages
 
     @property
     def stats(self) -> WorkerStats:
@@ -1151,7 +1168,7 @@ class Worker:
             auth.native, self._production, self._holder, ttl=self._ttl,
             renew_every=self._every, wait_timeout=self._wait_timeout,
             until_idle=self._until_idle, slots=self._concurrency, cancel=waits,
-            job_failed=JobFailed)
+            job_failed=JobFailed, outage_limit=self._outage_limit)
         self._core = core
         loop.add_reader(core.fileno, ready)
         with auth._lock:

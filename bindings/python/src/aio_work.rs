@@ -15,8 +15,9 @@
 //! the handlers.
 //!
 //! What the loop decides here is `tenure.aio.Worker`'s documented
-//! behaviour (docs/python.md): until-idle, the `Busy` pause, a wait error
-//! stopping the worker, a claim that lands after the stop being released,
+//! behaviour (docs/python.md): until-idle, the `Busy` pause, the back-off
+//! while the store server is away (`tenure::Outage`, until the optional
+//! outage limit), any other wait error stopping the worker, a claim that lands after the stop being released,
 //! a keeper refusal releasing instead of settling. Grace and the
 //! cancellation of handler tasks are the loop's (asyncio), in `aio.py`.
 
@@ -75,6 +76,9 @@ struct State {
     failed: u64,
     released: u64,
     lost: u64,
+    /// Outages of the store server the slots rode out (each counted by the
+    /// slot whose failed wait began it).
+    outages: u64,
     /// The first wait error (it stopped the worker).
     error: Option<Error>,
     /// Slot threads still running.
@@ -108,6 +112,8 @@ struct Shared {
     every: Duration,
     wait_timeout: Duration,
     until_idle: bool,
+    /// Stop once the store server has been away this long (`None`: never).
+    outage_limit: Option<Duration>,
     /// The stop: the slots' waits use it; a child of the caller's handle
     /// and of the authority's closer.
     node: Arc<CancelNode>,
@@ -183,6 +189,7 @@ fn released(r: tenure::Result<tenure::JobState>) -> Tally {
 }
 
 fn slot(s: &Shared) {
+    let mut outage = tenure::Outage::new(s.outage_limit);
     while !s.stopping() {
         let lease = match guarded(|| {
             s.auth.claim_next_wait(
@@ -193,9 +200,27 @@ fn slot(s: &Shared) {
                 Some(s.node.core()),
             )
         }) {
-            Ok(l) => l,
+            Ok(l) => {
+                outage.ok();
+                l
+            }
             Err(Error::NoJobAvailable(_)) if s.until_idle => return,
-            Err(Error::NoJobAvailable(_)) => continue, // a timeout, or the stop
+            Err(Error::NoJobAvailable(_)) => {
+                outage.ok();
+                continue; // a timeout, or the stop
+            }
+            // The store server is away: back off (jittered, bounded) and
+            // keep trying, until the optional outage limit.
+            Err(e) if tenure::Outage::is_server_away(&e) => match outage.failed(&e) {
+                tenure::OutageStep::Pause { pause, first } => {
+                    if first {
+                        lock(&s.state).outages += 1;
+                    }
+                    s.pause(pause);
+                    continue;
+                }
+                tenure::OutageStep::GiveUp => return s.fail(e),
+            },
             Err(Error::Busy(_)) => {
                 s.pause(BUSY_PAUSE);
                 continue;
@@ -522,7 +547,7 @@ pub struct AioWorker {
 impl AioWorker {
     /// Start ``slots`` slot threads at once.
     #[new]
-    #[pyo3(signature = (authority, production, holder, *, ttl, renew_every, wait_timeout, until_idle, slots, cancel, job_failed))]
+    #[pyo3(signature = (authority, production, holder, *, ttl, renew_every, wait_timeout, until_idle, slots, cancel, job_failed, outage_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         authority: &Bound<'_, Authority>,
@@ -535,6 +560,7 @@ impl AioWorker {
         #[pyo3(from_py_with = convert::slots)] slots: u32,
         cancel: &Bound<'_, WaitCancel>,
         job_failed: Py<PyAny>,
+        outage_limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<AioWorker> {
         let auth = authority.get();
         let internal = |e: std::io::Error| {
@@ -553,6 +579,9 @@ impl AioWorker {
             every: convert::wait(renew_every, "renew_every")?,
             wait_timeout: convert::wait(wait_timeout, "wait_timeout")?,
             until_idle,
+            outage_limit: outage_limit
+                .map(|d| convert::wait(d, "outage_limit"))
+                .transpose()?,
             node: auth.wait_node(Some(cancel.get().node())),
             writer,
             reader,
@@ -626,6 +655,12 @@ impl AioWorker {
     /// later). Idempotent.
     fn close(&self) {
         self.shared.close();
+    }
+
+    /// How many outages of the store server the slots rode out so far.
+    #[getter]
+    fn outages(&self) -> u64 {
+        lock(&self.shared.state).outages
     }
 
     /// ``(claimed, completed, failed, released, lost)`` so far.

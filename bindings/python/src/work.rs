@@ -708,7 +708,8 @@ impl Joined {
 /// The core's worker loop (``tenure::worker``) running a Python handler.
 ///
 /// ``Worker(authority, production, holder, handler, *, ttl, slots=1,
-/// renew_every=None, wait_timeout=None, grace=None, report=None)`` starts
+/// renew_every=None, wait_timeout=None, grace=None, report=None,
+/// outage_limit=None)`` starts
 /// ``slots`` native threads at once. Each waits for a job
 /// (``claim_next_wait``, waits of ``wait_timeout``, 60 s unless given),
 /// keeps its lease alive (every ``renew_every``, ``ttl / 3`` unless given),
@@ -718,6 +719,14 @@ impl Joined {
 /// ``Retry`` with reason ``"Class: text"``. ``report`` (if given) is called
 /// with a ``tenure.Report`` after each job is settled (its exceptions go to
 /// ``sys.unraisablehook``).
+///
+/// A store server that goes away (a restart, killed backends, no free
+/// connection slot) stops nothing: the slots back off (50 ms doubling to
+/// 2 s, jittered), the keepers go on renewing within each lease's
+/// remaining time, settlements are retried until their lease expires, and
+/// ``outages`` counts the outages seen; with ``outage_limit`` (a
+/// timedelta) the worker stops once the server has been away that long
+/// (default: never).
 ///
 /// ``stop()`` takes no new jobs (waits end at once); running handlers get
 /// ``grace`` (30 s unless given) to finish; ``join()`` returns when all
@@ -734,12 +743,13 @@ pub struct Worker {
     production: String,
     holder: String,
     slots: u32,
+    outages: Arc<std::sync::atomic::AtomicU64>,
 }
 
 #[pymethods]
 impl Worker {
     #[new]
-    #[pyo3(signature = (authority, production, holder, handler, *, ttl, slots = 1, renew_every = None, wait_timeout = None, grace = None, report = None))]
+    #[pyo3(signature = (authority, production, holder, handler, *, ttl, slots = 1, renew_every = None, wait_timeout = None, grace = None, report = None, outage_limit = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         authority: &Bound<'_, Authority>,
@@ -752,6 +762,7 @@ impl Worker {
         wait_timeout: Option<&Bound<'_, PyAny>>,
         grace: Option<&Bound<'_, PyAny>>,
         report: Option<Py<PyAny>>,
+        outage_limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Worker> {
         let a = authority.get().get()?;
         let ttl = convert::ttl(ttl, "ttl")?;
@@ -765,6 +776,16 @@ impl Worker {
         if let Some(d) = grace.filter(|d| !d.is_none()) {
             cfg = cfg.grace(convert::wait(d, "grace")?);
         }
+        if let Some(d) = outage_limit.filter(|d| !d.is_none()) {
+            cfg = cfg.outage_limit(Some(convert::wait(d, "outage_limit")?));
+        }
+        let outages = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let seen = outages.clone();
+        cfg = cfg.on_outage(move |e| {
+            if matches!(e, tenure::worker::OutageEvent::Began(_)) {
+                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
         if !handler.bind(authority.py()).is_callable() {
             return Err(pyo3::exceptions::PyTypeError::new_err(
                 "handler must be callable",
@@ -785,7 +806,14 @@ impl Worker {
             production: production.to_owned(),
             holder: holder.to_owned(),
             slots,
+            outages,
         })
+    }
+
+    /// How many times the store server went away while this worker ran.
+    #[getter]
+    fn outages(&self) -> u64 {
+        self.outages.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Stop taking jobs; the grace period starts now. Returns at once

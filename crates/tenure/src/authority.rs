@@ -500,9 +500,12 @@ impl Authority {
     pub fn payload(&self, production: &str, job: &str) -> Result<Vec<u8>> {
         crate::validate::id("production", production)?;
         crate::validate::id("job", job)?;
-        self.inner.read(|t, _| {
-            t.payload(production, job)?
-                .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))
+        // A read: retried while the store server asks to ([`crate::retry`]).
+        crate::retry::idempotent(|_| {
+            self.inner.read(|t, _| {
+                t.payload(production, job)?
+                    .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))
+            })
         })
     }
 

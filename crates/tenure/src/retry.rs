@@ -157,6 +157,13 @@ impl Outage {
         }
     }
 
+    /// Whether `e` says the store server is away (a lost or refused
+    /// connection, a transient refusal such as no free connection slot):
+    /// what [`Outage::failed`] backs off from.
+    pub fn is_server_away(e: &Error) -> bool {
+        server_away(e)
+    }
+
     /// A wait succeeded (or found no job): the server is back.
     pub fn ok(&mut self) -> bool {
         let was = self.since.is_some();

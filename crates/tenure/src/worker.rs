@@ -632,11 +632,7 @@ fn run_job(
         st.held.insert(id, held.clone());
         id
     };
-    // A read: retried while the server is away, within the lease.
-    let payload = crate::retry::idempotent_for(lease.retry_budget(), |_| {
-        a.payload(lease.production(), lease.job())
-    });
-    let outcome = match payload {
+    let outcome = match a.payload(lease.production(), lease.job()) {
         Ok(payload) => {
             let ctx = JobContext {
                 lease: &lease,
