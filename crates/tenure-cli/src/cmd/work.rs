@@ -5,6 +5,10 @@
 //! new jobs, running commands may finish within `--grace`, then the leases
 //! still held are released and their commands killed.
 //!
+//! A store server that goes away stops nothing (`tenure::worker`): a line
+//! on stderr says when it went away and when it came back; with
+//! `--outage-limit` the worker stops once it has been away that long.
+//!
 //! Each job's outcome is printed as it is settled, as `exec` prints it (a
 //! line of text, or one JSON object per line). Output errors are ignored: a
 //! closed stdout must not stop the worker from settling its leases.
@@ -66,12 +70,39 @@ pub struct Args {
     /// Stop (as on SIGTERM) once no command has run for this long.
     #[arg(long, allow_hyphen_values = true)]
     until_idle: Option<String>,
+    /// Stop (exit 1) once the store server has been away this long
+    /// (default: never; the worker backs off and keeps trying).
+    #[arg(long, allow_hyphen_values = true)]
+    outage_limit: Option<String>,
     /// Output directory.
     #[arg(long, default_value = ".")]
     out_dir: PathBuf,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
+}
+
+/// The log line (stderr) of an outage of the store server.
+fn outage_line(e: &worker::OutageEvent, gave_up: &AtomicBool) {
+    let line = match e {
+        worker::OutageEvent::Began(err) => {
+            format!("tenure work: the store server is away ({err}); backing off and trying again")
+        }
+        worker::OutageEvent::Ended(d) => {
+            format!(
+                "tenure work: the store server is back after {:.1} s",
+                d.as_secs_f64()
+            )
+        }
+        worker::OutageEvent::GaveUp(d) => {
+            gave_up.store(true, Ordering::SeqCst);
+            format!(
+                "tenure work: the store server has been away {:.1} s, past --outage-limit: stopping",
+                d.as_secs_f64()
+            )
+        }
+    };
+    let _ = writeln!(io::stderr().lock(), "{line}");
 }
 
 /// Parse a duration option (the TTL syntax: positive, whole µs, at most 24 h).
@@ -85,6 +116,7 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     let grace = duration(&a.grace)?;
     let renew_every = a.renew_every.as_deref().map(duration).transpose()?;
     let until_idle = a.until_idle.as_deref().map(duration).transpose()?;
+    let outage_limit = a.outage_limit.as_deref().map(duration).transpose()?;
     if a.max_jobs == Some(0) {
         return Err(usage("--max-jobs must be at least 1"));
     }
@@ -97,6 +129,11 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     if let Some(d) = renew_every {
         config = config.renew_every(d);
     }
+    let gave_up = Arc::new(AtomicBool::new(false));
+    config = config.outage_limit(outage_limit).on_outage({
+        let gave_up = gave_up.clone();
+        move |e| outage_line(&e, &gave_up)
+    });
     let auth = ctx.open()?;
     // A missing production would make every wait fail: refuse it up front.
     auth.jobs(
@@ -170,9 +207,11 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     }
     w.join();
     runner.finish(CLEANUP);
-    Done::exit(if failed.load(Ordering::SeqCst) {
-        exit::FAILURE
-    } else {
-        exit::OK
-    })
+    Done::exit(
+        if failed.load(Ordering::SeqCst) || gave_up.load(Ordering::SeqCst) {
+            exit::FAILURE
+        } else {
+            exit::OK
+        },
+    )
 }
