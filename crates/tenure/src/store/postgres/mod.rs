@@ -73,8 +73,11 @@
 //!   busy timeout (lock: the busy timeout, at least 1 ms; statement: the busy
 //!   timeout plus 30 s). SQLSTATE 55P03 (lock not available), 57014 (query
 //!   cancelled), 40P01 (deadlock) and 40001 (serialization failure) map to
-//!   [`Error::Busy`]; every other failure, including a lost connection, is
-//!   [`Error::Store`].
+//!   [`Error::Busy`], and so does 53300 (too many connections) once a new
+//!   connection was refused for the whole busy timeout; every other
+//!   failure, including a lost connection (and 57P01, 57P02, 57P03, class
+//!   08), is [`Error::Store`]. Which of these an idempotent call retries:
+//!   [`retry`].
 //!
 //! Reads run `REPEATABLE READ READ ONLY`: one consistent snapshot.
 //!
