@@ -196,6 +196,8 @@ struct Drain {
     worker: Worker,
     runs: Runs,
     completed: Arc<AtomicU64>,
+    /// Completed reports by job.
+    completions: Runs,
     lost: Arc<Mutex<Vec<String>>>,
     began: Arc<AtomicU64>,
 }
@@ -207,7 +209,9 @@ fn drain(url: &str, slots: usize, ttl: Ttl) -> Drain {
     let completed = Arc::new(AtomicU64::new(0));
     let lost: Arc<Mutex<Vec<String>>> = Arc::default();
     let began = Arc::new(AtomicU64::new(0));
+    let completions: Runs = Arc::default();
     let (r, c, l, b) = (runs.clone(), completed.clone(), lost.clone(), began.clone());
+    let cj = completions.clone();
     let cfg = WorkerConfig::new("p", "w", ttl)
         .slots(slots)
         .wait_timeout(ms(500))
@@ -226,6 +230,7 @@ fn drain(url: &str, slots: usize, ttl: Ttl) -> Drain {
         },
         move |rep| match rep.result {
             JobResult::Completed => {
+                *cj.lock().unwrap().entry(rep.job.clone()).or_default() += 1;
                 c.fetch_add(1, Ordering::SeqCst);
             }
             other => l.lock().unwrap().push(format!("{}: {other:?}", rep.job)),
@@ -236,6 +241,7 @@ fn drain(url: &str, slots: usize, ttl: Ttl) -> Drain {
         worker,
         runs,
         completed,
+        completions,
         lost,
         began,
     }
@@ -458,4 +464,266 @@ fn a_waiter_rescans_after_its_listener_was_cut() {
         waited < Duration::from_secs(5),
         "found after the reconnect's rescan, not the wait's end: {waited:?}"
     );
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    h.finish()
+}
+
+/// One number from the environment, or `default`.
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Completions per second over `[from, to)`, from their instants.
+fn rate(done: &[Instant], from: Instant, to: Instant) -> f64 {
+    let n = done.iter().filter(|&&t| t >= from && t < to).count();
+    let secs = to.saturating_duration_since(from).as_secs_f64();
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// The campaign of `cargo xtask torture --postgres`: a durable server of its
+/// own, a producer submitting a steady stream of jobs (each submission
+/// retried under its job ID until it lands) and a Rust worker of 4 slots
+/// draining it with keepers, while the server is taken away cell by cell:
+/// a pinned xmin (`TENURE_CAMPAIGN_PIN_S`, 60), `pg_terminate_backend` of
+/// every tenure connection every 200 ms (`TENURE_CAMPAIGN_STORM_S`, 60),
+/// other clients holding every connection slot (`TENURE_CAMPAIGN_EXHAUST_S`,
+/// 30), `pg_ctl restart -m fast` and `-m immediate`, and `kill -9` of the
+/// postmaster at random points, then a start (`TENURE_CAMPAIGN_KILLS`, 20).
+/// Prints one `CELL {json}` line per cell: acknowledged transitions lost,
+/// double completions, jobs run again, jobs lost, worker exited, recovery
+/// time to 0.9x the throughput before, and the throughput during the cell
+/// relative to before.
+#[test]
+#[ignore = "the campaign: cargo xtask torture --postgres"]
+fn postgres_campaign() {
+    let Some(mut s) = Server::start(
+        "campaign",
+        "-c max_connections=40 -c superuser_reserved_connections=0",
+    ) else {
+        eprintln!("skipped: needs PostgreSQL (cargo xtask torture --postgres)");
+        return;
+    };
+    // Durable: every commit waits for its WAL flush.
+    s.pg_ctl(&["-m", "fast", "stop"]);
+    s.opts = s
+        .opts
+        .replace("fsync=off", "fsync=on")
+        .replace("full_page_writes=off", "full_page_writes=on");
+    s.pg_ctl(&["start"]);
+    let url = s.url();
+    submit(&url, 0, 0);
+    let ttl = secs(30);
+    let d = drain(&url, 4, ttl);
+    let done: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    // The instants of the completions (sampled every 20 ms).
+    let (done2, completed) = (done.clone(), d.completed.clone());
+    let watcher_stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let stop = watcher_stop.clone();
+        std::thread::spawn(move || {
+            let mut last = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let now = completed.load(Ordering::SeqCst);
+                let t = Instant::now();
+                let mut v = done2.lock().unwrap();
+                for _ in last..now {
+                    v.push(t);
+                }
+                last = now;
+                drop(v);
+                std::thread::sleep(ms(20));
+            }
+        })
+    };
+    // The producer: 150 jobs a second, each retried until it lands.
+    let produced = Arc::new(AtomicU64::new(0));
+    let prod_stop = Arc::new(AtomicBool::new(false));
+    let producer = {
+        let (produced, stop, url) = (produced.clone(), prod_stop.clone(), url.clone());
+        std::thread::spawn(move || {
+            let a = Authority::open(url.as_str(), &Options::new().busy_timeout(ms(2000))).unwrap();
+            let start = Instant::now();
+            let mut i = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let due = start + Duration::from_micros(i * 1_000_000 / 150);
+                if let Some(w) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(w);
+                }
+                let spec = JobSpec::new(format!("c{i:07}"), b"x".to_vec());
+                while a.submit("p", &spec).is_err() {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(ms(50));
+                }
+                i += 1;
+                produced.store(i, Ordering::SeqCst);
+            }
+        })
+    };
+    let admin = url.replace("?sslmode=disable", "");
+    let mut cells = Vec::new();
+    let mut cell = |name: &str, act: &mut dyn FnMut()| {
+        std::thread::sleep(Duration::from_secs(4));
+        let before = {
+            let v = done.lock().unwrap();
+            rate(&v, Instant::now() - Duration::from_secs(3), Instant::now())
+        };
+        let t0 = Instant::now();
+        act();
+        let t1 = Instant::now(); // the server accepts connections again
+                                 // Recovery: the end of the first 1 s window after t1 at >= 0.9x.
+        let mut recovery = None;
+        while t1.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(ms(250));
+            let v = done.lock().unwrap();
+            let now = Instant::now();
+            if now - t1 >= Duration::from_secs(1)
+                && rate(&v, now - Duration::from_secs(1), now) >= 0.9 * before
+            {
+                recovery = Some((now - t1).as_secs_f64());
+                break;
+            }
+        }
+        let during = {
+            let v = done.lock().unwrap();
+            rate(&v, t0, t1.max(t0 + ms(1)))
+        };
+        eprintln!("cell {name}: before {before:.0}/s, during {during:.0}/s, recovery {recovery:?}");
+        cells.push((
+            name.to_owned(),
+            before,
+            during,
+            recovery,
+            (t1 - t0).as_secs_f64(),
+        ));
+    };
+    let pin_s = env_u64("TENURE_CAMPAIGN_PIN_S", 60);
+    cell("pinned xmin", &mut || {
+        let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM tenure.jobs")
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(pin_s));
+        c.batch_execute("COMMIT").unwrap();
+    });
+    let storm_s = env_u64("TENURE_CAMPAIGN_STORM_S", 60);
+    cell("pg_terminate_backend every 200 ms", &mut || {
+        let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        c.batch_execute("SET application_name = 'storm'").unwrap();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(storm_s) {
+            let _ = c.batch_execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE application_name = 'tenure' AND pid <> pg_backend_pid()",
+            );
+            std::thread::sleep(ms(200));
+        }
+    });
+    let exhaust_s = env_u64("TENURE_CAMPAIGN_EXHAUST_S", 30);
+    cell("connection slots exhausted", &mut || {
+        let mut hogs = Vec::new();
+        let t = Instant::now();
+        // Take every slot, and every one that frees up, for the duration.
+        while t.elapsed() < Duration::from_secs(exhaust_s) {
+            match postgres::Client::connect(&admin, postgres::NoTls) {
+                Ok(c) => hogs.push(c),
+                Err(_) => std::thread::sleep(ms(20)),
+            }
+        }
+        drop(hogs);
+    });
+    cell("pg_ctl restart -m fast", &mut || {
+        s.pg_ctl(&["-m", "fast", "restart"])
+    });
+    cell("pg_ctl restart -m immediate", &mut || {
+        s.pg_ctl(&["-m", "immediate", "restart"])
+    });
+    let kills = env_u64("TENURE_CAMPAIGN_KILLS", 20);
+    cell(&format!("{kills} kill -9 of the postmaster"), &mut || {
+        for k in 0..kills {
+            // A random point: 0.2 .. 1.5 s after the last start.
+            let wait = 200 + (rand_u64() % 1300);
+            std::thread::sleep(ms(wait));
+            s.kill9_and_start();
+            eprintln!("kill {k} after {wait} ms");
+        }
+    });
+    prod_stop.store(true, Ordering::SeqCst);
+    producer.join().unwrap();
+    let n = produced.load(Ordering::SeqCst) as usize;
+    let t = Instant::now();
+    while (d.completed.load(Ordering::SeqCst) as usize) < n
+        && t.elapsed() < Duration::from_secs(120)
+    {
+        std::thread::sleep(ms(100));
+    }
+    watcher_stop.store(true, Ordering::SeqCst);
+    watcher.join().unwrap();
+    let exited = d.worker.gave_up() as u32;
+    let outages = d.worker.outages();
+    d.worker.stop();
+    let runs = d.runs.lock().unwrap().clone();
+    let run_again = runs.values().filter(|&&c| c > 1).count();
+    let a = Authority::open(url.as_str(), &Options::new()).unwrap();
+    let mut after: Option<String> = None;
+    let (mut completed_n, mut ended, mut total) = (0usize, 0usize, 0usize);
+    loop {
+        let q = ListQuery {
+            after: after.clone(),
+            limit: MAX_PAGE,
+            ..ListQuery::default()
+        };
+        let page = a.jobs("p", &q).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        for j in &page {
+            total += 1;
+            match j.state {
+                JobState::Completed => completed_n += 1,
+                JobState::Failed | JobState::Cancelled => ended += 1,
+                _ => {}
+            }
+        }
+        after = page.last().map(|j| j.job.clone());
+    }
+    let reported = d.completed.load(Ordering::SeqCst) as usize;
+    let lost_acks = reported.saturating_sub(completed_n);
+    let double = d
+        .completions
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|&&c| c > 1)
+        .count();
+    let jobs_lost = total.saturating_sub(completed_n + ended);
+    let other = d.lost.lock().unwrap().len();
+    for (name, before, during, recovery, secs) in &cells {
+        println!(
+            "CELL {{\"cell\":{name:?},\"seconds\":{secs:.1},\"before_per_s\":{before:.1},\
+             \"during_ratio\":{:.2},\"recovery_s\":{}}}",
+            if *before > 0.0 { during / before } else { 0.0 },
+            recovery.map_or("null".to_owned(), |r| format!("{r:.1}"))
+        );
+    }
+    println!(
+        "TOTALS {{\"enqueued\":{n},\"stored\":{total},\"completed\":{completed_n},\
+         \"acknowledged_lost\":{lost_acks},\"double_completions\":{double},\
+         \"run_again\":{run_again},\"jobs_lost\":{jobs_lost},\"worker_exited\":{exited},\
+         \"outages\":{outages},\"other_reports\":{other}}}"
+    );
+    assert!(a.check().unwrap().ok());
+    assert_eq!((lost_acks, jobs_lost, exited), (0, 0, 0));
 }
