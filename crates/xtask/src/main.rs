@@ -5,7 +5,9 @@
 //!   every surface), installing what it needs itself; it fails when the run
 //!   changed a tracked file (see [`tree`]).
 //! - `python`, `readme`, `pg`, `pg-suites`, `cpp`: one part of `test` alone.
-//! - `torture [--quick]`: the reliability campaigns.
+//! - `torture [--quick] [--postgres]`: the reliability campaigns;
+//!   `--postgres` only the PostgreSQL server campaign (the full run ends
+//!   with it).
 //! - `bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]`: the
 //!   benchmarks (SQLite, or the PostgreSQL backend on a throwaway server);
 //!   `--soak` runs only the retention soak rows, `--bulk-submit` (PostgreSQL
@@ -45,7 +47,7 @@ const COMMANDS: &[&str] = &[
     "pg",
     "pg-suites",
     "cpp",
-    "torture [--quick]",
+    "torture [--quick] [--postgres]",
     "bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]",
     "abi-check [--bless]",
     "dist PREFIX",
@@ -66,6 +68,7 @@ enum Cmd {
     Cpp,
     Torture {
         quick: bool,
+        postgres: bool,
     },
     Bench {
         smoke: bool,
@@ -103,7 +106,10 @@ fn parse(args: &[String]) -> Option<Cmd> {
         "pg" => alone(Cmd::Pg),
         "pg-suites" => alone(Cmd::PgSuites),
         "cpp" => alone(Cmd::Cpp),
-        "torture" => flags(&["--quick"]).map(|f| Cmd::Torture { quick: f[0] }),
+        "torture" => flags(&["--quick", "--postgres"]).map(|f| Cmd::Torture {
+            quick: f[0],
+            postgres: f[1],
+        }),
         "bench" => {
             let mut smoke = false;
             let mut soak = false;
@@ -155,7 +161,14 @@ fn main() {
         Cmd::Pg => pg::test(),
         Cmd::PgSuites => pg_suites::standalone(),
         Cmd::Cpp => cpp::test(),
-        Cmd::Torture { quick } => torture::torture(quick),
+        Cmd::Torture {
+            quick,
+            postgres: true,
+        } => torture::postgres(quick),
+        Cmd::Torture {
+            quick,
+            postgres: false,
+        } => torture::torture(quick),
         Cmd::Bench {
             smoke,
             soak,
@@ -283,9 +296,25 @@ mod tests {
         assert_eq!(parse(&args("test")), Some(Cmd::Test));
         assert_eq!(
             parse(&args("torture --quick")),
-            Some(Cmd::Torture { quick: true })
+            Some(Cmd::Torture {
+                quick: true,
+                postgres: false
+            })
         );
-        assert_eq!(parse(&args("torture")), Some(Cmd::Torture { quick: false }));
+        assert_eq!(
+            parse(&args("torture")),
+            Some(Cmd::Torture {
+                quick: false,
+                postgres: false
+            })
+        );
+        assert_eq!(
+            parse(&args("torture --postgres")),
+            Some(Cmd::Torture {
+                quick: false,
+                postgres: true
+            })
+        );
         assert_eq!(
             parse(&args("bench --backend postgres --smoke")),
             Some(Cmd::Bench {

@@ -150,8 +150,107 @@ pub fn torture(quick: bool) -> Result {
     campaign("fuzz", &["--cases".into(), s(&plan.fuzz_cases)])?;
     capi_fuzz(if quick { 20_000 } else { 1_000_000 })?;
     let _ = std::fs::remove_dir_all(&work);
+    if !quick {
+        postgres(false)?;
+    }
     println!("\ntorture: all campaigns passed");
     Ok(())
+}
+
+/// The PostgreSQL server campaign (`postgres_campaign` in
+/// `crates/tenure/tests/pg_outage.rs`, on a durable server of its own): a
+/// pinned xmin for 60 s, `pg_terminate_backend` of every tenure connection
+/// every 200 ms for 60 s, other clients holding every connection slot for
+/// 30 s, `pg_ctl restart -m fast` and `-m immediate`, and 20 `kill -9` of
+/// the postmaster at random points (the quick form: 5 s cells, 3 kills).
+/// Prints the per-cell report as a markdown table and writes it to
+/// `target/torture-postgres.md`; fails when an acknowledged transition or
+/// a job was lost or the worker exited.
+pub fn postgres(quick: bool) -> Result {
+    step(&format!(
+        "campaign: PostgreSQL server ({})",
+        if quick { "quick" } else { "full" }
+    ));
+    let (pin, storm, exhaust, kills) = if quick {
+        ("5", "5", "5", "3")
+    } else {
+        ("60", "60", "30", "20")
+    };
+    let out = crate::util::output(
+        cargo()
+            .args([
+                "test",
+                "--locked",
+                "-p",
+                "tenure",
+                "--test",
+                "pg_outage",
+                "--",
+                "--ignored",
+                "--exact",
+                "postgres_campaign",
+                "--nocapture",
+            ])
+            .env("TENURE_TEST_BACKEND", "postgres")
+            .env(
+                "TENURE_TEST_PG_URL",
+                "unused: the campaign starts its own server",
+            )
+            .env("TENURE_CAMPAIGN_PIN_S", pin)
+            .env("TENURE_CAMPAIGN_STORM_S", storm)
+            .env("TENURE_CAMPAIGN_EXHAUST_S", exhaust)
+            .env("TENURE_CAMPAIGN_KILLS", kills),
+    )?;
+    let md = campaign_table(&out)?;
+    print!("{md}");
+    let path = crate::capi::target_dir()?.join("torture-postgres.md");
+    std::fs::write(&path, &md).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("(written to {})", path.display());
+    Ok(())
+}
+
+/// The markdown report of the campaign's `CELL` and `TOTALS` lines.
+fn campaign_table(out: &str) -> Result<String> {
+    let mut md = String::from(
+        "| cell | seconds | throughput during / before | recovery to 0.9x (s) |\n|---|---:|---:|---:|\n",
+    );
+    let mut totals = None;
+    for line in out.lines() {
+        if let Some(j) = line.strip_prefix("CELL ") {
+            let v = crate::util::parse_json(j, "campaign CELL line")?;
+            md.push_str(&format!(
+                "| {} | {} | {:.2} | {} |\n",
+                v["cell"].as_str().unwrap_or("?"),
+                v["seconds"],
+                v["during_ratio"].as_f64().unwrap_or(f64::NAN),
+                if v["recovery_s"].is_null() {
+                    "not within 30 s".to_owned()
+                } else {
+                    v["recovery_s"].to_string()
+                }
+            ));
+        } else if let Some(j) = line.strip_prefix("TOTALS ") {
+            totals = Some(crate::util::parse_json(j, "campaign TOTALS line")?);
+        }
+    }
+    let t = totals.ok_or("the campaign printed no TOTALS line")?;
+    md.push_str("\n| over the whole campaign | count |\n|---|---:|\n");
+    for (k, label) in [
+        ("enqueued", "jobs enqueued"),
+        ("completed", "jobs completed"),
+        ("acknowledged_lost", "acknowledged transitions lost"),
+        ("double_completions", "double completions"),
+        ("run_again", "jobs run again"),
+        (
+            "jobs_lost",
+            "jobs lost (enqueued - completed - failed - cancelled)",
+        ),
+        ("worker_exited", "worker processes exited"),
+        ("outages", "outages the worker rode out"),
+    ] {
+        md.push_str(&format!("| {label} | {} |\n", t[k]));
+    }
+    Ok(md)
 }
 
 /// The C-ABI fuzz driver (`torture/fuzz/capi_driver.c`): `iterations`
