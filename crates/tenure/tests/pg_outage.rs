@@ -277,27 +277,30 @@ fn settle(url: &str, d: Drain, n: usize, limit: Duration) -> u64 {
     assert!(twice.is_empty(), "jobs run more than once: {twice:?}");
     assert_eq!(runs.len(), n);
     let a = Authority::open(url, &Options::new()).unwrap();
-    let mut after = None;
-    let mut seen = 0;
+    let jobs = all_jobs(&a);
+    for j in &jobs {
+        assert_eq!(j.state, JobState::Completed, "{}", j.job);
+    }
+    assert_eq!(jobs.len(), n);
+    assert!(a.check().unwrap().ok());
+    outages
+}
+
+/// Every job of production `p`, a page at a time.
+fn all_jobs(a: &Authority) -> Vec<JobView> {
+    let mut all: Vec<JobView> = Vec::new();
     loop {
         let q = ListQuery {
-            after: after.clone(),
+            after: all.last().map(|j| j.job.clone()),
             limit: MAX_PAGE,
             ..ListQuery::default()
         };
         let page = a.jobs("p", &q).unwrap();
         if page.is_empty() {
-            break;
+            return all;
         }
-        for j in &page {
-            assert_eq!(j.state, JobState::Completed, "{}", j.job);
-            seen += 1;
-        }
-        after = page.last().map(|j| j.job.clone());
+        all.extend(page);
     }
-    assert_eq!(seen, n);
-    assert!(a.check().unwrap().ok());
-    outages
 }
 
 #[test]
@@ -677,27 +680,14 @@ fn postgres_campaign() {
     let runs = d.runs.lock().unwrap().clone();
     let run_again = runs.values().filter(|&&c| c > 1).count();
     let a = Authority::open(url.as_str(), &Options::new()).unwrap();
-    let mut after: Option<String> = None;
     let (mut completed_n, mut ended, mut total) = (0usize, 0usize, 0usize);
-    loop {
-        let q = ListQuery {
-            after: after.clone(),
-            limit: MAX_PAGE,
-            ..ListQuery::default()
-        };
-        let page = a.jobs("p", &q).unwrap();
-        if page.is_empty() {
-            break;
+    for j in all_jobs(&a) {
+        total += 1;
+        match j.state {
+            JobState::Completed => completed_n += 1,
+            JobState::Failed | JobState::Cancelled => ended += 1,
+            _ => {}
         }
-        for j in &page {
-            total += 1;
-            match j.state {
-                JobState::Completed => completed_n += 1,
-                JobState::Failed | JobState::Cancelled => ended += 1,
-                _ => {}
-            }
-        }
-        after = page.last().map(|j| j.job.clone());
     }
     let reported = d.completed.load(Ordering::SeqCst) as usize;
     let lost_acks = reported.saturating_sub(completed_n);
