@@ -252,6 +252,8 @@ fn bad_arguments_are_refused_and_change_nothing() {
         ("--wait-timeout", "soon"),
         ("--renew-every", "25h"),
         ("--until-idle", "1500ns"),
+        ("--outage-limit", "0s"),
+        ("--outage-limit", "forever"),
     ] {
         run(&[opt, bad], &["true"]).fails(code(ErrorCode::InvalidDuration));
     }
@@ -273,12 +275,14 @@ fn bad_arguments_are_refused_and_change_nothing() {
     assert_eq!(s.job("j")["state"], "requested");
     assert_eq!(s.job("j")["attempts"], 0);
     // A command that cannot start: the lease is failed (retryable), the
-    // worker stops and exits 1.
+    // worker stops and exits 1. The other slot may claim the job again
+    // between that failure and the stop (and fail or release it in turn).
     let err = run(&["--slots", "2"], &["/nonexistent/program"]).fails(1);
     assert!(err.contains("/nonexistent/program"), "{err}");
     let j = s.job("j");
     assert_eq!(j["state"], "requested");
-    assert_eq!(j["attempts"], 1);
+    let attempts = j["attempts"].as_u64().unwrap();
+    assert!((1..=2).contains(&attempts), "{j}");
     s.ok(&["check"]);
 }
 
