@@ -93,16 +93,20 @@ pub struct Flow {
     /// The window held more events than the flow reads (the newest count).
     #[pyo3(get)]
     pub truncated: bool,
+    /// The span the figures cover (µs): the window, or from the oldest
+    /// event read when truncated.
+    #[pyo3(get)]
+    pub covered_us: u64,
 }
 
 #[pymethods]
 impl Flow {
-    /// Events per second over the window.
+    /// Events per second over the span covered (``covered_us``).
     fn per_second(&self, n: u64) -> f64 {
-        if self.window_us == 0 {
+        if self.covered_us == 0 {
             0.0
         } else {
-            n as f64 / (self.window_us as f64 / 1e6)
+            n as f64 / (self.covered_us as f64 / 1e6)
         }
     }
     fn __repr__(&self) -> String {
@@ -270,6 +274,7 @@ impl From<tenure::Stats> for Stats {
                         wait: (&p.flow.wait).into(),
                         run: (&p.flow.run).into(),
                         truncated: p.flow.truncated,
+                        covered_us: us(p.flow.covered),
                     },
                 })
                 .collect(),

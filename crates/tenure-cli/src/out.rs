@@ -154,6 +154,7 @@ pub fn stats(s: &Stats) -> Value {
                     "permanent_failures": f.permanent_failures,
                     "expiries": f.expiries,
                     "truncated": f.truncated,
+                    "covered_us": f.covered.as_micros() as u64,
                     "wait": percentiles(&f.wait),
                     "run": percentiles(&f.run),
                 },

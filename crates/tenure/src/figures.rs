@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// The most events of one production the flow reads per call (the newest
 /// of the window; [`Flow::truncated`] says when the window held more).
-pub const FLOW_EVENT_CAP: usize = 100_000;
+pub const FLOW_EVENT_CAP: usize = 10_000;
 
 /// The default horizon of [`ProductionStats::expiring_within`]: 30 s.
 pub const DEFAULT_STATS_HORIZON: Duration = Duration::from_secs(30);
@@ -140,12 +140,15 @@ pub struct Flow {
     /// The window held more than [`FLOW_EVENT_CAP`] events of the
     /// production: the figures are over the newest of them.
     pub truncated: bool,
+    /// The span the figures cover: the window, or, when [`Flow::truncated`],
+    /// from the oldest event read to the clock reading.
+    pub covered: Duration,
 }
 
 impl Flow {
-    /// Events per second over the window.
+    /// Events per second over the span covered ([`Flow::covered`]).
     pub fn per_second(&self, n: u64) -> f64 {
-        let s = self.window.as_secs_f64();
+        let s = self.covered.as_secs_f64();
         if s > 0.0 {
             n as f64 / s
         } else {
@@ -304,9 +307,17 @@ fn flow(
 ) -> Result<Flow> {
     let evs = t.flow_events(name, from, now, FLOW_EVENT_CAP + 1)?;
     let truncated = evs.len() > FLOW_EVENT_CAP;
+    // Newest first: the last one read is the oldest the figures cover.
+    let covered = match evs.get(FLOW_EVENT_CAP.saturating_sub(1)) {
+        Some(oldest) if truncated => {
+            Duration::from_micros(now.saturating_sub(oldest.at_us).max(0) as u64)
+        }
+        _ => window,
+    };
     let mut f = Flow {
         window,
         truncated,
+        covered,
         expiries: lapsed_claimed,
         ..Flow::default()
     };

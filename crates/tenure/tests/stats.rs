@@ -249,6 +249,7 @@ impl Run {
         let from = now - WINDOW.as_micros() as i64;
         let mut flow = Flow {
             window: WINDOW,
+            covered: WINDOW,
             ..Flow::default()
         };
         let (mut wait, mut run) = (Vec::new(), Vec::new());
