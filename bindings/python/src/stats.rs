@@ -173,21 +173,13 @@ pub struct ProductionStats {
     /// The flow over the window.
     #[pyo3(get)]
     pub flow: Flow,
+    /// Every job of the production.
+    #[pyo3(get)]
+    pub total: u64,
 }
 
 #[pymethods]
 impl ProductionStats {
-    /// Every job of the production.
-    #[getter]
-    fn total(&self) -> u64 {
-        self.waiting_due
-            + self.waiting_later
-            + self.claimed_live
-            + self.claimed_expired
-            + self.completed
-            + self.failed
-            + self.cancelled_jobs
-    }
     /// ``next_due_us`` as an aware UTC ``datetime`` (or None).
     #[getter]
     fn next_due_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -264,6 +256,7 @@ impl From<tenure::Stats> for Stats {
                     next_due_us: p.next_due_us,
                     expiring_within: p.expiring_within,
                     max_live_attempts: p.max_live_attempts,
+                    total: p.total(),
                     flow: Flow {
                         window_us: us(p.flow.window),
                         claims: p.flow.claims,

@@ -1060,6 +1060,16 @@ fn utc(unix: u64) -> String {
     )
 }
 
+/// `bin ARGS`, with `--url` when `url` names a PostgreSQL database.
+fn on_store(bin: &std::path::Path, url: Option<&str>, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.args(args);
+    if let Some(u) = url {
+        cmd.args(["--url", u]);
+    }
+    cmd
+}
+
 /// The statistics rows: `stats` of one production holding 1 M jobs in
 /// mixed states (a smoke run: 20 000) against a clock reading of the same
 /// run, and 4 workers' lifecycles with a poller calling `stats` every
@@ -1072,26 +1082,15 @@ pub(crate) fn stats_rows(
     rows: &mut Vec<Row>,
     raw: &mut Vec<Value>,
 ) -> Result {
-    let with_url = |cmd: &mut Command| {
-        if let Some(u) = url {
-            cmd.args(["--url", u]);
-        }
-    };
-    let (backend, want_ms) = match url {
-        Some(_) => ("PostgreSQL", 50.0),
-        None => ("SQLite", 20.0),
+    let (backend, want_ms) = if url.is_some() {
+        ("PostgreSQL", 50.0)
+    } else {
+        ("SQLite", 20.0)
     };
     let jobs = if cfg.smoke { "20000" } else { "1000000" };
-    let mut cmd = Command::new(bin);
-    cmd.args([
-        "stats",
-        "--jobs",
-        jobs,
-        "--samples",
-        if cfg.smoke { "10" } else { "50" },
-    ]);
-    with_url(&mut cmd);
-    let j = workload(&mut cmd)?;
+    let samples = if cfg.smoke { "10" } else { "50" };
+    let args = ["stats", "--jobs", jobs, "--samples", samples];
+    let j = workload(&mut on_store(bin, url, &args))?;
     let p50 = num(&j, "p50_ms");
     rows.push(Row {
         name: format!(
@@ -1104,18 +1103,21 @@ pub(crate) fn stats_rows(
         target: Some((format!("p50 ≤ {want_ms:.0} ms"), p50 <= want_ms)),
     });
     raw.push(j);
-    let mut cmd = Command::new(bin);
-    cmd.args([
+    let (millis, rounds) = if cfg.smoke {
+        ("300", "2")
+    } else {
+        ("2000", "5")
+    };
+    let args = [
         "stats-poll",
         "--threads",
         "4",
         "--millis",
-        if cfg.smoke { "300" } else { "2000" },
+        millis,
         "--rounds",
-        if cfg.smoke { "2" } else { "5" },
-    ]);
-    with_url(&mut cmd);
-    let j = workload(&mut cmd)?;
+        rounds,
+    ];
+    let j = workload(&mut on_store(bin, url, &args))?;
     let ratio = num(&j, "ratio");
     rows.push(Row {
         name: format!(
