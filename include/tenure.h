@@ -82,6 +82,122 @@
 #define TENURE_VERSION_PATCH 0
 
 /**
+ * `tenure_production_stats_count()`: requested jobs whose due time has come.
+ */
+#define TENURE_STATS_WAITING_DUE 1
+
+/**
+ * Requested jobs not yet due.
+ */
+#define TENURE_STATS_WAITING_LATER 2
+
+/**
+ * Claimed jobs whose lease is live.
+ */
+#define TENURE_STATS_CLAIMED_LIVE 3
+
+/**
+ * Claimed jobs whose lease expired with attempts left, not yet reclaimed.
+ */
+#define TENURE_STATS_CLAIMED_EXPIRED 4
+
+/**
+ * Completed jobs.
+ */
+#define TENURE_STATS_COMPLETED 5
+
+/**
+ * Failed jobs (observed state failed).
+ */
+#define TENURE_STATS_FAILED 6
+
+/**
+ * Cancelled jobs.
+ */
+#define TENURE_STATS_CANCELLED 7
+
+/**
+ * Live leases expiring within the horizon.
+ */
+#define TENURE_STATS_EXPIRING_WITHIN 8
+
+/**
+ * Flow over the window: claims.
+ */
+#define TENURE_STATS_CLAIMS 9
+
+/**
+ * Flow: completions.
+ */
+#define TENURE_STATS_COMPLETIONS 10
+
+/**
+ * Flow: failures that left the job requested.
+ */
+#define TENURE_STATS_RETRYABLE_FAILURES 11
+
+/**
+ * Flow: failures that ended the job.
+ */
+#define TENURE_STATS_PERMANENT_FAILURES 12
+
+/**
+ * Flow: leases whose expiry fell in the window.
+ */
+#define TENURE_STATS_EXPIRIES 13
+
+/**
+ * Flow: how many queue waits the wait percentiles are over.
+ */
+#define TENURE_STATS_WAIT_COUNT 14
+
+/**
+ * Flow: how many run times the run percentiles are over.
+ */
+#define TENURE_STATS_RUN_COUNT 15
+
+/**
+ * `tenure_production_stats_time_us()`: how long the oldest due waiting
+ * job has been due (µs).
+ */
+#define TENURE_STATS_OLDEST_DUE_AGE 1
+
+/**
+ * The earliest due time of a waiting job not yet due (µs since the epoch).
+ */
+#define TENURE_STATS_NEXT_DUE 2
+
+/**
+ * Queue wait, median (µs).
+ */
+#define TENURE_STATS_WAIT_P50 3
+
+/**
+ * Queue wait, 95th percentile (µs).
+ */
+#define TENURE_STATS_WAIT_P95 4
+
+/**
+ * Queue wait, 99th percentile (µs).
+ */
+#define TENURE_STATS_WAIT_P99 5
+
+/**
+ * Run time, median (µs).
+ */
+#define TENURE_STATS_RUN_P50 6
+
+/**
+ * Run time, 95th percentile (µs).
+ */
+#define TENURE_STATS_RUN_P95 7
+
+/**
+ * Run time, 99th percentile (µs).
+ */
+#define TENURE_STATS_RUN_P99 8
+
+/**
  * Result of every fallible call. `TENURE_OK` is 0; every other number is
  * the core's stable error code. Numbers are never reused; later versions
  * may append codes this header does not name: treat any non-zero value as
@@ -469,6 +585,16 @@ typedef struct tenure_options tenure_options;
  * A snapshot of the productions.
  */
 typedef struct tenure_production_list tenure_production_list;
+
+/**
+ * One production's statistics (borrowed from its `tenure_stats`).
+ */
+typedef struct tenure_production_stats tenure_production_stats;
+
+/**
+ * Queue statistics read in one snapshot. Immutable; thread-safe to read.
+ */
+typedef struct tenure_stats tenure_stats;
 
 /**
  * A cancel handle for `tenure_authority_claim_next_wait()` (ABI 1.1).
@@ -2141,6 +2267,92 @@ tenure_status tenure_lease_complete_idempotent(const struct tenure_lease *lease,
                                                const struct tenure_fact *facts,
                                                size_t n_facts,
                                                bool *out_replayed);
+
+/**
+ * Queue statistics (ABI 1.2): per production (or only `production`;
+ * NULL: every production, by name), jobs by observed state, the
+ * waiting and lease figures, and the flow over the `window_us` before
+ * the clock reading, all read in one snapshot; live leases expiring
+ * within `horizon_us` are counted. Both are 0 ..= 30 days
+ * (`TENURE_INVALID_DURATION`). A production that does not exist is
+ * `TENURE_NOT_FOUND`. `*out_stats` receives a snapshot to free with
+ * `tenure_stats_free()`.
+ */
+tenure_status tenure_authority_stats(const struct tenure_authority *authority,
+                                     const char *production,
+                                     int64_t horizon_us,
+                                     int64_t window_us,
+                                     struct tenure_stats **out_stats);
+
+/**
+ * Free a statistics snapshot (NULL is a no-op); the production
+ * statistics obtained from it die with it.
+ */
+void tenure_stats_free(struct tenure_stats *stats);
+
+/**
+ * The clock reading the figures are classified against (µs since the
+ * epoch; the larger of the clock and the high-water mark).
+ */
+int64_t tenure_stats_now_us(const struct tenure_stats *stats);
+
+/**
+ * The durable high-water mark (µs since the epoch).
+ */
+int64_t tenure_stats_high_water_us(const struct tenure_stats *stats);
+
+/**
+ * Number of productions.
+ */
+size_t tenure_stats_len(const struct tenure_stats *stats);
+
+/**
+ * The production statistics at `index` (borrowed from `stats`: do not
+ * free them), or NULL if out of range.
+ */
+const struct tenure_production_stats *tenure_stats_get(const struct tenure_stats *stats,
+                                                       size_t index);
+
+/**
+ * Production ID (borrowed).
+ */
+const char *tenure_production_stats_name(const struct tenure_production_stats *p);
+
+/**
+ * Whether the production is cancelled.
+ */
+bool tenure_production_stats_cancelled(const struct tenure_production_stats *p);
+
+/**
+ * The attempt count of the most-retried job with a live lease (0: none).
+ */
+uint32_t tenure_production_stats_max_live_attempts(const struct tenure_production_stats *p);
+
+/**
+ * Whether the window held more events than the flow reads (its
+ * figures are then over the newest of them).
+ */
+bool tenure_production_stats_flow_truncated(const struct tenure_production_stats *p);
+
+/**
+ * A count, `which` one of `TENURE_STATS_WAITING_DUE` ..
+ * `TENURE_STATS_RUN_COUNT`: returns true and writes `*out_n`, false
+ * (nothing written) for another `which` or a NULL pointer.
+ */
+bool tenure_production_stats_count(const struct tenure_production_stats *p,
+                                   uint32_t which,
+                                   uint64_t *out_n);
+
+/**
+ * A time or duration in µs, `which` one of
+ * `TENURE_STATS_OLDEST_DUE_AGE` .. `TENURE_STATS_RUN_P99`: returns true
+ * and writes `*out_us` if there is one, false (nothing written) if
+ * there is none (no due waiting job, no durations in the window), for
+ * another `which`, or a NULL pointer.
+ */
+bool tenure_production_stats_time_us(const struct tenure_production_stats *p,
+                                     uint32_t which,
+                                     int64_t *out_us);
 
 #ifdef __cplusplus
 }  // extern "C"

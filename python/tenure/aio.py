@@ -662,6 +662,7 @@ class Authority(_Writes):
     events = _on_authority(_native.Authority.events)
     production_events = _on_authority(_native.Authority.production_events)
     clock = _on_authority(_native.Authority.clock)
+    stats = _on_authority(_native.Authority.stats)
     check = _on_authority(_native.Authority.check)
 
     # -- retention ------------------------------------------------------------

@@ -891,6 +891,37 @@ impl Authority {
         })
     }
 
+    /// Queue statistics (see ``Stats``): per production (or only
+    /// ``production``), jobs by observed state, the waiting and lease
+    /// figures, and the flow over ``window``, read in one snapshot. Live
+    /// leases expiring within ``horizon`` are counted. Both are
+    /// ``datetime.timedelta`` (at most 30 days).
+    #[pyo3(signature = (production = None, *, horizon = None, window = None))]
+    fn stats(
+        &self,
+        py: Python<'_>,
+        production: Option<String>,
+        horizon: Option<&Bound<'_, PyAny>>,
+        window: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<crate::stats::Stats> {
+        let a = self.get()?;
+        let span = |d: Option<&Bound<'_, PyAny>>, name: &str, default: std::time::Duration| {
+            d.map_or(Ok(default), |d| {
+                let us = convert::timedelta_micros(d, name)?;
+                u64::try_from(us).map(std::time::Duration::from_micros).map_err(|_| {
+                    to_py(Error::InvalidDuration(format!("{name} must not be negative")))
+                })
+            })
+        };
+        let q = tenure::StatsQuery {
+            production,
+            horizon: span(horizon, "horizon", tenure::DEFAULT_STATS_HORIZON)?,
+            window: span(window, "window", tenure::DEFAULT_STATS_WINDOW)?,
+        };
+        let s = unlocked(py, || a.stats(&q))?;
+        Ok(s.into())
+    }
+
     /// The offline invariant checker (see ``CheckReport``).
     fn check(&self, py: Python<'_>) -> PyResult<CheckReport> {
         let a = self.get()?;

@@ -31,6 +31,7 @@ mod aio_work;
 mod convert;
 mod errors;
 mod handles;
+mod stats;
 mod values;
 mod work;
 
@@ -63,6 +64,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::ProductionView>()?;
     m.add_class::<values::ClockReading>()?;
     m.add_class::<values::CheckReport>()?;
+    m.add_class::<stats::Stats>()?;
+    m.add_class::<stats::ProductionStats>()?;
+    m.add_class::<stats::Flow>()?;
+    m.add_class::<stats::Percentiles>()?;
     m.add_class::<values::JobSpec>()?;
     m.add_class::<values::Backoff>()?;
     m.add_class::<work::WaitCancel>()?;

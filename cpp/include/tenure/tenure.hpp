@@ -348,6 +348,7 @@ using JobListFree = Free<tenure_job_list, &tenure_job_list_free>;
 using ProductionListFree = Free<tenure_production_list, &tenure_production_list_free>;
 using FactListFree = Free<tenure_fact_list, &tenure_fact_list_free>;
 using EventListFree = Free<tenure_event_list, &tenure_event_list_free>;
+using StatsFree = Free<tenure_stats, &tenure_stats_free>;
 using WaitCancelFree = Free<tenure_wait_cancel, &tenure_wait_cancel_free>;
 using ClaimRequestFree = Free<tenure_claim_request, &tenure_claim_request_free>;
 using KeeperFree = Free<tenure_keeper, &tenure_keeper_free>;
@@ -756,7 +757,105 @@ struct ClockReading {
   bool blocked = false;  ///< guarded operations are refused (clock below mark)
 };
 
+/// Exact nearest-rank percentiles of a set of durations (none when `count`
+/// is 0).
+struct Percentiles {
+  std::uint64_t count = 0;
+  std::optional<std::chrono::microseconds> p50;
+  std::optional<std::chrono::microseconds> p95;
+  std::optional<std::chrono::microseconds> p99;
+};
+
+/// A production's flow over the statistics' window.
+struct Flow {
+  std::uint64_t claims = 0;
+  std::uint64_t completions = 0;
+  std::uint64_t retryable_failures = 0;  ///< failures that left the job requested
+  std::uint64_t permanent_failures = 0;  ///< failures that ended the job
+  std::uint64_t expiries = 0;            ///< leases whose expiry fell in the window
+  Percentiles wait;                      ///< from due to claim
+  Percentiles run;                       ///< from claim to close
+  bool truncated = false;                ///< the window held more events than are read
+};
+
+/// One production's statistics: exact counts by observed state.
+struct ProductionStats {
+  std::string name;
+  bool cancelled = false;
+  std::uint64_t waiting_due = 0;
+  std::uint64_t waiting_later = 0;
+  std::uint64_t claimed_live = 0;
+  std::uint64_t claimed_expired = 0;  ///< expired with attempts left, not yet reclaimed
+  std::uint64_t completed = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t cancelled_jobs = 0;
+  std::optional<std::chrono::microseconds> oldest_due_age;
+  std::optional<time_point> next_due;  ///< earliest due time of a job not yet due
+  std::uint64_t expiring_within = 0;   ///< live leases expiring within the horizon
+  std::uint32_t max_live_attempts = 0;
+  Flow flow;
+};
+
+/// Queue statistics read in one snapshot (`Authority::stats`).
+struct Stats {
+  time_point now{};  ///< the reading the figures are classified against
+  time_point high_water{};
+  std::vector<ProductionStats> productions;
+};
+
 namespace detail {
+
+inline std::uint64_t stats_count(const tenure_production_stats* p, std::uint32_t which) {
+  std::uint64_t n = 0;
+  tenure_production_stats_count(p, which, &n);
+  return n;
+}
+
+inline std::optional<std::chrono::microseconds> stats_us(const tenure_production_stats* p, std::uint32_t which) {
+  std::int64_t us = 0;
+  if (!tenure_production_stats_time_us(p, which, &us)) return std::nullopt;
+  return std::chrono::microseconds(us);
+}
+
+inline Stats stats_from(tenure_stats* raw) {
+  std::unique_ptr<tenure_stats, StatsFree> owned(raw);
+  const tenure_stats* s = owned.get();
+  Stats out;
+  out.now = tp(tenure_stats_now_us(s));
+  out.high_water = tp(tenure_stats_high_water_us(s));
+  const std::size_t n = tenure_stats_len(s);
+  out.productions.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const tenure_production_stats* p = tenure_stats_get(s, i);
+    ProductionStats ps;
+    ps.name = str(tenure_production_stats_name(p));
+    ps.cancelled = tenure_production_stats_cancelled(p);
+    ps.waiting_due = stats_count(p, TENURE_STATS_WAITING_DUE);
+    ps.waiting_later = stats_count(p, TENURE_STATS_WAITING_LATER);
+    ps.claimed_live = stats_count(p, TENURE_STATS_CLAIMED_LIVE);
+    ps.claimed_expired = stats_count(p, TENURE_STATS_CLAIMED_EXPIRED);
+    ps.completed = stats_count(p, TENURE_STATS_COMPLETED);
+    ps.failed = stats_count(p, TENURE_STATS_FAILED);
+    ps.cancelled_jobs = stats_count(p, TENURE_STATS_CANCELLED);
+    ps.oldest_due_age = stats_us(p, TENURE_STATS_OLDEST_DUE_AGE);
+    if (auto d = stats_us(p, TENURE_STATS_NEXT_DUE)) ps.next_due = time_point(*d);
+    ps.expiring_within = stats_count(p, TENURE_STATS_EXPIRING_WITHIN);
+    ps.max_live_attempts = tenure_production_stats_max_live_attempts(p);
+    Flow& f = ps.flow;
+    f.claims = stats_count(p, TENURE_STATS_CLAIMS);
+    f.completions = stats_count(p, TENURE_STATS_COMPLETIONS);
+    f.retryable_failures = stats_count(p, TENURE_STATS_RETRYABLE_FAILURES);
+    f.permanent_failures = stats_count(p, TENURE_STATS_PERMANENT_FAILURES);
+    f.expiries = stats_count(p, TENURE_STATS_EXPIRIES);
+    f.wait = Percentiles{stats_count(p, TENURE_STATS_WAIT_COUNT), stats_us(p, TENURE_STATS_WAIT_P50),
+                         stats_us(p, TENURE_STATS_WAIT_P95), stats_us(p, TENURE_STATS_WAIT_P99)};
+    f.run = Percentiles{stats_count(p, TENURE_STATS_RUN_COUNT), stats_us(p, TENURE_STATS_RUN_P50),
+                        stats_us(p, TENURE_STATS_RUN_P95), stats_us(p, TENURE_STATS_RUN_P99)};
+    f.truncated = tenure_production_stats_flow_truncated(p);
+    out.productions.push_back(std::move(ps));
+  }
+  return out;
+}
 
 /// C facts pointing into `strings` (which must outlive the result).
 inline std::vector<tenure_fact> c_facts(const std::vector<Fact>& facts, std::vector<std::string>& strings) {
@@ -1766,6 +1865,21 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     bool blocked = false;
     check(tenure_authority_clock(h_.get(), &now, &mark, &blocked));
     return ClockReading{detail::tp(now), detail::tp(mark), blocked};
+  }
+  /// Queue statistics (ABI 1.2): every production, by name (or only
+  /// `production`), jobs by observed state, the waiting and lease figures
+  /// and the flow over `window`, read in one snapshot; live leases expiring
+  /// within `horizon` are counted. Both 0 ..= 30 days (`InvalidDuration`).
+  template <class R1 = std::int64_t, class P1 = std::micro, class R2 = std::int64_t, class P2 = std::micro>
+  Stats stats(std::optional<std::string_view> production = std::nullopt,
+              std::chrono::duration<R1, P1> horizon = std::chrono::seconds(30),
+              std::chrono::duration<R2, P2> window = std::chrono::seconds(60)) const {
+    std::string p;
+    if (production) p = detail::cstr(*production, "production ID");
+    tenure_stats* raw = nullptr;
+    check(tenure_authority_stats(h_.get(), production ? p.c_str() : nullptr, to_micros(horizon),
+                                 to_micros(window), &raw));
+    return detail::stats_from(raw);
   }
   /// Run the offline invariant checker; the number of violations (0 = OK).
   std::uint64_t check_store() const {

@@ -12,6 +12,8 @@
 //! tenure-bench wake       --samples N [--url postgres://...]
 //! tenure-bench idle       --waiters W --millis MS [--url postgres://...]
 //! tenure-bench keeper     --leases N --millis MS
+//! tenure-bench stats      --jobs N --samples S [--url postgres://...]
+//! tenure-bench stats-poll --threads W --millis MS --rounds R [--url postgres://...]
 //! tenure-bench soak       --jobs N --window W --retention-secs R --sync full|normal
 //!                         [--rate J --max-backlog B --tick-ms T]
 //! ```
@@ -65,6 +67,8 @@ fn main() {
         "idle-waiters" => idle_waiters(&args),
         "keeper" => keeper(&args),
         "soak" => soak(&args),
+        "stats" => stats_read(&args),
+        "stats-poll" => stats_poll(&args),
         other => {
             eprintln!("unknown workload {other}");
             std::process::exit(2);
@@ -863,6 +867,195 @@ impl Drop for Store {
             let _ = std::fs::remove_dir_all(d);
         }
     }
+}
+
+/// Fill `production` with `n` jobs in mixed states, a queue with history:
+/// of every 100, 60 completed, 5 failed, 2 cancelled, 30 requested and
+/// due, 3 requested a day ahead; besides, at most 1 000 claimed with a live
+/// lease and 100 with a lease that has expired (the leases of a fleet of
+/// workers, not a share of the production).
+fn mixed_states(auth: &Authority, production: &str, n: usize) {
+    let mut i = 0;
+    while i < n {
+        let k = (n - i).min(10_000);
+        let specs: Vec<JobSpec> = (i..i + k)
+            .map(|j| {
+                let s = JobSpec::new(format!("m{j:08}"), b"payload".to_vec()).max_attempts(3);
+                if j % 100 >= 97 {
+                    s.not_before(Delay::from_micros(86_400_000_000).unwrap())
+                } else {
+                    s
+                }
+            })
+            .collect();
+        auth.submit_many(production, &specs).unwrap();
+        i += k;
+    }
+    let take = |count: usize, ttl_us: i64| -> Vec<tenure::Lease> {
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            let m = (count - out.len()).min(1000);
+            let got = auth
+                .claim_next_many(production, "bench", ttl(ttl_us), m)
+                .unwrap();
+            if got.is_empty() {
+                break;
+            }
+            out.extend(got);
+        }
+        out
+    };
+    let day = 86_400_000_000;
+    for c in take(n / 100 * 60, day).chunks(1000) {
+        let items: Vec<(&tenure::Lease, &[tenure::Fact])> =
+            c.iter().map(|l| (l, &[][..])).collect();
+        auth.complete_many(&items).unwrap();
+    }
+    for c in take(n / 100 * 5, day).chunks(1000) {
+        let items: Vec<(&tenure::Lease, &str, bool)> =
+            c.iter().map(|l| (l, "bench", true)).collect();
+        auth.fail_many(&items).unwrap();
+    }
+    for l in &take(n / 100 * 2, day) {
+        auth.cancel(production, l.job()).unwrap();
+    }
+    let _live = take((n / 100).min(1000), day);
+    let _lapsing = take((n / 1000).min(100), 300_000);
+    std::thread::sleep(Duration::from_millis(400));
+}
+
+/// `stats` of one production holding `--jobs` jobs in mixed states
+/// ([`mixed_states`]), `--samples` times, beside the baseline of the same
+/// run: a clock reading (a read transaction that reads one row).
+fn stats_read(a: &Args) -> String {
+    let n: usize = arg(a, "jobs", 100_000);
+    let samples: usize = arg(a, "samples", 50).max(1);
+    let store = Store::new(a);
+    let auth =
+        Authority::open(&store.db, &Options::new().synchronous(Synchronous::Normal)).unwrap();
+    let fill = Instant::now();
+    mixed_states(&auth, &store.production, n);
+    let fill_s = fill.elapsed().as_secs_f64();
+    let q = tenure::StatsQuery {
+        production: Some(store.production.clone()),
+        ..tenure::StatsQuery::default()
+    };
+    let first = auth.stats(&q).unwrap();
+    let total = first.productions[0].total();
+    // The same figures with an empty window: what the flow costs apart.
+    let q0 = tenure::StatsQuery {
+        window: Duration::ZERO,
+        ..q.clone()
+    };
+    let (mut st, mut base, mut bare) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..samples {
+        let t = Instant::now();
+        auth.stats(&q).unwrap();
+        st.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        auth.stats(&q0).unwrap();
+        bare.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        auth.clock().unwrap();
+        base.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let p50 = median_f64(&st);
+    let b50 = median_f64(&base);
+    st.sort_by(f64::total_cmp);
+    let p95 = st[(st.len() * 95).div_ceil(100).max(1) - 1];
+    format!(
+        r#"{{"workload":"stats","backend":"{}","jobs":{n},"counted":{total},"samples":{samples},"fill_s":{fill_s:.2},"p50_ms":{p50:.3},"p95_ms":{p95:.3},"no_flow_p50_ms":{:.3},"truncated":{},"clock_p50_ms":{b50:.3},"ratio":{:.2}}}"#,
+        store.backend,
+        median_f64(&bare),
+        first.productions[0].flow.truncated,
+        p50 / b50.max(1e-9),
+    )
+}
+
+/// `--threads` workers doing lifecycles for `--millis`, with and without a
+/// poller calling `stats` every 100 ms, the two taking turns `--rounds`
+/// times on one store: each round's ratio (with / without), and the
+/// median of them.
+fn stats_poll(a: &Args) -> String {
+    let n: usize = arg(a, "threads", 4).max(1);
+    let millis: u64 = arg(a, "millis", 1000);
+    let rounds: usize = arg(a, "rounds", 3).max(1);
+    let store = Store::new(a);
+    let auth =
+        Authority::open(&store.db, &Options::new().synchronous(Synchronous::Normal)).unwrap();
+    let production = store.production.clone();
+    let backlog = 20_000 * (millis as usize / 1000 + 1) * rounds * 2;
+    let mut i = 0;
+    while i < backlog {
+        let k = (backlog - i).min(10_000);
+        let specs: Vec<JobSpec> = (i..i + k)
+            .map(|j| JobSpec::new(format!("j{j:09}"), b"payload".to_vec()))
+            .collect();
+        auth.submit_many(&production, &specs).unwrap();
+        i += k;
+    }
+    let phase = |poll: bool| -> (f64, u64) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let polls = Arc::new(AtomicU64::new(0));
+        let poller = poll.then(|| {
+            let (auth, stop, polls) = (auth.clone(), stop.clone(), polls.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    auth.stats(&tenure::StatsQuery::default()).unwrap();
+                    polls.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        });
+        let deadline = Instant::now() + Duration::from_millis(millis);
+        let start = Instant::now();
+        let workers: Vec<_> = (0..n)
+            .map(|_| {
+                let (auth, p) = (auth.clone(), production.clone());
+                std::thread::spawn(move || {
+                    let mut c = 0u64;
+                    while Instant::now() < deadline {
+                        match auth.claim_next(&p, "worker", ttl(30_000_000)) {
+                            Ok(l) => {
+                                if l.renew(ttl(60_000_000))
+                                    .and_then(|_| l.complete(&[]))
+                                    .is_ok()
+                                {
+                                    c += 1;
+                                }
+                            }
+                            Err(e) if e.code() == ErrorCode::Busy => {}
+                            Err(e) => panic!("claim_next: {e}"),
+                        }
+                    }
+                    c
+                })
+            })
+            .collect();
+        let total: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        let secs = start.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        if let Some(p) = poller {
+            p.join().unwrap();
+        }
+        (total as f64 / secs, polls.load(Ordering::Relaxed))
+    };
+    let (mut without, mut with, mut ratios, mut polls) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for _ in 0..rounds {
+        let (b, _) = phase(false);
+        let (w, p) = phase(true);
+        polls += p;
+        without.push(b);
+        with.push(w);
+        ratios.push(w / b.max(1e-9));
+    }
+    format!(
+        r#"{{"workload":"stats-poll","backend":"{}","threads":{n},"millis":{millis},"rounds":{rounds},"polls":{polls},"without_cycles_per_s":{:.1},"with_cycles_per_s":{:.1},"ratio":{:.3}}}"#,
+        store.backend,
+        median_f64(&without),
+        median_f64(&with),
+        median_f64(&ratios),
+    )
 }
 
 fn wall_us() -> i64 {

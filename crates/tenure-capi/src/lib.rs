@@ -31,7 +31,9 @@
 //! - `request`: idempotent calls, claims under a request ID
 //!   (`tenure_claim_request`) and lease transitions that report replays
 //!   (ABI 1.1); every idempotent call ends in `_idempotent`, the claims
-//!   under that name from ABI 1.2 (their 1.1 names `*_with` stay).
+//!   under that name from ABI 1.2 (their 1.1 names `*_with` stay);
+//! - `stats`: queue statistics (`tenure_authority_stats`, `tenure_stats`,
+//!   `tenure_production_stats`), ABI 1.2.
 //!
 //! # Conventions (they hold for every export)
 //!
@@ -147,6 +149,7 @@ mod wait;
 mod schedule;
 
 mod request;
+mod stats;
 
 // ---------------------------------------------------------------------------
 // Versions

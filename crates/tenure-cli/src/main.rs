@@ -23,7 +23,7 @@ mod out;
 use clap::{Parser, Subcommand};
 use cmd::{
     check, claim, clock, complete, demo, events, exec, exit_codes, facts, fail as fail_cmd, init,
-    job, jobs, migrate, production, prune, release, renew, work, Ctx, Done,
+    job, jobs, migrate, production, prune, release, renew, stats, work, Ctx, Done,
 };
 use fail::R;
 use std::path::PathBuf;
@@ -82,6 +82,9 @@ enum Cmd {
     Work(work::Args),
     /// Show the transition log.
     Events(events::Args),
+    /// Queue statistics per production: jobs by state, waiting and lease
+    /// figures, flow over a recent window (--watch: again and again).
+    Stats(stats::Args),
     /// Show published facts (with provenance).
     Facts(facts::Args),
     /// Show the clock, the durable high-water mark, and whether operations are blocked.
@@ -127,6 +130,7 @@ fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
         Cmd::Exec(a) => exec::run(ctx, a),
         Cmd::Work(a) => work::run(ctx, a),
         Cmd::Events(a) => events::run(ctx, a),
+        Cmd::Stats(a) => stats::run(ctx, a),
         Cmd::Facts(a) => facts::run(ctx, a),
         Cmd::Clock => clock::run(ctx),
         Cmd::Check => check::run(ctx),

@@ -10,7 +10,8 @@ use crate::fail::{local, R};
 use serde_json::{json, Value};
 use std::io::{self, Write};
 use tenure::{
-    Backoff, CheckReport, ClockReading, Delay, Event, JobView, ProductionView, PublishedFact,
+    Backoff, CheckReport, ClockReading, Delay, Event, JobView, Percentiles, ProductionView,
+    PublishedFact, Stats,
 };
 
 /// A command's result: human text by default, one JSON object with `--json`.
@@ -113,6 +114,59 @@ pub fn fact(f: &PublishedFact) -> Value {
         "job": f.job,
         "key": f.key,
         "value": f.value,
+    })
+}
+
+/// Percentiles in µs (`null` when there were none).
+pub fn percentiles(p: &Percentiles) -> Value {
+    let us = |d: Option<std::time::Duration>| d.map(|d| d.as_micros() as u64);
+    json!({ "count": p.count, "p50_us": us(p.p50), "p95_us": us(p.p95), "p99_us": us(p.p99) })
+}
+
+/// Queue statistics (`tenure stats --json`).
+pub fn stats(s: &Stats) -> Value {
+    let productions: Vec<Value> = s
+        .productions
+        .iter()
+        .map(|p| {
+            let f = &p.flow;
+            json!({
+                "name": p.name,
+                "cancelled": p.cancelled,
+                "jobs": {
+                    "waiting_due": p.waiting_due,
+                    "waiting_later": p.waiting_later,
+                    "claimed_live": p.claimed_live,
+                    "claimed_expired": p.claimed_expired,
+                    "completed": p.completed,
+                    "failed": p.failed,
+                    "cancelled": p.cancelled_jobs,
+                },
+                "oldest_due_age_us": p.oldest_due_age.map(|d| d.as_micros() as u64),
+                "next_due_us": p.next_due_us,
+                "expiring_within": p.expiring_within,
+                "max_live_attempts": p.max_live_attempts,
+                "flow": {
+                    "window_us": f.window.as_micros() as u64,
+                    "claims": f.claims,
+                    "completions": f.completions,
+                    "retryable_failures": f.retryable_failures,
+                    "permanent_failures": f.permanent_failures,
+                    "expiries": f.expiries,
+                    "truncated": f.truncated,
+                    "covered_us": f.covered.as_micros() as u64,
+                    "wait": percentiles(&f.wait),
+                    "run": percentiles(&f.run),
+                },
+            })
+        })
+        .collect();
+    json!({
+        "now_us": s.now_us,
+        "high_water_us": s.high_water_us,
+        "horizon_us": s.horizon.as_micros() as u64,
+        "window_us": s.window.as_micros() as u64,
+        "productions": productions,
     })
 }
 

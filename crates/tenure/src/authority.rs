@@ -698,6 +698,21 @@ impl Authority {
         }
     }
 
+    /// Queue statistics (see [`crate::Stats`]): per production (or only
+    /// `q.production`), jobs by observed state, the waiting and lease
+    /// figures and the flow over `q.window`, all read in one snapshot and
+    /// classified against `max(clock, high-water mark)`. Exact counts, read
+    /// from figures the store keeps as jobs change state and from index
+    /// ranges of the jobs not yet due and the claimed jobs, never from every
+    /// job row. Carries no payload, secret or token. A production that does
+    /// not exist is [`Error::NotFound`]; a horizon or window longer than
+    /// [`crate::MAX_STATS_SPAN`] is [`Error::InvalidDuration`].
+    pub fn stats(&self, q: &crate::StatsQuery) -> Result<crate::Stats> {
+        crate::figures::validate(q)?;
+        self.inner.backend.fold_counts()?;
+        self.inner.read(|t, now| crate::figures::read(t, now, q))
+    }
+
     /// The clock reading, the durable high-water mark, and whether guarded
     /// operations are currently refused.
     pub fn clock(&self) -> Result<ClockReading> {

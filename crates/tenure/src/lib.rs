@@ -44,6 +44,7 @@ mod edit;
 mod error;
 pub mod executor;
 mod fault;
+mod figures;
 mod group;
 mod inner;
 mod keeper;
@@ -74,6 +75,10 @@ pub use authority::{Authority, Options, DEFAULT_PAGE, MAX_PAGE};
 pub use clock::{Clock, ManualClock};
 pub use edit::Edit;
 pub use error::{Error, ErrorCode, Result};
+pub use figures::{
+    Flow, Percentiles, ProductionStats, Stats, StatsQuery, DEFAULT_STATS_HORIZON,
+    DEFAULT_STATS_WINDOW, FLOW_EVENT_CAP, MAX_STATS_SPAN,
+};
 pub use keeper::{Keeper, KeeperStatus};
 pub use lease::Lease;
 pub use model::{

@@ -119,6 +119,11 @@ fn guarded(row: &JobRow, lead: &'static str, tail: &'static str) -> Guarded {
 
 fn event<'a>(row: &'a JobRow, kind: EventKind, at_us: i64, detail: &'a str) -> NewEvent<'a> {
     let live = row.state == Stored::Claimed;
+    // A close is timed from the claim of the lease it closes.
+    let since_us = match kind {
+        EventKind::Completed | EventKind::Failed | EventKind::Released => row.claimed_us,
+        _ => None,
+    };
     NewEvent {
         at_us,
         production: &row.production,
@@ -130,6 +135,18 @@ fn event<'a>(row: &'a JobRow, kind: EventKind, at_us: i64, detail: &'a str) -> N
         attempt: row.claim_id.map(|_| row.attempts),
         expires_us: if live { row.expires_us } else { None },
         detail,
+        since_us,
+        lapsed_us: None,
+    }
+}
+
+/// When a claimable row became claimable, which a claim's queue wait is
+/// measured from: an expired lease's expiry, else the due time of a
+/// requested job (its not-before time, or when it last became requested).
+pub(crate) fn due_moment(row: &JobRow) -> i64 {
+    match row.state {
+        Stored::Claimed => row.expires_us.unwrap_or(row.updated_us),
+        _ => row.due_us.unwrap_or(row.updated_us),
     }
 }
 
@@ -168,6 +185,8 @@ pub(crate) fn create_production(s: &mut Session, production: &str) -> Result<boo
         attempt: None,
         expires_us: None,
         detail: "",
+        since_us: None,
+        lapsed_us: None,
     })?;
     Ok(true)
 }
@@ -469,6 +488,11 @@ pub(crate) struct Change {
     /// Only the expiry moved (a renewal): no indexed column changes.
     expiry_only: bool,
     deadline: Option<(i64, Guarded)>,
+    /// The event's [`NewEvent::since_us`] where the row does not give it
+    /// (a claim: when its job became due).
+    since_us: Option<i64>,
+    /// The event's [`NewEvent::lapsed_us`] (a reclaim, an exhaustion).
+    lapsed_us: Option<i64>,
 }
 
 impl Change {
@@ -480,6 +504,8 @@ impl Change {
             facts: Vec::new(),
             expiry_only: false,
             deadline: None,
+            since_us: None,
+            lapsed_us: None,
         }
     }
 }
@@ -533,7 +559,12 @@ fn write_many(s: &mut Session, cs: &mut [Change]) -> Result<()> {
         .collect();
     let events: Vec<NewEvent<'_>> = cs
         .iter()
-        .map(|c| event(&c.row, c.kind, c.row.updated_us, &c.detail))
+        .map(|c| {
+            let mut e = event(&c.row, c.kind, c.row.updated_us, &c.detail);
+            e.since_us = c.since_us.or(e.since_us);
+            e.lapsed_us = c.lapsed_us;
+            e
+        })
         .collect();
     s.txn.write_batch(&rows, &expiries, &facts, &events)
 }
@@ -541,10 +572,13 @@ fn write_many(s: &mut Session, cs: &mut [Change]) -> Result<()> {
 /// An expired claim with no attempts left (or a requested job with none),
 /// recorded as failed.
 fn exhausted(mut row: JobRow, now: i64) -> Change {
+    let lapsed = (row.state == Stored::Claimed).then(|| due_moment(&row));
     row.state = Stored::Failed;
     row.updated_us = now;
     row.last_error = Some(EXHAUSTED.to_owned());
-    Change::new(row, EventKind::Exhausted, EXHAUSTED.to_owned())
+    let mut c = Change::new(row, EventKind::Exhausted, EXHAUSTED.to_owned());
+    c.lapsed_us = lapsed;
+    c
 }
 
 /// A new claim of a claimable row.
@@ -557,9 +591,10 @@ fn minted(
     now: i64,
     given: Option<&Secret>,
 ) -> Result<(Change, Minted)> {
-    let previous = (classify(&row, now) == JobState::Expired)
-        .then_some(row.claim_id)
-        .flatten();
+    let expired = classify(&row, now) == JobState::Expired;
+    let previous = expired.then_some(row.claim_id).flatten();
+    let became_due = due_moment(&row).min(now);
+    let lapsed = expired.then(|| due_moment(&row));
     let (secret, claim_id) = match given {
         Some(g) => (g.clone(), Uuid::new_v4()),
         None => Secret::generate_with_id()?,
@@ -601,6 +636,8 @@ fn minted(
     let what = guarded(&row, "the new claim on", "");
     let mut c = Change::new(row, EventKind::Claimed, detail);
     c.deadline = Some((expires, what));
+    c.since_us = Some(became_due);
+    c.lapsed_us = lapsed;
     Ok((c, m))
 }
 
@@ -1358,13 +1395,15 @@ fn cancel_row(s: &mut Session, mut row: JobRow, now: i64, why: &str) -> Result<C
             } else {
                 why.to_owned()
             };
+            let lapsed = (st == JobState::Expired).then(|| due_moment(&row));
             row.state = Stored::Cancelled;
             row.updated_us = now;
             row.due_us = None;
             row.parked = false;
             s.txn.update_job(&row)?;
-            s.txn
-                .append_event(&event(&row, EventKind::Cancelled, now, &detail))?;
+            let mut ev = event(&row, EventKind::Cancelled, now, &detail);
+            ev.lapsed_us = lapsed;
+            s.txn.append_event(&ev)?;
             Ok(CancelOutcome::Cancelled)
         }
     }
@@ -1409,6 +1448,8 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
         attempt: None,
         expires_us: None,
         detail: &detail,
+        since_us: None,
+        lapsed_us: None,
     })?;
     Ok(n)
 }

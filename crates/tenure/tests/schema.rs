@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use tenure::*;
 
 mod common;
-use common::{downgrade_to_schema_3, skip_on_postgres, Env, SQLITE_UNDO_10};
+use common::{downgrade_to_schema_3, skip_on_postgres, Env, SQLITE_UNDO_10, SQLITE_UNDO_STATS};
 
 /// The tokens of an SQL text, lower-cased outside string literals, joined
 /// by single spaces.
@@ -330,9 +330,10 @@ fn a_v1_store_migrated_has_the_layout_of_a_new_store_and_its_old_events() {
     assert_eq!(legacy, 2);
 }
 
-/// What each schema from 9 down to 5 lacks of the one after it (schema 9
+/// What each schema from 10 down to 5 lacks of the one after it (schema 9
 /// changed only PostgreSQL's layout).
 const UNDO: &[(u32, &str)] = &[
+    (10, SQLITE_UNDO_STATS),
     (9, SQLITE_UNDO_10),
     (8, "PRAGMA user_version = 8;"),
     (
@@ -346,10 +347,10 @@ const UNDO: &[(u32, &str)] = &[
     (5, "DROP TABLE claim_requests; PRAGMA user_version = 5;"),
 ];
 
-/// A new store taken back to each of the schemas 9 to 5 (the steps after
+/// A new store taken back to each of the schemas 10 to 5 (the steps after
 /// it undone), migrated, has the layout of a new store again.
 #[test]
-fn stores_of_schema_5_to_9_migrated_have_the_layout_of_a_new_store() {
+fn stores_of_schema_5_to_10_migrated_have_the_layout_of_a_new_store() {
     let dir = tempfile::tempdir().unwrap();
     let (_, want) = new_layout(dir.path());
     for (n, &(version, _)) in UNDO.iter().enumerate() {
@@ -427,4 +428,61 @@ fn the_layout_differs_by_definitions_not_by_spacing() {
     ] {
         assert_ne!(of(&changed), want, "{changed}");
     }
+}
+
+/// A store taken back to before the statistics' step, with jobs in every
+/// stored state, migrated: the kept counts are filled from its rows, and
+/// stay exact through the transitions after it.
+#[test]
+fn the_statistics_step_fills_the_counts_from_the_rows() {
+    if skip_on_postgres("a SQLite file of schema 10") {
+        return;
+    }
+    let env = Env::new();
+    let a = &env.auth;
+    a.create_production("p").unwrap();
+    for j in ["a", "b", "c", "d", "e"] {
+        a.submit("p", &tenure::JobSpec::new(j, b"x".to_vec()))
+            .unwrap();
+    }
+    let ttl = tenure::Ttl::from_micros(60_000_000).unwrap();
+    a.claim("p", "a", "w", ttl).unwrap().complete(&[]).unwrap();
+    a.claim("p", "b", "w", ttl)
+        .unwrap()
+        .fail("no", true)
+        .unwrap();
+    a.cancel("p", "c").unwrap();
+    let held = a.claim("p", "d", "w", ttl).unwrap();
+    let before = a.stats(&tenure::StatsQuery::default()).unwrap();
+    let path = env.path();
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(SQLITE_UNDO_STATS)
+        .unwrap();
+    drop(held);
+    let Env {
+        dir: _dir,
+        clock,
+        auth,
+        ..
+    } = env;
+    drop(auth);
+    let a = tenure::Authority::open(&path, &Options::new().clock(clock)).unwrap();
+    assert_eq!(a.migrated_from(), 10);
+    let after = a.stats(&tenure::StatsQuery::default()).unwrap();
+    let counts = |s: &tenure::Stats| {
+        let p = &s.productions[0];
+        (
+            p.waiting_due,
+            p.claimed_live,
+            p.completed,
+            p.failed,
+            p.cancelled_jobs,
+        )
+    };
+    assert_eq!(counts(&after), counts(&before));
+    assert_eq!(counts(&after), (1, 1, 1, 1, 1));
+    a.claim_next("p", "w", ttl).unwrap().complete(&[]).unwrap();
+    let last = a.stats(&tenure::StatsQuery::default()).unwrap();
+    assert_eq!(counts(&last), (0, 1, 2, 1, 1));
 }

@@ -766,7 +766,7 @@ fn a_schema_9_store_gets_end_times_and_its_indexes_rebuilt() {
     let path = env.path();
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch(SQLITE_UNDO_10)
+        .execute_batch(&(SQLITE_UNDO_STATS.to_owned() + SQLITE_UNDO_10))
         .unwrap();
 
     let a = env.reopen();
@@ -855,11 +855,14 @@ fn pages_written(path: &Path, write: impl FnOnce()) -> Vec<u32> {
     pages
 }
 
-/// A claim, a renewal and a release that leaves the job due write the
-/// job's row and the log, no index entry of `jobs`; the ending transition
-/// takes the job out of claim-next's index and into the two indexes of
-/// ended jobs; a release with a delay moves it from claim-next's index to
-/// the parked one. (A small store: every index is its root page.)
+/// A renewal writes the job's row and the log, no index entry of `jobs`;
+/// a claim and a release that leaves the job due write the row, the log,
+/// the kept job counts and the two statistics' indexes (the requested jobs
+/// by due moment, the claimed jobs), and claim-next's index not at all; the
+/// ending transition takes the job out of claim-next's index and the
+/// claimed jobs and into the two indexes of ended jobs; a release with a
+/// delay moves it from claim-next's index to the parked one. (A small
+/// store: every index is its root page.)
 #[test]
 fn open_transitions_write_no_index_of_jobs() {
     if skip_on_postgres("SQLite's WAL frames") {
@@ -904,10 +907,15 @@ fn open_transitions_write_no_index_of_jobs() {
         lease = Some(a.claim_next("p", "w", secs(60)).unwrap())
     });
     let lease = lease.unwrap();
-    assert_eq!(touched(&claim), [], "a claim: {claim:?} against {roots:?}");
+    let stats = sorted(vec![index("jobs_waiting"), index("jobs_claimed")]);
+    assert_eq!(
+        touched(&claim),
+        stats,
+        "a claim: {claim:?} against {roots:?}"
+    );
     assert!(
-        claim.len() <= 3,
-        "the row, the log (and its root): {claim:?}"
+        claim.len() <= 7,
+        "the row, the log (its root, its time index), the counts, the two statistics' indexes: {claim:?}"
     );
     env.clock.advance(1_000);
     let renew = pages_written(&path, || lease.renew(secs(60)).unwrap());
@@ -915,7 +923,7 @@ fn open_transitions_write_no_index_of_jobs() {
     let release = pages_written(&path, || {
         lease.release().unwrap();
     });
-    assert_eq!(touched(&release), [], "a release: {release:?}");
+    assert_eq!(touched(&release), stats, "a release: {release:?}");
     let lease = a.claim_next("p", "w", secs(60)).unwrap();
     let complete = pages_written(&path, || lease.complete(&[]).unwrap());
     assert_eq!(
@@ -923,7 +931,8 @@ fn open_transitions_write_no_index_of_jobs() {
         sorted(vec![
             index("jobs_ready"),
             index("jobs_ended"),
-            index("jobs_terminal")
+            index("jobs_terminal"),
+            index("jobs_claimed")
         ]),
         "a completion: {complete:?} against {roots:?}"
     );
@@ -935,7 +944,12 @@ fn open_transitions_write_no_index_of_jobs() {
     });
     assert_eq!(
         touched(&parked),
-        sorted(vec![index("jobs_ready"), index("jobs_parked")]),
+        sorted(vec![
+            index("jobs_ready"),
+            index("jobs_parked"),
+            index("jobs_waiting"),
+            index("jobs_claimed")
+        ]),
         "a retry after a delay: {parked:?} against {roots:?}"
     );
     // Every row's end time agrees with its state.

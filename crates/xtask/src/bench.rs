@@ -638,6 +638,7 @@ pub fn bench(smoke: bool) -> Result {
 
     // 7: waiting for work and keeping leases alive.
     waiting(&bin, &cfg, None, &mut rows, &mut raw)?;
+    stats_rows(&bin, &cfg, None, &mut rows, &mut raw)?;
     keepers(&bin, &cfg, &mut rows, &mut raw)?;
 
     // 8: retention soak (a steady stream with automatic pruning).
@@ -1057,6 +1058,78 @@ fn utc(unix: u64) -> String {
         secs % 3_600 / 60,
         secs % 60
     )
+}
+
+/// `bin ARGS`, with `--url` when `url` names a PostgreSQL database.
+fn on_store(bin: &std::path::Path, url: Option<&str>, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.args(args);
+    if let Some(u) = url {
+        cmd.args(["--url", u]);
+    }
+    cmd
+}
+
+/// The statistics rows: `stats` of one production holding 1 M jobs in
+/// mixed states (a smoke run: 20 000) against a clock reading of the same
+/// run, and 4 workers' lifecycles with a poller calling `stats` every
+/// 100 ms against the same workers without it, taking turns; on
+/// PostgreSQL when `url` names a database.
+pub(crate) fn stats_rows(
+    bin: &std::path::Path,
+    cfg: &Cfg,
+    url: Option<&str>,
+    rows: &mut Vec<Row>,
+    raw: &mut Vec<Value>,
+) -> Result {
+    let (backend, want_ms) = if url.is_some() {
+        ("PostgreSQL", 50.0)
+    } else {
+        ("SQLite", 20.0)
+    };
+    let jobs = if cfg.smoke { "20000" } else { "1000000" };
+    let samples = if cfg.smoke { "10" } else { "50" };
+    let args = ["stats", "--jobs", jobs, "--samples", samples];
+    let j = workload(&mut on_store(bin, url, &args))?;
+    let p50 = num(&j, "p50_ms");
+    rows.push(Row {
+        name: format!(
+            "stats of one production, {jobs} jobs in mixed states ({backend}; the flow over the window's newest 10 000 events{}; with an empty window {:.2} ms)",
+            if j["truncated"].as_bool() == Some(true) { ", truncated" } else { "" },
+            num(&j, "no_flow_p50_ms"),
+        ),
+        value: format!("{p50:.2} ms p50"),
+        ratio: Some(("a clock reading".into(), num(&j, "ratio"))),
+        target: Some((format!("p50 ≤ {want_ms:.0} ms"), p50 <= want_ms)),
+    });
+    raw.push(j);
+    let (millis, rounds) = if cfg.smoke {
+        ("300", "2")
+    } else {
+        ("2000", "5")
+    };
+    let args = [
+        "stats-poll",
+        "--threads",
+        "4",
+        "--millis",
+        millis,
+        "--rounds",
+        rounds,
+    ];
+    let j = workload(&mut on_store(bin, url, &args))?;
+    let ratio = num(&j, "ratio");
+    rows.push(Row {
+        name: format!(
+            "4 threads' lifecycles while a poller calls stats every 100 ms ({backend}, NORMAL, {} polls)",
+            num(&j, "polls"),
+        ),
+        value: format!("{:.0} cycles/s", num(&j, "with_cycles_per_s")),
+        ratio: Some(("the same workers without the poller".into(), ratio)),
+        target: Some(("≥ 0.95 ×".into(), ratio >= 0.95)),
+    });
+    raw.push(j);
+    Ok(())
 }
 
 /// The waiting rows: wake latency from a submit in one process to the claim

@@ -752,8 +752,15 @@ fn throughput(
         &mut waits,
         json,
     )?;
+    crate::bench::stats_rows(
+        &bin,
+        &cfg,
+        Some(&server.database("bench_stats")?),
+        &mut waits,
+        json,
+    )?;
     md.push_str(&format!(
-        "\n| waiting ({label}) | value | target |\n|---|---:|---|\n"
+        "\n| waiting and statistics ({label}) | value | target |\n|---|---:|---|\n"
     ));
     for r in &waits {
         md.push_str(&r.markdown_cells());

@@ -50,6 +50,7 @@ const C_SUITES: &[&str] = &[
     "schedule",
     "retention",
     "idempotent",
+    "stats",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
 /// `test_main.cpp` first (the summary names the others).
@@ -61,10 +62,12 @@ const CPP_SOURCES: &[&str] = &[
     "test_schedule.cpp",
     "test_retention.cpp",
     "test_idempotent.cpp",
+    "test_stats.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
     "test_lifecycle.py",
+    "test_stats.py",
     "test_errors.py",
     "test_processes.py",
     "test_threads.py",

@@ -19,6 +19,7 @@ pub mod production;
 pub mod prune;
 pub mod release;
 pub mod renew;
+pub mod stats;
 mod submit;
 pub mod work;
 
@@ -116,6 +117,14 @@ impl TokenFile {
 }
 
 /// Parse a duration option with the core's rule.
+/// Parse a duration option of a read (`stats --horizon`, `--window`,
+/// `--interval`): the delay syntax, as a `Duration`.
+pub fn ttl_or_delay(text: &str) -> R<std::time::Duration> {
+    Ok(std::time::Duration::from_micros(
+        delay(text)?.as_micros() as u64
+    ))
+}
+
 pub fn ttl(text: &str) -> R<Ttl> {
     Ok(text.parse::<Ttl>()?)
 }

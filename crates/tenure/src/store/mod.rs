@@ -17,7 +17,7 @@ use crate::ttl::{Backoff, Delay};
 use uuid::Uuid;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +178,48 @@ pub(crate) const CONNECTION_LOST: &str = "lost the connection to the store serve
 /// idempotent call is retried automatically ([`crate::retry`]).
 pub(crate) const TRY_AGAIN_BUSY: &str = "the store server asked to try again";
 
+/// What [`Txn::waiting_figures`] read of a production's requested jobs,
+/// each job's due moment being `due_us`, or `updated_us` (when it last
+/// became requested) where it has none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct WaitingFigures {
+    /// Requested jobs whose due moment is after `now`.
+    pub later: u64,
+    /// The earliest due moment at or before `now`.
+    pub oldest_due_us: Option<i64>,
+    /// The earliest due moment after `now`.
+    pub next_due_us: Option<i64>,
+}
+
+/// What [`Txn::claimed_figures`] read of a production's claimed jobs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ClaimedFigures {
+    /// Leases expiring after `now`.
+    pub live: u64,
+    /// Leases expired at `now` with attempts left.
+    pub expired: u64,
+    /// Leases expired at `now` with no attempts left.
+    pub exhausted: u64,
+    /// Live leases expiring at or before the horizon.
+    pub expiring: u64,
+    /// The largest attempt count of a live lease (0: none).
+    pub max_live_attempts: u32,
+    /// Expired leases whose expiry is at or after the window's start.
+    pub lapsed_in_window: u64,
+}
+
+/// An event as the flow reads it ([`Txn::flow_events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FlowEvent {
+    pub at_us: i64,
+    pub kind: EventKind,
+    pub state: Option<Stored>,
+    /// See [`NewEvent::since_us`].
+    pub since_us: Option<i64>,
+    /// See [`NewEvent::lapsed_us`].
+    pub lapsed_us: Option<i64>,
+}
+
 /// An event before the store assigns its sequence number.
 #[derive(Debug, Clone)]
 pub(crate) struct NewEvent<'a> {
@@ -191,6 +233,13 @@ pub(crate) struct NewEvent<'a> {
     pub attempt: Option<u32>,
     pub expires_us: Option<i64>,
     pub detail: &'a str,
+    /// What the flow statistics measure from (never shown in [`Event`]): a
+    /// claim's, the time its job became due; a close's (complete, fail,
+    /// release), the claim time of the lease it closes.
+    pub since_us: Option<i64>,
+    /// The expiry of a lease that lapsed, on the event that took it over
+    /// (a reclaim) or recorded it as exhausted.
+    pub lapsed_us: Option<i64>,
 }
 
 /// One job's facts for [`Txn::insert_facts_many`].
@@ -267,6 +316,14 @@ pub(crate) trait Backend: Send + Sync {
     /// `VACUUM`, which holds the writer lock while it runs). Default:
     /// nothing to do (PostgreSQL: autovacuum).
     fn compact(&self) -> Result<()> {
+        Ok(())
+    }
+    /// Bring the kept job counts ([`Txn::state_counts`]) up to date before
+    /// a read of them, in a short transaction of its own where the backend
+    /// keeps changes apart from the counts (PostgreSQL folds the per-change
+    /// delta rows into the counts). Default: nothing to do (SQLite writes
+    /// the counts themselves with each change).
+    fn fold_counts(&self) -> Result<()> {
         Ok(())
     }
 }
@@ -580,6 +637,33 @@ pub(crate) trait Txn: Send {
         claim_id: &Uuid,
         at_us: i64,
     ) -> Result<bool>;
+
+    /// The production's job counts by stored state, kept as jobs change
+    /// state (never a scan of its job rows); states with none may be left
+    /// out.
+    fn state_counts(&mut self, production: &str) -> Result<Vec<(Stored, u64)>>;
+    /// The due figures of the production's requested jobs at `now` (an
+    /// index on their due moment: reads the jobs not yet due).
+    fn waiting_figures(&mut self, production: &str, now: i64) -> Result<WaitingFigures>;
+    /// The lease figures of the production's claimed jobs at `now`
+    /// (`horizon`: the end of the expiring-within range; `window_from`:
+    /// the window's start), reading only claimed rows.
+    fn claimed_figures(
+        &mut self,
+        production: &str,
+        now: i64,
+        horizon: i64,
+        window_from: i64,
+    ) -> Result<ClaimedFigures>;
+    /// The production's events with `from <= at_us <= to`, newest first, at
+    /// most `limit` (an index on `(production, at_us)`).
+    fn flow_events(
+        &mut self,
+        production: &str,
+        from: i64,
+        to: i64,
+        limit: usize,
+    ) -> Result<Vec<FlowEvent>>;
 
     /// The earliest expiry of a lease stored `claimed` in the production
     /// (held or already expired), if any.

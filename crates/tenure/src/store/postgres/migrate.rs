@@ -6,7 +6,7 @@
 //!
 //! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
 //! layout, only ever existed on SQLite). Schema 10 changed only SQLite's
-//! layout: from 9 there is nothing to do but record the version.
+//! layout.
 
 use super::map_err;
 use crate::error::Result;
@@ -25,6 +25,7 @@ const STEPS: &[(u32, &str)] = &[
     (7, MIGRATE_6_TO_7),
     (8, MIGRATE_7_TO_8),
     (9, MIGRATE_8_TO_9),
+    (11, ADD_STATS_FIGURES),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the
@@ -171,6 +172,21 @@ $$;
 const MIGRATE_7_TO_8: &str = r#"
 ALTER TABLE tenure.productions ADD COLUMN IF NOT EXISTS claim_floor BIGINT NOT NULL DEFAULT 0;
 "#;
+
+/// The statistics' figures ([`super::schema::stats_figures`]): event
+/// columns, the requested jobs' due moment (a stored generated column:
+/// adding it rewrites `jobs` once, under the migration's lock), the
+/// indexes, the kept job counts and their triggers, the counts filled from
+/// the rows as they are. Idempotent.
+const ADD_STATS_FIGURES: &str = concat!(
+    super::schema::stats_figures!(),
+    "
+DELETE FROM tenure.job_count_deltas;
+DELETE FROM tenure.job_counts;
+INSERT INTO tenure.job_counts (production, state, n)
+    SELECT production, state, count(*) FROM tenure.jobs GROUP BY production, state;
+"
+);
 
 /// Schema 9: the high-water mark as an insert-only log (see the module
 /// docs): `tenure.mark_log`, seeded with the largest of the old striped

@@ -343,6 +343,19 @@ impl Backend for PgBackend {
         )
         .map(|t| t as Box<dyn Txn>)
     }
+    fn fold_counts(&self) -> Result<()> {
+        let (lock, stmt) = self.pool.timeouts();
+        let mut t = PgTxn::begin(
+            &self.pool,
+            &format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock}; \
+                 SET LOCAL statement_timeout = {stmt}"
+            ),
+            false,
+        )?;
+        txn::fold_counts(&mut t)?;
+        t.commit()
+    }
     fn doorbell(&self) -> Result<Arc<dyn crate::doorbell::Doorbell>> {
         let mut b = self.bell.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(bell) = b.as_ref() {
@@ -434,6 +447,8 @@ mod tests {
                 attempt: None,
                 expires_us: None,
                 detail: "",
+                since_us: None,
+                lapsed_us: None,
             };
             let mut t = b.begin_write().unwrap();
             t.savepoint().unwrap();

@@ -35,7 +35,84 @@ use postgres::Client;
 /// died rather than 20 %, without cost delay, so their size stays near
 /// their live rows. Identifiers are `COLLATE "C"`, so listings page in byte
 /// order as on SQLite.
-pub(super) const SCHEMA: &str = r#"
+/// The statistics' figures, in [`SCHEMA`] and added by the step in
+/// [`super::migrate`] that adds them (the same text, so both layouts end
+/// equal):
+///
+/// - `events.since_us`, `events.lapsed_us`: what the flow measures from.
+/// - `jobs.waiting_since_us`: a requested job's due moment (`due_us`, or
+///   `updated_us`, when it last became requested), NULL otherwise, so it
+///   stays NULL through every transition of a claimed job (a renewal stays
+///   a HOT update); `jobs_waiting` orders requested jobs by it.
+/// - `jobs_claimed`: the claimed jobs; `events_by_time`: the log by
+///   production and time.
+/// - `job_counts`: each production's jobs by stored state as of the last
+///   fold; `job_count_deltas`: the changes since, one row per state a
+///   statement enters (+n) or leaves (-n), inserted by triggers on `jobs`
+///   (statement-level with transition tables for inserts and deletes,
+///   per row for a change of state), never updated, so no two writers
+///   wait on each other for them. A fold ([`super::txn::fold_counts`])
+///   moves the deltas into the counts in one short transaction.
+macro_rules! stats_figures {
+    () => {
+        r#"
+ALTER TABLE tenure.events ADD COLUMN IF NOT EXISTS since_us BIGINT;
+ALTER TABLE tenure.events ADD COLUMN IF NOT EXISTS lapsed_us BIGINT;
+ALTER TABLE tenure.jobs ADD COLUMN IF NOT EXISTS waiting_since_us BIGINT GENERATED ALWAYS AS (
+    CASE WHEN state = 'requested' THEN coalesce(due_us, updated_us) END) STORED;
+CREATE INDEX IF NOT EXISTS jobs_waiting ON tenure.jobs (production, waiting_since_us)
+    WHERE waiting_since_us IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_claimed ON tenure.jobs (production) WHERE state = 'claimed';
+CREATE INDEX IF NOT EXISTS events_by_time ON tenure.events (production, at_us);
+CREATE TABLE IF NOT EXISTS tenure.job_counts (
+    production TEXT COLLATE "C" NOT NULL,
+    state      TEXT NOT NULL,
+    n          BIGINT NOT NULL,
+    PRIMARY KEY (production, state)
+);
+CREATE TABLE IF NOT EXISTS tenure.job_count_deltas (
+    production TEXT COLLATE "C" NOT NULL,
+    state      TEXT NOT NULL,
+    delta      BIGINT NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE OR REPLACE FUNCTION tenure.job_counts_inserted() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+    INSERT INTO tenure.job_count_deltas (production, state, delta)
+        SELECT production, state, count(*) FROM tenure_new GROUP BY production, state;
+    RETURN NULL;
+END $f$;
+CREATE OR REPLACE FUNCTION tenure.job_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+    INSERT INTO tenure.job_count_deltas (production, state, delta)
+        SELECT production, state, -count(*) FROM tenure_old GROUP BY production, state;
+    RETURN NULL;
+END $f$;
+CREATE OR REPLACE FUNCTION tenure.job_counts_moved() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+    INSERT INTO tenure.job_count_deltas (production, state, delta)
+        VALUES (OLD.production, OLD.state, -1), (NEW.production, NEW.state, 1);
+    RETURN NULL;
+END $f$;
+DROP TRIGGER IF EXISTS job_counts_insert ON tenure.jobs;
+CREATE TRIGGER job_counts_insert AFTER INSERT ON tenure.jobs
+    REFERENCING NEW TABLE AS tenure_new
+    FOR EACH STATEMENT EXECUTE FUNCTION tenure.job_counts_inserted();
+DROP TRIGGER IF EXISTS job_counts_delete ON tenure.jobs;
+CREATE TRIGGER job_counts_delete AFTER DELETE ON tenure.jobs
+    REFERENCING OLD TABLE AS tenure_old
+    FOR EACH STATEMENT EXECUTE FUNCTION tenure.job_counts_deleted();
+DROP TRIGGER IF EXISTS job_counts_update ON tenure.jobs;
+CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON tenure.jobs
+    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
+    EXECUTE FUNCTION tenure.job_counts_moved();
+"#
+    };
+}
+pub(super) use stats_figures;
+
+pub(super) const SCHEMA: &str = concat!(
+    r#"
 CREATE SCHEMA IF NOT EXISTS tenure;
 CREATE TABLE tenure.meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
@@ -155,7 +232,9 @@ CREATE TABLE tenure.claim_requests (
     PRIMARY KEY (production, request_id)
 );
 CREATE INDEX claim_requests_by_job ON tenure.claim_requests (production, job);
-"#;
+"#,
+    stats_figures!()
+);
 
 /// The stored schema version, or `None` if there is no tenure schema.
 pub(super) fn stored_version(c: &mut Client) -> Result<Option<u32>> {

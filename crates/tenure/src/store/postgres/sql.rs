@@ -346,11 +346,11 @@ pub(super) const WRITE_BATCH_TYPES: &str =
     "bigint[], text[], bigint[], text[], bytea[], text[], bigint[], bigint[], \
          bigint[], text[], bigint[], bigint[], bigint[], text[], text[], bigint[], text[], \
          text[], bigint[], text[], text[], text[], text[], text[], text[], bigint[], \
-         bigint[], text[], bigint, bigint, bigint[], bool[], bigint[]";
+         bigint[], text[], bigint, bigint, bigint[], bool[], bigint[], bigint[], bigint[]";
 /// A group of transitions' writes in one statement (see `write_batch`):
 /// full row updates (`$1`..`$10`, `$31`, `$32`), renewals (`$11`..`$13`),
-/// facts (`$14`..`$18`), events (`$19`..`$28`, registered with `$29`,
-/// `$30`); fails unless each part touched the count `$33` expects.
+/// facts (`$14`..`$18`), events (`$19`..`$28`, `$34`, `$35`, registered
+/// with `$29`, `$30`); fails unless each part touched the count `$33` expects.
 pub(super) const WRITE_BATCH: &str = concat!(
     event_registration!("$29", "$30"),
     ",
@@ -378,13 +378,15 @@ pub(super) const WRITE_BATCH: &str = concat!(
                  RETURNING 1),
              ev AS (
                  INSERT INTO tenure.events (at_us, production, job, kind, state,
-                     claim_id, holder, attempt, expires_us, detail)
+                     claim_id, holder, attempt, expires_us, detail, since_us, lapsed_us)
                  SELECT e.at_us, e.production, e.job, e.kind, e.state, e.claim_id,
-                        e.holder, e.attempt, e.expires_us, e.detail
-                 FROM reg, unnest($19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
+                        e.holder, e.attempt, e.expires_us, e.detail, e.since_us,
+                        e.lapsed_us
+                 FROM reg, unnest($19, $20, $21, $22, $23, $24, $25, $26, $27, $28,
+                                  $34, $35)
                       WITH ORDINALITY AS e(at_us, production, job, kind, state,
                                            claim_id, holder, attempt, expires_us,
-                                           detail, ord)
+                                           detail, since_us, lapsed_us, ord)
                  ORDER BY e.ord
                  RETURNING 1)
              SELECT CASE WHEN c.n = $33 THEN 0 ELSE
@@ -448,19 +450,20 @@ pub(super) const PRODUCTION_EVENTS_BELOW: &str = concat!(
 /// Appends an event (a transaction that already registered).
 pub(super) const APPEND_EVENT: &str =
     "INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id, holder,
-                 attempt, expires_us, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq";
+                 attempt, expires_us, detail, since_us, lapsed_us)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq";
 
-/// A transaction's first event: registers its lower bound (`$11`, `$12`:
+/// A transaction's first event: registers its lower bound (`$13`, `$14`:
 /// `EVENT_REG`, `EVENT_REG_LIMIT`) before the identity value is drawn; no
 /// row past the limit.
 pub(super) const APPEND_FIRST_EVENT: &str = concat!(
-    event_registration!("$11", "$12"),
+    event_registration!("$13", "$14"),
     "
                  INSERT INTO tenure.events (at_us, production, job, kind, state, claim_id,
-                     holder, attempt, expires_us, detail)
+                     holder, attempt, expires_us, detail, since_us, lapsed_us)
                  SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text,
-                        $7::text, $8::bigint, $9::bigint, $10::text
+                        $7::text, $8::bigint, $9::bigint, $10::text, $11::bigint,
+                        $12::bigint
                  FROM reg RETURNING seq"
 );
 

@@ -13,11 +13,13 @@
 //! | 6 | `jobs.provenance_at` |
 //! | 7 | `events.mark_us` |
 //! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
+//! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]) |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
 use super::schema::{
-    claim_requests_table, create_current, jobs_table, tombstones_table, APPLICATION_ID,
+    claim_requests_table, create_current, jobs_table, stats_figures, tombstones_table,
+    APPLICATION_ID,
 };
 use crate::error::{Error, Result};
 use crate::model::EventKind;
@@ -189,6 +191,24 @@ CREATE INDEX IF NOT EXISTS jobs_ended ON jobs (production, state, job)
     WHERE ended_us IS NOT NULL;
 ";
 
+/// The statistics step: the event columns the flow measures from
+/// (`since_us`, `lapsed_us`; NULL on older events, which the flow then
+/// counts but does not time), the kept job counts with their triggers
+/// (filled from the rows as they are), and the indexes the statistics read
+/// ([`stats_figures`]). Run inside the migration transaction that checked
+/// the version; idempotent (the counts are filled afresh).
+fn add_stats_figures(conn: &Connection) -> Result<()> {
+    add_column_once(conn, "events", "since_us", "INTEGER")?;
+    add_column_once(conn, "events", "lapsed_us", "INTEGER")?;
+    conn.execute_batch(concat!(
+        stats_figures!(),
+        "DELETE FROM job_counts;
+         INSERT INTO job_counts (production, state, n)
+         SELECT production, state, count(*) FROM jobs GROUP BY production, state;"
+    ))?;
+    Ok(())
+}
+
 /// Bring the store to the current schema in one `BEGIN IMMEDIATE`
 /// transaction: an empty file gets the current layout, an older store
 /// runs every step from its version on.
@@ -221,7 +241,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
             // Schema 9 changed only PostgreSQL's layout (its mark log).
-            2..=9 => {
+            2..=10 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -240,7 +260,10 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                 if from <= 7 {
                     migrate_7_to_8(conn)?;
                 }
-                migrate_9_to_10(conn)?;
+                if from <= 9 {
+                    migrate_9_to_10(conn)?;
+                }
+                add_stats_figures(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
@@ -381,6 +404,8 @@ fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
                 holder: row.holder.as_deref(),
                 attempt: claimed.then_some(attempts),
                 expires_us: row.expires_us,
+                since_us: None,
+                lapsed_us: None,
                 detail: if claimed {
                     "pre-lease claim expired by the schema migration"
                 } else {

@@ -171,7 +171,9 @@ pub(super) fn bind_event(
     st.raw_bind_parameter(7, ev.holder)?;
     st.raw_bind_parameter(8, ev.attempt)?;
     st.raw_bind_parameter(9, ev.expires_us)?;
-    st.raw_bind_parameter(10, ev.detail)
+    st.raw_bind_parameter(10, ev.detail)?;
+    st.raw_bind_parameter(12, ev.since_us)?;
+    st.raw_bind_parameter(13, ev.lapsed_us)
 }
 
 /// Bind and run [`APPEND_EVENT_SQL`], the event carrying `mark` (see

@@ -91,7 +91,47 @@ macro_rules! tombstones_table {
 ) WITHOUT ROWID"
     };
 }
-pub(super) use {claim_requests_table, jobs_table, tombstones_table};
+/// The tables, triggers and indexes the statistics read
+/// ([`crate::store::Txn::state_counts`] and its neighbours), in [`CURRENT`]
+/// and added by the step in [`super::migrate`] that adds them:
+///
+/// - `job_counts`: each production's number of jobs by stored state,
+///   written by triggers on `jobs` in the statement that inserts, deletes
+///   or changes the state of a row (a renewal, which changes no state,
+///   fires none).
+/// - `jobs_waiting`: requested jobs by due moment (`due_us`, or
+///   `updated_us`, when the job last became requested); `jobs_claimed`:
+///   the claimed jobs; `events_by_time`: the log by production and time.
+macro_rules! stats_figures {
+    () => {
+        "
+CREATE TABLE IF NOT EXISTS job_counts (
+    production TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    n          INTEGER NOT NULL,
+    PRIMARY KEY (production, state)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS job_counts_insert AFTER INSERT ON jobs BEGIN
+    INSERT INTO job_counts (production, state, n) VALUES (NEW.production, NEW.state, 1)
+        ON CONFLICT (production, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS job_counts_delete AFTER DELETE ON jobs BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE production = OLD.production AND state = OLD.state;
+END;
+CREATE TRIGGER IF NOT EXISTS job_counts_update AFTER UPDATE OF state ON jobs
+    WHEN OLD.state <> NEW.state BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE production = OLD.production AND state = OLD.state;
+    INSERT INTO job_counts (production, state, n) VALUES (NEW.production, NEW.state, 1)
+        ON CONFLICT (production, state) DO UPDATE SET n = n + 1;
+END;
+CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (production, coalesce(due_us, updated_us))
+    WHERE state = 'requested';
+CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (production) WHERE state = 'claimed';
+CREATE INDEX IF NOT EXISTS events_by_time ON events (production, at_us);
+"
+    };
+}
+pub(super) use {claim_requests_table, jobs_table, stats_figures, tombstones_table};
 
 /// The tables and indexes of a store at [`crate::store::SCHEMA_VERSION`].
 ///
@@ -151,7 +191,9 @@ CREATE TABLE events (
     attempt    INTEGER,
     expires_us INTEGER,
     detail     TEXT NOT NULL DEFAULT '',
-    mark_us    INTEGER
+    mark_us    INTEGER,
+    since_us   INTEGER,
+    lapsed_us  INTEGER
 );
 CREATE TABLE facts (
     production TEXT NOT NULL,
@@ -177,7 +219,8 @@ CREATE TABLE tombstones ",
     tombstones_table!(),
     ";
 CREATE INDEX tombstones_by_age ON tombstones (pruned_us);
-"
+",
+    stats_figures!()
 );
 
 /// Create the current layout in an empty database, inside the caller's

@@ -64,8 +64,8 @@ pub(super) const UPDATE_EXPIRY_SQL: &str =
     "UPDATE jobs SET expires_us = ?2, updated_us = ?3 WHERE seq = ?1";
 pub(super) const APPEND_EVENT_SQL: &str =
     "INSERT INTO events (at_us, production, job, kind, state, \
-     claim_id, holder, attempt, expires_us, detail, mark_us) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+     claim_id, holder, attempt, expires_us, detail, mark_us, since_us, lapsed_us) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 /// Claim-next's first page: see [`crate::store::Txn::live_jobs`].
 pub(super) const LIVE_JOBS_SQL: &str = concat!(
     "SELECT ",

@@ -54,6 +54,8 @@ fn event(at_us: i64) -> NewEvent<'static> {
         attempt: None,
         expires_us: None,
         detail: "",
+        since_us: None,
+        lapsed_us: None,
     }
 }
 

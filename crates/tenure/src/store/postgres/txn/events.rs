@@ -87,7 +87,7 @@ pub(super) fn append_event(tx: &mut PgTxn, ev: &NewEvent<'_>) -> Result<()> {
     let attempt = ev.attempt.map(i64::from);
     let state = ev.state.map(|s| s.as_str());
     let kind = ev.kind.as_str();
-    let p: [&(dyn ToSql + Sync); 10] = [
+    let p: [&(dyn ToSql + Sync); 12] = [
         &ev.at_us,
         &ev.production,
         &ev.job,
@@ -98,6 +98,8 @@ pub(super) fn append_event(tx: &mut PgTxn, ev: &NewEvent<'_>) -> Result<()> {
         &attempt,
         &ev.expires_us,
         &ev.detail,
+        &ev.since_us,
+        &ev.lapsed_us,
     ];
     let rows = if tx.event_reg.is_some() {
         tx.query(APPEND_EVENT, &p)?
@@ -120,6 +122,8 @@ pub(super) fn append_event(tx: &mut PgTxn, ev: &NewEvent<'_>) -> Result<()> {
                 p[7],
                 p[8],
                 p[9],
+                p[10],
+                p[11],
                 &EVENT_REG,
                 &EVENT_REG_LIMIT,
             ],

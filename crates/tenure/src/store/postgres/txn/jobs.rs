@@ -283,6 +283,8 @@ pub(super) fn write_batch(
         col(&|r| opt_int(r.due_us), "bigint"),
         col(&|r| boolean(r.parked), "bool"),
         array(expected, "bigint"),
+        ev_col(&|e| opt_int(e.since_us), "bigint"),
+        ev_col(&|e| opt_int(e.lapsed_us), "bigint"),
     ];
     // One statement, sent with the transaction's next request (at the
     // latest its COMMIT). Its data-modifying parts touch disjoint rows

@@ -6,6 +6,7 @@
 
 mod claim;
 mod events;
+mod figures;
 mod jobs;
 mod productions;
 mod records;
@@ -18,8 +19,8 @@ use super::{listen, literal, map_err};
 use crate::error::{Error, Result};
 use crate::model::{Event, PublishedFact};
 use crate::store::{
-    ClaimStart, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent, ProductionRow, RequestRow,
-    Stored, Tombstone, Txn,
+    ClaimStart, ClaimedFigures, FlowEvent, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent,
+    ProductionRow, RequestRow, Stored, Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use postgres::types::ToSql;
@@ -28,6 +29,8 @@ use rows::u32_col;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use uuid::Uuid;
+
+pub(super) use figures::fold_counts;
 
 pub(super) struct PgTxn {
     conn: Option<Conn>,
@@ -539,6 +542,34 @@ impl Txn for PgTxn {
 
     fn earliest_expiry(&mut self, production: &str) -> Result<Option<i64>> {
         jobs::earliest_expiry(self, production)
+    }
+
+    fn state_counts(&mut self, production: &str) -> Result<Vec<(Stored, u64)>> {
+        figures::state_counts(self, production)
+    }
+
+    fn waiting_figures(&mut self, production: &str, now: i64) -> Result<WaitingFigures> {
+        figures::waiting_figures(self, production, now)
+    }
+
+    fn claimed_figures(
+        &mut self,
+        production: &str,
+        now: i64,
+        horizon: i64,
+        window_from: i64,
+    ) -> Result<ClaimedFigures> {
+        figures::claimed_figures(self, production, now, horizon, window_from)
+    }
+
+    fn flow_events(
+        &mut self,
+        production: &str,
+        from: i64,
+        to: i64,
+        limit: usize,
+    ) -> Result<Vec<FlowEvent>> {
+        figures::flow_events(self, production, from, to, limit)
     }
 
     fn notify_work(&mut self, production: &str) -> Result<()> {

@@ -4,6 +4,7 @@
 
 mod events;
 mod facts;
+mod figures;
 mod jobs;
 mod requests;
 mod retention;
@@ -19,7 +20,10 @@ use crate::store::sqlite::rows::{bind_event, insert_job};
 use crate::store::sqlite::wal_writes;
 #[cfg(target_os = "linux")]
 use crate::store::sqlite::writer_queue;
-use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn};
+use crate::store::{
+    ClaimedFigures, FlowEvent, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored,
+    Tombstone, Txn, WaitingFigures,
+};
 use crate::ttl::Backoff;
 use rusqlite::{params, Connection};
 use std::sync::Arc;
@@ -427,6 +431,36 @@ impl Txn for SqliteTxn {
 
     fn earliest_expiry(&mut self, production: &str) -> Result<Option<i64>> {
         jobs::earliest_expiry(self.c(), production)
+    }
+
+    fn state_counts(&mut self, production: &str) -> Result<Vec<(Stored, u64)>> {
+        self.flush_event(self.read_mark)?;
+        figures::state_counts(self.c(), production)
+    }
+
+    fn waiting_figures(&mut self, production: &str, now: i64) -> Result<WaitingFigures> {
+        figures::waiting_figures(self.c(), production, now)
+    }
+
+    fn claimed_figures(
+        &mut self,
+        production: &str,
+        now: i64,
+        horizon: i64,
+        window_from: i64,
+    ) -> Result<ClaimedFigures> {
+        figures::claimed_figures(self.c(), production, now, horizon, window_from)
+    }
+
+    fn flow_events(
+        &mut self,
+        production: &str,
+        from: i64,
+        to: i64,
+        limit: usize,
+    ) -> Result<Vec<FlowEvent>> {
+        self.flush_event(self.read_mark)?;
+        figures::flow_events(self.c(), production, from, to, limit)
     }
 
     fn notify_work(&mut self, _production: &str) -> Result<()> {

@@ -1,0 +1,136 @@
+//! The reads of the statistics (see [`crate::figures`]) and the fold of
+//! the kept job counts.
+
+use super::PgTxn;
+use crate::error::{Error, Result};
+use crate::model::EventKind;
+use crate::store::{ClaimedFigures, FlowEvent, Stored, WaitingFigures};
+
+/// Advisory-lock key (bigint space) of the counts' fold: one at a time.
+const FOLD_LOCK: i64 = 0x7465_6e75_7265_0002;
+
+/// Moves every committed delta row into the counts, unless another fold
+/// holds the lock (then that fold does it).
+const FOLD_COUNTS: &str = "WITH lk AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($1) AS got),
+     d AS (DELETE FROM tenure.job_count_deltas WHERE (SELECT got FROM lk)
+           RETURNING production, state, delta)
+     INSERT INTO tenure.job_counts (production, state, n)
+     SELECT production, state, sum(delta) FROM d GROUP BY production, state
+     ORDER BY production, state
+     ON CONFLICT (production, state) DO UPDATE SET n = tenure.job_counts.n + EXCLUDED.n";
+
+const STATE_COUNTS: &str = "SELECT state, sum(n)::bigint FROM (
+         SELECT state, n FROM tenure.job_counts WHERE production = $1
+         UNION ALL
+         SELECT state, delta FROM tenure.job_count_deltas WHERE production = $1) c
+     GROUP BY state";
+
+const WAITING_LATER: &str = "SELECT count(*), min(waiting_since_us) FROM tenure.jobs
+     WHERE production = $1 AND waiting_since_us IS NOT NULL AND waiting_since_us > $2
+       AND due_us > $2";
+
+const WAITING_OLDEST: &str = "SELECT waiting_since_us FROM tenure.jobs
+     WHERE production = $1 AND waiting_since_us IS NOT NULL
+       AND (due_us IS NULL OR due_us <= $2)
+     ORDER BY waiting_since_us LIMIT 1";
+
+const CLAIMED_FIGURES: &str = "SELECT
+         count(*) FILTER (WHERE e > $2),
+         count(*) FILTER (WHERE e <= $2 AND attempts < max_attempts),
+         count(*) FILTER (WHERE e <= $2 AND attempts >= max_attempts),
+         count(*) FILTER (WHERE e > $2 AND e <= $3),
+         coalesce(max(attempts) FILTER (WHERE e > $2), 0),
+         count(*) FILTER (WHERE e <= $2 AND e >= $4)
+     FROM (SELECT coalesce(expires_us, -9223372036854775808) AS e, attempts, max_attempts
+           FROM tenure.jobs WHERE production = $1 AND state = 'claimed') c";
+
+const FLOW_EVENTS: &str = "SELECT at_us, kind, state, since_us, lapsed_us FROM tenure.events
+     WHERE production = $1 AND at_us >= $2 AND at_us <= $3
+     ORDER BY at_us DESC LIMIT $4";
+
+pub(in crate::store::postgres) fn fold_counts(tx: &mut PgTxn) -> Result<()> {
+    tx.execute(FOLD_COUNTS, &[&FOLD_LOCK])?;
+    Ok(())
+}
+
+pub(super) fn state_counts(tx: &mut PgTxn, production: &str) -> Result<Vec<(Stored, u64)>> {
+    let rows = tx.query(STATE_COUNTS, &[&production])?;
+    rows.iter()
+        .map(|r| {
+            let s: String = r.get(0);
+            let n: i64 = r.get(1);
+            let s = Stored::parse(&s)
+                .ok_or_else(|| Error::Store(format!("corrupt job count: unknown state {s:?}")))?;
+            let n = u64::try_from(n)
+                .map_err(|_| Error::Store(format!("corrupt job count: {n} {} jobs", s.as_str())))?;
+            Ok((s, n))
+        })
+        .collect()
+}
+
+pub(super) fn waiting_figures(
+    tx: &mut PgTxn,
+    production: &str,
+    now: i64,
+) -> Result<WaitingFigures> {
+    let later = tx.query(WAITING_LATER, &[&production, &now])?;
+    let (n, next): (i64, Option<i64>) = later
+        .first()
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap_or((0, None));
+    let oldest = tx.query(WAITING_OLDEST, &[&production, &now])?;
+    Ok(WaitingFigures {
+        later: n as u64,
+        oldest_due_us: oldest.first().map(|r| r.get(0)),
+        next_due_us: next,
+    })
+}
+
+pub(super) fn claimed_figures(
+    tx: &mut PgTxn,
+    production: &str,
+    now: i64,
+    horizon: i64,
+    window_from: i64,
+) -> Result<ClaimedFigures> {
+    let rows = tx.query(
+        CLAIMED_FIGURES,
+        &[&production, &now, &horizon, &window_from],
+    )?;
+    let r = rows
+        .first()
+        .ok_or_else(|| Error::Internal("the lease figures query gave no row".into()))?;
+    Ok(ClaimedFigures {
+        live: r.get::<_, i64>(0) as u64,
+        expired: r.get::<_, i64>(1) as u64,
+        exhausted: r.get::<_, i64>(2) as u64,
+        expiring: r.get::<_, i64>(3) as u64,
+        max_live_attempts: r.get::<_, i64>(4) as u32,
+        lapsed_in_window: r.get::<_, i64>(5) as u64,
+    })
+}
+
+pub(super) fn flow_events(
+    tx: &mut PgTxn,
+    production: &str,
+    from: i64,
+    to: i64,
+    limit: usize,
+) -> Result<Vec<FlowEvent>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = tx.query(FLOW_EVENTS, &[&production, &from, &to, &limit])?;
+    rows.iter()
+        .map(|r| {
+            let kind: String = r.get(1);
+            let state: Option<String> = r.get(2);
+            Ok(FlowEvent {
+                at_us: r.get(0),
+                kind: EventKind::parse(&kind)
+                    .ok_or_else(|| Error::Store(format!("corrupt event: unknown kind {kind:?}")))?,
+                state: state.as_deref().and_then(Stored::parse),
+                since_us: r.get(3),
+                lapsed_us: r.get(4),
+            })
+        })
+        .collect()
+}
