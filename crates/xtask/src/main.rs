@@ -4,7 +4,7 @@
 //! - `test`: everything CI checks (formatting, clippy, every test suite of
 //!   every surface), installing what it needs itself; it fails when the run
 //!   changed a tracked file (see [`tree`]).
-//! - `python`, `readme`, `pg`, `pg-suites`, `cpp`: one part of `test` alone.
+//! - `python`, `readme`, `pg`, `pg-suites`, `cpp`, `serve`: one part of `test` alone.
 //! - `torture [--quick]`: the reliability campaigns.
 //! - `bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]`: the
 //!   benchmarks (SQLite, or the PostgreSQL backend on a throwaway server);
@@ -29,6 +29,7 @@ mod pg_tls;
 mod probes;
 mod python;
 mod readme;
+mod serve;
 mod torture;
 mod tree;
 mod util;
@@ -45,6 +46,7 @@ const COMMANDS: &[&str] = &[
     "pg",
     "pg-suites",
     "cpp",
+    "serve",
     "torture [--quick]",
     "bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]",
     "abi-check [--bless]",
@@ -64,6 +66,7 @@ enum Cmd {
     Pg,
     PgSuites,
     Cpp,
+    Serve,
     Torture {
         quick: bool,
     },
@@ -103,6 +106,7 @@ fn parse(args: &[String]) -> Option<Cmd> {
         "pg" => alone(Cmd::Pg),
         "pg-suites" => alone(Cmd::PgSuites),
         "cpp" => alone(Cmd::Cpp),
+        "serve" => alone(Cmd::Serve),
         "torture" => flags(&["--quick"]).map(|f| Cmd::Torture { quick: f[0] }),
         "bench" => {
             let mut smoke = false;
@@ -155,6 +159,7 @@ fn main() {
         Cmd::Pg => pg::test(),
         Cmd::PgSuites => pg_suites::standalone(),
         Cmd::Cpp => cpp::test(),
+        Cmd::Serve => serve::test(),
         Cmd::Torture { quick } => torture::torture(quick),
         Cmd::Bench {
             smoke,
@@ -236,6 +241,8 @@ fn steps() -> Result {
     python::test()?;
     readme::test()?;
     pg::test()?;
+    step("tenure serve (browser, promtool)");
+    serve::test()?;
     // After the C ABI and Python steps: the smoke bench reuses their builds.
     bench::bench(true)?;
     torture::torture(true)?;

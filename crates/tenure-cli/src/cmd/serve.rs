@@ -277,6 +277,8 @@ async fn answer(st: &Arc<State>, req: &Request<Incoming>) -> Answer {
         }
         "/app.js" => return Answer::text(StatusCode::OK, "text/javascript; charset=utf-8", APP_JS),
         "/app.css" => return Answer::text(StatusCode::OK, "text/css; charset=utf-8", APP_CSS),
+        // Browsers ask for it unprompted: no icon, and no error either.
+        "/favicon.ico" => return Answer::text(StatusCode::NO_CONTENT, "image/x-icon", ""),
         _ => {}
     }
     if path != "/metrics" && !path.starts_with("/api/") {
