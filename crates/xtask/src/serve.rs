@@ -5,15 +5,18 @@
 //! `prometheus` (for `promtool`) and the pinned Selenium of
 //! `tests/serve/requirements.txt` into `.venv`. The screenshots and the
 //! scraped metrics are written under `target/serve/`. The HTTP security
-//! rules are tested by `crates/tenure-cli/tests/serve.rs` (workspace tests).
+//! rules are tested by `crates/tenure-cli/tests/serve.rs` (workspace tests);
+//! the bench rows are `bench.rs`'s `serve_rows` (`tests/serve/bench.py`).
 
 use crate::util::{apt_install, cargo, root, run, step, Result};
+use std::path::PathBuf;
 use std::process::Command;
 
-pub fn test() -> Result {
+/// Install the browser, its driver, `promtool` and the pinned Selenium;
+/// the `.venv` Python to run the scripts with.
+pub fn prepare() -> Result<PathBuf> {
     apt_install(&["chromium", "chromium-driver", "prometheus"])?;
-    let root = root();
-    let venv = root.join(".venv");
+    let venv = root().join(".venv");
     crate::python::ensure_venv(&venv)?;
     let py = crate::python::venv_python(&venv);
     step("pip install tests/serve/requirements.txt into .venv");
@@ -27,7 +30,13 @@ pub fn test() -> Result {
             "--no-deps",
             "-r",
         ])
-        .arg(root.join("tests/serve/requirements.txt")))?;
+        .arg(root().join("tests/serve/requirements.txt")))?;
+    Ok(py)
+}
+
+pub fn test() -> Result {
+    let py = prepare()?;
+    let root = root();
     step("build tenure (serve)");
     run(cargo().args(["build", "--locked", "-q", "-p", "tenure-cli"]))?;
     let target = crate::capi::target_dir()?;
