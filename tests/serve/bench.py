@@ -20,6 +20,7 @@ import tempfile
 import time
 import urllib.request
 
+import tenure_run
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
@@ -28,10 +29,7 @@ CHUNK = 50_000
 
 
 def tenure(env, *args, stdin=b""):
-    r = subprocess.run([BIN, *args], env=env, input=stdin, capture_output=True)
-    if r.returncode != 0:
-        raise SystemExit(f"tenure {' '.join(args)}: {r.stderr.decode()}")
-    return r.stdout.decode()
+    return tenure_run.tenure(BIN, env, *args, stdin=stdin)
 
 
 def store(n):
@@ -57,9 +55,7 @@ def store(n):
 
 
 def serve(env):
-    p = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0"], env=env, stderr=subprocess.PIPE)
-    addr = p.stderr.readline().decode().split("http://")[1].split("/")[0]
-    return p, f"http://{addr}"
+    return tenure_run.serve(BIN, env)
 
 
 def p50_ms(url, n=30):

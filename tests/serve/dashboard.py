@@ -20,6 +20,7 @@ import tempfile
 import time
 import urllib.request
 
+import tenure_run
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -29,10 +30,7 @@ UPDATE_WITHIN = 2.0
 
 
 def tenure(env, *args, stdin=b""):
-    r = subprocess.run([BIN, *args], env=env, input=stdin, capture_output=True)
-    if r.returncode != 0:
-        raise SystemExit(f"tenure {' '.join(args)}: exit {r.returncode}: {r.stderr.decode()}")
-    return r.stdout.decode()
+    return tenure_run.tenure(BIN, env, *args, stdin=stdin)
 
 
 def wait_for(what, cond, within):
@@ -54,11 +52,8 @@ def main():
     tenure(env, "production", "create", prod)
     for i in range(3):
         tenure(env, "job", "submit", "-p", prod, "--max-attempts", "1", f"j{i}", stdin=b"secret payload")
-    srv = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0"], env=env, stderr=subprocess.PIPE)
+    srv, base = tenure_run.serve(BIN, env)
     try:
-        line = srv.stderr.readline().decode()
-        addr = line.split("http://")[1].split("/")[0]
-        base = f"http://{addr}"
         check_metrics(env, base, prod)
         browse(env, base, prod, tmp)
     finally:

@@ -20,16 +20,8 @@ pub fn prepare() -> Result<PathBuf> {
     crate::python::ensure_venv(&venv)?;
     let py = crate::python::venv_python(&venv);
     step("pip install tests/serve/requirements.txt into .venv");
-    run(Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "-r",
-        ])
+    run(crate::python::pip_install(&py)
+        .args(["--no-deps", "-r"])
         .arg(root().join("tests/serve/requirements.txt")))?;
     Ok(py)
 }
