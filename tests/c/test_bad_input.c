@@ -1151,6 +1151,51 @@ static void idempotent_entry_points(const char *dir) {
 
 /* The functions without a status: any number is answered with a static
  * string ("unknown" out of range), never NULL; versions are constants. */
+static void stats_entry_points(const char *dir) {
+  tenure_authority *a = NULL;
+  REQUIRE(tenure_authority_open(path_in(dir, "stats.db"), NULL, &a) == TENURE_OK);
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  size_t events_before = event_count(a);
+  tenure_stats *s = (tenure_stats *)0x1;
+  EXPECT(tenure_authority_stats(NULL, NULL, 0, 0, &s), INV);
+  EXPECT(tenure_authority_stats(a, NULL, 0, 0, NULL), INV);
+  EXPECT(tenure_authority_stats(a, BAD_UTF8, 0, 0, &s), INV);
+  EXPECT(tenure_authority_stats(a, "", 0, 0, &s), INV);
+  EXPECT(tenure_authority_stats(a, LONG_ID, 0, 0, &s), INV);
+  EXPECT(tenure_authority_stats(a, "has/slash", 0, 0, &s), INV);
+  EXPECT(tenure_authority_stats(a, "missing", 0, 0, &s), TENURE_NOT_FOUND);
+  EXPECT(tenure_authority_stats(a, NULL, -1, 0, &s), DUR);
+  EXPECT(tenure_authority_stats(a, NULL, 0, INT64_MIN, &s), DUR);
+  EXPECT(tenure_authority_stats(a, NULL, INT64_MAX, 0, &s), DUR);
+  CHECK(s == (tenure_stats *)0x1);
+  CHECK(event_count(a) == events_before);
+  /* Accessors on NULL answer their fallback; free(NULL) is a no-op. */
+  tenure_stats_free(NULL);
+  CHECK(tenure_stats_now_us(NULL) == 0);
+  CHECK(tenure_stats_high_water_us(NULL) == 0);
+  CHECK(tenure_stats_len(NULL) == 0);
+  CHECK(tenure_stats_get(NULL, 0) == NULL);
+  CHECK(tenure_production_stats_name(NULL) == NULL);
+  CHECK(!tenure_production_stats_cancelled(NULL));
+  CHECK(tenure_production_stats_max_live_attempts(NULL) == 0);
+  CHECK(!tenure_production_stats_flow_truncated(NULL));
+  uint64_t n = 5;
+  int64_t us = 5;
+  CHECK(!tenure_production_stats_count(NULL, TENURE_STATS_WAITING_DUE, &n) && n == 5);
+  CHECK(!tenure_production_stats_time_us(NULL, TENURE_STATS_WAIT_P50, &us) && us == 5);
+  OK(tenure_authority_stats(a, "p", 0, 0, &s));
+  const tenure_production_stats *p = tenure_stats_get(s, 0);
+  CHECK(tenure_stats_get(s, 1) == NULL);
+  CHECK(!tenure_production_stats_count(p, 0, &n) && n == 5);
+  CHECK(!tenure_production_stats_count(p, TENURE_STATS_WAITING_DUE, NULL));
+  CHECK(!tenure_production_stats_time_us(p, 0, &us) && us == 5);
+  CHECK(!tenure_production_stats_time_us(p, TENURE_STATS_OLDEST_DUE_AGE, NULL));
+  CHECK(tenure_production_stats_count(p, TENURE_STATS_WAITING_DUE, &n) && n == 1);
+  tenure_stats_free(s);
+  tenure_authority_free(a);
+}
+
 static void static_entry_points(void) {
   const uint32_t numbers[] = {0, 1, 24, 25, 99, UINT32_MAX};
   for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
@@ -1181,6 +1226,7 @@ int main(int argc, char **argv) {
   batch_entry_points(argv[1]);
   schedule_entry_points(argv[1]);
   idempotent_entry_points(argv[1]);
+  stats_entry_points(argv[1]);
   static_entry_points();
   return finish();
 }

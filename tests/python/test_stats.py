@@ -100,6 +100,14 @@ def figures(p: tenure.ProductionStats) -> dict[str, object]:
     }
 
 
+def timeless(p: tenure.ProductionStats) -> dict[str, object]:
+    """The figures of two reads at different clock readings compare equal
+    but for the age of the oldest due job."""
+    f = figures(p)
+    del f["oldest_due_age_us"]
+    return f
+
+
 def random_operations(auth: tenure.Authority, rng: random.Random, n: int) -> None:
     leases: list[tenure.Lease] = []
     for i in range(n):
@@ -107,11 +115,9 @@ def random_operations(auth: tenure.Authority, rng: random.Random, n: int) -> Non
         job = f"j{rng.randrange(12)}"
         try:
             if op <= 1:
-                spec = tenure.JobSpec(job, b"secret payload", max_attempts=rng.randint(1, 3))
-                if rng.random() < 0.3:
-                    spec = tenure.JobSpec(job, b"secret payload",
-                                          not_before=timedelta(hours=rng.randint(1, 3)))
-                auth.submit("p", spec)
+                later = timedelta(hours=rng.randint(1, 3)) if rng.random() < 0.3 else None
+                auth.submit("p", job, b"secret payload", max_attempts=rng.randint(1, 3),
+                            not_before=later)
             elif op == 2:
                 ttl = SHORT if rng.random() < 0.4 else HOUR
                 leases.append(auth.claim_next("p", "w", ttl))
@@ -146,12 +152,12 @@ def test_stats_equal_a_full_scan(auth: tenure.Authority, seed: int) -> None:
     assert st.productions[1].total == 0
     assert p.flow.wait.count == p.flow.claims
     one = auth.stats("p", horizon=HORIZON, window=HOUR)
-    assert figures(one.productions[0]) == figures(p)
+    assert timeless(one.productions[0]) == timeless(p)
 
 
 def test_stats_carry_no_payload_or_token(auth: tenure.Authority) -> None:
     auth.create_production("p")
-    auth.submit("p", tenure.JobSpec("j", b"payload-bytes-xyz"))
+    auth.submit("p", "j", b"payload-bytes-xyz")
     lease = auth.claim_next("p", "w", HOUR)
     token = lease.export_token()
     st = auth.stats()
@@ -178,7 +184,7 @@ def test_stats_bad_queries_are_typed_errors(auth: tenure.Authority) -> None:
 
 def test_aio_stats_equal_the_sync_ones(auth: tenure.Authority) -> None:
     auth.create_production("p")
-    auth.submit("p", tenure.JobSpec("j", b"x"))
+    auth.submit("p", "j", b"x")
 
     async def main() -> tenure.Stats:
         a = aio.Authority(auth, max_workers=2)
@@ -189,5 +195,5 @@ def test_aio_stats_equal_the_sync_ones(auth: tenure.Authority) -> None:
 
     got = asyncio.run(main())
     want = auth.stats("p", window=HOUR)
-    assert figures(got.productions[0]) == figures(want.productions[0])
+    assert timeless(got.productions[0]) == timeless(want.productions[0])
     assert got.productions[0].waiting_due == 1

@@ -895,8 +895,8 @@ static void call_one_1_1(int on) {
       }
       break;
     }
-    case 5: { /* retention */
-      switch (below(6)) {
+    case 5: { /* retention, statistics */
+      switch (below(7)) {
         case 0: {
           what = "prune";
           if (!chance(20)) break;
@@ -930,6 +930,34 @@ static void call_one_1_1(int on) {
           tenure_status st = tenure_authority_delete_production(gen_auth(), gen_prod(), on ? NULL : &d);
           note(st, what);
           check_scalar(st, all_sent(&d, sizeof d), on, what);
+          break;
+        }
+        case 6: {
+          what = "stats";
+          tenure_stats *sv = (tenure_stats *)SENT_PTR;
+          tenure_status st = tenure_authority_stats(gen_auth(), chance(30) ? NULL : gen_prod(),
+                                                    gen_delay(), gen_delay(), on ? NULL : &sv);
+          note(st, what);
+          check_scalar(st, sv == (tenure_stats *)SENT_PTR, on, what);
+          if (st == TENURE_OK) {
+            CHECK(tenure_stats_high_water_us(sv) <= tenure_stats_now_us(sv));
+            size_t n = tenure_stats_len(sv);
+            const tenure_production_stats *ps = tenure_stats_get(sv, below(4));
+            if (ps != NULL) {
+              uint64_t k = SENT_U64;
+              int64_t us = 0;
+              CHECK(tenure_production_stats_name(ps) != NULL);
+              (void)tenure_production_stats_cancelled(ps);
+              (void)tenure_production_stats_max_live_attempts(ps);
+              (void)tenure_production_stats_flow_truncated(ps);
+              (void)tenure_production_stats_count(ps, (uint32_t)below(20), chance(10) ? NULL : &k);
+              (void)tenure_production_stats_time_us(ps, (uint32_t)below(12), chance(10) ? NULL : &us);
+            } else {
+              CHECK(n < 4);
+            }
+            tenure_stats_free(sv);
+          }
+          tenure_stats_free(NULL);
           break;
         }
         default: {
