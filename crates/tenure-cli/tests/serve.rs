@@ -244,6 +244,12 @@ fn serve_api_and_metrics_show_what_stats_shows() {
     let next = ev["next_after"].as_u64().unwrap();
     let ev2 = get_json(&srv.addr, &format!("/api/events?after={next}&limit=1"));
     assert!(ev2["events"][0]["seq"].as_u64().unwrap() > next);
+    // The tail: the newest events, found without paging the log.
+    let all = get_json(&srv.addr, "/api/events?limit=1000");
+    let all = all["events"].as_array().unwrap();
+    let tail = get_json(&srv.addr, "/api/events?tail=2");
+    assert_eq!(tail["events"].as_array().unwrap()[..], all[all.len() - 2..]);
+    assert_eq!(tail["next_after"], all[all.len() - 1]["seq"]);
     let clock = get_json(&srv.addr, "/api/clock");
     assert!(clock["mark_us"].as_i64().unwrap() > 0);
 }
@@ -266,6 +272,8 @@ fn serve_answers_bad_requests_with_4xx() {
         ("/api/jobs?production=bad%20id", 400),
         ("/api/stats?horizon=forever", 400),
         ("/api/events?after=x", 400),
+        ("/api/events?after=1&tail=5", 400),
+        ("/api/events?tail=5000", 400),
         ("/metrics?x=1", 400),
     ] {
         let (st, body) = get(&srv.addr, path, None);

@@ -128,6 +128,7 @@ impl Answer {
         let status = match &e {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::InvalidArgument(_) => StatusCode::BAD_REQUEST,
+            Error::HistoryPruned { .. } => StatusCode::GONE,
             _ => StatusCode::SERVICE_UNAVAILABLE,
         };
         Answer::err(status, e)
@@ -572,15 +573,57 @@ fn api_expiring(st: &State, q: &Query) -> Result<Answer, Answer> {
 }
 
 fn api_events(st: &State, q: &Query) -> Result<Answer, Answer> {
-    q.only(&["after", "limit"])?;
-    let after = q.number("after", 0, i64::MAX as u64)?;
+    q.only(&["after", "limit", "tail"])?;
     let limit = q.number("limit", 100, MAX_EVENT_PAGE as u64)?.max(1) as usize;
+    let after = match (q.get("after"), q.get("tail")) {
+        (Some(_), Some(_)) => {
+            return Err(Answer::err(
+                StatusCode::BAD_REQUEST,
+                "give after or tail, not both",
+            ))
+        }
+        (_, Some(_)) => {
+            let tail = q.number("tail", 50, MAX_EVENT_PAGE as u64)?;
+            let head = head_seq(&st.auth).map_err(Answer::from_core)?;
+            let horizon = st.auth.history_horizon().map_err(Answer::from_core)?;
+            head.saturating_sub(tail).max(horizon)
+        }
+        _ => q.number("after", 0, i64::MAX as u64)?,
+    };
     let ev = st.auth.events(after, limit).map_err(Answer::from_core)?;
     let next = ev.last().map_or(after, |e| e.seq);
     Ok(Answer::json(json!({
         "events": ev.iter().map(crate::out::event).collect::<Vec<_>>(),
         "next_after": next,
     })))
+}
+
+/// The sequence number of the newest event (the history horizon when no
+/// event is left): found by galloping, then bisecting, with one-event
+/// reads, so the tail of a long log costs a few dozen indexed reads.
+fn head_seq(auth: &Authority) -> tenure::Result<u64> {
+    let any_after = |seq: u64| auth.events(seq, 1).map(|e| !e.is_empty());
+    // `lo`: the horizon, or a number with an event after it.
+    let mut lo = auth.history_horizon()?;
+    let mut step = 1024u64;
+    let mut hi = loop {
+        let probe = lo.saturating_add(step);
+        if probe == lo || !any_after(probe)? {
+            break probe;
+        }
+        lo = probe;
+        step = step.saturating_mul(2);
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if any_after(mid)? {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    // No event after `hi`; one after `lo` (then its number is `hi`) or none.
+    Ok(if any_after(lo)? { hi } else { lo })
 }
 
 /// A Prometheus label value, escaped.

@@ -146,20 +146,21 @@ async function poll() {
 async function pollEvents() {
   const tbody = document.querySelector("#events tbody");
   if (eventsAfter === null) {
-    // Start near the head of the log: page forward from 0 only once.
-    let after = 0;
-    let last = [];
-    for (;;) {
-      const page = await api("/api/events?limit=1000&after=" + after);
-      if (page.events.length) last = page.events;
-      if (page.events.length < 1000) break;
-      after = page.next_after;
-    }
-    eventsAfter = last.length ? last[last.length - 1].seq : 0;
-    for (const e of last.slice(-MAX_EVENTS)) addEvent(tbody, e);
+    // Start at the newest events: the server finds the head of the log.
+    const page = await api("/api/events?tail=" + MAX_EVENTS + "&limit=" + MAX_EVENTS);
+    tbody.replaceChildren();
+    for (const e of page.events) addEvent(tbody, e);
+    eventsAfter = page.next_after;
     return;
   }
-  const page = await api("/api/events?limit=1000&after=" + eventsAfter);
+  let page;
+  try {
+    page = await api("/api/events?limit=1000&after=" + eventsAfter);
+  } catch (e) {
+    // Pruned past the cursor (410): start again at the tail.
+    eventsAfter = null;
+    throw e;
+  }
   eventsAfter = page.next_after;
   for (const e of page.events.slice(-MAX_EVENTS)) addEvent(tbody, e);
 }
