@@ -23,7 +23,7 @@ mod out;
 use clap::{Parser, Subcommand};
 use cmd::{
     check, claim, clock, complete, demo, events, exec, exit_codes, facts, fail as fail_cmd, init,
-    job, jobs, migrate, production, prune, release, renew, stats, work, Ctx, Done,
+    job, jobs, migrate, production, prune, release, renew, serve, stats, work, Ctx, Done,
 };
 use fail::R;
 use std::path::PathBuf;
@@ -85,6 +85,9 @@ enum Cmd {
     /// Queue statistics per production: jobs by state, waiting and lease
     /// figures, flow over a recent window (--watch: again and again).
     Stats(stats::Args),
+    /// Serve Prometheus /metrics, a read-only JSON API (/api/...) and a live
+    /// dashboard page over HTTP (loopback unless --token-file is given).
+    Serve(serve::Args),
     /// Show published facts (with provenance).
     Facts(facts::Args),
     /// Show the clock, the durable high-water mark, and whether operations are blocked.
@@ -110,7 +113,7 @@ impl Cmd {
     fn keeps_running(&self) -> bool {
         matches!(
             self,
-            Cmd::Exec(_) | Cmd::Work(_) | Cmd::Demo(_) | Cmd::DemoTask
+            Cmd::Exec(_) | Cmd::Work(_) | Cmd::Serve(_) | Cmd::Demo(_) | Cmd::DemoTask
         )
     }
 }
@@ -131,6 +134,7 @@ fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
         Cmd::Work(a) => work::run(ctx, a),
         Cmd::Events(a) => events::run(ctx, a),
         Cmd::Stats(a) => stats::run(ctx, a),
+        Cmd::Serve(a) => serve::run(ctx, a),
         Cmd::Facts(a) => facts::run(ctx, a),
         Cmd::Clock => clock::run(ctx),
         Cmd::Check => check::run(ctx),

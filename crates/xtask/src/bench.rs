@@ -644,7 +644,60 @@ pub fn bench(smoke: bool) -> Result {
     // 8: retention soak (a steady stream with automatic pruning).
     soak_rows(&bin, cfg.smoke, &mut rows, &mut raw)?;
 
+    // 9: `tenure serve`: the dashboard's first render, /metrics, idle CPU.
+    serve_rows(cfg.smoke, &mut rows, &mut raw)?;
+
     report(&rows, raw, report_kind(cfg.smoke, false), &started)
+}
+
+/// The `tenure serve` rows (`tests/serve/bench.py`, headless Chromium): on
+/// a store of 1 000 000 jobs (smoke: 2 000), the page's first complete
+/// render (ratio: the same page on an empty store, same run), `/metrics`
+/// p50 (ratio: `/api/clock`, a read of no job row) and the server's CPU
+/// over 30 s (smoke: 3 s) idle with the page open.
+fn serve_rows(smoke: bool, rows: &mut Vec<Row>, raw: &mut Vec<Value>) -> Result {
+    let (jobs, idle) = if smoke { (2_000, 3) } else { (1_000_000, 30) };
+    let py = crate::serve::prepare()?;
+    let mut build = cargo();
+    build.args(["build", "--locked", "-q", "-p", "tenure-cli"]);
+    if !smoke {
+        build.arg("--release");
+    }
+    crate::util::run(&mut build)?;
+    let bin = crate::capi::target_dir()?
+        .join(if smoke { "debug" } else { "release" })
+        .join("tenure");
+    let j = workload(
+        Command::new(py)
+            .arg(crate::util::root().join("tests/serve/bench.py"))
+            .arg(&bin)
+            .arg(jobs.to_string())
+            .arg(idle.to_string()),
+    )?;
+    let (render, empty) = (num(&j, "render_s"), num(&j, "render_empty_s"));
+    let (metrics, clock) = (num(&j, "metrics_p50_ms"), num(&j, "clock_p50_ms"));
+    let cpu = num(&j, "idle_cpu_pct");
+    let full = !smoke;
+    rows.push(Row {
+        name: format!("tenure serve at {jobs} jobs: the page's first complete render (headless Chromium, median of 3)"),
+        value: format!("{render:.3} s"),
+        ratio: Some(("empty store".into(), render / empty.max(1e-9))),
+        target: full.then(|| ("≤ 1 s".into(), render <= 1.0)),
+    });
+    rows.push(Row {
+        name: format!("tenure serve at {jobs} jobs: /metrics p50 of 30"),
+        value: format!("{metrics:.1} ms"),
+        ratio: Some(("/api/clock".into(), metrics / clock.max(1e-9))),
+        target: full.then(|| ("≤ 50 ms".into(), metrics <= 50.0)),
+    });
+    rows.push(Row {
+        name: format!("tenure serve at {jobs} jobs: CPU idle with the page open ({idle} s)"),
+        value: format!("{cpu:.2} % of one core"),
+        ratio: None,
+        target: full.then(|| ("≤ 1 %".into(), cpu <= 1.0)),
+    });
+    raw.push(serde_json::json!({ "workload": "serve", "result": j }));
+    Ok(())
 }
 
 /// The SQLite soak's arrival rate (jobs/s): one the reference VM's worker

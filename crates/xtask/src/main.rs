@@ -4,7 +4,7 @@
 //! - `test`: everything CI checks (formatting, clippy, every test suite of
 //!   every surface), installing what it needs itself; it fails when the run
 //!   changed a tracked file (see [`tree`]).
-//! - `python`, `readme`, `pg`, `pg-suites`, `cpp`: one part of `test` alone.
+//! - `python`, `readme`, `pg`, `pg-suites`, `cpp`, `serve`: one part of `test` alone.
 //! - `torture [--quick] [--postgres]`: the reliability campaigns;
 //!   `--postgres` only the PostgreSQL server campaign (the full run ends
 //!   with it).
@@ -31,6 +31,7 @@ mod pg_tls;
 mod probes;
 mod python;
 mod readme;
+mod serve;
 mod torture;
 mod tree;
 mod util;
@@ -47,6 +48,7 @@ const COMMANDS: &[&str] = &[
     "pg",
     "pg-suites",
     "cpp",
+    "serve",
     "torture [--quick] [--postgres]",
     "bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]",
     "abi-check [--bless]",
@@ -66,6 +68,7 @@ enum Cmd {
     Pg,
     PgSuites,
     Cpp,
+    Serve,
     Torture {
         quick: bool,
         postgres: bool,
@@ -106,6 +109,7 @@ fn parse(args: &[String]) -> Option<Cmd> {
         "pg" => alone(Cmd::Pg),
         "pg-suites" => alone(Cmd::PgSuites),
         "cpp" => alone(Cmd::Cpp),
+        "serve" => alone(Cmd::Serve),
         "torture" => flags(&["--quick", "--postgres"]).map(|f| Cmd::Torture {
             quick: f[0],
             postgres: f[1],
@@ -161,6 +165,7 @@ fn main() {
         Cmd::Pg => pg::test(),
         Cmd::PgSuites => pg_suites::standalone(),
         Cmd::Cpp => cpp::test(),
+        Cmd::Serve => serve::test(),
         Cmd::Torture {
             quick,
             postgres: true,
@@ -249,6 +254,8 @@ fn steps() -> Result {
     python::test()?;
     readme::test()?;
     pg::test()?;
+    step("tenure serve (browser, promtool)");
+    serve::test()?;
     // After the C ABI and Python steps: the smoke bench reuses their builds.
     bench::bench(true)?;
     torture::torture(true)?;

@@ -23,6 +23,13 @@ pub(crate) fn venv_python(venv: &Path) -> PathBuf {
     venv.join("bin").join("python")
 }
 
+/// `PY -m pip install -q --disable-pip-version-check`, for more arguments.
+pub(crate) fn pip_install(py: &Path) -> Command {
+    let mut c = Command::new(py);
+    c.args(["-m", "pip", "install", "-q", "--disable-pip-version-check"]);
+    c
+}
+
 pub(crate) fn ensure_venv(venv: &Path) -> Result {
     let ok = Command::new("python3")
         .args(["-m", "venv", "--help"])

@@ -54,6 +54,20 @@ pub struct Args {
     /// (always kept with --db: the store's facts name the output files).
     #[arg(long)]
     keep: bool,
+    /// Serve the dashboard (`tenure serve`) on this loopback address while
+    /// the demo runs.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8425")]
+    serve: Option<String>,
+}
+
+/// A `tenure serve` child process, stopped when dropped.
+struct Dashboard(std::process::Child);
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// How long the built-in task works on one job.
@@ -313,6 +327,25 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
         ttl: a.ttl.clone(),
         slots: a.slots,
         tx,
+    };
+    let _dashboard = match &a.serve {
+        Some(addr) => Some(Dashboard(
+            std::process::Command::new(&demo.exe)
+                .args(["serve", "--listen", addr])
+                .env("TENURE_DB", &db)
+                .stdin(std::process::Stdio::null())
+                .spawn()
+                .map_err(local("starting tenure serve"))?,
+        )),
+        None => {
+            if !json {
+                eprintln!(
+                    "watch it live: tenure serve --db {} (then open http://127.0.0.1:8425/)",
+                    db.display()
+                );
+            }
+            None
+        }
     };
     if !json {
         eprintln!(

@@ -19,6 +19,7 @@ pub mod production;
 pub mod prune;
 pub mod release;
 pub mod renew;
+pub mod serve;
 pub mod stats;
 mod submit;
 pub mod work;
