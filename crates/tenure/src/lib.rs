@@ -44,6 +44,7 @@ mod edit;
 mod error;
 pub mod executor;
 mod fault;
+mod gates;
 mod group;
 mod inner;
 mod keeper;
@@ -74,6 +75,7 @@ pub use authority::{Authority, Options, DEFAULT_PAGE, MAX_PAGE};
 pub use clock::{Clock, ManualClock};
 pub use edit::Edit;
 pub use error::{Error, ErrorCode, Result};
+pub use gates::{Gates, RateLimit, MAX_GATE, MAX_RATE_INTERVAL};
 pub use keeper::{Keeper, KeeperStatus};
 pub use lease::Lease;
 pub use model::{

@@ -189,6 +189,17 @@ CREATE INDEX IF NOT EXISTS jobs_ended ON jobs (production, state, job)
     WHERE ended_us IS NOT NULL;
 ";
 
+/// The step that adds the claim gates (`production_gates`, see
+/// [`crate::gates`]): additive; a store that has the table keeps it.
+fn add_production_gates(conn: &Connection) -> Result<()> {
+    conn.execute_batch(concat!(
+        "CREATE TABLE IF NOT EXISTS production_gates ",
+        super::schema::production_gates_table!(),
+        ";"
+    ))?;
+    Ok(())
+}
+
 /// Bring the store to the current schema in one `BEGIN IMMEDIATE`
 /// transaction: an empty file gets the current layout, an older store
 /// runs every step from its version on.
@@ -221,7 +232,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
             // Schema 9 changed only PostgreSQL's layout (its mark log).
-            2..=9 => {
+            2..=10 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -240,7 +251,10 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                 if from <= 7 {
                     migrate_7_to_8(conn)?;
                 }
-                migrate_9_to_10(conn)?;
+                if from <= 9 {
+                    migrate_9_to_10(conn)?;
+                }
+                add_production_gates(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}

@@ -18,8 +18,8 @@ use super::{listen, literal, map_err};
 use crate::error::{Error, Result};
 use crate::model::{Event, PublishedFact};
 use crate::store::{
-    ClaimStart, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent, ProductionRow, RequestRow,
-    Stored, Tombstone, Txn,
+    ClaimStart, GateRow, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent, ProductionRow,
+    RequestRow, Stored, Tombstone, Txn,
 };
 use crate::ttl::Backoff;
 use postgres::types::ToSql;
@@ -364,6 +364,22 @@ impl Txn for PgTxn {
 
     fn productions(&mut self) -> Result<Vec<ProductionRow>> {
         productions::productions(self)
+    }
+
+    fn gates(&mut self, production: &str) -> Result<Option<GateRow>> {
+        productions::gates(self, production)
+    }
+
+    fn set_gates(&mut self, production: &str, gates: &GateRow) -> Result<()> {
+        productions::set_gates(self, production, gates)
+    }
+
+    fn hold_production(&mut self, production: &str) -> Result<()> {
+        productions::hold_production(self, production)
+    }
+
+    fn live_leases(&mut self, production: &str, now: i64) -> Result<(u64, Option<i64>)> {
+        productions::live_leases(self, production, now)
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {

@@ -19,7 +19,9 @@ use crate::store::sqlite::rows::{bind_event, insert_job};
 use crate::store::sqlite::wal_writes;
 #[cfg(target_os = "linux")]
 use crate::store::sqlite::writer_queue;
-use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn};
+use crate::store::{
+    GateRow, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn,
+};
 use crate::ttl::Backoff;
 use rusqlite::{params, Connection};
 use std::sync::Arc;
@@ -258,6 +260,19 @@ impl Txn for SqliteTxn {
 
     fn productions(&mut self) -> Result<Vec<ProductionRow>> {
         jobs::productions(self.c())
+    }
+
+    fn gates(&mut self, production: &str) -> Result<Option<GateRow>> {
+        jobs::gates(self.c(), production)
+    }
+
+    fn set_gates(&mut self, production: &str, gates: &GateRow) -> Result<()> {
+        crate::fault::point();
+        jobs::set_gates(self.c(), production, gates)
+    }
+
+    fn live_leases(&mut self, production: &str, now: i64) -> Result<(u64, Option<i64>)> {
+        jobs::live_leases(self.c(), production, now)
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
