@@ -411,6 +411,9 @@ mod tests {
             "hold_limit",
             "history_pruned",
             "production_live",
+            "production_paused",
+            "concurrency_limit",
+            "rate_limited",
         ];
         let names: Vec<_> = ErrorCode::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names, expected);
