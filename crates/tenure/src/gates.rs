@@ -111,36 +111,58 @@ pub(crate) enum Shut {
     Rate { next_us: i64 },
 }
 
-/// How many of `want` claims the gates admit at `now`: `Ok(n)` with
-/// `1 <= n <= want`, or why none.
+/// How many of `want` claims the gates `g` (just read, and locked, by
+/// [`for_claim`]) admit, and the clock sample they were decided at: `Ok(n)`
+/// with `1 <= n <= want`, or why none. `now` is the claim's first sample.
+/// The live leases are read first and the clock sampled after that read
+/// returned, so a lease whose close committed before the read closed
+/// before the sample too (on PostgreSQL a close does not queue for the
+/// gate's lock); claims of a gated production queue for that lock, so the
+/// sample is also later than the wait.
 pub(crate) fn admit(
-    txn: &mut dyn Txn,
+    s: &mut Session,
     production: &str,
     g: &GateRow,
     now: i64,
     want: usize,
-) -> Result<std::result::Result<usize, Shut>> {
+) -> Result<(i64, std::result::Result<usize, Shut>)> {
     if g.paused_us.is_some() {
-        return Ok(Err(Shut::Paused));
+        return Ok((now, Err(Shut::Paused)));
     }
+    let expiries = match g.concurrency {
+        Some(_) => s.txn.live_expiries(production, now)?,
+        None => Vec::new(),
+    };
+    let now = s.guarded_sample()?.max(now);
+    Ok((now, admitted(g, now, want, &expiries)))
+}
+
+/// [`admit`]'s decision at `now`, given the expiries of the leases stored
+/// `claimed` (any that are past `now` are not live).
+fn admitted(
+    g: &GateRow,
+    now: i64,
+    want: usize,
+    expiries: &[i64],
+) -> std::result::Result<usize, Shut> {
     let mut n = want;
     if let Some(k) = rate_room(g, now) {
         if k == 0 {
-            return Ok(Err(Shut::Rate {
+            return Err(Shut::Rate {
                 next_us: next_rate_us(g, now).unwrap_or(now),
-            }));
+            });
         }
         n = n.min(k);
     }
     if let Some(limit) = g.concurrency {
-        let (live, _) = txn.live_leases(production, now)?;
+        let live = expiries.iter().filter(|&&e| e > now).count() as u64;
         let room = u64::from(limit).saturating_sub(live);
         if room == 0 {
-            return Ok(Err(Shut::Full { live, limit }));
+            return Err(Shut::Full { live, limit });
         }
         n = n.min(usize::try_from(room).unwrap_or(usize::MAX));
     }
-    Ok(Ok(n))
+    Ok(n)
 }
 
 /// How many claims the rate limit admits at `now` (`None`: no rate limit):
@@ -234,7 +256,9 @@ pub(crate) fn wake_us(
         return Ok(Some(at));
     }
     if let Some(limit) = g.concurrency {
-        let (live, earliest) = txn.live_leases(production, now)?;
+        let expiries = txn.live_expiries(production, now)?;
+        let live = expiries.len() as u64;
+        let earliest = expiries.iter().copied().min();
         if live >= u64::from(limit) {
             let poll = now.saturating_add(LIMIT_POLL_US);
             return Ok(Some(earliest.map_or(poll, |e| e.min(poll))));

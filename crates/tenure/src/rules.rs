@@ -701,8 +701,11 @@ fn claim_locked(
     match classify(&row, now) {
         JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
             let gate = crate::gates::for_claim(s.txn.as_mut(), production, None)?;
+            let mut now = now;
             if let Some(g) = &gate {
-                if let Err(shut) = crate::gates::admit(s.txn.as_mut(), production, g, now, 1)? {
+                let (at, admitted) = crate::gates::admit(s, production, g, now, 1)?;
+                now = at;
+                if let Err(shut) = admitted {
                     return Err(crate::gates::refused(production, job, shut, now));
                 }
                 crate::gates::charge(s.txn.as_mut(), production, g, now, 1)?;
@@ -789,11 +792,13 @@ fn claim_next_scan(
     // The claim gates (one rule, [`crate::gates`]): how many of the `n`
     // claims may be made at `now`.
     let gate = crate::gates::for_claim(s.txn.as_mut(), production, start.gated)?;
-    let n = match &gate {
-        None => n,
-        Some(g) => match crate::gates::admit(s.txn.as_mut(), production, g, now, n)? {
-            Ok(k) => k,
-            Err(_) => return Ok(Vec::new()),
+    // The gates decide at a later sample ([`crate::gates::admit`]): a row
+    // claimable at the first sample still is.
+    let (now, n) = match &gate {
+        None => (now, n),
+        Some(g) => match crate::gates::admit(s, production, g, now, n)? {
+            (at, Ok(k)) => (at, k),
+            (_, Err(_)) => return Ok(Vec::new()),
         },
     };
     let mut first = Some(start.rows);

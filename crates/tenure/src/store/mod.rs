@@ -443,9 +443,9 @@ pub(crate) trait Txn: Send {
     fn hold_production(&mut self, _production: &str) -> Result<()> {
         Ok(())
     }
-    /// The production's live leases at `now`: stored `claimed` with an
-    /// expiry after `now`; how many, and the earliest of their expiries.
-    fn live_leases(&mut self, production: &str, now: i64) -> Result<(u64, Option<i64>)>;
+    /// The expiries of the production's leases stored `claimed` with an
+    /// expiry after `after`, as committed when the read began.
+    fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>>;
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>>;
     fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>>;

@@ -632,8 +632,8 @@ pub(super) const SET_GATES: &str = concat!(
          rate_tat_us = EXCLUDED.rate_tat_us"
 );
 
-/// Production `$1`'s live leases at `$2`: how many, and their earliest expiry.
-pub(super) const LIVE_LEASES: &str = "SELECT count(*), min(expires_us) FROM tenure.jobs
+/// The expiries of production `$1`'s claimed jobs expiring after `$2`.
+pub(super) const LIVE_EXPIRIES: &str = "SELECT expires_us FROM tenure.jobs
          WHERE production = $1 AND state = 'claimed' AND expires_us > $2";
 
 /// Deletes production `$1`'s gate row.

@@ -378,8 +378,8 @@ impl Txn for PgTxn {
         productions::hold_production(self, production)
     }
 
-    fn live_leases(&mut self, production: &str, now: i64) -> Result<(u64, Option<i64>)> {
-        productions::live_leases(self, production, now)
+    fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>> {
+        productions::live_expiries(self, production, after)
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {

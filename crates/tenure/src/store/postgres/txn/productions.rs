@@ -142,11 +142,7 @@ pub(super) fn hold_production(tx: &mut PgTxn, name: &str) -> Result<()> {
     tx.advisory(CLASS_PROD, key(&[name]), false)
 }
 
-pub(super) fn live_leases(tx: &mut PgTxn, name: &str, now: i64) -> Result<(u64, Option<i64>)> {
-    let rows = tx.query(LIVE_LEASES, &[&name, &now])?;
-    let r = rows
-        .first()
-        .ok_or_else(|| Error::Internal("the live-lease count gave no row".into()))?;
-    let n: i64 = r.get(0);
-    Ok((n.unsigned_abs(), r.get(1)))
+pub(super) fn live_expiries(tx: &mut PgTxn, name: &str, after: i64) -> Result<Vec<i64>> {
+    let rows = tx.query(LIVE_EXPIRIES, &[&name, &after])?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }

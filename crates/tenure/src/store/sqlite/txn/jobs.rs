@@ -103,20 +103,15 @@ pub(super) fn set_gates(c: &Connection, name: &str, g: &GateRow) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn live_leases(
-    c: &Connection,
-    production: &str,
-    now: i64,
-) -> Result<(u64, Option<i64>)> {
+pub(super) fn live_expiries(c: &Connection, production: &str, after: i64) -> Result<Vec<i64>> {
     let mut st = c.prepare_cached(
         // Every claimed job is open and unparked: in `jobs_ready`.
-        "SELECT count(*), MIN(expires_us) FROM jobs INDEXED BY jobs_ready
+        "SELECT expires_us FROM jobs INDEXED BY jobs_ready
          WHERE production = ?1 AND ended_us IS NULL AND parked = 0 AND state = 'claimed'
            AND expires_us > ?2",
     )?;
-    Ok(st.query_row(params![production, now], |r| {
-        Ok((r.get::<_, i64>(0)?.unsigned_abs(), r.get(1)?))
-    })?)
+    let rows = st.query_map(params![production, after], |r| r.get(0))?;
+    collect(rows)
 }
 
 pub(super) fn productions(c: &Connection) -> Result<Vec<ProductionRow>> {

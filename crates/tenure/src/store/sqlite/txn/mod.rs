@@ -271,8 +271,8 @@ impl Txn for SqliteTxn {
         jobs::set_gates(self.c(), production, gates)
     }
 
-    fn live_leases(&mut self, production: &str, now: i64) -> Result<(u64, Option<i64>)> {
-        jobs::live_leases(self.c(), production, now)
+    fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>> {
+        jobs::live_expiries(self.c(), production, after)
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
