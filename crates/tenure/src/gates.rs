@@ -118,7 +118,9 @@ pub(crate) enum Shut {
 /// returned, so a lease whose close committed before the read closed
 /// before the sample too (on PostgreSQL a close does not queue for the
 /// gate's lock); claims of a gated production queue for that lock, so the
-/// sample is also later than the wait.
+/// sample is also later than the wait. Where the gate needs no lock of its
+/// own (SQLite: the store-wide writer lock was held before the first
+/// sample), the first sample is that sample.
 pub(crate) fn admit(
     s: &mut Session,
     production: &str,
@@ -133,7 +135,11 @@ pub(crate) fn admit(
         Some(_) => s.txn.live_expiries(production, now)?,
         None => Vec::new(),
     };
-    let now = s.guarded_sample()?.max(now);
+    let now = if s.txn.gate_waits() {
+        s.guarded_sample()?.max(now)
+    } else {
+        now
+    };
     Ok((now, admitted(g, now, want, &expiries)))
 }
 

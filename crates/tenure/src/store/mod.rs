@@ -436,6 +436,14 @@ pub(crate) trait Txn: Send {
     fn gates(&mut self, production: &str) -> Result<Option<GateRow>>;
     /// Write the production's gate row (insert or replace).
     fn set_gates(&mut self, production: &str, gates: &GateRow) -> Result<()>;
+    /// Whether a claim may wait for [`Txn::gates`]'s lock after its first
+    /// clock sample, and commits of other transactions become visible to
+    /// it meanwhile (PostgreSQL): the gates then decide at a sample taken
+    /// after reading the live leases. Default: false (SQLite's writer lock
+    /// is held before the first sample).
+    fn gate_waits(&self) -> bool {
+        false
+    }
     /// Hold the production exclusively until the transaction ends, before
     /// a coordinator changes its gates: no claim of it that read the gates
     /// earlier is still in flight. Default: nothing (a store-wide writer

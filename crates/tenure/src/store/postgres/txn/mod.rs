@@ -374,6 +374,10 @@ impl Txn for PgTxn {
         productions::set_gates(self, production, gates)
     }
 
+    fn gate_waits(&self) -> bool {
+        true
+    }
+
     fn hold_production(&mut self, production: &str) -> Result<()> {
         productions::hold_production(self, production)
     }
