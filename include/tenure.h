@@ -192,6 +192,18 @@ enum tenure_status
    * Deleting a production that still has a live job.
    */
   TENURE_PRODUCTION_LIVE = 24,
+  /**
+   * A claim of a named job in a paused production.
+   */
+  TENURE_PRODUCTION_PAUSED = 25,
+  /**
+   * A claim of a named job beyond its production's concurrency limit.
+   */
+  TENURE_CONCURRENCY_LIMIT = 26,
+  /**
+   * A claim of a named job beyond its production's rate limit.
+   */
+  TENURE_RATE_LIMITED = 27,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
