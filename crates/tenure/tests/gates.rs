@@ -443,3 +443,81 @@ fn limited_worker_child() {
         }
     }
 }
+
+/// What a claim-next and a named claim of `j4` get, as `OUT a b`.
+fn claims_outcome(a: &Authority) -> String {
+    let name = |r: Result<Lease>| match r {
+        Ok(_) => "claimed".to_owned(),
+        Err(e) => e.code().name().to_owned(),
+    };
+    format!(
+        "OUT {} {}",
+        name(a.claim_next("p", "ft", secs(60))),
+        name(a.claim("p", "j4", "ft", secs(60)))
+    )
+}
+
+/// The child of the clock-jump tests: both claims under a faked clock.
+#[test]
+#[ignore]
+fn gates_clock_child() {
+    let Ok(db) = std::env::var("TENURE_GATES_FT_DB") else {
+        return;
+    };
+    let a = Authority::open(&db, &Options::new()).unwrap();
+    println!("{}", claims_outcome(&a));
+}
+
+fn jumped(offset: &str, db: &std::path::Path) -> String {
+    let out = common::under_faketime(
+        offset,
+        "gates_clock_child",
+        &[("TENURE_GATES_FT_DB", db.to_str().unwrap())],
+        "",
+    );
+    common::read_until(&mut out.as_bytes(), "OUT")
+}
+
+#[test]
+fn clock_jumps_release_no_claim_of_a_rate_limited_or_paused_production() {
+    if common::skip_on_postgres("the faked clock is the process's own") {
+        return;
+    }
+    let env = RealEnv::new();
+    for i in 0..5 {
+        env.submit(&format!("j{i}"));
+    }
+    let db = env.path();
+    // One claim per hour: the one of the burst is used now.
+    env.auth
+        .set_rate_limit(
+            "p",
+            Some(RateLimit {
+                claims: 1,
+                interval: Duration::from_secs(3600),
+                burst: 1,
+            }),
+        )
+        .unwrap();
+    env.auth.claim("p", "j0", "w", secs(60)).unwrap();
+    // Back two hours: the clock is refused below the mark; half an hour on:
+    // still within the hour. Neither claims.
+    assert_eq!(jumped("-2h", &db), "OUT clock_rollback clock_rollback");
+    assert_eq!(jumped("+30m", &db), "OUT no_job_available rate_limited");
+    // Two hours on: one claim (the burst), not two.
+    assert_eq!(jumped("+2h", &db), "OUT claimed rate_limited");
+
+    // Paused: no clock claims anything.
+    let env = RealEnv::new();
+    for i in 0..5 {
+        env.submit(&format!("j{i}"));
+    }
+    env.auth.pause_production("p").unwrap();
+    let db = env.path();
+    assert_eq!(jumped("-30d", &db), "OUT clock_rollback clock_rollback");
+    assert_eq!(jumped("+2h", &db), "OUT no_job_available production_paused");
+    assert_eq!(
+        jumped("+30d", &db),
+        "OUT no_job_available production_paused"
+    );
+}
