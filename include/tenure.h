@@ -308,6 +308,18 @@ enum tenure_status
    * Deleting a production that still has a live job.
    */
   TENURE_PRODUCTION_LIVE = 24,
+  /**
+   * A claim of a named job in a paused production.
+   */
+  TENURE_PRODUCTION_PAUSED = 25,
+  /**
+   * A claim of a named job beyond its production's concurrency limit.
+   */
+  TENURE_CONCURRENCY_LIMIT = 26,
+  /**
+   * A claim of a named job beyond its production's rate limit.
+   */
+  TENURE_RATE_LIMITED = 27,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -2353,6 +2365,103 @@ bool tenure_production_stats_count(const struct tenure_production_stats *p,
 bool tenure_production_stats_time_us(const struct tenure_production_stats *p,
                                      uint32_t which,
                                      int64_t *out_us);
+ * Pause a production (ABI 1.2): until it is resumed no claim of it
+ * succeeds (claim-next finds nothing, a named claim is
+ * `TENURE_PRODUCTION_PAUSED`); submissions and held leases keep
+ * working. `*out_changed` is false if it was already paused.
+ * `TENURE_NOT_FOUND` for an unknown production.
+ */
+tenure_status tenure_authority_pause_production(const struct tenure_authority *authority,
+                                                const char *production,
+                                                bool *out_changed);
+
+/**
+ * Resume a paused production (ABI 1.2); its waiters wake.
+ * `*out_changed` is false if it was not paused.
+ */
+tenure_status tenure_authority_resume_production(const struct tenure_authority *authority,
+                                                 const char *production,
+                                                 bool *out_changed);
+
+/**
+ * Set a production's concurrency limit (ABI 1.2): at most `limit`
+ * (1 ..= 1 000 000, else `TENURE_INVALID_ARGUMENT`) of its leases live
+ * at once; a named claim beyond it is `TENURE_CONCURRENCY_LIMIT`.
+ * Lowering it revokes no lease.
+ */
+tenure_status tenure_authority_set_concurrency_limit(const struct tenure_authority *authority,
+                                                     const char *production,
+                                                     uint32_t limit);
+
+/**
+ * Clear a production's concurrency limit (ABI 1.2).
+ */
+tenure_status tenure_authority_clear_concurrency_limit(const struct tenure_authority *authority,
+                                                       const char *production);
+
+/**
+ * Set a production's rate limit (ABI 1.2): at most `claims` claims per
+ * `interval_us`, at most `burst` at once (`claims`, `burst` 1 ..=
+ * 1 000 000, else `TENURE_INVALID_ARGUMENT`; `interval_us` at most 24 h
+ * and at least 1 µs per claim, else `TENURE_INVALID_DURATION`). A
+ * named claim beyond it is `TENURE_RATE_LIMITED`.
+ */
+tenure_status tenure_authority_set_rate_limit(const struct tenure_authority *authority,
+                                              const char *production,
+                                              uint32_t claims,
+                                              int64_t interval_us,
+                                              uint32_t burst);
+
+/**
+ * Clear a production's rate limit (ABI 1.2).
+ */
+tenure_status tenure_authority_clear_rate_limit(const struct tenure_authority *authority,
+                                                const char *production);
+
+/**
+ * Pause a production inside the edit (ABI 1.2; see
+ * `tenure_authority_pause_production()`).
+ */
+tenure_status tenure_edit_pause_production(const struct tenure_edit *edit,
+                                           const char *production,
+                                           bool *out_changed);
+
+/**
+ * Resume a production inside the edit (ABI 1.2; see
+ * `tenure_authority_resume_production()`).
+ */
+tenure_status tenure_edit_resume_production(const struct tenure_edit *edit,
+                                            const char *production,
+                                            bool *out_changed);
+
+/**
+ * Set a concurrency limit inside the edit (ABI 1.2; see
+ * `tenure_authority_set_concurrency_limit()`).
+ */
+tenure_status tenure_edit_set_concurrency_limit(const struct tenure_edit *edit,
+                                                const char *production,
+                                                uint32_t limit);
+
+/**
+ * Clear a concurrency limit inside the edit (ABI 1.2).
+ */
+tenure_status tenure_edit_clear_concurrency_limit(const struct tenure_edit *edit,
+                                                  const char *production);
+
+/**
+ * Set a rate limit inside the edit (ABI 1.2; see
+ * `tenure_authority_set_rate_limit()`).
+ */
+tenure_status tenure_edit_set_rate_limit(const struct tenure_edit *edit,
+                                         const char *production,
+                                         uint32_t claims,
+                                         int64_t interval_us,
+                                         uint32_t burst);
+
+/**
+ * Clear a rate limit inside the edit (ABI 1.2).
+ */
+tenure_status tenure_edit_clear_rate_limit(const struct tenure_edit *edit, const char *production);
 
 #ifdef __cplusplus
 }  // extern "C"

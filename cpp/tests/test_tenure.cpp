@@ -129,6 +129,9 @@ TEST_CASE("errors: every status maps to its class; unknown codes to the base") {
       CASE(TENURE_HOLD_LIMIT, HoldLimit, "hold_limit"),
       CASE(TENURE_HISTORY_PRUNED, HistoryPruned, "history_pruned"),
       CASE(TENURE_PRODUCTION_LIVE, ProductionLive, "production_live"),
+      CASE(TENURE_PRODUCTION_PAUSED, ProductionPaused, "production_paused"),
+      CASE(TENURE_CONCURRENCY_LIMIT, ConcurrencyLimit, "concurrency_limit"),
+      CASE(TENURE_RATE_LIMITED, RateLimited, "rate_limited"),
   };
 #undef CASE
   std::set<std::uint32_t> seen;

@@ -29,6 +29,7 @@ __all__ = [
     "ProductionStats",
     "Stats",
     "ClockRollback",
+    "ConcurrencyLimit",
     "Conflict",
     "DEFAULT_MAX_ATTEMPTS",
     "DeletedCounts",
@@ -53,9 +54,11 @@ __all__ = [
     "NotExtended",
     "NotFound",
     "ProductionLive",
+    "ProductionPaused",
     "ProductionView",
     "PruneReport",
     "PublishedFact",
+    "RateLimited",
     "Retention",
     "SCHEMA_VERSION",
     "SchemaTooNew",
@@ -190,6 +193,15 @@ class HistoryPruned(TenureError):
 
 class ProductionLive(TenureError):
     """Deleting a production that still has a live job."""
+
+class ProductionPaused(TenureError):
+    """A claim of a named job in a paused production."""
+
+class ConcurrencyLimit(TenureError):
+    """A claim of a named job beyond its production's concurrency limit."""
+
+class RateLimited(TenureError):
+    """A claim of a named job beyond its production's rate limit."""
 
 def error_class(code: int) -> type[TenureError]:
     """The exception class for a stable error number (``ValueError`` if unknown)."""

@@ -18,10 +18,11 @@ NAMES = [
     "NoJobAvailable", "StaleLease", "LeaseExpired", "LeaseClosed", "LeasePending",
     "NotExtended", "Cancelled", "JobTerminal", "ClockRollback", "TokenMalformed",
     "TokenTooLarge", "TokenUnsupportedVersion", "Busy", "SchemaTooNew", "StoreError",
-    "InternalError", "HoldLimit", "HistoryPruned", "ProductionLive",
+    "InternalError", "HoldLimit", "HistoryPruned", "ProductionLive", "ProductionPaused",
+    "ConcurrencyLimit", "RateLimited",
 ]
 # The stable numbers of NAMES, in order.
-CODES = list(range(1, 25))
+CODES = list(range(1, 28))
 
 
 def test_hierarchy_and_codes() -> None:

@@ -119,6 +119,11 @@ fn doc(code: ErrorCode) -> String {
             "A reader asked for events before the pruned horizon; they are gone."
         }
         ErrorCode::ProductionLive => "Deleting a production that still has a live job.",
+        ErrorCode::ProductionPaused => "A claim of a named job in a paused production.",
+        ErrorCode::ConcurrencyLimit => {
+            "A claim of a named job beyond its production's concurrency limit."
+        }
+        ErrorCode::RateLimited => "A claim of a named job beyond its production's rate limit.",
         _ => "An error of the tenure core.",
     };
     format!(

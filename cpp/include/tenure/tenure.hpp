@@ -212,6 +212,9 @@ TENURE_HPP_ERROR_CLASS(Internal, TENURE_INTERNAL)
 TENURE_HPP_ERROR_CLASS(HoldLimit, TENURE_HOLD_LIMIT)
 TENURE_HPP_ERROR_CLASS(HistoryPruned, TENURE_HISTORY_PRUNED)
 TENURE_HPP_ERROR_CLASS(ProductionLive, TENURE_PRODUCTION_LIVE)
+TENURE_HPP_ERROR_CLASS(ProductionPaused, TENURE_PRODUCTION_PAUSED)
+TENURE_HPP_ERROR_CLASS(ConcurrencyLimit, TENURE_CONCURRENCY_LIMIT)
+TENURE_HPP_ERROR_CLASS(RateLimited, TENURE_RATE_LIMITED)
 
 #undef TENURE_HPP_ERROR_CLASS
 
@@ -247,6 +250,9 @@ using InternalError = Internal;
     case TENURE_HOLD_LIMIT: throw HoldLimit(message);
     case TENURE_HISTORY_PRUNED: throw HistoryPruned(message);
     case TENURE_PRODUCTION_LIVE: throw ProductionLive(message);
+    case TENURE_PRODUCTION_PAUSED: throw ProductionPaused(message);
+    case TENURE_CONCURRENCY_LIMIT: throw ConcurrencyLimit(message);
+    case TENURE_RATE_LIMITED: throw RateLimited(message);
     default: throw Error(status, message);
   }
 }

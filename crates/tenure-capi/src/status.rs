@@ -92,6 +92,12 @@ statuses! {
         TENURE_HISTORY_PRUNED = 23 => c"history_pruned",
         /// Deleting a production that still has a live job.
         TENURE_PRODUCTION_LIVE = 24 => c"production_live",
+        /// A claim of a named job in a paused production.
+        TENURE_PRODUCTION_PAUSED = 25 => c"production_paused",
+        /// A claim of a named job beyond its production's concurrency limit.
+        TENURE_CONCURRENCY_LIMIT = 26 => c"concurrency_limit",
+        /// A claim of a named job beyond its production's rate limit.
+        TENURE_RATE_LIMITED = 27 => c"rate_limited",
     }
 }
 

@@ -81,6 +81,19 @@ pub fn opt_delay(us: Option<i64>) -> String {
 }
 
 /// A production.
+/// A production's gates as JSON.
+pub fn gates(g: &tenure::Gates) -> Value {
+    json!({
+        "paused_us": g.paused_us,
+        "concurrency": g.concurrency,
+        "rate": g.rate.map(|r| json!({
+            "claims": r.claims,
+            "interval_us": r.interval.as_micros() as u64,
+            "burst": r.burst,
+        })),
+    })
+}
+
 pub fn production(p: &ProductionView) -> Value {
     json!({
         "name": p.name,

@@ -629,3 +629,59 @@ fn claim_count_claims_a_batch_with_one_token_file_each() {
         .fails(code(ErrorCode::NoJobAvailable));
     assert!(!s.path("again.token.1").exists() && !s.path("again.token.2").exists());
 }
+
+#[test]
+fn production_pause_resume_and_limits() {
+    let s = Store::with_jobs(&["j1", "j2", "j3"]);
+    let v = s.json(&["production", "pause", "p"]);
+    assert_eq!(v["changed"], true);
+    assert!(s
+        .ok(&["production", "pause", "p"])
+        .contains("already paused"));
+    assert!(!s.json(&["production", "gates", "p"])["gates"]["paused_us"].is_null());
+    s.try_claim(
+        &["--job", "j1", "--holder", "h", "--ttl", "5m"],
+        &s.path("never.token"),
+    )
+    .fails(code(ErrorCode::ProductionPaused));
+    assert_eq!(s.json(&["production", "resume", "p"])["changed"], true);
+    let v = s.json(&["production", "limit", "p", "--concurrency", "1"]);
+    assert_eq!(v["gates"]["concurrency"], 1);
+    s.claim("j1", "5m");
+    s.try_claim(
+        &["--job", "j2", "--holder", "h", "--ttl", "5m"],
+        &s.path("never2.token"),
+    )
+    .fails(code(ErrorCode::ConcurrencyLimit));
+    let v = s.json(&[
+        "production",
+        "limit",
+        "p",
+        "--no-concurrency",
+        "--rate",
+        "1/1h",
+        "--burst",
+        "1",
+    ]);
+    assert!(v["gates"]["concurrency"].is_null());
+    assert_eq!(v["gates"]["rate"]["claims"], 1);
+    s.claim("j2", "5m");
+    s.try_claim(
+        &["--job", "j3", "--holder", "h", "--ttl", "5m"],
+        &s.path("never3.token"),
+    )
+    .fails(code(ErrorCode::RateLimited));
+    // Bad input changes nothing.
+    s.run(&["production", "limit", "p", "--concurrency", "0"])
+        .fails(code(ErrorCode::InvalidArgument));
+    s.run(&["production", "limit", "p", "--rate", "5"])
+        .fails(code(ErrorCode::InvalidArgument));
+    s.run(&["production", "limit", "p", "--rate", "5/48h"])
+        .fails(code(ErrorCode::InvalidDuration));
+    s.run(&["production", "limit", "p"]).fails(USAGE);
+    s.run(&["production", "pause", "nope"])
+        .fails(code(ErrorCode::NotFound));
+    let v = s.json(&["production", "limit", "p", "--no-rate"]);
+    assert!(v["gates"]["rate"].is_null());
+    assert!(v["gates"]["concurrency"].is_null());
+}

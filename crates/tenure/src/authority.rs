@@ -424,8 +424,9 @@ impl Authority {
             cancels,
             || self.claim_next(production, holder, ttl),
             || {
-                self.inner
-                    .read(|t, now_us| Ok((now_us, rules::next_claimable_us(t, production)?)))
+                self.inner.read(|t, now_us| {
+                    Ok((now_us, rules::next_claimable_us(t, production, now_us)?))
+                })
             },
         )
     }
@@ -485,6 +486,20 @@ impl Authority {
         })
     }
 
+    /// A production's claim gates: paused since when, concurrency limit,
+    /// rate limit (all `None` when none is set).
+    pub fn production_gates(&self, production: &str) -> Result<crate::Gates> {
+        crate::validate::id("production", production)?;
+        self.inner.read(|t, _| {
+            if t.production(production)?.is_none() {
+                return Err(Error::NotFound(format!("production {production:?}")));
+            }
+            Ok(t.gates(production)?
+                .map(|g| crate::Gates::from_row(&g))
+                .unwrap_or_default())
+        })
+    }
+
     /// When claim-next on `production` may next find work that nobody
     /// writes: the earliest not-before time of a requested job still
     /// waiting for it, or the earliest expiry of a claimed job, whichever
@@ -493,7 +508,7 @@ impl Authority {
     pub fn next_due_us(&self, production: &str) -> Result<Option<i64>> {
         crate::validate::id("production", production)?;
         self.inner
-            .read(|t, _| rules::next_claimable_us(t, production))
+            .read(|t, now_us| rules::next_claimable_us(t, production, now_us))
     }
 
     /// A job's payload.

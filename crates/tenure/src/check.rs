@@ -36,6 +36,13 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
     let horizon = t.history_horizon()?;
     report.history_horizon = horizon;
     let mut replay: HashMap<(String, String), Replay> = HashMap::new();
+    // The concurrency limit in effect per production (from its
+    // `production_limited` events) and every production's live leases by
+    // job, for the gate invariant: a claim never makes more live leases
+    // than the limit (a lease counts while its expiry is after the claim's
+    // time, as the rule counts it).
+    let mut limits: HashMap<String, u32> = HashMap::new();
+    let mut leases: HashMap<String, HashMap<String, i64>> = HashMap::new();
     let mut after = horizon;
     loop {
         let evs = t.snapshot_events(after, 5_000)?;
@@ -45,16 +52,44 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
         for ev in evs {
             after = ev.seq;
             report.events += 1;
+            if ev.kind == EventKind::ProductionLimited {
+                match crate::gates::concurrency_in_detail(&ev.detail) {
+                    Some(Some(k)) => {
+                        limits.insert(ev.production.clone(), k);
+                    }
+                    Some(None) => {
+                        limits.remove(&ev.production);
+                    }
+                    None => {}
+                }
+            }
             let Some(job) = ev.job.clone() else { continue };
             let name = format!("{}/{job}", ev.production);
             let r = replay
-                .entry((ev.production.clone(), job))
+                .entry((ev.production.clone(), job.clone()))
                 .or_insert_with(|| Replay {
                     partial: horizon > 0 && ev.kind != EventKind::Submitted,
                     ..Replay::default()
                 });
             match ev.kind {
                 EventKind::Claimed => {
+                    if let Some(&k) = limits.get(&ev.production) {
+                        let live = leases.get(&ev.production).map_or(0, |m| {
+                            m.iter()
+                                .filter(|(j, &e)| **j != job && e > ev.at_us)
+                                .count()
+                        });
+                        if live >= k as usize {
+                            v.push(format!(
+                                "job {name}: claim {} at {} µs made {} live leases in production {:?}, \
+                                 whose concurrency limit is {k}",
+                                fmt_claim(ev.claim_id),
+                                ev.at_us,
+                                live + 1,
+                                ev.production
+                            ));
+                        }
+                    }
                     if let Some((claim, exp)) = r.live {
                         if exp > ev.at_us {
                             v.push(format!(
@@ -115,9 +150,22 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                 EventKind::Cancelled | EventKind::Exhausted => {
                     r.live = None;
                 }
-                EventKind::ProductionCreated | EventKind::ProductionCancelled => {}
+                EventKind::ProductionCreated
+                | EventKind::ProductionCancelled
+                | EventKind::ProductionPaused
+                | EventKind::ProductionResumed
+                | EventKind::ProductionLimited => {}
             }
             r.state = ev.state;
+            let live = leases.entry(ev.production.clone()).or_default();
+            match r.live {
+                Some((_, exp)) => {
+                    live.insert(job, exp);
+                }
+                None => {
+                    live.remove(&job);
+                }
+            }
         }
     }
     let mut after_seq = 0;

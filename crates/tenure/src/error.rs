@@ -109,6 +109,15 @@ pub enum Error {
     /// limit (claim time + the job's max hold); the lease keeps its expiry.
     #[error("hold limit: {0}")]
     HoldLimit(String),
+    /// A claim of a named job in a paused production.
+    #[error("production paused: {0}")]
+    ProductionPaused(String),
+    /// A claim of a named job beyond its production's concurrency limit.
+    #[error("concurrency limit: {0}")]
+    ConcurrencyLimit(String),
+    /// A claim of a named job beyond its production's rate limit.
+    #[error("rate limited: {0}")]
+    RateLimited(String),
 }
 
 /// The error table: for every code its number, [`ErrorCode`] variant (named
@@ -226,6 +235,12 @@ error_table! {
         "A reader asked for events before the pruned horizon; they are gone.";
     24 ProductionLive "production_live"
         "Deleting a production that still has a live job.";
+    25 ProductionPaused "production_paused"
+        "A claim of a named job in a paused production.";
+    26 ConcurrencyLimit "concurrency_limit"
+        "A claim of a named job beyond its production's concurrency limit.";
+    27 RateLimited "rate_limited"
+        "A claim of a named job beyond its production's rate limit.";
 }
 
 impl Error {
@@ -269,7 +284,10 @@ impl Error {
             Store,
             Internal,
             HoldLimit,
-            ProductionLive
+            ProductionLive,
+            ProductionPaused,
+            ConcurrencyLimit,
+            RateLimited
         )
     }
 }
@@ -317,13 +335,13 @@ mod tests {
     #[test]
     fn codes_are_stable_and_dense() {
         let numbers: Vec<u32> = ErrorCode::ALL.iter().map(|c| c.as_u32()).collect();
-        let want: Vec<u32> = (1..=24).collect();
+        let want: Vec<u32> = (1..=27).collect();
         assert_eq!(numbers, want);
         for c in ErrorCode::ALL {
             assert_eq!(ErrorCode::from_u32(c.as_u32()), Some(c));
         }
         assert_eq!(ErrorCode::from_u32(0), None);
-        assert_eq!(ErrorCode::from_u32(25), None);
+        assert_eq!(ErrorCode::from_u32(28), None);
         // Spot-check numbers that the C ABI has published.
         assert_eq!(ErrorCode::StaleLease as u32, 7);
         assert_eq!(ErrorCode::ClockRollback as u32, 14);
@@ -393,6 +411,9 @@ mod tests {
             "hold_limit",
             "history_pruned",
             "production_live",
+            "production_paused",
+            "concurrency_limit",
+            "rate_limited",
         ];
         let names: Vec<_> = ErrorCode::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names, expected);

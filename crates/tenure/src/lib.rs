@@ -45,6 +45,7 @@ mod error;
 pub mod executor;
 mod fault;
 mod figures;
+mod gates;
 mod group;
 mod inner;
 mod keeper;
@@ -79,6 +80,7 @@ pub use figures::{
     Flow, Percentiles, ProductionStats, Stats, StatsQuery, DEFAULT_STATS_HORIZON,
     DEFAULT_STATS_WINDOW, FLOW_EVENT_CAP, MAX_STATS_SPAN,
 };
+pub use gates::{Gates, RateLimit, MAX_GATE, MAX_RATE_INTERVAL};
 pub use keeper::{Keeper, KeeperStatus};
 pub use lease::Lease;
 pub use model::{

@@ -292,11 +292,18 @@ pub enum EventKind {
     Exhausted,
     /// The schema migration rewrote the job (its old claim expired).
     Migrated,
+    /// A production was paused: no claim of it succeeds until it is resumed.
+    ProductionPaused,
+    /// A paused production was resumed.
+    ProductionResumed,
+    /// A production's concurrency or rate limit was set or cleared (the
+    /// detail says which and to what).
+    ProductionLimited,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 14] = [
         EventKind::ProductionCreated,
         EventKind::ProductionCancelled,
         EventKind::Submitted,
@@ -308,6 +315,9 @@ impl EventKind {
         EventKind::Cancelled,
         EventKind::Exhausted,
         EventKind::Migrated,
+        EventKind::ProductionPaused,
+        EventKind::ProductionResumed,
+        EventKind::ProductionLimited,
     ];
     /// Stable snake_case name.
     pub fn as_str(self) -> &'static str {
@@ -323,6 +333,9 @@ impl EventKind {
             EventKind::Cancelled => "cancelled",
             EventKind::Exhausted => "exhausted",
             EventKind::Migrated => "migrated",
+            EventKind::ProductionPaused => "production_paused",
+            EventKind::ProductionResumed => "production_resumed",
+            EventKind::ProductionLimited => "production_limited",
         }
     }
     pub(crate) fn parse(s: &str) -> Option<EventKind> {

@@ -51,6 +51,48 @@ macro_rules! shared_operations {
             self.step(|s| $crate::rules::set_production_backoff(s, production, backoff))
         }
 
+        /// Pause a production: until it is resumed no claim of it
+        /// succeeds (claim-next finds nothing, a named claim is
+        /// [`Error::ProductionPaused`](crate::Error::ProductionPaused));
+        /// submissions are accepted and leases already held keep working.
+        /// `Ok(false)` if it was already paused.
+        pub fn pause_production(&$($mut)? self, production: &str) -> $crate::Result<bool> {
+            self.step(|s| $crate::gates::pause(s, production))
+        }
+
+        /// Resume a paused production; its waiters wake. `Ok(false)` if it
+        /// was not paused.
+        pub fn resume_production(&$($mut)? self, production: &str) -> $crate::Result<bool> {
+            self.step(|s| $crate::gates::resume(s, production))
+        }
+
+        /// Set (`Some(k)`, 1 ..= [`MAX_GATE`](crate::MAX_GATE)) or clear
+        /// (`None`) a production's concurrency limit: at most `k` of its
+        /// leases live at once (a claim beyond it: claim-next finds
+        /// nothing, a named claim is
+        /// [`Error::ConcurrencyLimit`](crate::Error::ConcurrencyLimit)).
+        /// Takes effect for every claim that commits after it; lowering it
+        /// revokes no lease.
+        pub fn set_concurrency_limit(
+            &$($mut)? self,
+            production: &str,
+            limit: Option<u32>,
+        ) -> $crate::Result<()> {
+            self.step(|s| $crate::gates::set_concurrency(s, production, limit))
+        }
+
+        /// Set (`Some`) or clear (`None`) a production's rate limit (a
+        /// claim beyond it: claim-next finds nothing, a named claim is
+        /// [`Error::RateLimited`](crate::Error::RateLimited)). Setting a
+        /// different limit starts it with a full burst.
+        pub fn set_rate_limit(
+            &$($mut)? self,
+            production: &str,
+            limit: Option<$crate::RateLimit>,
+        ) -> $crate::Result<()> {
+            self.step(|s| $crate::gates::set_rate(s, production, limit))
+        }
+
         /// Submit a job. Same ID and same content (payload, priority,
         /// max_attempts, max_hold, backoff; not the not-before delay) is [`Submitted::Existing`](crate::Submitted::Existing);
         /// different content is [`Error::Conflict`](crate::Error::Conflict).

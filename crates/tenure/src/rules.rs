@@ -737,6 +737,16 @@ fn claim_locked(
     }
     match classify(&row, now) {
         JobState::Requested | JobState::Expired if row.attempts < row.max_attempts => {
+            let gate = crate::gates::for_claim(s.txn.as_mut(), production, None)?;
+            let mut now = now;
+            if let Some(g) = &gate {
+                let (at, admitted) = crate::gates::admit(s, production, g, now, 1)?;
+                now = at;
+                if let Err(shut) = admitted {
+                    return Err(crate::gates::refused(production, job, shut, now));
+                }
+                crate::gates::charge(s.txn.as_mut(), production, g, now, 1)?;
+            }
             mint(s, row, holder, ttl, now, asked)
         }
         JobState::Requested | JobState::Expired => Err(Error::NotClaimable(format!(
@@ -816,6 +826,18 @@ fn claim_next_scan(
     if start.exists == Some(false) {
         return Err(missing());
     }
+    // The claim gates (one rule, [`crate::gates`]): how many of the `n`
+    // claims may be made at `now`.
+    let gate = crate::gates::for_claim(s.txn.as_mut(), production, start.gated)?;
+    // The gates decide at a later sample ([`crate::gates::admit`]): a row
+    // claimable at the first sample still is.
+    let (now, n) = match &gate {
+        None => (now, n),
+        Some(g) => match crate::gates::admit(s, production, g, now, n)? {
+            (at, Ok(k)) => (at, k),
+            (_, Err(_)) => return Ok(Vec::new()),
+        },
+    };
     let mut first = Some(start.rows);
     let mut cursor = None;
     let mut page = n;
@@ -859,6 +881,9 @@ fn claim_next_scan(
     if let Some(a) = asked.filter(|_| !out.is_empty()) {
         record_request(s, a, &out, now)?;
     }
+    if let Some(g) = &gate {
+        crate::gates::charge(s.txn.as_mut(), production, g, now, out.len())?;
+    }
     write_many(s, &mut changes)?;
     Ok(out)
 }
@@ -870,13 +895,22 @@ fn claim_next_scan(
 /// failed by the claim that meets it), whichever comes first. A waiting
 /// claimant ([`crate::Authority::claim_next_wait`]) wakes then; a time
 /// already past means now. `None`: only a commit can make work claimable.
-pub(crate) fn next_claimable_us(txn: &mut dyn Txn, production: &str) -> Result<Option<i64>> {
+///
+/// Under the production's claim gates ([`crate::gates::wake_us`]) at `now`:
+/// paused, `None`; over the rate, when the next claim is allowed; at the
+/// concurrency limit, the earliest expiry of a live lease.
+pub(crate) fn next_claimable_us(
+    txn: &mut dyn Txn,
+    production: &str,
+    now: i64,
+) -> Result<Option<i64>> {
     let due = txn.earliest_due(production)?;
     let expiry = txn.earliest_expiry(production)?;
-    Ok(match (due, expiry) {
+    let base = match (due, expiry) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    })
+    };
+    crate::gates::wake_us(txn, production, now, base)
 }
 
 /// The authoritative check of a claimant's lease (invariant 2): production,

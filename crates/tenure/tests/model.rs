@@ -81,6 +81,28 @@ enum Op {
         tombstones: usize,
         events: usize,
     },
+    Pause,
+    Resume,
+    /// Set (1 or 2) or clear (0) the concurrency limit.
+    Limit {
+        k: u32,
+    },
+    /// Set (an index into `RATES`) or clear the rate limit.
+    Rate {
+        r: Option<usize>,
+    },
+}
+
+/// Rate limits: (claims, interval µs, burst).
+const RATES: [(u32, i64, u32); 2] = [(2, 1_000_000, 1), (5, 2_000_000, 2)];
+
+/// The production's gates as the model keeps them.
+#[derive(Debug, Clone, Default)]
+struct MGates {
+    paused: bool,
+    limit: Option<u32>,
+    rate: Option<usize>,
+    tat: i64,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -100,6 +122,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..8_000_000i64).prop_map(|us| Op::Backward { us }),
         1 => Just(Op::Reopen),
         2 => (0..3usize, 0..3usize, 0..3usize).prop_map(|(jobs, tombstones, events)| Op::Prune { jobs, tombstones, events }),
+        1 => Just(Op::Pause),
+        1 => Just(Op::Resume),
+        1 => (0..3u32).prop_map(|k| Op::Limit { k }),
+        1 => proptest::option::of(0..2usize).prop_map(|r| Op::Rate { r }),
     ]
 }
 
@@ -194,6 +220,7 @@ struct Model {
     /// were made and whether each was closed locally then (a call checks
     /// its lease's local status before it queues).
     frozen: Option<Vec<bool>>,
+    gates: MGates,
 }
 
 /// What the pre-commit check of one group member needs (see
@@ -217,6 +244,40 @@ impl Model {
             S::Completed => JobState::Completed,
             S::Failed => JobState::Failed,
             S::Cancelled => JobState::Cancelled,
+        }
+    }
+
+    /// The claim gates at `now`: paused, over the rate, at the limit.
+    fn gate(&self, now: i64) -> Result<(), ErrorCode> {
+        let g = &self.gates;
+        if g.paused {
+            return Err(ErrorCode::ProductionPaused);
+        }
+        if let Some(r) = g.rate {
+            let (n, iv, b) = RATES[r];
+            let t = iv / i64::from(n);
+            if t * i64::from(b) - (g.tat.max(now) - now) < t {
+                return Err(ErrorCode::RateLimited);
+            }
+        }
+        if let Some(k) = g.limit {
+            let live = self
+                .jobs
+                .values()
+                .filter(|j| j.state == S::Claimed && j.expires > now)
+                .count();
+            if live >= k as usize {
+                return Err(ErrorCode::ConcurrencyLimit);
+            }
+        }
+        Ok(())
+    }
+
+    /// One claim made at `now` under the rate limit.
+    fn charge(&mut self, now: i64) {
+        if let Some(r) = self.gates.rate {
+            let (n, iv, _) = RATES[r];
+            self.gates.tat = self.gates.tat.max(now) + iv / i64::from(n);
         }
     }
 
@@ -371,11 +432,12 @@ impl Model {
             self.leases.clone(),
             self.claims,
             self.seq,
+            self.gates.clone(),
         );
         let mut read = t;
         let mut first_pre = false;
         for round in 0.. {
-            (self.jobs, self.leases, self.claims, self.seq) = snapshot.clone();
+            (self.jobs, self.leases, self.claims, self.seq, self.gates) = snapshot.clone();
             let mut results = Vec::new();
             for &i in &members {
                 self.now = read;
@@ -417,7 +479,7 @@ impl Model {
             }
             members = kept;
             if members.is_empty() {
-                (self.jobs, self.leases, self.claims, self.seq) = snapshot.clone();
+                (self.jobs, self.leases, self.claims, self.seq, self.gates) = snapshot.clone();
                 break;
             }
         }
@@ -487,6 +549,10 @@ impl Model {
                 }
                 match self.classify(j, now) {
                     JobState::Requested | JobState::Expired if j.attempts < j.max => {
+                        if let Err(c) = self.gate(now) {
+                            return Out::Err(c);
+                        }
+                        self.charge(now);
                         self.mint(name, TTLS[ttl], now)
                     }
                     JobState::Cancelled => Out::Err(ErrorCode::Cancelled),
@@ -498,6 +564,9 @@ impl Model {
                     Ok(n) => n,
                     Err(c) => return Out::Err(c),
                 };
+                if self.gate(now).is_err() {
+                    return Out::Err(ErrorCode::NoJobAvailable);
+                }
                 let mut live: Vec<(i32, usize, String)> = self
                     .jobs
                     .iter()
@@ -513,7 +582,8 @@ impl Model {
                     match self.classify(j, now) {
                         JobState::Claimed => continue,
                         JobState::Requested | JobState::Expired if j.attempts < j.max => {
-                            return self.mint(&name, TTLS[ttl], now)
+                            self.charge(now);
+                            return self.mint(&name, TTLS[ttl], now);
                         }
                         _ => {
                             let j = self.jobs.get_mut(&name).unwrap();
@@ -628,6 +698,26 @@ impl Model {
             }
             Op::Reopen => Out::Ok(String::new()),
             Op::Prune { .. } => unreachable!("prune steps are checked in `run`"),
+            Op::Pause | Op::Resume => {
+                self.mark = self.mark.max(self.now);
+                let pause = matches!(op, Op::Pause);
+                let changed = self.gates.paused != pause;
+                self.gates.paused = pause;
+                Out::Ok(format!("{changed}"))
+            }
+            Op::Limit { k } => {
+                self.mark = self.mark.max(self.now);
+                self.gates.limit = (k > 0).then_some(k);
+                Out::Ok("limited".into())
+            }
+            Op::Rate { r } => {
+                self.mark = self.mark.max(self.now);
+                if self.gates.rate != r {
+                    self.gates.rate = r;
+                    self.gates.tat = 0;
+                }
+                Out::Ok("limited".into())
+            }
         }
     }
 
@@ -776,6 +866,22 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
                 "already".into()
             }
         }),
+        Op::Pause => out(a.pause_production("p"), |c| format!("{c}")),
+        Op::Resume => out(a.resume_production("p"), |c| format!("{c}")),
+        Op::Limit { k } => out(a.set_concurrency_limit("p", (k > 0).then_some(k)), |_| {
+            "limited".into()
+        }),
+        Op::Rate { r } => out(
+            a.set_rate_limit(
+                "p",
+                r.map(|r| RateLimit {
+                    claims: RATES[r].0,
+                    interval: std::time::Duration::from_micros(RATES[r].1 as u64),
+                    burst: RATES[r].2,
+                }),
+            ),
+            |_| "limited".into(),
+        ),
         Op::Import { .. }
         | Op::Forward { .. }
         | Op::Backward { .. }
@@ -826,6 +932,7 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         claims: 0,
         seq: 0,
         frozen: None,
+        gates: MGates::default(),
     };
     model.mark = env.auth.clock().unwrap().mark_us;
     let mut leases: Vec<Lease> = Vec::new();

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use tenure::*;
 
 mod common;
-use common::{downgrade_to_schema_3, skip_on_postgres, Env, SQLITE_UNDO_10, SQLITE_UNDO_STATS};
+use common::{downgrade_to_schema_3, skip_on_postgres, Env, SQLITE_UNDO_10, SQLITE_UNDO_11};
 
 /// The tokens of an SQL text, lower-cased outside string literals, joined
 /// by single spaces.
@@ -333,7 +333,7 @@ fn a_v1_store_migrated_has_the_layout_of_a_new_store_and_its_old_events() {
 /// What each schema from 10 down to 5 lacks of the one after it (schema 9
 /// changed only PostgreSQL's layout).
 const UNDO: &[(u32, &str)] = &[
-    (10, SQLITE_UNDO_STATS),
+    (10, SQLITE_UNDO_11),
     (9, SQLITE_UNDO_10),
     (8, "PRAGMA user_version = 8;"),
     (
@@ -457,7 +457,7 @@ fn the_statistics_step_fills_the_counts_from_the_rows() {
     let path = env.path();
     Connection::open(&path)
         .unwrap()
-        .execute_batch(SQLITE_UNDO_STATS)
+        .execute_batch(SQLITE_UNDO_11)
         .unwrap();
     drop(held);
     let Env {

@@ -149,6 +149,23 @@ pub fn torture(quick: bool) -> Result {
     campaign("storm", &storm)?;
     campaign("fuzz", &["--cases".into(), s(&plan.fuzz_cases)])?;
     capi_fuzz(if quick { 20_000 } else { 1_000_000 })?;
+    // Worker processes at a concurrency limit of three (16 on SQLite): the
+    // event log never shows four live leases. `cargo test` runs 5 s of it;
+    // the full campaign runs 60 s.
+    if !quick {
+        step("campaign: concurrency limit (60 s)");
+        run(cargo()
+            .args([
+                "test",
+                "--locked",
+                "-p",
+                "tenure",
+                "--test",
+                "gates",
+                "processes_at_a_concurrency_limit_of_three_never_hold_four_leases",
+            ])
+            .env("TENURE_GATES_SOAK_SECS", "60"))?;
+    }
     let _ = std::fs::remove_dir_all(&work);
     if !quick {
         postgres(false)?;

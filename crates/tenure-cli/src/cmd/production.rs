@@ -1,4 +1,4 @@
-//! `tenure production create|list|cancel|delete|export`.
+//! `tenure production create|list|cancel|backoff|pause|resume|limit|gates|delete|export`.
 
 use super::{Ctx, Done};
 use crate::fail::local;
@@ -8,7 +8,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use tenure::{Backoff, DeletedCounts, ProductionView};
+use tenure::{Backoff, DeletedCounts, Gates, ProductionView, RateLimit};
 
 #[derive(Subcommand)]
 pub enum Cmd {
@@ -35,6 +35,35 @@ pub enum Cmd {
         #[arg(long)]
         clear: bool,
     },
+    /// Pause a production: no claim of it succeeds until it is resumed
+    /// (submissions are accepted, leases already held keep working).
+    Pause { name: String },
+    /// Resume a paused production; its waiting workers wake.
+    Resume { name: String },
+    /// Set or clear a production's concurrency limit (at most K live leases
+    /// at once) and rate limit (at most N claims per INTERVAL, BURST at once).
+    Limit {
+        name: String,
+        /// At most K live leases at once (1..=1000000).
+        #[arg(long, value_name = "K", conflicts_with = "no_concurrency")]
+        concurrency: Option<u32>,
+        /// Clear the concurrency limit.
+        #[arg(long)]
+        no_concurrency: bool,
+        /// At most N claims per INTERVAL (e.g. 100/1s; N 1..=1000000,
+        /// INTERVAL at most 24h and at least 1 µs per claim).
+        #[arg(long, value_name = "N/INTERVAL", conflicts_with = "no_rate")]
+        rate: Option<String>,
+        /// With --rate: at most B claims at once after an idle spell
+        /// (1..=1000000; default N).
+        #[arg(long, value_name = "B", requires = "rate")]
+        burst: Option<u32>,
+        /// Clear the rate limit.
+        #[arg(long)]
+        no_rate: bool,
+    },
+    /// Show a production's gates: paused since when, concurrency and rate limit.
+    Gates { name: String },
     /// Remove a finished production with its jobs, facts, events and
     /// tombstones (refused, exit 34, while a job is not terminal).
     Delete { name: String },
@@ -69,6 +98,76 @@ impl Render for BackoffSet {
     fn json(&self) -> Value {
         json!({"production": self.name, "backoff": out::backoff(self.backoff)})
     }
+}
+
+struct GatesShown {
+    name: String,
+    gates: Gates,
+}
+
+impl Render for GatesShown {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        let g = &self.gates;
+        writeln!(
+            o,
+            "production {} paused {}, concurrency limit {}, rate limit {}",
+            self.name,
+            g.paused_us
+                .map(|t| format!("since {}", out::time(t)))
+                .unwrap_or_else(|| "no".into()),
+            g.concurrency
+                .map(|k| k.to_string())
+                .unwrap_or_else(|| "none".into()),
+            g.rate
+                .map(|r| format!(
+                    "{}/{}µs burst {}",
+                    r.claims,
+                    r.interval.as_micros(),
+                    r.burst
+                ))
+                .unwrap_or_else(|| "none".into()),
+        )
+    }
+
+    fn json(&self) -> Value {
+        json!({"production": self.name, "gates": out::gates(&self.gates)})
+    }
+}
+
+struct Paused {
+    name: String,
+    paused: bool,
+    changed: bool,
+}
+
+impl Render for Paused {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        let what = if self.paused { "paused" } else { "resumed" };
+        if self.changed {
+            writeln!(o, "{what} production {}", self.name)
+        } else {
+            writeln!(o, "production {} was already {what}", self.name)
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({"production": self.name, "paused": self.paused, "changed": self.changed})
+    }
+}
+
+/// `N/INTERVAL` (and a burst) as a rate limit.
+fn rate(text: &str, burst: Option<u32>) -> tenure::Result<RateLimit> {
+    let bad = || {
+        tenure::Error::InvalidArgument(format!("a rate is N/INTERVAL (e.g. 100/1s), got {text:?}"))
+    };
+    let (n, i) = text.split_once('/').ok_or_else(bad)?;
+    let claims: u32 = n.trim().parse().map_err(|_| bad())?;
+    let interval = super::delay(i.trim())?;
+    Ok(RateLimit {
+        claims,
+        interval: std::time::Duration::from_micros(interval.as_micros().unsigned_abs()),
+        burst: burst.unwrap_or(claims),
+    })
 }
 
 struct Deleted {
@@ -208,8 +307,65 @@ pub fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
         Cmd::Backoff { policy, .. } => policy.as_deref().map(super::backoff).transpose()?,
         _ => None,
     };
+    let limits = match &c {
+        Cmd::Limit {
+            concurrency,
+            no_concurrency,
+            rate: r,
+            burst,
+            no_rate,
+            ..
+        } => {
+            if concurrency.is_none() && !no_concurrency && r.is_none() && !no_rate {
+                return Err(crate::fail::usage(
+                    "limit: give --concurrency K, --no-concurrency, --rate N/INTERVAL or --no-rate",
+                ));
+            }
+            let k = concurrency.map(Some).or(no_concurrency.then_some(None));
+            let r = match r {
+                Some(t) => Some(Some(rate(t, *burst)?)),
+                None => no_rate.then_some(None),
+            };
+            Some((k, r))
+        }
+        _ => None,
+    };
     let auth = ctx.open()?;
     match c {
+        Cmd::Pause { name } => {
+            let changed = auth.pause_production(&name)?;
+            Done::show(Paused {
+                name,
+                paused: true,
+                changed,
+            })
+        }
+        Cmd::Resume { name } => {
+            let changed = auth.resume_production(&name)?;
+            Done::show(Paused {
+                name,
+                paused: false,
+                changed,
+            })
+        }
+        Cmd::Limit { name, .. } => {
+            let (k, r) = limits.unwrap_or_default();
+            // Both in one edit: all or nothing.
+            let mut e = auth.edit()?;
+            if let Some(k) = k {
+                e.set_concurrency_limit(&name, k)?;
+            }
+            if let Some(r) = r {
+                e.set_rate_limit(&name, r)?;
+            }
+            e.commit()?;
+            let gates = auth.production_gates(&name)?;
+            Done::show(GatesShown { name, gates })
+        }
+        Cmd::Gates { name } => {
+            let gates = auth.production_gates(&name)?;
+            Done::show(GatesShown { name, gates })
+        }
         Cmd::Create { name } => {
             let created = auth.create_production(&name)?;
             Done::show(Created { name, created })

@@ -112,6 +112,45 @@ pub(crate) struct ProductionRow {
     pub backoff: Option<Backoff>,
 }
 
+/// A production's claim gates (table `production_gates`, one row per
+/// production that ever had one set; no row: no gate): see
+/// [`crate::gates`]. `rate_tat_us` is the rate limit's state, the
+/// theoretical arrival time of the generic cell rate algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct GateRow {
+    pub paused_us: Option<i64>,
+    pub concurrency: Option<u32>,
+    /// `(claims, interval_us, burst)`.
+    pub rate: Option<(u32, i64, u32)>,
+    pub rate_tat_us: i64,
+}
+
+impl GateRow {
+    /// Whether any gate is set (a claim must consult it).
+    pub(crate) fn any(&self) -> bool {
+        self.paused_us.is_some() || self.concurrency.is_some() || self.rate.is_some()
+    }
+}
+
+/// Decode stored rate columns; anything but three values or three NULLs
+/// is a corrupt row.
+pub(crate) fn rate_from_cols(
+    n: Option<i64>,
+    interval: Option<i64>,
+    burst: Option<i64>,
+) -> Result<Option<(u32, i64, u32)>> {
+    let bad = || crate::error::Error::Store("corrupt rate-limit columns".into());
+    match (n, interval, burst) {
+        (None, None, None) => Ok(None),
+        (Some(n), Some(i), Some(b)) => Ok(Some((
+            u32::try_from(n).map_err(|_| bad())?,
+            i,
+            u32::try_from(b).map_err(|_| bad())?,
+        ))),
+        _ => Err(bad()),
+    }
+}
+
 /// A back-off as stored: `(base_us, cap_us)` columns, both NULL for none.
 pub(crate) fn backoff_cols(b: Option<Backoff>) -> (Option<i64>, Option<i64>) {
     match b {
@@ -290,6 +329,9 @@ pub(crate) struct ClaimStart {
     pub exists: Option<bool>,
     /// The scan's first page.
     pub rows: Vec<JobRow>,
+    /// Whether the production has a gate row (`None`: not looked up; the
+    /// rules read [`Txn::gates`]).
+    pub gated: Option<bool>,
 }
 
 /// The clock for a step: the authority's (`local_now`) or the store's.
@@ -404,11 +446,17 @@ pub(crate) trait Txn: Send {
                 now,
                 exists,
                 rows: Vec::new(),
+                gated: None,
             });
         }
         self.unpark_due(production, now, LiveScan::Claim { now })?;
         let rows = self.live_jobs(production, None, limit, LiveScan::Claim { now })?;
-        Ok(ClaimStart { now, exists, rows })
+        Ok(ClaimStart {
+            now,
+            exists,
+            rows,
+            gated: None,
+        })
     }
     /// A clock sample for an unguarded write (a submission, a cancel):
     /// may be one the store took earlier in this transaction and has not
@@ -444,6 +492,31 @@ pub(crate) trait Txn: Send {
     /// Write a production's default retry back-off.
     fn set_production_backoff(&mut self, name: &str, backoff: Option<Backoff>) -> Result<()>;
     fn productions(&mut self) -> Result<Vec<ProductionRow>>;
+    /// The production's gate row, if it has one; in a write transaction
+    /// locked until the transaction ends against every other claim of the
+    /// production that reads it (PostgreSQL: `FOR UPDATE`; SQLite: the
+    /// store-wide writer lock).
+    fn gates(&mut self, production: &str) -> Result<Option<GateRow>>;
+    /// Write the production's gate row (insert or replace).
+    fn set_gates(&mut self, production: &str, gates: &GateRow) -> Result<()>;
+    /// Whether a claim may wait for [`Txn::gates`]'s lock after its first
+    /// clock sample, and commits of other transactions become visible to
+    /// it meanwhile (PostgreSQL): the gates then decide at a sample taken
+    /// after reading the live leases. Default: false (SQLite's writer lock
+    /// is held before the first sample).
+    fn gate_waits(&self) -> bool {
+        false
+    }
+    /// Hold the production exclusively until the transaction ends, before
+    /// a coordinator changes its gates: no claim of it that read the gates
+    /// earlier is still in flight. Default: nothing (a store-wide writer
+    /// lock, SQLite).
+    fn hold_production(&mut self, _production: &str) -> Result<()> {
+        Ok(())
+    }
+    /// The expiries of the production's leases stored `claimed` with an
+    /// expiry after `after`, as committed when the read began.
+    fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>>;
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>>;
     fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>>;

@@ -240,9 +240,11 @@ pub fn pg_downgrade_to_schema_4(url: &str) {
 /// Turn a current SQLite store back into its schema 9 layout: no end
 /// times, `jobs_by_state` and `events_by_production` indexes, claim-next's
 /// index keyed on the state.
-/// What schema 10 lacks of the statistics' step: the kept job counts and
-/// their triggers, the indexes and the event columns the statistics read.
-pub const SQLITE_UNDO_STATS: &str = "
+/// What schema 10 lacks of schema 11: the kept job counts and their
+/// triggers, the indexes and the event columns the statistics read, and the
+/// claim gates.
+pub const SQLITE_UNDO_11: &str = "
+    DROP TABLE production_gates;
     DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete;
     DROP TRIGGER job_counts_update; DROP TABLE job_counts;
     DROP INDEX jobs_waiting; DROP INDEX jobs_claimed; DROP INDEX events_by_time;
@@ -283,7 +285,7 @@ pub fn downgrade_to_schema_3(env: &Env) {
         None => rusqlite::Connection::open(env.path())
             .unwrap()
             .execute_batch(
-                &(SQLITE_UNDO_STATS.to_owned() + SQLITE_UNDO_10 +
+                &(SQLITE_UNDO_11.to_owned() + SQLITE_UNDO_10 +
                 // Schema 8 keeps the mark on the newest event, schema 7 a
                 // completion's provenance in the job row;
                 // the stores before it hold it as fact rows, placed after

@@ -26,6 +26,7 @@ const STEPS: &[(u32, &str)] = &[
     (8, MIGRATE_7_TO_8),
     (9, MIGRATE_8_TO_9),
     (11, ADD_STATS_FIGURES),
+    (11, ADD_PRODUCTION_GATES),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the
@@ -194,6 +195,20 @@ INSERT INTO tenure.job_counts (production, state, n)
 /// beside the migrated store then fails its writes instead of keeping a
 /// mark nobody reads). Additive apart from that drop; idempotent (a store
 /// without `tenure.marks` keeps its log as it is).
+/// The claim gates (see `crate::gates`): a production's pause, limits and
+/// rate-limit state. Additive only, idempotent.
+const ADD_PRODUCTION_GATES: &str = r#"
+CREATE TABLE IF NOT EXISTS tenure.production_gates (
+    name             TEXT COLLATE "C" PRIMARY KEY,
+    paused_us        BIGINT,
+    concurrency      BIGINT CHECK (concurrency IS NULL OR concurrency > 0),
+    rate_claims      BIGINT CHECK (rate_claims IS NULL OR rate_claims > 0),
+    rate_interval_us BIGINT CHECK (rate_interval_us IS NULL OR rate_interval_us > 0),
+    rate_burst       BIGINT CHECK (rate_burst IS NULL OR rate_burst > 0),
+    rate_tat_us      BIGINT NOT NULL DEFAULT 0
+);
+"#;
+
 const MIGRATE_8_TO_9: &str = r#"
 CREATE TABLE IF NOT EXISTS tenure.mark_log (value BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS mark_log_by_value ON tenure.mark_log (value);

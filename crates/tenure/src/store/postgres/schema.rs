@@ -20,6 +20,8 @@ use postgres::Client;
 ///   backend's module docs); the mark is its largest value, 0 when empty.
 /// - `productions`, with their default back-off and the claim floor (see
 ///   [`super::pool::Pool::raise_claim_floor`]).
+/// - `production_gates`: a production's pause, concurrency and rate limit
+///   and the rate limit's state (see `crate::gates`); no row: no gate.
 /// - `jobs`: one row per job, rewritten by every transition, so its pages
 ///   keep 30 % free (`fillfactor = 70`) and no index covers a column a
 ///   renewal changes (a renewal is a HOT update). `ended_us` is
@@ -131,6 +133,15 @@ CREATE TABLE tenure.productions (
     backoff_base_us BIGINT,
     backoff_cap_us  BIGINT,
     claim_floor     BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE tenure.production_gates (
+    name             TEXT COLLATE "C" PRIMARY KEY,
+    paused_us        BIGINT,
+    concurrency      BIGINT CHECK (concurrency IS NULL OR concurrency > 0),
+    rate_claims      BIGINT CHECK (rate_claims IS NULL OR rate_claims > 0),
+    rate_interval_us BIGINT CHECK (rate_interval_us IS NULL OR rate_interval_us > 0),
+    rate_burst       BIGINT CHECK (rate_burst IS NULL OR rate_burst > 0),
+    rate_tat_us      BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE tenure.jobs (
     seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

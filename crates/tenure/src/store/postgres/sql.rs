@@ -175,6 +175,7 @@ macro_rules! claim_page {
 pub(super) const CLAIM_START: &str = concat!(
     "WITH lk AS MATERIALIZED (
                  SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3) AS found,
+                        EXISTS (SELECT 1 FROM tenure.production_gates WHERE name = $3) AS gated,
                         coalesce((SELECT claim_floor FROM tenure.productions
                                   WHERE name = $3), 0) AS floor,
                         coalesce($5::bigint, ",
@@ -201,7 +202,8 @@ pub(super) const CLAIM_START: &str = concat!(
     ")
              SELECT r.*, lk.found, lk.now,
                     EXISTS (SELECT 1 FROM tenure.jobs WHERE production = $3 AND parked
-                            AND due_us <= lk.now)
+                            AND due_us <= lk.now),
+                    lk.gated
              FROM lk LEFT JOIN (SELECT *, 1 AS src FROM ready
                                 UNION ALL SELECT *, 2 AS src FROM due) r ON true
              ORDER BY r.priority DESC, r.seq"
@@ -588,6 +590,57 @@ pub(super) const INSERT_PRODUCTION: &str =
 pub(super) const SET_PRODUCTION_BACKOFF: &str =
     "UPDATE tenure.productions SET backoff_base_us = $2, backoff_cap_us = $3
          WHERE name = $1";
+
+/// The gate columns of `tenure.production_gates`.
+macro_rules! gate_cols {
+    () => {
+        "paused_us, concurrency, rate_claims, rate_interval_us, rate_burst, rate_tat_us"
+    };
+}
+
+/// Production `$1`'s gate row, locked.
+pub(super) const GATES_FOR_UPDATE: &str = concat!(
+    "SELECT ",
+    gate_cols!(),
+    " FROM tenure.production_gates WHERE name = $1 FOR UPDATE"
+);
+
+/// The production's shared lock (`$1`, `$2`), then production `$3`'s gate
+/// row, locked (no gate columns: no row).
+pub(super) const LOCK_GATES_FOR_UPDATE: &str = concat!(
+    "SELECT g.",
+    "paused_us, g.concurrency, g.rate_claims, g.rate_interval_us, g.rate_burst, g.rate_tat_us",
+    ", l.locked
+         FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2)::text AS locked OFFSET 0) l
+         LEFT JOIN LATERAL (SELECT ",
+    gate_cols!(),
+    " FROM tenure.production_gates WHERE name = $3 FOR UPDATE) g ON true"
+);
+
+/// Production `$1`'s gate row, unlocked (a read transaction).
+pub(super) const GATES: &str = concat!(
+    "SELECT ",
+    gate_cols!(),
+    " FROM tenure.production_gates WHERE name = $1"
+);
+
+/// Writes production `$1`'s gate row.
+pub(super) const SET_GATES: &str = concat!(
+    "INSERT INTO tenure.production_gates (name, ",
+    gate_cols!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (name) DO UPDATE SET paused_us = EXCLUDED.paused_us,
+         concurrency = EXCLUDED.concurrency, rate_claims = EXCLUDED.rate_claims,
+         rate_interval_us = EXCLUDED.rate_interval_us, rate_burst = EXCLUDED.rate_burst,
+         rate_tat_us = EXCLUDED.rate_tat_us"
+);
+
+/// The expiries of production `$1`'s claimed jobs expiring after `$2`.
+pub(super) const LIVE_EXPIRIES: &str = "SELECT expires_us FROM tenure.jobs
+         WHERE production = $1 AND state = 'claimed' AND expires_us > $2";
+
+/// Deletes production `$1`'s gate row.
+pub(super) const DELETE_GATES: &str = "DELETE FROM tenure.production_gates WHERE name = $1";
 
 /// How many live jobs production `$1` has.
 pub(super) const COUNT_LIVE_JOBS: &str = "SELECT count(*) FROM tenure.jobs

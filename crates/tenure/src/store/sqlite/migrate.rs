@@ -13,7 +13,7 @@
 //! | 6 | `jobs.provenance_at` |
 //! | 7 | `events.mark_us` |
 //! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
-//! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]) |
+//! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]) |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
@@ -209,6 +209,17 @@ fn add_stats_figures(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// The step that adds the claim gates (`production_gates`, see
+/// [`crate::gates`]): additive; a store that has the table keeps it.
+fn add_production_gates(conn: &Connection) -> Result<()> {
+    conn.execute_batch(concat!(
+        "CREATE TABLE IF NOT EXISTS production_gates ",
+        super::schema::production_gates_table!(),
+        ";"
+    ))?;
+    Ok(())
+}
+
 /// Bring the store to the current schema in one `BEGIN IMMEDIATE`
 /// transaction: an empty file gets the current layout, an older store
 /// runs every step from its version on.
@@ -264,6 +275,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                     migrate_9_to_10(conn)?;
                 }
                 add_stats_figures(conn)?;
+                add_production_gates(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}

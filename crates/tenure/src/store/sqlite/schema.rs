@@ -131,7 +131,24 @@ CREATE INDEX IF NOT EXISTS events_by_time ON events (production, at_us);
 "
     };
 }
-pub(super) use {claim_requests_table, jobs_table, stats_figures, tombstones_table};
+/// What follows `CREATE TABLE production_gates` in [`CURRENT`], which the
+/// step that adds the table in [`super::migrate`] creates.
+macro_rules! production_gates_table {
+    () => {
+        "(
+    name             TEXT PRIMARY KEY,
+    paused_us        INTEGER,
+    concurrency      INTEGER CHECK (concurrency IS NULL OR concurrency > 0),
+    rate_claims      INTEGER CHECK (rate_claims IS NULL OR rate_claims > 0),
+    rate_interval_us INTEGER CHECK (rate_interval_us IS NULL OR rate_interval_us > 0),
+    rate_burst       INTEGER CHECK (rate_burst IS NULL OR rate_burst > 0),
+    rate_tat_us      INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID"
+    };
+}
+pub(super) use {
+    claim_requests_table, jobs_table, production_gates_table, stats_figures, tombstones_table,
+};
 
 /// The tables and indexes of a store at [`crate::store::SCHEMA_VERSION`].
 ///
@@ -157,6 +174,9 @@ pub(super) use {claim_requests_table, jobs_table, stats_figures, tombstones_tabl
 ///   larger of `meta`'s and the newest event's ([`super::sql::HIGH_WATER_SQL`]).
 /// - `facts`, `nonces`, `claim_requests` (claims made under a request ID),
 ///   `tombstones` (jobs pruned, with what they were submitted with).
+/// - `production_gates`: a production's pause, concurrency limit, rate
+///   limit and the rate limit's state (see [`crate::gates`]); a production
+///   that never had one set has no row.
 pub(super) const CURRENT: &str = concat!(
     "
 CREATE TABLE meta (
@@ -219,6 +239,9 @@ CREATE TABLE tombstones ",
     tombstones_table!(),
     ";
 CREATE INDEX tombstones_by_age ON tombstones (pruned_us);
+CREATE TABLE production_gates ",
+    production_gates_table!(),
+    ";
 ",
     stats_figures!()
 );

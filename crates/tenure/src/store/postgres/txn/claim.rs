@@ -82,6 +82,7 @@ pub(super) fn claim_start(
     let exists: bool = first.get(JOB_COLS + 1);
     let now: i64 = first.get(JOB_COLS + 2);
     let due_parked: bool = first.get(JOB_COLS + 3);
+    let gated: bool = first.get(JOB_COLS + 4);
     let mut out = Vec::with_capacity(rows.len());
     let mut full = [0usize; 2];
     for r in &rows {
@@ -128,6 +129,7 @@ pub(super) fn claim_start(
         now,
         exists: Some(exists),
         rows: out,
+        gated: Some(gated),
     })
 }
 

@@ -19,8 +19,7 @@ use super::{listen, literal, map_err};
 use crate::error::{Error, Result};
 use crate::model::{Event, PublishedFact};
 use crate::store::{
-    ClaimStart, ClaimedFigures, FlowEvent, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent,
-    ProductionRow, RequestRow, Stored, Tombstone, Txn, WaitingFigures,
+    ClaimStart, ClaimedFigures, FlowEvent, GateRow, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use postgres::types::ToSql;
@@ -367,6 +366,26 @@ impl Txn for PgTxn {
 
     fn productions(&mut self) -> Result<Vec<ProductionRow>> {
         productions::productions(self)
+    }
+
+    fn gates(&mut self, production: &str) -> Result<Option<GateRow>> {
+        productions::gates(self, production)
+    }
+
+    fn set_gates(&mut self, production: &str, gates: &GateRow) -> Result<()> {
+        productions::set_gates(self, production, gates)
+    }
+
+    fn gate_waits(&self) -> bool {
+        true
+    }
+
+    fn hold_production(&mut self, production: &str) -> Result<()> {
+        productions::hold_production(self, production)
+    }
+
+    fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>> {
+        productions::live_expiries(self, production, after)
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {

@@ -5,7 +5,7 @@ use super::PgTxn;
 use crate::error::{Error, Result};
 use crate::store::postgres::sql::*;
 use crate::store::postgres::{key, CLASS_PROD, CLASS_PROD_CREATE};
-use crate::store::{backoff_cols, ProductionRow};
+use crate::store::{backoff_cols, rate_from_cols, GateRow, ProductionRow};
 use crate::ttl::Backoff;
 
 impl PgTxn {
@@ -84,4 +84,65 @@ pub(super) fn set_production_cancelled(tx: &mut PgTxn, name: &str, at_us: i64) -
 pub(super) fn productions(tx: &mut PgTxn) -> Result<Vec<ProductionRow>> {
     let rows = tx.query(PRODUCTIONS, &[])?;
     rows.iter().map(production_row).collect()
+}
+
+fn gate_row(r: &postgres::Row) -> Result<GateRow> {
+    let k: Option<i64> = r.get(1);
+    Ok(GateRow {
+        paused_us: r.get(0),
+        concurrency: k
+            .map(u32::try_from)
+            .transpose()
+            .map_err(|_| Error::Store("corrupt concurrency limit".into()))?,
+        rate: rate_from_cols(r.get(2), r.get(3), r.get(4))?,
+        rate_tat_us: r.get(5),
+    })
+}
+
+/// The gate row; in a write transaction under the production's shared
+/// lock (taken with the read where not yet held) and `FOR UPDATE`, so the
+/// claims of a gated production run one at a time.
+pub(super) fn gates(tx: &mut PgTxn, name: &str) -> Result<Option<GateRow>> {
+    if !tx.write {
+        let rows = tx.query(GATES, &[&name])?;
+        return rows.first().map(gate_row).transpose();
+    }
+    let k = key(&[name]);
+    if tx
+        .held
+        .iter()
+        .any(|&(c, key, _, _)| c == CLASS_PROD && key == k)
+    {
+        let rows = tx.query(GATES_FOR_UPDATE, &[&name])?;
+        return rows.first().map(gate_row).transpose();
+    }
+    let rows = tx.query(LOCK_GATES_FOR_UPDATE, &[&CLASS_PROD, &k, &name])?;
+    tx.held.push((CLASS_PROD, k, true, tx.savepoints));
+    rows.first()
+        .filter(|r| r.get::<_, Option<i64>>(5).is_some())
+        .map(gate_row)
+        .transpose()
+}
+
+pub(super) fn set_gates(tx: &mut PgTxn, name: &str, g: &GateRow) -> Result<()> {
+    let k = g.concurrency.map(i64::from);
+    let n = g.rate.map(|r| i64::from(r.0));
+    let i = g.rate.map(|r| r.1);
+    let b = g.rate.map(|r| i64::from(r.2));
+    tx.execute(
+        SET_GATES,
+        &[&name, &g.paused_us, &k, &n, &i, &b, &g.rate_tat_us],
+    )?;
+    Ok(())
+}
+
+/// Hold the production exclusively: every claim (and submission) of it in
+/// flight has committed or rolled back.
+pub(super) fn hold_production(tx: &mut PgTxn, name: &str) -> Result<()> {
+    tx.advisory(CLASS_PROD, key(&[name]), false)
+}
+
+pub(super) fn live_expiries(tx: &mut PgTxn, name: &str, after: i64) -> Result<Vec<i64>> {
+    let rows = tx.query(LIVE_EXPIRIES, &[&name, &after])?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }

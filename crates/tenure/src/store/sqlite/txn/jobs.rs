@@ -4,7 +4,9 @@ use crate::error::Result;
 use crate::store::sqlite::conn::{Conn, Hot};
 use crate::store::sqlite::rows::{collect, ended_us, job_row, one_row, production_row, uuid_text};
 use crate::store::sqlite::sql::job_cols;
-use crate::store::{backoff_cols, JobRow, LiveScan, ProductionRow, Stored};
+use crate::store::{
+    backoff_cols, rate_from_cols, GateRow, JobRow, LiveScan, ProductionRow, Stored,
+};
 use crate::ttl::Backoff;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -51,6 +53,65 @@ pub(super) fn set_production_cancelled(c: &Connection, name: &str, at_us: i64) -
     )?;
     st.execute(params![name, at_us])?;
     Ok(())
+}
+
+pub(super) fn gates(c: &Connection, name: &str) -> Result<Option<GateRow>> {
+    let mut st = c.prepare_cached(
+        "SELECT paused_us, concurrency, rate_claims, rate_interval_us, rate_burst, rate_tat_us
+         FROM production_gates WHERE name = ?1",
+    )?;
+    let row = st
+        .query_row([name], |r| {
+            Ok((
+                r.get::<_, Option<i64>>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+                r.get::<_, Option<i64>>(4)?,
+                r.get::<_, i64>(5)?,
+            ))
+        })
+        .optional()?;
+    row.map(|(paused_us, k, n, i, b, tat)| {
+        Ok(GateRow {
+            paused_us,
+            concurrency: k
+                .map(u32::try_from)
+                .transpose()
+                .map_err(|_| crate::error::Error::Store("corrupt concurrency limit".into()))?,
+            rate: rate_from_cols(n, i, b)?,
+            rate_tat_us: tat,
+        })
+    })
+    .transpose()
+}
+
+pub(super) fn set_gates(c: &Connection, name: &str, g: &GateRow) -> Result<()> {
+    let mut st = c.prepare_cached(
+        "INSERT OR REPLACE INTO production_gates (name, paused_us, concurrency, rate_claims,
+             rate_interval_us, rate_burst, rate_tat_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    st.execute(params![
+        name,
+        g.paused_us,
+        g.concurrency,
+        g.rate.map(|r| r.0),
+        g.rate.map(|r| r.1),
+        g.rate.map(|r| r.2),
+        g.rate_tat_us
+    ])?;
+    Ok(())
+}
+
+pub(super) fn live_expiries(c: &Connection, production: &str, after: i64) -> Result<Vec<i64>> {
+    let mut st = c.prepare_cached(
+        // Every claimed job is open and unparked: in `jobs_ready`.
+        "SELECT expires_us FROM jobs INDEXED BY jobs_ready
+         WHERE production = ?1 AND ended_us IS NULL AND parked = 0 AND state = 'claimed'
+           AND expires_us > ?2",
+    )?;
+    let rows = st.query_map(params![production, after], |r| r.get(0))?;
+    collect(rows)
 }
 
 pub(super) fn productions(c: &Connection) -> Result<Vec<ProductionRow>> {

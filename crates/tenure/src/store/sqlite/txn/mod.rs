@@ -21,8 +21,7 @@ use crate::store::sqlite::wal_writes;
 #[cfg(target_os = "linux")]
 use crate::store::sqlite::writer_queue;
 use crate::store::{
-    ClaimedFigures, FlowEvent, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored,
-    Tombstone, Txn, WaitingFigures,
+    ClaimedFigures, FlowEvent, GateRow, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use rusqlite::{params, Connection};
@@ -262,6 +261,19 @@ impl Txn for SqliteTxn {
 
     fn productions(&mut self) -> Result<Vec<ProductionRow>> {
         jobs::productions(self.c())
+    }
+
+    fn gates(&mut self, production: &str) -> Result<Option<GateRow>> {
+        jobs::gates(self.c(), production)
+    }
+
+    fn set_gates(&mut self, production: &str, gates: &GateRow) -> Result<()> {
+        crate::fault::point();
+        jobs::set_gates(self.c(), production, gates)
+    }
+
+    fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>> {
+        jobs::live_expiries(self.c(), production, after)
     }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
