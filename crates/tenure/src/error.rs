@@ -109,6 +109,10 @@ pub enum Error {
     /// limit (claim time + the job's max hold); the lease keeps its expiry.
     #[error("hold limit: {0}")]
     HoldLimit(String),
+    /// Requeueing a job that is not failed or cancelled (waiting, claimed
+    /// or expired with attempts left).
+    #[error("job live: {0}")]
+    JobLive(String),
 }
 
 /// The error table: for every code its number, [`ErrorCode`] variant (named
@@ -226,6 +230,8 @@ error_table! {
         "A reader asked for events before the pruned horizon; they are gone.";
     24 ProductionLive "production_live"
         "Deleting a production that still has a live job.";
+    28 JobLive "job_live"
+        "Requeueing a job that is not failed or cancelled (waiting, claimed or expired).";
 }
 
 impl Error {
@@ -269,7 +275,8 @@ impl Error {
             Store,
             Internal,
             HoldLimit,
-            ProductionLive
+            ProductionLive,
+            JobLive
         )
     }
 }
@@ -317,7 +324,7 @@ mod tests {
     #[test]
     fn codes_are_stable_and_dense() {
         let numbers: Vec<u32> = ErrorCode::ALL.iter().map(|c| c.as_u32()).collect();
-        let want: Vec<u32> = (1..=24).collect();
+        let want: Vec<u32> = (1..=24).chain([28]).collect();
         assert_eq!(numbers, want);
         for c in ErrorCode::ALL {
             assert_eq!(ErrorCode::from_u32(c.as_u32()), Some(c));
@@ -393,6 +400,7 @@ mod tests {
             "hold_limit",
             "history_pruned",
             "production_live",
+            "job_live",
         ];
         let names: Vec<_> = ErrorCode::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names, expected);
@@ -425,6 +433,7 @@ mod tests {
             ),
             (Error::Internal(String::new()), ErrorCode::Internal),
             (Error::HoldLimit(String::new()), ErrorCode::HoldLimit),
+            (Error::JobLive(String::new()), ErrorCode::JobLive),
         ];
         for (e, c) in cases {
             assert_eq!(e.code(), c);

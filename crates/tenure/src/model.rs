@@ -241,6 +241,12 @@ pub struct JobView {
     pub max_hold_us: Option<i64>,
     /// The job's own retry back-off, if it has one.
     pub backoff: Option<Backoff>,
+    /// The latest progress checkpoint a lease of the job wrote (at most
+    /// [`MAX_PROGRESS`](crate::validate::MAX_PROGRESS) bytes), kept across
+    /// attempts and requeues. Given by the job view
+    /// ([`Authority::job`](crate::Authority::job)); listings leave it
+    /// `None`.
+    pub progress: Option<Vec<u8>>,
 }
 
 /// A production and its job counts by observed state.
@@ -292,11 +298,15 @@ pub enum EventKind {
     Exhausted,
     /// The schema migration rewrote the job (its old claim expired).
     Migrated,
+    /// A coordinator put a failed or cancelled job back to waiting.
+    Requeued,
+    /// A lease stored a progress checkpoint (its bytes are not in the event).
+    Checkpointed,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 13] = [
         EventKind::ProductionCreated,
         EventKind::ProductionCancelled,
         EventKind::Submitted,
@@ -308,6 +318,8 @@ impl EventKind {
         EventKind::Cancelled,
         EventKind::Exhausted,
         EventKind::Migrated,
+        EventKind::Requeued,
+        EventKind::Checkpointed,
     ];
     /// Stable snake_case name.
     pub fn as_str(self) -> &'static str {
@@ -323,6 +335,8 @@ impl EventKind {
             EventKind::Cancelled => "cancelled",
             EventKind::Exhausted => "exhausted",
             EventKind::Migrated => "migrated",
+            EventKind::Requeued => "requeued",
+            EventKind::Checkpointed => "checkpointed",
         }
     }
     pub(crate) fn parse(s: &str) -> Option<EventKind> {

@@ -13,6 +13,7 @@
 //! | 6 | `jobs.provenance_at` |
 //! | 7 | `events.mark_us` |
 //! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
+//! | 10 | `jobs.progress` (progress checkpoints, [`add_job_progress`]) |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
@@ -189,6 +190,20 @@ CREATE INDEX IF NOT EXISTS jobs_ended ON jobs (production, state, job)
     WHERE ended_us IS NOT NULL;
 ";
 
+/// The progress checkpoint a job's current lease writes (`jobs.progress`,
+/// at most [`crate::validate::MAX_PROGRESS`] bytes). Additive: existing
+/// jobs have none (NULL). Run inside the migration transaction that
+/// checked the version; a `jobs` table that has the column already (a
+/// rebuild copied it into [`jobs_table`]'s definition) is left as it is.
+fn add_job_progress(conn: &Connection) -> Result<()> {
+    add_column_once(
+        conn,
+        "jobs",
+        "progress",
+        "BLOB CHECK (progress IS NULL OR length(progress) <= 4096)",
+    )
+}
+
 /// Bring the store to the current schema in one `BEGIN IMMEDIATE`
 /// transaction: an empty file gets the current layout, an older store
 /// runs every step from its version on.
@@ -221,7 +236,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
             // Schema 9 changed only PostgreSQL's layout (its mark log).
-            2..=9 => {
+            2..=10 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -240,7 +255,10 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                 if from <= 7 {
                     migrate_7_to_8(conn)?;
                 }
-                migrate_9_to_10(conn)?;
+                if from <= 9 {
+                    migrate_9_to_10(conn)?;
+                }
+                add_job_progress(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
