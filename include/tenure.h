@@ -192,6 +192,10 @@ enum tenure_status
    * Deleting a production that still has a live job.
    */
   TENURE_PRODUCTION_LIVE = 24,
+  /**
+   * Requeueing a job that is not failed or cancelled (ABI 1.2).
+   */
+  TENURE_JOB_LIVE = 28,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -35,6 +35,7 @@ __all__ = [
     "InternalError",
     "InvalidArgument",
     "InvalidDuration",
+    "JobLive",
     "JobSpec",
     "JobTerminal",
     "JobView",
@@ -186,6 +187,9 @@ class HistoryPruned(TenureError):
 
 class ProductionLive(TenureError):
     """Deleting a production that still has a live job."""
+
+class JobLive(TenureError):
+    """Requeueing a job that is not failed or cancelled."""
 
 def error_class(code: int) -> type[TenureError]:
     """The exception class for a stable error number (``ValueError`` if unknown)."""

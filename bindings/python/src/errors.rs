@@ -119,6 +119,7 @@ fn doc(code: ErrorCode) -> String {
             "A reader asked for events before the pruned horizon; they are gone."
         }
         ErrorCode::ProductionLive => "Deleting a production that still has a live job.",
+        ErrorCode::JobLive => "Requeueing a job that is not failed or cancelled.",
         _ => "An error of the tenure core.",
     };
     format!(

@@ -212,6 +212,7 @@ TENURE_HPP_ERROR_CLASS(Internal, TENURE_INTERNAL)
 TENURE_HPP_ERROR_CLASS(HoldLimit, TENURE_HOLD_LIMIT)
 TENURE_HPP_ERROR_CLASS(HistoryPruned, TENURE_HISTORY_PRUNED)
 TENURE_HPP_ERROR_CLASS(ProductionLive, TENURE_PRODUCTION_LIVE)
+TENURE_HPP_ERROR_CLASS(JobLive, TENURE_JOB_LIVE)
 
 #undef TENURE_HPP_ERROR_CLASS
 
@@ -247,6 +248,7 @@ using InternalError = Internal;
     case TENURE_HOLD_LIMIT: throw HoldLimit(message);
     case TENURE_HISTORY_PRUNED: throw HistoryPruned(message);
     case TENURE_PRODUCTION_LIVE: throw ProductionLive(message);
+    case TENURE_JOB_LIVE: throw JobLive(message);
     default: throw Error(status, message);
   }
 }

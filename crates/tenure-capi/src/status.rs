@@ -92,6 +92,8 @@ statuses! {
         TENURE_HISTORY_PRUNED = 23 => c"history_pruned",
         /// Deleting a production that still has a live job.
         TENURE_PRODUCTION_LIVE = 24 => c"production_live",
+        /// Requeueing a job that is not failed or cancelled (ABI 1.2).
+        TENURE_JOB_LIVE = 28 => c"job_live",
     }
 }
 

@@ -54,8 +54,14 @@ fn requeue_of_an_expired_last_attempt_makes_its_lease_stale() {
     env.clock.advance(11_000_000);
     assert_eq!(a.job("p", "j0").unwrap().state, JobState::Failed);
     a.requeue("p", "j0", Some(1), Delay::ZERO).unwrap();
-    assert_eq!(old.renew(secs(5)).unwrap_err().code(), ErrorCode::StaleLease);
-    assert_eq!(old.checkpoint(b"x").unwrap_err().code(), ErrorCode::StaleLease);
+    assert_eq!(
+        old.renew(secs(5)).unwrap_err().code(),
+        ErrorCode::StaleLease
+    );
+    assert_eq!(
+        old.checkpoint(b"x").unwrap_err().code(),
+        ErrorCode::StaleLease
+    );
     let new = a.claim_next("p", "w2", secs(10)).unwrap();
     assert_eq!(new.attempt(), 1);
     assert_eq!(old.complete(&[]).unwrap_err().code(), ErrorCode::StaleLease);
@@ -111,12 +117,18 @@ fn requeue_refusals_change_nothing() {
     assert_eq!(code(a.requeue("p", "j3", None, z)), ErrorCode::JobTerminal);
     assert_eq!(code(a.requeue("p", "nope", None, z)), ErrorCode::NotFound);
     assert_eq!(code(a.requeue("nope", "j0", None, z)), ErrorCode::NotFound);
-    assert_eq!(code(a.requeue("p", "j4", Some(0), z)), ErrorCode::InvalidArgument);
+    assert_eq!(
+        code(a.requeue("p", "j4", Some(0), z)),
+        ErrorCode::InvalidArgument
+    );
     assert_eq!(
         code(a.requeue("p", "j4", Some(1001), z)),
         ErrorCode::InvalidArgument
     );
-    assert_eq!(code(a.requeue("p", "", None, z)), ErrorCode::InvalidArgument);
+    assert_eq!(
+        code(a.requeue("p", "", None, z)),
+        ErrorCode::InvalidArgument
+    );
     assert_eq!(
         a.requeue_all("p", None, z, 0).unwrap_err().code(),
         ErrorCode::InvalidArgument
@@ -157,10 +169,7 @@ fn requeue_all_works_in_bounded_batches() {
     assert_eq!(a.requeue_all("p", None, z, 3).unwrap(), (0, false));
     let jobs = a.jobs("p", &ListQuery::default()).unwrap();
     assert!(jobs.iter().all(|j| j.state == JobState::Requested));
-    assert_eq!(
-        a.claim_next_many("p", "w", secs(10), 100).unwrap().len(),
-        8
-    );
+    assert_eq!(a.claim_next_many("p", "w", secs(10), 100).unwrap().len(), 8);
     assert!(a.check().unwrap().ok(), "{:?}", a.check().unwrap());
 }
 
@@ -201,7 +210,10 @@ fn checkpoint_is_kept_for_the_next_attempt_and_refused_to_other_leases() {
     );
     // The next attempt reads the last checkpoint.
     let second = a.claim_next("p", "w2", secs(10)).unwrap();
-    assert_eq!(second.progress().unwrap().as_deref(), Some(&b"offset=20"[..]));
+    assert_eq!(
+        second.progress().unwrap().as_deref(),
+        Some(&b"offset=20"[..])
+    );
     assert_eq!(
         first.checkpoint(b"offset=99").unwrap_err().code(),
         ErrorCode::StaleLease
@@ -212,14 +224,19 @@ fn checkpoint_is_kept_for_the_next_attempt_and_refused_to_other_leases() {
         second.checkpoint(b"offset=99").unwrap_err().code(),
         ErrorCode::LeaseClosed
     );
-    assert_eq!(a.job("p", "j0").unwrap().progress.as_deref(), Some(&b""[..]));
+    assert_eq!(
+        a.job("p", "j0").unwrap().progress.as_deref(),
+        Some(&b""[..])
+    );
     let ks = kinds(a, "j0");
     assert_eq!(
         ks.iter().filter(|k| **k == EventKind::Checkpointed).count(),
         4
     );
     // Never in a listing or the event log.
-    assert!(a.jobs("p", &ListQuery::default()).unwrap()[0].progress.is_none());
+    assert!(a.jobs("p", &ListQuery::default()).unwrap()[0]
+        .progress
+        .is_none());
     assert!(a
         .events(0, 1000)
         .unwrap()
@@ -256,7 +273,9 @@ fn claims_across_productions_rotate() {
         .collect();
     assert_eq!(served, ["a", "b", "c", "a", "c", "a", "c"]);
     assert_eq!(
-        a.claim_next_across(&list, "w", secs(10)).unwrap_err().code(),
+        a.claim_next_across(&list, "w", secs(10))
+            .unwrap_err()
+            .code(),
         ErrorCode::NoJobAvailable
     );
     // A batch: each production asked for its share, in rounds.

@@ -237,7 +237,13 @@ pub fn pg_downgrade_to_schema_4(url: &str) {
         .unwrap();
 }
 
-/// Turn a current SQLite store back into its schema 9 layout: no end
+/// Turn a current SQLite store back into its schema 10 layout: no progress
+/// checkpoints.
+pub const SQLITE_UNDO_PROGRESS: &str = "
+    ALTER TABLE jobs DROP COLUMN progress;
+    PRAGMA user_version = 10;";
+
+/// Turn a schema 10 SQLite store back into its schema 9 layout: no end
 /// times, `jobs_by_state` and `events_by_production` indexes, claim-next's
 /// index keyed on the state.
 pub const SQLITE_UNDO_10: &str = "
@@ -253,7 +259,8 @@ pub fn downgrade_to_schema_3(env: &Env) {
     match &env.pg {
         Some(db) => pg::client(&db.url)
             .batch_execute(
-                "ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS ended_us;
+                "ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS progress;
+                 ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS ended_us;
                  ALTER TABLE tenure.jobs RESET (fillfactor);
                  CREATE INDEX IF NOT EXISTS jobs_terminal ON tenure.jobs (updated_us)
                      WHERE state IN ('completed', 'failed', 'cancelled');
@@ -274,7 +281,7 @@ pub fn downgrade_to_schema_3(env: &Env) {
         None => rusqlite::Connection::open(env.path())
             .unwrap()
             .execute_batch(
-                &(SQLITE_UNDO_10.to_owned() +
+                &(SQLITE_UNDO_PROGRESS.to_owned() + SQLITE_UNDO_10 +
                 // Schema 8 keeps the mark on the newest event, schema 7 a
                 // completion's provenance in the job row;
                 // the stores before it hold it as fact rows, placed after
