@@ -50,6 +50,7 @@ const C_SUITES: &[&str] = &[
     "schedule",
     "retention",
     "idempotent",
+    "steering",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
 /// `test_main.cpp` first (the summary names the others).
