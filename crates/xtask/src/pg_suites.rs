@@ -62,6 +62,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_schedule.cpp",
     "test_retention.cpp",
     "test_idempotent.cpp",
+    "test_steering.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
