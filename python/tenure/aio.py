@@ -659,6 +659,16 @@ class Authority(_Writes):
         return await self._mint(
             lambda: self._native.claim_next_across(names, holder, ttl))
 
+    async def claim_next_many_across(self, productions: Sequence[str], holder: str,
+                                     ttl: timedelta, n: int) -> list[Lease]:
+        """Claim up to ``n`` across productions (see
+        :meth:`tenure.Authority.claim_next_many_across`); leases minted by
+        a cancelled task are handed back."""
+        names = list(productions)
+        native = await self._minting(
+            lambda: self._native.claim_next_many_across(names, holder, ttl, n))
+        return [Lease(x, self) for x in native]
+
     async def claim_next_wait_across(self, productions: Sequence[str], holder: str,
                                      ttl: timedelta, timeout: timedelta,
                                      cancel: Optional[_native.WaitCancel] = None) -> Lease:

@@ -18,10 +18,11 @@ NAMES = [
     "NoJobAvailable", "StaleLease", "LeaseExpired", "LeaseClosed", "LeasePending",
     "NotExtended", "Cancelled", "JobTerminal", "ClockRollback", "TokenMalformed",
     "TokenTooLarge", "TokenUnsupportedVersion", "Busy", "SchemaTooNew", "StoreError",
-    "InternalError", "HoldLimit", "HistoryPruned", "ProductionLive",
+    "InternalError", "HoldLimit", "HistoryPruned", "ProductionLive", "JobLive",
 ]
-# The stable numbers of NAMES, in order.
-CODES = list(range(1, 25))
+# The stable numbers of NAMES, in order (25 to 27 are the pause and limit
+# gates' codes).
+CODES = [*range(1, 25), 28]
 
 
 def test_hierarchy_and_codes() -> None:
@@ -122,6 +123,9 @@ def test_every_error_is_reachable(auth: tenure.Authority, prod: str, tmp_path: P
     capped = auth.claim(prod, "held", "w", LONG)
     check(tenure.HoldLimit, lambda: capped.renew(LONG))
     capped.complete()
+
+    # Requeue of a job that is still waiting.
+    check(tenure.JobLive, lambda: auth.requeue(prod, "locked"))
 
     # Retention: deleting a production with a live job; reading events
     # behind the history horizon once a prune step moved it.

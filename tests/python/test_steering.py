@@ -20,8 +20,8 @@ WAIT = timedelta(seconds=60)
 
 
 def test_requeue_of_a_failed_job_and_its_refusals(auth: tenure.Authority, prod: str) -> None:
-    auth.submit(prod, tenure.JobSpec("j", b"1", max_attempts=2))
-    auth.submit(prod, tenure.JobSpec("live", b"1"))
+    auth.submit(prod, "j", b"1", max_attempts=2)
+    auth.submit(prod, "live", b"1")
     old = auth.claim(prod, "j", "w", LONG)
     token = old.export_token()
     assert old.fail("bad input", permanent=True) == "failed"
@@ -54,7 +54,7 @@ def test_requeue_of_a_failed_job_and_its_refusals(auth: tenure.Authority, prod: 
 
 
 def test_checkpoint_carries_to_the_next_attempt(auth: tenure.Authority, prod: str) -> None:
-    auth.submit(prod, tenure.JobSpec("j", b"1"))
+    auth.submit(prod, "j", b"1")
     first = auth.claim(prod, "j", "w1", SHORT)
     assert first.progress() is None
     first.checkpoint(b"offset=10")
@@ -79,7 +79,7 @@ def test_claims_across_productions_rotate(auth: tenure.Authority) -> None:
     for p, n in (("x", 2), ("y", 1)):
         auth.create_production(p)
         for i in range(n):
-            auth.submit(p, tenure.JobSpec(f"{p}{i}", b""))
+            auth.submit(p, f"{p}{i}")
     served = [auth.claim_next_across(["x", "y"], "w", LONG).production for _ in range(3)]
     assert served == ["x", "y", "x"]
     with pytest.raises(tenure.NoJobAvailable):
@@ -98,7 +98,7 @@ def test_aio_forms(auth: tenure.Authority) -> None:
     async def main() -> None:
         async with aio.Authority(auth) as a:
             await a.create_production("p")
-            await a.submit("p", tenure.JobSpec("j", b"1"))
+            await a.submit("p", "j", b"1")
             lease = await a.claim_next_across(["p"], "w", LONG)
             await lease.checkpoint(b"half")
             assert await lease.progress() == b"half"

@@ -408,6 +408,22 @@ impl Authority {
         let timeout = crate::ttl::bounded("a wait timeout", timeout, true)?;
         crate::validate::id("production", production)?;
         crate::validate::holder(holder)?;
+        self.wait_for(&[production], timeout, cancel, || {
+            self.claim_next(production, holder, ttl)
+        })
+    }
+
+    /// The wait loop of [`Authority::claim_next_wait`] and
+    /// [`Authority::claim_next_wait_across`]: `attempt` until it claims,
+    /// sleeping on the store's doorbell, woken also when work in any of
+    /// `productions` may become claimable without a commit.
+    fn wait_for(
+        &self,
+        productions: &[&str],
+        timeout: Duration,
+        cancel: Option<&WaitCancel>,
+        attempt: impl FnMut() -> Result<Lease>,
+    ) -> Result<Lease> {
         let bell = self.inner.backend.doorbell()?;
         let all = self.inner.waits();
         let cancels: &[&WaitCancel] = match cancel {
@@ -415,14 +431,21 @@ impl Authority {
             None => &[&all],
         };
         crate::wait::until_claimed(
-            production,
+            &productions.join(", "),
             timeout,
             &bell,
             cancels,
-            || self.claim_next(production, holder, ttl),
+            attempt,
             || {
-                self.inner
-                    .read(|t, now_us| Ok((now_us, rules::next_claimable_us(t, production)?)))
+                self.inner.read(|t, now_us| {
+                    let mut next: Option<i64> = None;
+                    for p in productions {
+                        if let Some(at) = rules::next_claimable_us(t, p)? {
+                            next = Some(next.map_or(at, |n| n.min(at)));
+                        }
+                    }
+                    Ok((now_us, next))
+                })
             },
         )
     }
@@ -496,31 +519,9 @@ impl Authority {
         let timeout = crate::ttl::bounded("a wait timeout", timeout, true)?;
         crate::validate::production_list(productions)?;
         crate::validate::holder(holder)?;
-        let bell = self.inner.backend.doorbell()?;
-        let all = self.inner.waits();
-        let cancels: &[&WaitCancel] = match cancel {
-            Some(c) => &[&all, c],
-            None => &[&all],
-        };
-        let named = productions.join(", ");
-        crate::wait::until_claimed(
-            &named,
-            timeout,
-            &bell,
-            cancels,
-            || self.claim_next_across(productions, holder, ttl),
-            || {
-                self.inner.read(|t, now_us| {
-                    let mut next: Option<i64> = None;
-                    for p in productions {
-                        if let Some(at) = rules::next_claimable_us(t, p)? {
-                            next = Some(next.map_or(at, |n| n.min(at)));
-                        }
-                    }
-                    Ok((now_us, next))
-                })
-            },
-        )
+        self.wait_for(productions, timeout, cancel, || {
+            self.claim_next_across(productions, holder, ttl)
+        })
     }
 
     /// Cancel every [`Authority::claim_next_wait`] in progress on this
