@@ -320,6 +320,9 @@ enum tenure_status
    * A claim of a named job beyond its production's rate limit.
    */
   TENURE_RATE_LIMITED = 27,
+   * Requeueing a job that is not failed or cancelled (ABI 1.2).
+   */
+  TENURE_JOB_LIVE = 28,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1501,6 +1504,23 @@ uint64_t tenure_job_view_payload_len(const struct tenure_job_view *v);
 const char *tenure_job_view_last_error(const struct tenure_job_view *v);
 
 /**
+ * Whether the view carries a progress checkpoint (ABI 1.2; only a
+ * single job's view does, listings never).
+ */
+bool tenure_job_view_has_progress(const struct tenure_job_view *v);
+
+/**
+ * The progress checkpoint's bytes (ABI 1.2; borrowed, valid while the
+ * view lives; NULL without one).
+ */
+const uint8_t *tenure_job_view_progress(const struct tenure_job_view *v);
+
+/**
+ * The progress checkpoint's length in bytes (ABI 1.2; 0 without one).
+ */
+size_t tenure_job_view_progress_len(const struct tenure_job_view *v);
+
+/**
  * A requested job's not-before time (µs since the epoch; ABI 1.1): it
  * is not claimable while the authority's clock reads earlier. Returns
  * true and writes `*out_us` if the job has one, false (nothing
@@ -2462,6 +2482,84 @@ tenure_status tenure_edit_set_rate_limit(const struct tenure_edit *edit,
  * Clear a rate limit inside the edit (ABI 1.2).
  */
 tenure_status tenure_edit_clear_rate_limit(const struct tenure_edit *edit, const char *production);
+ * Put a failed or cancelled job back to waiting (ABI 1.2), due
+ * `delay_us` (0 ..= 366 days) after the requeue, with `extra_attempts`
+ * attempts (1 ..= 1000, at most the job's `max_attempts`; -1: a fresh
+ * budget of `max_attempts`). Its events and progress checkpoint stay;
+ * a lease of an earlier claim is stale. `TENURE_JOB_LIVE` for a job
+ * that is waiting, claimed or expired with attempts left,
+ * `TENURE_JOB_TERMINAL` for a completed one, `TENURE_CANCELLED` in a
+ * cancelled production; nothing changes then.
+ */
+tenure_status tenure_authority_requeue(const struct tenure_authority *authority,
+                                       const char *production,
+                                       const char *job,
+                                       int64_t extra_attempts,
+                                       int64_t delay_us);
+
+/**
+ * `tenure_authority_requeue()` of up to `limit` (1 ..= 1000) of the
+ * production's failed or cancelled jobs, by job ID (ABI 1.2):
+ * `*out_requeued` receives how many were requeued, `*out_more` whether
+ * more remain (call again).
+ */
+tenure_status tenure_authority_requeue_all(const struct tenure_authority *authority,
+                                           const char *production,
+                                           int64_t extra_attempts,
+                                           int64_t delay_us,
+                                           size_t limit,
+                                           uint64_t *out_requeued,
+                                           bool *out_more);
+
+/**
+ * Store `len` bytes at `progress` (at most 4096; `progress` may be NULL
+ * when `len` is 0) as the job's progress checkpoint (ABI 1.2), which
+ * the job view shows and the job's next attempt reads. Only the current
+ * lease may: a stale, expired or closed lease is refused as for any
+ * transition (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`,
+ * `TENURE_LEASE_CLOSED`) and nothing is written.
+ */
+tenure_status tenure_lease_checkpoint(const struct tenure_lease *lease,
+                                      const uint8_t *progress,
+                                      size_t len);
+
+/**
+ * `tenure_lease_renew()` and `tenure_lease_checkpoint()` in one
+ * transition (ABI 1.2): both or neither.
+ */
+tenure_status tenure_lease_renew_checkpoint(const struct tenure_lease *lease,
+                                            int64_t ttl_us,
+                                            const uint8_t *progress,
+                                            size_t len);
+
+/**
+ * Claim the next claimable job across `n_productions` distinct
+ * productions (1 ..= 64; ABI 1.2), rotating: this authority handle asks
+ * them in list order starting after the production that served its
+ * previous claim across the same list. `TENURE_NO_JOB_AVAILABLE` when
+ * none has one. `*out_lease` receives an active lease to free with
+ * `tenure_lease_free()`.
+ */
+tenure_status tenure_authority_claim_next_across(const struct tenure_authority *authority,
+                                                 const char *const *productions,
+                                                 size_t n_productions,
+                                                 const char *holder,
+                                                 int64_t ttl_us,
+                                                 struct tenure_lease **out_lease);
+
+/**
+ * `tenure_authority_claim_next_wait()` across productions (ABI 1.2):
+ * each attempt is a `tenure_authority_claim_next_across()`; the wait
+ * wakes on a commit that may have made work claimable in any of them.
+ */
+tenure_status tenure_authority_claim_next_wait_across(const struct tenure_authority *authority,
+                                                      const char *const *productions,
+                                                      size_t n_productions,
+                                                      const char *holder,
+                                                      int64_t ttl_us,
+                                                      int64_t timeout_us,
+                                                      const struct tenure_wait_cancel *cancel,
+                                                      struct tenure_lease **out_lease);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -40,6 +40,7 @@ __all__ = [
     "InternalError",
     "InvalidArgument",
     "InvalidDuration",
+    "JobLive",
     "JobSpec",
     "JobTerminal",
     "JobView",
@@ -203,6 +204,9 @@ class ConcurrencyLimit(TenureError):
 class RateLimited(TenureError):
     """A claim of a named job beyond its production's rate limit."""
 
+class JobLive(TenureError):
+    """Requeueing a job that is not failed or cancelled."""
+
 def error_class(code: int) -> type[TenureError]:
     """The exception class for a stable error number (``ValueError`` if unknown)."""
 
@@ -265,6 +269,8 @@ class JobView:
     def max_hold(self) -> Optional[datetime.timedelta]: ...
     @property
     def backoff(self) -> Optional[Backoff]: ...
+    @property
+    def progress(self) -> Optional[bytes]: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
 
@@ -585,6 +591,9 @@ class Lease:
     @property
     def status(self) -> _LeaseStatus: ...
     def renew(self, ttl: datetime.timedelta) -> None: ...
+    def checkpoint(self, progress: bytes) -> None: ...
+    def renew_checkpoint(self, ttl: datetime.timedelta, progress: bytes) -> None: ...
+    def progress(self) -> Optional[bytes]: ...
     def release(self) -> _JobState: ...
     def fail(
         self,
@@ -883,6 +892,36 @@ class Authority(_Writer):
         timeout: datetime.timedelta,
         cancel: Optional[WaitCancel] = None,
     ) -> Lease: ...
+    def claim_next_across(
+        self, productions: Sequence[str], holder: str, ttl: datetime.timedelta
+    ) -> Lease: ...
+    def claim_next_many_across(
+        self, productions: Sequence[str], holder: str, ttl: datetime.timedelta, n: int
+    ) -> list[Lease]: ...
+    def claim_next_wait_across(
+        self,
+        productions: Sequence[str],
+        holder: str,
+        ttl: datetime.timedelta,
+        timeout: datetime.timedelta,
+        cancel: Optional[WaitCancel] = None,
+    ) -> Lease: ...
+    def requeue(
+        self,
+        production: str,
+        job: str,
+        *,
+        extra_attempts: Optional[int] = None,
+        delay: Optional[datetime.timedelta] = None,
+    ) -> None: ...
+    def requeue_all(
+        self,
+        production: str,
+        *,
+        extra_attempts: Optional[int] = None,
+        delay: Optional[datetime.timedelta] = None,
+        limit: int = 100,
+    ) -> tuple[int, bool]: ...
     def cancel_waits(self) -> None: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...

@@ -110,7 +110,7 @@ import concurrent.futures
 import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -651,6 +651,44 @@ class Authority(_Writes):
             raise TypeError(f"native must be a tenure.Lease, not {type(native).__name__}")
         return Lease(native, self)
 
+    async def claim_next_across(self, productions: Sequence[str], holder: str,
+                                ttl: timedelta) -> Lease:
+        """Claim across productions, rotating (see
+        :meth:`tenure.Authority.claim_next_across`)."""
+        names = list(productions)
+        return await self._mint(
+            lambda: self._native.claim_next_across(names, holder, ttl))
+
+    async def claim_next_many_across(self, productions: Sequence[str], holder: str,
+                                     ttl: timedelta, n: int) -> list[Lease]:
+        """Claim up to ``n`` across productions (see
+        :meth:`tenure.Authority.claim_next_many_across`); leases minted by
+        a cancelled task are handed back."""
+        names = list(productions)
+        native = await self._minting(
+            lambda: self._native.claim_next_many_across(names, holder, ttl, n))
+        return [Lease(x, self) for x in native]
+
+    async def claim_next_wait_across(self, productions: Sequence[str], holder: str,
+                                     ttl: timedelta, timeout: timedelta,
+                                     cancel: Optional[_native.WaitCancel] = None) -> Lease:
+        """:meth:`claim_next_wait` across productions (see
+        :meth:`tenure.Authority.claim_next_wait_across`)."""
+        names = list(productions)
+        own = _native.WaitCancel(cancel)
+        with self._lock:
+            self._waits.add(own)
+        try:
+            return await self._mint(
+                lambda: self._native.claim_next_wait_across(names, holder, ttl, timeout, own),
+                wait=own)
+        finally:
+            with self._lock:
+                self._waits.discard(own)
+
+    requeue = _on_authority(_native.Authority.requeue)
+    requeue_all = _on_authority(_native.Authority.requeue_all)
+
     # -- observations -------------------------------------------------------
 
     job = _on_authority(_native.Authority.job)
@@ -764,6 +802,9 @@ class Lease:
         return f"aio.{self._native!r}"
 
     renew = _on_lease(_native.Lease.renew)
+    checkpoint = _on_lease(_native.Lease.checkpoint)
+    renew_checkpoint = _on_lease(_native.Lease.renew_checkpoint)
+    progress = _on_lease(_native.Lease.progress)
     release = _on_lease(_native.Lease.release)
     fail = _on_lease(_native.Lease.fail)
     complete = _on_lease(_native.Lease.complete)

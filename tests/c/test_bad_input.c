@@ -1211,6 +1211,84 @@ static void static_entry_points(void) {
   CHECK(tenure_version() != NULL && strlen(tenure_version()) > 0);
 }
 
+/* ABI 1.2 requeue, progress checkpoints and claims across productions:
+ * NULL handles and out-pointers, bad IDs, holders, TTLs and delays, 0 and
+ * absurd extra attempts and limits, oversized or NULL progress, bad lists;
+ * every refusal changes nothing and writes no out-parameter. */
+static void steering_entry_points(const char *dir) {
+  tenure_authority *a = open_store(dir, "steering.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  tenure_lease *l = NULL;
+  REQUIRE(tenure_authority_claim(a, "p", "j", "w", 60000000, &l) == TENURE_OK);
+  size_t events_before = event_count(a);
+
+  EXPECT(tenure_authority_requeue(NULL, "p", "j", -1, 0), INV);
+  BAD_ID(tenure_authority_requeue(a, S, "j", -1, 0));
+  BAD_ID(tenure_authority_requeue(a, "p", S, -1, 0));
+  const int64_t bad_extra[] = {0, -2, 1001, INT64_MAX, INT64_MIN};
+  for (size_t i = 0; i < sizeof bad_extra / sizeof bad_extra[0]; i++)
+    EXPECT(tenure_authority_requeue(a, "p", "j", bad_extra[i], 0), INV);
+  EXPECT(tenure_authority_requeue(a, "p", "j", -1, -1), DUR);
+  EXPECT(tenure_authority_requeue(a, "p", "j", -1, INT64_MAX), DUR);
+  EXPECT(tenure_authority_requeue(a, "p", "j", -1, 0), TENURE_JOB_LIVE);
+
+  uint64_t n = 7;
+  bool more = true;
+  EXPECT(tenure_authority_requeue_all(NULL, "p", -1, 0, 10, &n, &more), INV);
+  BAD_ID(tenure_authority_requeue_all(a, S, -1, 0, 10, &n, &more));
+  EXPECT(tenure_authority_requeue_all(a, "p", 0, 0, 10, &n, &more), INV);
+  EXPECT(tenure_authority_requeue_all(a, "p", -1, -1, 10, &n, &more), DUR);
+  EXPECT(tenure_authority_requeue_all(a, "p", -1, 0, 0, &n, &more), INV);
+  EXPECT(tenure_authority_requeue_all(a, "p", -1, 0, 1001, &n, &more), INV);
+  EXPECT(tenure_authority_requeue_all(a, "p", -1, 0, 10, NULL, &more), INV);
+  EXPECT(tenure_authority_requeue_all(a, "p", -1, 0, 10, &n, NULL), INV);
+  CHECK(n == 7 && more);
+
+  static uint8_t big[4097];
+  EXPECT(tenure_lease_checkpoint(NULL, big, 1), INV);
+  EXPECT(tenure_lease_checkpoint(l, big, sizeof big), INV);
+  EXPECT(tenure_lease_checkpoint(l, NULL, 1), INV);
+  EXPECT(tenure_lease_checkpoint(l, big, SIZE_MAX), INV);
+  EXPECT(tenure_lease_renew_checkpoint(NULL, 1000000, big, 1), INV);
+  EXPECT(tenure_lease_renew_checkpoint(l, 1000000, big, sizeof big), INV);
+  EXPECT(tenure_lease_renew_checkpoint(l, 1000000, NULL, 1), INV);
+  BAD_TTL(tenure_lease_renew_checkpoint(l, T, big, 1));
+
+  const char *list[] = {"p"};
+  const char *dup[] = {"p", "p"};
+  const char *nul[] = {"p", NULL};
+  const char *utf[] = {BAD_UTF8};
+  tenure_lease *out = POISON_LEASE;
+  EXPECT(tenure_authority_claim_next_across(NULL, list, 1, "w", 1000000, &out), INV);
+  EXPECT(tenure_authority_claim_next_across(a, NULL, 1, "w", 1000000, &out), INV);
+  EXPECT(tenure_authority_claim_next_across(a, list, 0, "w", 1000000, &out), INV);
+  EXPECT(tenure_authority_claim_next_across(a, list, 65, "w", 1000000, &out), INV);
+  EXPECT(tenure_authority_claim_next_across(a, list, SIZE_MAX, "w", 1000000, &out), INV);
+  EXPECT(tenure_authority_claim_next_across(a, dup, 2, "w", 1000000, &out), INV);
+  EXPECT(tenure_authority_claim_next_across(a, nul, 2, "w", 1000000, &out), INV);
+  EXPECT(tenure_authority_claim_next_across(a, utf, 1, "w", 1000000, &out), INV);
+  BAD_HOLDER(tenure_authority_claim_next_across(a, list, 1, S, 1000000, &out));
+  BAD_TTL(tenure_authority_claim_next_across(a, list, 1, "w", T, &out));
+  EXPECT(tenure_authority_claim_next_across(a, list, 1, "w", 1000000, NULL), INV);
+  EXPECT(tenure_authority_claim_next_wait_across(NULL, list, 1, "w", 1000000, 0, NULL, &out), INV);
+  EXPECT(tenure_authority_claim_next_wait_across(a, NULL, 1, "w", 1000000, 0, NULL, &out), INV);
+  EXPECT(tenure_authority_claim_next_wait_across(a, dup, 2, "w", 1000000, 0, NULL, &out), INV);
+  BAD_HOLDER(tenure_authority_claim_next_wait_across(a, list, 1, S, 1000000, 0, NULL, &out));
+  BAD_TTL(tenure_authority_claim_next_wait_across(a, list, 1, "w", T, 0, NULL, &out));
+  EXPECT(tenure_authority_claim_next_wait_across(a, list, 1, "w", 1000000, -1, NULL, &out), DUR);
+  EXPECT(tenure_authority_claim_next_wait_across(a, list, 1, "w", 1000000, 0, NULL, NULL), INV);
+  CHECK(out == POISON_LEASE);
+
+  CHECK(!tenure_job_view_has_progress(NULL) && tenure_job_view_progress(NULL) == NULL &&
+        tenure_job_view_progress_len(NULL) == 0);
+  CHECK(event_count(a) == events_before);
+  tenure_job_state js = 0;
+  OK(tenure_lease_release(l, &js));
+  tenure_lease_free(l);
+  tenure_authority_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -1227,6 +1305,7 @@ int main(int argc, char **argv) {
   schedule_entry_points(argv[1]);
   idempotent_entry_points(argv[1]);
   stats_entry_points(argv[1]);
+  steering_entry_points(argv[1]);
   static_entry_points();
   return finish();
 }

@@ -19,10 +19,10 @@ NAMES = [
     "NotExtended", "Cancelled", "JobTerminal", "ClockRollback", "TokenMalformed",
     "TokenTooLarge", "TokenUnsupportedVersion", "Busy", "SchemaTooNew", "StoreError",
     "InternalError", "HoldLimit", "HistoryPruned", "ProductionLive", "ProductionPaused",
-    "ConcurrencyLimit", "RateLimited",
+    "ConcurrencyLimit", "RateLimited", "JobLive",
 ]
 # The stable numbers of NAMES, in order.
-CODES = list(range(1, 28))
+CODES = list(range(1, 29))
 
 
 def test_hierarchy_and_codes() -> None:
@@ -123,6 +123,9 @@ def test_every_error_is_reachable(auth: tenure.Authority, prod: str, tmp_path: P
     capped = auth.claim(prod, "held", "w", LONG)
     check(tenure.HoldLimit, lambda: capped.renew(LONG))
     capped.complete()
+
+    # Requeue of a job that is still waiting.
+    check(tenure.JobLive, lambda: auth.requeue(prod, "locked"))
 
     # Retention: deleting a production with a live job; reading events
     # behind the history horizon once a prune step moved it.

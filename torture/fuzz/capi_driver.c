@@ -253,13 +253,15 @@ static char SENT_OBJ;
 #define SENT_U64 UINT64_C(0xA5A5A5A5A5A5A5A5)
 #define SENT_BYTE 0xA5
 
-/* The highest status number this header names (ABI 1.1 appended 22..24). */
+/* The highest status number of the contiguous run this header names (ABI
+ * 1.1 appended 22..24); ABI 1.2 names 28 (`TENURE_JOB_LIVE`) too. */
 #define LAST_STATUS TENURE_PRODUCTION_LIVE
 
 /* A status the library names and this header knows. */
 static int known_status(tenure_status st) {
   const char *name = tenure_status_name(st);
-  return st <= LAST_STATUS && name != NULL && strcmp(name, "unknown") != 0;
+  return (st <= LAST_STATUS || st == TENURE_JOB_LIVE) && name != NULL &&
+         strcmp(name, "unknown") != 0;
 }
 
 static void note(tenure_status st, const char *what) {
@@ -750,10 +752,82 @@ static void call_idempotent(int on) {
   }
 }
 
+/* ABI 1.2: requeue, progress checkpoints, claims across productions. */
+static void call_steering(int on) {
+  const char *what;
+  static const int64_t EXTRA[] = {-1, 0, 1, 2, 1000, 1001, -2, INT64_MAX, INT64_MIN};
+  switch (below(5)) {
+    case 0:
+      what = "requeue";
+      note(tenure_authority_requeue(A, gen_prod(), gen_job(), EXTRA[below(9)], gen_delay()), what);
+      break;
+    case 1: {
+      what = "requeue_all";
+      uint64_t n = SENT_U64;
+      bool more = true;
+      tenure_status st = tenure_authority_requeue_all(A, gen_prod(), EXTRA[below(9)], gen_delay(),
+                                                      below(3) ? below(20) : rnd(), on ? NULL : &n,
+                                                      &more);
+      note(st, what);
+      check_scalar(st, n == SENT_U64 && more, on, what);
+      break;
+    }
+    case 2: {
+      what = "lease_checkpoint";
+      static uint8_t bytes[4100];
+      size_t len = below(4) ? below(64) : 4095 + below(3);
+      const uint8_t *p = chance(5) ? NULL : bytes;
+      tenure_status st = below(2)
+                             ? tenure_lease_checkpoint(pick_lease(), p, len)
+                             : tenure_lease_renew_checkpoint(pick_lease(), gen_ttl(), p, len);
+      note(st, what);
+      break;
+    }
+    case 3: {
+      int waits = below(2);
+      what = waits ? "claim_next_wait_across" : "claim_next_across";
+      const char *list[4];
+      size_t n = below(5);
+      for (size_t i = 0; i < n; i++) list[i] = gen_prod();
+      const char *const *lp = chance(5) ? NULL : list;
+      tenure_lease *out = SENT_PTR;
+      tenure_status st =
+          !waits
+              ? tenure_authority_claim_next_across(A, lp, n, gen_holder(), gen_ttl(), on ? NULL : &out)
+              : tenure_authority_claim_next_wait_across(A, lp, n, gen_holder(), gen_ttl(),
+                                                        gen_wait_timeout(), NULL, on ? NULL : &out);
+      note(st, what);
+      tenure_lease *l = take_ptr(st, out, on, what);
+      if (l) add_lease(l);
+      break;
+    }
+    default: {
+      what = "job_view_progress";
+      tenure_job_view *v = SENT_PTR;
+      tenure_status st = tenure_authority_job(A, gen_prod(), gen_job(), on ? NULL : &v);
+      note(st, what);
+      tenure_job_view *view = take_ptr(st, v, on, what);
+      if (tenure_job_view_has_progress(view)) {
+        const uint8_t *p = tenure_job_view_progress(view);
+        size_t len = tenure_job_view_progress_len(view);
+        CHECK(p != NULL && len <= 4096);
+      } else {
+        CHECK(tenure_job_view_progress(view) == NULL && tenure_job_view_progress_len(view) == 0);
+      }
+      tenure_job_view_free(view);
+      break;
+    }
+  }
+}
+
 static void call_one_1_1(int on) {
   const char *what;
   if (chance(8)) {
     call_idempotent(on);
+    return;
+  }
+  if (chance(8)) {
+    call_steering(on);
     return;
   }
   switch (below(13)) {

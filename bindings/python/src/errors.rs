@@ -124,6 +124,7 @@ fn doc(code: ErrorCode) -> String {
             "A claim of a named job beyond its production's concurrency limit."
         }
         ErrorCode::RateLimited => "A claim of a named job beyond its production's rate limit.",
+        ErrorCode::JobLive => "Requeueing a job that is not failed or cancelled.",
         _ => "An error of the tenure core.",
     };
     format!(

@@ -954,6 +954,118 @@ impl Authority {
         unlocked(py, || a.prune(&policy)).map(PruneReport::from)
     }
 
+    /// Put a failed or cancelled job back to waiting, due after ``delay``
+    /// (a ``datetime.timedelta``, 0 ..= 366 days; default at once), with
+    /// ``extra_attempts`` attempts (1 ..= 1000, at most the job's
+    /// ``max_attempts``; default a fresh budget of ``max_attempts``). Its
+    /// events and progress checkpoint stay; a lease of an earlier claim is
+    /// stale. ``JobLive`` for a job that is waiting, claimed or expired with
+    /// attempts left, ``JobTerminal`` for a completed one, ``Cancelled`` in
+    /// a cancelled production; nothing changes then.
+    #[pyo3(signature = (production, job, *, extra_attempts = None, delay = None))]
+    fn requeue(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        job: &str,
+        extra_attempts: Option<u32>,
+        delay: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let d = delay.map(|d| convert::delay(d, "delay")).transpose()?.unwrap_or_default();
+        let a = self.get()?;
+        unlocked(py, || a.requeue(production, job, extra_attempts, d))
+    }
+
+    /// ``requeue`` of up to ``limit`` (1 ..= 1000) of the production's
+    /// failed or cancelled jobs, by job ID: ``(requeued, more)``.
+    #[pyo3(signature = (production, *, extra_attempts = None, delay = None, limit = 100))]
+    fn requeue_all(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        extra_attempts: Option<u32>,
+        delay: Option<&Bound<'_, PyAny>>,
+        limit: usize,
+    ) -> PyResult<(u64, bool)> {
+        let d = delay.map(|d| convert::delay(d, "delay")).transpose()?.unwrap_or_default();
+        let a = self.get()?;
+        unlocked(py, || a.requeue_all(production, extra_attempts, d, limit))
+    }
+
+    /// Claim the next claimable job across ``productions`` (1 ..= 64
+    /// distinct IDs), rotating: this handle asks them in list order
+    /// starting after the production that served its previous claim across
+    /// the same list. ``NoJobAvailable`` when none has one.
+    fn claim_next_across(
+        &self,
+        py: Python<'_>,
+        productions: Vec<String>,
+        holder: &str,
+        ttl: &Bound<'_, PyAny>,
+    ) -> PyResult<Lease> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let a = self.get()?;
+        let list: Vec<&str> = productions.iter().map(String::as_str).collect();
+        unlocked(py, || a.claim_next_across(&list, holder, ttl)).map(Lease::wrap)
+    }
+
+    /// Claim up to ``n`` (1 ..= 1000) jobs across ``productions``, shared
+    /// out in rounds from this handle's rotation; fewer (possibly none)
+    /// when fewer are claimable.
+    fn claim_next_many_across(
+        &self,
+        py: Python<'_>,
+        productions: Vec<String>,
+        holder: &str,
+        ttl: &Bound<'_, PyAny>,
+        n: usize,
+    ) -> PyResult<Vec<Lease>> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let a = self.get()?;
+        let list: Vec<&str> = productions.iter().map(String::as_str).collect();
+        unlocked(py, || a.claim_next_many_across(&list, holder, ttl, n))
+            .map(|v| v.into_iter().map(Lease::wrap).collect())
+    }
+
+    /// ``claim_next_wait`` across ``productions``: each attempt is a
+    /// ``claim_next_across``; the wait wakes on a commit that may have made
+    /// work claimable in any of them.
+    #[pyo3(signature = (productions, holder, ttl, timeout, cancel = None))]
+    fn claim_next_wait_across(
+        &self,
+        py: Python<'_>,
+        productions: Vec<String>,
+        holder: &str,
+        ttl: &Bound<'_, PyAny>,
+        timeout: &Bound<'_, PyAny>,
+        cancel: Option<&Bound<'_, WaitCancel>>,
+    ) -> PyResult<Lease> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        let timeout = convert::wait(timeout, "timeout")?;
+        let a = self.get()?;
+        let own = self.wait_node(cancel.map(|c| c.get().node()));
+        let holder = holder.to_owned();
+        let token = own.clone();
+        let (r, interrupted) = work::interruptible(
+            py,
+            move || {
+                convert::guarded(|| {
+                    let list: Vec<&str> = productions.iter().map(String::as_str).collect();
+                    a.claim_next_wait_across(&list, &holder, ttl, timeout, Some(token.core()))
+                })
+            },
+            || own.cancel(),
+        );
+        if let Some(e) = interrupted {
+            if let Ok(lease) = r {
+                // The caller never receives it: hand it back.
+                let _ = py.detach(|| lease.release());
+            }
+            return Err(e);
+        }
+        r.map(Lease::wrap).map_err(to_py)
+    }
+
     /// Remove a finished production with its jobs, facts, events and
     /// tombstones. ``ProductionLive``, changing nothing, while any of its
     /// jobs is not terminal; calling again finishes an interrupted one.
@@ -1156,6 +1268,33 @@ impl Lease {
     fn renew(&self, py: Python<'_>, ttl: &Bound<'_, PyAny>) -> PyResult<()> {
         let ttl = convert::ttl(ttl, "ttl")?;
         self.run(py, |l| l.renew(ttl))
+    }
+
+    /// Store ``progress`` (``bytes``, at most 4096) as the job's progress
+    /// checkpoint, which ``JobView.progress`` shows and the job's next
+    /// attempt reads (``Lease.progress``). Only the current lease may: a
+    /// stale, expired or closed lease raises as for any transition
+    /// (``StaleLease``, ``LeaseExpired``, ``LeaseClosed``) and writes nothing.
+    fn checkpoint(&self, py: Python<'_>, progress: Vec<u8>) -> PyResult<()> {
+        self.run(py, |l| l.checkpoint(&progress))
+    }
+
+    /// ``renew`` and ``checkpoint`` in one transition: both or neither.
+    fn renew_checkpoint(
+        &self,
+        py: Python<'_>,
+        ttl: &Bound<'_, PyAny>,
+        progress: Vec<u8>,
+    ) -> PyResult<()> {
+        let ttl = convert::ttl(ttl, "ttl")?;
+        self.run(py, |l| l.renew_checkpoint(ttl, &progress))
+    }
+
+    /// The job's progress checkpoint as stored now (``bytes``; an earlier
+    /// attempt's until this lease writes one), ``None`` if none was written.
+    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyBytes>>> {
+        let p = self.run(py, |l| l.progress())?;
+        Ok(p.map(|b| pyo3::types::PyBytes::new(py, &b)))
     }
 
     /// Give the job back unfinished; returns the job's new state. Closes the lease.

@@ -118,10 +118,19 @@ pub struct JobView {
     pub due_us: Option<i64>,
     max_hold_us: Option<i64>,
     backoff: Option<tenure::Backoff>,
+    progress: Option<Vec<u8>>,
 }
 
 #[pymethods]
 impl JobView {
+    /// The latest progress checkpoint a lease of the job wrote (``bytes``),
+    /// kept across attempts; ``None`` without one, and in listings.
+    #[getter]
+    fn progress<'py>(&self, py: Python<'py>) -> Option<Bound<'py, pyo3::types::PyBytes>> {
+        self.progress
+            .as_deref()
+            .map(|b| pyo3::types::PyBytes::new(py, b))
+    }
     /// ``due_us`` as an aware UTC ``datetime`` (None when due at once).
     #[getter]
     fn due_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -191,6 +200,7 @@ impl From<tenure::JobView> for JobView {
             due_us: v.due_us,
             max_hold_us: v.max_hold_us,
             backoff: v.backoff,
+            progress: v.progress,
         }
     }
 }

@@ -215,6 +215,7 @@ TENURE_HPP_ERROR_CLASS(ProductionLive, TENURE_PRODUCTION_LIVE)
 TENURE_HPP_ERROR_CLASS(ProductionPaused, TENURE_PRODUCTION_PAUSED)
 TENURE_HPP_ERROR_CLASS(ConcurrencyLimit, TENURE_CONCURRENCY_LIMIT)
 TENURE_HPP_ERROR_CLASS(RateLimited, TENURE_RATE_LIMITED)
+TENURE_HPP_ERROR_CLASS(JobLive, TENURE_JOB_LIVE)
 
 #undef TENURE_HPP_ERROR_CLASS
 
@@ -253,6 +254,7 @@ using InternalError = Internal;
     case TENURE_PRODUCTION_PAUSED: throw ProductionPaused(message);
     case TENURE_CONCURRENCY_LIMIT: throw ConcurrencyLimit(message);
     case TENURE_RATE_LIMITED: throw RateLimited(message);
+    case TENURE_JOB_LIVE: throw JobLive(message);
     default: throw Error(status, message);
   }
 }
@@ -723,6 +725,9 @@ struct JobView {
   std::optional<time_point> due;
   std::optional<std::chrono::microseconds> max_hold;  ///< hard per-claim ownership limit
   std::optional<Backoff> backoff;                     ///< the job's own retry back-off
+  /// The latest progress checkpoint a lease of the job wrote, kept across
+  /// attempts (ABI 1.2; a single job's view only, never a listing's).
+  std::optional<std::vector<std::uint8_t>> progress;
 };
 
 /// A production as listed.
@@ -900,6 +905,10 @@ inline JobView job_from(const tenure_job_view* v) {
   std::int64_t cap = 0;
   if (tenure_job_view_backoff_base_us(v, &us) && tenure_job_view_backoff_cap_us(v, &cap)) {
     j.backoff = Backoff(std::chrono::microseconds(us), std::chrono::microseconds(cap));
+  }
+  if (tenure_job_view_has_progress(v)) {
+    const std::uint8_t* p = tenure_job_view_progress(v);
+    j.progress = std::vector<std::uint8_t>(p, p + tenure_job_view_progress_len(v));
   }
   return j;
 }
@@ -1121,6 +1130,19 @@ class Lease {
   void renew(std::chrono::duration<Rep, Period> ttl) const {
     const std::int64_t us = to_micros(ttl);
     check(tenure_lease_renew(h_.get(), us));
+  }
+  /// Store `progress` (at most 4096 bytes) as the job's progress
+  /// checkpoint (ABI 1.2), which `JobView::progress` shows and the job's
+  /// next attempt reads. Only the current lease may: a stale, expired or
+  /// closed lease throws as for any transition and writes nothing.
+  void checkpoint(const std::vector<std::uint8_t>& progress) const {
+    check(tenure_lease_checkpoint(h_.get(), progress.data(), progress.size()));
+  }
+  /// `renew` and `checkpoint` in one transition (ABI 1.2): both or neither.
+  template <class Rep, class Period>
+  void renew_checkpoint(std::chrono::duration<Rep, Period> ttl, const std::vector<std::uint8_t>& progress) const {
+    const std::int64_t us = to_micros(ttl);
+    check(tenure_lease_renew_checkpoint(h_.get(), us, progress.data(), progress.size()));
   }
   /// Give the job back unfinished; closes the lease. Returns the job's state.
   JobState release() const {
@@ -1999,6 +2021,52 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     check(tenure_authority_prune(h_.get(), policy.event_age_s(), policy.terminal_job_age_s(),
                                  policy.tombstone_age_s(), &r));
     return PruneReport{r.jobs, r.tombstones, r.events, r.horizon, r.more};
+  }
+  /// Put a failed or cancelled job back to waiting (ABI 1.2), due after
+  /// `delay`, with `extra_attempts` attempts (1 ..= 1000, at most the job's
+  /// `max_attempts`; none: a fresh budget of `max_attempts`). Throws
+  /// `JobLive` for a job that is waiting, claimed or expired with attempts
+  /// left, `JobTerminal` for a completed one, `Cancelled` in a cancelled
+  /// production; nothing changes then.
+  void requeue(std::string_view production, std::string_view job,
+               std::optional<std::uint32_t> extra_attempts = std::nullopt,
+               std::chrono::microseconds delay = std::chrono::microseconds(0)) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string j = detail::cstr(job, "job ID");
+    const std::int64_t extra = extra_attempts ? std::int64_t{*extra_attempts} : -1;
+    check(tenure_authority_requeue(h_.get(), p.c_str(), j.c_str(), extra, delay.count()));
+  }
+  /// `requeue` of up to `limit` (1 ..= 1000) of the production's failed or
+  /// cancelled jobs (ABI 1.2): how many were requeued and whether more remain.
+  std::pair<std::uint64_t, bool> requeue_all(std::string_view production, std::size_t limit,
+                                             std::optional<std::uint32_t> extra_attempts = std::nullopt,
+                                             std::chrono::microseconds delay = std::chrono::microseconds(0)) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::int64_t extra = extra_attempts ? std::int64_t{*extra_attempts} : -1;
+    std::uint64_t n = 0;
+    bool more = false;
+    check(tenure_authority_requeue_all(h_.get(), p.c_str(), extra, delay.count(), limit, &n, &more));
+    return {n, more};
+  }
+  /// Claim the next claimable job across `productions` (ABI 1.2), rotating:
+  /// this handle asks them in list order starting after the production that
+  /// served its previous claim across the same list; `NoJobAvailable` when
+  /// none has one.
+  template <class Rep, class Period>
+  Lease claim_next_across(const std::vector<std::string>& productions, std::string_view holder,
+                          std::chrono::duration<Rep, Period> ttl) const {
+    const std::int64_t us = to_micros(ttl);
+    std::vector<std::string> names;
+    names.reserve(productions.size());
+    for (const auto& p : productions) names.push_back(detail::cstr(p, "production ID"));
+    std::vector<const char*> ptrs;
+    ptrs.reserve(names.size());
+    for (const auto& n : names) ptrs.push_back(n.c_str());
+    const std::string hd = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(tenure_authority_claim_next_across(h_.get(), ptrs.empty() ? nullptr : ptrs.data(), ptrs.size(),
+                                             hd.c_str(), us, &out));
+    return Lease(out);
   }
   /// Remove a finished production with its jobs, facts, events and
   /// tombstones. Throws `ProductionLive`, changing nothing, while any of

@@ -98,6 +98,8 @@ statuses! {
         TENURE_CONCURRENCY_LIMIT = 26 => c"concurrency_limit",
         /// A claim of a named job beyond its production's rate limit.
         TENURE_RATE_LIMITED = 27 => c"rate_limited",
+        /// Requeueing a job that is not failed or cancelled (ABI 1.2).
+        TENURE_JOB_LIVE = 28 => c"job_live",
     }
 }
 

@@ -26,6 +26,7 @@ pub struct tenure_job_view {
     due_us: Option<i64>,
     max_hold_us: Option<i64>,
     backoff: Option<Backoff>,
+    progress: Option<Vec<u8>>,
 }
 
 impl tenure_job_view {
@@ -47,6 +48,7 @@ impl tenure_job_view {
             due_us: v.due_us,
             max_hold_us: v.max_hold_us,
             backoff: v.backoff,
+            progress: v.progress.clone(),
         }
     }
 }
@@ -88,6 +90,17 @@ export! {
     /// The reason given by the latest failure (borrowed), or NULL.
     fn tenure_job_view_last_error(v: *const tenure_job_view) -> *const c_char =
         value Some(opt_ptr(&v.last_error));
+    /// Whether the view carries a progress checkpoint (ABI 1.2; only a
+    /// single job's view does, listings never).
+    fn tenure_job_view_has_progress(v: *const tenure_job_view) -> bool =
+        value Some(v.progress.is_some());
+    /// The progress checkpoint's bytes (ABI 1.2; borrowed, valid while the
+    /// view lives; NULL without one).
+    fn tenure_job_view_progress(v: *const tenure_job_view) -> *const u8 =
+        value v.progress.as_ref().map(|p| p.as_ptr());
+    /// The progress checkpoint's length in bytes (ABI 1.2; 0 without one).
+    fn tenure_job_view_progress_len(v: *const tenure_job_view) -> usize =
+        value Some(v.progress.as_ref().map_or(0, Vec::len));
     /// A requested job's not-before time (µs since the epoch; ABI 1.1): it
     /// is not claimable while the authority's clock reads earlier. Returns
     /// true and writes `*out_us` if the job has one, false (nothing

@@ -23,7 +23,7 @@ use crate::status::tenure_status;
 
 /// A non-negative count of microseconds as a `Duration`; the core checks
 /// the upper bound and whether zero is allowed.
-fn micros(what: &str, us: i64) -> R<Duration> {
+pub(crate) fn micros(what: &str, us: i64) -> R<Duration> {
     u64::try_from(us)
         .map(Duration::from_micros)
         .map_err(|_| Error::InvalidDuration(format!("{what} must not be negative, got {us} µs")))
@@ -40,7 +40,7 @@ fn micros(what: &str, us: i64) -> R<Duration> {
 /// it is NOT async-signal-safe. From a signal handler, write to a pipe and
 /// cancel from a thread that reads it.
 pub struct tenure_wait_cancel {
-    inner: WaitCancel,
+    pub(crate) inner: WaitCancel,
 }
 
 impl Handle for tenure_wait_cancel {}

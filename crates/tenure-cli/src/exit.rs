@@ -10,7 +10,7 @@
 //! | 4 | `claim`: the claim COMMITTED but the token could not be written; the receipt is on stderr |
 //! | 5 | `claim`: the `--token-out` file could not be reserved (exists, no permission); nothing was claimed |
 //! | 6 | `exec`: the command failed; the lease was failed (retryable unless exit 100) |
-//! | 10 + N | a tenure error with `ErrorCode` number N (11 = invalid_argument … 37 = rate_limited) |
+//! | 10 + N | a tenure error with `ErrorCode` number N (11 = invalid_argument … 38 = job_live) |
 
 use tenure::ErrorCode;
 

@@ -58,7 +58,18 @@ pub fn job(v: &JobView) -> Value {
         "due_us": v.due_us,
         "max_hold_us": v.max_hold_us,
         "backoff": backoff(v.backoff),
+        "progress_hex": v.progress.as_deref().map(hex),
     })
+}
+
+/// Bytes as lower-case hex.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A progress checkpoint as text: its size and bytes in hex; `-` when absent.
+pub fn progress_text(p: Option<&[u8]>) -> String {
+    p.map_or_else(|| "-".into(), |b| format!("{} bytes {}", b.len(), hex(b)))
 }
 
 /// A back-off policy: `{"base_us": N, "cap_us": N}`, or `null`.

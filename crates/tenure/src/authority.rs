@@ -171,6 +171,7 @@ impl Authority {
                     .group_commit
                     .then(|| Combiner::new(options.synchronous == Synchronous::Full)),
                 waits: Default::default(),
+                rotations: Default::default(),
                 retention: options.retention,
                 writes: Default::default(),
                 prune_behind: Default::default(),
@@ -196,6 +197,7 @@ impl Authority {
                 // call, whatever `Options::group_commit` says.
                 group: None,
                 waits: Default::default(),
+                rotations: Default::default(),
                 retention: options.retention,
                 writes: Default::default(),
                 prune_behind: Default::default(),
@@ -411,6 +413,22 @@ impl Authority {
         let timeout = crate::ttl::bounded("a wait timeout", timeout, true)?;
         crate::validate::id("production", production)?;
         crate::validate::holder(holder)?;
+        self.wait_for(&[production], timeout, cancel, || {
+            self.claim_next(production, holder, ttl)
+        })
+    }
+
+    /// The wait loop of [`Authority::claim_next_wait`] and
+    /// [`Authority::claim_next_wait_across`]: `attempt` until it claims,
+    /// sleeping on the store's doorbell, woken also when work in any of
+    /// `productions` may become claimable without a commit.
+    fn wait_for(
+        &self,
+        productions: &[&str],
+        timeout: Duration,
+        cancel: Option<&WaitCancel>,
+        attempt: impl FnMut() -> Result<Lease>,
+    ) -> Result<Lease> {
         let bell = self.inner.backend.doorbell()?;
         let all = self.inner.waits();
         let cancels: &[&WaitCancel] = match cancel {
@@ -418,17 +436,97 @@ impl Authority {
             None => &[&all],
         };
         crate::wait::until_claimed(
-            production,
+            &productions.join(", "),
             timeout,
             &bell,
             cancels,
-            || self.claim_next(production, holder, ttl),
+            attempt,
             || {
                 self.inner.read(|t, now_us| {
-                    Ok((now_us, rules::next_claimable_us(t, production, now_us)?))
+                    let mut next: Option<i64> = None;
+                    for p in productions {
+                        if let Some(at) = rules::next_claimable_us(t, p, now_us)? {
+                            next = Some(next.map_or(at, |n| n.min(at)));
+                        }
+                    }
+                    Ok((now_us, next))
                 })
             },
         )
+    }
+
+    /// Claim the next claimable job across `productions` (1 ..=
+    /// [`MAX_PRODUCTIONS`](crate::validate::MAX_PRODUCTIONS) distinct
+    /// productions), rotating: this handle asks them in list order starting
+    /// after the production that served its previous claim across the same
+    /// list, and the first with a claimable job serves this one
+    /// (docs/design.md, "Claims across productions").
+    /// [`Error::NoJobAvailable`] when none has one; `not_found` if one does
+    /// not exist.
+    pub fn claim_next_across(
+        &self,
+        productions: &[&str],
+        holder: &str,
+        ttl: crate::Ttl,
+    ) -> Result<Lease> {
+        let mut v = self.claim_across(productions, holder, ttl, 1)?;
+        match v.pop() {
+            Some(l) => Ok(l),
+            None => Err(Error::NoJobAvailable(format!(
+                "nothing claimable in productions {}",
+                productions.join(", ")
+            ))),
+        }
+    }
+
+    /// Claim up to `n` (1 ..= [`MAX_BATCH`](crate::validate::MAX_BATCH))
+    /// jobs across `productions` in one operation, shared out in rounds
+    /// from this handle's rotation (docs/design.md, "Claims across
+    /// productions"); fewer (possibly none) when fewer are claimable.
+    pub fn claim_next_many_across(
+        &self,
+        productions: &[&str],
+        holder: &str,
+        ttl: crate::Ttl,
+        n: usize,
+    ) -> Result<Vec<Lease>> {
+        self.claim_across(productions, holder, ttl, n)
+    }
+
+    fn claim_across(
+        &self,
+        productions: &[&str],
+        holder: &str,
+        ttl: crate::Ttl,
+        n: usize,
+    ) -> Result<Vec<Lease>> {
+        crate::validate::production_list(productions)?;
+        let list: Vec<String> = productions.iter().map(|p| (*p).to_owned()).collect();
+        let start = self.inner.rotation(&list);
+        let (ms, next) =
+            self.step(|s| rules::claim_next_across(s, productions, start, holder, ttl, n))?;
+        self.inner.set_rotation(list, next);
+        Ok(ms.into_iter().map(|m| self.mint(m)).collect())
+    }
+
+    /// [`Authority::claim_next_wait`] across `productions`: each attempt is
+    /// an [`Authority::claim_next_across`]; the wait wakes on a commit that
+    /// may have made work claimable in any of them, or when a lease of one
+    /// of them expires or a job of one becomes due.
+    pub fn claim_next_wait_across(
+        &self,
+        productions: &[&str],
+        holder: &str,
+        ttl: crate::Ttl,
+        timeout: Duration,
+        cancel: Option<&WaitCancel>,
+    ) -> Result<Lease> {
+        let timeout = crate::ttl::bounded("a wait timeout", timeout, true)?;
+        crate::validate::production_list(productions)?;
+        crate::validate::holder(holder)?;
+        self.wait_for(productions, timeout, cancel, || {
+            self.claim_next_across(productions, holder, ttl)
+        })
     }
 
     /// Cancel every [`Authority::claim_next_wait`] in progress on this
@@ -480,9 +578,12 @@ impl Authority {
         crate::validate::id("production", production)?;
         crate::validate::id("job", job)?;
         self.inner.read(|t, now| {
-            t.job(production, job)?
+            let mut v = t
+                .job(production, job)?
                 .map(|r| rules::view(&r, now))
-                .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))
+                .ok_or_else(|| Error::NotFound(format!("job {production}/{job}")))?;
+            v.progress = t.progress(production, job)?;
+            Ok(v)
         })
     }
 

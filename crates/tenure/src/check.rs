@@ -103,6 +103,7 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                     r.live = Some((ev.claim_id, ev.expires_us.unwrap_or(i64::MIN)));
                 }
                 EventKind::Renewed
+                | EventKind::Checkpointed
                 | EventKind::Released
                 | EventKind::Failed
                 | EventKind::Completed => {
@@ -125,7 +126,7 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                             fmt_claim(ev.claim_id)
                         )),
                     }
-                    r.live = if ev.kind == EventKind::Renewed {
+                    r.live = if matches!(ev.kind, EventKind::Renewed | EventKind::Checkpointed) {
                         Some((ev.claim_id, ev.expires_us.unwrap_or(i64::MIN)))
                     } else {
                         None
@@ -147,7 +148,7 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                     // A new job under an ID whose tombstone expired.
                     *r = Replay::default();
                 }
-                EventKind::Cancelled | EventKind::Exhausted => {
+                EventKind::Cancelled | EventKind::Exhausted | EventKind::Requeued => {
                     r.live = None;
                 }
                 EventKind::ProductionCreated

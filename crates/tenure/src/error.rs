@@ -118,6 +118,10 @@ pub enum Error {
     /// A claim of a named job beyond its production's rate limit.
     #[error("rate limited: {0}")]
     RateLimited(String),
+    /// Requeueing a job that is not failed or cancelled (waiting, claimed
+    /// or expired with attempts left).
+    #[error("job live: {0}")]
+    JobLive(String),
 }
 
 /// The error table: for every code its number, [`ErrorCode`] variant (named
@@ -241,6 +245,8 @@ error_table! {
         "A claim of a named job beyond its production's concurrency limit.";
     27 RateLimited "rate_limited"
         "A claim of a named job beyond its production's rate limit.";
+    28 JobLive "job_live"
+        "Requeueing a job that is not failed or cancelled (waiting, claimed or expired).";
 }
 
 impl Error {
@@ -287,7 +293,8 @@ impl Error {
             ProductionLive,
             ProductionPaused,
             ConcurrencyLimit,
-            RateLimited
+            RateLimited,
+            JobLive
         )
     }
 }
@@ -335,7 +342,7 @@ mod tests {
     #[test]
     fn codes_are_stable_and_dense() {
         let numbers: Vec<u32> = ErrorCode::ALL.iter().map(|c| c.as_u32()).collect();
-        let want: Vec<u32> = (1..=27).collect();
+        let want: Vec<u32> = (1..=28).collect();
         assert_eq!(numbers, want);
         for c in ErrorCode::ALL {
             assert_eq!(ErrorCode::from_u32(c.as_u32()), Some(c));
@@ -414,6 +421,7 @@ mod tests {
             "production_paused",
             "concurrency_limit",
             "rate_limited",
+            "job_live",
         ];
         let names: Vec<_> = ErrorCode::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names, expected);
@@ -446,6 +454,7 @@ mod tests {
             ),
             (Error::Internal(String::new()), ErrorCode::Internal),
             (Error::HoldLimit(String::new()), ErrorCode::HoldLimit),
+            (Error::JobLive(String::new()), ErrorCode::JobLive),
         ];
         for (e, c) in cases {
             assert_eq!(e.code(), c);

@@ -28,6 +28,9 @@ pub(crate) struct Inner {
     /// The cancel handle every wait on this authority also watches
     /// ([`crate::Authority::cancel_waits`] replaces it with a fresh one).
     pub(crate) waits: std::sync::Mutex<crate::wait::WaitCancel>,
+    /// Where this handle's next claim across each list of productions
+    /// starts ([`crate::rules::claim_next_across`]).
+    pub(crate) rotations: std::sync::Mutex<std::collections::HashMap<Vec<String>, usize>>,
     /// The retention policy this handle applies in small steps inside its
     /// write traffic (`Options::retention`); `None`: only explicit prunes.
     pub(crate) retention: Option<Retention>,
@@ -48,6 +51,23 @@ impl Inner {
     pub(crate) fn cancel_waits(&self) {
         let old = std::mem::take(&mut *self.waits.lock().unwrap_or_else(|p| p.into_inner()));
         old.cancel();
+    }
+
+    /// The start of this handle's next claim across `list`.
+    pub(crate) fn rotation(&self, list: &[String]) -> usize {
+        let r = self.rotations.lock().unwrap_or_else(|p| p.into_inner());
+        r.get(list).copied().unwrap_or(0)
+    }
+
+    /// Record where the next claim across `list` starts.
+    pub(crate) fn set_rotation(&self, list: Vec<String>, next: usize) {
+        let mut r = self.rotations.lock().unwrap_or_else(|p| p.into_inner());
+        // A handle serves few lists; a caller that makes up new ones
+        // without end does not grow this without bound.
+        if r.len() >= 256 && !r.contains_key(&list) {
+            r.clear();
+        }
+        r.insert(list, next);
     }
 
     pub(crate) fn session(&self) -> Result<Session> {

@@ -431,6 +431,39 @@ impl Lease {
             .map(|a| a.value)
     }
 
+    /// Store `progress` (at most
+    /// [`MAX_PROGRESS`](crate::validate::MAX_PROGRESS) bytes) as the job's
+    /// progress checkpoint, which [`crate::JobView::progress`] shows and
+    /// the job's next attempt reads ([`Lease::progress`]). Only the current
+    /// lease may: a stale, expired or closed lease is refused as for any
+    /// transition, and the checkpoint must commit before the lease expires.
+    pub fn checkpoint(&self, progress: &[u8]) -> Result<()> {
+        self.transition(false, |s, k, r| {
+            let a = crate::rules::checkpoint_applied(s, k, progress, None, r)?;
+            Ok((a, Settle::Expiry(i64::MIN)))
+        })
+        .map(|_| ())
+    }
+
+    /// [`Lease::renew`] and [`Lease::checkpoint`] in one transition: both
+    /// or neither.
+    pub fn renew_checkpoint(&self, ttl: Ttl, progress: &[u8]) -> Result<()> {
+        self.transition(false, |s, k, r| {
+            let a = crate::rules::checkpoint_applied(s, k, progress, Some(ttl), r)?;
+            let exp = a.value.unwrap_or(i64::MIN);
+            Ok((a, Settle::Expiry(exp)))
+        })
+        .map(|_| ())
+    }
+
+    /// The job's progress checkpoint as stored now: the latest one any of
+    /// its leases wrote (an earlier attempt's, for a lease that has written
+    /// none yet), `None` if none did.
+    pub fn progress(&self) -> Result<Option<Vec<u8>>> {
+        let (p, j) = (self.production.clone(), self.job.clone());
+        self.inner.read(move |t, _| t.progress(&p, &j))
+    }
+
     fn release_applied(&self, replay: bool) -> Result<Applied<JobState>> {
         self.transition(replay, transitions::release_applied)
     }

@@ -241,6 +241,12 @@ pub struct JobView {
     pub max_hold_us: Option<i64>,
     /// The job's own retry back-off, if it has one.
     pub backoff: Option<Backoff>,
+    /// The latest progress checkpoint a lease of the job wrote (at most
+    /// [`MAX_PROGRESS`](crate::validate::MAX_PROGRESS) bytes), kept across
+    /// attempts and requeues. Given by the job view
+    /// ([`Authority::job`](crate::Authority::job)); listings leave it
+    /// `None`.
+    pub progress: Option<Vec<u8>>,
 }
 
 /// A production and its job counts by observed state.
@@ -299,11 +305,15 @@ pub enum EventKind {
     /// A production's concurrency or rate limit was set or cleared (the
     /// detail says which and to what).
     ProductionLimited,
+    /// A coordinator put a failed or cancelled job back to waiting.
+    Requeued,
+    /// A lease stored a progress checkpoint (its bytes are not in the event).
+    Checkpointed,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 16] = [
         EventKind::ProductionCreated,
         EventKind::ProductionCancelled,
         EventKind::Submitted,
@@ -318,6 +328,8 @@ impl EventKind {
         EventKind::ProductionPaused,
         EventKind::ProductionResumed,
         EventKind::ProductionLimited,
+        EventKind::Requeued,
+        EventKind::Checkpointed,
     ];
     /// Stable snake_case name.
     pub fn as_str(self) -> &'static str {
@@ -336,6 +348,8 @@ impl EventKind {
             EventKind::ProductionPaused => "production_paused",
             EventKind::ProductionResumed => "production_resumed",
             EventKind::ProductionLimited => "production_limited",
+            EventKind::Requeued => "requeued",
+            EventKind::Checkpointed => "checkpointed",
         }
     }
     pub(crate) fn parse(s: &str) -> Option<EventKind> {

@@ -117,6 +117,41 @@ macro_rules! shared_operations {
             self.step(|s| $crate::rules::cancel(s, production, job))
         }
 
+        /// Put a failed (permanently, on its last attempt, or a lease that
+        /// expired with none left) or cancelled job back to waiting, due
+        /// after `delay` (zero: at once), with `extra` attempts (`None`: a
+        /// fresh budget of its `max_attempts`; `Some(n)`: `n`, 1 ..= 1000,
+        /// at most its `max_attempts`). Its events, facts and progress
+        /// checkpoint stay; a lease of an earlier claim is stale.
+        /// [`Error::JobLive`](crate::Error::JobLive) for a job that is
+        /// waiting, claimed or expired with attempts left,
+        /// [`Error::JobTerminal`](crate::Error::JobTerminal) for a completed
+        /// one, [`Error::Cancelled`](crate::Error::Cancelled) in a cancelled
+        /// production.
+        pub fn requeue(
+            &$($mut)? self,
+            production: &str,
+            job: &str,
+            extra: Option<u32>,
+            delay: $crate::Delay,
+        ) -> $crate::Result<()> {
+            self.step(|s| $crate::rules::requeue(s, production, job, extra, delay))
+        }
+
+        /// [`requeue`](Self::requeue) up to `limit` (1 ..=
+        /// [`MAX_BATCH`](crate::validate::MAX_BATCH)) of the production's
+        /// failed or cancelled jobs, by job ID. Answers how many were
+        /// requeued and whether more remain.
+        pub fn requeue_all(
+            &$($mut)? self,
+            production: &str,
+            extra: Option<u32>,
+            delay: $crate::Delay,
+            limit: usize,
+        ) -> $crate::Result<(u64, bool)> {
+            self.step(|s| $crate::rules::requeue_all(s, production, extra, delay, limit))
+        }
+
         /// Claim a named job for `ttl`. A lease claimed in an
         /// [`Edit`](crate::Edit) is
         /// [`LeaseStatus::Pending`](crate::LeaseStatus::Pending) until the

@@ -20,6 +20,13 @@ use crate::validate;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+mod across;
+mod progress;
+mod requeue;
+pub(crate) use across::claim_next_across;
+pub(crate) use progress::checkpoint_applied;
+pub(crate) use requeue::{requeue, requeue_all};
+
 /// `last_error` of a job whose expired claim had no attempts left.
 pub(crate) const EXHAUSTED: &str = "lease expired with no attempts left";
 const RELEASED_LAST: &str = "released after its last attempt";
@@ -80,6 +87,7 @@ pub(crate) fn view(row: &JobRow, now: i64) -> JobView {
         due_us: row.due_us,
         max_hold_us: row.max_hold_us,
         backoff: row.backoff,
+        progress: None,
     }
 }
 

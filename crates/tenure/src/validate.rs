@@ -24,6 +24,10 @@ pub const MAX_ATTEMPTS_LIMIT: u32 = 1000;
 /// Most leases or claims one batched call takes (`claim_next_many`,
 /// `complete_many`, `release_many`, `fail_many`, `renew_many`).
 pub const MAX_BATCH: usize = 1000;
+/// Largest progress checkpoint in bytes (4 KiB).
+pub const MAX_PROGRESS: usize = 4096;
+/// Most productions one claim across productions takes.
+pub const MAX_PRODUCTIONS: usize = 64;
 /// Fact keys with this prefix are written by the authority only (provenance).
 pub const RESERVED_FACT_PREFIX: &str = "tenure.";
 
@@ -33,6 +37,49 @@ pub fn batch(n: usize) -> Result<()> {
         return Err(Error::invalid(format!(
             "a batch takes 1 to {MAX_BATCH} items, not {n}"
         )));
+    }
+    Ok(())
+}
+
+/// Check a progress checkpoint: at most [`MAX_PROGRESS`] bytes (empty is
+/// a checkpoint too: "nothing done yet").
+pub fn progress(p: &[u8]) -> Result<()> {
+    if p.len() > MAX_PROGRESS {
+        return Err(Error::invalid(format!(
+            "a progress checkpoint is at most {MAX_PROGRESS} bytes, not {}",
+            p.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Check a requeue's extra attempts: 1 ..= [`MAX_ATTEMPTS_LIMIT`] (a job
+/// gets at most its own `max_attempts` of them).
+pub fn extra_attempts(n: u32) -> Result<()> {
+    if n == 0 || n > MAX_ATTEMPTS_LIMIT {
+        return Err(Error::invalid(format!(
+            "a requeue gives 1 to {MAX_ATTEMPTS_LIMIT} extra attempts, not {n}"
+        )));
+    }
+    Ok(())
+}
+
+/// Check the list of a claim across productions: 1 ..= [`MAX_PRODUCTIONS`]
+/// valid, distinct IDs.
+pub fn production_list(ps: &[&str]) -> Result<()> {
+    if ps.is_empty() || ps.len() > MAX_PRODUCTIONS {
+        return Err(Error::invalid(format!(
+            "a claim across productions takes 1 to {MAX_PRODUCTIONS} productions, not {}",
+            ps.len()
+        )));
+    }
+    for (i, p) in ps.iter().enumerate() {
+        id("production", p)?;
+        if ps[..i].contains(p) {
+            return Err(Error::invalid(format!(
+                "production {p:?} appears more than once in the list"
+            )));
+        }
     }
     Ok(())
 }

@@ -48,7 +48,9 @@ pub const MAX_SLOTS: usize = 1024;
 /// How a [`Worker`] runs.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    production: String,
+    /// One production, or several claimed across
+    /// ([`Authority::claim_next_wait_across`]).
+    productions: Vec<String>,
     holder: String,
     slots: usize,
     ttl: Ttl,
@@ -88,7 +90,7 @@ impl WorkerConfig {
     /// One slot, renewal every `ttl / 3`, waits of 60 s, grace 30 s.
     pub fn new(production: &str, holder: &str, ttl: Ttl) -> WorkerConfig {
         WorkerConfig {
-            production: production.to_owned(),
+            productions: vec![production.to_owned()],
             holder: holder.to_owned(),
             slots: 1,
             ttl,
@@ -115,6 +117,15 @@ impl WorkerConfig {
         self.on_outage = Some(OutageHook(Arc::new(f)));
         self
     }
+    /// Serve these productions (1 ..=
+    /// [`MAX_PRODUCTIONS`](crate::validate::MAX_PRODUCTIONS), distinct)
+    /// instead of the one given to [`WorkerConfig::new`]: with more than
+    /// one, each slot claims across them, rotating
+    /// ([`Authority::claim_next_wait_across`]).
+    pub fn productions(mut self, list: &[&str]) -> WorkerConfig {
+        self.productions = list.iter().map(|p| (*p).to_owned()).collect();
+        self
+    }
     /// Concurrent jobs (1 ..= [`MAX_SLOTS`]).
     pub fn slots(mut self, n: usize) -> WorkerConfig {
         self.slots = n;
@@ -139,13 +150,14 @@ impl WorkerConfig {
     }
 
     /// The checks [`Worker::start`] makes before it starts a slot: the
-    /// production ID and holder, 1 ..= [`MAX_SLOTS`] slots, a keep-alive
+    /// production IDs and holder, 1 ..= [`MAX_SLOTS`] slots, a keep-alive
     /// period shorter than the TTL, a positive wait timeout of at most 24 h
     /// and a grace period of at most 24 h. Loops composed elsewhere (the C++
     /// `tenure::Worker`, through `tenure_worker_config_check`) make the same
     /// checks here.
     pub fn check(&self) -> Result<()> {
-        crate::validate::id("production", &self.production)?;
+        let list: Vec<&str> = self.productions.iter().map(String::as_str).collect();
+        crate::validate::production_list(&list)?;
         crate::validate::holder(&self.holder)?;
         if self.slots == 0 || self.slots > MAX_SLOTS {
             return Err(Error::invalid(format!(
@@ -525,13 +537,26 @@ fn pause(ctl: &Ctl, d: Duration) {
 fn slot(a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &Reporter) {
     let mut outage = Outage::new(cfg.outage_limit);
     while !ctl.cancel.is_cancelled() {
-        let lease = match a.claim_next_wait(
-            &cfg.production,
-            &cfg.holder,
-            cfg.ttl,
-            cfg.wait_timeout,
-            Some(&ctl.cancel),
-        ) {
+        let claimed = match cfg.productions.as_slice() {
+            [one] => a.claim_next_wait(
+                one,
+                &cfg.holder,
+                cfg.ttl,
+                cfg.wait_timeout,
+                Some(&ctl.cancel),
+            ),
+            many => {
+                let list: Vec<&str> = many.iter().map(String::as_str).collect();
+                a.claim_next_wait_across(
+                    &list,
+                    &cfg.holder,
+                    cfg.ttl,
+                    cfg.wait_timeout,
+                    Some(&ctl.cancel),
+                )
+            }
+        };
+        let lease = match claimed {
             Ok(l) => {
                 server_back(cfg, ctl, &mut outage);
                 l

@@ -7,6 +7,8 @@
 //! operation on a live job ever sees a difference.
 //! Jobs may carry a not-before delay, a hold limit and a back-off; failures
 //! may name a retry delay (docs/design.md, "Scheduling and hold limits").
+//! Coordinators requeue failed and cancelled jobs and leases store progress
+//! checkpoints (docs/design.md, "Requeue", "Progress checkpoints").
 mod common;
 use common::*;
 use proptest::prelude::*;
@@ -66,6 +68,19 @@ enum Op {
     Cancel {
         job: usize,
     },
+    /// Requeue with `extra` attempts (`None`: a fresh budget), due after
+    /// `DELAYS[delay]`.
+    Requeue {
+        job: usize,
+        extra: Option<u32>,
+        delay: usize,
+    },
+    /// A progress checkpoint (the lease's index as its bytes), with a
+    /// renewal to `TTLS[ttl]` if `renew`.
+    Checkpoint {
+        lease: usize,
+        renew: Option<usize>,
+    },
     Import {
         lease: usize,
     },
@@ -117,6 +132,10 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(lease, permanent, retry)| Op::Fail { lease, permanent, retry }),
         3 => (0..8usize).prop_map(|lease| Op::Complete { lease }),
         1 => (0..5usize).prop_map(|job| Op::Cancel { job }),
+        2 => (0..5usize, proptest::option::of(1..4u32), 0..3usize)
+            .prop_map(|(job, extra, delay)| Op::Requeue { job, extra, delay }),
+        2 => (0..8usize, proptest::option::of(0..3usize))
+            .prop_map(|(lease, renew)| Op::Checkpoint { lease, renew }),
         1 => (0..8usize).prop_map(|lease| Op::Import { lease }),
         3 => (0..12_000_000i64).prop_map(|us| Op::Forward { us }),
         1 => (0..8_000_000i64).prop_map(|us| Op::Backward { us }),
@@ -191,6 +210,8 @@ struct MJob {
     /// Not claimable before this (a requested job only).
     due: Option<i64>,
     claimed_at: i64,
+    /// The latest progress checkpoint.
+    progress: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone)]
@@ -365,7 +386,8 @@ impl Model {
             Op::Renew { lease, .. }
             | Op::Release { lease }
             | Op::Fail { lease, .. }
-            | Op::Complete { lease } => self.leases.get(lease).is_some_and(|l| !l.closed),
+            | Op::Complete { lease }
+            | Op::Checkpoint { lease, .. } => self.leases.get(lease).is_some_and(|l| !l.closed),
             _ => true,
         }
     }
@@ -382,7 +404,8 @@ impl Model {
             Op::Renew { lease, .. }
             | Op::Release { lease }
             | Op::Fail { lease, .. }
-            | Op::Complete { lease } => lease_expiry(self, lease),
+            | Op::Complete { lease }
+            | Op::Checkpoint { lease, .. } => lease_expiry(self, lease),
             _ => None,
         };
         let out = self.apply(op);
@@ -399,7 +422,11 @@ impl Model {
                 deadline: None,
             }),
             (
-                Op::Renew { .. } | Op::Release { .. } | Op::Fail { .. } | Op::Complete { .. },
+                Op::Renew { .. }
+                | Op::Release { .. }
+                | Op::Fail { .. }
+                | Op::Complete { .. }
+                | Op::Checkpoint { .. },
                 Out::Ok(s),
             ) if s != "no lease" => Some(Fp {
                 mark: self.mark,
@@ -529,6 +556,7 @@ impl Model {
                                 backoff,
                                 due: (DELAYS[delay] > 0).then(|| t + DELAYS[delay]),
                                 claimed_at: 0,
+                                progress: None,
                             },
                         );
                         Out::Ok("created".into())
@@ -595,24 +623,40 @@ impl Model {
                 Out::Err(ErrorCode::NoJobAvailable)
             }
             Op::Renew { lease, ttl } => self.lease_op(lease, |m, now, idx| {
-                let name = m.leases[idx].job.clone();
-                let new = now + TTLS[ttl];
-                let j = m.jobs.get_mut(&name).unwrap();
-                if new <= j.expires {
-                    return Err(ErrorCode::NotExtended);
-                }
-                let new = if j.hold {
-                    new.min(j.claimed_at + HOLD)
-                } else {
-                    new
-                };
-                if new <= j.expires {
-                    return Err(ErrorCode::HoldLimit);
-                }
-                j.expires = new;
-                m.leases[idx].expires = new;
+                m.renewed(idx, now, ttl)?;
                 Ok("renewed".into())
             }),
+            Op::Checkpoint { lease, renew } => self.lease_op(lease, |m, now, idx| {
+                if let Some(ttl) = renew {
+                    m.renewed(idx, now, ttl)?;
+                }
+                let name = m.leases[idx].job.clone();
+                m.jobs.get_mut(&name).unwrap().progress = Some(idx.to_string().into_bytes());
+                Ok("checkpointed".into())
+            }),
+            Op::Requeue { job, extra, delay } => {
+                self.mark = self.mark.max(self.now);
+                let t = self.mark;
+                let name = JOB_NAMES[job];
+                let Some(j) = self.jobs.get(name) else {
+                    return Out::Err(ErrorCode::NotFound);
+                };
+                match self.classify(j, t) {
+                    JobState::Failed | JobState::Cancelled => {
+                        let j = self.jobs.get_mut(name).unwrap();
+                        let left = extra.map_or(j.max, |n| n.min(j.max));
+                        j.attempts = j.max - left;
+                        j.state = S::Requested;
+                        j.claim = None;
+                        j.expires = 0;
+                        j.exhausted = false;
+                        j.due = (DELAYS[delay] > 0).then(|| t + DELAYS[delay]);
+                        Out::Ok("requeued".into())
+                    }
+                    JobState::Completed => Out::Err(ErrorCode::JobTerminal),
+                    _ => Out::Err(ErrorCode::JobLive),
+                }
+            }
             Op::Release { lease } => self.lease_op(lease, |m, _, idx| {
                 let name = m.leases[idx].job.clone();
                 let j = m.jobs.get_mut(&name).unwrap();
@@ -719,6 +763,27 @@ impl Model {
                 Out::Ok("limited".into())
             }
         }
+    }
+
+    /// A renewal of lease `idx` to `now + TTLS[ttl]` (capped by a hold limit).
+    fn renewed(&mut self, idx: usize, now: i64, ttl: usize) -> Result<(), ErrorCode> {
+        let name = self.leases[idx].job.clone();
+        let new = now + TTLS[ttl];
+        let j = self.jobs.get_mut(&name).unwrap();
+        if new <= j.expires {
+            return Err(ErrorCode::NotExtended);
+        }
+        let new = if j.hold {
+            new.min(j.claimed_at + HOLD)
+        } else {
+            new
+        };
+        if new <= j.expires {
+            return Err(ErrorCode::HoldLimit);
+        }
+        j.expires = new;
+        self.leases[idx].expires = new;
+        Ok(())
     }
 
     /// A prune step that removed `gone` (what the store shows): only jobs
@@ -858,6 +923,26 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
         Op::Complete { lease } => match leases.get(lease) {
             None => Out::Ok("no lease".into()),
             Some(l) => out(l.complete(&[Fact::new("k", "v")]), |_| "completed".into()),
+        },
+        Op::Requeue { job, extra, delay } => out(
+            a.requeue(
+                "p",
+                JOB_NAMES[job],
+                extra,
+                Delay::from_micros(DELAYS[delay]).unwrap(),
+            ),
+            |_| "requeued".into(),
+        ),
+        Op::Checkpoint { lease, renew } => match leases.get(lease) {
+            None => Out::Ok("no lease".into()),
+            Some(l) => {
+                let value = lease.to_string().into_bytes();
+                let r = match renew {
+                    Some(t) => l.renew_checkpoint(ttl(t), &value),
+                    None => l.checkpoint(&value),
+                };
+                out(r, |_| "checkpointed".into())
+            }
         },
         Op::Cancel { job } => out(a.cancel("p", JOB_NAMES[job]), |c| {
             if c == CancelOutcome::Cancelled {
@@ -1059,6 +1144,7 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         prop_assert_eq!(v.attempts, j.attempts, "job {} attempts", name);
         prop_assert_eq!(v.due_us, j.due, "job {} due", name);
         prop_assert_eq!(v.expires_us.unwrap_or(0), j.expires, "job {} expiry", name);
+        prop_assert_eq!(&v.progress, &j.progress, "job {} progress", name);
     }
     for name in model.tombstones.keys() {
         let e = env.auth.job("p", name).unwrap_err();

@@ -745,6 +745,7 @@ pub fn c_tests() -> Result {
             "schedule",
             "idempotent",
             "stats",
+            "steering",
         ],
         &[],
     )?;

@@ -269,6 +269,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
                 "test_schedule.cpp",
                 "test_idempotent.cpp",
                 "test_stats.cpp",
+                "test_steering.cpp",
             ],
             &bin,
         )?;

@@ -51,6 +51,7 @@ const C_SUITES: &[&str] = &[
     "retention",
     "idempotent",
     "stats",
+    "steering",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
 /// `test_main.cpp` first (the summary names the others).
@@ -63,6 +64,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_retention.cpp",
     "test_idempotent.cpp",
     "test_stats.cpp",
+    "test_steering.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[

@@ -1,7 +1,7 @@
-//! `tenure job submit|show|cancel`.
+//! `tenure job submit|show|cancel|requeue`.
 
-use super::{submit, Ctx, Done, Prod};
-use crate::fail::{local, R};
+use super::{delay, submit, Ctx, Done, Prod};
+use crate::fail::{local, usage, R};
 use crate::out::{self, Render};
 use clap::Subcommand;
 use serde_json::{json, Value};
@@ -29,6 +29,64 @@ pub enum Cmd {
         /// Job ID.
         job: String,
     },
+    /// Put a failed or cancelled job (or, with --all, a batch of them) back
+    /// to waiting (coordinator).
+    Requeue {
+        #[command(flatten)]
+        p: Prod,
+        /// Job ID.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        job: Option<String>,
+        /// Requeue up to --limit of the production's failed or cancelled jobs.
+        #[arg(long)]
+        all: bool,
+        /// Most jobs one --all call requeues (1..=1000; default 100).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Attempts to give (1..=1000, at most the job's max_attempts;
+        /// default: a fresh budget of max_attempts).
+        #[arg(long)]
+        extra_attempts: Option<u32>,
+        /// Not claimable until this long after the requeue (default: at once).
+        #[arg(long, allow_hyphen_values = true)]
+        delay: Option<String>,
+    },
+}
+
+struct Requeued {
+    production: String,
+    job: String,
+}
+
+impl Render for Requeued {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        writeln!(o, "requeued {}/{}", self.production, self.job)
+    }
+
+    fn json(&self) -> Value {
+        json!({"production": self.production, "job": self.job, "result": "requeued"})
+    }
+}
+
+struct RequeuedAll {
+    production: String,
+    requeued: u64,
+    more: bool,
+}
+
+impl Render for RequeuedAll {
+    fn text(&self, o: &mut dyn Write) -> io::Result<()> {
+        let more = if self.more { "; more remain" } else { "" };
+        writeln!(
+            o,
+            "requeued {} jobs of {}{more}",
+            self.requeued, self.production
+        )
+    }
+
+    fn json(&self) -> Value {
+        json!({"production": self.production, "requeued": self.requeued, "more": self.more})
+    }
 }
 
 struct Shown(JobView);
@@ -53,6 +111,7 @@ impl Render for Shown {
             ("due", out::opt_time(v.due_us)),
             ("max_hold", out::opt_delay(v.max_hold_us)),
             ("backoff", out::backoff_text(v.backoff)),
+            ("progress", out::progress_text(v.progress.as_deref())),
         ];
         for (k, val) in rows {
             writeln!(o, "{k:<11}{val}")?;
@@ -105,6 +164,38 @@ pub fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
                 return Done::exit(crate::exit::OK);
             }
             Done::show(Shown(auth.job(&p.production, &job)?))
+        }
+        Cmd::Requeue {
+            p,
+            job,
+            all,
+            limit,
+            extra_attempts,
+            delay: d,
+        } => {
+            if limit.is_some() && !all {
+                return Err(usage("--limit goes with --all"));
+            }
+            let d = d.as_deref().map(delay).transpose()?.unwrap_or_default();
+            let auth = ctx.open()?;
+            match job.filter(|_| !all) {
+                Some(job) => {
+                    auth.requeue(&p.production, &job, extra_attempts, d)?;
+                    Done::show(Requeued {
+                        production: p.production,
+                        job,
+                    })
+                }
+                None => {
+                    let (requeued, more) =
+                        auth.requeue_all(&p.production, extra_attempts, d, limit.unwrap_or(100))?;
+                    Done::show(RequeuedAll {
+                        production: p.production,
+                        requeued,
+                        more,
+                    })
+                }
+            }
         }
         Cmd::Cancel { p, job } => {
             let auth = ctx.open()?;

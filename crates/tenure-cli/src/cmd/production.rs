@@ -493,6 +493,7 @@ mod tests {
                         )
                         .unwrap(),
                     ),
+                    progress: None,
                 },
                 payload: vec![0, 255, 10, 66],
             },
@@ -514,6 +515,7 @@ mod tests {
                     due_us: None,
                     max_hold_us: None,
                     backoff: None,
+                    progress: None,
                 },
                 payload: vec![],
             },

@@ -43,8 +43,10 @@ const CLEANUP: Duration = Duration::from_secs(2);
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[command(flatten)]
-    p: super::Prod,
+    /// Production ID; repeat it (or give a comma-separated list) to claim
+    /// across several, rotating after the production last served.
+    #[arg(short, long, required = true, value_delimiter = ',')]
+    production: Vec<String>,
     /// Holder name (default: HOSTNAME:PID).
     #[arg(long)]
     holder: Option<String>,
@@ -121,8 +123,9 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
         return Err(usage("--max-jobs must be at least 1"));
     }
     let holder = a.holder.unwrap_or_else(default_holder);
-    let production = a.p.production;
-    let mut config = WorkerConfig::new(&production, &holder, lease_ttl)
+    let productions: Vec<&str> = a.production.iter().map(String::as_str).collect();
+    let mut config = WorkerConfig::new(productions[0], &holder, lease_ttl)
+        .productions(&productions)
         .slots(a.slots)
         .wait_timeout(wait_timeout)
         .grace(grace);
@@ -136,14 +139,16 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     });
     let auth = ctx.open()?;
     // A missing production would make every wait fail: refuse it up front.
-    auth.jobs(
-        &production,
-        &ListQuery {
-            state: None,
-            after: None,
-            limit: 1,
-        },
-    )?;
+    for production in &productions {
+        auth.jobs(
+            production,
+            &ListQuery {
+                state: None,
+                after: None,
+                limit: 1,
+            },
+        )?;
+    }
     let runner = Runner::new(&a.out_dir, a.command[0].clone(), a.command[1..].to_vec())?;
     let stop: Arc<OnceLock<StopHandle>> = Arc::new(OnceLock::new());
     let failed = Arc::new(AtomicBool::new(false));

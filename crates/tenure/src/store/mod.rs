@@ -520,6 +520,13 @@ pub(crate) trait Txn: Send {
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>>;
     fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>>;
+    /// A job's progress checkpoint (`jobs.progress`), `None` if it has none
+    /// or the job does not exist. Kept out of [`JobRow`]: no claim or
+    /// transition reads it.
+    fn progress(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>>;
+    /// Write a job's progress checkpoint (the rules checked the lease and
+    /// the bound first); the job exists and is locked.
+    fn set_progress(&mut self, production: &str, job: &str, progress: &[u8]) -> Result<()>;
     /// Insert a new job; returns its submission sequence.
     fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64>;
     /// Write the mutable columns of an existing job (state, attempts, claim, times, error).

@@ -237,20 +237,20 @@ pub fn pg_downgrade_to_schema_4(url: &str) {
         .unwrap();
 }
 
-/// Turn a current SQLite store back into its schema 9 layout: no end
-/// times, `jobs_by_state` and `events_by_production` indexes, claim-next's
-/// index keyed on the state.
 /// What schema 10 lacks of schema 11: the kept job counts and their
-/// triggers, the indexes and the event columns the statistics read, and the
-/// claim gates.
+/// triggers, the indexes and the event columns the statistics read, the
+/// claim gates and the progress checkpoints.
 pub const SQLITE_UNDO_11: &str = "
-    DROP TABLE production_gates;
+    DROP TABLE production_gates; ALTER TABLE jobs DROP COLUMN progress;
     DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete;
     DROP TRIGGER job_counts_update; DROP TABLE job_counts;
     DROP INDEX jobs_waiting; DROP INDEX jobs_claimed; DROP INDEX events_by_time;
     ALTER TABLE events DROP COLUMN since_us; ALTER TABLE events DROP COLUMN lapsed_us;
     PRAGMA user_version = 10;";
 
+/// Turn a schema 10 SQLite store back into its schema 9 layout: no end
+/// times, `jobs_by_state` and `events_by_production` indexes, claim-next's
+/// index keyed on the state.
 pub const SQLITE_UNDO_10: &str = "
     DROP INDEX jobs_ended; DROP INDEX jobs_ready;
     ALTER TABLE jobs DROP COLUMN ended_us;
@@ -264,7 +264,8 @@ pub fn downgrade_to_schema_3(env: &Env) {
     match &env.pg {
         Some(db) => pg::client(&db.url)
             .batch_execute(
-                "ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS ended_us;
+                "ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS progress;
+                 ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS ended_us;
                  ALTER TABLE tenure.jobs RESET (fillfactor);
                  CREATE INDEX IF NOT EXISTS jobs_terminal ON tenure.jobs (updated_us)
                      WHERE state IN ('completed', 'failed', 'cancelled');

@@ -6,7 +6,7 @@
 //!
 //! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
 //! layout, only ever existed on SQLite). Schema 10 changed only SQLite's
-//! layout.
+//! layout: the step from 9 to 10 only records the version.
 
 use super::map_err;
 use crate::error::Result;
@@ -27,6 +27,7 @@ const STEPS: &[(u32, &str)] = &[
     (9, MIGRATE_8_TO_9),
     (11, ADD_STATS_FIGURES),
     (11, ADD_PRODUCTION_GATES),
+    (11, ADD_JOB_PROGRESS),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the
@@ -39,6 +40,15 @@ pub(super) fn forward(c: &mut Client, from: u32) -> Result<()> {
     }
     Ok(())
 }
+
+/// Progress checkpoints (see the SQLite backend's `add_job_progress`, the
+/// same change): the job's checkpoint written by its current lease, at
+/// most [`crate::validate::MAX_PROGRESS`] bytes. Additive (existing jobs
+/// have none), idempotent.
+const ADD_JOB_PROGRESS: &str = r#"
+ALTER TABLE tenure.jobs ADD COLUMN IF NOT EXISTS progress BYTEA
+    CHECK (progress IS NULL OR length(progress) <= 4096);
+"#;
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
 /// the indexes pruning reads by, and autovacuum settings for the tables

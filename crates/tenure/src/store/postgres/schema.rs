@@ -169,6 +169,7 @@ CREATE TABLE tenure.jobs (
     backoff_cap_us  BIGINT,
     ended_us        BIGINT GENERATED ALWAYS AS (
         CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN updated_us END) STORED,
+    progress        BYTEA CHECK (progress IS NULL OR length(progress) <= 4096),
     UNIQUE (production, job)
 ) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000,
         autovacuum_vacuum_cost_delay = 0, fillfactor = 70);

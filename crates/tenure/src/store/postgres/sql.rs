@@ -266,6 +266,14 @@ pub(super) const JOB: &str = concat!(
 pub(super) const PAYLOAD: &str =
     "SELECT payload FROM tenure.payloads WHERE production = $1 AND job = $2";
 
+/// The progress checkpoint of job `$2` of production `$1`.
+pub(super) const PROGRESS: &str =
+    "SELECT progress FROM tenure.jobs WHERE production = $1 AND job = $2";
+
+/// Writes the progress checkpoint `$3` of job `$2` of production `$1`.
+pub(super) const SET_PROGRESS: &str =
+    "UPDATE tenure.jobs SET progress = $3 WHERE production = $1 AND job = $2";
+
 /// Inserts one job and its payload (`$17`); returns its `seq`.
 pub(super) const INSERT_JOB: &str = "WITH j AS (
              INSERT INTO tenure.jobs (production, job, payload_digest, payload_len,

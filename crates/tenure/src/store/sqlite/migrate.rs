@@ -13,7 +13,7 @@
 //! | 6 | `jobs.provenance_at` |
 //! | 7 | `events.mark_us` |
 //! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
-//! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]) |
+//! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]); `jobs.progress` (progress checkpoints, [`add_job_progress`]) |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
@@ -220,6 +220,20 @@ fn add_production_gates(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// The progress checkpoint a job's current lease writes (`jobs.progress`,
+/// at most [`crate::validate::MAX_PROGRESS`] bytes). Additive: existing
+/// jobs have none (NULL). Run inside the migration transaction that
+/// checked the version; a `jobs` table that has the column already (a
+/// rebuild copied it into [`jobs_table`]'s definition) is left as it is.
+fn add_job_progress(conn: &Connection) -> Result<()> {
+    add_column_once(
+        conn,
+        "jobs",
+        "progress",
+        "BLOB CHECK (progress IS NULL OR length(progress) <= 4096)",
+    )
+}
+
 /// Bring the store to the current schema in one `BEGIN IMMEDIATE`
 /// transaction: an empty file gets the current layout, an older store
 /// runs every step from its version on.
@@ -276,6 +290,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                 }
                 add_stats_figures(conn)?;
                 add_production_gates(conn)?;
+                add_job_progress(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}

@@ -50,6 +50,7 @@ macro_rules! jobs_table {
     backoff_cap_us  INTEGER,
     provenance_at   INTEGER,
     ended_us        INTEGER,
+    progress        BLOB CHECK (progress IS NULL OR length(progress) <= 4096),
     UNIQUE (production, job)
 )"
     };
@@ -168,7 +169,8 @@ pub(super) use {
 ///   index entry. `provenance_at` says where among a completed job's facts
 ///   its four `tenure.*` provenance facts stand (they restate the row and
 ///   are not stored as fact rows); NULL on rows whose provenance is stored
-///   as facts.
+///   as facts. `progress` is the job's progress checkpoint (at most
+///   [`crate::validate::MAX_PROGRESS`] bytes), written by its current lease.
 /// - `events`: the log. The transaction that appends events leaves the
 ///   high-water mark on its last one (`mark_us`); the stored mark is the
 ///   larger of `meta`'s and the newest event's ([`super::sql::HIGH_WATER_SQL`]).

@@ -38,6 +38,20 @@ pub(super) fn payload(tx: &mut PgTxn, production: &str, job: &str) -> Result<Opt
     Ok(rows.first().map(|r| r.get(0)))
 }
 
+pub(super) fn progress(tx: &mut PgTxn, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
+    let rows = tx.query(PROGRESS, &[&production, &job])?;
+    Ok(rows.first().and_then(|r| r.get(0)))
+}
+
+pub(super) fn set_progress(tx: &mut PgTxn, production: &str, job: &str, v: &[u8]) -> Result<()> {
+    match tx.execute(SET_PROGRESS, &[&production, &job, &v])? {
+        1 => Ok(()),
+        n => Err(Error::Internal(format!(
+            "a progress write to job {production}/{job} touched {n} rows"
+        ))),
+    }
+}
+
 pub(super) fn insert_job(tx: &mut PgTxn, row: &JobRow, payload: &[u8]) -> Result<i64> {
     let len = i64::try_from(row.payload_len).unwrap_or(i64::MAX);
     let max = i64::from(row.max_attempts);

@@ -396,6 +396,14 @@ impl Txn for PgTxn {
         jobs::payload(self, production, job)
     }
 
+    fn progress(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
+        jobs::progress(self, production, job)
+    }
+
+    fn set_progress(&mut self, production: &str, job: &str, progress: &[u8]) -> Result<()> {
+        jobs::set_progress(self, production, job, progress)
+    }
+
     fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64> {
         jobs::insert_job(self, row, payload)
     }

@@ -1,6 +1,6 @@
 //! Productions and jobs: their rows, claim-next's scan, parking and listings.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::sqlite::conn::{Conn, Hot};
 use crate::store::sqlite::rows::{collect, ended_us, job_row, one_row, production_row, uuid_text};
 use crate::store::sqlite::sql::job_cols;
@@ -144,6 +144,26 @@ pub(super) fn job(h: &Conn, production: &str, job: &str) -> Result<Option<JobRow
 pub(super) fn payload(c: &Connection, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
     let mut st = c.prepare_cached("SELECT payload FROM jobs WHERE production = ?1 AND job = ?2")?;
     Ok(st.query_row([production, job], |r| r.get(0)).optional()?)
+}
+
+pub(super) fn progress(c: &Connection, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
+    let mut st =
+        c.prepare_cached("SELECT progress FROM jobs WHERE production = ?1 AND job = ?2")?;
+    Ok(st
+        .query_row([production, job], |r| r.get::<_, Option<Vec<u8>>>(0))
+        .optional()?
+        .flatten())
+}
+
+pub(super) fn set_progress(c: &Connection, production: &str, job: &str, v: &[u8]) -> Result<()> {
+    let mut st =
+        c.prepare_cached("UPDATE jobs SET progress = ?3 WHERE production = ?1 AND job = ?2")?;
+    match st.execute(params![production, job, v])? {
+        1 => Ok(()),
+        n => Err(Error::Internal(format!(
+            "a progress write to job {production}/{job} touched {n} rows"
+        ))),
+    }
 }
 
 pub(super) fn update_job(h: &Conn, row: &JobRow) -> Result<()> {

@@ -284,6 +284,15 @@ impl Txn for SqliteTxn {
         jobs::payload(self.c(), production, job)
     }
 
+    fn progress(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>> {
+        jobs::progress(self.c(), production, job)
+    }
+
+    fn set_progress(&mut self, production: &str, job: &str, progress: &[u8]) -> Result<()> {
+        crate::fault::point();
+        jobs::set_progress(self.c(), production, job, progress)
+    }
+
     fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64> {
         crate::fault::point();
         insert_job(self.c(), row, payload)

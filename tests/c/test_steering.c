@@ -1,0 +1,144 @@
+/* Requeue, progress checkpoints and claims across productions through the
+ * C ABI 1.2 (docs/design.md, "Requeue", "Progress checkpoints", "Claims
+ * across productions"): a failed job requeued is claimable again with a new
+ * claim ID while the old lease stays stale, a live job is refused with
+ * TENURE_JOB_LIVE changing nothing; the current lease stores a checkpoint
+ * that the job view shows and the next attempt after an expiry reads, a
+ * stale lease's checkpoint is refused; claims across productions rotate.
+ * Bad input: oversized progress, 0 or absurd extra attempts, unknown
+ * productions and jobs, empty or NULL lists.
+ * Usage: test_steering DIR (runs against PostgreSQL when the harness says so). */
+#include <stdint.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define SEC INT64_C(1000000)
+
+static tenure_lease *claim(tenure_authority *a, const char *p, const char *job, int64_t ttl) {
+  tenure_lease *l = NULL;
+  REQUIRE(tenure_authority_claim(a, p, job, "w", ttl, &l) == TENURE_OK);
+  return l;
+}
+
+static void requeue_of_a_failed_job(const char *dir) {
+  tenure_authority *a = open_store(dir, "requeue.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j", 2);
+  submit_job(a, "p", "live", 2);
+  tenure_lease *old = claim(a, "p", "j", 60 * SEC);
+  tenure_job_state st = 0;
+  OK(tenure_lease_fail(old, "bad input", true, &st));
+  CHECK(st == TENURE_JOB_FAILED);
+
+  size_t events = event_count(a);
+  EXPECT(tenure_authority_requeue(a, "p", "live", -1, 0), TENURE_JOB_LIVE);
+  EXPECT(tenure_authority_requeue(a, "p", "j", 0, 0), TENURE_INVALID_ARGUMENT);
+  EXPECT(tenure_authority_requeue(a, "p", "j", 1001, 0), TENURE_INVALID_ARGUMENT);
+  EXPECT(tenure_authority_requeue(a, "p", "j", -2, 0), TENURE_INVALID_ARGUMENT);
+  EXPECT(tenure_authority_requeue(a, "p", "j", -1, -1), TENURE_INVALID_DURATION);
+  EXPECT(tenure_authority_requeue(a, "p", "nope", -1, 0), TENURE_NOT_FOUND);
+  EXPECT(tenure_authority_requeue(a, "nope", "j", -1, 0), TENURE_NOT_FOUND);
+  EXPECT(tenure_authority_requeue(a, "p", NULL, -1, 0), TENURE_INVALID_ARGUMENT);
+  CHECK(event_count(a) == events);
+
+  OK(tenure_authority_requeue(a, "p", "j", -1, 0));
+  CHECK(event_count(a) == events + 1);
+  tenure_job_view *v = NULL;
+  OK(tenure_authority_job(a, "p", "j", &v));
+  CHECK(tenure_job_view_state(v) == TENURE_JOB_REQUESTED && tenure_job_view_attempts(v) == 0);
+  tenure_job_view_free(v);
+  tenure_lease *l = claim(a, "p", "j", 60 * SEC);
+  CHECK(strcmp(tenure_lease_claim_id(l), tenure_lease_claim_id(old)) != 0);
+  OK(tenure_lease_fail(l, "again", true, &st));
+  tenure_lease_free(l);
+
+  uint64_t n = 99;
+  bool more = true;
+  EXPECT(tenure_authority_requeue_all(a, "p", -1, 0, 0, &n, &more), TENURE_INVALID_ARGUMENT);
+  CHECK(n == 99 && more);
+  OK(tenure_authority_requeue_all(a, "p", 1, 0, 10, &n, &more));
+  CHECK(n == 1 && !more);
+  tenure_lease_free(old);
+  tenure_authority_free(a);
+}
+
+static void checkpoints_carry_to_the_next_attempt(const char *dir) {
+  tenure_authority *a = open_store(dir, "progress.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j", 3);
+  tenure_lease *first = claim(a, "p", "j", SEC / 2);
+  const uint8_t mark[] = {'o', 'f', 'f', '=', '7'};
+  OK(tenure_lease_checkpoint(first, mark, sizeof mark));
+  OK(tenure_lease_renew_checkpoint(first, SEC / 2, mark, sizeof mark));
+  static uint8_t big[4097];
+  size_t events = event_count(a);
+  EXPECT(tenure_lease_checkpoint(first, big, sizeof big), TENURE_INVALID_ARGUMENT);
+  EXPECT(tenure_lease_checkpoint(first, NULL, 3), TENURE_INVALID_ARGUMENT);
+  EXPECT(tenure_lease_checkpoint(NULL, mark, 1), TENURE_INVALID_ARGUMENT);
+  CHECK(event_count(a) == events);
+
+  tenure_job_view *v = NULL;
+  OK(tenure_authority_job(a, "p", "j", &v));
+  CHECK(tenure_job_view_has_progress(v));
+  CHECK(tenure_job_view_progress_len(v) == sizeof mark);
+  CHECK(memcmp(tenure_job_view_progress(v), mark, sizeof mark) == 0);
+  tenure_job_view_free(v);
+  CHECK(!tenure_job_view_has_progress(NULL) && tenure_job_view_progress(NULL) == NULL);
+
+  /* after the expiry: the old lease is refused, the next attempt reads it */
+  tenure_lease *second = NULL;
+  OK(tenure_authority_claim_next_wait(a, "p", "w2", 60 * SEC, 10 * SEC, NULL, &second));
+  REQUIRE(second != NULL);
+  CHECK(tenure_lease_attempt(second) == 2);
+  EXPECT(tenure_lease_checkpoint(first, mark, 1), TENURE_STALE_LEASE);
+  OK(tenure_authority_job(a, "p", "j", &v));
+  CHECK(tenure_job_view_progress_len(v) == sizeof mark);
+  CHECK(memcmp(tenure_job_view_progress(v), mark, sizeof mark) == 0);
+  tenure_job_view_free(v);
+  OK(tenure_lease_checkpoint(second, NULL, 0));
+  tenure_lease_free(first);
+  tenure_lease_free(second);
+  tenure_authority_free(a);
+}
+
+static void claims_across_productions_rotate(const char *dir) {
+  tenure_authority *a = open_store(dir, "across.db");
+  const char *list[] = {"x", "y"};
+  make_production(a, "x");
+  make_production(a, "y");
+  submit_job(a, "x", "x1", 1);
+  submit_job(a, "x", "x2", 1);
+  submit_job(a, "y", "y1", 1);
+  const char *want[] = {"x", "y", "x"};
+  for (int i = 0; i < 3; i++) {
+    tenure_lease *l = NULL;
+    OK(tenure_authority_claim_next_across(a, list, 2, "w", 60 * SEC, &l));
+    REQUIRE(l != NULL);
+    CHECK(streq(tenure_lease_production(l), want[i]));
+    tenure_lease_free(l);
+  }
+  tenure_lease *l = NULL;
+  EXPECT(tenure_authority_claim_next_across(a, list, 2, "w", 60 * SEC, &l), TENURE_NO_JOB_AVAILABLE);
+  EXPECT(tenure_authority_claim_next_wait_across(a, list, 2, "w", 60 * SEC, 1000, NULL, &l),
+         TENURE_NO_JOB_AVAILABLE);
+  const char *bad[] = {"x", "nope"};
+  EXPECT(tenure_authority_claim_next_across(a, bad, 2, "w", 60 * SEC, &l), TENURE_NOT_FOUND);
+  const char *twice[] = {"x", "x"};
+  EXPECT(tenure_authority_claim_next_across(a, twice, 2, "w", 60 * SEC, &l), TENURE_INVALID_ARGUMENT);
+  EXPECT(tenure_authority_claim_next_across(a, list, 0, "w", 60 * SEC, &l), TENURE_INVALID_ARGUMENT);
+  EXPECT(tenure_authority_claim_next_across(a, NULL, 2, "w", 60 * SEC, &l), TENURE_INVALID_ARGUMENT);
+  CHECK(l == NULL);
+  tenure_authority_free(a);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
+    return 2;
+  }
+  requeue_of_a_failed_job(argv[1]);
+  checkpoints_carry_to_the_next_attempt(argv[1]);
+  claims_across_productions_rotate(argv[1]);
+  return finish();
+}
