@@ -115,7 +115,9 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                 EventKind::Cancelled | EventKind::Exhausted => {
                     r.live = None;
                 }
-                EventKind::ProductionCreated | EventKind::ProductionCancelled => {}
+                EventKind::ProductionCreated
+                | EventKind::ProductionCancelled
+                | EventKind::SlotsDropped => {}
             }
             r.state = ev.state;
         }

@@ -56,6 +56,7 @@ mod request;
 mod retention;
 mod retry;
 mod rules;
+mod schedule;
 mod secret;
 mod session;
 #[doc(hidden)]
@@ -85,6 +86,10 @@ pub use request::{Applied, ClaimRequest};
 pub use retention::{
     Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_CATCH_UP_EVERY,
     AUTO_PRUNE_EVERY, DELETE_STEP_JOBS, PRUNE_STEP_ROWS,
+};
+pub use schedule::{
+    slot_job, Cadence, Overlap, ScheduleSpec, ScheduleView, Ticked, MAX_CATCH_UP,
+    MAX_INTERVAL_SECS, MAX_SCHEDULE_NAME,
 };
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;

@@ -292,11 +292,15 @@ pub enum EventKind {
     Exhausted,
     /// The schema migration rewrote the job (its old claim expired).
     Migrated,
+    /// A scheduler step did not enqueue some of a schedule's slots (beyond
+    /// its catch-up bound, or skipped while the previous slot's job was
+    /// live); the detail names the schedule, how many and from when.
+    SlotsDropped,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 12] = [
         EventKind::ProductionCreated,
         EventKind::ProductionCancelled,
         EventKind::Submitted,
@@ -308,6 +312,7 @@ impl EventKind {
         EventKind::Cancelled,
         EventKind::Exhausted,
         EventKind::Migrated,
+        EventKind::SlotsDropped,
     ];
     /// Stable snake_case name.
     pub fn as_str(self) -> &'static str {
@@ -323,6 +328,7 @@ impl EventKind {
             EventKind::Cancelled => "cancelled",
             EventKind::Exhausted => "exhausted",
             EventKind::Migrated => "migrated",
+            EventKind::SlotsDropped => "slots_dropped",
         }
     }
     pub(crate) fn parse(s: &str) -> Option<EventKind> {

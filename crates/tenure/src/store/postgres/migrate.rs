@@ -25,6 +25,7 @@ const STEPS: &[(u32, &str)] = &[
     (7, MIGRATE_6_TO_7),
     (8, MIGRATE_7_TO_8),
     (9, MIGRATE_8_TO_9),
+    (11, ADD_SCHEDULES),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the
@@ -37,6 +38,30 @@ pub(super) fn forward(c: &mut Client, from: u32) -> Result<()> {
     }
     Ok(())
 }
+
+/// The schedules table (recurring jobs and their slot records), as in
+/// [`super::schema::SCHEMA`]. Additive only, idempotent.
+const ADD_SCHEDULES: &str = r#"
+CREATE TABLE IF NOT EXISTS tenure.schedules (
+    production      TEXT COLLATE "C" NOT NULL,
+    name            TEXT COLLATE "C" NOT NULL,
+    cadence         TEXT NOT NULL,
+    payload         BYTEA NOT NULL,
+    priority        INT NOT NULL,
+    max_attempts    BIGINT NOT NULL,
+    max_hold_us     BIGINT,
+    backoff_base_us BIGINT,
+    backoff_cap_us  BIGINT,
+    catch_up        BIGINT NOT NULL,
+    overlap         TEXT NOT NULL,
+    paused          BOOLEAN NOT NULL,
+    settled_us      BIGINT NOT NULL,
+    last_slot_us    BIGINT,
+    created_us      BIGINT NOT NULL,
+    updated_us      BIGINT NOT NULL,
+    PRIMARY KEY (production, name)
+);
+"#;
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
 /// the indexes pruning reads by, and autovacuum settings for the tables

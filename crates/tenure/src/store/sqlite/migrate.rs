@@ -13,11 +13,13 @@
 //! | 6 | `jobs.provenance_at` |
 //! | 7 | `events.mark_us` |
 //! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
+//! | 10 | `schedules` (recurring jobs) |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
 use super::schema::{
-    claim_requests_table, create_current, jobs_table, tombstones_table, APPLICATION_ID,
+    claim_requests_table, create_current, jobs_table, schedules_table, tombstones_table,
+    APPLICATION_ID,
 };
 use crate::error::{Error, Result};
 use crate::model::EventKind;
@@ -189,6 +191,14 @@ CREATE INDEX IF NOT EXISTS jobs_ended ON jobs (production, state, job)
     WHERE ended_us IS NOT NULL;
 ";
 
+/// The schedules table (recurring jobs and their slot records). Additive
+/// only; a store that has the table already is left as it is.
+const ADD_SCHEDULES: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS schedules ",
+    schedules_table!(),
+    ";"
+);
+
 /// Bring the store to the current schema in one `BEGIN IMMEDIATE`
 /// transaction: an empty file gets the current layout, an older store
 /// runs every step from its version on.
@@ -221,7 +231,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
             // Schema 9 changed only PostgreSQL's layout (its mark log).
-            2..=9 => {
+            2..=10 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -240,7 +250,10 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                 if from <= 7 {
                     migrate_7_to_8(conn)?;
                 }
-                migrate_9_to_10(conn)?;
+                if from <= 9 {
+                    migrate_9_to_10(conn)?;
+                }
+                conn.execute_batch(ADD_SCHEDULES)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}

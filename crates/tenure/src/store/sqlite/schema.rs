@@ -91,7 +91,32 @@ macro_rules! tombstones_table {
 ) WITHOUT ROWID"
     };
 }
-pub(super) use {claim_requests_table, jobs_table, tombstones_table};
+/// What follows `CREATE TABLE schedules` in [`CURRENT`], which the step
+/// that adds the table in [`super::migrate`] creates.
+macro_rules! schedules_table {
+    () => {
+        "(
+    production      TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    cadence         TEXT NOT NULL,
+    payload         BLOB NOT NULL,
+    priority        INTEGER NOT NULL,
+    max_attempts    INTEGER NOT NULL,
+    max_hold_us     INTEGER,
+    backoff_base_us INTEGER,
+    backoff_cap_us  INTEGER,
+    catch_up        INTEGER NOT NULL,
+    overlap         TEXT NOT NULL,
+    paused          INTEGER NOT NULL CHECK (paused IN (0, 1)),
+    settled_us      INTEGER NOT NULL,
+    last_slot_us    INTEGER,
+    created_us      INTEGER NOT NULL,
+    updated_us      INTEGER NOT NULL,
+    PRIMARY KEY (production, name)
+) WITHOUT ROWID"
+    };
+}
+pub(super) use {claim_requests_table, jobs_table, schedules_table, tombstones_table};
 
 /// The tables and indexes of a store at [`crate::store::SCHEMA_VERSION`].
 ///
@@ -116,7 +141,8 @@ pub(super) use {claim_requests_table, jobs_table, tombstones_table};
 ///   high-water mark on its last one (`mark_us`); the stored mark is the
 ///   larger of `meta`'s and the newest event's ([`super::sql::HIGH_WATER_SQL`]).
 /// - `facts`, `nonces`, `claim_requests` (claims made under a request ID),
-///   `tombstones` (jobs pruned, with what they were submitted with).
+///   `tombstones` (jobs pruned, with what they were submitted with),
+///   `schedules` (recurring jobs with their slot record).
 pub(super) const CURRENT: &str = concat!(
     "
 CREATE TABLE meta (
@@ -177,6 +203,9 @@ CREATE TABLE tombstones ",
     tombstones_table!(),
     ";
 CREATE INDEX tombstones_by_age ON tombstones (pruned_us);
+CREATE TABLE schedules ",
+    schedules_table!(),
+    ";
 "
 );
 
