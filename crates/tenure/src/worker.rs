@@ -49,6 +49,7 @@ pub struct WorkerConfig {
     renew_every: Duration,
     wait_timeout: Duration,
     grace: Duration,
+    schedules: bool,
 }
 
 impl WorkerConfig {
@@ -62,7 +63,15 @@ impl WorkerConfig {
             renew_every: Duration::from_micros((ttl.as_micros() / 3).max(1) as u64),
             wait_timeout: Duration::from_secs(60),
             grace: Duration::from_secs(30),
+            schedules: false,
         }
+    }
+    /// Also run the store's schedules while the worker runs: a scheduler
+    /// loop ([`Authority::run_schedules_until`]) on a thread of its own,
+    /// stopped with the worker. Off by default.
+    pub fn schedules(mut self, on: bool) -> WorkerConfig {
+        self.schedules = on;
+        self
     }
     /// Concurrent jobs (1 ..= [`MAX_SLOTS`]).
     pub fn slots(mut self, n: usize) -> WorkerConfig {
@@ -346,6 +355,40 @@ impl Worker {
                 }
             }
         }
+        if config.schedules {
+            let (a, c) = (auth.clone(), ctl.clone());
+            let t = std::thread::Builder::new()
+                .name("tenure-scheduler".into())
+                .spawn(move || {
+                    // A failed step (a store error) is tried again a
+                    // second later, until the worker stops.
+                    while !c.cancel.is_cancelled() {
+                        let r = catch_unwind(AssertUnwindSafe(|| {
+                            a.run_schedules_until(&c.cancel, |_| {})
+                        }));
+                        if matches!(r, Ok(Ok(()))) {
+                            break;
+                        }
+                        let g = c.lock();
+                        let _ = c.cv.wait_timeout(g, Duration::from_secs(1));
+                    }
+                });
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    let w = Worker {
+                        ctl,
+                        grace: Duration::ZERO,
+                        threads,
+                        report,
+                        joined: false,
+                    };
+                    w.stop_handle().stop();
+                    w.join();
+                    return Err(Error::Internal(format!("cannot start the scheduler: {e}")));
+                }
+            }
+        }
         Ok(Worker {
             ctl,
             grace: config.grace,
@@ -555,4 +598,12 @@ fn retry(lease: &Lease, reason: &str, delay: Option<Duration>) -> Result<JobStat
 #[cfg(unix)]
 pub fn stop_on_signals(handle: StopHandle) -> Result<()> {
     crate::sys::signals::on_stop_signals("stop_on_signals", move || handle.stop())
+}
+
+/// Cancel `cancel` on SIGTERM or SIGINT (Unix), as [`stop_on_signals`]
+/// stops a worker: how a standalone scheduler loop
+/// ([`Authority::run_schedules_until`]) is stopped. Once per process.
+#[cfg(unix)]
+pub fn cancel_on_signals(cancel: WaitCancel) -> Result<()> {
+    crate::sys::signals::on_stop_signals("cancel_on_signals", move || cancel.cancel())
 }

@@ -19,6 +19,7 @@ pub mod production;
 pub mod prune;
 pub mod release;
 pub mod renew;
+pub mod schedule;
 mod submit;
 pub mod work;
 

@@ -66,6 +66,9 @@ pub struct Args {
     /// Stop (as on SIGTERM) once no command has run for this long.
     #[arg(long, allow_hyphen_values = true)]
     until_idle: Option<String>,
+    /// Also run the store's schedules (enqueue their due slots) while working.
+    #[arg(long)]
+    schedules: bool,
     /// Output directory.
     #[arg(long, default_value = ".")]
     out_dir: PathBuf,
@@ -93,7 +96,8 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
     let mut config = WorkerConfig::new(&production, &holder, lease_ttl)
         .slots(a.slots)
         .wait_timeout(wait_timeout)
-        .grace(grace);
+        .grace(grace)
+        .schedules(a.schedules);
     if let Some(d) = renew_every {
         config = config.renew_every(d);
     }
