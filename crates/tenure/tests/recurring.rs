@@ -350,3 +350,212 @@ proptest! {
         prop_assert_eq!(dropped, want_dropped);
     }
 }
+
+// ---- real processes: many schedulers, kill -9, libfaketime ----
+
+/// How long the many-schedulers run lasts: 10 s, or `TENURE_SCHEDULERS_SECS`
+/// (`cargo xtask torture` runs it for 5 minutes).
+fn run_secs() -> u64 {
+    std::env::var("TENURE_SCHEDULERS_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10)
+}
+
+/// `n` scheduler processes (`scheduler_child`) on the store at `path`.
+fn schedulers(n: usize, path: &std::path::Path) -> Vec<std::process::Child> {
+    (0..n)
+        .map(|_| {
+            let mut c = child("scheduler_child");
+            c.env("TENURE_SCHED_STORE", path)
+                .stdin(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect()
+}
+
+/// Stop schedulers gracefully (closing their stdin ends their loop).
+fn stop(children: Vec<std::process::Child>) {
+    for mut c in children {
+        drop(c.stdin.take());
+        assert!(c.wait().unwrap().success());
+    }
+}
+
+/// The slot jobs the log recorded as submitted for schedule `name`, in
+/// log order, and the catch-up drops it recorded (their counts).
+fn from_log(a: &Authority, name: &str) -> (Vec<String>, Vec<u64>) {
+    let mut jobs = Vec::new();
+    let mut drops = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = a.production_events("p", after, 1000).unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for e in page {
+            match e.kind {
+                EventKind::Submitted => jobs.extend(e.job.filter(|j| j.starts_with(name))),
+                EventKind::SlotsDropped => drops.push(
+                    e.detail
+                        .split_whitespace()
+                        .nth(2)
+                        .and_then(|n| n.parse().ok())
+                        .unwrap(),
+                ),
+                _ => {}
+            }
+        }
+    }
+    (jobs, drops)
+}
+
+/// Every slot of a 1 s schedule from its first after `from_us` to its last
+/// before `to_us`.
+fn every_second(name: &str, from_us: i64, to_us: i64) -> Vec<String> {
+    ((from_us / S + 1)..=(to_us / S))
+        .map(|k| slot_job(name, k * S))
+        .collect()
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64
+}
+
+#[test]
+fn sixteen_schedulers_enqueue_every_slot_exactly_once() {
+    let env = RealEnv::new();
+    env.auth
+        .create_schedule("p", &ScheduleSpec::new("sec", every(1), vec![]))
+        .unwrap();
+    let created = env.auth.schedules(None).unwrap()[0].created_us;
+    let children = schedulers(16, &env.path());
+    std::thread::sleep(std::time::Duration::from_secs(run_secs()));
+    let end = now_us();
+    stop(children);
+    let (jobs, drops) = from_log(&env.auth, "sec@");
+    let mut unique = jobs.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), jobs.len(), "duplicates in the log");
+    assert!(drops.is_empty(), "{drops:?}");
+    let want = every_second("sec", created, end);
+    // Every slot up to the end was enqueued (the last one may have come
+    // after the end was read): none missing, none extra.
+    assert!(
+        jobs.len() >= want.len() - 1,
+        "{} of {}",
+        jobs.len(),
+        want.len()
+    );
+    assert_eq!(jobs[..want.len() - 1], want[..want.len() - 1]);
+    assert!(env.auth.check().unwrap().ok());
+}
+
+#[test]
+fn killed_schedulers_catch_up_to_the_bound_and_record_the_rest_as_dropped() {
+    let env = RealEnv::new();
+    env.auth
+        .create_schedule("p", &ScheduleSpec::new("k", every(1), vec![]).catch_up(3))
+        .unwrap();
+    let created = env.auth.schedules(None).unwrap()[0].created_us;
+    let children = schedulers(16, &env.path());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    for mut c in children {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_secs(10));
+    let children = schedulers(16, &env.path());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let end = now_us();
+    stop(children);
+    let (jobs, drops) = from_log(&env.auth, "k@");
+    let mut unique = jobs.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), jobs.len(), "duplicates in the log");
+    assert_eq!(drops.len(), 1, "one catch-up after the restart: {drops:?}");
+    assert!((6..=10).contains(&drops[0]), "{drops:?}");
+    // Enqueued and dropped slots together are every slot, each once.
+    let want = every_second("k", created, end);
+    let accounted = jobs.len() as u64 + drops[0];
+    assert!(
+        accounted + 1 >= want.len() as u64 && accounted <= want.len() as u64 + 1,
+        "{accounted} of {}",
+        want.len()
+    );
+}
+
+/// Child entry point: a scheduler loop on `TENURE_SCHED_STORE` until its
+/// stdin closes (or it is killed); with `TENURE_SCHED_ONCE`, one step,
+/// printing `ENQUEUED <n> DROPPED <n>`.
+#[test]
+#[ignore = "child-process entry point of the scheduler process tests"]
+fn scheduler_child() {
+    let path = std::env::var("TENURE_SCHED_STORE").expect("run by the parent test");
+    let a = Authority::open(&path, &Options::new()).unwrap();
+    if std::env::var("TENURE_SCHED_ONCE").is_ok() {
+        let t = a.run_schedules().unwrap();
+        println!("ENQUEUED {} DROPPED {}", t.enqueued.len(), t.dropped);
+        return;
+    }
+    let cancel = WaitCancel::new();
+    let c = cancel.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+        c.cancel();
+    });
+    a.run_schedules_until(&cancel, |_| {}).unwrap();
+}
+
+#[test]
+fn clock_jumps_of_an_hour_enqueue_nothing_twice_or_early() {
+    if skip_on_postgres("libfaketime on a SQLite file (PostgreSQL uses the server clock)") {
+        return;
+    }
+    let env = RealEnv::new();
+    env.auth
+        .create_schedule("p", &ScheduleSpec::new("j", every(1), vec![]).catch_up(5))
+        .unwrap();
+    let path = env.path();
+    let path = path.to_str().unwrap();
+    let once = |offset: &str| {
+        under_faketime(
+            offset,
+            "scheduler_child",
+            &[("TENURE_SCHED_STORE", path), ("TENURE_SCHED_ONCE", "1")],
+            "",
+        )
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // Back an hour: nothing is due by that clock, nothing is enqueued.
+    let out = once("-1h");
+    assert!(out.contains("ENQUEUED 0 DROPPED 0"), "{out}");
+    // Forward an hour: the newest 5 of the hour's slots, the rest dropped.
+    let out = once("+1h");
+    let (n, dropped) = out
+        .split_once("ENQUEUED ")
+        .and_then(|(_, r)| r.split_once(" DROPPED "))
+        .map(|(n, d)| {
+            (
+                n.parse::<u64>().unwrap(),
+                d.split_whitespace().next().unwrap().parse::<u64>().unwrap(),
+            )
+        })
+        .unwrap();
+    assert_eq!(n, 5, "{out}");
+    assert!((3590..=3610).contains(&dropped), "{out}");
+    // Back at real time, and an hour back: the store's mark is an hour
+    // ahead, so no slot is due again, and none is enqueued twice.
+    for offset in ["+0", "-1h", "+1h"] {
+        let out = once(offset);
+        assert!(out.contains("ENQUEUED 0 DROPPED 0"), "{offset}: {out}");
+    }
+    let (jobs, drops) = from_log(&env.auth, "j@");
+    assert_eq!(jobs.len(), 5);
+    assert_eq!(drops.len(), 1);
+}
