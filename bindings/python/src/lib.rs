@@ -31,6 +31,7 @@ mod aio_work;
 mod convert;
 mod errors;
 mod handles;
+mod schedules;
 mod values;
 mod work;
 
