@@ -744,6 +744,7 @@ pub fn c_tests() -> Result {
             "batch",
             "schedule",
             "idempotent",
+            "recurring",
         ],
         &[],
     )?;

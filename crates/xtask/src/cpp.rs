@@ -268,6 +268,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
                 "test_batch.cpp",
                 "test_schedule.cpp",
                 "test_idempotent.cpp",
+                "test_recurring.cpp",
             ],
             &bin,
         )?;

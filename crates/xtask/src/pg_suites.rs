@@ -50,6 +50,7 @@ const C_SUITES: &[&str] = &[
     "schedule",
     "retention",
     "idempotent",
+    "recurring",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
 /// `test_main.cpp` first (the summary names the others).
@@ -61,6 +62,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_schedule.cpp",
     "test_retention.cpp",
     "test_idempotent.cpp",
+    "test_recurring.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
@@ -80,6 +82,7 @@ const PY_SUITES: &[&str] = &[
     "test_batch.py",
     "test_schedule.py",
     "test_idempotent.py",
+    "test_schedules.py",
 ];
 
 /// The adapter for the independent benchmark's runner, driven through its
