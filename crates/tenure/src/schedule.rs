@@ -347,17 +347,8 @@ fn valid(production: &str, spec: &ScheduleSpec) -> Result<()> {
             Cadence::cron(e)?;
         }
     }
-    // The slot job must be a valid submission.
-    let job = spec.job(0);
-    validate::payload(&job.payload)?;
-    validate::max_attempts(job.max_attempts)?;
-    if spec.max_hold.is_some_and(|h| h.as_micros() == 0) {
-        return Err(Error::InvalidDuration(format!(
-            "schedule {}: a hold limit must be positive",
-            spec.name
-        )));
-    }
-    Ok(())
+    // Every slot job must be a valid submission.
+    crate::rules::valid_submission(production, &spec.job(0))
 }
 
 fn view(r: ScheduleRow) -> Result<ScheduleView> {

@@ -342,16 +342,7 @@ impl Worker {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     ctl.lock().active -= config.slots - i;
-                    let w = Worker {
-                        ctl,
-                        grace: Duration::ZERO,
-                        threads,
-                        report,
-                        joined: false,
-                    };
-                    w.stop_handle().stop();
-                    w.join();
-                    return Err(Error::Internal(format!("cannot start a worker slot: {e}")));
+                    return Err(abandon(ctl, threads, report, "a worker slot", e));
                 }
             }
         }
@@ -375,18 +366,7 @@ impl Worker {
                 });
             match t {
                 Ok(t) => threads.push(t),
-                Err(e) => {
-                    let w = Worker {
-                        ctl,
-                        grace: Duration::ZERO,
-                        threads,
-                        report,
-                        joined: false,
-                    };
-                    w.stop_handle().stop();
-                    w.join();
-                    return Err(Error::Internal(format!("cannot start the scheduler: {e}")));
-                }
+                Err(e) => return Err(abandon(ctl, threads, report, "the scheduler", e)),
             }
         }
         Ok(Worker {
@@ -589,6 +569,27 @@ fn retry(lease: &Lease, reason: &str, delay: Option<Duration>) -> Result<JobStat
         Some(d) => lease.fail_retry_after(reason, Delay::try_from(d)?),
         None => lease.fail(reason, false),
     }
+}
+
+/// A worker whose thread `what` could not be started: the threads that
+/// did start are stopped and joined, and the error says which failed.
+fn abandon(
+    ctl: Arc<Ctl>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    report: Arc<Reporter>,
+    what: &str,
+    e: std::io::Error,
+) -> Error {
+    let w = Worker {
+        ctl,
+        grace: Duration::ZERO,
+        threads,
+        report,
+        joined: false,
+    };
+    w.stop_handle().stop();
+    w.join();
+    Error::Internal(format!("cannot start {what}: {e}"))
 }
 
 /// Stop `handle`'s worker on SIGTERM or SIGINT (Unix): installs handlers

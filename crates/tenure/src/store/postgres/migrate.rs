@@ -39,29 +39,14 @@ pub(super) fn forward(c: &mut Client, from: u32) -> Result<()> {
     Ok(())
 }
 
-/// The schedules table (recurring jobs and their slot records), as in
-/// [`super::schema::SCHEMA`]. Additive only, idempotent.
-const ADD_SCHEDULES: &str = r#"
-CREATE TABLE IF NOT EXISTS tenure.schedules (
-    production      TEXT COLLATE "C" NOT NULL,
-    name            TEXT COLLATE "C" NOT NULL,
-    cadence         TEXT NOT NULL,
-    payload         BYTEA NOT NULL,
-    priority        INT NOT NULL,
-    max_attempts    BIGINT NOT NULL,
-    max_hold_us     BIGINT,
-    backoff_base_us BIGINT,
-    backoff_cap_us  BIGINT,
-    catch_up        BIGINT NOT NULL,
-    overlap         TEXT NOT NULL,
-    paused          BOOLEAN NOT NULL,
-    settled_us      BIGINT NOT NULL,
-    last_slot_us    BIGINT,
-    created_us      BIGINT NOT NULL,
-    updated_us      BIGINT NOT NULL,
-    PRIMARY KEY (production, name)
+/// The schedules table (recurring jobs and their slot records), its
+/// definition shared with [`super::schema::SCHEMA`]. Additive only,
+/// idempotent.
+const ADD_SCHEDULES: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS tenure.schedules",
+    super::schema::schedules_table!(),
+    ";"
 );
-"#;
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
 /// the indexes pruning reads by, and autovacuum settings for the tables

@@ -10,6 +10,34 @@ use crate::error::{Error, Result};
 use crate::store::SCHEMA_VERSION;
 use postgres::Client;
 
+/// The columns and key of `tenure.schedules`, after `CREATE TABLE [IF NOT
+/// EXISTS] tenure.schedules`: in [`SCHEMA`], and in the step of
+/// [`super::migrate`] that adds the table.
+macro_rules! schedules_table {
+    () => {
+        r#" (
+    production      TEXT COLLATE "C" NOT NULL,
+    name            TEXT COLLATE "C" NOT NULL,
+    cadence         TEXT NOT NULL,
+    payload         BYTEA NOT NULL,
+    priority        INT NOT NULL,
+    max_attempts    BIGINT NOT NULL,
+    max_hold_us     BIGINT,
+    backoff_base_us BIGINT,
+    backoff_cap_us  BIGINT,
+    catch_up        BIGINT NOT NULL,
+    overlap         TEXT NOT NULL,
+    paused          BOOLEAN NOT NULL,
+    settled_us      BIGINT NOT NULL,
+    last_slot_us    BIGINT,
+    created_us      BIGINT NOT NULL,
+    updated_us      BIGINT NOT NULL,
+    PRIMARY KEY (production, name)
+)"#
+    };
+}
+pub(super) use schedules_table;
+
 /// The current layout, the one source of it: a new store is created from
 /// this, and an older store brought to it by the steps of
 /// [`super::migrate`] (`tests/pg_schema.rs` checks that both end equal).
@@ -36,7 +64,8 @@ use postgres::Client;
 /// died rather than 20 %, without cost delay, so their size stays near
 /// their live rows. Identifiers are `COLLATE "C"`, so listings page in byte
 /// order as on SQLite.
-pub(super) const SCHEMA: &str = r#"
+pub(super) const SCHEMA: &str = concat!(
+    r#"
 CREATE SCHEMA IF NOT EXISTS tenure;
 CREATE TABLE tenure.meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
@@ -156,26 +185,10 @@ CREATE TABLE tenure.claim_requests (
     PRIMARY KEY (production, request_id)
 );
 CREATE INDEX claim_requests_by_job ON tenure.claim_requests (production, job);
-CREATE TABLE tenure.schedules (
-    production      TEXT COLLATE "C" NOT NULL,
-    name            TEXT COLLATE "C" NOT NULL,
-    cadence         TEXT NOT NULL,
-    payload         BYTEA NOT NULL,
-    priority        INT NOT NULL,
-    max_attempts    BIGINT NOT NULL,
-    max_hold_us     BIGINT,
-    backoff_base_us BIGINT,
-    backoff_cap_us  BIGINT,
-    catch_up        BIGINT NOT NULL,
-    overlap         TEXT NOT NULL,
-    paused          BOOLEAN NOT NULL,
-    settled_us      BIGINT NOT NULL,
-    last_slot_us    BIGINT,
-    created_us      BIGINT NOT NULL,
-    updated_us      BIGINT NOT NULL,
-    PRIMARY KEY (production, name)
+CREATE TABLE tenure.schedules"#,
+    schedules_table!(),
+    ";\n"
 );
-"#;
 
 /// The stored schema version, or `None` if there is no tenure schema.
 pub(super) fn stored_version(c: &mut Client) -> Result<Option<u32>> {
