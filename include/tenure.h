@@ -610,6 +610,20 @@ typedef struct tenure_production_stats tenure_production_stats;
  * Queue statistics read in one snapshot. Immutable; thread-safe to read.
  */
 typedef struct tenure_stats tenure_stats;
+ * A schedule's definition (ABI 1.2): a name and a cadence, made by
+ * `tenure_schedule_def_new_every()` or `tenure_schedule_def_new_cron()`,
+ * with the default job options (empty payload, priority 0, 3 attempts),
+ * catch-up bound 1 and overlap "enqueue" until a setter changes them;
+ * passed to `tenure_authority_create_schedule()` or
+ * `tenure_authority_update_schedule()`, freed with
+ * `tenure_schedule_def_free()`. Thread-safe (internally locked).
+ */
+typedef struct tenure_schedule_def tenure_schedule_def;
+
+/**
+ * A snapshot of schedules (ABI 1.2), by production and name.
+ */
+typedef struct tenure_schedule_list tenure_schedule_list;
 
 /**
  * A cancel handle for `tenure_authority_claim_next_wait()` (ABI 1.1).
@@ -2036,6 +2050,176 @@ tenure_status tenure_edit_fail_retry_after(const struct tenure_edit *edit,
                                            const char *reason,
                                            int64_t delay_us,
                                            tenure_job_state *out_state);
+
+/**
+ * A definition whose slots are the multiples of `interval_us` since the
+ * Unix epoch (ABI 1.2): whole seconds, 1 s ..= 366 days, else
+ * `TENURE_INVALID_DURATION`. The name is checked when the definition is
+ * used. `*out_def` receives a handle to free with `tenure_schedule_def_free()`.
+ */
+tenure_status tenure_schedule_def_new_every(const char *name,
+                                            int64_t interval_us,
+                                            struct tenure_schedule_def **out_def);
+
+/**
+ * A definition whose slots are the matches of a five-field cron
+ * expression in UTC (ABI 1.2); a malformed one is `TENURE_INVALID_ARGUMENT`.
+ */
+tenure_status tenure_schedule_def_new_cron(const char *name,
+                                           const char *expression,
+                                           struct tenure_schedule_def **out_def);
+
+/**
+ * Every slot job's payload (ABI 1.2; copied; NULL only with
+ * `payload_len` 0, at most 1 MiB).
+ */
+tenure_status tenure_schedule_def_set_payload(struct tenure_schedule_def *def,
+                                              const uint8_t *payload,
+                                              size_t payload_len);
+
+/**
+ * Every slot job's priority and attempts (ABI 1.2; the attempts are
+ * checked, 1 ..= 1000, when the definition is used).
+ */
+tenure_status tenure_schedule_def_set_job(struct tenure_schedule_def *def,
+                                          int64_t priority,
+                                          uint32_t max_attempts);
+
+/**
+ * Every slot job's hold limit (ABI 1.2; as `tenure_job_options_set_max_hold()`).
+ */
+tenure_status tenure_schedule_def_set_max_hold(struct tenure_schedule_def *def, int64_t limit_us);
+
+/**
+ * Every slot job's retry back-off (ABI 1.2; as `tenure_job_options_set_backoff()`).
+ */
+tenure_status tenure_schedule_def_set_backoff(struct tenure_schedule_def *def,
+                                              int64_t base_us,
+                                              int64_t cap_us);
+
+/**
+ * The catch-up bound (ABI 1.2; 1 ..= 1000, checked when the definition
+ * is used) and the overlap policy: `skip_overlap` true skips a slot while
+ * the previous slot's job is requested or claimed.
+ */
+tenure_status tenure_schedule_def_set_catch_up(struct tenure_schedule_def *def,
+                                               uint32_t catch_up,
+                                               bool skip_overlap);
+
+/**
+ * Free a definition (NULL is a no-op).
+ */
+void tenure_schedule_def_free(struct tenure_schedule_def *def);
+
+/**
+ * Create a schedule in a production (ABI 1.2): `*out_created` true if
+ * created, false if the same definition exists (another one is
+ * `TENURE_CONFLICT`); a malformed definition is
+ * `TENURE_INVALID_ARGUMENT` or `TENURE_INVALID_DURATION`, changing nothing.
+ */
+tenure_status tenure_authority_create_schedule(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const struct tenure_schedule_def *def,
+                                               bool *out_created);
+
+/**
+ * Replace a schedule's definition (ABI 1.2; `TENURE_NOT_FOUND` if there
+ * is none); its slot record and pause state stay.
+ */
+tenure_status tenure_authority_update_schedule(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const struct tenure_schedule_def *def);
+
+/**
+ * Pause (`paused` true) or resume a schedule (ABI 1.2): `*out_changed`
+ * false if it already was so. A resumed schedule's next slot is the
+ * first after now.
+ */
+tenure_status tenure_authority_pause_schedule(const struct tenure_authority *authority,
+                                              const char *production,
+                                              const char *name,
+                                              bool paused,
+                                              bool *out_changed);
+
+/**
+ * Delete a schedule and its slot record (ABI 1.2): `*out_deleted` false
+ * if there was none. Its jobs stay.
+ */
+tenure_status tenure_authority_delete_schedule(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const char *name,
+                                               bool *out_deleted);
+
+/**
+ * One scheduler step (ABI 1.2): enqueue every due slot of every active
+ * schedule. `*out_enqueued` receives how many slot jobs it created,
+ * `*out_dropped` how many slots it dropped, `*out_next_slot_us` the
+ * earliest next slot (µs), or `INT64_MIN` when no schedule is active.
+ */
+tenure_status tenure_authority_run_schedules(const struct tenure_authority *authority,
+                                             size_t *out_enqueued,
+                                             uint64_t *out_dropped,
+                                             int64_t *out_next_slot_us);
+
+/**
+ * The schedules of `production` (every production's with NULL) (ABI
+ * 1.2); free the list with `tenure_schedule_list_free()`.
+ */
+tenure_status tenure_authority_schedules(const struct tenure_authority *authority,
+                                         const char *production,
+                                         struct tenure_schedule_list **out_list);
+
+/**
+ * Free a schedule list (NULL is a no-op).
+ */
+void tenure_schedule_list_free(struct tenure_schedule_list *list);
+
+/**
+ * Number of schedules.
+ */
+size_t tenure_schedule_list_len(const struct tenure_schedule_list *list);
+
+/**
+ * Production of schedule `index` (borrowed), or NULL if out of range.
+ */
+const char *tenure_schedule_list_production(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Name of schedule `index` (borrowed), or NULL if out of range.
+ */
+const char *tenure_schedule_list_name(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Cadence of schedule `index` (`every 30s`, `cron 0 2 * * *`; borrowed),
+ * or NULL if out of range.
+ */
+const char *tenure_schedule_list_cadence(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Whether schedule `index` is paused (false if out of range).
+ */
+bool tenure_schedule_list_paused(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Catch-up bound of schedule `index` (0 if out of range).
+ */
+uint32_t tenure_schedule_list_catch_up(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * The newest slot schedule `index` enqueued: true and `*out_us` written
+ * if there is one, false otherwise.
+ */
+bool tenure_schedule_list_last_slot_us(const struct tenure_schedule_list *list,
+                                       size_t index,
+                                       int64_t *out_us);
+
+/**
+ * The next slot of schedule `index`: true and `*out_us` written if it
+ * has one (it is active), false otherwise.
+ */
+bool tenure_schedule_list_next_slot_us(const struct tenure_schedule_list *list,
+                                       size_t index,
+                                       int64_t *out_us);
 
 /**
  * Make a claim request (ABI 1.1): `request_id` is an ID like a job ID

@@ -3,7 +3,7 @@
 import datetime
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Literal, Optional, Union, final
+from typing import Any, Literal, Optional, Union, final
 
 from typing_extensions import Self, TypeAlias
 
@@ -967,3 +967,38 @@ class Authority(_Writer):
     def delete_production(self, production: str) -> DeletedCounts: ...
     def export_production(self, production: str) -> Iterator[str]: ...
     def vacuum(self) -> None: ...
+    def create_schedule(
+        self,
+        production: str,
+        name: str,
+        *,
+        every: Optional[datetime.timedelta] = None,
+        cron: Optional[str] = None,
+        payload: bytes = ...,
+        priority: int = 0,
+        max_attempts: int = ...,
+        max_hold: Optional[datetime.timedelta] = None,
+        backoff: Optional[Backoff] = None,
+        catch_up: int = 1,
+        overlap: str = "enqueue",
+    ) -> bool: ...
+    def update_schedule(
+        self,
+        production: str,
+        name: str,
+        *,
+        every: Optional[datetime.timedelta] = None,
+        cron: Optional[str] = None,
+        payload: bytes = ...,
+        priority: int = 0,
+        max_attempts: int = ...,
+        max_hold: Optional[datetime.timedelta] = None,
+        backoff: Optional[Backoff] = None,
+        catch_up: int = 1,
+        overlap: str = "enqueue",
+    ) -> None: ...
+    def pause_schedule(self, production: str, name: str) -> bool: ...
+    def resume_schedule(self, production: str, name: str) -> bool: ...
+    def delete_schedule(self, production: str, name: str) -> bool: ...
+    def schedules(self, production: Optional[str] = None) -> list[dict[str, Any]]: ...
+    def run_schedules(self) -> dict[str, Any]: ...

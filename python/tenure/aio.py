@@ -716,6 +716,16 @@ class Authority(_Writes):
 
     vacuum = _on_authority(_native.Authority.vacuum)
 
+    # -- schedules (docs/schedules.md) -----------------------------------------
+
+    create_schedule = _on_authority(_native.Authority.create_schedule)
+    update_schedule = _on_authority(_native.Authority.update_schedule)
+    pause_schedule = _on_authority(_native.Authority.pause_schedule)
+    resume_schedule = _on_authority(_native.Authority.resume_schedule)
+    delete_schedule = _on_authority(_native.Authority.delete_schedule)
+    schedules = _on_authority(_native.Authority.schedules)
+    run_schedules = _on_authority(_native.Authority.run_schedules)
+
 
 def _native_lease(lease: Union[Lease, _native.Lease]) -> _native.Lease:
     return lease.native if isinstance(lease, Lease) else lease

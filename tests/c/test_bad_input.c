@@ -1289,6 +1289,113 @@ static void steering_entry_points(const char *dir) {
   tenure_authority_free(a);
 }
 
+/* Schedules (ABI 1.2): every entry point refuses NULL handles and
+ * out-parameters, bad IDs, bad cadences and bounds, changing nothing. */
+static void recurring_entry_points(const char *dir) {
+  tenure_authority *a = open_store(dir, "recurring.db");
+  make_production(a, "p");
+  size_t events_before = event_count(a);
+  tenure_schedule_def *d = NULL;
+  EXPECT(tenure_schedule_def_new_every(NULL, 1000000, &d), INV);
+  EXPECT(tenure_schedule_def_new_every(BAD_UTF8, 1000000, &d), INV);
+  EXPECT(tenure_schedule_def_new_every("s", 1000000, NULL), INV);
+  EXPECT(tenure_schedule_def_new_every("s", 0, &d), DUR);
+  EXPECT(tenure_schedule_def_new_every("s", -1, &d), DUR);
+  EXPECT(tenure_schedule_def_new_every("s", INT64_MAX, &d), DUR);
+  EXPECT(tenure_schedule_def_new_every("s", INT64_MIN, &d), DUR);
+  EXPECT(tenure_schedule_def_new_every("s", 1500000, &d), DUR);
+  EXPECT(tenure_schedule_def_new_cron(NULL, "* * * * *", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron("s", NULL, &d), INV);
+  EXPECT(tenure_schedule_def_new_cron("s", BAD_UTF8, &d), INV);
+  EXPECT(tenure_schedule_def_new_cron("s", "", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron("s", "99 * * * *", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron("s", "* * * *", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron("s", "* * * * *", NULL), INV);
+  CHECK(d == NULL);
+  EXPECT(tenure_schedule_def_set_payload(NULL, NULL, 0), INV);
+  EXPECT(tenure_schedule_def_set_job(NULL, 0, 3), INV);
+  EXPECT(tenure_schedule_def_set_max_hold(NULL, 1), INV);
+  EXPECT(tenure_schedule_def_set_backoff(NULL, 1, 1), INV);
+  EXPECT(tenure_schedule_def_set_catch_up(NULL, 1, false), INV);
+  tenure_schedule_def_free(NULL);
+  OK(tenure_schedule_def_new_cron("s", "*/5 * * * *", &d));
+  EXPECT(tenure_schedule_def_set_payload(d, NULL, 1), INV);
+  EXPECT(tenure_schedule_def_set_payload(d, (const uint8_t *)"x", SIZE_MAX), INV);
+  EXPECT(tenure_schedule_def_set_job(d, INT64_MAX, 3), INV);
+  EXPECT(tenure_schedule_def_set_job(d, INT64_MIN, 3), INV);
+  BAD_DELAY(tenure_schedule_def_set_max_hold(d, D));
+  BAD_DELAY(tenure_schedule_def_set_backoff(d, D, DAYS_366));
+  EXPECT(tenure_schedule_def_set_backoff(d, 2, 1), DUR);
+  bool flag = true;
+  EXPECT(tenure_authority_create_schedule(NULL, "p", d, &flag), INV);
+  BAD_ID(tenure_authority_create_schedule(a, S, d, &flag));
+  EXPECT(tenure_authority_create_schedule(a, "p", NULL, &flag), INV);
+  EXPECT(tenure_authority_create_schedule(a, "p", d, NULL), INV);
+  OK(tenure_schedule_def_set_job(d, 0, 0));
+  EXPECT(tenure_authority_create_schedule(a, "p", d, &flag), INV);
+  OK(tenure_schedule_def_set_job(d, 0, 3));
+  OK(tenure_schedule_def_set_max_hold(d, 0));
+  EXPECT(tenure_authority_create_schedule(a, "p", d, &flag), DUR);
+  OK(tenure_schedule_def_set_max_hold(d, 1000000));
+  OK(tenure_schedule_def_set_catch_up(d, 0, false));
+  EXPECT(tenure_authority_create_schedule(a, "p", d, &flag), INV);
+  OK(tenure_schedule_def_set_catch_up(d, UINT32_MAX, true));
+  EXPECT(tenure_authority_create_schedule(a, "p", d, &flag), INV);
+  CHECK(flag == true);
+  tenure_schedule_def *bad_name = NULL;
+  OK(tenure_schedule_def_new_every("has/slash", 60000000, &bad_name));
+  EXPECT(tenure_authority_create_schedule(a, "p", bad_name, &flag), INV);
+  tenure_schedule_def_free(bad_name);
+  bad_name = NULL;
+  OK(tenure_schedule_def_new_every(LONG_ID, 60000000, &bad_name));
+  EXPECT(tenure_authority_create_schedule(a, "p", bad_name, &flag), INV);
+  tenure_schedule_def_free(bad_name);
+  EXPECT(tenure_authority_update_schedule(NULL, "p", d), INV);
+  BAD_ID(tenure_authority_update_schedule(a, S, d));
+  EXPECT(tenure_authority_update_schedule(a, "p", NULL), INV);
+  EXPECT(tenure_authority_update_schedule(a, "p", d), INV);
+  EXPECT(tenure_authority_pause_schedule(NULL, "p", "s", true, &flag), INV);
+  BAD_ID(tenure_authority_pause_schedule(a, S, "s", true, &flag));
+  BAD_ID(tenure_authority_pause_schedule(a, "p", S, false, &flag));
+  EXPECT(tenure_authority_pause_schedule(a, "p", "s", true, NULL), INV);
+  EXPECT(tenure_authority_pause_schedule(a, "p", "s", true, &flag), TENURE_NOT_FOUND);
+  EXPECT(tenure_authority_delete_schedule(NULL, "p", "s", &flag), INV);
+  BAD_ID(tenure_authority_delete_schedule(a, S, "s", &flag));
+  BAD_ID(tenure_authority_delete_schedule(a, "p", S, &flag));
+  EXPECT(tenure_authority_delete_schedule(a, "p", "s", NULL), INV);
+  CHECK(flag == true);
+  size_t n = 9;
+  uint64_t dropped = 9;
+  int64_t next = 9;
+  EXPECT(tenure_authority_run_schedules(NULL, &n, &dropped, &next), INV);
+  EXPECT(tenure_authority_run_schedules(a, NULL, &dropped, &next), INV);
+  EXPECT(tenure_authority_run_schedules(a, &n, NULL, &next), INV);
+  EXPECT(tenure_authority_run_schedules(a, &n, &dropped, NULL), INV);
+  CHECK(n == 9 && dropped == 9 && next == 9);
+  tenure_schedule_list *l = NULL;
+  EXPECT(tenure_authority_schedules(NULL, "p", &l), INV);
+  EXPECT(tenure_authority_schedules(a, BAD_UTF8, &l), INV);
+  EXPECT(tenure_authority_schedules(a, "has/slash", &l), INV);
+  EXPECT(tenure_authority_schedules(a, "p", NULL), INV);
+  CHECK(l == NULL);
+  OK(tenure_authority_schedules(a, NULL, &l));
+  CHECK(tenure_schedule_list_len(l) == 0);
+  CHECK(tenure_schedule_list_len(NULL) == 0);
+  CHECK(tenure_schedule_list_production(l, 0) == NULL);
+  CHECK(tenure_schedule_list_name(l, 0) == NULL);
+  CHECK(tenure_schedule_list_cadence(NULL, 0) == NULL);
+  CHECK(!tenure_schedule_list_paused(l, 0));
+  CHECK(tenure_schedule_list_catch_up(l, 0) == 0);
+  int64_t us = 7;
+  CHECK(!tenure_schedule_list_last_slot_us(l, 0, &us) && us == 7);
+  CHECK(!tenure_schedule_list_next_slot_us(NULL, 0, &us) && us == 7);
+  tenure_schedule_list_free(l);
+  tenure_schedule_list_free(NULL);
+  tenure_schedule_def_free(d);
+  CHECK(event_count(a) == events_before);
+  tenure_authority_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -1306,6 +1413,7 @@ int main(int argc, char **argv) {
   idempotent_entry_points(argv[1]);
   stats_entry_points(argv[1]);
   steering_entry_points(argv[1]);
+  recurring_entry_points(argv[1]);
   static_entry_points();
   return finish();
 }

@@ -1234,10 +1234,98 @@ static void call_one_1_1(int on) {
   }
 }
 
+/* Schedules (ABI 1.2): definitions from hostile names, expressions,
+ * intervals and bounds, every call on them, the list's accessors. */
+static void call_schedules(int on) {
+  static const char *const NAMES[] = {"s0", "s1", "s2"};
+  static const char *const CRONS[] = {"*/5 * * * *", "0 2 * * *", "61 * * * *", "* * * *"};
+  const char *what = "schedule_def_new";
+  tenure_schedule_def *out = SENT_PTR;
+  tenure_status st = chance(50)
+      ? tenure_schedule_def_new_every(gen_str(NAMES[below(3)]), chance(50) ? gen_delay() : 1000000,
+                                      on ? NULL : &out)
+      : tenure_schedule_def_new_cron(gen_str(NAMES[below(3)]), gen_str(CRONS[below(4)]),
+                                     on ? NULL : &out);
+  note(st, what);
+  tenure_schedule_def *d = take_ptr(st, out, on, what);
+  tenure_schedule_def *use = chance(5) ? NULL : d;
+  if (chance(40)) {
+    const char *bytes = gen_str("payload");
+    note(tenure_schedule_def_set_payload(use, (const uint8_t *)bytes,
+                                         bytes ? strlen(bytes) : below(3)),
+         "schedule_def_set_payload");
+  }
+  if (chance(40))
+    note(tenure_schedule_def_set_job(use, chance(80) ? (int64_t)below(10) : (int64_t)rnd(),
+                                     chance(80) ? (uint32_t)below(5) : (uint32_t)rnd()),
+         "schedule_def_set_job");
+  if (chance(30)) note(tenure_schedule_def_set_max_hold(use, gen_delay()), "schedule_def_set_max_hold");
+  if (chance(30))
+    note(tenure_schedule_def_set_backoff(use, gen_delay(), gen_delay()), "schedule_def_set_backoff");
+  if (chance(40))
+    note(tenure_schedule_def_set_catch_up(use, chance(80) ? (uint32_t)below(5) : (uint32_t)rnd(),
+                                          below(2)),
+         "schedule_def_set_catch_up");
+  bool flag = true;
+  switch (below(6)) {
+    case 0:
+      st = tenure_authority_create_schedule(gen_auth(), gen_prod(), use, on ? NULL : &flag);
+      note(st, "create_schedule");
+      check_scalar(st, flag == true, on, "create_schedule");
+      break;
+    case 1:
+      note(tenure_authority_update_schedule(gen_auth(), gen_prod(), use), "update_schedule");
+      break;
+    case 2:
+      st = tenure_authority_pause_schedule(gen_auth(), gen_prod(), gen_str(NAMES[below(3)]), below(2),
+                                           on ? NULL : &flag);
+      note(st, "pause_schedule");
+      check_scalar(st, flag == true, on, "pause_schedule");
+      break;
+    case 3:
+      st = tenure_authority_delete_schedule(gen_auth(), gen_prod(), gen_str(NAMES[below(3)]),
+                                            on ? NULL : &flag);
+      note(st, "delete_schedule");
+      check_scalar(st, flag == true, on, "delete_schedule");
+      break;
+    case 4: {
+      size_t n = (size_t)SENT_U64;
+      uint64_t dropped = SENT_U64;
+      int64_t next = (int64_t)SENT_U64;
+      st = tenure_authority_run_schedules(gen_auth(), chance(10) ? NULL : &n, &dropped,
+                                          on ? NULL : &next);
+      note(st, "run_schedules");
+      if (st != TENURE_OK) CHECK(dropped == SENT_U64 && next == (int64_t)SENT_U64);
+      break;
+    }
+    default: {
+      what = "schedules";
+      tenure_schedule_list *lo = SENT_PTR;
+      st = tenure_authority_schedules(gen_auth(), chance(30) ? NULL : gen_prod(), on ? NULL : &lo);
+      note(st, what);
+      tenure_schedule_list *l = take_ptr(st, lo, on, what);
+      size_t i = below(4);
+      int64_t us = (int64_t)SENT_U64;
+      (void)tenure_schedule_list_production(l, i);
+      (void)tenure_schedule_list_name(l, i);
+      (void)tenure_schedule_list_cadence(l, i);
+      (void)tenure_schedule_list_paused(l, i);
+      (void)tenure_schedule_list_catch_up(l, i);
+      if (!tenure_schedule_list_last_slot_us(l, i, &us)) CHECK(us == (int64_t)SENT_U64);
+      us = (int64_t)SENT_U64;
+      if (!tenure_schedule_list_next_slot_us(l, i, &us)) CHECK(us == (int64_t)SENT_U64);
+      CHECK(tenure_schedule_list_name(l, tenure_schedule_list_len(l)) == NULL);
+      tenure_schedule_list_free(l);
+      break;
+    }
+  }
+  tenure_schedule_def_free(d);
+}
+
 static void call_one(void) {
   int on = chance(4); /* pass NULL for the out-parameter */
   const char *what;
-  switch (below(56)) {
+  switch (below(58)) {
     case 0: { /* open with hostile paths and options */
       what = "open";
       const char *path = gen_path();
@@ -1696,6 +1784,9 @@ static void call_one(void) {
     case 43: case 44: case 45: case 46: case 47: case 48: case 49: case 50: case 51: case 52:
     case 53: case 54:
       call_one_1_1(on);
+      break;
+    case 55: case 56:
+      call_schedules(on);
       break;
     default:
       read_list_views();

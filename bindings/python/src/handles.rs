@@ -1066,6 +1066,102 @@ impl Authority {
         r.map(Lease::wrap).map_err(to_py)
     }
 
+    /// Create a schedule (docs/schedules.md): ``True`` if created,
+    /// ``False`` if the same definition exists (another one is
+    /// ``Conflict``). Exactly one of ``every`` (a ``datetime.timedelta``,
+    /// whole seconds, 1 s ..= 366 days; ``InvalidDuration``) and ``cron``
+    /// (five fields, UTC; ``InvalidArgument`` if malformed). ``catch_up``:
+    /// 1 ..= 1000; ``overlap``: ``"enqueue"`` or ``"skip"``.
+    #[pyo3(signature = (production, name, *, every = None, cron = None, payload = b"".as_slice(), priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, max_hold = None, backoff = None, catch_up = 1, overlap = "enqueue"))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_schedule(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        name: &str,
+        every: Option<&Bound<'_, PyAny>>,
+        cron: Option<&str>,
+        payload: &[u8],
+        #[pyo3(from_py_with = convert::priority)] priority: i32,
+        #[pyo3(from_py_with = convert::max_attempts)] max_attempts: u32,
+        #[pyo3(from_py_with = convert::max_hold)] max_hold: Option<Delay>,
+        #[pyo3(from_py_with = convert::backoff)] backoff: Option<tenure::Backoff>,
+        catch_up: u32,
+        overlap: &str,
+    ) -> PyResult<bool> {
+        let s = crate::schedules::spec(
+            name, every, cron, payload, priority, max_attempts, max_hold, backoff, catch_up, overlap,
+        )?;
+        let a = self.get()?;
+        unlocked(py, || a.create_schedule(production, &s))
+    }
+
+    /// Replace a schedule's definition (``NotFound`` if there is none);
+    /// its slot record and pause state stay. Arguments as
+    /// :meth:`create_schedule`.
+    #[pyo3(signature = (production, name, *, every = None, cron = None, payload = b"".as_slice(), priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, max_hold = None, backoff = None, catch_up = 1, overlap = "enqueue"))]
+    #[allow(clippy::too_many_arguments)]
+    fn update_schedule(
+        &self,
+        py: Python<'_>,
+        production: &str,
+        name: &str,
+        every: Option<&Bound<'_, PyAny>>,
+        cron: Option<&str>,
+        payload: &[u8],
+        #[pyo3(from_py_with = convert::priority)] priority: i32,
+        #[pyo3(from_py_with = convert::max_attempts)] max_attempts: u32,
+        #[pyo3(from_py_with = convert::max_hold)] max_hold: Option<Delay>,
+        #[pyo3(from_py_with = convert::backoff)] backoff: Option<tenure::Backoff>,
+        catch_up: u32,
+        overlap: &str,
+    ) -> PyResult<()> {
+        let s = crate::schedules::spec(
+            name, every, cron, payload, priority, max_attempts, max_hold, backoff, catch_up, overlap,
+        )?;
+        let a = self.get()?;
+        unlocked(py, || a.update_schedule(production, &s))
+    }
+
+    /// Pause a schedule; ``False`` if it was paused already.
+    fn pause_schedule(&self, py: Python<'_>, production: &str, name: &str) -> PyResult<bool> {
+        let a = self.get()?;
+        unlocked(py, || a.pause_schedule(production, name))
+    }
+
+    /// Resume a paused schedule (from its first slot after now); ``False``
+    /// if it was not paused.
+    fn resume_schedule(&self, py: Python<'_>, production: &str, name: &str) -> PyResult<bool> {
+        let a = self.get()?;
+        unlocked(py, || a.resume_schedule(production, name))
+    }
+
+    /// Delete a schedule and its slot record; ``False`` if there was none.
+    fn delete_schedule(&self, py: Python<'_>, production: &str, name: &str) -> PyResult<bool> {
+        let a = self.get()?;
+        unlocked(py, || a.delete_schedule(production, name))
+    }
+
+    /// The schedules of ``production`` (all with ``None``), each a ``dict``.
+    #[pyo3(signature = (production = None))]
+    fn schedules<'py>(
+        &self,
+        py: Python<'py>,
+        production: Option<&str>,
+    ) -> PyResult<Vec<Bound<'py, pyo3::types::PyDict>>> {
+        let a = self.get()?;
+        let vs = unlocked(py, || a.schedules(production))?;
+        vs.iter().map(|v| crate::schedules::view(py, v)).collect()
+    }
+
+    /// One scheduler step: a ``dict`` with ``enqueued`` (``(production,
+    /// job)`` pairs), ``dropped``, ``now`` and ``next_slot``.
+    fn run_schedules<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let a = self.get()?;
+        let t = unlocked(py, || a.run_schedules())?;
+        crate::schedules::step(py, &t)
+    }
+
     /// Remove a finished production with its jobs, facts, events and
     /// tombstones. ``ProductionLive``, changing nothing, while any of its
     /// jobs is not terminal; calling again finishes an interrupted one.

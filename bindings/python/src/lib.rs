@@ -32,6 +32,7 @@ mod convert;
 mod errors;
 mod handles;
 mod stats;
+mod schedules;
 mod values;
 mod work;
 

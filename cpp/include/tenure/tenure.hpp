@@ -354,6 +354,8 @@ using EditFree = Free<tenure_edit, &tenure_edit_free>;
 using JobViewFree = Free<tenure_job_view, &tenure_job_view_free>;
 using JobListFree = Free<tenure_job_list, &tenure_job_list_free>;
 using ProductionListFree = Free<tenure_production_list, &tenure_production_list_free>;
+using ScheduleDefFree = Free<tenure_schedule_def, &tenure_schedule_def_free>;
+using ScheduleListFree = Free<tenure_schedule_list, &tenure_schedule_list_free>;
 using FactListFree = Free<tenure_fact_list, &tenure_fact_list_free>;
 using EventListFree = Free<tenure_event_list, &tenure_event_list_free>;
 using StatsFree = Free<tenure_stats, &tenure_stats_free>;
@@ -728,6 +730,84 @@ struct JobView {
   /// The latest progress checkpoint a lease of the job wrote, kept across
   /// attempts (ABI 1.2; a single job's view only, never a listing's).
   std::optional<std::vector<std::uint8_t>> progress;
+};
+
+/// A schedule's definition (`tenure_schedule_def`, ABI 1.2; see
+/// docs/schedules.md): a name and a cadence, the slot jobs' options, the
+/// catch-up bound and the overlap policy. Bad values throw the core's
+/// error (`InvalidArgument`, `InvalidDuration`) where they are set or, for
+/// the name, the attempts and the catch-up bound, where the definition is
+/// used.
+class ScheduleDef {
+ public:
+  /// Slots at the multiples of `interval` since the Unix epoch (whole
+  /// seconds, 1 s ..= 366 days).
+  template <class Rep, class Period>
+  static ScheduleDef every(std::string_view name, std::chrono::duration<Rep, Period> interval) {
+    const std::string n = detail::cstr(name, "schedule name");
+    tenure_schedule_def* raw = nullptr;
+    check(tenure_schedule_def_new_every(n.c_str(), to_micros(interval), &raw));
+    return ScheduleDef(raw);
+  }
+  /// Slots at the matches of a five-field cron expression in UTC.
+  static ScheduleDef cron(std::string_view name, std::string_view expression) {
+    const std::string n = detail::cstr(name, "schedule name");
+    const std::string e = detail::cstr(expression, "cron expression");
+    tenure_schedule_def* raw = nullptr;
+    check(tenure_schedule_def_new_cron(n.c_str(), e.c_str(), &raw));
+    return ScheduleDef(raw);
+  }
+  /// Every slot job's payload.
+  ScheduleDef& payload(std::string_view bytes) {
+    check(tenure_schedule_def_set_payload(h_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                          bytes.size()));
+    return *this;
+  }
+  /// Every slot job's priority and attempts.
+  ScheduleDef& job(std::int32_t priority, std::uint32_t max_attempts) {
+    check(tenure_schedule_def_set_job(h_.get(), priority, max_attempts));
+    return *this;
+  }
+  /// Every slot job's hold limit.
+  template <class Rep, class Period>
+  ScheduleDef& max_hold(std::chrono::duration<Rep, Period> limit) {
+    check(tenure_schedule_def_set_max_hold(h_.get(), to_micros(limit)));
+    return *this;
+  }
+  /// Every slot job's retry back-off.
+  ScheduleDef& backoff(const Backoff& b) {
+    check(tenure_schedule_def_set_backoff(h_.get(), b.base().count(), b.cap().count()));
+    return *this;
+  }
+  /// The catch-up bound (1 ..= 1000) and whether a slot is skipped while
+  /// the previous slot's job is live.
+  ScheduleDef& catch_up(std::uint32_t n, bool skip_overlap = false) {
+    check(tenure_schedule_def_set_catch_up(h_.get(), n, skip_overlap));
+    return *this;
+  }
+  const tenure_schedule_def* raw() const noexcept { return h_.get(); }
+
+ private:
+  explicit ScheduleDef(tenure_schedule_def* raw) : h_(raw) {}
+  std::unique_ptr<tenure_schedule_def, detail::ScheduleDefFree> h_;
+};
+
+/// A schedule as listed.
+struct ScheduleInfo {
+  std::string production;
+  std::string name;
+  std::string cadence;  ///< `"every 30s"`, `"cron 0 2 * * *"`
+  bool paused = false;
+  std::uint32_t catch_up = 1;
+  std::optional<time_point> last_slot;  ///< the newest slot enqueued
+  std::optional<time_point> next_slot;  ///< none while paused
+};
+
+/// What one scheduler step did.
+struct ScheduleStep {
+  std::size_t enqueued = 0;            ///< slot jobs created
+  std::uint64_t dropped = 0;           ///< slots dropped (catch-up bound, overlap)
+  std::optional<time_point> next_slot;  ///< none without an active schedule
 };
 
 /// A production as listed.
@@ -2111,7 +2191,76 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
   /// moment's job); a no-op on PostgreSQL.
   void vacuum() const { check(tenure_authority_vacuum(h_.get())); }
 
+  /// Create a schedule (docs/schedules.md): true if created, false if the
+  /// same definition exists (another one throws `Conflict`).
+  bool create_schedule(std::string_view production, const ScheduleDef& def) const {
+    const std::string p = detail::cstr(production, "production ID");
+    bool created = false;
+    check(tenure_authority_create_schedule(h_.get(), p.c_str(), def.raw(), &created));
+    return created;
+  }
+  /// Replace a schedule's definition (`NotFound` if there is none); its
+  /// slot record and pause state stay.
+  void update_schedule(std::string_view production, const ScheduleDef& def) const {
+    const std::string p = detail::cstr(production, "production ID");
+    check(tenure_authority_update_schedule(h_.get(), p.c_str(), def.raw()));
+  }
+  /// Pause a schedule; false if it was paused already.
+  bool pause_schedule(std::string_view production, std::string_view name) const {
+    return set_paused(production, name, true);
+  }
+  /// Resume a schedule (from its first slot after now); false if it was not paused.
+  bool resume_schedule(std::string_view production, std::string_view name) const {
+    return set_paused(production, name, false);
+  }
+  /// Delete a schedule and its slot record; false if there was none.
+  bool delete_schedule(std::string_view production, std::string_view name) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string n = detail::cstr(name, "schedule name");
+    bool deleted = false;
+    check(tenure_authority_delete_schedule(h_.get(), p.c_str(), n.c_str(), &deleted));
+    return deleted;
+  }
+  /// The schedules of `production` (every production's without one).
+  std::vector<ScheduleInfo> schedules(std::optional<std::string_view> production = std::nullopt) const {
+    std::string p;
+    if (production) p = detail::cstr(*production, "production ID");
+    tenure_schedule_list* raw = nullptr;
+    check(tenure_authority_schedules(h_.get(), production ? p.c_str() : nullptr, &raw));
+    std::unique_ptr<tenure_schedule_list, detail::ScheduleListFree> list(raw);
+    std::vector<ScheduleInfo> out;
+    const std::size_t n = tenure_schedule_list_len(raw);
+    for (std::size_t i = 0; i < n; ++i) {
+      ScheduleInfo s;
+      s.production = detail::str(tenure_schedule_list_production(raw, i));
+      s.name = detail::str(tenure_schedule_list_name(raw, i));
+      s.cadence = detail::str(tenure_schedule_list_cadence(raw, i));
+      s.paused = tenure_schedule_list_paused(raw, i);
+      s.catch_up = tenure_schedule_list_catch_up(raw, i);
+      std::int64_t us = 0;
+      if (tenure_schedule_list_last_slot_us(raw, i, &us)) s.last_slot = detail::tp(us);
+      if (tenure_schedule_list_next_slot_us(raw, i, &us)) s.next_slot = detail::tp(us);
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  /// One scheduler step: enqueue every due slot of every active schedule.
+  ScheduleStep run_schedules() const {
+    ScheduleStep s;
+    std::int64_t next = 0;
+    check(tenure_authority_run_schedules(h_.get(), &s.enqueued, &s.dropped, &next));
+    if (next != INT64_MIN) s.next_slot = detail::tp(next);
+    return s;
+  }
+
  private:
+  bool set_paused(std::string_view production, std::string_view name, bool paused) const {
+    const std::string p = detail::cstr(production, "production ID");
+    const std::string n = detail::cstr(name, "schedule name");
+    bool changed = false;
+    check(tenure_authority_pause_schedule(h_.get(), p.c_str(), n.c_str(), paused, &changed));
+    return changed;
+  }
   Lease wait(std::string_view production, std::string_view holder, std::int64_t ttl_us, std::int64_t timeout_us,
              const tenure_wait_cancel* cancel) const {
     const std::string p = detail::cstr(production, "production ID");

@@ -42,7 +42,7 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = argv.first().cloned() else {
         eprintln!(
-            "usage: tenure-bench <floor|lifecycle|claim-next|batch|threads|contend|wake|idle|keeper> [--key value ...]"
+            "usage: tenure-bench <floor|lifecycle|claim-next|batch|threads|contend|wake|idle|keeper|schedules|schedules-idle> [--key value ...]"
         );
         std::process::exit(2);
     };
@@ -66,6 +66,8 @@ fn main() {
         "idle" => idle(&args),
         "idle-waiters" => idle_waiters(&args),
         "keeper" => keeper(&args),
+        "schedules" => schedules(&args),
+        "schedules-idle" => schedules_idle(&args),
         "soak" => soak(&args),
         "stats" => stats_read(&args),
         "stats-poll" => stats_poll(&args),
@@ -1222,6 +1224,82 @@ fn idle_waiters(a: &Args) -> String {
     }
     println!("CPU {cpu}");
     String::new()
+}
+
+/// `--schedules` schedules (every second) due in the same second, all
+/// enqueued by one scheduler step, timed; the baseline, measured in the
+/// same run on the same store, is one `submit_many` of as many jobs.
+/// Reports the median of `--rounds` of each.
+fn schedules(a: &Args) -> String {
+    let n: usize = arg(a, "schedules", 1000);
+    let rounds: usize = arg(a, "rounds", 3);
+    let st = Store::new(a);
+    let auth = Authority::open(&st.db, &Options::new()).unwrap();
+    let every = tenure::Cadence::every(tenure::Delay::from_micros(1_000_000).unwrap()).unwrap();
+    for i in 0..n {
+        let spec = tenure::ScheduleSpec::new(format!("s{i:05}"), every.clone(), b"x".to_vec());
+        assert!(auth.create_schedule(&st.production, &spec).unwrap());
+    }
+    let (mut steps, mut bases) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let specs: Vec<JobSpec> = (0..n)
+            .map(|i| JobSpec::new(format!("base-{round}-{i:05}"), b"x".to_vec()))
+            .collect();
+        let t = Instant::now();
+        auth.submit_many(&st.production, &specs).unwrap();
+        bases.push(t.elapsed().as_secs_f64());
+        // Into the next second: every schedule has exactly one slot due.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(
+            1_000_000 - u64::from(now.subsec_micros()) + 20_000,
+        ));
+        let t = Instant::now();
+        let step = auth.run_schedules().unwrap();
+        steps.push(t.elapsed().as_secs_f64());
+        assert!(
+            step.enqueued.len() >= n,
+            "{} of {n} enqueued",
+            step.enqueued.len()
+        );
+    }
+    let (step, base) = (median_f64(&steps), median_f64(&bases));
+    format!(
+        r#"{{"workload":"schedules","backend":"{}","schedules":{n},"rounds":{rounds},"step_s":{step:.6},"submit_many_s":{base:.6},"ratio":{:.4}}}"#,
+        st.backend,
+        step / base
+    )
+}
+
+/// A scheduler loop with nothing due (one schedule, yearly) for
+/// `--millis`: its CPU time (getrusage, this process).
+fn schedules_idle(a: &Args) -> String {
+    let millis: u64 = arg(a, "millis", 10_000);
+    let st = Store::new(a);
+    let auth = Authority::open(&st.db, &Options::new()).unwrap();
+    let yearly = tenure::Cadence::cron("0 0 1 1 *").unwrap();
+    auth.create_schedule(
+        &st.production,
+        &tenure::ScheduleSpec::new("yearly", yearly, vec![]),
+    )
+    .unwrap();
+    let cancel = tenure::WaitCancel::new();
+    let loop_thread = {
+        let (auth, cancel) = (auth.clone(), cancel.clone());
+        std::thread::spawn(move || auth.run_schedules_until(&cancel, |_| {}).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_us();
+    std::thread::sleep(Duration::from_millis(millis));
+    let cpu = cpu_us() - before;
+    cancel.cancel();
+    loop_thread.join().unwrap();
+    format!(
+        r#"{{"workload":"schedules-idle","backend":"{}","millis":{millis},"cpu_us":{cpu},"core_fraction":{:.6}}}"#,
+        st.backend,
+        cpu as f64 / (millis as f64 * 1000.0),
+    )
 }
 
 /// Keepers: `--leases` leases with TTL 1 s, each kept alive by its own

@@ -136,6 +136,7 @@ macro_rules! plain_args {
 plain_args!(
     bool,
     u32,
+    *const u8,
     i64,
     u64,
     usize,

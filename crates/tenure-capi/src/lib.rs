@@ -148,6 +148,8 @@ mod wait;
 
 mod schedule;
 
+mod recurring;
+
 mod request;
 mod stats;
 

@@ -23,7 +23,8 @@ mod out;
 use clap::{Parser, Subcommand};
 use cmd::{
     check, claim, clock, complete, demo, events, exec, exit_codes, facts, fail as fail_cmd, init,
-    job, jobs, migrate, production, prune, release, renew, serve, stats, work, Ctx, Done,
+    job, jobs, migrate, production, prune, release, renew, schedule, serve, stats, work, Ctx,
+    Done,
 };
 use fail::R;
 use std::path::PathBuf;
@@ -59,6 +60,9 @@ enum Cmd {
     /// Create, list, cancel, export or delete productions.
     #[command(subcommand)]
     Production(production::Cmd),
+    /// Recurring jobs: create, update, pause, resume, delete, list or run schedules.
+    #[command(subcommand)]
+    Schedule(schedule::Cmd),
     /// Submit, show or cancel jobs.
     #[command(subcommand)]
     Job(job::Cmd),
@@ -113,7 +117,12 @@ impl Cmd {
     fn keeps_running(&self) -> bool {
         matches!(
             self,
-            Cmd::Exec(_) | Cmd::Work(_) | Cmd::Serve(_) | Cmd::Demo(_) | Cmd::DemoTask
+            Cmd::Exec(_)
+                | Cmd::Work(_)
+                | Cmd::Serve(_)
+                | Cmd::Demo(_)
+                | Cmd::DemoTask
+                | Cmd::Schedule(schedule::Cmd::Run { once: false })
         )
     }
 }
@@ -123,6 +132,7 @@ fn run(ctx: &Ctx, c: Cmd) -> R<Done> {
         Cmd::Init => init::run(ctx),
         Cmd::Migrate => migrate::run(ctx),
         Cmd::Production(c) => production::run(ctx, c),
+        Cmd::Schedule(c) => schedule::run(ctx, c),
         Cmd::Job(c) => job::run(ctx, c),
         Cmd::Jobs(a) => jobs::run(ctx, a),
         Cmd::Claim(a) => claim::run(ctx, a),

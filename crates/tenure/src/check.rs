@@ -155,7 +155,8 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                 | EventKind::ProductionCancelled
                 | EventKind::ProductionPaused
                 | EventKind::ProductionResumed
-                | EventKind::ProductionLimited => {}
+                | EventKind::ProductionLimited
+                | EventKind::SlotsDropped => {}
             }
             r.state = ev.state;
             let live = leases.entry(ev.production.clone()).or_default();

@@ -58,6 +58,7 @@ mod request;
 mod retention;
 mod retry;
 mod rules;
+mod schedule;
 mod secret;
 mod session;
 #[doc(hidden)]
@@ -94,6 +95,10 @@ pub use retention::{
     AUTO_PRUNE_EVERY, DELETE_STEP_JOBS, PRUNE_STEP_ROWS,
 };
 pub use retry::{Outage, OutageStep};
+pub use schedule::{
+    slot_job, Cadence, Overlap, ScheduleSpec, ScheduleView, Ticked, MAX_CATCH_UP,
+    MAX_INTERVAL_SECS, MAX_SCHEDULE_NAME,
+};
 pub use store::sqlite::{Synchronous, APPLICATION_ID};
 pub use store::SCHEMA_VERSION;
 pub use token::{Token, MAX_TOKEN_LEN, TOKEN_PREFIX};

@@ -309,11 +309,15 @@ pub enum EventKind {
     Requeued,
     /// A lease stored a progress checkpoint (its bytes are not in the event).
     Checkpointed,
+    /// A scheduler step did not enqueue some of a schedule's slots (beyond
+    /// its catch-up bound, or skipped while the previous slot's job was
+    /// live); the detail names the schedule, how many and from when.
+    SlotsDropped,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 16] = [
+    pub const ALL: [EventKind; 17] = [
         EventKind::ProductionCreated,
         EventKind::ProductionCancelled,
         EventKind::Submitted,
@@ -330,6 +334,7 @@ impl EventKind {
         EventKind::ProductionLimited,
         EventKind::Requeued,
         EventKind::Checkpointed,
+        EventKind::SlotsDropped,
     ];
     /// Stable snake_case name.
     pub fn as_str(self) -> &'static str {
@@ -350,6 +355,7 @@ impl EventKind {
             EventKind::ProductionLimited => "production_limited",
             EventKind::Requeued => "requeued",
             EventKind::Checkpointed => "checkpointed",
+            EventKind::SlotsDropped => "slots_dropped",
         }
     }
     pub(crate) fn parse(s: &str) -> Option<EventKind> {

@@ -200,7 +200,7 @@ pub(crate) fn create_production(s: &mut Session, production: &str) -> Result<boo
 }
 
 /// Validate a submission.
-fn valid_submission(production: &str, spec: &JobSpec) -> Result<()> {
+pub(crate) fn valid_submission(production: &str, spec: &JobSpec) -> Result<()> {
     validate::id("production", production)?;
     validate::id("job", &spec.job)?;
     validate::payload(&spec.payload)?;

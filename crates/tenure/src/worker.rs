@@ -59,6 +59,7 @@ pub struct WorkerConfig {
     grace: Duration,
     outage_limit: Option<Duration>,
     on_outage: Option<OutageHook>,
+    schedules: bool,
 }
 
 /// What a worker reports about a store server that went away (see
@@ -99,6 +100,7 @@ impl WorkerConfig {
             grace: Duration::from_secs(30),
             outage_limit: None,
             on_outage: None,
+            schedules: false,
         }
     }
     /// Stop once the store server has been away this long (`None`, the
@@ -124,6 +126,13 @@ impl WorkerConfig {
     /// ([`Authority::claim_next_wait_across`]).
     pub fn productions(mut self, list: &[&str]) -> WorkerConfig {
         self.productions = list.iter().map(|p| (*p).to_owned()).collect();
+        self
+    }
+    /// Also run the store's schedules while the worker runs: a scheduler
+    /// loop ([`Authority::run_schedules_until`]) on a thread of its own,
+    /// stopped with the worker. Off by default.
+    pub fn schedules(mut self, on: bool) -> WorkerConfig {
+        self.schedules = on;
         self
     }
     /// Concurrent jobs (1 ..= [`MAX_SLOTS`]).
@@ -411,17 +420,31 @@ impl Worker {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     ctl.lock().active -= config.slots - i;
-                    let w = Worker {
-                        ctl,
-                        grace: Duration::ZERO,
-                        threads,
-                        report,
-                        joined: false,
-                    };
-                    w.stop_handle().stop();
-                    w.join();
-                    return Err(Error::Internal(format!("cannot start a worker slot: {e}")));
+                    return Err(abandon(ctl, threads, report, "a worker slot", e));
                 }
+            }
+        }
+        if config.schedules {
+            let (a, c) = (auth.clone(), ctl.clone());
+            let t = std::thread::Builder::new()
+                .name("tenure-scheduler".into())
+                .spawn(move || {
+                    // A failed step (a store error) is tried again a
+                    // second later, until the worker stops.
+                    while !c.cancel.is_cancelled() {
+                        let r = catch_unwind(AssertUnwindSafe(|| {
+                            a.run_schedules_until(&c.cancel, |_| {})
+                        }));
+                        if matches!(r, Ok(Ok(()))) {
+                            break;
+                        }
+                        let g = c.lock();
+                        let _ = c.cv.wait_timeout(g, Duration::from_secs(1));
+                    }
+                });
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => return Err(abandon(ctl, threads, report, "the scheduler", e)),
             }
         }
         Ok(Worker {
@@ -721,6 +744,27 @@ fn retry(lease: &Lease, reason: &str, delay: Option<Duration>) -> Result<JobStat
     .map(|a| a.value)
 }
 
+/// A worker whose thread `what` could not be started: the threads that
+/// did start are stopped and joined, and the error says which failed.
+fn abandon(
+    ctl: Arc<Ctl>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    report: Arc<Reporter>,
+    what: &str,
+    e: std::io::Error,
+) -> Error {
+    let w = Worker {
+        ctl,
+        grace: Duration::ZERO,
+        threads,
+        report,
+        joined: false,
+    };
+    w.stop_handle().stop();
+    w.join();
+    Error::Internal(format!("cannot start {what}: {e}"))
+}
+
 /// Stop `handle`'s worker on SIGTERM or SIGINT (Unix): installs handlers
 /// for both that write to a pipe, and a thread that stops the worker when
 /// it reads from it (a signal handler itself may not take locks). Once per
@@ -728,4 +772,12 @@ fn retry(lease: &Lease, reason: &str, delay: Option<Duration>) -> Result<JobStat
 #[cfg(unix)]
 pub fn stop_on_signals(handle: StopHandle) -> Result<()> {
     crate::sys::signals::on_stop_signals("stop_on_signals", move || handle.stop())
+}
+
+/// Cancel `cancel` on SIGTERM or SIGINT (Unix), as [`stop_on_signals`]
+/// stops a worker: how a standalone scheduler loop
+/// ([`Authority::run_schedules_until`]) is stopped. Once per process.
+#[cfg(unix)]
+pub fn cancel_on_signals(cancel: WaitCancel) -> Result<()> {
+    crate::sys::signals::on_stop_signals("cancel_on_signals", move || cancel.cancel())
 }

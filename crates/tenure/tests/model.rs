@@ -9,6 +9,11 @@
 //! may name a retry delay (docs/design.md, "Scheduling and hold limits").
 //! Coordinators requeue failed and cancelled jobs and leases store progress
 //! checkpoints (docs/design.md, "Requeue", "Progress checkpoints").
+//!
+//! A schedule (every 2 s, catch-up bound 2) in a production of its own is
+//! stepped among the other operations: each step enqueues exactly the
+//! slots the model says, under the same clock moves (docs/design.md,
+//! "Schedules").
 mod common;
 use common::*;
 use proptest::prelude::*;
@@ -23,6 +28,9 @@ const AGES: [u64; 3] = [1, 4, 9];
 const DELAYS: [i64; 3] = [0, 3_000_000, 8_000_000];
 /// The hold limit of jobs submitted with one (µs).
 const HOLD: i64 = 6_000_000;
+/// The schedule's interval (µs) and catch-up bound.
+const SLOT: i64 = 2_000_000;
+const CATCH_UP: usize = 2;
 /// The back-off of jobs submitted with one: 1 s doubling up to 4 s.
 const BACKOFF: (i64, i64) = (1_000_000, 4_000_000);
 
@@ -91,6 +99,7 @@ enum Op {
         us: i64,
     },
     Reopen,
+    RunSchedules,
     Prune {
         jobs: usize,
         tombstones: usize,
@@ -140,6 +149,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0..12_000_000i64).prop_map(|us| Op::Forward { us }),
         1 => (0..8_000_000i64).prop_map(|us| Op::Backward { us }),
         1 => Just(Op::Reopen),
+        1 => Just(Op::RunSchedules),
         2 => (0..3usize, 0..3usize, 0..3usize).prop_map(|(jobs, tombstones, events)| Op::Prune { jobs, tombstones, events }),
         1 => Just(Op::Pause),
         1 => Just(Op::Resume),
@@ -157,6 +167,7 @@ fn group_op() -> impl Strategy<Value = Op> {
                 | Op::Forward { .. }
                 | Op::Backward { .. }
                 | Op::Reopen
+                | Op::RunSchedules
                 | Op::Prune { .. }
         )
     })
@@ -242,6 +253,8 @@ struct Model {
     /// its lease's local status before it queues).
     frozen: Option<Vec<bool>>,
     gates: MGates,
+    /// The schedule's slot record: every slot at or before it is settled.
+    settled: i64,
 }
 
 /// What the pre-commit check of one group member needs (see
@@ -516,6 +529,19 @@ impl Model {
 
     fn apply(&mut self, op: &Op) -> Out {
         match *op {
+            Op::RunSchedules => {
+                // An unguarded write's time; the newest slots up to the
+                // catch-up bound, the rest dropped.
+                self.mark = self.mark.max(self.now);
+                let t = self.mark;
+                let due: Vec<i64> = ((self.settled / SLOT + 1)..=(t / SLOT))
+                    .map(|k| k * SLOT)
+                    .collect();
+                let keep = due.len().saturating_sub(CATCH_UP);
+                self.settled = self.settled.max(t);
+                let jobs: Vec<String> = due[keep..].iter().map(|&s| slot_job("tick", s)).collect();
+                Out::Ok(format!("{jobs:?} dropped {keep}"))
+            }
             Op::Submit {
                 job,
                 variant,
@@ -971,6 +997,7 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
         | Op::Forward { .. }
         | Op::Backward { .. }
         | Op::Reopen
+        | Op::RunSchedules
         | Op::Prune { .. } => {
             unreachable!("not a call that can join a group: {op:?}")
         }
@@ -1008,6 +1035,15 @@ fn check_leases(
 fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
     let mut env = Env::new();
     env.auth.create_production("p").unwrap();
+    env.auth.create_production("sched").unwrap();
+    let every = Cadence::every(Delay::from_micros(SLOT).unwrap()).unwrap();
+    env.auth
+        .create_schedule(
+            "sched",
+            &ScheduleSpec::new("tick", every, vec![]).catch_up(CATCH_UP as u32),
+        )
+        .unwrap();
+    let settled = env.auth.schedules(None).unwrap()[0].settled_us;
     let mut model = Model {
         now: T0,
         mark: T0,
@@ -1018,6 +1054,7 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         seq: 0,
         frozen: None,
         gates: MGates::default(),
+        settled,
     };
     model.mark = env.auth.clock().unwrap().mark_us;
     let mut leases: Vec<Lease> = Vec::new();
@@ -1119,6 +1156,10 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
                 env.auth = env.reopen();
                 Out::Ok(String::new())
             }
+            Op::RunSchedules => out(a.run_schedules(), |t| {
+                let jobs: Vec<String> = t.enqueued.into_iter().map(|(_, j)| j).collect();
+                format!("{jobs:?} dropped {}", t.dropped)
+            }),
             _ => {
                 let (o, minted) = call(&a, &leases, op);
                 leases.extend(minted);

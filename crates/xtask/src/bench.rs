@@ -640,6 +640,7 @@ pub fn bench(smoke: bool) -> Result {
     waiting(&bin, &cfg, None, &mut rows, &mut raw)?;
     stats_rows(&bin, &cfg, None, &mut rows, &mut raw)?;
     keepers(&bin, &cfg, &mut rows, &mut raw)?;
+    schedule_rows(&bin, &cfg, &mut rows, &mut raw)?;
 
     // 8: retention soak (a steady stream with automatic pruning).
     soak_rows(&bin, cfg.smoke, &mut rows, &mut raw)?;
@@ -1235,6 +1236,47 @@ pub(crate) fn waiting(
         value: format!("{:.3} % of one core", frac * 100.0),
         ratio: None,
         target: Some(("≤ 1 % of one core".into(), frac <= 0.01)),
+    });
+    raw.push(j);
+    Ok(())
+}
+
+/// The schedule rows: 1 000 schedules due in the same second enqueued by
+/// one scheduler step (against a `submit_many` of 1 000 jobs in the same
+/// run), and an idle scheduler loop's CPU time.
+fn schedule_rows(
+    bin: &std::path::Path,
+    cfg: &Cfg,
+    rows: &mut Vec<Row>,
+    raw: &mut Vec<Value>,
+) -> Result {
+    let (n, millis) = if cfg.smoke {
+        ("100", "1000")
+    } else {
+        ("1000", "10000")
+    };
+    let j = workload(Command::new(bin).args(["schedules", "--schedules", n]))?;
+    let step = num(&j, "step_s");
+    rows.push(Row {
+        name: format!(
+            "schedules: {n} due in the same second, enqueued by one scheduler step (FULL)"
+        ),
+        value: format!("{:.0} ms", step * 1000.0),
+        ratio: Some(("submit_many".into(), num(&j, "ratio"))),
+        target: Some(("≤ 1 s".into(), step <= 1.0)),
+    });
+    raw.push(j);
+    let j = workload(Command::new(bin).args(["schedules-idle", "--millis", millis]))?;
+    let frac = num(&j, "core_fraction");
+    rows.push(Row {
+        name: format!(
+            "an idle scheduler loop for {} s: CPU time (getrusage) {:.1} ms",
+            millis.parse::<f64>().unwrap_or(0.0) / 1000.0,
+            num(&j, "cpu_us") / 1000.0
+        ),
+        value: format!("{:.3} % of one core", frac * 100.0),
+        ratio: None,
+        target: Some(("≤ 0.1 % of one core".into(), frac <= 0.001)),
     });
     raw.push(j);
     Ok(())

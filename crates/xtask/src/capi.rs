@@ -746,6 +746,7 @@ pub fn c_tests() -> Result {
             "idempotent",
             "stats",
             "steering",
+            "recurring",
         ],
         &[],
     )?;

@@ -270,6 +270,7 @@ fn suite(lib: &capi::Lib, work: &Path) -> Result {
                 "test_idempotent.cpp",
                 "test_stats.cpp",
                 "test_steering.cpp",
+                "test_recurring.cpp",
             ],
             &bin,
         )?;

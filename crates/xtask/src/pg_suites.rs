@@ -52,6 +52,7 @@ const C_SUITES: &[&str] = &[
     "idempotent",
     "stats",
     "steering",
+    "recurring",
 ];
 /// The C++ sources of the PostgreSQL doctest program (`cpp/tests/`),
 /// `test_main.cpp` first (the summary names the others).
@@ -65,6 +66,7 @@ const CPP_SOURCES: &[&str] = &[
     "test_idempotent.cpp",
     "test_stats.cpp",
     "test_steering.cpp",
+    "test_recurring.cpp",
 ];
 /// The Python suites run on PostgreSQL (`tests/python/`).
 const PY_SUITES: &[&str] = &[
@@ -85,6 +87,7 @@ const PY_SUITES: &[&str] = &[
     "test_batch.py",
     "test_schedule.py",
     "test_idempotent.py",
+    "test_schedules.py",
 ];
 
 /// The adapter for the independent benchmark's runner, driven through its

@@ -147,6 +147,20 @@ pub fn torture(quick: bool) -> Result {
         storm.push(w);
     }
     campaign("storm", &storm)?;
+    // Schedules: 16 scheduler processes on one SQLite store, a schedule
+    // every second, 5 minutes (20 s quick): one job per slot, from the log.
+    step("campaign: schedulers");
+    run(cargo()
+        .args([
+            "test",
+            "--locked",
+            "-p",
+            "tenure",
+            "--test",
+            "recurring",
+            "sixteen_schedulers_enqueue_every_slot_exactly_once",
+        ])
+        .env("TENURE_SCHEDULERS_SECS", if quick { "20" } else { "300" }))?;
     campaign("fuzz", &["--cases".into(), s(&plan.fuzz_cases)])?;
     capi_fuzz(if quick { 20_000 } else { 1_000_000 })?;
     // Worker processes at a concurrency limit of three (16 on SQLite): the

@@ -313,6 +313,19 @@ fn run_in(ctx: &Ctx, a: &Args, ttl: Ttl, tmp: &Path, stamp: u128) -> R<Report> {
         })
         .collect();
     auth.submit_many(&production, &specs)?;
+    // A schedule beside the run, in a production of its own: a heartbeat
+    // every second, at most 3 missed slots enqueued by one step.
+    let ticks = format!("{production}-ticks");
+    auth.create_production(&ticks)?;
+    auth.create_schedule(
+        &ticks,
+        &tenure::ScheduleSpec::new(
+            "heartbeat",
+            tenure::Cadence::every(Delay::from_micros(1_000_000)?)?,
+            b"tick".to_vec(),
+        )
+        .catch_up(3),
+    )?;
     let to_cancel: Vec<String> = {
         let k = if n >= 6 { 2 } else { usize::from(n >= 3) };
         specs[n - k..].iter().map(|s| s.job.clone()).collect()
@@ -578,6 +591,9 @@ struct Report {
     unregistered: u64,
     run: Run,
     check: CheckReport,
+    /// The heartbeat schedule's one step at the end: slot jobs enqueued,
+    /// slots dropped beyond its catch-up bound.
+    schedule: (usize, u64),
     /// What the demo itself found wrong (besides `check`'s violations).
     problems: Vec<String>,
 }
@@ -661,6 +677,14 @@ impl Render for Report {
                 ),
             ),
             row(
+                "schedule heartbeat",
+                format!("{} slot job(s)", self.schedule.0),
+                format!(
+                    "(every 1s, one step at the end: catch-up bound 3, {} slot(s) dropped)",
+                    self.schedule.1
+                ),
+            ),
+            row(
                 "unregistered output files",
                 self.unregistered.to_string(),
                 "(left by crashed workers; never in facts)".into(),
@@ -718,6 +742,8 @@ impl Render for Report {
             "workers_stopped": self.run.stopped,
             "unregistered_files": self.unregistered,
             "killed_job": self.run.killed,
+            "schedule_enqueued": self.schedule.0,
+            "schedule_dropped": self.schedule.1,
             "paused_job": self.run.paused_job,
             "elapsed_s": self.seconds(),
             "throughput_per_s": self.throughput(),
@@ -793,6 +819,10 @@ fn summarize(auth: &Authority, production: &str, out_dir: &Path, a: &Args, run: 
         cancelled,
         reclaimed,
         unregistered,
+        schedule: {
+            let step = auth.run_schedules()?;
+            (step.enqueued.len(), step.dropped)
+        },
         check: auth.check()?,
         run,
         problems,

@@ -21,6 +21,7 @@ pub mod release;
 pub mod renew;
 pub mod serve;
 pub mod stats;
+pub mod schedule;
 mod submit;
 pub mod work;
 

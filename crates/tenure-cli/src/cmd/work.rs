@@ -76,6 +76,9 @@ pub struct Args {
     /// (default: never; the worker backs off and keeps trying).
     #[arg(long, allow_hyphen_values = true)]
     outage_limit: Option<String>,
+    /// Also run the store's schedules (enqueue their due slots) while working.
+    #[arg(long)]
+    schedules: bool,
     /// Output directory.
     #[arg(long, default_value = ".")]
     out_dir: PathBuf,
@@ -128,7 +131,8 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
         .productions(&productions)
         .slots(a.slots)
         .wait_timeout(wait_timeout)
-        .grace(grace);
+        .grace(grace)
+        .schedules(a.schedules);
     if let Some(d) = renew_every {
         config = config.renew_every(d);
     }

@@ -189,6 +189,31 @@ pub(crate) struct Tombstone {
     pub pruned_us: i64,
 }
 
+/// A schedule (see [`crate::schedule`]): its definition and its slot
+/// record (`settled_us`, `last_slot_us`), which live as long as the row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScheduleRow {
+    pub production: String,
+    pub name: String,
+    /// `every <seconds>` or `cron <expression>`.
+    pub cadence: String,
+    pub payload: Vec<u8>,
+    pub priority: i32,
+    pub max_attempts: u32,
+    pub max_hold_us: Option<i64>,
+    pub backoff: Option<Backoff>,
+    pub catch_up: u32,
+    /// `enqueue` or `skip`.
+    pub overlap: String,
+    pub paused: bool,
+    /// Every slot at or before this time was settled.
+    pub settled_us: i64,
+    /// The newest slot enqueued.
+    pub last_slot_us: Option<i64>,
+    pub created_us: i64,
+    pub updated_us: i64,
+}
+
 /// A claim made under a caller's request ID (schema 5): what a retry of the
 /// same request is compared with and which claim it answers with
 /// ([`crate::rules::claim_idempotent`]). Kept as long as its job row.
@@ -707,6 +732,18 @@ pub(crate) trait Txn: Send {
         job: &str,
         claim_id: &Uuid,
     ) -> Result<Option<Event>>;
+
+    /// One schedule, locked against concurrent writers in a write
+    /// transaction (`None`: there is none).
+    fn schedule(&mut self, production: &str, name: &str) -> Result<Option<ScheduleRow>>;
+    /// The schedules of one production (every production's with `None`),
+    /// by production and name; with `lock`, each row is locked against
+    /// concurrent writers (in that order) in a write transaction.
+    fn schedules(&mut self, production: Option<&str>, lock: bool) -> Result<Vec<ScheduleRow>>;
+    /// Insert a schedule or replace the one of its name.
+    fn put_schedule(&mut self, row: &ScheduleRow) -> Result<()>;
+    /// Delete a schedule; false if there was none.
+    fn delete_schedule(&mut self, production: &str, name: &str) -> Result<bool>;
 
     /// Record an execution nonce; false if it was already used.
     fn insert_nonce(

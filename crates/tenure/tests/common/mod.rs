@@ -239,9 +239,9 @@ pub fn pg_downgrade_to_schema_4(url: &str) {
 
 /// What schema 10 lacks of schema 11: the kept job counts and their
 /// triggers, the indexes and the event columns the statistics read, the
-/// claim gates and the progress checkpoints.
+/// claim gates, the progress checkpoints and the schedules.
 pub const SQLITE_UNDO_11: &str = "
-    DROP TABLE production_gates; ALTER TABLE jobs DROP COLUMN progress;
+    DROP TABLE production_gates; ALTER TABLE jobs DROP COLUMN progress; DROP TABLE schedules;
     DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete;
     DROP TRIGGER job_counts_update; DROP TABLE job_counts;
     DROP INDEX jobs_waiting; DROP INDEX jobs_claimed; DROP INDEX events_by_time;

@@ -28,6 +28,7 @@ const STEPS: &[(u32, &str)] = &[
     (11, ADD_STATS_FIGURES),
     (11, ADD_PRODUCTION_GATES),
     (11, ADD_JOB_PROGRESS),
+    (11, ADD_SCHEDULES),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the
@@ -49,6 +50,15 @@ const ADD_JOB_PROGRESS: &str = r#"
 ALTER TABLE tenure.jobs ADD COLUMN IF NOT EXISTS progress BYTEA
     CHECK (progress IS NULL OR length(progress) <= 4096);
 "#;
+
+/// The schedules table (recurring jobs and their slot records), its
+/// definition shared with [`super::schema::SCHEMA`]. Additive only,
+/// idempotent.
+const ADD_SCHEDULES: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS tenure.schedules",
+    super::schema::schedules_table!(),
+    ";"
+);
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
 /// the indexes pruning reads by, and autovacuum settings for the tables

@@ -10,6 +10,34 @@ use crate::error::{Error, Result};
 use crate::store::SCHEMA_VERSION;
 use postgres::Client;
 
+/// The columns and key of `tenure.schedules`, after `CREATE TABLE [IF NOT
+/// EXISTS] tenure.schedules`: in [`SCHEMA`], and in the step of
+/// [`super::migrate`] that adds the table.
+macro_rules! schedules_table {
+    () => {
+        r#" (
+    production      TEXT COLLATE "C" NOT NULL,
+    name            TEXT COLLATE "C" NOT NULL,
+    cadence         TEXT NOT NULL,
+    payload         BYTEA NOT NULL,
+    priority        INT NOT NULL,
+    max_attempts    BIGINT NOT NULL,
+    max_hold_us     BIGINT,
+    backoff_base_us BIGINT,
+    backoff_cap_us  BIGINT,
+    catch_up        BIGINT NOT NULL,
+    overlap         TEXT NOT NULL,
+    paused          BOOLEAN NOT NULL,
+    settled_us      BIGINT NOT NULL,
+    last_slot_us    BIGINT,
+    created_us      BIGINT NOT NULL,
+    updated_us      BIGINT NOT NULL,
+    PRIMARY KEY (production, name)
+)"#
+    };
+}
+pub(super) use schedules_table;
+
 /// The current layout, the one source of it: a new store is created from
 /// this, and an older store brought to it by the steps of
 /// [`super::migrate`] (`tests/pg_schema.rs` checks that both end equal).
@@ -31,7 +59,8 @@ use postgres::Client;
 /// - `payloads`: apart from `jobs`, so a transition never copies one.
 /// - `events` (the identity `seq` is the tailers' order), `facts`,
 ///   `tombstones` (what pruning leaves of a job), `nonces`,
-///   `claim_requests` (one row per claim made under a request ID).
+///   `claim_requests` (one row per claim made under a request ID),
+///   `schedules` (recurring jobs with their slot record).
 ///
 /// The tables pruning deletes from are vacuumed after 2 % of their rows
 /// died rather than 20 %, without cost delay, so their size stays near
@@ -244,7 +273,9 @@ CREATE TABLE tenure.claim_requests (
     PRIMARY KEY (production, request_id)
 );
 CREATE INDEX claim_requests_by_job ON tenure.claim_requests (production, job);
-"#,
+CREATE TABLE tenure.schedules"#,
+    schedules_table!(),
+    ";\n",
     stats_figures!()
 );
 

@@ -573,6 +573,9 @@ pub(super) const DELETE_PRODUCTION_TOMBSTONES: &str =
 
 /// Deletes production `$1`'s row.
 pub(super) const DELETE_PRODUCTION: &str = "DELETE FROM tenure.productions WHERE name = $1";
+/// The schedules of production `$1` (deleted with it).
+pub(super) const DELETE_PRODUCTION_SCHEDULES: &str =
+    "DELETE FROM tenure.schedules WHERE production = $1";
 
 // ---- Productions (`txn/productions.rs`).
 

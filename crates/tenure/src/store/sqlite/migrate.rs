@@ -13,12 +13,13 @@
 //! | 6 | `jobs.provenance_at` |
 //! | 7 | `events.mark_us` |
 //! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
-//! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]); `jobs.progress` (progress checkpoints, [`add_job_progress`]) |
+//! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]); `jobs.progress` (progress checkpoints, [`add_job_progress`]); `schedules` (recurring jobs) |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
 use super::schema::{
-    claim_requests_table, create_current, jobs_table, stats_figures, tombstones_table,
+    claim_requests_table, create_current, jobs_table, schedules_table, stats_figures,
+    tombstones_table,
     APPLICATION_ID,
 };
 use crate::error::{Error, Result};
@@ -234,6 +235,14 @@ fn add_job_progress(conn: &Connection) -> Result<()> {
     )
 }
 
+/// The schedules table (recurring jobs and their slot records). Additive
+/// only; a store that has the table already is left as it is.
+const ADD_SCHEDULES: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS schedules ",
+    schedules_table!(),
+    ";"
+);
+
 /// Bring the store to the current schema in one `BEGIN IMMEDIATE`
 /// transaction: an empty file gets the current layout, an older store
 /// runs every step from its version on.
@@ -291,6 +300,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                 add_stats_figures(conn)?;
                 add_production_gates(conn)?;
                 add_job_progress(conn)?;
+                conn.execute_batch(ADD_SCHEDULES)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}

@@ -147,8 +147,34 @@ macro_rules! production_gates_table {
 ) WITHOUT ROWID"
     };
 }
+/// What follows `CREATE TABLE schedules` in [`CURRENT`], which the step
+/// that adds the table in [`super::migrate`] creates.
+macro_rules! schedules_table {
+    () => {
+        "(
+    production      TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    cadence         TEXT NOT NULL,
+    payload         BLOB NOT NULL,
+    priority        INTEGER NOT NULL,
+    max_attempts    INTEGER NOT NULL,
+    max_hold_us     INTEGER,
+    backoff_base_us INTEGER,
+    backoff_cap_us  INTEGER,
+    catch_up        INTEGER NOT NULL,
+    overlap         TEXT NOT NULL,
+    paused          INTEGER NOT NULL CHECK (paused IN (0, 1)),
+    settled_us      INTEGER NOT NULL,
+    last_slot_us    INTEGER,
+    created_us      INTEGER NOT NULL,
+    updated_us      INTEGER NOT NULL,
+    PRIMARY KEY (production, name)
+) WITHOUT ROWID"
+    };
+}
 pub(super) use {
-    claim_requests_table, jobs_table, production_gates_table, stats_figures, tombstones_table,
+    claim_requests_table, jobs_table, production_gates_table, schedules_table, stats_figures,
+    tombstones_table,
 };
 
 /// The tables and indexes of a store at [`crate::store::SCHEMA_VERSION`].
@@ -175,7 +201,8 @@ pub(super) use {
 ///   high-water mark on its last one (`mark_us`); the stored mark is the
 ///   larger of `meta`'s and the newest event's ([`super::sql::HIGH_WATER_SQL`]).
 /// - `facts`, `nonces`, `claim_requests` (claims made under a request ID),
-///   `tombstones` (jobs pruned, with what they were submitted with).
+///   `tombstones` (jobs pruned, with what they were submitted with),
+///   `schedules` (recurring jobs with their slot record).
 /// - `production_gates`: a production's pause, concurrency limit, rate
 ///   limit and the rate limit's state (see [`crate::gates`]); a production
 ///   that never had one set has no row.
@@ -243,6 +270,9 @@ CREATE TABLE tombstones ",
 CREATE INDEX tombstones_by_age ON tombstones (pruned_us);
 CREATE TABLE production_gates ",
     production_gates_table!(),
+    ";
+CREATE TABLE schedules ",
+    schedules_table!(),
     ";
 ",
     stats_figures!()

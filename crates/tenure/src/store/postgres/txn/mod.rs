@@ -12,6 +12,7 @@ mod productions;
 mod records;
 mod retention;
 mod rows;
+mod schedules;
 
 use super::pool::{Conn, Pool, MARK_PRUNE_EVERY};
 use super::sql::*;
@@ -19,7 +20,7 @@ use super::{listen, literal, map_err};
 use crate::error::{Error, Result};
 use crate::model::{Event, PublishedFact};
 use crate::store::{
-    ClaimStart, ClaimedFigures, FlowEvent, GateRow, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn, WaitingFigures,
+    ClaimStart, ClaimedFigures, FlowEvent, GateRow, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use postgres::types::ToSql;
@@ -554,6 +555,22 @@ impl Txn for PgTxn {
         claim_id: &Uuid,
     ) -> Result<Option<Event>> {
         events::last_claim_event(self, production, job, claim_id)
+    }
+
+    fn schedule(&mut self, production: &str, name: &str) -> Result<Option<ScheduleRow>> {
+        schedules::schedule(self, production, name)
+    }
+
+    fn schedules(&mut self, production: Option<&str>, lock: bool) -> Result<Vec<ScheduleRow>> {
+        schedules::schedules(self, production, lock)
+    }
+
+    fn put_schedule(&mut self, row: &ScheduleRow) -> Result<()> {
+        schedules::put_schedule(self, row)
+    }
+
+    fn delete_schedule(&mut self, production: &str, name: &str) -> Result<bool> {
+        schedules::delete_schedule(self, production, name)
     }
 
     fn insert_nonce(

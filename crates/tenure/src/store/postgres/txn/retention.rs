@@ -101,6 +101,7 @@ pub(super) fn delete_production_tombstones(tx: &mut PgTxn, production: &str) -> 
 }
 
 pub(super) fn delete_production(tx: &mut PgTxn, production: &str) -> Result<()> {
+    tx.execute(DELETE_PRODUCTION_SCHEDULES, &[&production])?;
     tx.execute(DELETE_PRODUCTION, &[&production])?;
     tx.execute(DELETE_GATES, &[&production])?;
     Ok(())

@@ -8,6 +8,7 @@ mod figures;
 mod jobs;
 mod requests;
 mod retention;
+mod schedules;
 
 use crate::error::{Error, Result};
 use crate::model::{Event, PublishedFact};
@@ -21,7 +22,7 @@ use crate::store::sqlite::wal_writes;
 #[cfg(target_os = "linux")]
 use crate::store::sqlite::writer_queue;
 use crate::store::{
-    ClaimedFigures, FlowEvent, GateRow, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn, WaitingFigures,
+    ClaimedFigures, FlowEvent, GateRow, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use rusqlite::{params, Connection};
@@ -437,6 +438,22 @@ impl Txn for SqliteTxn {
     ) -> Result<Option<Event>> {
         self.flush_event(self.read_mark)?;
         events::last_claim_event(self.c(), production, job, claim_id)
+    }
+
+    fn schedule(&mut self, production: &str, name: &str) -> Result<Option<ScheduleRow>> {
+        schedules::schedule(self.c(), production, name)
+    }
+
+    fn schedules(&mut self, production: Option<&str>, _lock: bool) -> Result<Vec<ScheduleRow>> {
+        schedules::schedules(self.c(), production)
+    }
+
+    fn put_schedule(&mut self, row: &ScheduleRow) -> Result<()> {
+        schedules::put_schedule(self.c(), row)
+    }
+
+    fn delete_schedule(&mut self, production: &str, name: &str) -> Result<bool> {
+        schedules::delete_schedule(self.c(), production, name)
     }
 
     fn insert_nonce(

@@ -149,6 +149,8 @@ pub(super) fn delete_production_tombstones(c: &Connection, production: &str) -> 
 }
 
 pub(super) fn delete_production(c: &Connection, production: &str) -> Result<()> {
+    c.prepare_cached("DELETE FROM schedules WHERE production = ?1")?
+        .execute([production])?;
     c.prepare_cached("DELETE FROM productions WHERE name = ?1")?
         .execute([production])?;
     c.prepare_cached("DELETE FROM production_gates WHERE name = ?1")?

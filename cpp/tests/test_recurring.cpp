@@ -1,0 +1,80 @@
+// Schedules through the C++ projection (docs/schedules.md): definitions by
+// interval and cron, create (idempotent; Conflict for another definition),
+// pause, resume, update, delete, the listing and the scheduler step, and
+// bad definitions thrown as the core's typed errors.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "support.hpp"
+
+using namespace std::chrono_literals;
+using testsupport::fresh_db;
+
+TEST_CASE("recurring: bad definitions throw typed errors and change nothing") {
+  const auto a = tenure::Authority::open(fresh_db("recurring-bad"));
+  a.create_production("p");
+  CHECK_THROWS_AS(tenure::ScheduleDef::every("s", 0s), tenure::InvalidDuration);
+  CHECK_THROWS_AS(tenure::ScheduleDef::every("s", 1500ms), tenure::InvalidDuration);
+  CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "61 * * * *"), tenure::InvalidArgument);
+  CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "* * * * * *"), tenure::InvalidArgument);
+  auto d = tenure::ScheduleDef::every("s", 1s);
+  d.catch_up(0);
+  CHECK_THROWS_AS(a.create_schedule("p", d), tenure::InvalidArgument);
+  d.catch_up(1001);
+  CHECK_THROWS_AS(a.create_schedule("p", d), tenure::InvalidArgument);
+  d.catch_up(1);
+  CHECK_THROWS_AS(a.create_schedule("nope", d), tenure::NotFound);
+  CHECK_THROWS_AS(a.pause_schedule("p", "s"), tenure::NotFound);
+  CHECK(a.schedules().empty());
+}
+
+TEST_CASE("recurring: create, list, pause, resume, update, delete") {
+  const auto a = tenure::Authority::open(fresh_db("recurring-crud"));
+  a.create_production("p");
+  auto d = tenure::ScheduleDef::every("tick", 30s);
+  d.payload("go").job(2, 5).catch_up(3, true);
+  CHECK(a.create_schedule("p", d));
+  CHECK_FALSE(a.create_schedule("p", d));
+  d.job(7, 5);
+  CHECK_THROWS_AS(a.create_schedule("p", d), tenure::Conflict);
+  auto all = a.schedules("p");
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].name == "tick");
+  CHECK(all[0].cadence == "every 30s");
+  CHECK(all[0].catch_up == 3);
+  CHECK_FALSE(all[0].paused);
+  CHECK_FALSE(all[0].last_slot.has_value());
+  REQUIRE(all[0].next_slot.has_value());
+  CHECK(all[0].next_slot->time_since_epoch().count() % 30000000 == 0);
+  CHECK(a.pause_schedule("p", "tick"));
+  CHECK_FALSE(a.pause_schedule("p", "tick"));
+  CHECK_FALSE(a.schedules()[0].next_slot.has_value());
+  CHECK(a.resume_schedule("p", "tick"));
+  a.update_schedule("p", tenure::ScheduleDef::cron("tick", "0 2 * * *"));
+  CHECK(a.schedules()[0].cadence == "cron 0 2 * * *");
+  CHECK(a.delete_schedule("p", "tick"));
+  CHECK_FALSE(a.delete_schedule("p", "tick"));
+  CHECK_THROWS_AS(a.update_schedule("p", d), tenure::NotFound);
+}
+
+TEST_CASE("recurring: the step enqueues a due slot once") {
+  const auto a = tenure::Authority::open(fresh_db("recurring-step"));
+  a.create_production("p");
+  auto none = a.run_schedules();
+  CHECK(none.enqueued == 0);
+  CHECK_FALSE(none.next_slot.has_value());
+  a.create_schedule("p", tenure::ScheduleDef::every("sec", 1s));
+  std::size_t total = 0;
+  for (int i = 0; i < 40 && total == 0; ++i) {
+    std::this_thread::sleep_for(100ms);
+    total += a.run_schedules().enqueued;
+  }
+  CHECK(total == 1);
+  const auto s = a.schedules("p");
+  REQUIRE(s.size() == 1);
+  REQUIRE(s[0].last_slot.has_value());
+  CHECK(s[0].last_slot->time_since_epoch().count() % 1000000 == 0);
+}

@@ -1,0 +1,151 @@
+//! `tenure schedule ...` as processes: create, list, pause, resume,
+//! update, delete, one step and the loop, bad definitions as exit codes
+//! (docs/cli.md, "Schedules").
+
+mod common;
+
+use common::{code, Store, USAGE};
+use tenure::ErrorCode;
+
+#[test]
+fn schedules_are_created_listed_stepped_and_deleted() {
+    let s = Store::with_jobs(&[]);
+    let v = s.json(&[
+        "schedule",
+        "create",
+        "-p",
+        "p",
+        "tick",
+        "--every",
+        "1s",
+        "--payload",
+        "hi",
+    ]);
+    assert_eq!(v["created"], true);
+    let v = s.json(&[
+        "schedule",
+        "create",
+        "-p",
+        "p",
+        "tick",
+        "--every",
+        "1s",
+        "--payload",
+        "hi",
+    ]);
+    assert_eq!(v["created"], false);
+    s.run(&["schedule", "create", "-p", "p", "tick", "--every", "2s"])
+        .fails(code(ErrorCode::Conflict));
+    let v = s.json(&["schedule", "list"]);
+    let list = v["schedules"].as_array().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["name"], "tick");
+    assert_eq!(list[0]["cadence"], "every 1s");
+    assert_eq!(list[0]["payload_len"], 2);
+    // Steps until a slot is due: one job, named by its slot.
+    let mut job = None;
+    for _ in 0..30 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let v = s.json(&["schedule", "run", "--once"]);
+        if let Some(e) = v["enqueued"].as_array().unwrap().first() {
+            job = Some(e["job"].as_str().unwrap().to_owned());
+            break;
+        }
+    }
+    let job = job.expect("a slot was enqueued");
+    assert!(job.starts_with("tick@") && job.ends_with('Z'), "{job}");
+    assert_eq!(s.job(&job)["state"], "requested");
+    s.json(&["schedule", "pause", "-p", "p", "tick"]);
+    assert_eq!(
+        s.json(&["schedule", "list", "-p", "p"])["schedules"][0]["paused"],
+        true
+    );
+    s.json(&["schedule", "resume", "-p", "p", "tick"]);
+    s.json(&[
+        "schedule",
+        "update",
+        "-p",
+        "p",
+        "tick",
+        "--cron",
+        "0 2 * * *",
+    ]);
+    assert_eq!(
+        s.json(&["schedule", "list"])["schedules"][0]["cadence"],
+        "cron 0 2 * * *"
+    );
+    assert_eq!(
+        s.json(&["schedule", "delete", "-p", "p", "tick"])["deleted"],
+        true
+    );
+    assert_eq!(
+        s.json(&["schedule", "delete", "-p", "p", "tick"])["deleted"],
+        false
+    );
+}
+
+#[test]
+fn bad_schedule_definitions_exit_with_their_codes_and_change_nothing() {
+    let s = Store::with_jobs(&[]);
+    let bad = |args: &[&str], want: i32| {
+        let mut a = vec!["schedule", "create", "-p", "p", "s"];
+        a.extend_from_slice(args);
+        s.run(&a).fails(want);
+    };
+    bad(&["--cron", "61 * * * *"], code(ErrorCode::InvalidArgument));
+    bad(&["--cron", "* * * * * *"], code(ErrorCode::InvalidArgument));
+    bad(&["--every", "0s"], code(ErrorCode::InvalidDuration));
+    bad(&["--every", "1500ms"], code(ErrorCode::InvalidDuration));
+    bad(&["--every", "9000h"], code(ErrorCode::InvalidDuration));
+    bad(
+        &["--every", "1s", "--catch-up", "0"],
+        code(ErrorCode::InvalidArgument),
+    );
+    bad(
+        &["--every", "1s", "--catch-up", "1001"],
+        code(ErrorCode::InvalidArgument),
+    );
+    bad(
+        &["--every", "1s", "--overlap", "maybe"],
+        code(ErrorCode::InvalidArgument),
+    );
+    bad(&[], USAGE);
+    bad(&["--every", "1s", "--cron", "* * * * *"], USAGE);
+    s.run(&["schedule", "pause", "-p", "p", "s"])
+        .fails(code(ErrorCode::NotFound));
+    assert!(s.json(&["schedule", "list"])["schedules"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn the_loop_runs_until_sigterm() {
+    let s = Store::with_jobs(&[]);
+    s.json(&["schedule", "create", "-p", "p", "sec", "--every", "1s"]);
+    let child = s
+        .cmd(&["--json", "schedule", "run"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // SAFETY: signalling a child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty(), "{text}");
+    let jobs: Vec<&str> = lines
+        .iter()
+        .flat_map(|l| l["enqueued"].as_array().unwrap())
+        .map(|e| e["job"].as_str().unwrap())
+        .collect();
+    let mut unique = jobs.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), jobs.len());
+}

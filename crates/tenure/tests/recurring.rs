@@ -1,0 +1,561 @@
+//! Recurring jobs: schedules, the scheduler step, its slot record and its
+//! clock (docs/schedules.md). Runs on SQLite and, with
+//! `TENURE_TEST_BACKEND=postgres`, on PostgreSQL.
+mod common;
+use common::*;
+use proptest::prelude::*;
+use tenure::*;
+
+const S: i64 = 1_000_000;
+
+fn every(secs: i64) -> Cadence {
+    Cadence::every(Delay::from_micros(secs * S).unwrap()).unwrap()
+}
+
+fn jobs_of(a: &Authority, p: &str) -> Vec<String> {
+    let mut v: Vec<String> = a
+        .jobs(
+            p,
+            &ListQuery {
+                limit: 10_000,
+                ..ListQuery::default()
+            },
+        )
+        .unwrap()
+        .into_iter()
+        .map(|j| j.job)
+        .collect();
+    v.sort();
+    v
+}
+
+fn env_with(spec: &ScheduleSpec) -> Env {
+    let env = Env::new();
+    env.auth.create_production("p").unwrap();
+    assert!(env.auth.create_schedule("p", spec).unwrap());
+    env
+}
+
+#[test]
+fn schedule_bad_input_is_refused_and_changes_nothing() {
+    let env = Env::new();
+    env.auth.create_production("p").unwrap();
+    let code = |r: Result<Cadence>| r.unwrap_err().code();
+    assert_eq!(code(Cadence::cron("*/5 * * *")), ErrorCode::InvalidArgument);
+    assert_eq!(
+        code(Cadence::cron("0 */5 * * * *")),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        code(Cadence::cron("61 * * * *")),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(code(Cadence::cron("every day")), ErrorCode::InvalidArgument);
+    let e = Cadence::cron("* * * * * *").unwrap_err();
+    assert!(e.to_string().contains("five are expected"), "{e}");
+    for bad in [0, 1_500_000, 500_000] {
+        let d = Delay::from_micros(bad).unwrap();
+        assert_eq!(code(Cadence::every(d)), ErrorCode::InvalidDuration, "{bad}");
+    }
+    let longest = Delay::from_micros(MAX_INTERVAL_SECS * S).unwrap();
+    assert_eq!(
+        Cadence::every(longest).unwrap(),
+        Cadence::Every(MAX_INTERVAL_SECS)
+    );
+    let e = Cadence::every(Delay::from_micros(S / 2).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("whole number of seconds"), "{e}");
+    let ok = ScheduleSpec::new("s", every(60), b"x".to_vec());
+    for (spec, want) in [
+        (ok.clone().catch_up(0), ErrorCode::InvalidArgument),
+        (
+            ok.clone().catch_up(MAX_CATCH_UP + 1),
+            ErrorCode::InvalidArgument,
+        ),
+        (ok.clone().max_attempts(0), ErrorCode::InvalidArgument),
+        (ok.clone().max_hold(Delay::ZERO), ErrorCode::InvalidDuration),
+        (
+            ScheduleSpec::new("x".repeat(MAX_SCHEDULE_NAME + 1), every(60), vec![]),
+            ErrorCode::InvalidArgument,
+        ),
+        (
+            ScheduleSpec::new("bad name", every(60), vec![]),
+            ErrorCode::InvalidArgument,
+        ),
+        (
+            ScheduleSpec::new("s", Cadence::Every(0), vec![]),
+            ErrorCode::InvalidDuration,
+        ),
+        (
+            ScheduleSpec::new("s", Cadence::Cron("nope".into()), vec![]),
+            ErrorCode::InvalidArgument,
+        ),
+    ] {
+        assert_eq!(
+            env.auth.create_schedule("p", &spec).unwrap_err().code(),
+            want,
+            "{spec:?}"
+        );
+    }
+    assert_eq!(
+        env.auth.create_schedule("missing", &ok).unwrap_err().code(),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        env.auth.update_schedule("p", &ok).unwrap_err().code(),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        env.auth.pause_schedule("p", "s").unwrap_err().code(),
+        ErrorCode::NotFound
+    );
+    assert!(env.auth.schedules(None).unwrap().is_empty());
+    // Same definition again: idempotent; another one: conflict.
+    assert!(env.auth.create_schedule("p", &ok).unwrap());
+    assert!(!env.auth.create_schedule("p", &ok).unwrap());
+    assert_eq!(
+        env.auth
+            .create_schedule("p", &ok.clone().priority(3))
+            .unwrap_err()
+            .code(),
+        ErrorCode::Conflict
+    );
+}
+
+#[test]
+fn each_slot_is_enqueued_once_by_any_number_of_schedulers() {
+    let env = env_with(&ScheduleSpec::new("tick", every(10), b"go".to_vec()).priority(2));
+    let other = env.reopen();
+    let t = env.auth.run_schedules().unwrap();
+    assert!(t.enqueued.is_empty());
+    assert_eq!(t.next_slot_us, Some(T0 + 10 * S));
+    env.clock.advance(10 * S);
+    let t = env.auth.run_schedules().unwrap();
+    let id = slot_job("tick", T0 + 10 * S);
+    assert_eq!(id, "tick@2027-01-15T08:00:10Z");
+    assert_eq!(t.enqueued, vec![("p".to_string(), id.clone())]);
+    assert_eq!(t.next_slot_us, Some(T0 + 20 * S));
+    assert!(other.run_schedules().unwrap().enqueued.is_empty());
+    assert!(env.auth.run_schedules().unwrap().enqueued.is_empty());
+    let j = env.auth.job("p", &id).unwrap();
+    assert_eq!(j.priority, 2);
+    assert_eq!(env.auth.payload("p", &id).unwrap(), b"go");
+    let v = &env.auth.schedules(Some("p")).unwrap()[0];
+    assert_eq!(v.last_slot_us, Some(T0 + 10 * S));
+    assert_eq!(v.next_slot_us, Some(T0 + 20 * S));
+    // Many threads at once on two handles: still one job per slot.
+    env.clock.advance(10 * S);
+    std::thread::scope(|sc| {
+        for i in 0..8 {
+            let a = if i % 2 == 0 { &env.auth } else { &other };
+            sc.spawn(move || a.run_schedules().unwrap());
+        }
+    });
+    assert_eq!(
+        jobs_of(&env.auth, "p"),
+        vec![id, slot_job("tick", T0 + 20 * S)]
+    );
+}
+
+#[test]
+fn missed_slots_beyond_the_catch_up_bound_are_dropped_with_an_event() {
+    let env = env_with(&ScheduleSpec::new("s", every(10), vec![]).catch_up(3));
+    env.clock.advance(100 * S + 5 * S);
+    let t = env.auth.run_schedules().unwrap();
+    assert_eq!(t.dropped, 7);
+    let want: Vec<String> = (8..=10).map(|k| slot_job("s", T0 + k * 10 * S)).collect();
+    assert_eq!(jobs_of(&env.auth, "p"), want);
+    let evs = env.auth.events(0, 1000).unwrap();
+    let dropped: Vec<_> = evs
+        .iter()
+        .filter(|e| e.kind == EventKind::SlotsDropped)
+        .collect();
+    assert_eq!(dropped.len(), 1);
+    assert!(
+        dropped[0]
+            .detail
+            .contains("schedule s: 7 slots from 2027-01-15T08:00:10Z"),
+        "{}",
+        dropped[0].detail
+    );
+    assert_eq!(EventKind::SlotsDropped.as_str(), "slots_dropped");
+}
+
+#[test]
+fn a_backward_clock_never_enqueues_a_slot_twice_or_early() {
+    let env = env_with(&ScheduleSpec::new("s", every(10), vec![]));
+    env.clock.advance(25 * S);
+    assert_eq!(env.auth.run_schedules().unwrap().enqueued.len(), 1);
+    env.clock.set(T0 + 5 * S);
+    for _ in 0..3 {
+        let t = env.auth.run_schedules().unwrap();
+        assert!(t.enqueued.is_empty());
+        assert!(t.now_us >= T0 + 25 * S, "the step's time holds at the mark");
+    }
+    env.clock.set(T0 + 29 * S);
+    assert!(env.auth.run_schedules().unwrap().enqueued.is_empty());
+    env.clock.set(T0 + 30 * S);
+    assert_eq!(
+        env.auth.run_schedules().unwrap().enqueued,
+        vec![("p".into(), slot_job("s", T0 + 30 * S))]
+    );
+}
+
+#[test]
+fn paused_slots_are_never_enqueued_and_resume_starts_after_now() {
+    let env = env_with(&ScheduleSpec::new("s", every(10), vec![]).catch_up(100));
+    assert!(env.auth.pause_schedule("p", "s").unwrap());
+    assert!(!env.auth.pause_schedule("p", "s").unwrap());
+    env.clock.advance(55 * S);
+    assert!(env.auth.run_schedules().unwrap().enqueued.is_empty());
+    assert_eq!(env.auth.schedules(None).unwrap()[0].next_slot_us, None);
+    assert!(env.auth.resume_schedule("p", "s").unwrap());
+    assert!(env.auth.run_schedules().unwrap().enqueued.is_empty());
+    env.clock.advance(5 * S);
+    assert_eq!(
+        jobs_of(&env.auth, "p"),
+        Vec::<String>::new(),
+        "nothing before the step"
+    );
+    env.auth.run_schedules().unwrap();
+    assert_eq!(jobs_of(&env.auth, "p"), vec![slot_job("s", T0 + 60 * S)]);
+}
+
+#[test]
+fn cron_slots_update_keeps_the_slot_record_and_delete_removes_it() {
+    let spec = ScheduleSpec::new("c", Cadence::cron("*/5 * * * *").unwrap(), b"a".to_vec());
+    let env = env_with(&spec);
+    // T0 is 08:00:00 UTC: the next slot is 08:05.
+    assert_eq!(
+        env.auth.schedules(None).unwrap()[0].next_slot_us,
+        Some(T0 + 300 * S)
+    );
+    env.clock.advance(300 * S);
+    env.auth.run_schedules().unwrap();
+    assert_eq!(
+        jobs_of(&env.auth, "p"),
+        vec!["c@2027-01-15T08:05:00Z".to_string()]
+    );
+    // An update with another payload does not enqueue the settled slot again.
+    env.auth
+        .update_schedule("p", &ScheduleSpec::new("c", every(60), b"b".to_vec()))
+        .unwrap();
+    assert!(env.auth.run_schedules().unwrap().enqueued.is_empty());
+    env.clock.advance(60 * S);
+    env.auth.run_schedules().unwrap();
+    assert_eq!(
+        env.auth.payload("p", "c@2027-01-15T08:06:00Z").unwrap(),
+        b"b"
+    );
+    let v = &env.auth.schedules(Some("p")).unwrap()[0];
+    assert_eq!(v.spec.cadence, every(60));
+    assert_eq!(v.created_us, T0);
+    assert!(env.auth.delete_schedule("p", "c").unwrap());
+    assert!(!env.auth.delete_schedule("p", "c").unwrap());
+    env.clock.advance(600 * S);
+    assert_eq!(env.auth.run_schedules().unwrap().next_slot_us, None);
+    assert_eq!(jobs_of(&env.auth, "p").len(), 2, "its jobs stay");
+}
+
+#[test]
+fn overlap_skip_leaves_out_slots_while_the_previous_job_is_live() {
+    let env = env_with(&ScheduleSpec::new("s", every(10), vec![]).overlap(Overlap::Skip));
+    env.clock.advance(10 * S);
+    env.auth.run_schedules().unwrap();
+    env.clock.advance(10 * S);
+    let t = env.auth.run_schedules().unwrap();
+    assert!(t.enqueued.is_empty());
+    assert_eq!(t.dropped, 1);
+    let lease = env.auth.claim_next("p", "w", secs(60)).unwrap();
+    lease.complete(&[]).unwrap();
+    env.clock.advance(10 * S);
+    assert_eq!(env.auth.run_schedules().unwrap().enqueued.len(), 1);
+}
+
+#[test]
+fn a_pruned_slot_job_is_not_enqueued_again() {
+    let env = env_with(&ScheduleSpec::new("s", every(10), vec![]).catch_up(10));
+    env.clock.advance(10 * S);
+    env.auth.run_schedules().unwrap();
+    env.auth
+        .claim_next("p", "w", secs(60))
+        .unwrap()
+        .complete(&[])
+        .unwrap();
+    let policy = Retention {
+        event_age: None,
+        terminal_job_age: Some(Age::from_secs(1).unwrap()),
+        tombstone_age: Some(Age::from_secs(1).unwrap()),
+    };
+    env.clock.advance(2 * S);
+    env.auth.prune(&policy).unwrap();
+    env.clock.advance(2 * S);
+    env.auth.prune(&policy).unwrap();
+    assert!(jobs_of(&env.auth, "p").is_empty());
+    // No job and no tombstone holds the ID any more: only the slot record
+    // keeps the step from enqueueing the slot once more.
+    env.clock.advance(S);
+    assert!(env.auth.run_schedules().unwrap().enqueued.is_empty());
+}
+
+#[test]
+fn deleting_a_production_deletes_its_schedules() {
+    let env = env_with(&ScheduleSpec::new("s", every(10), vec![]));
+    env.auth.delete_production("p").unwrap();
+    assert!(env.auth.schedules(None).unwrap().is_empty());
+}
+
+/// The model: the slots a sequence of steps at these clock readings
+/// enqueues (every slot once, after creation, never beyond the highest
+/// reading, the newest `catch_up` of those a step finds due).
+fn model(interval: i64, catch_up: u32, readings: &[i64]) -> (Vec<i64>, u64) {
+    let mut mark = T0;
+    let mut settled = T0;
+    let mut out = Vec::new();
+    let mut dropped = 0;
+    for &r in readings {
+        mark = mark.max(r);
+        let due: Vec<i64> = ((settled / interval + 1)..=(mark / interval))
+            .map(|k| k * interval)
+            .collect();
+        let keep = due.len().saturating_sub(catch_up as usize);
+        dropped += keep as u64;
+        out.extend_from_slice(&due[keep..]);
+        settled = settled.max(mark);
+    }
+    (out, dropped)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn steps_match_the_model_under_any_clock(
+        interval in 1i64..20,
+        catch_up in 1u32..5,
+        deltas in proptest::collection::vec(-40i64..60, 1..12),
+    ) {
+        let env = env_with(&ScheduleSpec::new("m", every(interval), vec![]).catch_up(catch_up));
+        let mut readings = Vec::new();
+        let mut t = T0;
+        let mut dropped = 0;
+        for d in deltas {
+            t += d * S / 2;
+            readings.push(t);
+            env.clock.set(t);
+            dropped += env.auth.run_schedules().unwrap().dropped;
+        }
+        let (slots, want_dropped) = model(interval * S, catch_up, &readings);
+        let mut want: Vec<String> = slots.iter().map(|&s| slot_job("m", s)).collect();
+        want.sort();
+        prop_assert_eq!(jobs_of(&env.auth, "p"), want);
+        prop_assert_eq!(dropped, want_dropped);
+    }
+}
+
+// ---- real processes: many schedulers, kill -9, libfaketime ----
+
+/// How long the many-schedulers run lasts: 10 s, or `TENURE_SCHEDULERS_SECS`
+/// (`cargo xtask torture` runs it for 5 minutes).
+fn run_secs() -> u64 {
+    std::env::var("TENURE_SCHEDULERS_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10)
+}
+
+/// `n` scheduler processes (`scheduler_child`) on the store at `path`.
+fn schedulers(n: usize, path: &std::path::Path) -> Vec<std::process::Child> {
+    (0..n)
+        .map(|_| {
+            let mut c = child("scheduler_child");
+            c.env("TENURE_SCHED_STORE", path)
+                .stdin(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect()
+}
+
+/// Stop schedulers gracefully (closing their stdin ends their loop).
+fn stop(children: Vec<std::process::Child>) {
+    for mut c in children {
+        drop(c.stdin.take());
+        assert!(c.wait().unwrap().success());
+    }
+}
+
+/// The slot jobs the log recorded as submitted for schedule `name`, in
+/// log order, and the catch-up drops it recorded (their counts).
+fn from_log(a: &Authority, name: &str) -> (Vec<String>, Vec<u64>) {
+    let mut jobs = Vec::new();
+    let mut drops = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = a.production_events("p", after, 1000).unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for e in page {
+            match e.kind {
+                EventKind::Submitted => jobs.extend(e.job.filter(|j| j.starts_with(name))),
+                EventKind::SlotsDropped => drops.push(
+                    e.detail
+                        .split_whitespace()
+                        .nth(2)
+                        .and_then(|n| n.parse().ok())
+                        .unwrap(),
+                ),
+                _ => {}
+            }
+        }
+    }
+    (jobs, drops)
+}
+
+/// Every slot of a 1 s schedule from its first after `from_us` to its last
+/// before `to_us`.
+fn every_second(name: &str, from_us: i64, to_us: i64) -> Vec<String> {
+    ((from_us / S + 1)..=(to_us / S))
+        .map(|k| slot_job(name, k * S))
+        .collect()
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64
+}
+
+#[test]
+fn sixteen_schedulers_enqueue_every_slot_exactly_once() {
+    let env = RealEnv::new();
+    env.auth
+        .create_schedule("p", &ScheduleSpec::new("sec", every(1), vec![]))
+        .unwrap();
+    let created = env.auth.schedules(None).unwrap()[0].created_us;
+    let children = schedulers(16, &env.path());
+    std::thread::sleep(std::time::Duration::from_secs(run_secs()));
+    let end = now_us();
+    stop(children);
+    let (jobs, drops) = from_log(&env.auth, "sec@");
+    let mut unique = jobs.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), jobs.len(), "duplicates in the log");
+    assert!(drops.is_empty(), "{drops:?}");
+    let want = every_second("sec", created, end);
+    // Every slot up to the end was enqueued (the last one may have come
+    // after the end was read): none missing, none extra.
+    assert!(
+        jobs.len() >= want.len() - 1,
+        "{} of {}",
+        jobs.len(),
+        want.len()
+    );
+    assert_eq!(jobs[..want.len() - 1], want[..want.len() - 1]);
+    assert!(env.auth.check().unwrap().ok());
+}
+
+#[test]
+fn killed_schedulers_catch_up_to_the_bound_and_record_the_rest_as_dropped() {
+    let env = RealEnv::new();
+    env.auth
+        .create_schedule("p", &ScheduleSpec::new("k", every(1), vec![]).catch_up(3))
+        .unwrap();
+    let created = env.auth.schedules(None).unwrap()[0].created_us;
+    let children = schedulers(16, &env.path());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    for mut c in children {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_secs(10));
+    let children = schedulers(16, &env.path());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let end = now_us();
+    stop(children);
+    let (jobs, drops) = from_log(&env.auth, "k@");
+    let mut unique = jobs.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), jobs.len(), "duplicates in the log");
+    assert_eq!(drops.len(), 1, "one catch-up after the restart: {drops:?}");
+    assert!((6..=10).contains(&drops[0]), "{drops:?}");
+    // Enqueued and dropped slots together are every slot, each once.
+    let want = every_second("k", created, end);
+    let accounted = jobs.len() as u64 + drops[0];
+    assert!(
+        accounted + 1 >= want.len() as u64 && accounted <= want.len() as u64 + 1,
+        "{accounted} of {}",
+        want.len()
+    );
+}
+
+/// Child entry point: a scheduler loop on `TENURE_SCHED_STORE` until its
+/// stdin closes (or it is killed); with `TENURE_SCHED_ONCE`, one step,
+/// printing `ENQUEUED <n> DROPPED <n>`.
+#[test]
+#[ignore = "child-process entry point of the scheduler process tests"]
+fn scheduler_child() {
+    let path = std::env::var("TENURE_SCHED_STORE").expect("run by the parent test");
+    let a = Authority::open(&path, &Options::new()).unwrap();
+    if std::env::var("TENURE_SCHED_ONCE").is_ok() {
+        let t = a.run_schedules().unwrap();
+        println!("ENQUEUED {} DROPPED {}", t.enqueued.len(), t.dropped);
+        return;
+    }
+    let cancel = WaitCancel::new();
+    let c = cancel.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+        c.cancel();
+    });
+    a.run_schedules_until(&cancel, |_| {}).unwrap();
+}
+
+#[test]
+fn clock_jumps_of_an_hour_enqueue_nothing_twice_or_early() {
+    if skip_on_postgres("libfaketime on a SQLite file (PostgreSQL uses the server clock)") {
+        return;
+    }
+    let env = RealEnv::new();
+    env.auth
+        .create_schedule("p", &ScheduleSpec::new("j", every(1), vec![]).catch_up(5))
+        .unwrap();
+    let path = env.path();
+    let path = path.to_str().unwrap();
+    let once = |offset: &str| {
+        under_faketime(
+            offset,
+            "scheduler_child",
+            &[("TENURE_SCHED_STORE", path), ("TENURE_SCHED_ONCE", "1")],
+            "",
+        )
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // Back an hour: nothing is due by that clock, nothing is enqueued.
+    let out = once("-1h");
+    assert!(out.contains("ENQUEUED 0 DROPPED 0"), "{out}");
+    // Forward an hour: the newest 5 of the hour's slots, the rest dropped.
+    let out = once("+1h");
+    let (n, dropped) = out
+        .split_once("ENQUEUED ")
+        .and_then(|(_, r)| r.split_once(" DROPPED "))
+        .map(|(n, d)| {
+            (
+                n.parse::<u64>().unwrap(),
+                d.split_whitespace().next().unwrap().parse::<u64>().unwrap(),
+            )
+        })
+        .unwrap();
+    assert_eq!(n, 5, "{out}");
+    assert!((3590..=3610).contains(&dropped), "{out}");
+    // Back at real time, and an hour back: the store's mark is an hour
+    // ahead, so no slot is due again, and none is enqueued twice.
+    for offset in ["+0", "-1h", "+1h"] {
+        let out = once(offset);
+        assert!(out.contains("ENQUEUED 0 DROPPED 0"), "{offset}: {out}");
+    }
+    let (jobs, drops) = from_log(&env.auth, "j@");
+    assert_eq!(jobs.len(), 5);
+    assert_eq!(drops.len(), 1);
+}
