@@ -64,8 +64,6 @@ unsafe fn productions<'a>(p: *const *const c_char, n: usize) -> R<Vec<&'a str>> 
         .collect()
 }
 
-plain_args!(*const u8);
-
 export! {
     /// Put a failed or cancelled job back to waiting (ABI 1.2), due
     /// `delay_us` (0 ..= 366 days) after the requeue, with `extra_attempts`

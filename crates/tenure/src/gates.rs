@@ -290,6 +290,8 @@ fn production_event(
         holder: None,
         attempt: None,
         expires_us: None,
+        since_us: None,
+        lapsed_us: None,
         detail,
     })
 }

@@ -643,6 +643,8 @@ pub(crate) fn tick(s: &mut Session) -> Result<Ticked> {
             holder: None,
             attempt: None,
             expires_us: None,
+            since_us: None,
+            lapsed_us: None,
             detail,
         })?;
     }
