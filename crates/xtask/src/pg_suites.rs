@@ -80,6 +80,7 @@ const PY_SUITES: &[&str] = &[
     "test_batch.py",
     "test_schedule.py",
     "test_idempotent.py",
+    "test_outage.py",
 ];
 
 /// The adapter for the independent benchmark's runner, driven through its
