@@ -88,6 +88,7 @@ const PY_SUITES: &[&str] = &[
     "test_schedule.py",
     "test_idempotent.py",
     "test_schedules.py",
+    "test_outage.py",
 ];
 
 /// The adapter for the independent benchmark's runner, driven through its
