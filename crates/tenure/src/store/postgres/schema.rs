@@ -10,6 +10,23 @@ use crate::error::{Error, Result};
 use crate::store::SCHEMA_VERSION;
 use postgres::Client;
 
+/// What follows `CREATE TABLE ... tenure.production_gates` in [`SCHEMA`],
+/// which the step that adds the table in [`super::migrate`] creates.
+macro_rules! production_gates_table {
+    () => {
+        r#"tenure.production_gates (
+    name             TEXT COLLATE "C" PRIMARY KEY,
+    paused_us        BIGINT,
+    concurrency      BIGINT CHECK (concurrency IS NULL OR concurrency > 0),
+    rate_claims      BIGINT CHECK (rate_claims IS NULL OR rate_claims > 0),
+    rate_interval_us BIGINT CHECK (rate_interval_us IS NULL OR rate_interval_us > 0),
+    rate_burst       BIGINT CHECK (rate_burst IS NULL OR rate_burst > 0),
+    rate_tat_us      BIGINT NOT NULL DEFAULT 0
+)"#
+    };
+}
+pub(super) use production_gates_table;
+
 /// The current layout, the one source of it: a new store is created from
 /// this, and an older store brought to it by the steps of
 /// [`super::migrate`] (`tests/pg_schema.rs` checks that both end equal).
@@ -37,7 +54,8 @@ use postgres::Client;
 /// died rather than 20 %, without cost delay, so their size stays near
 /// their live rows. Identifiers are `COLLATE "C"`, so listings page in byte
 /// order as on SQLite.
-pub(super) const SCHEMA: &str = r#"
+pub(super) const SCHEMA: &str = concat!(
+    r#"
 CREATE SCHEMA IF NOT EXISTS tenure;
 CREATE TABLE tenure.meta (
     key   TEXT COLLATE "C" PRIMARY KEY,
@@ -57,15 +75,9 @@ CREATE TABLE tenure.productions (
     backoff_cap_us  BIGINT,
     claim_floor     BIGINT NOT NULL DEFAULT 0
 );
-CREATE TABLE tenure.production_gates (
-    name             TEXT COLLATE "C" PRIMARY KEY,
-    paused_us        BIGINT,
-    concurrency      BIGINT CHECK (concurrency IS NULL OR concurrency > 0),
-    rate_claims      BIGINT CHECK (rate_claims IS NULL OR rate_claims > 0),
-    rate_interval_us BIGINT CHECK (rate_interval_us IS NULL OR rate_interval_us > 0),
-    rate_burst       BIGINT CHECK (rate_burst IS NULL OR rate_burst > 0),
-    rate_tat_us      BIGINT NOT NULL DEFAULT 0
-);
+CREATE TABLE "#,
+    production_gates_table!(),
+    r#";
 CREATE TABLE tenure.jobs (
     seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     production      TEXT COLLATE "C" NOT NULL,
@@ -166,7 +178,8 @@ CREATE TABLE tenure.claim_requests (
     PRIMARY KEY (production, request_id)
 );
 CREATE INDEX claim_requests_by_job ON tenure.claim_requests (production, job);
-"#;
+"#
+);
 
 /// The stored schema version, or `None` if there is no tenure schema.
 pub(super) fn stored_version(c: &mut Client) -> Result<Option<u32>> {
