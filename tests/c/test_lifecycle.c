@@ -28,8 +28,11 @@ static void versions(void) {
   CHECK(streq(tenure_status_name(TENURE_INTERNAL), "internal"));
   CHECK(streq(tenure_status_name(TENURE_HISTORY_PRUNED), "history_pruned"));
   CHECK(streq(tenure_status_name(TENURE_PRODUCTION_LIVE), "production_live"));
+  CHECK(streq(tenure_status_name(TENURE_PRODUCTION_PAUSED), "production_paused"));
+  CHECK(streq(tenure_status_name(TENURE_CONCURRENCY_LIMIT), "concurrency_limit"));
+  CHECK(streq(tenure_status_name(TENURE_RATE_LIMITED), "rate_limited"));
   CHECK(streq(tenure_status_name(TENURE_HOLD_LIMIT), "hold_limit"));
-  CHECK(streq(tenure_status_name(25), "unknown"));
+  CHECK(streq(tenure_status_name(28), "unknown"));
   CHECK(streq(tenure_status_name(UINT32_MAX), "unknown"));
   CHECK(streq(tenure_job_state_name(TENURE_JOB_COMPLETED), "completed"));
   CHECK(streq(tenure_job_state_name(99), "unknown"));

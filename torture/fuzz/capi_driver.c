@@ -253,14 +253,14 @@ static char SENT_OBJ;
 #define SENT_U64 UINT64_C(0xA5A5A5A5A5A5A5A5)
 #define SENT_BYTE 0xA5
 
-/* The highest status number of the contiguous run this header names (ABI
- * 1.1 appended 22..24); ABI 1.2 names 28 (`TENURE_JOB_LIVE`) too. */
-#define LAST_STATUS TENURE_PRODUCTION_LIVE
+/* The highest status number this header names (ABI 1.1 appended 22..24,
+ * ABI 1.2 25..28). */
+#define LAST_STATUS TENURE_JOB_LIVE
 
 /* A status the library names and this header knows. */
 static int known_status(tenure_status st) {
   const char *name = tenure_status_name(st);
-  return (st <= LAST_STATUS || st == TENURE_JOB_LIVE) && name != NULL &&
+  return st <= LAST_STATUS && name != NULL &&
          strcmp(name, "unknown") != 0;
 }
 
@@ -1202,7 +1202,47 @@ static void call_one_1_1(int on) {
     default: { /* back-off and retry delays */
       int on_edit = chance(30);
       const tenure_edit *e = chance(5) ? NULL : edit;
-      switch (below(3)) {
+      switch (below(6)) {
+        case 3: { /* a pause undone at once, so the claims around it stay open */
+          bool changed = false;
+          int on = chance(10);
+          what = on_edit ? "edit_pause_production" : "pause_production";
+          tenure_status st = on_edit ? tenure_edit_pause_production(e, gen_prod(), on ? NULL : &changed)
+                                     : tenure_authority_pause_production(gen_auth(), gen_prod(),
+                                                                         on ? NULL : &changed);
+          note(st, what);
+          check_scalar(st, !changed, on, what);
+          what = on_edit ? "edit_resume_production" : "resume_production";
+          note(on_edit ? tenure_edit_resume_production(e, gen_prod(), &changed)
+                       : tenure_authority_resume_production(gen_auth(), gen_prod(), &changed),
+               what);
+          break;
+        }
+        case 4: {
+          uint32_t k = (uint32_t)(chance(50) ? below(4) : rnd());
+          what = on_edit ? "edit_set_concurrency_limit" : "set_concurrency_limit";
+          note(on_edit ? tenure_edit_set_concurrency_limit(e, gen_prod(), k)
+                       : tenure_authority_set_concurrency_limit(gen_auth(), gen_prod(), k),
+               what);
+          what = on_edit ? "edit_clear_concurrency_limit" : "clear_concurrency_limit";
+          note(on_edit ? tenure_edit_clear_concurrency_limit(e, gen_prod())
+                       : tenure_authority_clear_concurrency_limit(gen_auth(), gen_prod()),
+               what);
+          break;
+        }
+        case 5: {
+          uint32_t n = (uint32_t)(chance(50) ? below(4) : rnd());
+          uint32_t b = (uint32_t)(chance(50) ? below(4) : rnd());
+          what = on_edit ? "edit_set_rate_limit" : "set_rate_limit";
+          note(on_edit ? tenure_edit_set_rate_limit(e, gen_prod(), n, gen_delay(), b)
+                       : tenure_authority_set_rate_limit(gen_auth(), gen_prod(), n, gen_delay(), b),
+               what);
+          what = on_edit ? "edit_clear_rate_limit" : "clear_rate_limit";
+          note(on_edit ? tenure_edit_clear_rate_limit(e, gen_prod())
+                       : tenure_authority_clear_rate_limit(gen_auth(), gen_prod()),
+               what);
+          break;
+        }
         case 0:
           what = on_edit ? "edit_set_production_backoff" : "set_production_backoff";
           note(on_edit ? tenure_edit_set_production_backoff(e, gen_prod(), gen_delay(), gen_delay())

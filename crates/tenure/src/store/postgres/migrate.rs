@@ -217,17 +217,11 @@ INSERT INTO tenure.job_counts (production, state, n)
 /// without `tenure.marks` keeps its log as it is).
 /// The claim gates (see `crate::gates`): a production's pause, limits and
 /// rate-limit state. Additive only, idempotent.
-const ADD_PRODUCTION_GATES: &str = r#"
-CREATE TABLE IF NOT EXISTS tenure.production_gates (
-    name             TEXT COLLATE "C" PRIMARY KEY,
-    paused_us        BIGINT,
-    concurrency      BIGINT CHECK (concurrency IS NULL OR concurrency > 0),
-    rate_claims      BIGINT CHECK (rate_claims IS NULL OR rate_claims > 0),
-    rate_interval_us BIGINT CHECK (rate_interval_us IS NULL OR rate_interval_us > 0),
-    rate_burst       BIGINT CHECK (rate_burst IS NULL OR rate_burst > 0),
-    rate_tat_us      BIGINT NOT NULL DEFAULT 0
+const ADD_PRODUCTION_GATES: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS ",
+    super::schema::production_gates_table!(),
+    ";"
 );
-"#;
 
 const MIGRATE_8_TO_9: &str = r#"
 CREATE TABLE IF NOT EXISTS tenure.mark_log (value BIGINT NOT NULL);

@@ -37,6 +37,22 @@ macro_rules! schedules_table {
     };
 }
 pub(super) use schedules_table;
+/// What follows `CREATE TABLE ... tenure.production_gates` in [`SCHEMA`],
+/// which the step that adds the table in [`super::migrate`] creates.
+macro_rules! production_gates_table {
+    () => {
+        r#"tenure.production_gates (
+    name             TEXT COLLATE "C" PRIMARY KEY,
+    paused_us        BIGINT,
+    concurrency      BIGINT CHECK (concurrency IS NULL OR concurrency > 0),
+    rate_claims      BIGINT CHECK (rate_claims IS NULL OR rate_claims > 0),
+    rate_interval_us BIGINT CHECK (rate_interval_us IS NULL OR rate_interval_us > 0),
+    rate_burst       BIGINT CHECK (rate_burst IS NULL OR rate_burst > 0),
+    rate_tat_us      BIGINT NOT NULL DEFAULT 0
+)"#
+    };
+}
+pub(super) use production_gates_table;
 
 /// The current layout, the one source of it: a new store is created from
 /// this, and an older store brought to it by the steps of
@@ -163,15 +179,9 @@ CREATE TABLE tenure.productions (
     backoff_cap_us  BIGINT,
     claim_floor     BIGINT NOT NULL DEFAULT 0
 );
-CREATE TABLE tenure.production_gates (
-    name             TEXT COLLATE "C" PRIMARY KEY,
-    paused_us        BIGINT,
-    concurrency      BIGINT CHECK (concurrency IS NULL OR concurrency > 0),
-    rate_claims      BIGINT CHECK (rate_claims IS NULL OR rate_claims > 0),
-    rate_interval_us BIGINT CHECK (rate_interval_us IS NULL OR rate_interval_us > 0),
-    rate_burst       BIGINT CHECK (rate_burst IS NULL OR rate_burst > 0),
-    rate_tat_us      BIGINT NOT NULL DEFAULT 0
-);
+CREATE TABLE "#,
+    production_gates_table!(),
+    r#";
 CREATE TABLE tenure.jobs (
     seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     production      TEXT COLLATE "C" NOT NULL,

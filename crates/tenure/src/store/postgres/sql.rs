@@ -147,7 +147,9 @@ pub(super) const LOCK_JOBS_SAMPLED: &str = concat!(
                  SELECT coalesce($3::bigint, ",
     server_sample!(),
     ") AS now FROM (SELECT count(*) AS n FROM l) c)
-             SELECT l.*, t.now, p.backoff_base_us, p.backoff_cap_us
+             SELECT l.*, t.now, p.backoff_base_us, p.backoff_cap_us,
+                    EXISTS (SELECT 1 FROM tenure.production_gates g
+                            WHERE g.name = l.production) AS gated
              FROM t LEFT JOIN l ON true LEFT JOIN tenure.productions p ON p.name = l.production"
 );
 

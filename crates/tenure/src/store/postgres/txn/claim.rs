@@ -30,11 +30,15 @@ pub(super) fn lock_jobs_sampled(
         .ok_or_else(|| Error::Internal("the locked read gave no row".into()))?;
     let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
     let mut backoffs = HashMap::new();
+    tx.ungated.clear();
     for r in &rows {
         if r.get::<_, Option<i64>>(0).is_none() {
             continue;
         }
         let row = job_row(r)?;
+        if !r.get::<_, bool>(JOB_COLS + 3) && !tx.ungated.contains(&row.production) {
+            tx.ungated.push(row.production.clone());
+        }
         let b = backoff_from_cols(r.get(JOB_COLS + 1), r.get(JOB_COLS + 2))?;
         backoffs.insert(row.production.clone(), b);
         found.insert((row.production.clone(), row.job.clone()), row);

@@ -66,6 +66,10 @@ pub(super) struct PgTxn {
     /// commits (every [`super::pool::FLOOR_EVERY`]th claim-next of the pool, see
     /// [`Pool::raise_claim_floor`]).
     floor_due: Option<String>,
+    /// Productions the last locked read found without a gate row (read in
+    /// the same statement as the rows, so a named claim of an ungated
+    /// production makes no request for its gates).
+    ungated: Vec<String>,
     /// The mark log's pruning is due after this transaction commits.
     mark_prune_due: bool,
 }
@@ -119,6 +123,7 @@ impl PgTxn {
             notify: Vec::new(),
             pending: String::new(),
             floor_due: None,
+            ungated: Vec::new(),
             mark_prune_due: false,
         }))
     }

@@ -107,6 +107,9 @@ pub(super) fn gates(tx: &mut PgTxn, name: &str) -> Result<Option<GateRow>> {
         let rows = tx.query(GATES, &[&name])?;
         return rows.first().map(gate_row).transpose();
     }
+    if tx.ungated.iter().any(|p| p == name) {
+        return Ok(None);
+    }
     let k = key(&[name]);
     if tx
         .held
@@ -125,6 +128,7 @@ pub(super) fn gates(tx: &mut PgTxn, name: &str) -> Result<Option<GateRow>> {
 }
 
 pub(super) fn set_gates(tx: &mut PgTxn, name: &str, g: &GateRow) -> Result<()> {
+    tx.ungated.retain(|p| p != name);
     let k = g.concurrency.map(i64::from);
     let n = g.rate.map(|r| i64::from(r.0));
     let i = g.rate.map(|r| r.1);
