@@ -497,7 +497,7 @@ fn a_schema_2_store_migrates_to_the_retention_schema() {
     }
     let a = env.reopen();
     assert_eq!(a.migrated_from(), 2);
-    assert_eq!(SCHEMA_VERSION, 10);
+    assert_eq!(SCHEMA_VERSION, 11);
     assert!(a.check().unwrap().ok());
     assert_eq!(a.history_horizon().unwrap(), 0);
     env.clock.advance(2 * MIN);
