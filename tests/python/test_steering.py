@@ -48,7 +48,7 @@ def test_requeue_of_a_failed_job_and_its_refusals(auth: tenure.Authority, prod: 
     new = auth.claim_next(prod, "w2", LONG)
     assert new.claim_id != old.claim_id
     with pytest.raises(tenure.StaleLease):
-        auth.import_lease(token.expose())
+        auth.import_lease(token)
     new.fail("again", permanent=True)
     assert auth.requeue_all(prod, limit=10) == (1, False)
 

@@ -58,7 +58,6 @@ pub fn job(v: &JobView) -> Value {
         "due_us": v.due_us,
         "max_hold_us": v.max_hold_us,
         "backoff": backoff(v.backoff),
-        "progress_hex": v.progress.as_deref().map(hex),
     })
 }
 

@@ -120,7 +120,11 @@ impl Render for Shown {
     }
 
     fn json(&self) -> Value {
-        out::job(&self.0)
+        // The listing's view plus the job's progress checkpoint, which only
+        // a single job's view carries.
+        let mut v = out::job(&self.0);
+        v["progress_hex"] = self.0.progress.as_deref().map(out::hex).into();
+        v
     }
 }
 
