@@ -14,6 +14,9 @@
 //! stepped among the other operations: each step enqueues exactly the
 //! slots the model says, under the same clock moves (docs/design.md,
 //! "Schedules").
+//!
+//! At the end the statistics' counts (docs/design.md, "Statistics") agree
+//! with the model's states.
 mod common;
 use common::*;
 use proptest::prelude::*;
@@ -1187,6 +1190,44 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         prop_assert_eq!(v.expires_us.unwrap_or(0), j.expires, "job {} expiry", name);
         prop_assert_eq!(&v.progress, &j.progress, "job {} progress", name);
     }
+    // The statistics' counts (kept as jobs change state, pruning
+    // included) agree with the model's states.
+    let st = env.auth.stats(&StatsQuery::default()).unwrap();
+    let p = &st.productions[0];
+    let of = |s: JobState| {
+        model
+            .jobs
+            .values()
+            .filter(|j| model.classify(j, t) == s)
+            .count() as u64
+    };
+    let later = model
+        .jobs
+        .values()
+        .filter(|j| model.classify(j, t) == JobState::Requested && j.due.is_some_and(|d| d > t))
+        .count() as u64;
+    prop_assert_eq!(
+        (
+            p.waiting_due,
+            p.waiting_later,
+            p.claimed_live,
+            p.claimed_expired
+        ),
+        (
+            of(JobState::Requested) - later,
+            later,
+            of(JobState::Claimed),
+            of(JobState::Expired)
+        )
+    );
+    prop_assert_eq!(
+        (p.completed, p.failed, p.cancelled_jobs),
+        (
+            of(JobState::Completed),
+            of(JobState::Failed),
+            of(JobState::Cancelled)
+        )
+    );
     for name in model.tombstones.keys() {
         let e = env.auth.job("p", name).unwrap_err();
         prop_assert_eq!(e.code(), ErrorCode::NotFound, "pruned job {}", name);
