@@ -305,11 +305,12 @@ impl Authority {
         }
         if !keys.is_empty() {
             // A lost connection retries with replay on ([`crate::retry`]).
-            let budget = idx
-                .iter()
-                .map(|&i| leases[i].retry_budget())
-                .max()
-                .unwrap_or(crate::retry::MIN_RETRY_TIME);
+            let budget = || {
+                idx.iter()
+                    .map(|&i| leases[i].retry_budget())
+                    .max()
+                    .unwrap_or(crate::retry::MIN_RETRY_TIME)
+            };
             let done = crate::retry::idempotent_for(budget, |replay| {
                 let mut rounds = 0;
                 loop {

@@ -348,7 +348,7 @@ mod tests {
             assert_eq!(ErrorCode::from_u32(c.as_u32()), Some(c));
         }
         assert_eq!(ErrorCode::from_u32(0), None);
-        assert_eq!(ErrorCode::from_u32(28), None);
+        assert_eq!(ErrorCode::from_u32(29), None);
         // Spot-check numbers that the C ABI has published.
         assert_eq!(ErrorCode::StaleLease as u32, 7);
         assert_eq!(ErrorCode::ClockRollback as u32, 14);

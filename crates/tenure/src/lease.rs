@@ -363,14 +363,14 @@ impl Lease {
         replay: bool,
         f: impl Fn(&mut Session, &LeaseKey<'_>, bool) -> transitions::Settled<T> + Send + Sync,
     ) -> Result<Applied<T>> {
-        self.transition_for(replay, self.retry_budget(), f)
+        self.transition_for(replay, || self.retry_budget(), f)
     }
 
     /// [`Lease::transition`], retried for at most `budget`.
     fn transition_for<T: Send + Copy + 'static>(
         &self,
         replay: bool,
-        budget: std::time::Duration,
+        budget: impl FnOnce() -> std::time::Duration,
         f: impl Fn(&mut Session, &LeaseKey<'_>, bool) -> transitions::Settled<T> + Send + Sync,
     ) -> Result<Applied<T>> {
         self.usable_in(0)?;
@@ -494,7 +494,7 @@ impl Lease {
     /// One idempotent renewal attempt, never retried here: the keeper's,
     /// which retries on its own schedule and must stay stoppable.
     pub(crate) fn renew_attempt(&self, ttl: Ttl) -> Result<()> {
-        self.transition_for(true, std::time::Duration::ZERO, |s, k, r| {
+        self.transition_for(true, || std::time::Duration::ZERO, |s, k, r| {
             transitions::renew_applied(s, k, ttl, r)
         })
         .map(|_| ())

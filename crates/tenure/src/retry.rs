@@ -77,7 +77,7 @@ pub(crate) fn jittered(base: Duration, cap: Duration, attempt: u32) -> Duration 
 /// Run `call(retry)` (`retry` false on the first attempt), again while it
 /// fails with a [`retryable`] error, for at most [`MAX_RETRY_TIME`].
 pub(crate) fn idempotent<T>(call: impl FnMut(bool) -> Result<T>) -> Result<T> {
-    idempotent_for(MAX_RETRY_TIME, call)
+    idempotent_for(|| MAX_RETRY_TIME, call)
 }
 
 /// How long a lease transition is retried: until the lease expires
@@ -88,18 +88,25 @@ pub(crate) fn lease_budget(expires_us: i64, now_us: i64) -> Duration {
     Duration::from_micros(left).max(MIN_RETRY_TIME)
 }
 
-/// [`idempotent`] for at most `budget`: no retry starts after it.
+/// [`idempotent`] for at most `budget()`: no retry starts after it. The
+/// budget is asked for once, at the first retryable failure, so a call
+/// that succeeds at once reads nothing for it (no clock sample).
 pub(crate) fn idempotent_for<T>(
-    budget: Duration,
+    budget: impl FnOnce() -> Duration,
     mut call: impl FnMut(bool) -> Result<T>,
 ) -> Result<T> {
     let start = Instant::now();
     let mut attempt = 0u32;
+    let mut budget = Some(budget);
+    let mut limit = Duration::ZERO;
     loop {
         match call(attempt > 0) {
             Err(e) if retryable(&e) => {
+                if let Some(b) = budget.take() {
+                    limit = b();
+                }
                 let pause = jittered(Duration::from_millis(5), MAX_PAUSE, attempt);
-                if start.elapsed() + pause >= budget {
+                if start.elapsed() + pause >= limit {
                     return Err(e);
                 }
                 crate::stats::note_retry();
@@ -228,7 +235,7 @@ mod tests {
         assert_eq!(lease_budget(1_000_000, 10_000_000), MIN_RETRY_TIME);
         let start = Instant::now();
         let mut calls = 0;
-        let r: Result<()> = idempotent_for(Duration::from_millis(300), |_| {
+        let r: Result<()> = idempotent_for(|| Duration::from_millis(300), |_| {
             calls += 1;
             Err(Error::Store(format!("{CONNECTION_LOST}: down")))
         });

@@ -482,7 +482,14 @@ fn a_v2_store_migrates_to_schedules() {
         .collect();
     assert_eq!(
         idx,
-        ["jobs_ended", "jobs_parked", "jobs_ready", "jobs_terminal"]
+        [
+            "jobs_claimed",
+            "jobs_ended",
+            "jobs_parked",
+            "jobs_ready",
+            "jobs_terminal",
+            "jobs_waiting"
+        ]
     );
 }
 
