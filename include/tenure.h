@@ -320,6 +320,7 @@ enum tenure_status
    * A claim of a named job beyond its production's rate limit.
    */
   TENURE_RATE_LIMITED = 27,
+  /**
    * Requeueing a job that is not failed or cancelled (ABI 1.2).
    */
   TENURE_JOB_LIVE = 28,
@@ -607,9 +608,6 @@ typedef struct tenure_production_list tenure_production_list;
 typedef struct tenure_production_stats tenure_production_stats;
 
 /**
- * Queue statistics read in one snapshot. Immutable; thread-safe to read.
- */
-typedef struct tenure_stats tenure_stats;
  * A schedule's definition (ABI 1.2): a name and a cadence, made by
  * `tenure_schedule_def_new_every()` or `tenure_schedule_def_new_cron()`,
  * with the default job options (empty payload, priority 0, 3 attempts),
@@ -624,6 +622,11 @@ typedef struct tenure_schedule_def tenure_schedule_def;
  * A snapshot of schedules (ABI 1.2), by production and name.
  */
 typedef struct tenure_schedule_list tenure_schedule_list;
+
+/**
+ * Queue statistics read in one snapshot. Immutable; thread-safe to read.
+ */
+typedef struct tenure_stats tenure_stats;
 
 /**
  * A cancel handle for `tenure_authority_claim_next_wait()` (ABI 1.1).
@@ -2569,6 +2572,8 @@ bool tenure_production_stats_count(const struct tenure_production_stats *p,
 bool tenure_production_stats_time_us(const struct tenure_production_stats *p,
                                      uint32_t which,
                                      int64_t *out_us);
+
+/**
  * Pause a production (ABI 1.2): until it is resumed no claim of it
  * succeeds (claim-next finds nothing, a named claim is
  * `TENURE_PRODUCTION_PAUSED`); submissions and held leases keep
@@ -2666,6 +2671,8 @@ tenure_status tenure_edit_set_rate_limit(const struct tenure_edit *edit,
  * Clear a rate limit inside the edit (ABI 1.2).
  */
 tenure_status tenure_edit_clear_rate_limit(const struct tenure_edit *edit, const char *production);
+
+/**
  * Put a failed or cancelled job back to waiting (ABI 1.2), due
  * `delay_us` (0 ..= 366 days) after the requeue, with `extra_attempts`
  * attempts (1 ..= 1000, at most the job's `max_attempts`; -1: a fresh

@@ -308,6 +308,22 @@ enum tenure_status
    * Deleting a production that still has a live job.
    */
   TENURE_PRODUCTION_LIVE = 24,
+  /**
+   * A claim of a named job in a paused production.
+   */
+  TENURE_PRODUCTION_PAUSED = 25,
+  /**
+   * A claim of a named job beyond its production's concurrency limit.
+   */
+  TENURE_CONCURRENCY_LIMIT = 26,
+  /**
+   * A claim of a named job beyond its production's rate limit.
+   */
+  TENURE_RATE_LIMITED = 27,
+  /**
+   * Requeueing a job that is not failed or cancelled (ABI 1.2).
+   */
+  TENURE_JOB_LIVE = 28,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -590,6 +606,22 @@ typedef struct tenure_production_list tenure_production_list;
  * One production's statistics (borrowed from its `tenure_stats`).
  */
 typedef struct tenure_production_stats tenure_production_stats;
+
+/**
+ * A schedule's definition (ABI 1.2): a name and a cadence, made by
+ * `tenure_schedule_def_new_every()` or `tenure_schedule_def_new_cron()`,
+ * with the default job options (empty payload, priority 0, 3 attempts),
+ * catch-up bound 1 and overlap "enqueue" until a setter changes them;
+ * passed to `tenure_authority_create_schedule()` or
+ * `tenure_authority_update_schedule()`, freed with
+ * `tenure_schedule_def_free()`. Thread-safe (internally locked).
+ */
+typedef struct tenure_schedule_def tenure_schedule_def;
+
+/**
+ * A snapshot of schedules (ABI 1.2), by production and name.
+ */
+typedef struct tenure_schedule_list tenure_schedule_list;
 
 /**
  * Queue statistics read in one snapshot. Immutable; thread-safe to read.
@@ -1489,6 +1521,23 @@ uint64_t tenure_job_view_payload_len(const struct tenure_job_view *v);
 const char *tenure_job_view_last_error(const struct tenure_job_view *v);
 
 /**
+ * Whether the view carries a progress checkpoint (ABI 1.2; only a
+ * single job's view does, listings never).
+ */
+bool tenure_job_view_has_progress(const struct tenure_job_view *v);
+
+/**
+ * The progress checkpoint's bytes (ABI 1.2; borrowed, valid while the
+ * view lives; NULL without one).
+ */
+const uint8_t *tenure_job_view_progress(const struct tenure_job_view *v);
+
+/**
+ * The progress checkpoint's length in bytes (ABI 1.2; 0 without one).
+ */
+size_t tenure_job_view_progress_len(const struct tenure_job_view *v);
+
+/**
  * A requested job's not-before time (µs since the epoch; ABI 1.1): it
  * is not claimable while the authority's clock reads earlier. Returns
  * true and writes `*out_us` if the job has one, false (nothing
@@ -2006,6 +2055,176 @@ tenure_status tenure_edit_fail_retry_after(const struct tenure_edit *edit,
                                            tenure_job_state *out_state);
 
 /**
+ * A definition whose slots are the multiples of `interval_us` since the
+ * Unix epoch (ABI 1.2): whole seconds, 1 s ..= 366 days, else
+ * `TENURE_INVALID_DURATION`. The name is checked when the definition is
+ * used. `*out_def` receives a handle to free with `tenure_schedule_def_free()`.
+ */
+tenure_status tenure_schedule_def_new_every(const char *name,
+                                            int64_t interval_us,
+                                            struct tenure_schedule_def **out_def);
+
+/**
+ * A definition whose slots are the matches of a five-field cron
+ * expression in UTC (ABI 1.2); a malformed one is `TENURE_INVALID_ARGUMENT`.
+ */
+tenure_status tenure_schedule_def_new_cron(const char *name,
+                                           const char *expression,
+                                           struct tenure_schedule_def **out_def);
+
+/**
+ * Every slot job's payload (ABI 1.2; copied; NULL only with
+ * `payload_len` 0, at most 1 MiB).
+ */
+tenure_status tenure_schedule_def_set_payload(struct tenure_schedule_def *def,
+                                              const uint8_t *payload,
+                                              size_t payload_len);
+
+/**
+ * Every slot job's priority and attempts (ABI 1.2; the attempts are
+ * checked, 1 ..= 1000, when the definition is used).
+ */
+tenure_status tenure_schedule_def_set_job(struct tenure_schedule_def *def,
+                                          int64_t priority,
+                                          uint32_t max_attempts);
+
+/**
+ * Every slot job's hold limit (ABI 1.2; as `tenure_job_options_set_max_hold()`).
+ */
+tenure_status tenure_schedule_def_set_max_hold(struct tenure_schedule_def *def, int64_t limit_us);
+
+/**
+ * Every slot job's retry back-off (ABI 1.2; as `tenure_job_options_set_backoff()`).
+ */
+tenure_status tenure_schedule_def_set_backoff(struct tenure_schedule_def *def,
+                                              int64_t base_us,
+                                              int64_t cap_us);
+
+/**
+ * The catch-up bound (ABI 1.2; 1 ..= 1000, checked when the definition
+ * is used) and the overlap policy: `skip_overlap` true skips a slot while
+ * the previous slot's job is requested or claimed.
+ */
+tenure_status tenure_schedule_def_set_catch_up(struct tenure_schedule_def *def,
+                                               uint32_t catch_up,
+                                               bool skip_overlap);
+
+/**
+ * Free a definition (NULL is a no-op).
+ */
+void tenure_schedule_def_free(struct tenure_schedule_def *def);
+
+/**
+ * Create a schedule in a production (ABI 1.2): `*out_created` true if
+ * created, false if the same definition exists (another one is
+ * `TENURE_CONFLICT`); a malformed definition is
+ * `TENURE_INVALID_ARGUMENT` or `TENURE_INVALID_DURATION`, changing nothing.
+ */
+tenure_status tenure_authority_create_schedule(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const struct tenure_schedule_def *def,
+                                               bool *out_created);
+
+/**
+ * Replace a schedule's definition (ABI 1.2; `TENURE_NOT_FOUND` if there
+ * is none); its slot record and pause state stay.
+ */
+tenure_status tenure_authority_update_schedule(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const struct tenure_schedule_def *def);
+
+/**
+ * Pause (`paused` true) or resume a schedule (ABI 1.2): `*out_changed`
+ * false if it already was so. A resumed schedule's next slot is the
+ * first after now.
+ */
+tenure_status tenure_authority_pause_schedule(const struct tenure_authority *authority,
+                                              const char *production,
+                                              const char *name,
+                                              bool paused,
+                                              bool *out_changed);
+
+/**
+ * Delete a schedule and its slot record (ABI 1.2): `*out_deleted` false
+ * if there was none. Its jobs stay.
+ */
+tenure_status tenure_authority_delete_schedule(const struct tenure_authority *authority,
+                                               const char *production,
+                                               const char *name,
+                                               bool *out_deleted);
+
+/**
+ * One scheduler step (ABI 1.2): enqueue every due slot of every active
+ * schedule. `*out_enqueued` receives how many slot jobs it created,
+ * `*out_dropped` how many slots it dropped, `*out_next_slot_us` the
+ * earliest next slot (µs), or `INT64_MIN` when no schedule is active.
+ */
+tenure_status tenure_authority_run_schedules(const struct tenure_authority *authority,
+                                             size_t *out_enqueued,
+                                             uint64_t *out_dropped,
+                                             int64_t *out_next_slot_us);
+
+/**
+ * The schedules of `production` (every production's with NULL) (ABI
+ * 1.2); free the list with `tenure_schedule_list_free()`.
+ */
+tenure_status tenure_authority_schedules(const struct tenure_authority *authority,
+                                         const char *production,
+                                         struct tenure_schedule_list **out_list);
+
+/**
+ * Free a schedule list (NULL is a no-op).
+ */
+void tenure_schedule_list_free(struct tenure_schedule_list *list);
+
+/**
+ * Number of schedules.
+ */
+size_t tenure_schedule_list_len(const struct tenure_schedule_list *list);
+
+/**
+ * Production of schedule `index` (borrowed), or NULL if out of range.
+ */
+const char *tenure_schedule_list_production(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Name of schedule `index` (borrowed), or NULL if out of range.
+ */
+const char *tenure_schedule_list_name(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Cadence of schedule `index` (`every 30s`, `cron 0 2 * * *`; borrowed),
+ * or NULL if out of range.
+ */
+const char *tenure_schedule_list_cadence(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Whether schedule `index` is paused (false if out of range).
+ */
+bool tenure_schedule_list_paused(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Catch-up bound of schedule `index` (0 if out of range).
+ */
+uint32_t tenure_schedule_list_catch_up(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * The newest slot schedule `index` enqueued: true and `*out_us` written
+ * if there is one, false otherwise.
+ */
+bool tenure_schedule_list_last_slot_us(const struct tenure_schedule_list *list,
+                                       size_t index,
+                                       int64_t *out_us);
+
+/**
+ * The next slot of schedule `index`: true and `*out_us` written if it
+ * has one (it is active), false otherwise.
+ */
+bool tenure_schedule_list_next_slot_us(const struct tenure_schedule_list *list,
+                                       size_t index,
+                                       int64_t *out_us);
+
+/**
  * Make a claim request (ABI 1.1): `request_id` is an ID like a job ID
  * (`TENURE_INVALID_ARGUMENT` otherwise); a fresh secret is generated.
  * `*out_request` receives a handle to free with
@@ -2353,6 +2572,185 @@ bool tenure_production_stats_count(const struct tenure_production_stats *p,
 bool tenure_production_stats_time_us(const struct tenure_production_stats *p,
                                      uint32_t which,
                                      int64_t *out_us);
+
+/**
+ * Pause a production (ABI 1.2): until it is resumed no claim of it
+ * succeeds (claim-next finds nothing, a named claim is
+ * `TENURE_PRODUCTION_PAUSED`); submissions and held leases keep
+ * working. `*out_changed` is false if it was already paused.
+ * `TENURE_NOT_FOUND` for an unknown production.
+ */
+tenure_status tenure_authority_pause_production(const struct tenure_authority *authority,
+                                                const char *production,
+                                                bool *out_changed);
+
+/**
+ * Resume a paused production (ABI 1.2); its waiters wake.
+ * `*out_changed` is false if it was not paused.
+ */
+tenure_status tenure_authority_resume_production(const struct tenure_authority *authority,
+                                                 const char *production,
+                                                 bool *out_changed);
+
+/**
+ * Set a production's concurrency limit (ABI 1.2): at most `limit`
+ * (1 ..= 1 000 000, else `TENURE_INVALID_ARGUMENT`) of its leases live
+ * at once; a named claim beyond it is `TENURE_CONCURRENCY_LIMIT`.
+ * Lowering it revokes no lease.
+ */
+tenure_status tenure_authority_set_concurrency_limit(const struct tenure_authority *authority,
+                                                     const char *production,
+                                                     uint32_t limit);
+
+/**
+ * Clear a production's concurrency limit (ABI 1.2).
+ */
+tenure_status tenure_authority_clear_concurrency_limit(const struct tenure_authority *authority,
+                                                       const char *production);
+
+/**
+ * Set a production's rate limit (ABI 1.2): at most `claims` claims per
+ * `interval_us`, at most `burst` at once (`claims`, `burst` 1 ..=
+ * 1 000 000, else `TENURE_INVALID_ARGUMENT`; `interval_us` at most 24 h
+ * and at least 1 µs per claim, else `TENURE_INVALID_DURATION`). A
+ * named claim beyond it is `TENURE_RATE_LIMITED`.
+ */
+tenure_status tenure_authority_set_rate_limit(const struct tenure_authority *authority,
+                                              const char *production,
+                                              uint32_t claims,
+                                              int64_t interval_us,
+                                              uint32_t burst);
+
+/**
+ * Clear a production's rate limit (ABI 1.2).
+ */
+tenure_status tenure_authority_clear_rate_limit(const struct tenure_authority *authority,
+                                                const char *production);
+
+/**
+ * Pause a production inside the edit (ABI 1.2; see
+ * `tenure_authority_pause_production()`).
+ */
+tenure_status tenure_edit_pause_production(const struct tenure_edit *edit,
+                                           const char *production,
+                                           bool *out_changed);
+
+/**
+ * Resume a production inside the edit (ABI 1.2; see
+ * `tenure_authority_resume_production()`).
+ */
+tenure_status tenure_edit_resume_production(const struct tenure_edit *edit,
+                                            const char *production,
+                                            bool *out_changed);
+
+/**
+ * Set a concurrency limit inside the edit (ABI 1.2; see
+ * `tenure_authority_set_concurrency_limit()`).
+ */
+tenure_status tenure_edit_set_concurrency_limit(const struct tenure_edit *edit,
+                                                const char *production,
+                                                uint32_t limit);
+
+/**
+ * Clear a concurrency limit inside the edit (ABI 1.2).
+ */
+tenure_status tenure_edit_clear_concurrency_limit(const struct tenure_edit *edit,
+                                                  const char *production);
+
+/**
+ * Set a rate limit inside the edit (ABI 1.2; see
+ * `tenure_authority_set_rate_limit()`).
+ */
+tenure_status tenure_edit_set_rate_limit(const struct tenure_edit *edit,
+                                         const char *production,
+                                         uint32_t claims,
+                                         int64_t interval_us,
+                                         uint32_t burst);
+
+/**
+ * Clear a rate limit inside the edit (ABI 1.2).
+ */
+tenure_status tenure_edit_clear_rate_limit(const struct tenure_edit *edit, const char *production);
+
+/**
+ * Put a failed or cancelled job back to waiting (ABI 1.2), due
+ * `delay_us` (0 ..= 366 days) after the requeue, with `extra_attempts`
+ * attempts (1 ..= 1000, at most the job's `max_attempts`; -1: a fresh
+ * budget of `max_attempts`). Its events and progress checkpoint stay;
+ * a lease of an earlier claim is stale. `TENURE_JOB_LIVE` for a job
+ * that is waiting, claimed or expired with attempts left,
+ * `TENURE_JOB_TERMINAL` for a completed one, `TENURE_CANCELLED` in a
+ * cancelled production; nothing changes then.
+ */
+tenure_status tenure_authority_requeue(const struct tenure_authority *authority,
+                                       const char *production,
+                                       const char *job,
+                                       int64_t extra_attempts,
+                                       int64_t delay_us);
+
+/**
+ * `tenure_authority_requeue()` of up to `limit` (1 ..= 1000) of the
+ * production's failed or cancelled jobs, by job ID (ABI 1.2):
+ * `*out_requeued` receives how many were requeued, `*out_more` whether
+ * more remain (call again).
+ */
+tenure_status tenure_authority_requeue_all(const struct tenure_authority *authority,
+                                           const char *production,
+                                           int64_t extra_attempts,
+                                           int64_t delay_us,
+                                           size_t limit,
+                                           uint64_t *out_requeued,
+                                           bool *out_more);
+
+/**
+ * Store `len` bytes at `progress` (at most 4096; `progress` may be NULL
+ * when `len` is 0) as the job's progress checkpoint (ABI 1.2), which
+ * the job view shows and the job's next attempt reads. Only the current
+ * lease may: a stale, expired or closed lease is refused as for any
+ * transition (`TENURE_STALE_LEASE`, `TENURE_LEASE_EXPIRED`,
+ * `TENURE_LEASE_CLOSED`) and nothing is written.
+ */
+tenure_status tenure_lease_checkpoint(const struct tenure_lease *lease,
+                                      const uint8_t *progress,
+                                      size_t len);
+
+/**
+ * `tenure_lease_renew()` and `tenure_lease_checkpoint()` in one
+ * transition (ABI 1.2): both or neither.
+ */
+tenure_status tenure_lease_renew_checkpoint(const struct tenure_lease *lease,
+                                            int64_t ttl_us,
+                                            const uint8_t *progress,
+                                            size_t len);
+
+/**
+ * Claim the next claimable job across `n_productions` distinct
+ * productions (1 ..= 64; ABI 1.2), rotating: this authority handle asks
+ * them in list order starting after the production that served its
+ * previous claim across the same list. `TENURE_NO_JOB_AVAILABLE` when
+ * none has one. `*out_lease` receives an active lease to free with
+ * `tenure_lease_free()`.
+ */
+tenure_status tenure_authority_claim_next_across(const struct tenure_authority *authority,
+                                                 const char *const *productions,
+                                                 size_t n_productions,
+                                                 const char *holder,
+                                                 int64_t ttl_us,
+                                                 struct tenure_lease **out_lease);
+
+/**
+ * `tenure_authority_claim_next_wait()` across productions (ABI 1.2):
+ * each attempt is a `tenure_authority_claim_next_across()`; the wait
+ * wakes on a commit that may have made work claimable in any of them.
+ */
+tenure_status tenure_authority_claim_next_wait_across(const struct tenure_authority *authority,
+                                                      const char *const *productions,
+                                                      size_t n_productions,
+                                                      const char *holder,
+                                                      int64_t ttl_us,
+                                                      int64_t timeout_us,
+                                                      const struct tenure_wait_cancel *cancel,
+                                                      struct tenure_lease **out_lease);
 
 #ifdef __cplusplus
 }  // extern "C"
