@@ -31,8 +31,8 @@ mod aio_work;
 mod convert;
 mod errors;
 mod handles;
-mod stats;
 mod schedules;
+mod stats;
 mod values;
 mod work;
 

@@ -23,8 +23,7 @@ mod out;
 use clap::{Parser, Subcommand};
 use cmd::{
     check, claim, clock, complete, demo, events, exec, exit_codes, facts, fail as fail_cmd, init,
-    job, jobs, migrate, production, prune, release, renew, schedule, serve, stats, work, Ctx,
-    Done,
+    job, jobs, migrate, production, prune, release, renew, schedule, serve, stats, work, Ctx, Done,
 };
 use fail::R;
 use std::path::PathBuf;

@@ -494,9 +494,11 @@ impl Lease {
     /// One idempotent renewal attempt, never retried here: the keeper's,
     /// which retries on its own schedule and must stay stoppable.
     pub(crate) fn renew_attempt(&self, ttl: Ttl) -> Result<()> {
-        self.transition_for(true, || std::time::Duration::ZERO, |s, k, r| {
-            transitions::renew_applied(s, k, ttl, r)
-        })
+        self.transition_for(
+            true,
+            || std::time::Duration::ZERO,
+            |s, k, r| transitions::renew_applied(s, k, ttl, r),
+        )
         .map(|_| ())
     }
 

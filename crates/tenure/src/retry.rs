@@ -235,10 +235,13 @@ mod tests {
         assert_eq!(lease_budget(1_000_000, 10_000_000), MIN_RETRY_TIME);
         let start = Instant::now();
         let mut calls = 0;
-        let r: Result<()> = idempotent_for(|| Duration::from_millis(300), |_| {
-            calls += 1;
-            Err(Error::Store(format!("{CONNECTION_LOST}: down")))
-        });
+        let r: Result<()> = idempotent_for(
+            || Duration::from_millis(300),
+            |_| {
+                calls += 1;
+                Err(Error::Store(format!("{CONNECTION_LOST}: down")))
+            },
+        );
         assert!(r.is_err());
         assert!(calls > 3, "{calls}");
         assert!(start.elapsed() < Duration::from_millis(300));

@@ -19,9 +19,9 @@ pub mod production;
 pub mod prune;
 pub mod release;
 pub mod renew;
+pub mod schedule;
 pub mod serve;
 pub mod stats;
-pub mod schedule;
 mod submit;
 pub mod work;
 

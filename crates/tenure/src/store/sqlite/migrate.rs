@@ -19,8 +19,7 @@ use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
 use super::schema::{
     claim_requests_table, create_current, jobs_table, schedules_table, stats_figures,
-    tombstones_table,
-    APPLICATION_ID,
+    tombstones_table, APPLICATION_ID,
 };
 use crate::error::{Error, Result};
 use crate::model::EventKind;

@@ -20,7 +20,8 @@ use super::{listen, literal, map_err};
 use crate::error::{Error, Result};
 use crate::model::{Event, PublishedFact};
 use crate::store::{
-    ClaimStart, ClaimedFigures, FlowEvent, GateRow, Inserted, JobFacts, JobRow, LiveScan, Locked, NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
+    ClaimStart, ClaimedFigures, FlowEvent, GateRow, Inserted, JobFacts, JobRow, LiveScan, Locked,
+    NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use postgres::types::ToSql;

@@ -22,7 +22,8 @@ use crate::store::sqlite::wal_writes;
 #[cfg(target_os = "linux")]
 use crate::store::sqlite::writer_queue;
 use crate::store::{
-    ClaimedFigures, FlowEvent, GateRow, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
+    ClaimedFigures, FlowEvent, GateRow, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow,
+    ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use rusqlite::{params, Connection};
