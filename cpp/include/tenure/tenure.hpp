@@ -2435,7 +2435,8 @@ class JobContext {
 /// period ended, then releases the leases still held (reported
 /// `Released`). Destroying a `Worker` stops it and does the same. A handler
 /// still running then keeps its (detached) thread; its outcome is not
-/// applied. The `Authority` must outlive the worker; the handler and the
+/// applied, and that thread makes no C call once the handler returns (every
+/// slot outside a handler is joined first). The `Authority` must outlive the worker; the handler and the
 /// report callback are called from the slot threads (and `join()`), at the
 /// same time for different jobs. Every rule is the core's: the worker only
 /// sequences C calls.
@@ -2516,6 +2517,9 @@ class Worker {
     std::condition_variable cv;
     std::optional<std::chrono::steady_clock::time_point> stopped_at;
     std::size_t active = 0;
+    /// Slots inside the handler call: the only ones `finish` may leave
+    /// running (detached).
+    std::size_t in_handler = 0;
     std::map<std::uint64_t, std::shared_ptr<detail::Held>> held;
     std::uint64_t next = 0;
     std::optional<Error> fatal;
@@ -2628,6 +2632,10 @@ class Worker {
     }
     if (payload) {
       const JobContext ctx(held.get(), std::move(*payload), &s.cancel);
+      {
+        const std::lock_guard<std::mutex> lk(s.m);
+        ++s.in_handler;
+      }
       try {
         outcome = s.handler(ctx);
       } catch (const std::exception& e) {
@@ -2635,6 +2643,11 @@ class Worker {
       } catch (...) {
         outcome = Retry{"the handler threw", {}};
       }
+      {
+        const std::lock_guard<std::mutex> lk(s.m);
+        --s.in_handler;
+      }
+      s.cv.notify_all();
     }
     {
       const std::lock_guard<std::mutex> lk(s.m);
@@ -2677,6 +2690,12 @@ class Worker {
     } else {
       s_->cv.wait_until(lk, stopped + grace, slots_done);
     }
+    // A slot outside its handler is between two C calls on the Authority
+    // (its wait was cancelled, or it is reading a payload): wait for it to
+    // end or enter its handler, so that no thread left running touches the
+    // Authority after `join()` returned. A slot that returns from its
+    // handler after this finds its lease taken and ends without a C call.
+    s_->cv.wait(lk, [this] { return s_->active == s_->in_handler; });
     std::map<std::uint64_t, std::shared_ptr<detail::Held>> left;
     left.swap(s_->held);
     const bool all_done = s_->active == 0;
