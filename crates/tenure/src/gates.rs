@@ -17,7 +17,7 @@
 use crate::error::{Error, Result};
 use crate::model::EventKind;
 use crate::session::Session;
-use crate::store::{GateRow, NewEvent, Txn};
+use crate::store::{GateRow, Txn};
 use crate::validate;
 use std::time::Duration;
 
@@ -273,29 +273,6 @@ pub(crate) fn wake_us(
     Ok(base)
 }
 
-fn production_event(
-    s: &mut Session,
-    production: &str,
-    kind: EventKind,
-    now: i64,
-    detail: &str,
-) -> Result<()> {
-    s.txn.append_event(&NewEvent {
-        at_us: now,
-        production,
-        job: None,
-        kind,
-        state: None,
-        claim_id: None,
-        holder: None,
-        attempt: None,
-        expires_us: None,
-        since_us: None,
-        lapsed_us: None,
-        detail,
-    })
-}
-
 /// Read a production's gates for a change (`NotFound` if it does not exist).
 fn locked_gates(s: &mut Session, production: &str) -> Result<(i64, GateRow)> {
     validate::id("production", production)?;
@@ -315,7 +292,7 @@ pub(crate) fn pause(s: &mut Session, production: &str) -> Result<bool> {
     }
     g.paused_us = Some(now);
     s.txn.set_gates(production, &g)?;
-    production_event(s, production, EventKind::ProductionPaused, now, "")?;
+    s.production_event(production, EventKind::ProductionPaused, now, "")?;
     Ok(true)
 }
 
@@ -328,7 +305,7 @@ pub(crate) fn resume(s: &mut Session, production: &str) -> Result<bool> {
     g.paused_us = None;
     s.txn.set_gates(production, &g)?;
     let detail = format!("paused since {since} µs");
-    production_event(s, production, EventKind::ProductionResumed, now, &detail)?;
+    s.production_event(production, EventKind::ProductionResumed, now, &detail)?;
     s.work_ready(production);
     Ok(true)
 }
@@ -346,7 +323,7 @@ pub(crate) fn set_concurrency(s: &mut Session, production: &str, k: Option<u32>)
         Some(k) => format!("concurrency limit {k}"),
         None => CONCURRENCY_CLEARED.to_owned(),
     };
-    production_event(s, production, EventKind::ProductionLimited, now, &detail)?;
+    s.production_event(production, EventKind::ProductionLimited, now, &detail)?;
     s.work_ready(production);
     Ok(())
 }
@@ -382,7 +359,7 @@ pub(crate) fn set_rate(s: &mut Session, production: &str, r: Option<RateLimit>) 
         Some((n, us, b)) => format!("rate limit {n} claims per {us} µs, burst {b}"),
         None => "rate limit cleared".to_owned(),
     };
-    production_event(s, production, EventKind::ProductionLimited, now, &detail)?;
+    s.production_event(production, EventKind::ProductionLimited, now, &detail)?;
     s.work_ready(production);
     Ok(())
 }

@@ -182,20 +182,7 @@ pub(crate) fn create_production(s: &mut Session, production: &str) -> Result<boo
         cancelled_us: None,
         backoff: None,
     })?;
-    s.txn.append_event(&NewEvent {
-        at_us: now,
-        production,
-        job: None,
-        kind: EventKind::ProductionCreated,
-        state: None,
-        claim_id: None,
-        holder: None,
-        attempt: None,
-        expires_us: None,
-        detail: "",
-        since_us: None,
-        lapsed_us: None,
-    })?;
+    s.production_event(production, EventKind::ProductionCreated, now, "")?;
     Ok(true)
 }
 
@@ -1479,20 +1466,7 @@ pub(crate) fn cancel_production(s: &mut Session, production: &str) -> Result<u64
     }
     s.txn.set_production_cancelled(production, now)?;
     let detail = format!("{n} jobs cancelled");
-    s.txn.append_event(&NewEvent {
-        at_us: now,
-        production,
-        job: None,
-        kind: EventKind::ProductionCancelled,
-        state: None,
-        claim_id: None,
-        holder: None,
-        attempt: None,
-        expires_us: None,
-        detail: &detail,
-        since_us: None,
-        lapsed_us: None,
-    })?;
+    s.production_event(production, EventKind::ProductionCancelled, now, &detail)?;
     Ok(n)
 }
 

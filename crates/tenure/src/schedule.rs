@@ -18,7 +18,7 @@
 use crate::error::{Error, Result};
 use crate::model::{EventKind, JobSpec, DEFAULT_MAX_ATTEMPTS};
 use crate::session::Session;
-use crate::store::{NewEvent, ScheduleRow, Txn};
+use crate::store::{ScheduleRow, Txn};
 use crate::ttl::{Backoff, Delay};
 use crate::validate;
 use std::collections::BTreeMap;
@@ -633,20 +633,7 @@ pub(crate) fn tick(s: &mut Session) -> Result<Ticked> {
         }
     }
     for (production, detail) in &drops {
-        s.txn.append_event(&NewEvent {
-            at_us: now,
-            production,
-            job: None,
-            kind: EventKind::SlotsDropped,
-            state: None,
-            claim_id: None,
-            holder: None,
-            attempt: None,
-            expires_us: None,
-            since_us: None,
-            lapsed_us: None,
-            detail,
-        })?;
+        s.production_event(production, EventKind::SlotsDropped, now, detail)?;
     }
     Ok(out)
 }

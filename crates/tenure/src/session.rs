@@ -110,6 +110,31 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// Append an event of the production itself (no job): created,
+    /// cancelled, paused, limited, slots dropped.
+    pub(crate) fn production_event(
+        &mut self,
+        production: &str,
+        kind: crate::model::EventKind,
+        now: i64,
+        detail: &str,
+    ) -> Result<()> {
+        self.txn.append_event(&crate::store::NewEvent {
+            at_us: now,
+            production,
+            job: None,
+            kind,
+            state: None,
+            claim_id: None,
+            holder: None,
+            attempt: None,
+            expires_us: None,
+            detail,
+            since_us: None,
+            lapsed_us: None,
+        })
+    }
+
     pub(crate) fn begin(backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>) -> Result<Session> {
         let mut txn = backend.begin_write()?;
         let stored_mark = txn.high_water()?;
