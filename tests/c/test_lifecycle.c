@@ -32,7 +32,8 @@ static void versions(void) {
   CHECK(streq(tenure_status_name(TENURE_CONCURRENCY_LIMIT), "concurrency_limit"));
   CHECK(streq(tenure_status_name(TENURE_RATE_LIMITED), "rate_limited"));
   CHECK(streq(tenure_status_name(TENURE_HOLD_LIMIT), "hold_limit"));
-  CHECK(streq(tenure_status_name(28), "unknown"));
+  CHECK(streq(tenure_status_name(TENURE_JOB_LIVE), "job_live"));
+  CHECK(streq(tenure_status_name(29), "unknown"));
   CHECK(streq(tenure_status_name(UINT32_MAX), "unknown"));
   CHECK(streq(tenure_job_state_name(TENURE_JOB_COMPLETED), "completed"));
   CHECK(streq(tenure_job_state_name(99), "unknown"));
