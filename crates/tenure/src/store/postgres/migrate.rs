@@ -25,9 +25,12 @@ const STEPS: &[(u32, &str)] = &[
     (7, MIGRATE_6_TO_7),
     (8, MIGRATE_7_TO_8),
     (9, MIGRATE_8_TO_9),
+    // Schema 11's steps add job columns in the order the current layout
+    // has them: `progress` (in the table's definition) before the
+    // statistics' generated column.
+    (11, ADD_JOB_PROGRESS),
     (11, ADD_STATS_FIGURES),
     (11, ADD_PRODUCTION_GATES),
-    (11, ADD_JOB_PROGRESS),
     (11, ADD_SCHEDULES),
 ];
 
