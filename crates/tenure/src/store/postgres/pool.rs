@@ -108,8 +108,9 @@ impl Pool {
         let client = loop {
             crate::stats::round_trip();
             match tls::connect(&self.config, &self.tls) {
-                Err(crate::Error::Busy(_)) if start.elapsed() + pause < self.busy => {
-                    std::thread::sleep(pause);
+                Err(crate::Error::Busy(_)) if start.elapsed() < self.busy => {
+                    // The last pause ends at the timeout: one more ask then.
+                    std::thread::sleep(pause.min(self.busy.saturating_sub(start.elapsed())));
                     pause = (pause * 2).min(NO_SLOT_PAUSE_MAX);
                 }
                 r => break r?,
