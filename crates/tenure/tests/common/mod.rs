@@ -265,6 +265,7 @@ pub fn downgrade_to_schema_3(env: &Env) {
         Some(db) => pg::client(&db.url)
             .batch_execute(
                 "ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS progress;
+                 ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS waiting_since_us;
                  ALTER TABLE tenure.jobs DROP COLUMN IF EXISTS ended_us;
                  ALTER TABLE tenure.jobs RESET (fillfactor);
                  CREATE INDEX IF NOT EXISTS jobs_terminal ON tenure.jobs (updated_us)
