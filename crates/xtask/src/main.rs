@@ -230,6 +230,21 @@ fn test() -> Result {
 }
 
 fn steps() -> Result {
+    // Both lock files first: a stale one would otherwise fail the run only
+    // when its build comes, half an hour in.
+    step("lock files current (workspace, torture/)");
+    for manifest in ["Cargo.toml", "torture/Cargo.toml"] {
+        run(cargo()
+            .args([
+                "metadata",
+                "--locked",
+                "--format-version",
+                "1",
+                "--manifest-path",
+                manifest,
+            ])
+            .stdout(std::process::Stdio::null()))?;
+    }
     step("cargo fmt --check");
     run(cargo().args(["fmt", "--all", "--check"]))?;
     step("cargo clippy");
