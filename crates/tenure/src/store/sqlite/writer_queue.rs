@@ -26,7 +26,7 @@
 //!   gives up its place: it unlocks its byte and rings its doorbell. Its
 //!   successor, finding the byte free while that ticket's end is not
 //!   recorded, looks further back and waits for the nearest ticket still
-//!   in line (at most 64 back), so a writer that gives up never lets the
+//!   in line (at most 4096 back), so a writer that gives up never lets the
 //!   one behind it past the one ahead of it into SQLite's lock; bytes are
 //!   tested without being taken (`F_OFD_GETLK`), so writers testing the
 //!   same byte never see each other's test;
@@ -95,8 +95,13 @@ const BYTES_SPAN: u64 = 1 << 40;
 const RECHECK: Duration = Duration::from_millis(20);
 const BELLS: u64 = 64;
 /// How many tickets back a writer looks for the one it waits for, past
-/// writers that gave up (see [`WriterQueue::ahead_of`]).
-const LOOK_BACK: u64 = 64;
+/// writers that gave up (see [`WriterQueue::ahead_of`]). Far more than
+/// can wait at once: writers with short busy timeouts give up and come back
+/// again and again while one holder is descheduled, and each of their tickets
+/// is one more step back; the look stops at the first ticket still held or
+/// recorded done, so only a queue with that many given-up tickets in a row
+/// pays the whole walk (a lock test each, about a microsecond).
+const LOOK_BACK: u64 = 4096;
 /// How long the next writer in line spins before sleeping: about one
 /// commit's fsync on a fast disk (a slower commit ends with a wake-up).
 const SPIN: Duration = Duration::from_micros(500);
@@ -684,7 +689,9 @@ mod tests {
     /// Eight writers, each with a mapping of its own as a process has, six
     /// of them giving up after 0.2 to 3.2 ms: no two turns ever overlap
     /// (nothing here lets the queue degrade: no writer dies, the kernel
-    /// grants every lock, fewer than 64 wait), the two patient writers get
+    /// grants every lock, far fewer than `LOOK_BACK` tickets are given up
+    /// during one turn, even with the holder descheduled for a while while
+    /// the others come back again and again), the two patient writers get
     /// every turn they ask for, and the queue never wedges.
     #[test]
     fn writers_giving_up_at_random_never_share_a_turn_or_wedge_the_queue() {
