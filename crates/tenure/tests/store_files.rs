@@ -238,8 +238,11 @@ fn claim_next_uses_the_ready_index() {
 }
 
 /// Listing a production's jobs in one state never sorts: a terminal state
-/// is a range of `jobs_ended`, an open one a walk of the production's jobs
-/// by ID (the store's statements, as `EXPLAIN QUERY PLAN` sees them).
+/// is a range of `jobs_ended`, a claimed one (claimed, expired, failed on
+/// its last lease) a range of `jobs_claimed`, so neither reads the
+/// production's requested jobs, and the requested state a walk of the
+/// production's jobs by ID (the store's statements, as `EXPLAIN QUERY
+/// PLAN` sees them).
 #[test]
 fn listings_by_state_walk_an_index_in_job_order() {
     if skip_on_postgres("SQLite EXPLAIN QUERY PLAN") {
@@ -247,9 +250,18 @@ fn listings_by_state_walk_an_index_in_job_order() {
     }
     let env = Env::with_jobs(3, 3);
     let c = rusqlite::Connection::open(env.path()).unwrap();
+    let claimed = query_plan(
+        &c,
+        "SELECT seq FROM jobs INDEXED BY jobs_claimed
+         WHERE production = 'p' AND state = 'claimed' AND job > ''
+         ORDER BY job LIMIT 100",
+    );
+    assert!(claimed.contains("jobs_claimed"), "{claimed}");
+    assert!(claimed.contains("job>?"), "a range of the index: {claimed}");
+    assert!(!claimed.contains("TEMP B-TREE"), "{claimed}");
     let open = query_plan(
         &c,
-        "SELECT seq FROM jobs WHERE production = 'p' AND job > '' AND state = 'claimed'
+        "SELECT seq FROM jobs WHERE production = 'p' AND job > '' AND state = 'requested'
          ORDER BY job LIMIT 100",
     );
     assert!(

@@ -102,7 +102,9 @@ macro_rules! tombstones_table {
 ///   fires none).
 /// - `jobs_waiting`: requested jobs by due moment (`due_us`, or
 ///   `updated_us`, when the job last became requested); `jobs_claimed`:
-///   the claimed jobs; `events_by_time`: the log by production and time.
+///   the claimed jobs by ID (the split of claimed jobs, and a listing of
+///   claimed, expired or failed jobs, walk only them); `events_by_time`:
+///   the log by production and time.
 macro_rules! stats_figures {
     () => {
         "
@@ -127,7 +129,7 @@ CREATE TRIGGER IF NOT EXISTS job_counts_update AFTER UPDATE OF state ON jobs
 END;
 CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (production, coalesce(due_us, updated_us))
     WHERE state = 'requested';
-CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (production) WHERE state = 'claimed';
+CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (production, job) WHERE state = 'claimed';
 CREATE INDEX IF NOT EXISTS events_by_time ON events (production, at_us);
 "
     };

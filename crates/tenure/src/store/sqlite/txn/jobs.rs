@@ -295,12 +295,24 @@ pub(super) fn jobs_page(
         }
         Some(states) => {
             // At most five states, one scan each, merged by job ID. A
-            // terminal state is a range of `jobs_ended`; an open one is
-            // found along the production's jobs by ID (no index keys
-            // jobs by an open state: a claim would rewrite it).
+            // terminal state is a range of `jobs_ended`, the claimed jobs
+            // are `jobs_claimed` (its statement leaves the state, ?2, out:
+            // the partial index's condition is the literal); the requested
+            // jobs are found along the production's jobs by ID (no index
+            // keys them by ID: every submission and claim would write one
+            // more entry).
             let mut out = Vec::new();
             for s in states {
-                let mut st = if s.is_open() {
+                let mut st = if *s == Stored::Claimed {
+                    c.prepare_cached(concat!(
+                        "SELECT ",
+                        job_cols!(),
+                        " FROM jobs INDEXED BY jobs_claimed
+                         WHERE production = ?1 AND state = 'claimed'
+                           AND job > ?3
+                         ORDER BY job LIMIT ?4"
+                    ))?
+                } else if s.is_open() {
                     c.prepare_cached(concat!(
                         "SELECT ",
                         job_cols!(),
