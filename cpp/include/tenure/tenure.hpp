@@ -1847,9 +1847,9 @@ class SharedOps {
 /// `commit()` or `abort()`; keep it short. Leases it mints are pending until
 /// the commit. Destroying an edit that is still open aborts it. Move-only;
 /// use from one thread at a time. `create_production`, `cancel_production`,
-/// `submit`, `cancel`, the claims (also under a request ID) and the batched
-/// calls are the `Authority` operations (`detail::SharedOps`), run inside
-/// the transaction.
+/// `submit`, the production's back-off and claim gates, `cancel`, the claims
+/// (also under a request ID) and the batched calls are the `Authority`
+/// operations (`detail::SharedOps`), run inside the transaction.
 class Edit : public detail::SharedOps<Edit, tenure_edit> {
  public:
   /// Adopt a C handle (may be NULL).
@@ -1914,8 +1914,9 @@ class Edit : public detail::SharedOps<Edit, tenure_edit> {
 /// `const` and thread-safe: share one `Authority` between threads by
 /// reference. Leases and edits made from it stay valid after it is
 /// destroyed (the C handles are independent). `create_production`,
-/// `cancel_production`, `submit`, `cancel`, the claims (also under a
-/// request ID) and the batched calls come from `detail::SharedOps`.
+/// `cancel_production`, `submit`, the production's back-off and claim
+/// gates, `cancel`, the claims (also under a request ID) and the batched
+/// calls come from `detail::SharedOps`.
 class Authority : public detail::SharedOps<Authority, tenure_authority> {
  public:
   /// Open or create the store at `path`. Checks the loaded library's ABI
