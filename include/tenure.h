@@ -550,6 +550,12 @@ typedef struct tenure_event_list tenure_event_list;
 typedef struct tenure_fact_list tenure_fact_list;
 
 /**
+ * A production's claim gates as set, read in one snapshot
+ * (`tenure_authority_production_gates`). Immutable; thread-safe to read.
+ */
+typedef struct tenure_gates tenure_gates;
+
+/**
  * One page of job views.
  */
 typedef struct tenure_job_list tenure_job_list;
@@ -2671,6 +2677,49 @@ tenure_status tenure_edit_set_rate_limit(const struct tenure_edit *edit,
  * Clear a rate limit inside the edit (ABI 1.2).
  */
 tenure_status tenure_edit_clear_rate_limit(const struct tenure_edit *edit, const char *production);
+
+/**
+ * A production's claim gates as set (ABI 1.2): whether it is paused,
+ * its concurrency limit and its rate limit. `TENURE_NOT_FOUND` for an
+ * unknown production. `*out_gates` receives a snapshot to free with
+ * `tenure_gates_free()`.
+ */
+tenure_status tenure_authority_production_gates(const struct tenure_authority *authority,
+                                                const char *production,
+                                                struct tenure_gates **out_gates);
+
+/**
+ * Free a gates snapshot (NULL is a no-op).
+ */
+void tenure_gates_free(struct tenure_gates *gates);
+
+/**
+ * Whether the production is paused (false for a NULL handle).
+ */
+bool tenure_gates_paused(const struct tenure_gates *gates);
+
+/**
+ * When the production was paused (µs since the epoch): returns true
+ * and writes `*out_us` if it is paused, false (nothing written) if it
+ * is not, or for a NULL pointer.
+ */
+bool tenure_gates_paused_us(const struct tenure_gates *gates, int64_t *out_us);
+
+/**
+ * The concurrency limit: returns true and writes `*out_limit` if one
+ * is set, false (nothing written) if none is, or for a NULL pointer.
+ */
+bool tenure_gates_concurrency_limit(const struct tenure_gates *gates, uint32_t *out_limit);
+
+/**
+ * The rate limit: returns true and writes `*out_claims` claims per
+ * `*out_interval_us` µs with burst `*out_burst` if one is set, false
+ * (nothing written) if none is, or if any pointer is NULL.
+ */
+bool tenure_gates_rate_limit(const struct tenure_gates *gates,
+                             uint32_t *out_claims,
+                             int64_t *out_interval_us,
+                             uint32_t *out_burst);
 
 /**
  * Put a failed or cancelled job back to waiting (ABI 1.2), due

@@ -359,6 +359,12 @@ class _Writes:
     cancel_production = _on_writer(_native.Authority.cancel_production)
     submit = _on_writer(_native.Authority.submit)
     set_production_backoff = _on_writer(_native.Authority.set_production_backoff)
+    pause_production = _on_writer(_native.Authority.pause_production)
+    resume_production = _on_writer(_native.Authority.resume_production)
+    set_concurrency_limit = _on_writer(_native.Authority.set_concurrency_limit)
+    clear_concurrency_limit = _on_writer(_native.Authority.clear_concurrency_limit)
+    set_rate_limit = _on_writer(_native.Authority.set_rate_limit)
+    clear_rate_limit = _on_writer(_native.Authority.clear_rate_limit)
     cancel = _on_writer(_native.Authority.cancel)
 
     # -- leases -------------------------------------------------------------
@@ -692,6 +698,7 @@ class Authority(_Writes):
     # -- observations -------------------------------------------------------
 
     job = _on_authority(_native.Authority.job)
+    production_gates = _on_authority(_native.Authority.production_gates)
     payload = _on_authority(_native.Authority.payload)
     next_due_us = _on_authority(_native.Authority.next_due_us)
     jobs = _on_authority(_native.Authority.jobs)

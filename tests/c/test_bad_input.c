@@ -935,6 +935,21 @@ static void schedule_entry_points(const char *dir) {
   EXPECT(tenure_authority_set_rate_limit(a, "nope", 1, 1000000, 1), TENURE_NOT_FOUND);
   EXPECT(tenure_authority_clear_rate_limit(NULL, "p"), INV);
   BAD_ID(tenure_authority_clear_rate_limit(a, S));
+  tenure_gates *gates = NULL;
+  EXPECT(tenure_authority_production_gates(NULL, "p", &gates), INV);
+  BAD_ID(tenure_authority_production_gates(a, S, &gates));
+  EXPECT(tenure_authority_production_gates(a, "p", NULL), INV);
+  EXPECT(tenure_authority_production_gates(a, "nope", &gates), TENURE_NOT_FOUND);
+  CHECK(gates == NULL);
+  {
+    int64_t gus = 7;
+    uint32_t gk = 7, gn = 7, gb = 7;
+    CHECK(!tenure_gates_paused(NULL) && !tenure_gates_paused_us(NULL, &gus));
+    CHECK(!tenure_gates_concurrency_limit(NULL, &gk));
+    CHECK(!tenure_gates_rate_limit(NULL, &gn, &gus, &gb));
+    CHECK(gus == 7 && gk == 7 && gn == 7 && gb == 7);
+    tenure_gates_free(NULL);
+  }
   tenure_production_list *pl = NULL;
   OK(tenure_authority_productions(a, &pl));
   int64_t us = 7;

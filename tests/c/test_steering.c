@@ -1,10 +1,13 @@
-/* Requeue, progress checkpoints and claims across productions through the
- * C ABI 1.2 (docs/design.md, "Requeue", "Progress checkpoints", "Claims
- * across productions"): a failed job requeued is claimable again with a new
+/* Requeue, progress checkpoints, claims across productions and claim gates
+ * through the C ABI 1.2 (docs/design.md, "Requeue", "Progress checkpoints",
+ * "Claims across productions", "Claim gates"): a failed job requeued is claimable again with a new
  * claim ID while the old lease stays stale, a live job is refused with
  * TENURE_JOB_LIVE changing nothing; the current lease stores a checkpoint
  * that the job view shows and the next attempt after an expiry reads, a
- * stale lease's checkpoint is refused; claims across productions rotate.
+ * stale lease's checkpoint is refused; claims across productions rotate;
+ * a paused production, one at its concurrency limit and one over its rate
+ * limit refuse a named claim with their own status, and
+ * tenure_authority_production_gates() shows what is set.
  * Bad input: oversized progress, 0 or absurd extra attempts, unknown
  * productions and jobs, empty or NULL lists.
  * Usage: test_steering DIR (runs against PostgreSQL when the harness says so). */
@@ -132,6 +135,73 @@ static void claims_across_productions_rotate(const char *dir) {
   tenure_authority_free(a);
 }
 
+static void gates_refuse_claims_and_read_back(const char *dir) {
+  tenure_authority *a = open_store(dir, "gates.db");
+  make_production(a, "p");
+  submit_job(a, "p", "j1", 1);
+  submit_job(a, "p", "j2", 1);
+  submit_job(a, "p", "j3", 1);
+  tenure_gates *g = NULL;
+  OK(tenure_authority_production_gates(a, "p", &g));
+  REQUIRE(g != NULL);
+  int64_t us = 7;
+  uint32_t k = 7, n = 7, b = 7;
+  CHECK(!tenure_gates_paused(g) && !tenure_gates_paused_us(g, &us) && us == 7);
+  CHECK(!tenure_gates_concurrency_limit(g, &k) && k == 7);
+  CHECK(!tenure_gates_rate_limit(g, &n, &us, &b) && n == 7 && us == 7 && b == 7);
+  tenure_gates_free(g);
+
+  bool changed = false;
+  OK(tenure_authority_pause_production(a, "p", &changed));
+  CHECK(changed);
+  OK(tenure_authority_pause_production(a, "p", &changed));
+  CHECK(!changed);
+  tenure_lease *l = NULL;
+  EXPECT(tenure_authority_claim(a, "p", "j1", "w", 60 * SEC, &l), TENURE_PRODUCTION_PAUSED);
+  EXPECT(tenure_authority_claim_next(a, "p", "w", 60 * SEC, &l), TENURE_NO_JOB_AVAILABLE);
+  CHECK(l == NULL);
+  g = NULL;
+  OK(tenure_authority_production_gates(a, "p", &g));
+  CHECK(tenure_gates_paused(g) && tenure_gates_paused_us(g, &us) && us > 0);
+  CHECK(!tenure_gates_paused_us(g, NULL));
+  tenure_gates_free(g);
+  OK(tenure_authority_resume_production(a, "p", &changed));
+  CHECK(changed);
+
+  OK(tenure_authority_set_concurrency_limit(a, "p", 1));
+  tenure_lease *held = claim(a, "p", "j1", 60 * SEC);
+  EXPECT(tenure_authority_claim(a, "p", "j2", "w", 60 * SEC, &l), TENURE_CONCURRENCY_LIMIT);
+  CHECK(l == NULL);
+  OK(tenure_authority_clear_concurrency_limit(a, "p"));
+
+  OK(tenure_authority_set_rate_limit(a, "p", 1, 3600 * SEC, 1));
+  g = NULL;
+  OK(tenure_authority_production_gates(a, "p", &g));
+  CHECK(!tenure_gates_paused(g) && !tenure_gates_concurrency_limit(g, &k));
+  CHECK(tenure_gates_rate_limit(g, &n, &us, &b) && n == 1 && us == 3600 * SEC && b == 1);
+  CHECK(!tenure_gates_rate_limit(g, &n, NULL, &b));
+  tenure_gates_free(g);
+  tenure_lease *second = claim(a, "p", "j2", 60 * SEC);
+  EXPECT(tenure_authority_claim(a, "p", "j3", "w", 60 * SEC, &l), TENURE_RATE_LIMITED);
+  CHECK(l == NULL);
+  OK(tenure_authority_clear_rate_limit(a, "p"));
+
+  OK(tenure_authority_set_concurrency_limit(a, "p", 5));
+  g = NULL;
+  OK(tenure_authority_production_gates(a, "p", &g));
+  CHECK(tenure_gates_concurrency_limit(g, &k) && k == 5);
+  CHECK(!tenure_gates_concurrency_limit(g, NULL));
+  CHECK(!tenure_gates_rate_limit(g, &n, &us, &b));
+  tenure_gates_free(g);
+  tenure_gates_free(NULL);
+  g = NULL;
+  EXPECT(tenure_authority_production_gates(a, "nope", &g), TENURE_NOT_FOUND);
+  CHECK(g == NULL);
+  tenure_lease_free(held);
+  tenure_lease_free(second);
+  tenure_authority_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -140,5 +210,6 @@ int main(int argc, char **argv) {
   requeue_of_a_failed_job(argv[1]);
   checkpoints_carry_to_the_next_attempt(argv[1]);
   claims_across_productions_rotate(argv[1]);
+  gates_refuse_claims_and_read_back(argv[1]);
   return finish();
 }

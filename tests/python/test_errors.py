@@ -158,14 +158,27 @@ def test_every_error_is_reachable(auth: tenure.Authority, prod: str, tmp_path: P
         db.close()
     check(tenure.SchemaTooNew, lambda: tenure.Authority(newer_store))
 
+    # Claim gates: a named claim in a paused production, beyond a
+    # concurrency limit, beyond a rate limit.
+    gated = "gated"
+    auth.create_production(gated)
+    for j in ("g1", "g2", "g3"):
+        auth.submit(gated, j)
+    auth.pause_production(gated)
+    check(tenure.ProductionPaused, lambda: auth.claim(gated, "g1", "w", LONG))
+    auth.resume_production(gated)
+    auth.set_concurrency_limit(gated, 1)
+    auth.claim(gated, "g1", "w", LONG)
+    check(tenure.ConcurrencyLimit, lambda: auth.claim(gated, "g2", "w", LONG))
+    auth.clear_concurrency_limit(gated)
+    auth.set_rate_limit(gated, 1, timedelta(hours=1), 1)
+    auth.claim(gated, "g2", "w", LONG)
+    check(tenure.RateLimited, lambda: auth.claim(gated, "g3", "w", LONG))
+
     # InternalError is raised only for bugs (a broken invariant, a caught
     # panic): no correct operation reaches it. Its mapping is covered by
     # test_hierarchy_and_codes.
     unreachable = {"InternalError"}
-    # The claim gates are set through Rust, C and the CLI; the Python
-    # projection has no call that sets one, so no Python call meets them.
-    # Their mapping is covered by test_hierarchy_and_codes.
-    unreachable |= {"ProductionPaused", "ConcurrencyLimit", "RateLimited"}
     if report.horizon == 0:
         unreachable.add("HistoryPruned")
     if on_postgres():

@@ -1224,6 +1224,22 @@ static void call_one_1_1(int on) {
           note(on_edit ? tenure_edit_set_concurrency_limit(e, gen_prod(), k)
                        : tenure_authority_set_concurrency_limit(gen_auth(), gen_prod(), k),
                what);
+          { /* the gates as set, read back through every accessor */
+            tenure_gates *g = NULL;
+            int gon = chance(10);
+            what = "production_gates";
+            tenure_status gst =
+                tenure_authority_production_gates(gen_auth(), gen_prod(), gon ? NULL : &g);
+            note(gst, what);
+            if (gst != TENURE_OK) CHECK(g == NULL);
+            int64_t gus = 0;
+            uint32_t gk = 0, gn = 0, gb = 0;
+            (void)tenure_gates_paused(g);
+            (void)tenure_gates_paused_us(g, chance(10) ? NULL : &gus);
+            (void)tenure_gates_concurrency_limit(g, chance(10) ? NULL : &gk);
+            if (tenure_gates_rate_limit(g, &gn, chance(10) ? NULL : &gus, &gb)) CHECK(gn >= 1 && gb >= 1);
+            tenure_gates_free(g);
+          }
           what = on_edit ? "edit_clear_concurrency_limit" : "clear_concurrency_limit";
           note(on_edit ? tenure_edit_clear_concurrency_limit(e, gen_prod())
                        : tenure_authority_clear_concurrency_limit(gen_auth(), gen_prod()),

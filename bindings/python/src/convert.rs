@@ -327,6 +327,32 @@ pub fn max_attempts(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
     int(obj, "max_attempts")
 }
 
+/// `limit=` of a concurrency limit (`from_py_with`; see [`int`]).
+pub fn gate_limit(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
+    int(obj, "limit")
+}
+
+/// `claims=` of a rate limit (`from_py_with`; see [`int`]).
+pub fn rate_claims(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
+    int(obj, "claims")
+}
+
+/// `burst=` of a rate limit (`from_py_with`; see [`int`]).
+pub fn rate_burst(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
+    int(obj, "burst")
+}
+
+/// `interval=` of a rate limit (`from_py_with`): exact conversion; a
+/// negative one is `InvalidDuration` (the core checks the range).
+pub fn rate_interval(obj: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let us = timedelta_micros(obj, "interval")?;
+    u64::try_from(us).map(Duration::from_micros).map_err(|_| {
+        to_py(Error::InvalidDuration(format!(
+            "interval must not be negative, got {us} µs"
+        )))
+    })
+}
+
 /// A store path: `str`, `bytes` or an `os.PathLike` of either, converted
 /// with `os.fsencode` to the raw OS path bytes (the file system encoding
 /// with `surrogateescape`, as every Python file API does). A path that is

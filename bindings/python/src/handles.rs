@@ -324,6 +324,60 @@ macro_rules! pymethods_with_shared_ops {
                 self.run_on(py, |t| on_target!(t, set_production_backoff(production, backoff)))
             }
 
+            /// Pause a production: until it is resumed no claim of it
+            /// succeeds (claim-next finds nothing, a named claim is
+            /// ``ProductionPaused``); submissions and held leases keep
+            /// working. False if it was already paused.
+            fn pause_production(&self, py: Python<'_>, production: &str) -> PyResult<bool> {
+                self.run_on(py, |t| on_target!(t, pause_production(production)))
+            }
+
+            /// Resume a paused production; its waiters wake. False if it
+            /// was not paused.
+            fn resume_production(&self, py: Python<'_>, production: &str) -> PyResult<bool> {
+                self.run_on(py, |t| on_target!(t, resume_production(production)))
+            }
+
+            /// Set a production's concurrency limit (1 ..= 1 000 000): at
+            /// most ``limit`` of its leases live at once; a named claim
+            /// beyond it is ``ConcurrencyLimit``. Lowering it revokes no
+            /// lease.
+            fn set_concurrency_limit(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                #[pyo3(from_py_with = convert::gate_limit)] limit: u32,
+            ) -> PyResult<()> {
+                self.run_on(py, |t| on_target!(t, set_concurrency_limit(production, Some(limit))))
+            }
+
+            /// Clear a production's concurrency limit.
+            fn clear_concurrency_limit(&self, py: Python<'_>, production: &str) -> PyResult<()> {
+                self.run_on(py, |t| on_target!(t, set_concurrency_limit(production, None)))
+            }
+
+            /// Set a production's rate limit: at most ``claims`` claims per
+            /// ``interval`` (a ``datetime.timedelta``, whole µs, at most
+            /// 24 h and at least 1 µs per claim, else ``InvalidDuration``),
+            /// at most ``burst`` at once (``claims``, ``burst`` 1 ..=
+            /// 1 000 000). A named claim beyond it is ``RateLimited``.
+            fn set_rate_limit(
+                &self,
+                py: Python<'_>,
+                production: &str,
+                #[pyo3(from_py_with = convert::rate_claims)] claims: u32,
+                #[pyo3(from_py_with = convert::rate_interval)] interval: std::time::Duration,
+                #[pyo3(from_py_with = convert::rate_burst)] burst: u32,
+            ) -> PyResult<()> {
+                let rate = tenure::RateLimit { claims, interval, burst };
+                self.run_on(py, |t| on_target!(t, set_rate_limit(production, Some(rate))))
+            }
+
+            /// Clear a production's rate limit.
+            fn clear_rate_limit(&self, py: Python<'_>, production: &str) -> PyResult<()> {
+                self.run_on(py, |t| on_target!(t, set_rate_limit(production, None)))
+            }
+
             /// Coordinator cancel of one job: ``"cancelled"`` or
             /// ``"already_cancelled"``; a completed or failed job is
             /// ``JobTerminal``.
@@ -952,6 +1006,13 @@ impl Authority {
         let a = self.get()?;
         let policy = retention.inner;
         unlocked(py, || a.prune(&policy)).map(PruneReport::from)
+    }
+
+    /// A production's claim gates as set (see ``Gates``); ``NotFound``
+    /// for an unknown production.
+    fn production_gates(&self, py: Python<'_>, production: &str) -> PyResult<crate::values::Gates> {
+        let a = self.get()?;
+        unlocked(py, || a.production_gates(production)).map(crate::values::Gates::from)
     }
 
     /// Put a failed or cancelled job back to waiting, due after ``delay``

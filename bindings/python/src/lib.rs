@@ -63,6 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::Event>()?;
     m.add_class::<values::PublishedFact>()?;
     m.add_class::<values::ProductionView>()?;
+    m.add_class::<values::Gates>()?;
     m.add_class::<values::ClockReading>()?;
     m.add_class::<values::CheckReport>()?;
     m.add_class::<stats::Stats>()?;

@@ -351,6 +351,77 @@ impl From<tenure::ProductionView> for ProductionView {
     }
 }
 
+/// A production's claim gates as set (``Authority.production_gates``):
+/// whether it is paused (since when), its concurrency limit and its rate
+/// limit (``rate_claims`` claims per ``rate_interval``, at most
+/// ``rate_burst`` at once), each None when not set.
+#[pyclass(frozen, eq, module = "tenure")]
+#[derive(PartialEq, Eq)]
+pub struct Gates {
+    /// When the production was paused (µs since the epoch), if it is.
+    #[pyo3(get)]
+    pub paused_us: Option<i64>,
+    /// The concurrency limit, if set.
+    #[pyo3(get)]
+    pub concurrency_limit: Option<u32>,
+    /// The rate limit's claims per interval, if a rate limit is set.
+    #[pyo3(get)]
+    pub rate_claims: Option<u32>,
+    /// The rate limit's interval (µs), if set.
+    #[pyo3(get)]
+    pub rate_interval_us: Option<u64>,
+    /// The rate limit's burst, if set.
+    #[pyo3(get)]
+    pub rate_burst: Option<u32>,
+}
+
+#[pymethods]
+impl Gates {
+    /// Whether the production is paused.
+    #[getter]
+    fn paused(&self) -> bool {
+        self.paused_us.is_some()
+    }
+    /// ``paused_us`` as an aware UTC ``datetime`` (None if not paused).
+    #[getter]
+    fn paused_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        opt_utc(py, self.paused_us)
+    }
+    /// ``rate_interval_us`` as a ``datetime.timedelta`` (None if no rate limit).
+    #[getter]
+    fn rate_interval<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.rate_interval_us
+            .map(|us| crate::convert::timedelta(py, std::time::Duration::from_micros(us)))
+            .transpose()
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Gates(paused_us={}, paused_at={}, concurrency_limit={}, rate_claims={}, \
+             rate_interval_us={}, rate_burst={})",
+            opt(&self.paused_us),
+            utc_repr(py, self.paused_us),
+            opt(&self.concurrency_limit),
+            opt(&self.rate_claims),
+            opt(&self.rate_interval_us),
+            opt(&self.rate_burst)
+        )
+    }
+}
+
+impl From<tenure::Gates> for Gates {
+    fn from(g: tenure::Gates) -> Gates {
+        Gates {
+            paused_us: g.paused_us,
+            concurrency_limit: g.concurrency,
+            rate_claims: g.rate.map(|r| r.claims),
+            rate_interval_us: g
+                .rate
+                .map(|r| u64::try_from(r.interval.as_micros()).unwrap_or(u64::MAX)),
+            rate_burst: g.rate.map(|r| r.burst),
+        }
+    }
+}
+
 /// The authority's clock: reading, durable high-water mark, and whether
 /// guarded operations are refused (the clock reads below the mark).
 #[pyclass(frozen, eq, module = "tenure")]

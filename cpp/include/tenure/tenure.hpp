@@ -359,6 +359,7 @@ using ScheduleListFree = Free<tenure_schedule_list, &tenure_schedule_list_free>;
 using FactListFree = Free<tenure_fact_list, &tenure_fact_list_free>;
 using EventListFree = Free<tenure_event_list, &tenure_event_list_free>;
 using StatsFree = Free<tenure_stats, &tenure_stats_free>;
+using GatesFree = Free<tenure_gates, &tenure_gates_free>;
 using WaitCancelFree = Free<tenure_wait_cancel, &tenure_wait_cancel_free>;
 using ClaimRequestFree = Free<tenure_claim_request, &tenure_claim_request_free>;
 using KeeperFree = Free<tenure_keeper, &tenure_keeper_free>;
@@ -885,6 +886,25 @@ struct ProductionStats {
   std::uint64_t expiring_within = 0;   ///< live leases expiring within the horizon
   std::uint32_t max_live_attempts = 0;
   Flow flow;
+};
+
+/// A production's rate limit as set: at most `claims` claims per
+/// `interval`, at most `burst` at once.
+struct RateLimit {
+  std::uint32_t claims = 0;
+  std::chrono::microseconds interval{0};
+  std::uint32_t burst = 0;
+  friend bool operator==(const RateLimit& a, const RateLimit& b) noexcept {
+    return a.claims == b.claims && a.interval == b.interval && a.burst == b.burst;
+  }
+  friend bool operator!=(const RateLimit& a, const RateLimit& b) noexcept { return !(a == b); }
+};
+
+/// A production's claim gates as set (`Authority::gates`).
+struct Gates {
+  std::optional<time_point> paused;  ///< when it was paused, if it is
+  std::optional<std::uint32_t> concurrency_limit;
+  std::optional<RateLimit> rate_limit;
 };
 
 /// Queue statistics read in one snapshot (`Authority::stats`).
@@ -1521,6 +1541,12 @@ struct shared_capi<tenure_authority> {
   static constexpr auto submit_with = &tenure_authority_submit_with;
   static constexpr auto set_production_backoff = &tenure_authority_set_production_backoff;
   static constexpr auto clear_production_backoff = &tenure_authority_clear_production_backoff;
+  static constexpr auto pause_production = &tenure_authority_pause_production;
+  static constexpr auto resume_production = &tenure_authority_resume_production;
+  static constexpr auto set_concurrency_limit = &tenure_authority_set_concurrency_limit;
+  static constexpr auto clear_concurrency_limit = &tenure_authority_clear_concurrency_limit;
+  static constexpr auto set_rate_limit = &tenure_authority_set_rate_limit;
+  static constexpr auto clear_rate_limit = &tenure_authority_clear_rate_limit;
   static constexpr auto cancel = &tenure_authority_cancel;
   static constexpr auto claim = &tenure_authority_claim;
   static constexpr auto claim_next = &tenure_authority_claim_next;
@@ -1541,6 +1567,12 @@ struct shared_capi<tenure_edit> {
   static constexpr auto submit_with = &tenure_edit_submit_with;
   static constexpr auto set_production_backoff = &tenure_edit_set_production_backoff;
   static constexpr auto clear_production_backoff = &tenure_edit_clear_production_backoff;
+  static constexpr auto pause_production = &tenure_edit_pause_production;
+  static constexpr auto resume_production = &tenure_edit_resume_production;
+  static constexpr auto set_concurrency_limit = &tenure_edit_set_concurrency_limit;
+  static constexpr auto clear_concurrency_limit = &tenure_edit_clear_concurrency_limit;
+  static constexpr auto set_rate_limit = &tenure_edit_set_rate_limit;
+  static constexpr auto clear_rate_limit = &tenure_edit_clear_rate_limit;
   static constexpr auto cancel = &tenure_edit_cancel;
   static constexpr auto claim = &tenure_edit_claim;
   static constexpr auto claim_next = &tenure_edit_claim_next;
@@ -1598,6 +1630,53 @@ class SharedOps {
     } else {
       check(C::clear_production_backoff(h(), p.c_str()));
     }
+  }
+  /// Pause a production (ABI 1.2): until it is resumed no claim of it
+  /// succeeds (claim-next finds nothing, a named claim throws
+  /// `ProductionPaused`); submissions and held leases keep working. False
+  /// if it was already paused.
+  bool pause_production(std::string_view production) const {
+    const std::string p = cstr(production, "production ID");
+    bool changed = false;
+    check(C::pause_production(h(), p.c_str(), &changed));
+    return changed;
+  }
+  /// Resume a paused production; its waiters wake. False if it was not paused.
+  bool resume_production(std::string_view production) const {
+    const std::string p = cstr(production, "production ID");
+    bool changed = false;
+    check(C::resume_production(h(), p.c_str(), &changed));
+    return changed;
+  }
+  /// Set a production's concurrency limit (1 ..= 1 000 000, else
+  /// `InvalidArgument`): at most `limit` of its leases live at once; a
+  /// named claim beyond it throws `ConcurrencyLimit`. Lowering it revokes
+  /// no lease.
+  void set_concurrency_limit(std::string_view production, std::uint32_t limit) const {
+    const std::string p = cstr(production, "production ID");
+    check(C::set_concurrency_limit(h(), p.c_str(), limit));
+  }
+  /// Clear a production's concurrency limit.
+  void clear_concurrency_limit(std::string_view production) const {
+    const std::string p = cstr(production, "production ID");
+    check(C::clear_concurrency_limit(h(), p.c_str()));
+  }
+  /// Set a production's rate limit: at most `claims` claims per `interval`,
+  /// at most `burst` at once (`claims`, `burst` 1 ..= 1 000 000, else
+  /// `InvalidArgument`; `interval` exact µs, at most 24 h and at least 1 µs
+  /// per claim, else `InvalidDuration`). A named claim beyond it throws
+  /// `RateLimited`.
+  template <class Rep, class Period>
+  void set_rate_limit(std::string_view production, std::uint32_t claims, std::chrono::duration<Rep, Period> interval,
+                      std::uint32_t burst) const {
+    const std::int64_t us = to_micros(interval);
+    const std::string p = cstr(production, "production ID");
+    check(C::set_rate_limit(h(), p.c_str(), claims, us, burst));
+  }
+  /// Clear a production's rate limit.
+  void clear_rate_limit(std::string_view production) const {
+    const std::string p = cstr(production, "production ID");
+    check(C::clear_rate_limit(h(), p.c_str()));
   }
   /// Coordinator cancel of one job.
   CancelOutcome cancel(std::string_view production, std::string_view job) const {
@@ -1768,9 +1847,9 @@ class SharedOps {
 /// `commit()` or `abort()`; keep it short. Leases it mints are pending until
 /// the commit. Destroying an edit that is still open aborts it. Move-only;
 /// use from one thread at a time. `create_production`, `cancel_production`,
-/// `submit`, `cancel`, the claims (also under a request ID) and the batched
-/// calls are the `Authority` operations (`detail::SharedOps`), run inside
-/// the transaction.
+/// `submit`, the production's back-off and claim gates, `cancel`, the claims
+/// (also under a request ID) and the batched calls are the `Authority`
+/// operations (`detail::SharedOps`), run inside the transaction.
 class Edit : public detail::SharedOps<Edit, tenure_edit> {
  public:
   /// Adopt a C handle (may be NULL).
@@ -1835,8 +1914,9 @@ class Edit : public detail::SharedOps<Edit, tenure_edit> {
 /// `const` and thread-safe: share one `Authority` between threads by
 /// reference. Leases and edits made from it stay valid after it is
 /// destroyed (the C handles are independent). `create_production`,
-/// `cancel_production`, `submit`, `cancel`, the claims (also under a
-/// request ID) and the batched calls come from `detail::SharedOps`.
+/// `cancel_production`, `submit`, the production's back-off and claim
+/// gates, `cancel`, the claims (also under a request ID) and the batched
+/// calls come from `detail::SharedOps`.
 class Authority : public detail::SharedOps<Authority, tenure_authority> {
  public:
   /// Open or create the store at `path`. Checks the loaded library's ABI
@@ -1973,6 +2053,26 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     bool blocked = false;
     check(tenure_authority_clock(h_.get(), &now, &mark, &blocked));
     return ClockReading{detail::tp(now), detail::tp(mark), blocked};
+  }
+  /// A production's claim gates as set (ABI 1.2); `NotFound` for an
+  /// unknown production.
+  Gates gates(std::string_view production) const {
+    const std::string p = detail::cstr(production, "production ID");
+    tenure_gates* raw = nullptr;
+    check(tenure_authority_production_gates(h_.get(), p.c_str(), &raw));
+    const std::unique_ptr<tenure_gates, detail::GatesFree> owned(raw);
+    Gates out;
+    std::int64_t us = 0;
+    if (tenure_gates_paused_us(raw, &us)) out.paused = detail::tp(us);
+    std::uint32_t k = 0;
+    if (tenure_gates_concurrency_limit(raw, &k)) out.concurrency_limit = k;
+    RateLimit r;
+    std::int64_t interval = 0;
+    if (tenure_gates_rate_limit(raw, &r.claims, &interval, &r.burst)) {
+      r.interval = std::chrono::microseconds(interval);
+      out.rate_limit = r;
+    }
+    return out;
   }
   /// Queue statistics (ABI 1.2): every production, by name (or only
   /// `production`), jobs by observed state, the waiting and lease figures

@@ -141,6 +141,7 @@ plain_args!(
     u64,
     usize,
     *mut i64,
+    *mut u32,
     *mut u64,
     *mut usize,
     *mut c_char

@@ -1,6 +1,7 @@
 //! A production's claim gates (ABI 1.2; docs/design.md, "Claim gates"):
 //! pause and resume, the concurrency limit and the rate limit, on an
-//! authority or inside an edit.
+//! authority or inside an edit, and `tenure_gates`, the gates as set, read
+//! through accessors.
 //!
 //! Conversions only: every rule (ranges, what a gate refuses) is the
 //! core's `tenure::gates`.
@@ -8,10 +9,10 @@
 use std::ffi::c_char;
 use std::time::Duration;
 
-use tenure::RateLimit;
+use tenure::{Gates, RateLimit};
 
 use crate::authority::tenure_authority;
-use crate::boundary::R;
+use crate::boundary::{boxed, write_time, Handle, R};
 use crate::edit::tenure_edit;
 use crate::status::tenure_status;
 
@@ -39,6 +40,14 @@ fn rate(claims: u32, interval_us: i64, burst: u32) -> R<RateLimit> {
         burst,
     })
 }
+
+/// A production's claim gates as set, read in one snapshot
+/// (`tenure_authority_production_gates`). Immutable; thread-safe to read.
+pub struct tenure_gates {
+    g: Gates,
+}
+
+impl Handle for tenure_gates {}
 
 export! {
     /// Pause a production (ABI 1.2): until it is resumed no claim of it
@@ -130,4 +139,57 @@ export! {
     /// Clear a rate limit inside the edit (ABI 1.2).
     fn tenure_edit_clear_rate_limit(edit: *const tenure_edit, production: *const c_char) =
         GateWriter::set_rate_limit(edit, production, None);
+}
+
+export! {
+    /// A production's claim gates as set (ABI 1.2): whether it is paused,
+    /// its concurrency limit and its rate limit. `TENURE_NOT_FOUND` for an
+    /// unknown production. `*out_gates` receives a snapshot to free with
+    /// `tenure_gates_free()`.
+    fn tenure_authority_production_gates(
+        authority: *const tenure_authority,
+        production: *const c_char,
+    ) -> out_gates: *mut *mut tenure_gates = boxed(tenure_gates {
+        g: authority.inner.production_gates(production)?,
+    });
+
+    /// Free a gates snapshot (NULL is a no-op).
+    fn tenure_gates_free(gates: *mut tenure_gates) = free;
+    /// Whether the production is paused (false for a NULL handle).
+    fn tenure_gates_paused(gates: *const tenure_gates) -> bool =
+        value Some(gates.g.paused_us.is_some());
+    /// When the production was paused (µs since the epoch): returns true
+    /// and writes `*out_us` if it is paused, false (nothing written) if it
+    /// is not, or for a NULL pointer.
+    fn tenure_gates_paused_us(gates: *const tenure_gates, out_us: *mut i64) -> bool =
+        value write_time(out_us, gates.g.paused_us);
+    /// The concurrency limit: returns true and writes `*out_limit` if one
+    /// is set, false (nothing written) if none is, or for a NULL pointer.
+    fn tenure_gates_concurrency_limit(gates: *const tenure_gates, out_limit: *mut u32) -> bool =
+        value {
+            let k = gates.g.concurrency?;
+            if out_limit.is_null() {
+                return None;
+            }
+            out_limit.write(k);
+            Some(true)
+        };
+    /// The rate limit: returns true and writes `*out_claims` claims per
+    /// `*out_interval_us` µs with burst `*out_burst` if one is set, false
+    /// (nothing written) if none is, or if any pointer is NULL.
+    fn tenure_gates_rate_limit(
+        gates: *const tenure_gates,
+        out_claims: *mut u32,
+        out_interval_us: *mut i64,
+        out_burst: *mut u32,
+    ) -> bool = value {
+        let r = gates.g.rate?;
+        if out_claims.is_null() || out_interval_us.is_null() || out_burst.is_null() {
+            return None;
+        }
+        out_claims.write(r.claims);
+        out_interval_us.write(i64::try_from(r.interval.as_micros()).unwrap_or(i64::MAX));
+        out_burst.write(r.burst);
+        Some(true)
+    };
 }
