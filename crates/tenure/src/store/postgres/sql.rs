@@ -133,25 +133,41 @@ pub(super) const RAISE_CLAIM_FLOOR: &str = "
 
 // ---- Claim-next (`txn/claim.rs`).
 
-/// The jobs `($1[i], $2[i])` locked `FOR UPDATE` in `seq` order, then the
+/// The jobs matching `$keys` locked `FOR UPDATE` in `seq` order, then the
 /// clock sample (`$3` if given) taken after the locks, with each job's
 /// production back-off (see `lock_jobs_sampled`).
-pub(super) const LOCK_JOBS_SAMPLED: &str = concat!(
-    "WITH l AS MATERIALIZED (
+macro_rules! lock_jobs_sampled {
+    ($keys:literal) => {
+        concat!(
+            "WITH l AS MATERIALIZED (
                  SELECT ",
-    job_cols!(),
-    " FROM tenure.jobs WHERE (production, job) IN
-                     (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
+            job_cols!(),
+            " FROM tenure.jobs WHERE ",
+            $keys,
+            "
                  ORDER BY seq FOR UPDATE),
              t AS MATERIALIZED (
                  SELECT coalesce($3::bigint, ",
-    server_sample!(),
-    ") AS now FROM (SELECT count(*) AS n FROM l) c)
+            server_sample!(),
+            ") AS now FROM (SELECT count(*) AS n FROM l) c)
              SELECT l.*, t.now, p.backoff_base_us, p.backoff_cap_us,
                     EXISTS (SELECT 1 FROM tenure.production_gates g
                             WHERE g.name = l.production) AS gated
              FROM t LEFT JOIN l ON true LEFT JOIN tenure.productions p ON p.name = l.production"
+        )
+    };
+}
+/// [`lock_jobs_sampled!`] of the jobs `($1[i], $2[i])`.
+pub(super) const LOCK_JOBS_SAMPLED: &str = lock_jobs_sampled!(
+    "(production, job) IN
+                     (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))"
 );
+/// [`lock_jobs_sampled!`] of the one job `$2` of production `$1`: the
+/// planner prices this form's generic plan as its custom one, so the
+/// connection plans it once, where the array form is planned at every
+/// call.
+pub(super) const LOCK_JOB_SAMPLED: &str =
+    lock_jobs_sampled!("production = $1::text AND job = $2::text");
 
 /// One page of [`CLAIM_START`]: production `$3`'s jobs meeting `$cond`, at
 /// most `$4`, in queue order, `FOR UPDATE SKIP LOCKED`.
