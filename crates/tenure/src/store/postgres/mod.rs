@@ -122,7 +122,7 @@
 //! below a larger committed one, so the mark never decreases (rollback
 //! rejection: every sample is compared with that maximum, exactly like the
 //! single row); a raise commits in the same transaction as the transition
-//! it guards (inside the pre-commit check's block, or in the `COMMIT`'s
+//! it guards (by the pre-commit check's statement, or in the `COMMIT`'s
 //! request), or, if the transition fails, in its own small transaction (the
 //! session's rule), so it survives restarts like any committed row; and a
 //! transaction that did not see a concurrent raise is no different from a

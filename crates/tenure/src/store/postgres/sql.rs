@@ -85,8 +85,35 @@ pub(super) const EVENT_HORIZON_REGISTERED: &str =
                          WHERE d.datname = current_database())
        AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()";
 
-/// SQLSTATE of a pre-commit check that refused (see `commit_checked`).
-pub(super) const PRECOMMIT_REFUSED: &str = "TN001";
+/// The marker of a pre-commit check that refused (see `commit_checked`):
+/// the failing cast's message quotes it, a space and the clock sample.
+macro_rules! precommit_refused {
+    () => {
+        "TN001"
+    };
+}
+/// [`precommit_refused!`].
+pub(super) const PRECOMMIT_REFUSED: &str = precommit_refused!();
+/// The name [`PRECOMMIT`] is prepared under, once per connection, at the
+/// head of the connection's first write transaction (see `PgTxn::begin`).
+pub(super) const PRECOMMIT_NAME: &str = "tenure_precommit";
+/// The parameter types of [`PRECOMMIT`].
+pub(super) const PRECOMMIT_TYPES: &str = "bigint, bigint";
+/// The pre-commit check of a write transaction on the server's clock (see
+/// `commit_checked`): one clock sample; below the mark `$1`, or at or after
+/// the first deadline `$2` (NULL: none), the cast of
+/// `'TN001 <sample>'` ([`PRECOMMIT_REFUSED`]) fails the statement (and the transaction, so its
+/// `COMMIT` never runs); else the sample is appended to the mark log.
+pub(super) const PRECOMMIT: &str = concat!(
+    "INSERT INTO tenure.mark_log (value)
+         SELECT CASE WHEN c.s < $1 OR c.s >= coalesce($2, c.s + 1)
+                     THEN ('",
+    precommit_refused!(),
+    " ' || c.s::text)::bigint ELSE c.s END
+         FROM (SELECT ",
+    server_sample!(),
+    " AS s OFFSET 0) c"
+);
 
 /// The durable high-water mark: the largest value in the mark log, read
 /// from the right end of its index (see the backend's module docs).
