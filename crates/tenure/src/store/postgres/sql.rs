@@ -748,6 +748,11 @@ pub(super) const INSERT_NONCE: &str =
 
 // ---- The transaction's own statements (`txn/mod.rs`).
 
+/// Begins a read transaction; its `lock_timeout` is the server's default
+/// (the connection's is for writes, see `Pool::connect`).
+pub(super) const BEGIN_READ: &str =
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL lock_timeout TO DEFAULT";
+
 /// Takes the advisory lock `($1, $2)` shared.
 pub(super) const ADVISORY_LOCK_SHARED: &str = "SELECT pg_advisory_xact_lock_shared($1, $2)";
 

@@ -76,7 +76,7 @@ pub(super) struct PgTxn {
 }
 
 impl PgTxn {
-    /// Begin with `sql` (`BEGIN ...; SET LOCAL ...`) followed, in the same
+    /// Begin with `sql` (`BEGIN ...`) followed, in the same
     /// round trip, by the read of the high-water mark, which the session
     /// asks for first ([`Txn::high_water`] answers it once from here), and,
     /// for a write transaction on the server's clock, a clock sample for
