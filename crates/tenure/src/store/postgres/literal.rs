@@ -7,7 +7,7 @@
 //! `PgTxn::defer`). Every value goes through the
 //! functions here: strings are single-quoted with quotes doubled, which is
 //! the whole escaping PostgreSQL needs with `standard_conforming_strings =
-//! on` (each write transaction sets it in its `BEGIN`); bytes become hex
+//! on` (each pooled connection sets it once, see `Pool::connect`); bytes become hex
 //! `bytea` literals; numbers are printed. An array (a column of a set-based
 //! write) is one string constant in the array's text form, each element
 //! double-quoted with `"` and `\` escaped (`NULL` bare), so the server

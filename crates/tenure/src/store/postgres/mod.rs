@@ -69,9 +69,10 @@
 //!   is left and answers [`Error::Busy`] (nothing changed) if one is. Two
 //!   concurrent cancels of one production may deadlock on the lock upgrade;
 //!   PostgreSQL aborts one of them, which is [`Error::Busy`];
-//! - `lock_timeout` and `statement_timeout` are set per transaction from the
-//!   busy timeout (lock: the busy timeout, at least 1 ms; statement: the busy
-//!   timeout plus 30 s). SQLSTATE 55P03 (lock not available), 57014 (query
+//! - `lock_timeout` and `statement_timeout` are set once per pooled
+//!   connection from the busy timeout (lock: the busy timeout, at least 1 ms;
+//!   statement: the busy timeout plus 30 s; a read transaction takes the
+//!   server's default `lock_timeout` for itself). SQLSTATE 55P03 (lock not available), 57014 (query
 //!   cancelled), 40P01 (deadlock) and 40001 (serialization failure) map to
 //!   [`Error::Busy`], and so does 53300 (too many connections) once a new
 //!   connection was refused for the whole busy timeout; every other
@@ -122,7 +123,7 @@
 //! below a larger committed one, so the mark never decreases (rollback
 //! rejection: every sample is compared with that maximum, exactly like the
 //! single row); a raise commits in the same transaction as the transition
-//! it guards (inside the pre-commit check's block, or in the `COMMIT`'s
+//! it guards (by the pre-commit check's statement, or in the `COMMIT`'s
 //! request), or, if the transition fails, in its own small transaction (the
 //! session's rule), so it survives restarts like any committed row; and a
 //! transaction that did not see a concurrent raise is no different from a
@@ -213,6 +214,7 @@ use crate::error::{bounded, Error, Result};
 use pool::Pool;
 use postgres::error::SqlState;
 use sha2::{Digest, Sha256};
+use sql::BEGIN_READ;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -318,41 +320,19 @@ impl PgBackend {
 impl Backend for PgBackend {
     fn begin_write(&self) -> Result<Box<dyn Txn>> {
         let start = std::time::Instant::now();
-        let (lock, stmt) = self.pool.timeouts();
-        let t = PgTxn::begin(
-            &self.pool,
-            &format!(
-                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock}; \
-                 SET LOCAL statement_timeout = {stmt}; \
-                 SET LOCAL standard_conforming_strings = on"
-            ),
-            true,
-        )?;
+        // The timeouts and `standard_conforming_strings` are the
+        // connection's own (see `Pool::connect`).
+        let t = PgTxn::begin(&self.pool, "BEGIN ISOLATION LEVEL READ COMMITTED", true)?;
         crate::stats::record_lock_wait(start.elapsed());
         Ok(t)
     }
     fn begin_read(&self) -> Result<Box<dyn Txn>> {
-        let (_, stmt) = self.pool.timeouts();
-        PgTxn::begin(
-            &self.pool,
-            &format!(
-                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
-                 SET LOCAL statement_timeout = {stmt}"
-            ),
-            false,
-        )
-        .map(|t| t as Box<dyn Txn>)
+        // A read waits for a table lock as long as its statement may run
+        // (the server's `lock_timeout`, not the pool's).
+        PgTxn::begin(&self.pool, BEGIN_READ, false).map(|t| t as Box<dyn Txn>)
     }
     fn fold_counts(&self) -> Result<()> {
-        let (lock, stmt) = self.pool.timeouts();
-        let mut t = PgTxn::begin(
-            &self.pool,
-            &format!(
-                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock}; \
-                 SET LOCAL statement_timeout = {stmt}"
-            ),
-            false,
-        )?;
+        let mut t = PgTxn::begin(&self.pool, "BEGIN ISOLATION LEVEL READ COMMITTED", false)?;
         txn::fold_counts(&mut t)?;
         t.commit()
     }

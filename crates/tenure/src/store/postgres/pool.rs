@@ -98,7 +98,9 @@ impl Pool {
         }
     }
 
-    /// A new connection. A server out of connection slots (`53300`) is
+    /// A new connection, with the pool's session settings (`lock_timeout`
+    /// and `statement_timeout` from [`Pool::timeouts`],
+    /// `standard_conforming_strings = on`). A server out of connection slots (`53300`) is
     /// asked again, 5 ms, 10 ms, ... (at most [`NO_SLOT_PAUSE_MAX`]) apart,
     /// until the busy timeout has passed; then the refusal is
     /// [`crate::Error::Busy`].
@@ -116,6 +118,18 @@ impl Pool {
                 r => break r?,
             }
         };
+        // The settings every transaction of the pool runs with, once per
+        // connection (a read transaction puts `lock_timeout` back to the
+        // server's default for itself, see `PgBackend::begin_read`).
+        let (lock, stmt) = self.timeouts();
+        crate::stats::round_trip();
+        let mut client = client;
+        client
+            .batch_execute(&format!(
+                "SET lock_timeout = {lock}; SET statement_timeout = {stmt}; \
+                 SET standard_conforming_strings = on"
+            ))
+            .map_err(map_err)?;
         Ok(Conn {
             client,
             stmts: HashMap::new(),

@@ -85,8 +85,35 @@ pub(super) const EVENT_HORIZON_REGISTERED: &str =
                          WHERE d.datname = current_database())
        AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()";
 
-/// SQLSTATE of a pre-commit check that refused (see `commit_checked`).
-pub(super) const PRECOMMIT_REFUSED: &str = "TN001";
+/// The marker of a pre-commit check that refused (see `commit_checked`):
+/// the failing cast's message quotes it, a space and the clock sample.
+macro_rules! precommit_refused {
+    () => {
+        "TN001"
+    };
+}
+/// [`precommit_refused!`].
+pub(super) const PRECOMMIT_REFUSED: &str = precommit_refused!();
+/// The name [`PRECOMMIT`] is prepared under, once per connection, at the
+/// head of the connection's first write transaction (see `PgTxn::begin`).
+pub(super) const PRECOMMIT_NAME: &str = "tenure_precommit";
+/// The parameter types of [`PRECOMMIT`].
+pub(super) const PRECOMMIT_TYPES: &str = "bigint, bigint";
+/// The pre-commit check of a write transaction on the server's clock (see
+/// `commit_checked`): one clock sample; below the mark `$1`, or at or after
+/// the first deadline `$2` (NULL: none), the cast of
+/// `'TN001 <sample>'` ([`PRECOMMIT_REFUSED`]) fails the statement (and the transaction, so its
+/// `COMMIT` never runs); else the sample is appended to the mark log.
+pub(super) const PRECOMMIT: &str = concat!(
+    "INSERT INTO tenure.mark_log (value)
+         SELECT CASE WHEN c.s < $1 OR c.s >= coalesce($2, c.s + 1)
+                     THEN ('",
+    precommit_refused!(),
+    " ' || c.s::text)::bigint ELSE c.s END
+         FROM (SELECT ",
+    server_sample!(),
+    " AS s OFFSET 0) c"
+);
 
 /// The durable high-water mark: the largest value in the mark log, read
 /// from the right end of its index (see the backend's module docs).
@@ -133,25 +160,41 @@ pub(super) const RAISE_CLAIM_FLOOR: &str = "
 
 // ---- Claim-next (`txn/claim.rs`).
 
-/// The jobs `($1[i], $2[i])` locked `FOR UPDATE` in `seq` order, then the
+/// The jobs matching `$keys` locked `FOR UPDATE` in `seq` order, then the
 /// clock sample (`$3` if given) taken after the locks, with each job's
 /// production back-off (see `lock_jobs_sampled`).
-pub(super) const LOCK_JOBS_SAMPLED: &str = concat!(
-    "WITH l AS MATERIALIZED (
+macro_rules! lock_jobs_sampled {
+    ($keys:literal) => {
+        concat!(
+            "WITH l AS MATERIALIZED (
                  SELECT ",
-    job_cols!(),
-    " FROM tenure.jobs WHERE (production, job) IN
-                     (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))
+            job_cols!(),
+            " FROM tenure.jobs WHERE ",
+            $keys,
+            "
                  ORDER BY seq FOR UPDATE),
              t AS MATERIALIZED (
                  SELECT coalesce($3::bigint, ",
-    server_sample!(),
-    ") AS now FROM (SELECT count(*) AS n FROM l) c)
+            server_sample!(),
+            ") AS now FROM (SELECT count(*) AS n FROM l) c)
              SELECT l.*, t.now, p.backoff_base_us, p.backoff_cap_us,
                     EXISTS (SELECT 1 FROM tenure.production_gates g
                             WHERE g.name = l.production) AS gated
              FROM t LEFT JOIN l ON true LEFT JOIN tenure.productions p ON p.name = l.production"
+        )
+    };
+}
+/// [`lock_jobs_sampled!`] of the jobs `($1[i], $2[i])`.
+pub(super) const LOCK_JOBS_SAMPLED: &str = lock_jobs_sampled!(
+    "(production, job) IN
+                     (SELECT u.p, u.j FROM unnest($1::text[], $2::text[]) AS u(p, j))"
 );
+/// [`lock_jobs_sampled!`] of the one job `$2` of production `$1`: the
+/// planner prices this form's generic plan as its custom one, so the
+/// connection plans it once, where the array form is planned at every
+/// call.
+pub(super) const LOCK_JOB_SAMPLED: &str =
+    lock_jobs_sampled!("production = $1::text AND job = $2::text");
 
 /// One page of [`CLAIM_START`]: production `$3`'s jobs meeting `$cond`, at
 /// most `$4`, in queue order, `FOR UPDATE SKIP LOCKED`.
@@ -704,6 +747,11 @@ pub(super) const INSERT_NONCE: &str =
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (nonce) DO NOTHING";
 
 // ---- The transaction's own statements (`txn/mod.rs`).
+
+/// Begins a read transaction; its `lock_timeout` is the server's default
+/// (the connection's is for writes, see `Pool::connect`).
+pub(super) const BEGIN_READ: &str =
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL lock_timeout TO DEFAULT";
 
 /// Takes the advisory lock `($1, $2)` shared.
 pub(super) const ADVISORY_LOCK_SHARED: &str = "SELECT pg_advisory_xact_lock_shared($1, $2)";

@@ -16,14 +16,25 @@ pub(super) fn lock_jobs_sampled(
     keys: &[(&str, &str)],
     local_now: Option<i64>,
 ) -> Result<Locked> {
-    let prods: Vec<&str> = keys.iter().map(|k| k.0).collect();
-    let names: Vec<&str> = keys.iter().map(|k| k.1).collect();
     let local = local_now.filter(|_| !tx.pool.server_clock);
     // One statement: lock the rows (in seq order, as `jobs_for_update`),
     // then sample the clock in a CTE that consumes every locked row
     // first, so the sample is taken after any wait for a lock; the
     // rows' productions' default back-off comes with them.
-    let rows = tx.query(LOCK_JOBS_SAMPLED, &[&prods, &names, &local])?;
+    // The first use of either form prepares both, so the connection's
+    // later calls take the same round trips whatever their size.
+    for sql in [LOCK_JOB_SAMPLED, LOCK_JOBS_SAMPLED] {
+        let r = tx.c().stmt(sql).map(drop);
+        tx.track(r)?;
+    }
+    let rows = match keys {
+        [(p, j)] => tx.query(LOCK_JOB_SAMPLED, &[p, j, &local])?,
+        _ => {
+            let prods: Vec<&str> = keys.iter().map(|k| k.0).collect();
+            let names: Vec<&str> = keys.iter().map(|k| k.1).collect();
+            tx.query(LOCK_JOBS_SAMPLED, &[&prods, &names, &local])?
+        }
+    };
     let now: i64 = rows
         .first()
         .map(|r| r.get(JOB_COLS))

@@ -46,11 +46,7 @@ impl PgTxn {
             });
             let next = vals.next().flatten().transpose();
             let reg = vals.next().flatten().transpose();
-            let (_, stmt) = self.pool.timeouts();
-            self.batch(&format!(
-                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
-                 SET LOCAL statement_timeout = {stmt}"
-            ))?;
+            self.batch(BEGIN_READ)?;
             match (next, reg) {
                 (Ok(n), Ok(r)) => (n, r),
                 _ => return Err(Error::Internal("unreadable event horizon".into())),

@@ -76,7 +76,7 @@ pub(super) struct PgTxn {
 }
 
 impl PgTxn {
-    /// Begin with `sql` (`BEGIN ...; SET LOCAL ...`) followed, in the same
+    /// Begin with `sql` (`BEGIN ...`) followed, in the same
     /// round trip, by the read of the high-water mark, which the session
     /// asks for first ([`Txn::high_water`] answers it once from here), and,
     /// for a write transaction on the server's clock, a clock sample for
@@ -88,20 +88,40 @@ impl PgTxn {
             ""
         };
         let sql = format!("{sql}; {HIGH_WATER}{sample}");
+        // A write transaction on the server's clock ends with the
+        // pre-commit check: a connection's first such transaction prepares
+        // it at its head (`PREPARE` is no part of the transaction).
+        let precommit = write && pool.server_clock;
+        let send = |conn: &mut Conn| {
+            let prepare = precommit && !conn.prepared.contains(PRECOMMIT_NAME);
+            crate::stats::round_trip();
+            let r = if prepare {
+                let sql =
+                    format!("PREPARE {PRECOMMIT_NAME} ({PRECOMMIT_TYPES}) AS {PRECOMMIT}; {sql}");
+                conn.client.simple_query(&sql)
+            } else {
+                conn.client.simple_query(&sql)
+            };
+            if prepare && r.is_ok() {
+                conn.prepared.insert(PRECOMMIT_NAME);
+            }
+            (r, prepare)
+        };
         let mut conn = pool.take()?;
-        crate::stats::round_trip();
-        let mut r = conn.client.simple_query(&sql);
+        let (mut r, prepared) = send(&mut conn);
         if let Err(e) = r {
             // A connection that died while idle (server restart, failover):
             // try once more on a fresh one.
             if !conn.client.is_closed() && !super::retry::is_lost(&e) {
-                let _ = conn.client.batch_execute("ROLLBACK");
-                pool.give_back(conn);
+                // Whether the `PREPARE` ran is not known: a connection
+                // that was sent one goes.
+                if !prepared && conn.client.batch_execute("ROLLBACK").is_ok() {
+                    pool.give_back(conn);
+                }
                 return Err(map_err(e));
             }
             conn = pool.connect()?;
-            crate::stats::round_trip();
-            r = conn.client.simple_query(&sql);
+            r = send(&mut conn).0;
         }
         let msgs = r.map_err(map_err)?;
         let mut vals = msgs.iter().filter_map(|m| match m {
@@ -177,11 +197,7 @@ impl PgTxn {
         body: &'static str,
         params: &[literal::Lit],
     ) -> Result<()> {
-        let call = literal::execute(name, params)?;
-        if !self.c().prepared.contains(name) {
-            self.batch(&format!("PREPARE {name} ({types}) AS {body}"))?;
-            self.c().prepared.insert(name);
-        }
+        let call = self.prepared_call(name, types, body, params)?;
         // The arguments' sizes vary from call to call: one generic plan,
         // not a custom plan per call.
         self.pending
@@ -189,6 +205,24 @@ impl PgTxn {
         self.pending.push_str(&call);
         self.pending.push_str("; RESET plan_cache_mode; ");
         Ok(())
+    }
+
+    /// `EXECUTE name(params)`, the statement `body` (parameters of `types`)
+    /// prepared on this connection first if it is not yet (in a request of
+    /// its own, which also carries the deferred writes).
+    fn prepared_call(
+        &mut self,
+        name: &'static str,
+        types: &'static str,
+        body: &'static str,
+        params: &[literal::Lit],
+    ) -> Result<String> {
+        let call = literal::execute(name, params)?;
+        if !self.c().prepared.contains(name) {
+            self.batch(&format!("PREPARE {name} ({types}) AS {body}"))?;
+            self.c().prepared.insert(name);
+        }
+        Ok(call)
     }
 
     /// Send the deferred writes now (before a statement that may read them).
@@ -282,6 +316,14 @@ impl PgTxn {
             }
         }
     }
+}
+
+/// The clock sample a refusing pre-commit check quotes in its error
+/// message (`... "TN001 <sample>"`, see `PRECOMMIT`), if it is one.
+fn precommit_refused(message: &str) -> Option<i64> {
+    let marker = format!("\"{PRECOMMIT_REFUSED} ");
+    let rest = &message[message.find(&marker)? + marker.len()..];
+    rest[..rest.find('"')?].parse().ok()
 }
 
 impl Drop for PgTxn {
@@ -678,20 +720,15 @@ impl Txn for PgTxn {
         if !self.pool.server_clock || !self.open || self.failed || self.conn.is_none() {
             return Ok(None);
         }
-        // Numbers only: nothing to quote. The block raises PRECOMMIT_REFUSED
-        // with the sample when the rule refuses; COMMIT then never runs.
-        let deadline = deadline.map_or_else(|| "NULL".to_owned(), |d| d.to_string());
-        let sql = format!(
-            "DO $tenure$ DECLARE s bigint :=
-                 floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
-             BEGIN
-                 IF s < {mark} OR s >= coalesce({deadline}::bigint, s + 1) THEN
-                     RAISE EXCEPTION USING ERRCODE = '{PRECOMMIT_REFUSED}', MESSAGE = s::text;
-                 END IF;
-                 INSERT INTO tenure.mark_log (value) VALUES (s);
-             END $tenure$; {notify}COMMIT",
-            notify = self.take_notifies()
-        );
+        // The check fails the statement when the rule refuses (see
+        // `PRECOMMIT`); COMMIT then never runs.
+        let call = self.prepared_call(
+            PRECOMMIT_NAME,
+            PRECOMMIT_TYPES,
+            PRECOMMIT,
+            &[literal::int(mark), literal::opt_int(deadline)],
+        )?;
+        let sql = format!("{call}; {}COMMIT", self.take_notifies());
         let sql = format!("{}{sql}", std::mem::take(&mut self.pending));
         self.open = false;
         let Some(mut conn) = self.conn.take() else {
@@ -706,10 +743,7 @@ impl Txn for PgTxn {
                 Ok(Some(Ok(())))
             }
             Err(e) => {
-                let refused = e
-                    .as_db_error()
-                    .filter(|d| d.code().code() == PRECOMMIT_REFUSED)
-                    .and_then(|d| d.message().parse::<i64>().ok());
+                let refused = e.as_db_error().and_then(|d| precommit_refused(d.message()));
                 if conn.client.batch_execute("ROLLBACK").is_ok() {
                     self.pool.give_back(conn);
                 }
@@ -752,5 +786,25 @@ impl Txn for PgTxn {
 
     fn rollback(&mut self) -> Result<()> {
         self.finish("ROLLBACK")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::precommit_refused;
+
+    #[test]
+    fn a_refused_precommit_check_names_its_sample() {
+        let m = r#"invalid input syntax for type bigint: "TN001 1796352452712345""#;
+        assert_eq!(precommit_refused(m), Some(1_796_352_452_712_345));
+        assert_eq!(
+            precommit_refused(r#"invalid input syntax for type bigint: "TN001 -5""#),
+            Some(-5)
+        );
+        assert_eq!(
+            precommit_refused(r#"invalid input syntax for type integer: "tenure: x""#),
+            None
+        );
+        assert_eq!(precommit_refused("TN001 12"), None);
     }
 }
