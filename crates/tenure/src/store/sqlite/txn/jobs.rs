@@ -105,10 +105,10 @@ pub(super) fn set_gates(c: &Connection, name: &str, g: &GateRow) -> Result<()> {
 
 pub(super) fn live_expiries(c: &Connection, production: &str, after: i64) -> Result<Vec<i64>> {
     let mut st = c.prepare_cached(
-        // Every claimed job is open and unparked: in `jobs_ready`.
-        "SELECT expires_us FROM jobs INDEXED BY jobs_ready
-         WHERE production = ?1 AND ended_us IS NULL AND parked = 0 AND state = 'claimed'
-           AND expires_us > ?2",
+        // `jobs_claimed` holds the claimed jobs alone: the read walks the
+        // production's claimed rows, never its queue.
+        "SELECT expires_us FROM jobs INDEXED BY jobs_claimed
+         WHERE production = ?1 AND state = 'claimed' AND expires_us > ?2",
     )?;
     let rows = st.query_map(params![production, after], |r| r.get(0))?;
     collect(rows)
@@ -354,9 +354,9 @@ pub(super) fn all_jobs_page(c: &Connection, after_seq: i64, limit: usize) -> Res
 
 pub(super) fn earliest_expiry(c: &Connection, production: &str) -> Result<Option<i64>> {
     Ok(c.query_row(
-        // Every claimed job is open and unparked: in `jobs_ready`.
-        "SELECT MIN(expires_us) FROM jobs INDEXED BY jobs_ready
-         WHERE production = ?1 AND ended_us IS NULL AND parked = 0 AND state = 'claimed'",
+        // The production's claimed rows alone (`jobs_claimed`).
+        "SELECT MIN(expires_us) FROM jobs INDEXED BY jobs_claimed
+         WHERE production = ?1 AND state = 'claimed'",
         [production],
         |r| r.get(0),
     )?)
