@@ -442,11 +442,11 @@ impl Authority {
             &bell,
             cancels,
             attempt,
-            || {
+            |seen| {
                 self.inner.read(|t, now_us| {
                     let mut next: Option<i64> = None;
                     for p in productions {
-                        if let Some(at) = rules::next_claimable_us(t, p, now_us)? {
+                        if let Some(at) = rules::next_claimable_us(t, p, now_us, seen)? {
                             next = Some(next.map_or(at, |n| n.min(at)));
                         }
                     }
@@ -610,7 +610,7 @@ impl Authority {
     pub fn next_due_us(&self, production: &str) -> Result<Option<i64>> {
         crate::validate::id("production", production)?;
         self.inner
-            .read(|t, now_us| rules::next_claimable_us(t, production, now_us))
+            .read(|t, now_us| rules::next_claimable_us(t, production, now_us, None))
     }
 
     /// A job's payload.

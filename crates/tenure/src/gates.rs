@@ -243,14 +243,19 @@ pub(crate) fn for_claim(
 
 /// A waiter's timed wake under the gates, given the wake without them
 /// (`base`, see [`crate::rules::next_claimable_us`]): paused, only a commit
-/// (the resume) wakes it; at the concurrency limit, the earliest expiry of
-/// a live lease, looked at again every [`LIMIT_POLL_US`]; over the rate,
-/// when the next claim is allowed.
+/// (the resume) wakes it; over the rate, when the next claim is allowed;
+/// at the concurrency limit, the earliest expiry of a live lease, looked
+/// at again every [`LIMIT_POLL_US`]. With the gates open, `base`, or
+/// sooner the time the rate began to allow a claim while its burst is not
+/// yet refilled (an attempt just before that time was refused, and no
+/// commit tells the waiter that time has passed). `fresh` maps a time the
+/// waiter's latest attempt already saw to a later look.
 pub(crate) fn wake_us(
     txn: &mut dyn Txn,
     production: &str,
     now: i64,
     base: Option<i64>,
+    fresh: &dyn Fn(i64) -> i64,
 ) -> Result<Option<i64>> {
     let Some(g) = txn.gates(production)?.filter(GateRow::any) else {
         return Ok(base);
@@ -270,7 +275,23 @@ pub(crate) fn wake_us(
             return Ok(Some(earliest.map_or(poll, |e| e.min(poll))));
         }
     }
-    Ok(base)
+    let opened = rate_opened_us(&g, now).map(fresh);
+    Ok(match (base, opened) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}
+
+/// While a rate limit's burst is not refilled at `now`, the time it began
+/// to allow a claim again (at or before `now`); `None` with a full burst or
+/// no rate limit.
+fn rate_opened_us(g: &GateRow, now: i64) -> Option<i64> {
+    let rate = g.rate?;
+    let t = emission(rate);
+    (g.rate_tat_us > now).then(|| {
+        g.rate_tat_us
+            .saturating_sub(t.saturating_mul(i64::from(rate.2) - 1))
+    })
 }
 
 /// Read a production's gates for a change (`NotFound` if it does not exist).

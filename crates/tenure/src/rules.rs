@@ -892,21 +892,38 @@ fn claim_next_scan(
 /// already past means now. `None`: only a commit can make work claimable.
 ///
 /// Under the production's claim gates ([`crate::gates::wake_us`]) at `now`:
-/// paused, `None`; over the rate, when the next claim is allowed; at the
-/// concurrency limit, the earliest expiry of a live lease.
+/// paused, `None`; over the rate, when the next claim is allowed (also a
+/// time already past, while the rate's burst is not yet refilled: the
+/// attempt may have been refused just before it); at the concurrency
+/// limit, the earliest expiry of a live lease.
+///
+/// `seen`: a clock reading taken before the caller's latest attempt began.
+/// A time at or before it was already there for that attempt, which found
+/// nothing; it counts as `now + LOOK_AGAIN_US` ([`LOOK_AGAIN_US`]), so a
+/// waiter looks again later instead of at once (and a time the attempt
+/// could not have seen still wakes it at once).
 pub(crate) fn next_claimable_us(
     txn: &mut dyn Txn,
     production: &str,
     now: i64,
+    seen: Option<i64>,
 ) -> Result<Option<i64>> {
-    let due = txn.earliest_due(production)?;
-    let expiry = txn.earliest_expiry(production)?;
+    let fresh = |at: i64| match seen {
+        Some(s) if at <= s => now.saturating_add(LOOK_AGAIN_US),
+        _ => at,
+    };
+    let due = txn.earliest_due(production)?.map(fresh);
+    let expiry = txn.earliest_expiry(production)?.map(fresh);
     let base = match (due, expiry) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    crate::gates::wake_us(txn, production, now, base)
+    crate::gates::wake_us(txn, production, now, base, &fresh)
 }
+
+/// How long after `now` a waiter looks again at a time its latest attempt
+/// already saw ([`next_claimable_us`]): the wait's slice.
+pub(crate) const LOOK_AGAIN_US: i64 = crate::wait::SLICE.as_micros() as i64;
 
 /// The authoritative check of a claimant's lease (invariant 2): production,
 /// job, current claim ID, secret digest (constant time), state and expiry.

@@ -102,9 +102,12 @@ fn cancelled(production: &str) -> Error {
 /// The wait loop behind [`crate::Authority::claim_next_wait`]: `attempt`
 /// until it gives something other than [`Error::NoJobAvailable`], sleeping on
 /// `bell` between two attempts until it rings, until the timed wake that
-/// `next` reports, or until `deadline`. `next` gives the store's clock
-/// reading and the earliest expiry of a lease in the production
-/// ([`crate::rules::next_claimable_us`]), both in microseconds. Each of
+/// `next` reports, or until `deadline`. `next(seen)` gives the store's
+/// clock reading and the time work may become claimable without a commit
+/// ([`crate::rules::next_claimable_us`]), both in microseconds; `seen` is a
+/// clock reading `next` gave before the latest attempt began (none before
+/// the first attempt's first look), so a time that attempt already saw
+/// makes the waiter look again a slice later, not at once. Each of
 /// `cancels` is registered with `bell`; cancelling any of them ends the wait.
 /// `production` and `timeout` only name the wait in its errors.
 pub(crate) fn until_claimed<T>(
@@ -113,13 +116,15 @@ pub(crate) fn until_claimed<T>(
     bell: &Arc<dyn Doorbell>,
     cancels: &[&WaitCancel],
     mut attempt: impl FnMut() -> Result<T>,
-    mut next: impl FnMut() -> Result<(i64, Option<i64>)>,
+    mut next: impl FnMut(Option<i64>) -> Result<(i64, Option<i64>)>,
 ) -> Result<T> {
     let deadline = Instant::now() + timeout;
     for c in cancels {
         c.register(bell);
     }
     let stopped = || cancels.iter().any(|c| c.is_cancelled());
+    // A clock reading taken before the latest attempt began.
+    let mut seen_us: Option<i64> = None;
     loop {
         // Read the bell before the attempt: a ring after this point is seen.
         let seen = bell.generation();
@@ -130,6 +135,9 @@ pub(crate) fn until_claimed<T>(
             Err(Error::NoJobAvailable(_)) => {}
             r => return r,
         }
+        // The first look after the attempt knows only the reading before
+        // it; later looks, their own first reading after it.
+        let mut after: Option<i64> = None;
         loop {
             if stopped() {
                 return Err(cancelled(production));
@@ -140,7 +148,10 @@ pub(crate) fn until_claimed<T>(
                     "nothing became claimable in production {production:?} within {timeout:?}"
                 )));
             }
-            let (now_us, next) = next()?;
+            let (now_us, next) = next(after.or(seen_us))?;
+            if after.is_none() {
+                after = Some(now_us);
+            }
             let mut until = deadline.min(now + SLICE);
             let mut timed = false;
             if let Some(at_us) = next {
@@ -159,5 +170,6 @@ pub(crate) fn until_claimed<T>(
                 break;
             }
         }
+        seen_us = after;
     }
 }

@@ -4,7 +4,7 @@
 mod common;
 use common::{ms, secs, Env, RealEnv};
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tenure::*;
 
@@ -336,15 +336,11 @@ fn max_live(a: &Authority, production: &str) -> usize {
     most as usize
 }
 
-fn processes_at_a_limit(workers: usize, run: Duration) {
-    let env = RealEnv::new();
-    let specs: Vec<JobSpec> = (0..2000)
-        .map(|i| JobSpec::new(format!("job-{i:05}"), vec![]).max_attempts(1000))
-        .collect();
-    env.auth.submit_many("p", &specs).unwrap();
-    env.auth.set_concurrency_limit("p", Some(3)).unwrap();
+/// `workers` processes of [`limited_worker_child`] on `env`'s store for
+/// `run`, each wait lasting at most `wait`.
+fn spawn_workers(env: &RealEnv, workers: usize, run: Duration, wait: Duration) -> Vec<Child> {
     let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..workers)
+    (0..workers)
         .map(|w| {
             Command::new(&exe)
                 .args([
@@ -357,16 +353,30 @@ fn processes_at_a_limit(workers: usize, run: Duration) {
                 .env("TENURE_GATES_DB", env.path())
                 .env("TENURE_GATES_WORKER", w.to_string())
                 .env("TENURE_GATES_RUN_MS", run.as_millis().to_string())
+                .env("TENURE_GATES_WAIT_MS", wait.as_millis().to_string())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
                 .spawn()
                 .unwrap()
         })
-        .collect();
+        .collect()
+}
+
+fn wait_all(children: Vec<Child>) {
     for (w, c) in children.into_iter().enumerate() {
         let out = c.wait_with_output().unwrap();
         assert!(out.status.success(), "worker {w} failed");
     }
+}
+
+fn processes_at_a_limit(workers: usize, run: Duration) {
+    let env = RealEnv::new();
+    let specs: Vec<JobSpec> = (0..2000)
+        .map(|i| JobSpec::new(format!("job-{i:05}"), vec![]).max_attempts(1000))
+        .collect();
+    env.auth.submit_many("p", &specs).unwrap();
+    env.auth.set_concurrency_limit("p", Some(3)).unwrap();
+    wait_all(spawn_workers(&env, workers, run, ms(200)));
     assert_eq!(max_live(&env.auth, "p"), 3);
     let r = env.auth.check().unwrap();
     assert!(r.violations.is_empty(), "{:?}", r.violations);
@@ -380,6 +390,77 @@ fn processes_at_a_concurrency_limit_of_three_never_hold_four_leases() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     processes_at_a_limit(workers, Duration::from_secs(secs));
+}
+
+/// Pause during a storm: 16 worker processes claim and complete while the
+/// production is paused for 1.5 s, then resumed. From the log: no claim commits between the pause and the
+/// resume, and every worker's first claim after the resume is within 1 s
+/// of it (their waits last 30 s, so the resume's wake is what ends them).
+#[test]
+fn a_pause_during_a_storm_stops_every_claim_and_the_resume_wakes_every_waiter() {
+    let env = RealEnv::new();
+    let specs: Vec<JobSpec> = (0..20_000)
+        .map(|i| JobSpec::new(format!("job-{i:05}"), vec![]).max_attempts(1000))
+        .collect();
+    env.auth.submit_many("p", &specs).unwrap();
+    let workers = 16;
+    let children = spawn_workers(
+        &env,
+        workers,
+        Duration::from_secs(6),
+        Duration::from_secs(30),
+    );
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(env.auth.pause_production("p").unwrap());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(env.auth.resume_production("p").unwrap());
+    wait_all(children);
+    let mut evs = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = env.auth.production_events("p", after, 10_000).unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        evs.extend(page);
+    }
+    let at = |k: EventKind| evs.iter().find(|e| e.kind == k).unwrap().clone();
+    let (paused, resumed) = (
+        at(EventKind::ProductionPaused),
+        at(EventKind::ProductionResumed),
+    );
+    let claims: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.kind == EventKind::Claimed)
+        .collect();
+    assert!(
+        claims.iter().any(|e| e.seq < paused.seq),
+        "the storm claimed before the pause"
+    );
+    let during: Vec<_> = claims
+        .iter()
+        .filter(|e| e.seq > paused.seq && e.seq < resumed.seq)
+        .map(|e| (e.seq, e.job.clone()))
+        .collect();
+    assert!(during.is_empty(), "claims while paused: {during:?}");
+    let mut first_after: HashMap<String, i64> = HashMap::new();
+    for e in claims.iter().filter(|e| e.seq > resumed.seq) {
+        first_after
+            .entry(e.holder.clone().unwrap())
+            .or_insert(e.at_us);
+    }
+    assert_eq!(
+        first_after.len(),
+        workers,
+        "every worker claimed after the resume"
+    );
+    for (holder, t) in &first_after {
+        assert!(
+            t - resumed.at_us < 1_000_000,
+            "{holder} claimed {} µs after the resume",
+            t - resumed.at_us
+        );
+    }
+    assert!(env.auth.check().unwrap().violations.is_empty());
 }
 
 /// A worker of [`processes_at_a_limit`]: waits for work, holds each lease
@@ -408,11 +489,23 @@ fn limited_worker_child() {
         rng ^= rng << 17;
         rng
     };
+    // How long one wait lasts (`TENURE_GATES_WAIT_MS`, default 200 ms): a
+    // long one leaves waking to the doorbell.
+    let wait = ms(std::env::var("TENURE_GATES_WAIT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200));
     let end = Instant::now() + run;
     let holder = format!("w{w}");
     while Instant::now() < end {
         let ttl = Ttl::from_micros(300_000 + (next() % 300_000) as i64).unwrap();
-        let lease = match a.claim_next_wait("p", &holder, ttl, ms(200), None) {
+        // Whole milliseconds: a wait is whole microseconds.
+        let left = ms(end.saturating_duration_since(Instant::now()).as_millis() as u64);
+        if left.is_zero() {
+            break;
+        }
+        let wait = wait.min(left);
+        let lease = match a.claim_next_wait("p", &holder, ttl, wait, None) {
             Ok(l) => l,
             // On a loaded machine a short lease can expire before its
             // claim commits: the claim is refused and changes nothing.
@@ -520,4 +613,51 @@ fn clock_jumps_release_no_claim_of_a_rate_limited_or_paused_production() {
         jumped("+30d", &db),
         "OUT no_job_available production_paused"
     );
+}
+
+/// Waiters on a rate-limited production with work due are woken as the
+/// rate allows each claim, with no commit to ring them: four threads whose
+/// waits last 30 s make about the rate's claims in 3 s (a waiter that
+/// slept past the moment the rate opened would hold its claim until the
+/// wait's timeout).
+#[test]
+fn waiters_under_a_rate_limit_are_woken_as_each_claim_is_allowed() {
+    let env = RealEnv::new();
+    let specs: Vec<JobSpec> = (0..1000)
+        .map(|i| JobSpec::new(format!("j{i:04}"), vec![]))
+        .collect();
+    env.auth.submit_many("p", &specs).unwrap();
+    env.auth
+        .set_rate_limit(
+            "p",
+            Some(RateLimit {
+                claims: 20,
+                interval: Duration::from_secs(1),
+                burst: 2,
+            }),
+        )
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(3);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let a = env.reopen();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while Instant::now() < end {
+                    match a.claim_next_wait("p", "w", secs(60), Duration::from_secs(30), None) {
+                        Ok(l) => {
+                            l.complete(&[]).unwrap();
+                            n += 1;
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                n
+            })
+        })
+        .collect();
+    let claims: u32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    // 2 at once, then 20 a second: about 62 by the end (the last waits
+    // end with one more claim each).
+    assert!((45..=70).contains(&claims), "{claims} claims");
 }
