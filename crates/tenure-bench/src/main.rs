@@ -14,6 +14,8 @@
 //! tenure-bench keeper     --leases N --millis MS
 //! tenure-bench stats      --jobs N --samples S [--url postgres://...]
 //! tenure-bench stats-poll --threads W --millis MS --rounds R [--url postgres://...]
+//! tenure-bench gates-cost --cycles N --rounds R [--gates limit|rate|both --limit K --sync full|normal --url postgres://...]
+//! tenure-bench rate-limit --rate R --secs S --threads W [--burst B --url postgres://...]
 //! tenure-bench soak       --jobs N --window W --retention-secs R --sync full|normal
 //!                         [--rate J --max-backlog B --tick-ms T]
 //! ```
@@ -71,6 +73,8 @@ fn main() {
         "soak" => soak(&args),
         "stats" => stats_read(&args),
         "stats-poll" => stats_poll(&args),
+        "gates-cost" => gates_cost(&args),
+        "rate-limit" => rate_limit(&args),
         other => {
             eprintln!("unknown workload {other}");
             std::process::exit(2);
@@ -1337,6 +1341,187 @@ fn keeper(a: &Args) -> String {
         r#"{{"workload":"keeper","leases":{leases},"millis":{millis},"renewals":{renewals},"refused":{refused},"not_held":{not_held},"expirations":{}}}"#,
         refused.max(not_held)
     )
+}
+
+/// Claim cost with and without claim gates: two productions of one store,
+/// `plain` (no gate) and `gated` (`--gates limit`, the default: a
+/// concurrency limit of `--limit`, default 1 000; `rate`: a rate limit of
+/// 10⁶ claims/s; `both`; never reached), take
+/// turns for `--rounds` rounds of `--cycles` lifecycles (claim-next, renew,
+/// complete; the first of each round alternating). Reports the mean
+/// claim-next time of each and the median of the rounds' ratios
+/// (gated / plain). `--sync` as for `lifecycle` (SQLite); `--url` for
+/// PostgreSQL.
+fn gates_cost(a: &Args) -> String {
+    let cycles: usize = arg(a, "cycles", 500);
+    let rounds: usize = arg(a, "rounds", 5).max(1);
+    let limit: u32 = arg(a, "limit", 1000);
+    let (s, pragma) = sync(a);
+    let store = Store::new(a);
+    let auth = Authority::open(&store.db, &Options::new().synchronous(s)).unwrap();
+    let plain = format!("{}-plain", store.production);
+    let gated = format!("{}-gated", store.production);
+    for p in [&plain, &gated] {
+        seed(&auth, p, cycles * (rounds + 1), "j");
+    }
+    let gates = a.get("gates").map_or("limit", String::as_str);
+    if gates != "rate" {
+        auth.set_concurrency_limit(&gated, Some(limit)).unwrap();
+    }
+    if gates != "limit" {
+        auth.set_rate_limit(
+            &gated,
+            Some(tenure::RateLimit {
+                claims: 1_000_000,
+                interval: Duration::from_secs(1),
+                burst: 1_000_000,
+            }),
+        )
+        .unwrap();
+    }
+    // Mean claim-next time (µs) of `n` lifecycles of `p`.
+    let turn = |p: &str, n: usize| -> f64 {
+        let mut claim = Duration::ZERO;
+        for _ in 0..n {
+            let t = Instant::now();
+            let l = auth.claim_next(p, "bench-worker", ttl(30_000_000)).unwrap();
+            claim += t.elapsed();
+            l.renew(ttl(60_000_000)).unwrap();
+            l.complete(&[]).unwrap();
+        }
+        claim.as_secs_f64() * 1e6 / n as f64
+    };
+    // Warm both productions' statements and caches.
+    turn(&plain, cycles / 5 + 1);
+    turn(&gated, cycles / 5 + 1);
+    let (mut p_us, mut g_us, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let (p, g) = if r % 2 == 0 {
+            let p = turn(&plain, cycles);
+            (p, turn(&gated, cycles))
+        } else {
+            let g = turn(&gated, cycles);
+            (turn(&plain, cycles), g)
+        };
+        p_us.push(p);
+        g_us.push(g);
+        ratios.push(g / p.max(1e-9));
+    }
+    format!(
+        r#"{{"workload":"gates-cost","backend":"{}","sync":"{pragma}","gates":"{gates}","limit":{limit},"cycles":{cycles},"rounds":{rounds},"plain_claim_us":{:.1},"gated_claim_us":{:.1},"ratio":{:.3}}}"#,
+        store.backend,
+        median_f64(&p_us),
+        median_f64(&g_us),
+        median_f64(&ratios),
+    )
+}
+
+/// A rate limit of `--rate` claims per second (burst `--burst`, default
+/// rate / 10) with `--threads` saturated workers (claim-next-wait,
+/// complete) for `--secs` seconds, then the claims read back from the
+/// event log: the most in any 1 s window (sliding, on the authority's
+/// clock) and the total against rate × seconds. NORMAL on SQLite;
+/// `--url` for PostgreSQL.
+fn rate_limit(a: &Args) -> String {
+    let rate: u32 = arg(a, "rate", 200).max(1);
+    let burst: u32 = arg(a, "burst", (rate / 10).max(1));
+    let secs: u64 = arg(a, "secs", 60).max(1);
+    let n: usize = arg(a, "threads", 4).max(1);
+    let store = Store::new(a);
+    let auth =
+        Authority::open(&store.db, &Options::new().synchronous(Synchronous::Normal)).unwrap();
+    let p = store.production.clone();
+    let backlog = (rate as usize) * (secs as usize) + burst as usize + 1000;
+    let mut i = 0;
+    while i < backlog {
+        let k = (backlog - i).min(10_000);
+        let specs: Vec<JobSpec> = (i..i + k)
+            .map(|j| JobSpec::new(format!("j{j:09}"), vec![]))
+            .collect();
+        auth.submit_many(&p, &specs).unwrap();
+        i += k;
+    }
+    let start_seq = last_seq(&auth);
+    auth.set_rate_limit(
+        &p,
+        Some(tenure::RateLimit {
+            claims: rate,
+            interval: Duration::from_secs(1),
+            burst,
+        }),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let workers: Vec<_> = (0..n)
+        .map(|_| {
+            let (auth, p) = (auth.clone(), p.clone());
+            std::thread::spawn(move || {
+                let mut done = 0u64;
+                loop {
+                    // Whole milliseconds: a wait is whole microseconds.
+                    let left = Duration::from_millis(
+                        deadline
+                            .saturating_duration_since(Instant::now())
+                            .as_millis() as u64,
+                    );
+                    if left.is_zero() {
+                        break;
+                    }
+                    match auth.claim_next_wait(&p, "worker", ttl(30_000_000), left, None) {
+                        Ok(l) => {
+                            l.complete(&[]).unwrap();
+                            done += 1;
+                        }
+                        Err(e)
+                            if matches!(e.code(), ErrorCode::NoJobAvailable | ErrorCode::Busy) => {}
+                        Err(e) => panic!("claim_next_wait: {e}"),
+                    }
+                }
+                done
+            })
+        })
+        .collect();
+    let completed: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    // The claims of the run, from the log.
+    let mut at = Vec::new();
+    let mut after = start_seq;
+    loop {
+        let page = auth.production_events(&p, after, 10_000).unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        at.extend(
+            page.iter()
+                .filter(|e| e.kind == tenure::EventKind::Claimed)
+                .map(|e| e.at_us),
+        );
+    }
+    at.sort_unstable();
+    let (mut most, mut lo) = (0usize, 0usize);
+    for hi in 0..at.len() {
+        while at[hi] - at[lo] >= 1_000_000 {
+            lo += 1;
+        }
+        most = most.max(hi - lo + 1);
+    }
+    let want = rate as f64 * secs as f64;
+    format!(
+        r#"{{"workload":"rate-limit","backend":"{}","rate":{rate},"burst":{burst},"secs":{secs},"threads":{n},"claims":{},"completed":{completed},"max_in_1s":{most},"total_ratio":{:.4}}}"#,
+        store.backend,
+        at.len(),
+        at.len() as f64 / want,
+    )
+}
+
+/// The newest event's sequence number (0 for an empty log).
+fn last_seq(auth: &Authority) -> u64 {
+    let mut after = 0;
+    loop {
+        let page = auth.events(after, 10_000).unwrap();
+        match page.last() {
+            Some(e) => after = e.seq,
+            None => return after,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -273,6 +273,11 @@ pub fn bench(smoke: bool) -> Result {
     let bin = bench_bin()?;
     let mut rows: Vec<Row> = Vec::new();
     let mut raw: Vec<Value> = Vec::new();
+    if ops_only() {
+        step("benchmarks: only the operations rows (TENURE_BENCH_OPS_ONLY)");
+        ops_rows(&bin, &cfg, &mut rows, &mut raw)?;
+        return report(&rows, raw, ops_report_kind(cfg.smoke), &started);
+    }
     let cycles = cfg.cycles.to_string();
 
     // 1-2: floor vs lifecycle in every language, interleaved so all see the
@@ -638,17 +643,41 @@ pub fn bench(smoke: bool) -> Result {
 
     // 7: waiting for work and keeping leases alive.
     waiting(&bin, &cfg, None, &mut rows, &mut raw)?;
-    stats_rows(&bin, &cfg, None, &mut rows, &mut raw)?;
     keepers(&bin, &cfg, &mut rows, &mut raw)?;
-    schedule_rows(&bin, &cfg, &mut rows, &mut raw)?;
 
     // 8: retention soak (a steady stream with automatic pruning).
     soak_rows(&bin, cfg.smoke, &mut rows, &mut raw)?;
 
-    // 9: `tenure serve`: the dashboard's first render, /metrics, idle CPU.
-    serve_rows(cfg.smoke, &mut rows, &mut raw)?;
+    // 9: statistics, claim gates, schedules and `tenure serve`.
+    ops_rows(&bin, &cfg, &mut rows, &mut raw)?;
 
     report(&rows, raw, report_kind(cfg.smoke, false), &started)
+}
+
+/// The rows of what operators use: statistics, claim gates, schedules and
+/// `tenure serve` (the dashboard's first render, /metrics, idle CPU).
+fn ops_rows(bin: &std::path::Path, cfg: &Cfg, rows: &mut Vec<Row>, raw: &mut Vec<Value>) -> Result {
+    stats_rows(bin, cfg, None, rows, raw)?;
+    gates_rows(bin, cfg, None, rows, raw)?;
+    schedule_rows(bin, cfg, rows, raw)?;
+    serve_rows(cfg.smoke, rows, raw)
+}
+
+/// Whether `TENURE_BENCH_OPS_ONLY` (set and not `0` or empty) asks
+/// `cargo xtask bench` (either backend) for the operations rows alone
+/// (statistics, claim gates, schedules, `tenure serve`), full size unless
+/// `--smoke`; the report is `latest-ops-…` (`latest-postgres-ops-…`).
+pub(crate) fn ops_only() -> bool {
+    std::env::var("TENURE_BENCH_OPS_ONLY").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The kind of the report of the operations rows run alone.
+pub(crate) fn ops_report_kind(smoke: bool) -> &'static str {
+    if smoke {
+        "ops-smoke"
+    } else {
+        "ops-full"
+    }
 }
 
 /// The `tenure serve` rows (`tests/serve/bench.py`, headless Chromium): on
@@ -1799,6 +1828,165 @@ fn budget_row(who: &str, per_group: &str, work_from: &str, target: &str, b: Grou
     }
 }
 
+/// The tree the claim gates were added to: the "no gate set costs
+/// nothing" rows run its `tenure-bench lifecycle` beside this tree's.
+const BEFORE_GATES: &str = "5bc9cc0";
+
+/// `tenure-bench` of the tree at `commit` (`git archive` into
+/// `target/bench-base/<commit>`, built there with its own lock file and
+/// target directory): the baseline of rows that compare this tree with an
+/// earlier one in the same run.
+fn base_bench_bin(commit: &str) -> Result<PathBuf> {
+    let base = crate::capi::target_dir()?.join("bench-base");
+    let tree = base.join(commit);
+    if !tree.join("Cargo.toml").exists() {
+        std::fs::create_dir_all(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
+        let archive = output(Command::new("sh").arg("-c").arg(format!(
+            "git -C '{}' archive --format=tar {commit} | tar -x -C '{}' && echo ok",
+            crate::util::root().display(),
+            tree.display()
+        )))?;
+        if archive.trim() != "ok" {
+            return Err(format!("git archive of {commit} failed"));
+        }
+    }
+    run(cargo()
+        .current_dir(&tree)
+        .args(["build", "--locked", "--release", "-p", "tenure-bench"])
+        .arg("--target-dir")
+        .arg(base.join("target")))?;
+    Ok(base.join("target/release/tenure-bench"))
+}
+
+/// The claim gates' rows, on SQLite or (with `url`) PostgreSQL:
+///
+/// - claim-next with a concurrency limit set (never reached) against a
+///   production of the same store with none (`gates-cost`), target ≤ 1.2 ×,
+///   and the same with a rate limit (its state is written at each claim;
+///   reported);
+/// - a rate limit of 200 claims/s (burst 20) with 4 saturated workers for
+///   60 s (smoke: 3 s): the most claims in any 1 s window ≤ rate + burst,
+///   the total within 5 % of rate × seconds;
+/// - on SQLite in a full run, lifecycles of a production with no gate
+///   against the same of the tree before the gates ([`BEFORE_GATES`]),
+///   alternating, target ≥ 0.97 × (FULL and NORMAL).
+pub(crate) fn gates_rows(
+    bin: &std::path::Path,
+    cfg: &Cfg,
+    url: Option<&str>,
+    rows: &mut Vec<Row>,
+    raw: &mut Vec<Value>,
+) -> Result {
+    let backend = if url.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    let (cycles, rounds) = if cfg.smoke {
+        ("50", "2")
+    } else {
+        ("1000", "7")
+    };
+    for (gates, what, want) in [
+        ("limit", "a concurrency limit of 1 000", Some(1.2)),
+        ("rate", "a rate limit of 10⁶ claims/s", None),
+    ] {
+        let args = [
+            "gates-cost",
+            "--gates",
+            gates,
+            "--cycles",
+            cycles,
+            "--rounds",
+            rounds,
+            "--sync",
+            "normal",
+        ];
+        let j = workload(&mut on_store(bin, url, &args))?;
+        let ratio = num(&j, "ratio");
+        rows.push(Row {
+            name: format!(
+                "claim-next with {what} set, never reached ({backend}, NORMAL; mean claim {:.1} µs against {:.1} µs with no gate, median of {rounds} alternating rounds)",
+                num(&j, "gated_claim_us"),
+                num(&j, "plain_claim_us"),
+            ),
+            value: format!("{:.1} µs a claim", num(&j, "gated_claim_us")),
+            ratio: Some(("the same claim with no gate set".into(), ratio)),
+            target: want.map(|w| (format!("≤ {w} ×"), ratio <= w)),
+        });
+        raw.push(j);
+    }
+
+    let secs = if cfg.smoke { "3" } else { "60" };
+    let (rate, burst) = (200.0, 20.0);
+    let j = workload(&mut on_store(
+        bin,
+        url,
+        &[
+            "rate-limit",
+            "--rate",
+            "200",
+            "--burst",
+            "20",
+            "--secs",
+            secs,
+            "--threads",
+            "4",
+        ],
+    ))?;
+    let (most, total) = (num(&j, "max_in_1s"), num(&j, "total_ratio"));
+    rows.push(Row {
+        name: format!(
+            "a rate limit of {rate:.0} claims/s, burst {burst:.0}, 4 saturated workers for {secs} s ({backend}): {} claims, the most in any 1 s window {most:.0}",
+            num(&j, "claims"),
+        ),
+        value: format!("{total:.3} × rate × {secs} s"),
+        ratio: None,
+        target: Some((
+            format!("every 1 s window ≤ {:.0}, total within 5 %", rate + burst),
+            most <= rate + burst && (total - 1.0).abs() <= 0.05,
+        )),
+    });
+    raw.push(j);
+
+    if url.is_some() || cfg.smoke {
+        return Ok(());
+    }
+    let base = base_bench_bin(BEFORE_GATES)?;
+    for (sync, n) in [("full", cfg.cycles), ("normal", cfg.cycles * 10)] {
+        let n = n.to_string();
+        let args = ["lifecycle", "--sync", sync, "--cycles", &n];
+        let (mut now, mut before) = (Vec::new(), Vec::new());
+        for r in 0..cfg.runs.max(5) {
+            let mut pair = |b: &std::path::Path| -> Result<f64> {
+                let j = workload(Command::new(b).args(args))?;
+                let x = num(&j, "cycles_per_s");
+                raw.push(j);
+                Ok(x)
+            };
+            if r % 2 == 0 {
+                now.push(pair(bin)?);
+                before.push(pair(&base)?);
+            } else {
+                before.push(pair(&base)?);
+                now.push(pair(bin)?);
+            }
+        }
+        let ratio = paired_ratio(&now, &before);
+        rows.push(Row {
+            name: format!(
+                "tenure lifecycle, a production with no gate set ({}), against the tree before the claim gates ({BEFORE_GATES}) built in the same run, {} alternating runs",
+                sync.to_uppercase(),
+                now.len(),
+            ),
+            value: format!("{:.0} cycles/s", median(now.clone())),
+            ratio: Some((format!("{BEFORE_GATES}'s lifecycle"), ratio)),
+            target: Some(("≥ 0.97 ×".into(), ratio >= 0.97)),
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1919,6 +2107,8 @@ mod tests {
                 }
             }
             kinds.push(crate::pg::peers_report_kind(smoke));
+            kinds.push(ops_report_kind(smoke).to_owned());
+            kinds.push(crate::pg::ops_report_kind(smoke));
         }
         kinds
     }

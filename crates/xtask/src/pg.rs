@@ -362,6 +362,16 @@ pub fn bench(smoke: bool, rows: Rows) -> Result {
         }
         return crate::bench::write_report(&peers_report_kind(smoke), &md, json, &started);
     }
+    if crate::bench::ops_only() {
+        // Only the statistics and claim gates rows, on both servers.
+        step("PostgreSQL benchmark: only the operations rows (TENURE_BENCH_OPS_ONLY)");
+        for durable in [false, true] {
+            let (server, label) = server_for(durable)?;
+            step(&format!("PostgreSQL operations rows on the {label}"));
+            ops_rows(&server, label, smoke, &mut md, &mut json)?;
+        }
+        return crate::bench::write_report(&ops_report_kind(smoke), &md, json, &started);
+    }
     let all = !rows.soak && !rows.bulk;
     if all || rows.bulk {
         // Every row twice: on the tests' server (no fsync) and on a durable one.
@@ -411,6 +421,12 @@ fn server_for(durable: bool) -> Result<(Server, &'static str)> {
 /// flags then change nothing but `--smoke`).
 fn peers_only() -> bool {
     std::env::var("TENURE_BENCH_PEERS_ONLY").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The kind of the report of the operations rows run alone
+/// (`TENURE_BENCH_OPS_ONLY`): `postgres-ops-smoke` or `postgres-ops-full`.
+pub(crate) fn ops_report_kind(smoke: bool) -> String {
+    format!("postgres-ops-{}", if smoke { "smoke" } else { "full" })
 }
 
 /// The kind of the report of the Node peers' rows run alone
@@ -752,17 +768,50 @@ fn throughput(
         &mut waits,
         json,
     )?;
+    md.push_str(&format!(
+        "\n| waiting ({label}) | value | target |\n|---|---:|---|\n"
+    ));
+    for r in &waits {
+        md.push_str(&r.markdown_cells());
+        md.push('\n');
+    }
+    ops_rows(server, label, smoke, md, json)
+}
+
+/// The statistics and claim gates rows of `bench::stats_rows` and
+/// `bench::gates_rows` on databases of `server`.
+fn ops_rows(
+    server: &Server,
+    label: &str,
+    smoke: bool,
+    md: &mut String,
+    json: &mut Vec<serde_json::Value>,
+) -> Result {
+    let bin = crate::bench::bench_bin()?;
+    let cfg = crate::bench::Cfg {
+        smoke,
+        runs: 1,
+        cycles: 0,
+    };
+    let mut rows = Vec::new();
     crate::bench::stats_rows(
         &bin,
         &cfg,
         Some(&server.database("bench_stats")?),
-        &mut waits,
+        &mut rows,
+        json,
+    )?;
+    crate::bench::gates_rows(
+        &bin,
+        &cfg,
+        Some(&server.database("bench_gates")?),
+        &mut rows,
         json,
     )?;
     md.push_str(&format!(
-        "\n| waiting and statistics ({label}) | value | target |\n|---|---:|---|\n"
+        "\n| statistics and claim gates ({label}) | value | target |\n|---|---:|---|\n"
     ));
-    for r in &waits {
+    for r in &rows {
         md.push_str(&r.markdown_cells());
         md.push('\n');
     }

@@ -182,9 +182,40 @@ pub fn torture(quick: bool) -> Result {
     }
     let _ = std::fs::remove_dir_all(&work);
     if !quick {
+        postgres_storms()?;
         postgres(false)?;
     }
     println!("\ntorture: all campaigns passed");
+    Ok(())
+}
+
+/// The process campaigns of schedules and claim gates on PostgreSQL, on a
+/// throwaway server: 16 scheduler processes for 5 minutes (one job per
+/// slot, from the log) and 32 worker processes at a concurrency limit of
+/// three for 60 s (never four live leases).
+fn postgres_storms() -> Result {
+    let server = crate::pg::start()?;
+    for (name, test, filter, env) in [
+        (
+            "campaign: schedulers on PostgreSQL (5 minutes)",
+            "recurring",
+            "sixteen_schedulers_enqueue_every_slot_exactly_once",
+            ("TENURE_SCHEDULERS_SECS", "300"),
+        ),
+        (
+            "campaign: concurrency limit on PostgreSQL (60 s)",
+            "gates",
+            "processes_at_a_concurrency_limit_of_three_never_hold_four_leases",
+            ("TENURE_GATES_SOAK_SECS", "60"),
+        ),
+    ] {
+        step(name);
+        run(cargo()
+            .args(["test", "--locked", "-p", "tenure", "--test", test, filter])
+            .env("TENURE_TEST_BACKEND", "postgres")
+            .env("TENURE_TEST_PG_URL", &server.url)
+            .env(env.0, env.1))?;
+    }
     Ok(())
 }
 
