@@ -794,6 +794,15 @@ typedef struct tenure_deleted_counts {
  */
 typedef int (*tenure_export_sink)(const char *line, size_t len, void *ctx);
 
+/**
+ * Told after each scheduler step of `tenure_authority_run_schedules_until()`
+ * that enqueued or dropped slots (ABI 1.2): `ctx` is the caller's pointer,
+ * `enqueued` the slot jobs the step created, `dropped` the slots it
+ * dropped. Called on the looping thread; it must not unwind (no C++
+ * exception, no `longjmp`) through the library.
+ */
+typedef void (*tenure_schedule_step)(void *ctx, size_t enqueued, uint64_t dropped);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -2169,6 +2178,24 @@ tenure_status tenure_authority_run_schedules(const struct tenure_authority *auth
                                              size_t *out_enqueued,
                                              uint64_t *out_dropped,
                                              int64_t *out_next_slot_us);
+
+/**
+ * The scheduler loop (ABI 1.2): run the scheduler step
+ * (`tenure_authority_run_schedules()`) at each due slot, sleeping
+ * without using CPU in between (a commit that adds, changes or resumes
+ * a schedule wakes it), until `cancel` (required) is cancelled or
+ * `tenure_authority_cancel_waits()` is called; then it returns
+ * `TENURE_OK`. After each step that enqueued or dropped slots,
+ * `on_step` (optional, NULL for none) is called on the calling thread
+ * with `ctx`, the number of slot jobs it enqueued and the number of
+ * slots it dropped. A `TENURE_BUSY` step is retried; any other error of
+ * a step ends the loop with that status (call it again to go on). The
+ * authority and `cancel` must stay valid until the call returns.
+ */
+tenure_status tenure_authority_run_schedules_until(const struct tenure_authority *authority,
+                                                   const struct tenure_wait_cancel *cancel,
+                                                   tenure_schedule_step on_step,
+                                                   void *ctx);
 
 /**
  * The schedules of `production` (every production's with NULL) (ABI

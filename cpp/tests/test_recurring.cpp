@@ -1,12 +1,16 @@
 // Schedules through the C++ projection (docs/schedules.md): definitions by
 // interval and cron, create (idempotent; Conflict for another definition),
 // pause, resume, update, delete, the listing and the scheduler step, and
-// bad definitions thrown as the core's typed errors.
+// bad definitions thrown as the core's typed errors; the scheduler loop
+// (ended by a cancel from another thread) and a Worker that runs it.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support.hpp"
 
@@ -77,4 +81,49 @@ TEST_CASE("recurring: the step enqueues a due slot once") {
   REQUIRE(s.size() == 1);
   REQUIRE(s[0].last_slot.has_value());
   CHECK(s[0].last_slot->time_since_epoch().count() % 1000000 == 0);
+}
+
+TEST_CASE("recurring: the scheduler loop enqueues slots until cancelled") {
+  const auto a = tenure::Authority::open(fresh_db("recurring-until"));
+  a.create_production("p");
+  a.create_schedule("p", tenure::ScheduleDef::every("sec", 1s));
+  const tenure::WaitCancel cancel;
+  std::atomic<std::size_t> enqueued{0};
+  std::thread loop([&] {
+    a.run_schedules_until(cancel, [&](std::size_t n, std::uint64_t) { enqueued += n; });
+  });
+  for (int i = 0; i < 600 && enqueued.load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(enqueued.load() >= 1);
+  CHECK(a.jobs("p").size() >= 1);
+  cancel.cancel();
+  loop.join();
+  a.run_schedules_until(cancel);  // cancelled: returns at once
+}
+
+TEST_CASE("recurring: a Worker with schedules enqueues and runs the slots") {
+  const auto a = tenure::Authority::open(fresh_db("recurring-worker"));
+  a.create_production("p");
+  a.create_schedule("p", tenure::ScheduleDef::every("sec", 1s));
+  std::mutex m;
+  std::vector<std::string> ran;
+  {
+    tenure::Worker w(a, tenure::WorkerConfig("p", "cpp-sched", 10s).wait_timeout(200ms).schedules(true),
+                     [&](const tenure::JobContext& job) -> tenure::JobOutcome {
+                       const std::lock_guard<std::mutex> lk(m);
+                       ran.push_back(job.job());
+                       return tenure::Complete{};
+                     });
+    const auto count = [&] {
+      const std::lock_guard<std::mutex> lk(m);
+      return ran.size();
+    };
+    for (int i = 0; i < 1000 && count() < 2; ++i) std::this_thread::sleep_for(10ms);
+    w.stop();
+    w.join();
+  }
+  REQUIRE(ran.size() >= 2);
+  for (const std::string& j : ran) {
+    CHECK(j.rfind("sec@", 0) == 0);
+    CHECK(a.job("p", j).state == tenure::JobState::Completed);
+  }
 }

@@ -371,3 +371,48 @@ TEST_CASE("worker: the longest grace period (24 h) is waited without overflow; a
   CHECK(reports.all.at(0).result == tenure::JobResult::Completed);
   CHECK(a.job("p", "j").state == tenure::JobState::Completed);
 }
+
+TEST_CASE("worker: a worker across three productions serves each") {
+  const tenure::Authority a = tenure::Authority::open(fresh_db("cpp-worker-across"));
+  const std::vector<std::string> prods{"pa", "pb", "pc"};
+  for (const std::string& p : prods) {
+    a.create_production(p);
+    for (int i = 0; i < 4; ++i) a.submit(p, tenure::JobSpec(p + "-" + std::to_string(i)));
+  }
+  testsupport::Reports reports;
+  {
+    tenure::Worker w(
+        a, tenure::WorkerConfig(prods, "cpp-across", 10s).slots(2).wait_timeout(200ms),
+        [](const tenure::JobContext&) -> tenure::JobOutcome { return tenure::Complete{}; },
+        [&](const tenure::Report& r) { reports.add(r); });
+    for (int i = 0; i < 1000 && reports.size() < 12; ++i) std::this_thread::sleep_for(10ms);
+    w.stop();
+    w.join();
+  }
+  REQUIRE(reports.all.size() == 12);
+  std::map<std::string, int> served;
+  for (const tenure::Report& r : reports.all) {
+    CHECK(r.result == tenure::JobResult::Completed);
+    ++served[r.production];
+  }
+  for (const std::string& p : prods) {
+    CHECK(served[p] == 4);
+    CHECK(a.jobs(p).size() == 4);
+    for (const tenure::JobView& v : a.jobs(p)) CHECK(v.state == tenure::JobState::Completed);
+  }
+}
+
+TEST_CASE("worker: a production list the core refuses") {
+  const tenure::Authority a = store("cpp-worker-across-bad");
+  const auto handler = [](const tenure::JobContext&) -> tenure::JobOutcome { return tenure::Complete{}; };
+  // No production: refused before a thread starts.
+  CHECK_THROWS_AS(tenure::Worker(a, tenure::WorkerConfig(std::vector<std::string>{}, "w", 10s), handler),
+                  tenure::InvalidArgument);
+  CHECK_THROWS_AS(
+      tenure::Worker(a, tenure::WorkerConfig(std::vector<std::string>{"p", "bad/id"}, "w", 10s), handler),
+      tenure::InvalidArgument);
+  // A duplicate: refused by the core at the first wait; join() throws it.
+  tenure::Worker w(a, tenure::WorkerConfig(std::vector<std::string>{"p", "p"}, "w", 10s).wait_timeout(200ms),
+                   handler);
+  CHECK_THROWS_AS(w.join(), tenure::InvalidArgument);
+}

@@ -744,7 +744,7 @@ class Worker:
     def __new__(
         cls,
         authority: Authority,
-        production: str,
+        production: Union[str, Sequence[str]],
         holder: str,
         handler: Callable[[Job], _Outcome],
         *,
@@ -755,6 +755,7 @@ class Worker:
         grace: Optional[datetime.timedelta] = None,
         report: Optional[Callable[[Report], object]] = None,
         outage_limit: Optional[datetime.timedelta] = None,
+        schedules: bool = False,
     ) -> Self: ...
     def stop(self) -> None: ...
     @property
@@ -790,7 +791,7 @@ class _AioWorker:
     def __new__(
         cls,
         authority: Authority,
-        production: str,
+        production: Union[str, Sequence[str]],
         holder: str,
         *,
         ttl: datetime.timedelta,
@@ -801,6 +802,7 @@ class _AioWorker:
         cancel: WaitCancel,
         job_failed: type[BaseException],
         outage_limit: Optional[datetime.timedelta] = None,
+        schedules: bool = False,
     ) -> Self: ...
     @property
     def fileno(self) -> int: ...

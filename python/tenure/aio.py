@@ -1111,7 +1111,17 @@ async def _call(handler: Callable[[Job], Awaitable[_Facts]], job: Job,
 
 
 class Worker:
-    """An async worker loop over one production with bounded concurrency.
+    """An async worker loop over one production, or several, with bounded
+    concurrency.
+
+    ``production`` is a production ID or a sequence of them (1 ..= 64,
+    distinct): with several, each slot claims across them, rotating
+    (:meth:`tenure.Authority.claim_next_wait_across`). With
+    ``schedules=True`` the worker also runs the store's schedules while
+    :meth:`run` runs: the core's scheduler loop (``run_schedules_until``, a
+    :meth:`tenure.Authority.run_schedules` step at each due slot) on a
+    native thread of its own, stopped with the worker (a failed step is
+    tried again a second later).
 
     ``concurrency`` slots each claim a job (``holder``, ``ttl``), fetch its
     payload, run ``handler(job)`` under a keeper (``renew_every``, ``ttl / 3``
@@ -1151,17 +1161,19 @@ class Worker:
     stops the worker the same way and is raised from :meth:`run`.
     """
 
-    def __init__(self, auth: Authority, production: str, holder: str,
+    def __init__(self, auth: Authority, production: Union[str, Sequence[str]], holder: str,
                  handler: Callable[[Job], Awaitable[_Facts]], *,
                  concurrency: int = 16, ttl: timedelta = timedelta(seconds=30),
                  renew_every: Optional[timedelta] = None,
                  grace: timedelta = timedelta(seconds=10), until_idle: bool = False,
                  wait_timeout: Optional[timedelta] = None,
-                 outage_limit: Optional[timedelta] = None) -> None:
+                 outage_limit: Optional[timedelta] = None,
+                 schedules: bool = False) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._auth = auth
-        self._production = production
+        self._production = production if isinstance(production, str) else list(production)
+        self._schedules = bool(schedules)
         self._holder = holder
         self._handler = handler
         self._concurrency = concurrency
@@ -1227,7 +1239,8 @@ class Worker:
             auth.native, self._production, self._holder, ttl=self._ttl,
             renew_every=self._every, wait_timeout=self._wait_timeout,
             until_idle=self._until_idle, slots=self._concurrency, cancel=waits,
-            job_failed=JobFailed, outage_limit=self._outage_limit)
+            job_failed=JobFailed, outage_limit=self._outage_limit,
+            schedules=self._schedules)
         self._core = core
         loop.add_reader(core.fileno, ready)
         with auth._lock:

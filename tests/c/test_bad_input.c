@@ -1437,6 +1437,13 @@ static void recurring_entry_points(const char *dir) {
   EXPECT(tenure_authority_run_schedules(a, &n, NULL, &next), INV);
   EXPECT(tenure_authority_run_schedules(a, &n, &dropped, NULL), INV);
   CHECK(n == 9 && dropped == 9 && next == 9);
+  tenure_wait_cancel *stop = NULL;
+  OK(tenure_wait_cancel_new(&stop));
+  OK(tenure_wait_cancel_cancel(stop));
+  EXPECT(tenure_authority_run_schedules_until(NULL, stop, NULL, NULL), INV);
+  EXPECT(tenure_authority_run_schedules_until(a, NULL, NULL, NULL), INV);
+  OK(tenure_authority_run_schedules_until(a, stop, NULL, NULL));
+  tenure_wait_cancel_free(stop);
   tenure_schedule_list *l = NULL;
   EXPECT(tenure_authority_schedules(NULL, "p", &l), INV);
   EXPECT(tenure_authority_schedules(a, BAD_UTF8, &l), INV);

@@ -1,8 +1,11 @@
 /* Schedules through the C ABI (ABI 1.2): a definition handle (every and
  * cron), create (idempotent, a conflict for another definition), pause,
  * resume, update, delete, the schedule list and the scheduler step, and
- * bad definitions refused with typed statuses, changing nothing.
+ * bad definitions refused with typed statuses, changing nothing, and the
+ * scheduler loop (enqueues a 1 s schedule's slots, ends when cancelled
+ * from another thread).
  * Usage: test_recurring DIR */
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -127,6 +130,68 @@ static void step(const char *dir) {
   tenure_authority_free(a);
 }
 
+struct loop {
+  tenure_authority *a;
+  tenure_wait_cancel *cancel;
+  tenure_status status;
+  pthread_mutex_t mu;
+  size_t enqueued;
+  int steps;
+};
+
+static void on_step(void *ctx, size_t enqueued, uint64_t dropped) {
+  struct loop *l = ctx;
+  (void)dropped;
+  pthread_mutex_lock(&l->mu);
+  l->enqueued += enqueued;
+  l->steps++;
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void *loop_thread(void *arg) {
+  struct loop *l = arg;
+  l->status = tenure_authority_run_schedules_until(l->a, l->cancel, on_step, l);
+  return NULL;
+}
+
+static size_t loop_enqueued(struct loop *l) {
+  pthread_mutex_lock(&l->mu);
+  size_t n = l->enqueued;
+  pthread_mutex_unlock(&l->mu);
+  return n;
+}
+
+static void until_loop(const char *dir) {
+  tenure_authority *a = open_store(dir, "loop.db");
+  make_production(a, "p");
+  tenure_schedule_def *d = NULL;
+  OK(tenure_schedule_def_new_every("sec", 1000000, &d));
+  bool created = false;
+  OK(tenure_authority_create_schedule(a, "p", d, &created));
+  tenure_schedule_def_free(d);
+  struct loop l = {a, NULL, TENURE_INTERNAL, PTHREAD_MUTEX_INITIALIZER, 0, 0};
+  OK(tenure_wait_cancel_new(&l.cancel));
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, loop_thread, &l) == 0);
+  for (int i = 0; i < 600 && loop_enqueued(&l) == 0; i++) {
+    sleep_ms(10);
+  }
+  CHECK(loop_enqueued(&l) >= 1);
+  tenure_job_list *jobs = NULL;
+  OK(tenure_authority_jobs(a, "p", NULL, &jobs));
+  CHECK(tenure_job_list_len(jobs) >= 1);
+  tenure_job_list_free(jobs);
+  OK(tenure_wait_cancel_cancel(l.cancel));
+  REQUIRE(pthread_join(t, NULL) == 0);
+  CHECK(l.status == TENURE_OK);
+  /* Cancelled before it starts: returns at once; NULL on_step is allowed. */
+  OK(tenure_authority_run_schedules_until(a, l.cancel, NULL, NULL));
+  EXPECT(tenure_authority_run_schedules_until(a, NULL, NULL, NULL), TENURE_INVALID_ARGUMENT);
+  tenure_wait_cancel_free(l.cancel);
+  pthread_mutex_destroy(&l.mu);
+  tenure_authority_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -134,5 +199,6 @@ int main(int argc, char **argv) {
   }
   definitions(argv[1]);
   step(argv[1]);
+  until_loop(argv[1]);
   return finish();
 }

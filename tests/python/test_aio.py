@@ -892,3 +892,49 @@ def test_aclose_stops_a_running_worker(store: Union[Path, str]) -> None:
         return await asyncio.wait_for(task, 30)
 
     assert run(main()) == aio.WorkerStats()
+
+
+def test_worker_across_three_productions_serves_each(auth: tenure.Authority) -> None:
+    prods = ["pa", "pb", "pc"]
+    for p in prods:
+        auth.create_production(p)
+        auth.submit_many(p, [tenure.JobSpec(f"{p}-{i}") for i in range(5)])
+    served: list[str] = []
+
+    async def handler(job: aio.Job) -> None:
+        served.append(job.production)
+
+    async def main() -> aio.WorkerStats:
+        async with wrap(auth) as a:
+            w = aio.Worker(a, prods, "aw", handler, concurrency=2, ttl=LONG, until_idle=True)
+            return await w.run()
+
+    stats = run(main())
+    assert stats.completed == 15
+    assert sorted(served) == sorted(p for p in prods for _ in range(5))
+    for p in prods:
+        assert len(auth.jobs(p, state="completed")) == 5
+
+
+def test_worker_with_schedules_enqueues_and_runs_the_slots(auth: tenure.Authority,
+                                                           prod: str) -> None:
+    auth.create_schedule(prod, "sec", every=timedelta(seconds=1))
+    ran: list[str] = []
+
+    async def handler(job: aio.Job) -> None:
+        ran.append(job.id)
+
+    async def main() -> aio.WorkerStats:
+        async with wrap(auth) as a:
+            stop = asyncio.Event()
+            w = aio.Worker(a, prod, "aw", handler, concurrency=1, ttl=LONG, schedules=True)
+            task = asyncio.ensure_future(w.run(stop))
+            await until(lambda: len(ran) >= 2, "two scheduled slots run")
+            stop.set()
+            return await task
+
+    stats = run(main())
+    assert stats.completed >= 2
+    assert all(j.startswith("sec@") and j.endswith("Z") for j in ran)
+    for j in ran:
+        assert auth.job(prod, j).state == "completed"

@@ -306,3 +306,53 @@ def test_collecting_a_running_worker_stops_it(store: Union[Path, str]) -> None:
     auth.submit("p", "later")
     time.sleep(0.5)  # a running slot would have been woken and claimed it
     assert auth.job("p", "later").state == "requested"
+
+
+def test_a_worker_across_three_productions_serves_each(auth: tenure.Authority) -> None:
+    prods = ["pa", "pb", "pc"]
+    for p in prods:
+        auth.create_production(p)
+        auth.submit_many(p, [tenure.JobSpec(f"{p}-{i}") for i in range(5)])
+    reports: list[tenure.Report] = []
+    lock = threading.Lock()
+
+    def report(r: tenure.Report) -> None:
+        with lock:
+            reports.append(r)
+
+    with tenure.Worker(auth, prods, "w-across", lambda job: None, ttl=LONG, slots=2,
+                       report=report) as w:
+        wait_until(lambda: len(reports) == 15, "every report")
+        assert repr(w).startswith("Worker(production=['pa', 'pb', 'pc'],")
+    assert Counter(r.production for r in reports) == Counter({p: 5 for p in prods})
+    assert {r.result for r in reports} == {"completed"}
+    for p in prods:
+        assert len(auth.jobs(p, state="completed")) == 5
+
+
+def test_a_worker_production_list_is_checked_by_the_core(auth: tenure.Authority,
+                                                          prod: str) -> None:
+    with pytest.raises(tenure.InvalidArgument):
+        tenure.Worker(auth, [prod, prod], "w", lambda job: None, ttl=LONG)
+    with pytest.raises(tenure.InvalidArgument):
+        tenure.Worker(auth, [], "w", lambda job: None, ttl=LONG)
+    with pytest.raises(TypeError):
+        tenure.Worker(auth, [prod, 3], "w", lambda job: None, ttl=LONG)  # type: ignore[list-item]
+
+
+def test_a_worker_with_schedules_enqueues_and_runs_the_slots(auth: tenure.Authority,
+                                                              prod: str) -> None:
+    auth.create_schedule(prod, "sec", every=timedelta(seconds=1))
+    ran: list[str] = []
+    lock = threading.Lock()
+
+    def handle(job: tenure.Job) -> None:
+        with lock:
+            ran.append(job.id)
+
+    with tenure.Worker(auth, prod, "w-sched", handle, ttl=LONG, schedules=True):
+        wait_until(lambda: len(ran) >= 2, "two scheduled slots run")
+    assert all(j.startswith("sec@") and j.endswith("Z") for j in ran)
+    for j in ran:
+        assert auth.job(prod, j).state == "completed"
+    auth.delete_schedule(prod, "sec")

@@ -1323,7 +1323,7 @@ static void call_schedules(int on) {
                                           below(2)),
          "schedule_def_set_catch_up");
   bool flag = true;
-  switch (below(6)) {
+  switch (below(7)) {
     case 0:
       st = tenure_authority_create_schedule(gen_auth(), gen_prod(), use, on ? NULL : &flag);
       note(st, "create_schedule");
@@ -1352,6 +1352,16 @@ static void call_schedules(int on) {
                                           on ? NULL : &next);
       note(st, "run_schedules");
       if (st != TENURE_OK) CHECK(dropped == SENT_U64 && next == (int64_t)SENT_U64);
+      break;
+    }
+    case 5: {
+      /* The loop with a cancelled handle (or none) returns at once. */
+      tenure_wait_cancel *c = NULL;
+      if (!chance(10) && tenure_wait_cancel_new(&c) == TENURE_OK) tenure_wait_cancel_cancel(c);
+      st = tenure_authority_run_schedules_until(gen_auth(), c, NULL, NULL);
+      note(st, "run_schedules_until");
+      if (c == NULL) CHECK(st == TENURE_INVALID_ARGUMENT);
+      tenure_wait_cancel_free(c);
       break;
     }
     default: {

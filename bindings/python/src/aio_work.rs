@@ -106,7 +106,8 @@ impl State {
 
 struct Shared {
     auth: tenure::Authority,
-    production: String,
+    /// One production, or several claimed across, rotating.
+    productions: Vec<String>,
     holder: String,
     ttl: Ttl,
     every: Duration,
@@ -191,14 +192,21 @@ fn released(r: tenure::Result<tenure::JobState>) -> Tally {
 fn slot(s: &Shared) {
     let mut outage = tenure::Outage::new(s.outage_limit);
     while !s.stopping() {
-        let lease = match guarded(|| {
-            s.auth.claim_next_wait(
-                &s.production,
-                &s.holder,
-                s.ttl,
-                s.wait_timeout,
-                Some(s.node.core()),
-            )
+        let lease = match guarded(|| match s.productions.as_slice() {
+            [one] => {
+                s.auth
+                    .claim_next_wait(one, &s.holder, s.ttl, s.wait_timeout, Some(s.node.core()))
+            }
+            many => {
+                let list: Vec<&str> = many.iter().map(String::as_str).collect();
+                s.auth.claim_next_wait_across(
+                    &list,
+                    &s.holder,
+                    s.ttl,
+                    s.wait_timeout,
+                    Some(s.node.core()),
+                )
+            }
         }) {
             Ok(l) => {
                 outage.ok();
@@ -233,6 +241,21 @@ fn slot(s: &Shared) {
             return;
         }
         run_job(s, lease);
+    }
+}
+
+/// The scheduler loop of a worker with ``schedules=True``: the core's
+/// `run_schedules_until` until the worker stops; a failed step (a store
+/// error) is tried again a second later.
+fn scheduler(s: &Shared) {
+    while !s.stopping() {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            s.auth.run_schedules_until(s.node.core(), |_| {})
+        }));
+        if matches!(r, Ok(Ok(()))) {
+            return;
+        }
+        s.pause(Duration::from_secs(1));
     }
 }
 
@@ -547,11 +570,11 @@ pub struct AioWorker {
 impl AioWorker {
     /// Start ``slots`` slot threads at once.
     #[new]
-    #[pyo3(signature = (authority, production, holder, *, ttl, renew_every, wait_timeout, until_idle, slots, cancel, job_failed, outage_limit=None))]
+    #[pyo3(signature = (authority, production, holder, *, ttl, renew_every, wait_timeout, until_idle, slots, cancel, job_failed, outage_limit=None, schedules=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         authority: &Bound<'_, Authority>,
-        production: &str,
+        #[pyo3(from_py_with = crate::work::productions)] production: Vec<String>,
         holder: &str,
         ttl: &Bound<'_, PyAny>,
         renew_every: &Bound<'_, PyAny>,
@@ -561,8 +584,13 @@ impl AioWorker {
         cancel: &Bound<'_, WaitCancel>,
         job_failed: Py<PyAny>,
         outage_limit: Option<&Bound<'_, PyAny>>,
+        schedules: bool,
     ) -> PyResult<AioWorker> {
         let auth = authority.get();
+        // The core's worker rules for what this loop shares with it.
+        let list: Vec<&str> = production.iter().map(String::as_str).collect();
+        tenure::validate::production_list(&list).map_err(to_py)?;
+        tenure::validate::holder(holder).map_err(to_py)?;
         let internal = |e: std::io::Error| {
             to_py(Error::Internal(format!(
                 "cannot make the worker's wake-up socket: {e}"
@@ -573,7 +601,7 @@ impl AioWorker {
         reader.set_nonblocking(true).map_err(internal)?;
         let shared = Arc::new(Shared {
             auth: auth.get()?,
-            production: production.to_owned(),
+            productions: production,
             holder: holder.to_owned(),
             ttl: convert::ttl(ttl, "ttl")?,
             every: convert::wait(renew_every, "renew_every")?,
@@ -609,6 +637,18 @@ impl AioWorker {
                 shared.node.cancel();
                 return Err(to_py(Error::Internal(format!(
                     "cannot start a worker slot: {e}"
+                ))));
+            }
+        }
+        if schedules {
+            let s = shared.clone();
+            let t = std::thread::Builder::new()
+                .name("tenure-aio-scheduler".into())
+                .spawn(move || scheduler(&s));
+            if let Err(e) = t {
+                shared.node.cancel();
+                return Err(to_py(Error::Internal(format!(
+                    "cannot start the scheduler: {e}"
                 ))));
             }
         }

@@ -705,13 +705,37 @@ impl Joined {
     }
 }
 
+/// A worker's ``production``: one production ID (a ``str``) or a sequence
+/// of them (the core checks the list when the worker starts).
+pub(crate) fn productions(v: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if let Ok(one) = v.extract::<String>() {
+        return Ok(vec![one]);
+    }
+    if v.is_instance_of::<PyBytes>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "production must be a str or a sequence of str",
+        ));
+    }
+    let mut list = Vec::new();
+    for p in v.try_iter().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err("production must be a str or a sequence of str")
+    })? {
+        list.push(p?.extract::<String>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("production must be a str or a sequence of str")
+        })?);
+    }
+    Ok(list)
+}
+
 /// The core's worker loop (``tenure::worker``) running a Python handler.
 ///
 /// ``Worker(authority, production, holder, handler, *, ttl, slots=1,
 /// renew_every=None, wait_timeout=None, grace=None, report=None,
-/// outage_limit=None)`` starts
+/// outage_limit=None, schedules=False)`` starts
 /// ``slots`` native threads at once. Each waits for a job
-/// (``claim_next_wait``, waits of ``wait_timeout``, 60 s unless given),
+/// (``claim_next_wait``, waits of ``wait_timeout``, 60 s unless given;
+/// with ``production`` a sequence of production IDs, 1 ..= 64 distinct,
+/// ``claim_next_wait_across`` them, rotating),
 /// keeps its lease alive (every ``renew_every``, ``ttl / 3`` unless given),
 /// and calls ``handler(job)`` (a ``tenure.Job``) holding the GIL. The
 /// handler returns ``Complete(facts)`` (or just the facts, or None),
@@ -728,6 +752,12 @@ impl Joined {
 /// timedelta) the worker stops once the server has been away that long
 /// (default: never).
 ///
+/// With ``schedules=True`` the worker also runs the store's schedules: a
+/// scheduler loop (the core's ``run_schedules_until``: an
+/// ``Authority.run_schedules`` step at each due slot) on a native thread
+/// of its own, stopped with the worker (a failed step is tried again a
+/// second later).
+///
 /// ``stop()`` takes no new jobs (waits end at once); running handlers get
 /// ``grace`` (30 s unless given) to finish; ``join()`` returns when all
 /// have, or releases the leases still held once the grace period ends
@@ -740,7 +770,7 @@ pub struct Worker {
     stop: StopHandle,
     core: ProcessBound<Mutex<Option<tenure::worker::Worker>>>,
     joined: Arc<Joined>,
-    production: String,
+    production: Vec<String>,
     holder: String,
     slots: u32,
     outages: Arc<std::sync::atomic::AtomicU64>,
@@ -749,11 +779,11 @@ pub struct Worker {
 #[pymethods]
 impl Worker {
     #[new]
-    #[pyo3(signature = (authority, production, holder, handler, *, ttl, slots = 1, renew_every = None, wait_timeout = None, grace = None, report = None, outage_limit = None))]
+    #[pyo3(signature = (authority, production, holder, handler, *, ttl, slots = 1, renew_every = None, wait_timeout = None, grace = None, report = None, outage_limit = None, schedules = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         authority: &Bound<'_, Authority>,
-        production: &str,
+        #[pyo3(from_py_with = productions)] production: Vec<String>,
         holder: &str,
         handler: Py<PyAny>,
         ttl: &Bound<'_, PyAny>,
@@ -763,10 +793,15 @@ impl Worker {
         grace: Option<&Bound<'_, PyAny>>,
         report: Option<Py<PyAny>>,
         outage_limit: Option<&Bound<'_, PyAny>>,
+        schedules: bool,
     ) -> PyResult<Worker> {
         let a = authority.get().get()?;
         let ttl = convert::ttl(ttl, "ttl")?;
-        let mut cfg = WorkerConfig::new(production, holder, ttl).slots(slots as usize);
+        let list: Vec<&str> = production.iter().map(String::as_str).collect();
+        let mut cfg = WorkerConfig::new(list.first().copied().unwrap_or(""), holder, ttl)
+            .productions(&list)
+            .schedules(schedules)
+            .slots(slots as usize);
         if let Some(d) = renew_every.filter(|d| !d.is_none()) {
             cfg = cfg.renew_every(convert::wait(d, "renew_every")?);
         }
@@ -803,7 +838,7 @@ impl Worker {
             stop: w.stop_handle(),
             core: ProcessBound::new(Mutex::new(Some(w))),
             joined: Arc::new(Joined::default()),
-            production: production.to_owned(),
+            production,
             holder: holder.to_owned(),
             slots,
             outages,
@@ -932,9 +967,16 @@ impl Worker {
     }
 
     fn __repr__(&self) -> String {
+        let production = match self.production.as_slice() {
+            [one] => q(one),
+            many => {
+                let names: Vec<String> = many.iter().map(|p| q(p)).collect();
+                format!("[{}]", names.join(", "))
+            }
+        };
         format!(
             "Worker(production={}, holder={}, slots={}, stopped={})",
-            q(&self.production),
+            production,
             q(&self.holder),
             self.slots,
             if self.stopped() { "True" } else { "False" }

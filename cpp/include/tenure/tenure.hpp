@@ -2248,6 +2248,28 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
                                              hd.c_str(), us, &out));
     return Lease(out);
   }
+  /// `claim_next_wait` across `productions` (ABI 1.2): each attempt is a
+  /// `claim_next_across`; the wait wakes on a commit that may have made
+  /// work claimable in any of them. Timeout and cancellation throw
+  /// `NoJobAvailable`.
+  template <class Rep1, class Period1, class Rep2, class Period2>
+  Lease claim_next_wait_across(const std::vector<std::string>& productions, std::string_view holder,
+                               std::chrono::duration<Rep1, Period1> ttl,
+                               std::chrono::duration<Rep2, Period2> timeout, const WaitCancel& cancel) const {
+    const std::int64_t ttl_us = to_micros(ttl);
+    const std::int64_t timeout_us = to_micros(timeout);
+    std::vector<std::string> names;
+    names.reserve(productions.size());
+    for (const auto& p : productions) names.push_back(detail::cstr(p, "production ID"));
+    std::vector<const char*> ptrs;
+    ptrs.reserve(names.size());
+    for (const auto& n : names) ptrs.push_back(n.c_str());
+    const std::string hd = detail::cstr(holder, "holder");
+    tenure_lease* out = nullptr;
+    check(tenure_authority_claim_next_wait_across(h_.get(), ptrs.empty() ? nullptr : ptrs.data(), ptrs.size(),
+                                                  hd.c_str(), ttl_us, timeout_us, cancel.capi(), &out));
+    return Lease(out);
+  }
   /// Remove a finished production with its jobs, facts, events and
   /// tombstones. Throws `ProductionLive`, changing nothing, while any of
   /// its jobs is not terminal; calling again finishes an interrupted one.
@@ -2352,6 +2374,30 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     if (next != INT64_MIN) s.next_slot = detail::tp(next);
     return s;
   }
+  /// The scheduler loop (ABI 1.2): a `run_schedules` step at each due
+  /// slot, sleeping in between, until `cancel` is cancelled (or
+  /// `cancel_waits()` is called); then it returns. `on_step(enqueued,
+  /// dropped)` (optional) is called on this thread after each step that
+  /// enqueued or dropped slots; an exception it throws is kept, the loop
+  /// goes on, and the first one is rethrown when the loop returns. A step's
+  /// error (other than `Busy`, which is retried) ends the loop with it.
+  void run_schedules_until(const WaitCancel& cancel,
+                           std::function<void(std::size_t, std::uint64_t)> on_step = {}) const {
+    struct Ctx {
+      std::function<void(std::size_t, std::uint64_t)>& f;
+      std::exception_ptr error;
+    } ctx{on_step, nullptr};
+    const tenure_schedule_step trampoline = [](void* c, std::size_t enqueued, std::uint64_t dropped) noexcept {
+      Ctx& x = *static_cast<Ctx*>(c);
+      try {
+        x.f(enqueued, dropped);
+      } catch (...) {
+        if (!x.error) x.error = std::current_exception();
+      }
+    };
+    check(tenure_authority_run_schedules_until(h_.get(), cancel.capi(), on_step ? trampoline : nullptr, &ctx));
+    if (ctx.error) std::rethrow_exception(ctx.error);
+  }
 
  private:
   bool set_paused(std::string_view production, std::string_view name, bool paused) const {
@@ -2426,9 +2472,37 @@ class WorkerConfig {
   template <class Rep, class Period>
   WorkerConfig(std::string_view production, std::string_view holder, std::chrono::duration<Rep, Period> ttl)
       : production_(detail::cstr(production, "production ID")),
+        productions_{production_},
         holder_(detail::cstr(holder, "holder")),
         ttl_(to_micros(ttl)),
         renew_every_(std::max<std::int64_t>(ttl_.count() / 3, 1)) {}
+  /// Serve several productions (1 ..= 64, distinct; the core refuses
+  /// others: each ID when the `Worker` starts, the list at its first wait):
+  /// with more than one, each slot claims across them, rotating
+  /// (`claim_next_wait_across`).
+  template <class Rep, class Period>
+  WorkerConfig(const std::vector<std::string>& productions, std::string_view holder,
+               std::chrono::duration<Rep, Period> ttl)
+      : WorkerConfig(productions.empty() ? std::string_view() : std::string_view(productions.front()), holder,
+                     ttl) {
+    this->productions(productions);
+  }
+  /// Serve these productions instead (as the constructor above).
+  WorkerConfig& productions(const std::vector<std::string>& list) {
+    std::vector<std::string> names;
+    names.reserve(list.size());
+    for (const auto& p : list) names.push_back(detail::cstr(p, "production ID"));
+    productions_ = std::move(names);
+    production_ = productions_.empty() ? std::string() : productions_.front();
+    return *this;
+  }
+  /// Also run the store's schedules while the worker runs: the scheduler
+  /// loop (`Authority::run_schedules_until`) on a thread of its own,
+  /// stopped with the worker. Off by default.
+  WorkerConfig& schedules(bool on) noexcept {
+    schedules_ = on;
+    return *this;
+  }
   /// Concurrent jobs: one thread each (1 ..= 1024, checked when the
   /// `Worker` starts).
   WorkerConfig& slots(std::size_t n) noexcept {
@@ -2455,7 +2529,11 @@ class WorkerConfig {
     grace_ = std::chrono::microseconds(to_micros(d));
     return *this;
   }
+  /// The first production served.
   const std::string& production() const noexcept { return production_; }
+  /// Every production served.
+  const std::vector<std::string>& productions() const noexcept { return productions_; }
+  bool schedules() const noexcept { return schedules_; }
   const std::string& holder() const noexcept { return holder_; }
   std::size_t slots() const noexcept { return slots_; }
   std::chrono::microseconds ttl() const noexcept { return ttl_; }
@@ -2465,12 +2543,14 @@ class WorkerConfig {
 
  private:
   std::string production_;
+  std::vector<std::string> productions_;
   std::string holder_;
   std::chrono::microseconds ttl_;
   std::chrono::microseconds renew_every_;
   std::size_t slots_ = 1;
   std::chrono::microseconds wait_timeout_ = std::chrono::seconds(60);
   std::chrono::microseconds grace_ = std::chrono::seconds(30);
+  bool schedules_ = false;
 };
 
 namespace detail {
@@ -2519,7 +2599,8 @@ class JobContext {
 };
 
 /// A worker loop over the C pieces: `slots` threads, each waits for a job
-/// (`claim_next_wait` with the worker's `WaitCancel`), keeps it alive
+/// (`claim_next_wait` with the worker's `WaitCancel`, or
+/// `claim_next_wait_across` for a config of several productions), keeps it alive
 /// (`keep_alive`), reads its payload, runs the handler and settles the job
 /// with its `JobOutcome` (`complete`, `fail`), then reports it. A handler that
 /// throws is a retryable failure. A wait refused for bad input
@@ -2538,8 +2619,10 @@ class JobContext {
 /// applied, and that thread makes no C call once the handler returns (every
 /// slot outside a handler is joined first). The `Authority` must outlive the worker; the handler and the
 /// report callback are called from the slot threads (and `join()`), at the
-/// same time for different jobs. Every rule is the core's: the worker only
-/// sequences C calls.
+/// same time for different jobs. With `WorkerConfig::schedules(true)` a
+/// thread of its own runs the scheduler loop (`run_schedules_until` with
+/// the worker's `WaitCancel`) until the stop; `join()` joins it. Every
+/// rule is the core's: the worker only sequences C calls.
 class Worker {
  public:
   using Handler = std::function<JobOutcome(const JobContext&)>;
@@ -2574,6 +2657,15 @@ class Worker {
         throw;
       }
     }
+    if (s_->cfg.schedules()) {
+      try {
+        scheduler_ = std::thread([s = s_] { schedule(*s); });
+      } catch (...) {
+        stop();
+        finish();
+        throw;
+      }
+    }
   }
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -2600,9 +2692,14 @@ class Worker {
  private:
   /// The configuration, once the core accepted it (else its error).
   static WorkerConfig checked(WorkerConfig c) {
-    check(tenure_worker_config_check(c.production().c_str(), c.holder().c_str(), c.slots(),
-                                     c.ttl().count(), c.renew_every().count(),
-                                     c.wait_timeout().count(), c.grace().count()));
+    // Each production ID (none: the empty ID, refused) through the core's
+    // check; the list itself (count, duplicates) is the core's at the
+    // first wait across it.
+    const std::vector<std::string> none{std::string()};
+    for (const std::string& p : c.productions().empty() ? none : c.productions()) {
+      check(tenure_worker_config_check(p.c_str(), c.holder().c_str(), c.slots(), c.ttl().count(),
+                                       c.renew_every().count(), c.wait_timeout().count(), c.grace().count()));
+    }
     return c;
   }
   struct Shared {
@@ -2641,6 +2738,29 @@ class Worker {
     }
   };
 
+  /// The slot's wait: one production, or across several.
+  static Lease claim(const Shared& s) {
+    if (s.cfg.productions().size() == 1) {
+      return s.auth->claim_next_wait(s.cfg.production(), s.cfg.holder(), s.cfg.ttl(), s.cfg.wait_timeout(),
+                                     s.cancel);
+    }
+    return s.auth->claim_next_wait_across(s.cfg.productions(), s.cfg.holder(), s.cfg.ttl(), s.cfg.wait_timeout(),
+                                          s.cancel);
+  }
+  /// The scheduler thread of a worker with `schedules(true)`: the core's
+  /// loop until the worker stops; a failed step (a store error) is tried
+  /// again a second later.
+  static void schedule(Shared& s) {
+    while (!s.cancel.is_cancelled()) {
+      try {
+        s.auth->run_schedules_until(s.cancel);
+        return;
+      } catch (...) {
+      }
+      std::unique_lock<std::mutex> lk(s.m);
+      s.cv.wait_for(lk, std::chrono::seconds(1), [&s] { return s.stopped_at.has_value(); });
+    }
+  }
   static Report report_of(const Lease& l, JobResult result) {
     Report r;
     r.production = l.production();
@@ -2679,8 +2799,7 @@ class Worker {
     while (!s.cancel.is_cancelled()) {
       Lease lease(nullptr);
       try {
-        lease = s.auth->claim_next_wait(s.cfg.production(), s.cfg.holder(), s.cfg.ttl(), s.cfg.wait_timeout(),
-                                        s.cancel);
+        lease = claim(s);
       } catch (const NoJobAvailable&) {
         continue;
       } catch (const Error& e) {
@@ -2801,6 +2920,8 @@ class Worker {
     const bool all_done = s_->active == 0;
     const std::optional<Error> fatal = s_->fatal;
     lk.unlock();
+    // The scheduler's loop ends at the stop's cancellation.
+    if (scheduler_.joinable()) scheduler_.join();
     for (const auto& entry : left) {
       if (entry.second->take()) s_->tell(released(entry.second->lease));
     }
@@ -2817,6 +2938,7 @@ class Worker {
 
   std::shared_ptr<Shared> s_;
   std::vector<std::thread> threads_;
+  std::thread scheduler_;
   bool finished_ = false;
 };
 

@@ -1,12 +1,12 @@
 //! Schedules (ABI 1.2; docs/schedules.md, docs/design.md "Schedules"): the
 //! definition handle `tenure_schedule_def`, create, update, pause, resume,
-//! delete and list, and the scheduler step.
+//! delete and list, the scheduler step and the scheduler loop.
 //!
 //! Conversions only: the cadence, the bounds and every rule are the core's.
 //! A handle with setters, as `tenure_job_options`: later options are new
 //! setters, and "absent" is a setter not called.
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::sync::{Mutex, MutexGuard};
 
 use tenure::{Backoff, Cadence, Overlap, ScheduleSpec, ScheduleView};
@@ -15,6 +15,7 @@ use crate::authority::tenure_authority;
 use crate::boundary::{boxed, cstring, invalid, write_time, Arg, Handle, R};
 use crate::schedule::delay;
 use crate::status::tenure_status;
+use crate::wait::tenure_wait_cancel;
 
 /// A schedule's definition (ABI 1.2): a name and a cadence, made by
 /// `tenure_schedule_def_new_every()` or `tenure_schedule_def_new_cron()`,
@@ -170,7 +171,43 @@ export! {
         (t.enqueued.len(), t.dropped, t.next_slot_us.unwrap_or(i64::MIN))
     };
 
+    /// The scheduler loop (ABI 1.2): run the scheduler step
+    /// (`tenure_authority_run_schedules()`) at each due slot, sleeping
+    /// without using CPU in between (a commit that adds, changes or resumes
+    /// a schedule wakes it), until `cancel` (required) is cancelled or
+    /// `tenure_authority_cancel_waits()` is called; then it returns
+    /// `TENURE_OK`. After each step that enqueued or dropped slots,
+    /// `on_step` (optional, NULL for none) is called on the calling thread
+    /// with `ctx`, the number of slot jobs it enqueued and the number of
+    /// slots it dropped. A `TENURE_BUSY` step is retried; any other error of
+    /// a step ends the loop with that status (call it again to go on). The
+    /// authority and `cancel` must stay valid until the call returns.
+    fn tenure_authority_run_schedules_until(
+        authority: *const tenure_authority,
+        cancel: *const tenure_wait_cancel,
+        on_step: tenure_schedule_step,
+        ctx: *mut c_void,
+    ) -> tenure_status {
+        // SAFETY: each handle is checked (NULL) before it is read, as the
+        // other exports read theirs; `on_step` and `ctx` are the caller's.
+        let authority = unsafe { Arg::read(authority, "authority") }?;
+        let cancel = unsafe { Arg::read(cancel, "cancel") }?;
+        authority.inner.run_schedules_until(&cancel.inner, |t| {
+            if let Some(f) = on_step {
+                // SAFETY: the caller's callback, called as documented.
+                unsafe { f(ctx, t.enqueued.len(), t.dropped) };
+            }
+        })
+    }
 }
+
+/// Told after each scheduler step of `tenure_authority_run_schedules_until()`
+/// that enqueued or dropped slots (ABI 1.2): `ctx` is the caller's pointer,
+/// `enqueued` the slot jobs the step created, `dropped` the slots it
+/// dropped. Called on the looping thread; it must not unwind (no C++
+/// exception, no `longjmp`) through the library.
+pub type tenure_schedule_step =
+    Option<unsafe extern "C" fn(ctx: *mut c_void, enqueued: usize, dropped: u64)>;
 
 export! {
     /// The schedules of `production` (every production's with NULL) (ABI
