@@ -21,7 +21,7 @@
 //! uniformly from its upper half (jitter), so clients cut off together do
 //! not come back together.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::store::{CONNECTION_LOST, TRY_AGAIN_BUSY};
 use std::time::{Duration, Instant};
 
@@ -171,6 +171,23 @@ impl Outage {
         server_away(e)
     }
 
+    /// The error a failure reported elsewhere as its `code` and its
+    /// message (the error's display text, as the C ABI's last-error
+    /// message carries it), as far as [`Outage::failed`] reads it: the
+    /// same classification ([`Outage::is_server_away`]) for a loop
+    /// composed over the C calls.
+    pub fn reported(code: ErrorCode, message: &str) -> Error {
+        let detail = |shown: Error| {
+            let prefix = shown.to_string();
+            message.strip_prefix(&prefix).unwrap_or(message).to_owned()
+        };
+        match code {
+            ErrorCode::Store => Error::Store(detail(Error::Store(String::new()))),
+            ErrorCode::Busy => Error::Busy(detail(Error::Busy(String::new()))),
+            _ => Error::Internal(message.to_owned()),
+        }
+    }
+
     /// A wait succeeded (or found no job): the server is back.
     pub fn ok(&mut self) -> bool {
         let was = self.since.is_some();
@@ -227,6 +244,14 @@ mod tests {
         assert!(!retryable(&Error::Store("disk full".into())));
         assert!(!retryable(&Error::Busy("the writer lock is held".into())));
         assert!(!server_away(&Error::Busy("the writer lock is held".into())));
+        for e in [&lost, &again] {
+            let back = Outage::reported(e.code(), &e.to_string());
+            assert!(server_away(&back), "{back}");
+        }
+        let full = Error::Store("disk full".into());
+        assert!(!server_away(&Outage::reported(full.code(), &full.to_string())));
+        let other = Error::invalid(format!("{CONNECTION_LOST}"));
+        assert!(!server_away(&Outage::reported(other.code(), &other.to_string())));
     }
 
     #[test]
