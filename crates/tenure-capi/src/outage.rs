@@ -47,14 +47,14 @@ fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
-/// The limit of `tenure_outage_new()`: a negative number is none.
+/// The limit of `tenure_outage_new()`: `i64::MIN` is none.
 fn limit(us: i64) -> R<Option<Duration>> {
-    if us < 0 {
+    if us == i64::MIN {
         return Ok(None);
     }
-    if us > tenure::Ttl::MAX_MICROS {
+    if !(0..=tenure::Ttl::MAX_MICROS).contains(&us) {
         return Err(tenure::Error::InvalidDuration(format!(
-            "an outage limit is at most 24 h, got {us} µs"
+            "an outage limit is 0 ..= 24 h (INT64_MIN: none), got {us} µs"
         )));
     }
     Ok(Some(Duration::from_micros(us as u64)))
@@ -78,8 +78,8 @@ unsafe fn failure(status: u32, message: *const c_char) -> R<tenure::Error> {
 
 export! {
     /// A new outage tracker (ABI 1.2): stop once the store server has been
-    /// away `limit_us` (0 ..= 24 h, else `TENURE_INVALID_DURATION`; any
-    /// negative number: never). Free with `tenure_outage_free()`.
+    /// away `limit_us` (0 ..= 24 h, else `TENURE_INVALID_DURATION`;
+    /// `INT64_MIN`: never). Free with `tenure_outage_free()`.
     fn tenure_outage_new(limit_us: i64) -> out_outage: *mut *mut tenure_outage =
         boxed(tenure_outage { o: Mutex::new(Outage::new(limit(limit_us)?)) });
 
