@@ -635,9 +635,9 @@ typedef struct tenure_lease tenure_lease;
 typedef struct tenure_options tenure_options;
 
 /**
- * One outage tracker (`tenure_outage_new()`): thread-safe, one lock, so
- * that the slots of one worker share it and an outage counts once however
- * many of them notice it.
+ * The outage tracker of one worker's slots (`tenure_outage_new()`):
+ * thread-safe (one lock), shared by the slots, so that an outage counts
+ * once however many of them notice it.
  */
 typedef struct tenure_outage tenure_outage;
 
@@ -2840,11 +2840,13 @@ tenure_status tenure_authority_claim_next_wait_across(const struct tenure_author
                                                       struct tenure_lease **out_lease);
 
 /**
- * A new outage tracker (ABI 1.2): stop once the store server has been
- * away `limit_us` (0 ..= 24 h, else `TENURE_INVALID_DURATION`;
- * `INT64_MIN`: never). Free with `tenure_outage_free()`.
+ * A new outage tracker for a loop of `slots` threads (ABI 1.2; 1 ..=
+ * 1024, else `TENURE_INVALID_ARGUMENT`), numbered 0 .. `slots` - 1:
+ * stop once the store server has been away `limit_us` (0 ..= 24 h,
+ * else `TENURE_INVALID_DURATION`; `INT64_MIN`: never). Free with
+ * `tenure_outage_free()`.
  */
-tenure_status tenure_outage_new(int64_t limit_us, struct tenure_outage **out_outage);
+tenure_status tenure_outage_new(int64_t limit_us, size_t slots, struct tenure_outage **out_outage);
 
 /**
  * Free an outage tracker (NULL is a no-op).
@@ -2852,31 +2854,38 @@ tenure_status tenure_outage_new(int64_t limit_us, struct tenure_outage **out_out
 void tenure_outage_free(struct tenure_outage *outage);
 
 /**
- * A wait failed with `status` (ABI 1.2): how to go on. `message` is
- * the failure's message; NULL reads this thread's last-error message
- * (call this right after the failed call, on its thread). A lost or
- * refused connection or a server's "try again" (`TENURE_STORE`,
- * `TENURE_BUSY` with the core's message) is the server being away:
- * pauses of 50 ms doubling to 2 s, each drawn from its upper half,
- * `TENURE_OUTAGE_BEGAN` for the failure that began the outage, and
- * `TENURE_OUTAGE_STOP` with `*out_delay_us` the time away once that
- * passed the limit. Any other failure is `TENURE_OUTAGE_RETRY` after
- * 1 s. `status` 0 or a number the library does not name is
- * `TENURE_INVALID_ARGUMENT`. Thread-safe: the failures of every thread
- * sharing the tracker are one outage, and each advances its back-off.
+ * Slot `slot`'s wait failed with `status` (ABI 1.2): how it goes on.
+ * `message` is the failure's message; NULL reads this thread's
+ * last-error message (call this right after the failed call, on its
+ * thread). A lost or refused connection or a server's "try again"
+ * (`TENURE_STORE`, `TENURE_BUSY` with the core's message) is the
+ * server being away: the slot's pauses grow from 50 ms, doubling to
+ * 2 s, each drawn from the upper half of its step;
+ * `TENURE_OUTAGE_BEGAN` for the failure that began the outage of the
+ * tracker's slots (once however many slots notice it);
+ * `TENURE_OUTAGE_STOP`, with `*out_delay_us` how long the server has
+ * been away, once a slot has seen it away past the limit (stop every
+ * slot). Any other failure is `TENURE_OUTAGE_RETRY` after 1 s. `status`
+ * 0 or a number the library does not name, or `slot` out of range, is
+ * `TENURE_INVALID_ARGUMENT`. Thread-safe.
  */
 tenure_status tenure_outage_failed(struct tenure_outage *outage,
+                                   size_t slot,
                                    uint32_t status,
                                    const char *message,
                                    int64_t *out_delay_us,
                                    tenure_outage_step *out_step);
 
 /**
- * A wait succeeded or found no job (ABI 1.2): the server is back.
- * `*out_outage_us` is how long the outage that this ends lasted, -1
- * if none was on. Thread-safe.
+ * Slot `slot`'s wait succeeded or found no job (ABI 1.2): the server
+ * answers that slot again. `*out_outage_us` is how long the outage
+ * lasted when this ends it (the last slot that saw it is answered),
+ * else -1. `slot` out of range is `TENURE_INVALID_ARGUMENT`.
+ * Thread-safe.
  */
-tenure_status tenure_outage_succeeded(struct tenure_outage *outage, int64_t *out_outage_us);
+tenure_status tenure_outage_succeeded(struct tenure_outage *outage,
+                                      size_t slot,
+                                      int64_t *out_outage_us);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1244,7 +1244,8 @@ static void call_one_1_1(int on) {
             static const int64_t LIMITS[] = {INT64_MIN, -1, 0, 1000, 86400000000, 86400000001, INT64_MAX};
             tenure_outage *o = NULL;
             what = "outage_new";
-            tenure_status ost = tenure_outage_new(LIMITS[below(7)], chance(10) ? NULL : &o);
+            const size_t oslots = chance(10) ? (size_t)rnd() : (size_t)below(4);
+            tenure_status ost = tenure_outage_new(LIMITS[below(7)], oslots, chance(10) ? NULL : &o);
             note(ost, what);
             if (ost != TENURE_OK) CHECK(o == NULL);
             for (int n = (int)below(4); n > 0; n--) {
@@ -1254,13 +1255,13 @@ static void call_one_1_1(int on) {
                   NULL, "", "store error: lost the connection to the store server: x",
                   "busy: the store server asked to try again: y", "\xff\xfe"};
               what = "outage_failed";
-              ost = tenure_outage_failed(chance(10) ? NULL : o, (uint32_t)(chance(20) ? rnd() : below(30)),
+              ost = tenure_outage_failed(chance(10) ? NULL : o, (size_t)below(5), (uint32_t)(chance(20) ? rnd() : below(30)),
                                          MSGS[below(5)], chance(10) ? NULL : &od, chance(10) ? NULL : &step);
               note(ost, what);
               if (ost == TENURE_OK) CHECK(step <= TENURE_OUTAGE_STOP && od >= 0);
               else CHECK(od == -7 && step == 99);
               what = "outage_succeeded";
-              note(tenure_outage_succeeded(chance(10) ? NULL : o, chance(10) ? NULL : &od), what);
+              note(tenure_outage_succeeded(chance(10) ? NULL : o, (size_t)below(5), chance(10) ? NULL : &od), what);
             }
             tenure_outage_free(o);
           }

@@ -2595,8 +2595,8 @@ class Worker {
     threads_.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       try {
-        threads_.emplace_back([s = s_] {
-          slot(*s);
+        threads_.emplace_back([s = s_, i] {
+          slot(*s, i);
           {
             const std::lock_guard<std::mutex> lk(s->m);
             --s->active;
@@ -2656,7 +2656,8 @@ class Worker {
   };
   static std::unique_ptr<tenure_outage, OutageFree> new_outage(const WorkerConfig& c) {
     tenure_outage* o = nullptr;
-    check(tenure_outage_new(c.outage_limit_ ? c.outage_limit_->count() : std::numeric_limits<std::int64_t>::min(), &o));
+    check(tenure_outage_new(c.outage_limit_ ? c.outage_limit_->count() : std::numeric_limits<std::int64_t>::min(),
+                            c.slots(), &o));
     return std::unique_ptr<tenure_outage, OutageFree>(o);
   }
   struct Shared {
@@ -2739,14 +2740,14 @@ class Worker {
     }
   }
 
-  static void slot(Shared& s) {
+  static void slot(Shared& s, std::size_t i) {
     while (!s.cancel.is_cancelled()) {
       Lease lease(nullptr);
       try {
         lease = s.auth->claim_next_wait(s.cfg.production(), s.cfg.holder(), s.cfg.ttl(), s.cfg.wait_timeout(),
                                         s.cancel);
       } catch (const NoJobAvailable&) {
-        server_back(s);
+        server_back(s, i);
         continue;
       } catch (const Error& e) {
         if (e.status() == TENURE_INVALID_ARGUMENT || e.status() == TENURE_INVALID_DURATION) {
@@ -2756,13 +2757,13 @@ class Worker {
           }
           s.stop();
         } else if (!s.cancel.is_cancelled()) {
-          ride_out(s, e);
+          ride_out(s, i, e);
         }
         continue;
       } catch (...) {
         continue;  // out of memory converting a message: try again
       }
-      server_back(s);
+      server_back(s, i);
       run_job(s, std::move(lease));
     }
   }
@@ -2770,10 +2771,10 @@ class Worker {
   /// A wait failed with `e`: back off as the core's outage rule says,
   /// reporting the outage when it begins, and stop the worker once it
   /// lasted past the outage limit.
-  static void ride_out(Shared& s, const Error& e) {
+  static void ride_out(Shared& s, std::size_t i, const Error& e) {
     std::int64_t delay_us = 1000000;
     tenure_outage_step step = TENURE_OUTAGE_RETRY;
-    if (tenure_outage_failed(s.outage.get(), static_cast<std::uint32_t>(e.status()), e.what(), &delay_us,
+    if (tenure_outage_failed(s.outage.get(), i, static_cast<std::uint32_t>(e.status()), e.what(), &delay_us,
                              &step) != TENURE_OK) {
       delay_us = 1000000;
       step = TENURE_OUTAGE_RETRY;
@@ -2801,10 +2802,11 @@ class Worker {
     s.cv.wait_for(lk, std::chrono::microseconds(delay_us), [&s] { return s.stopped_at.has_value(); });
   }
 
-  /// A wait answered: the worker's outage, if one was on, is over.
-  static void server_back(Shared& s) noexcept {
+  /// Slot `i`'s wait answered: its outage is over; the worker's ends with
+  /// the last slot that saw it.
+  static void server_back(Shared& s, std::size_t i) noexcept {
     std::int64_t us = -1;
-    if (tenure_outage_succeeded(s.outage.get(), &us) != TENURE_OK || us < 0) return;
+    if (tenure_outage_succeeded(s.outage.get(), i, &us) != TENURE_OK || us < 0) return;
     OutageEvent ev;
     ev.kind = OutageEvent::Kind::Ended;
     ev.duration = std::chrono::microseconds(us);

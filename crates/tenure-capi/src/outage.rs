@@ -7,9 +7,9 @@
 
 use std::ffi::{c_char, CStr};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tenure::{ErrorCode, Outage, OutageStep};
+use tenure::{ErrorCode, Outage, SlotsOutage, SlotsStep};
 
 use crate::boundary::{boxed, invalid, out_arg, Arg, Handle, R};
 use crate::status::{last_error, tenure_status};
@@ -28,17 +28,17 @@ pub enum tenure_outage_step {
     TENURE_OUTAGE_STOP = 2,
 }
 
-/// One outage tracker (`tenure_outage_new()`): thread-safe, one lock, so
-/// that the slots of one worker share it and an outage counts once however
-/// many of them notice it.
+/// The outage tracker of one worker's slots (`tenure_outage_new()`):
+/// thread-safe (one lock), shared by the slots, so that an outage counts
+/// once however many of them notice it.
 pub struct tenure_outage {
-    o: Mutex<Outage>,
+    o: Mutex<SlotsOutage>,
 }
 
 impl Handle for tenure_outage {}
 
 impl tenure_outage {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Outage> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotsOutage> {
         self.o.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -76,30 +76,59 @@ unsafe fn failure(status: u32, message: *const c_char) -> R<tenure::Error> {
     Ok(Outage::reported(code, &text))
 }
 
+/// The slot count of `tenure_outage_new()`: 1 ..= 1024.
+fn slot_count(n: usize) -> R<usize> {
+    if n == 0 || n > tenure::worker::MAX_SLOTS {
+        return Err(invalid(format!(
+            "an outage tracker counts 1 ..= {} slots, got {n}",
+            tenure::worker::MAX_SLOTS
+        )));
+    }
+    Ok(n)
+}
+
+/// Slot `slot` of `o`, checked.
+fn slot_of(o: &SlotsOutage, slot: usize) -> R<usize> {
+    if slot >= o.slots() {
+        return Err(invalid(format!(
+            "`slot` {slot} is not below the tracker's {} slots",
+            o.slots()
+        )));
+    }
+    Ok(slot)
+}
+
 export! {
-    /// A new outage tracker (ABI 1.2): stop once the store server has been
-    /// away `limit_us` (0 ..= 24 h, else `TENURE_INVALID_DURATION`;
-    /// `INT64_MIN`: never). Free with `tenure_outage_free()`.
-    fn tenure_outage_new(limit_us: i64) -> out_outage: *mut *mut tenure_outage =
-        boxed(tenure_outage { o: Mutex::new(Outage::new(limit(limit_us)?)) });
+    /// A new outage tracker for a loop of `slots` threads (ABI 1.2; 1 ..=
+    /// 1024, else `TENURE_INVALID_ARGUMENT`), numbered 0 .. `slots` - 1:
+    /// stop once the store server has been away `limit_us` (0 ..= 24 h,
+    /// else `TENURE_INVALID_DURATION`; `INT64_MIN`: never). Free with
+    /// `tenure_outage_free()`.
+    fn tenure_outage_new(limit_us: i64, slots: usize) -> out_outage: *mut *mut tenure_outage = {
+        let bound = limit(limit_us)?;
+        boxed(tenure_outage { o: Mutex::new(SlotsOutage::new(bound, slot_count(slots)?)) })
+    };
 
     /// Free an outage tracker (NULL is a no-op).
     fn tenure_outage_free(outage: *mut tenure_outage) = free;
 
-    /// A wait failed with `status` (ABI 1.2): how to go on. `message` is
-    /// the failure's message; NULL reads this thread's last-error message
-    /// (call this right after the failed call, on its thread). A lost or
-    /// refused connection or a server's "try again" (`TENURE_STORE`,
-    /// `TENURE_BUSY` with the core's message) is the server being away:
-    /// pauses of 50 ms doubling to 2 s, each drawn from its upper half,
-    /// `TENURE_OUTAGE_BEGAN` for the failure that began the outage, and
-    /// `TENURE_OUTAGE_STOP` with `*out_delay_us` the time away once that
-    /// passed the limit. Any other failure is `TENURE_OUTAGE_RETRY` after
-    /// 1 s. `status` 0 or a number the library does not name is
-    /// `TENURE_INVALID_ARGUMENT`. Thread-safe: the failures of every thread
-    /// sharing the tracker are one outage, and each advances its back-off.
+    /// Slot `slot`'s wait failed with `status` (ABI 1.2): how it goes on.
+    /// `message` is the failure's message; NULL reads this thread's
+    /// last-error message (call this right after the failed call, on its
+    /// thread). A lost or refused connection or a server's "try again"
+    /// (`TENURE_STORE`, `TENURE_BUSY` with the core's message) is the
+    /// server being away: the slot's pauses grow from 50 ms, doubling to
+    /// 2 s, each drawn from the upper half of its step;
+    /// `TENURE_OUTAGE_BEGAN` for the failure that began the outage of the
+    /// tracker's slots (once however many slots notice it);
+    /// `TENURE_OUTAGE_STOP`, with `*out_delay_us` how long the server has
+    /// been away, once a slot has seen it away past the limit (stop every
+    /// slot). Any other failure is `TENURE_OUTAGE_RETRY` after 1 s. `status`
+    /// 0 or a number the library does not name, or `slot` out of range, is
+    /// `TENURE_INVALID_ARGUMENT`. Thread-safe.
     fn tenure_outage_failed(
         outage: *mut tenure_outage,
+        slot: usize,
         status: u32,
         message: *const c_char,
         out_delay_us: *mut i64,
@@ -110,32 +139,35 @@ export! {
         let delay = out_arg(out_delay_us, "out_delay_us")?;
         let step = out_arg(out_step, "out_step")?;
         let mut o = outage.lock();
-        let (d, s) = match o.failed(&e) {
-            OutageStep::Pause { pause, first } => (
+        let slot = slot_of(&o, slot)?;
+        let (d, s) = match o.failed(slot, &e) {
+            Some(SlotsStep::Pause { pause, began }) => (
                 micros(pause),
-                if first {
+                if began {
                     tenure_outage_step::TENURE_OUTAGE_BEGAN
                 } else {
                     tenure_outage_step::TENURE_OUTAGE_RETRY
                 },
             ),
-            OutageStep::GiveUp => (
-                micros(o.since().map_or(Duration::ZERO, |t| t.elapsed())),
-                tenure_outage_step::TENURE_OUTAGE_STOP,
-            ),
+            Some(SlotsStep::GiveUp { away, .. }) => {
+                (micros(away), tenure_outage_step::TENURE_OUTAGE_STOP)
+            }
+            None => return Err(invalid("`slot` is out of range")),
         };
         delay.write(d);
         step.write(s);
         Ok(())
     }
 
-    /// A wait succeeded or found no job (ABI 1.2): the server is back.
-    /// `*out_outage_us` is how long the outage that this ends lasted, -1
-    /// if none was on. Thread-safe.
-    fn tenure_outage_succeeded(outage: *mut tenure_outage) -> out_outage_us: *mut i64 = {
+    /// Slot `slot`'s wait succeeded or found no job (ABI 1.2): the server
+    /// answers that slot again. `*out_outage_us` is how long the outage
+    /// lasted when this ends it (the last slot that saw it is answered),
+    /// else -1. `slot` out of range is `TENURE_INVALID_ARGUMENT`.
+    /// Thread-safe.
+    fn tenure_outage_succeeded(outage: *mut tenure_outage, slot: usize)
+        -> out_outage_us: *mut i64 = {
         let mut o = outage.lock();
-        let since: Option<Instant> = o.since();
-        o.ok();
-        since.map_or(-1, |t| micros(t.elapsed()))
+        let slot = slot_of(&o, slot)?;
+        o.ok(slot).map_or(-1, micros)
     };
 }
