@@ -357,9 +357,15 @@ mod tests {
             assert!(server_away(&back), "{back}");
         }
         let full = Error::Store("disk full".into());
-        assert!(!server_away(&Outage::reported(full.code(), &full.to_string())));
-        let other = Error::invalid(format!("{CONNECTION_LOST}"));
-        assert!(!server_away(&Outage::reported(other.code(), &other.to_string())));
+        assert!(!server_away(&Outage::reported(
+            full.code(),
+            &full.to_string()
+        )));
+        let other = Error::invalid(CONNECTION_LOST);
+        assert!(!server_away(&Outage::reported(
+            other.code(),
+            &other.to_string()
+        )));
     }
 
     #[test]
