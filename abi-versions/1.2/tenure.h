@@ -463,6 +463,37 @@ typedef uint32_t tenure_keeper_state;
 #endif // __cplusplus
 
 /**
+ * What `tenure_outage_failed()` tells its loop to do (ABI 1.2).
+ */
+enum tenure_outage_step
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Pause `*out_delay_us`, then wait again.
+   */
+  TENURE_OUTAGE_RETRY = 0,
+  /**
+   * This failure began an outage (report it once), then pause
+   * `*out_delay_us` and wait again.
+   */
+  TENURE_OUTAGE_BEGAN = 1,
+  /**
+   * The server has been away longer than the limit (`*out_delay_us`
+   * says how long): stop.
+   */
+  TENURE_OUTAGE_STOP = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tenure_outage_step tenure_outage_step;
+#else
+typedef uint32_t tenure_outage_step;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * Local status of a lease handle.
  */
 enum tenure_lease_status
@@ -602,6 +633,13 @@ typedef struct tenure_lease tenure_lease;
  * the handle changes for old callers. Thread-safe (internally locked).
  */
 typedef struct tenure_options tenure_options;
+
+/**
+ * The outage tracker of one worker's slots (`tenure_outage_new()`):
+ * thread-safe (one lock), shared by the slots, so that an outage counts
+ * once however many of them notice it.
+ */
+typedef struct tenure_outage tenure_outage;
 
 /**
  * A snapshot of the productions.
@@ -2827,6 +2865,54 @@ tenure_status tenure_authority_claim_next_wait_across(const struct tenure_author
                                                       int64_t timeout_us,
                                                       const struct tenure_wait_cancel *cancel,
                                                       struct tenure_lease **out_lease);
+
+/**
+ * A new outage tracker for a loop of `slots` threads (ABI 1.2; 1 ..=
+ * 1024, else `TENURE_INVALID_ARGUMENT`), numbered 0 .. `slots` - 1:
+ * stop once the store server has been away `limit_us` (0 ..= 24 h,
+ * else `TENURE_INVALID_DURATION`; `INT64_MIN`: never). Free with
+ * `tenure_outage_free()`.
+ */
+tenure_status tenure_outage_new(int64_t limit_us, size_t slots, struct tenure_outage **out_outage);
+
+/**
+ * Free an outage tracker (NULL is a no-op).
+ */
+void tenure_outage_free(struct tenure_outage *outage);
+
+/**
+ * Slot `slot`'s wait failed with `status` (ABI 1.2): how it goes on.
+ * `message` is the failure's message; NULL reads this thread's
+ * last-error message (call this right after the failed call, on its
+ * thread). A lost or refused connection or a server's "try again"
+ * (`TENURE_STORE`, `TENURE_BUSY` with the core's message) is the
+ * server being away: the slot's pauses grow from 50 ms, doubling to
+ * 2 s, each drawn from the upper half of its step;
+ * `TENURE_OUTAGE_BEGAN` for the failure that began the outage of the
+ * tracker's slots (once however many slots notice it);
+ * `TENURE_OUTAGE_STOP`, with `*out_delay_us` how long the server has
+ * been away, once a slot has seen it away past the limit (stop every
+ * slot). Any other failure is `TENURE_OUTAGE_RETRY` after 1 s. `status`
+ * 0 or a number the library does not name, or `slot` out of range, is
+ * `TENURE_INVALID_ARGUMENT`. Thread-safe.
+ */
+tenure_status tenure_outage_failed(struct tenure_outage *outage,
+                                   size_t slot,
+                                   uint32_t status,
+                                   const char *message,
+                                   int64_t *out_delay_us,
+                                   tenure_outage_step *out_step);
+
+/**
+ * Slot `slot`'s wait succeeded or found no job (ABI 1.2): the server
+ * answers that slot again. `*out_outage_us` is how long the outage
+ * lasted when this ends it (the last slot that saw it is answered),
+ * else -1. `slot` out of range is `TENURE_INVALID_ARGUMENT`.
+ * Thread-safe.
+ */
+tenure_status tenure_outage_succeeded(struct tenure_outage *outage,
+                                      size_t slot,
+                                      int64_t *out_outage_us);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -7,9 +7,19 @@
 // the grace period after a stop ends.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -415,4 +425,265 @@ TEST_CASE("worker: a production list the core refuses") {
   tenure::Worker w(a, tenure::WorkerConfig(std::vector<std::string>{"p", "p"}, "w", 10s).wait_timeout(200ms),
                    handler);
   CHECK_THROWS_AS(w.join(), tenure::InvalidArgument);
+}
+
+namespace {
+
+/// The outage events a worker reported (from its slot threads).
+struct Outages {
+  std::mutex m;
+  std::vector<tenure::OutageEvent> all;
+  void add(const tenure::OutageEvent& e) {
+    const std::lock_guard<std::mutex> lk(m);
+    all.push_back(e);
+  }
+  std::vector<tenure::OutageEvent> seen() {
+    const std::lock_guard<std::mutex> lk(m);
+    return all;
+  }
+  std::size_t count(tenure::OutageEvent::Kind k) {
+    const std::lock_guard<std::mutex> lk(m);
+    return static_cast<std::size_t>(
+        std::count_if(all.begin(), all.end(), [k](const tenure::OutageEvent& e) { return e.kind == k; }));
+  }
+};
+
+/// A TCP forwarder to the suite's PostgreSQL server (PGHOST, PGPORT): a
+/// store opened through it loses its server on `down()` (every connection
+/// cut, the port refuses) and finds it again on `up()` (the same port).
+class Forwarder {
+ public:
+  Forwarder() {
+    const char* host = std::getenv("PGHOST");
+    const char* port = std::getenv("PGPORT");
+    REQUIRE(host != nullptr);
+    REQUIRE(port != nullptr);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    REQUIRE(getaddrinfo(host, port, &hints, &found) == 0);
+    std::memcpy(&upstream_, found->ai_addr, found->ai_addrlen);
+    upstream_len_ = found->ai_addrlen;
+    upstream_family_ = found->ai_family;
+    freeaddrinfo(found);
+    REQUIRE(listen_on(0));
+    sockaddr_in bound{};
+    socklen_t len = sizeof bound;
+    REQUIRE(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len) == 0);
+    port_ = ntohs(bound.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  Forwarder(const Forwarder&) = delete;
+  Forwarder& operator=(const Forwarder&) = delete;
+  ~Forwarder() {
+    quit_ = true;
+    thread_.join();
+  }
+  /// `url` (a `postgres://` URL of the suite's server) through this forwarder.
+  std::string through(const std::string& url) const {
+    const std::size_t at = url.find('@');
+    const std::size_t slash = url.find('/', at);
+    return url.substr(0, at + 1) + "127.0.0.1:" + std::to_string(port_) + url.substr(slash);
+  }
+  void down() { set(false); }
+  void up() { set(true); }
+
+ private:
+  bool listen_on(int port) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (listen_fd_ < 0) return false;
+    const int one = 1;
+    (void)setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listen_fd_, 64) != 0) {
+      ::close(listen_fd_);
+      listen_fd_ = -1;
+      return false;
+    }
+    return true;
+  }
+  void set(bool open) {
+    open_ = open;
+    const std::uint64_t want = ++asked_;
+    while (done_.load() < want) std::this_thread::sleep_for(5ms);
+  }
+  void cut() {
+    for (const auto& p : pairs_) {
+      ::close(p.first);
+      ::close(p.second);
+    }
+    pairs_.clear();
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    listen_fd_ = -1;
+  }
+  void run() {
+    char buf[16384];
+    while (!quit_) {
+      const std::uint64_t asked = asked_.load();
+      if (!open_ && listen_fd_ >= 0) cut();
+      if (open_ && listen_fd_ < 0 && !listen_on(port_)) {
+        std::this_thread::sleep_for(10ms);
+        continue;
+      }
+      done_ = asked;
+      std::vector<pollfd> fds;
+      if (listen_fd_ >= 0) fds.push_back({listen_fd_, POLLIN, 0});
+      for (const auto& p : pairs_) {
+        fds.push_back({p.first, POLLIN, 0});
+        fds.push_back({p.second, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), 20) <= 0) continue;
+      std::size_t i = 0;
+      if (listen_fd_ >= 0) {
+        if (fds[0].revents & POLLIN) {
+          const int c = accept(listen_fd_, nullptr, nullptr);
+          const int u = c < 0 ? -1 : socket(upstream_family_, SOCK_STREAM, 0);
+          if (u >= 0 && connect(u, reinterpret_cast<const sockaddr*>(&upstream_), upstream_len_) == 0) {
+            pairs_.emplace_back(c, u);
+          } else {
+            if (c >= 0) ::close(c);
+            if (u >= 0) ::close(u);
+          }
+        }
+        i = 1;
+      }
+      const std::size_t polled = (fds.size() - i) / 2;  // a pair accepted just now was not polled
+      std::vector<std::pair<int, int>> alive;
+      for (std::size_t k = 0; k < pairs_.size(); ++k) {
+        const std::pair<int, int> p = pairs_[k];
+        bool ok = true;
+        for (std::size_t side = 0; k < polled && side < 2 && ok; ++side) {
+          const pollfd& f = fds[i + 2 * k + side];
+          if (!(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+          const int from = side == 0 ? p.first : p.second;
+          const int to = side == 0 ? p.second : p.first;
+          const ssize_t n = read(from, buf, sizeof buf);
+          ok = n > 0 && send(to, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL) == n;
+        }
+        if (ok) {
+          alive.push_back(p);
+        } else {
+          ::close(p.first);
+          ::close(p.second);
+        }
+      }
+      pairs_.swap(alive);
+    }
+    cut();
+  }
+
+  sockaddr_storage upstream_{};
+  socklen_t upstream_len_ = 0;
+  int upstream_family_ = AF_INET;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::vector<std::pair<int, int>> pairs_;
+  std::atomic<bool> open_{true};
+  std::atomic<bool> quit_{false};
+  std::atomic<std::uint64_t> asked_{0};
+  std::atomic<std::uint64_t> done_{0};
+  std::thread thread_;
+};
+
+tenure::JobOutcome complete(const tenure::JobContext&) { return tenure::Complete{{}}; }
+
+}  // namespace
+
+TEST_CASE("worker: a failed wait that is no outage pauses, reports nothing and stops nothing") {
+  const tenure::Authority a = tenure::Authority::open(fresh_db("cpp-worker-no-outage"));
+  Outages events;
+  const auto start = steady::now();
+  tenure::Worker w(a,
+                   tenure::WorkerConfig("missing", "w", 10s).wait_timeout(200ms).outage_limit(0s).on_outage(
+                       [&](const tenure::OutageEvent& e) { events.add(e); }),
+                   complete);
+  std::this_thread::sleep_for(1500ms);
+  CHECK_FALSE(w.stopping());  // NotFound is no outage: a limit of 0 s does not stop it
+  w.stop();
+  w.join();
+  CHECK(steady::now() - start < 10s);
+  CHECK(w.outages() == 0);
+  CHECK_FALSE(w.gave_up());
+  CHECK(events.seen().empty());
+}
+
+TEST_CASE("worker: an outage limit out of range is refused at the start") {
+  const tenure::Authority a = tenure::Authority::open(fresh_db("cpp-worker-outage-limit"));
+  CHECK_THROWS_AS(tenure::Worker(a, tenure::WorkerConfig("p", "w", 10s).outage_limit(-1ms), complete),
+                  tenure::InvalidDuration);
+  CHECK_THROWS_AS(tenure::Worker(a, tenure::WorkerConfig("p", "w", 10s).outage_limit(25h), complete),
+                  tenure::InvalidDuration);
+}
+
+TEST_CASE("worker: a store server that goes away is one outage; it ends when the server is back") {
+  if (testsupport::on_postgres()) {
+    Forwarder fw;
+    const tenure::Authority a = tenure::Authority::open(fw.through(fresh_db("cpp-worker-outage")));
+    a.create_production("p");
+    Outages events;
+    Reports reports;
+    tenure::Worker w(a,
+                     tenure::WorkerConfig("p", "w", 10s).slots(3).wait_timeout(200ms).on_outage(
+                         [&](const tenure::OutageEvent& e) { events.add(e); }),
+                     complete, [&](const tenure::Report& r) { reports.add(r); });
+    std::this_thread::sleep_for(300ms);
+    fw.down();
+    for (int i = 0; i < 500 && w.outages() == 0; ++i) std::this_thread::sleep_for(10ms);
+    CHECK(w.outages() == 1);
+    std::this_thread::sleep_for(1500ms);
+    fw.up();
+    for (int i = 0; i < 1000 && events.count(tenure::OutageEvent::Kind::Ended) == 0; ++i)
+      std::this_thread::sleep_for(10ms);
+    a.submit("p", tenure::JobSpec("after"));
+    for (int i = 0; i < 1000 && reports.size() == 0; ++i) std::this_thread::sleep_for(10ms);
+    w.stop();
+    w.join();
+    CHECK(w.outages() == 1);  // three slots noticed it: one outage
+    CHECK_FALSE(w.gave_up());
+    const std::vector<tenure::OutageEvent> seen = events.seen();
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].kind == tenure::OutageEvent::Kind::Began);
+    REQUIRE(seen[0].error.has_value());
+    CHECK((seen[0].error->status() == TENURE_STORE || seen[0].error->status() == TENURE_BUSY));
+    CHECK(seen[1].kind == tenure::OutageEvent::Kind::Ended);
+    CHECK(seen[1].duration >= 1s);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports.all[0].result == tenure::JobResult::Completed);
+  } else {
+    std::printf("skipped on SQLite: a SQLite store has no server to lose\n");
+  }
+}
+
+TEST_CASE("worker: a store server away past the outage limit stops the worker once") {
+  if (testsupport::on_postgres()) {
+    Forwarder fw;
+    const tenure::Authority a = tenure::Authority::open(fw.through(fresh_db("cpp-worker-gave-up")));
+    a.create_production("p");
+    Outages events;
+    tenure::Worker w(a,
+                     tenure::WorkerConfig("p", "w", 10s).slots(2).wait_timeout(200ms).outage_limit(1s).on_outage(
+                         [&](const tenure::OutageEvent& e) { events.add(e); }),
+                     complete);
+    std::this_thread::sleep_for(300ms);
+    fw.down();
+    const auto down = steady::now();
+    for (int i = 0; i < 2000 && !w.stopping(); ++i) std::this_thread::sleep_for(10ms);
+    CHECK(w.stopping());
+    CHECK(steady::now() - down >= 1s);
+    CHECK(steady::now() - down < 10s);
+    w.join();  // does not throw
+    CHECK(w.gave_up());
+    CHECK(w.outages() == 1);
+    const std::vector<tenure::OutageEvent> seen = events.seen();
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].kind == tenure::OutageEvent::Kind::Began);
+    CHECK(seen[1].kind == tenure::OutageEvent::Kind::GaveUp);
+    CHECK(seen[1].duration >= 1s);
+  } else {
+    std::printf("skipped on SQLite: a SQLite store has no server to lose\n");
+  }
 }

@@ -950,6 +950,40 @@ static void schedule_entry_points(const char *dir) {
     CHECK(gus == 7 && gk == 7 && gn == 7 && gb == 7);
     tenure_gates_free(NULL);
   }
+  {
+    /* The outage rule (ABI 1.2): NULL handles and out-parameters, limits
+     * out of range, statuses that are no failure; nothing written. */
+    tenure_outage *o = NULL;
+    int64_t od = 7;
+    tenure_outage_step step = 7;
+    EXPECT(tenure_outage_new(INT64_MIN, 1, NULL), INV);
+    EXPECT(tenure_outage_new(-1, 1, &o), DUR);
+    EXPECT(tenure_outage_new(INT64_MIN + 1, 1, &o), DUR);
+    EXPECT(tenure_outage_new(86400000001, 1, &o), DUR);
+    EXPECT(tenure_outage_new(0, 0, &o), INV);
+    EXPECT(tenure_outage_new(0, 1025, &o), INV);
+    EXPECT(tenure_outage_new(0, SIZE_MAX, &o), INV);
+    CHECK(o == NULL);
+    EXPECT(tenure_outage_failed(NULL, 0, TENURE_STORE, "store error: x", &od, &step), INV);
+    EXPECT(tenure_outage_succeeded(NULL, 0, &od), INV);
+    OK(tenure_outage_new(86400000000, 2, &o));
+    EXPECT(tenure_outage_failed(o, 2, TENURE_STORE, "x", &od, &step), INV);
+    EXPECT(tenure_outage_failed(o, SIZE_MAX, TENURE_STORE, "x", &od, &step), INV);
+    EXPECT(tenure_outage_failed(o, 0, TENURE_OK, "x", &od, &step), INV);
+    EXPECT(tenure_outage_failed(o, 0, 100000, "x", &od, &step), INV);
+    EXPECT(tenure_outage_failed(o, 0, TENURE_STORE, "\xff", &od, &step), INV);
+    EXPECT(tenure_outage_failed(o, 0, TENURE_STORE, "x", NULL, &step), INV);
+    EXPECT(tenure_outage_failed(o, 0, TENURE_STORE, "x", &od, NULL), INV);
+    EXPECT(tenure_outage_succeeded(o, 0, NULL), INV);
+    EXPECT(tenure_outage_succeeded(o, 2, &od), INV);
+    CHECK(od == 7 && step == 7);
+    OK(tenure_outage_failed(o, 1, TENURE_STORE, NULL, &od, &step)); /* this thread's last error */
+    CHECK(step == TENURE_OUTAGE_RETRY && od == 1000000);
+    OK(tenure_outage_succeeded(o, 1, &od));
+    CHECK(od == -1);
+    tenure_outage_free(o);
+    tenure_outage_free(NULL);
+  }
   tenure_production_list *pl = NULL;
   OK(tenure_authority_productions(a, &pl));
   int64_t us = 7;

@@ -313,6 +313,132 @@ static void a_keeper_outlives_its_lease_and_authority_handles(const char *dir) {
   tenure_authority_free(a);
 }
 
+/* The core's outage rule (tenure_outage, ABI 1.2): a server that is away
+ * gives pauses growing from 50 ms to 2 s (each from the upper half of its
+ * step), BEGAN once, the outage's length when it ends, STOP past the
+ * limit; any other failure is a 1 s pause and no outage. */
+#define AWAY "store error: lost the connection to the store server: connection refused"
+#define TRY_AGAIN "busy: the store server asked to try again: too many connections"
+
+static void the_outage_rule_backs_off_reports_once_and_stops(void) {
+  tenure_outage *o = NULL;
+  OK(tenure_outage_new(INT64_MIN, 1, &o));
+  REQUIRE(o != NULL);
+  int64_t us = 7;
+  OK(tenure_outage_succeeded(o, 0, &us));
+  CHECK(us == -1); /* no outage was on */
+  int64_t full = 50000, prev_full = 0;
+  int began = 0;
+  for (int i = 0; i < 12; i++) {
+    int64_t d = -1;
+    tenure_outage_step step = 99;
+    OK(tenure_outage_failed(o, 0, i % 2 ? TENURE_BUSY : TENURE_STORE, i % 2 ? TRY_AGAIN : AWAY, &d, &step));
+    if (i > 0) CHECK(step == TENURE_OUTAGE_RETRY);
+    if (step == TENURE_OUTAGE_BEGAN) began++;
+    CHECK(d >= full / 2 && d <= full);
+    CHECK(d <= 2000000);
+    prev_full = full;
+    full = full * 2 > 2000000 ? 2000000 : full * 2;
+  }
+  CHECK(began == 1);
+  CHECK(prev_full == 2000000); /* the cap was reached */
+  sleep_ms(20);
+  OK(tenure_outage_succeeded(o, 0, &us));
+  CHECK(us >= 20000);
+  OK(tenure_outage_succeeded(o, 0, &us));
+  CHECK(us == -1);
+  /* A new outage begins again from 50 ms. */
+  int64_t d = -1;
+  tenure_outage_step step = 99;
+  OK(tenure_outage_failed(o, 0, TENURE_BUSY, TRY_AGAIN, &d, &step));
+  CHECK(step == TENURE_OUTAGE_BEGAN && d >= 25000 && d <= 50000);
+  /* Other failures are no outage: 1 s, RETRY, and they do not end one. */
+  OK(tenure_outage_failed(o, 0, TENURE_INVALID_ARGUMENT, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_RETRY && d == 1000000);
+  OK(tenure_outage_failed(o, 0, TENURE_STORE, "store error: disk full", &d, &step));
+  CHECK(step == TENURE_OUTAGE_RETRY && d == 1000000);
+  OK(tenure_outage_failed(o, 0, TENURE_BUSY, "busy: the writer lock is held", &d, &step));
+  CHECK(step == TENURE_OUTAGE_RETRY && d == 1000000);
+  OK(tenure_outage_failed(o, 0, TENURE_NOT_FOUND, "not found: p", &d, &step));
+  CHECK(step == TENURE_OUTAGE_RETRY && d == 1000000);
+  OK(tenure_outage_succeeded(o, 0, &us));
+  CHECK(us >= 0); /* the outage begun above */
+  tenure_outage_free(o);
+
+  /* A limit: STOP once the server has been away that long, with how long. */
+  OK(tenure_outage_new(100000, 1, &o));
+  OK(tenure_outage_failed(o, 0, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_BEGAN);
+  OK(tenure_outage_failed(o, 0, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_RETRY);
+  sleep_ms(120);
+  OK(tenure_outage_failed(o, 0, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_STOP && d >= 100000);
+  OK(tenure_outage_failed(o, 0, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_STOP);
+  tenure_outage_free(o);
+  OK(tenure_outage_new(0, 1, &o));
+  OK(tenure_outage_failed(o, 0, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_STOP);
+  tenure_outage_free(o);
+}
+
+/* Shared by threads: the failures of all are one outage, BEGAN once. */
+struct outage_arg {
+  tenure_outage *o;
+  size_t slot;
+  int *began;
+};
+
+static void *fail_often(void *p) {
+  struct outage_arg *arg = p;
+  for (int i = 0; i < 50; i++) {
+    int64_t d = 0;
+    tenure_outage_step step = 99;
+    if (tenure_outage_failed(arg->o, arg->slot, TENURE_STORE, AWAY, &d, &step) != TENURE_OK) return NULL;
+    if (step == TENURE_OUTAGE_BEGAN) __atomic_add_fetch(arg->began, 1, __ATOMIC_SEQ_CST);
+  }
+  return NULL;
+}
+
+static void a_shared_outage_counts_once(void) {
+  tenure_outage *o = NULL;
+  int began = 0;
+  OK(tenure_outage_new(INT64_MIN, 5, &o));
+  pthread_t t[4];
+  struct outage_arg args[4];
+  for (size_t i = 0; i < 4; i++) {
+    args[i] = (struct outage_arg){o, i, &began};
+    REQUIRE(pthread_create(&t[i], NULL, fail_often, &args[i]) == 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  CHECK(began == 1);
+  int64_t us = 7;
+  OK(tenure_outage_succeeded(o, 4, &us)); /* slot 4 never saw it */
+  CHECK(us == -1);
+  for (size_t i = 0; i < 3; i++) {
+    OK(tenure_outage_succeeded(o, i, &us)); /* slot 3 still sees it */
+    CHECK(us == -1);
+  }
+  OK(tenure_outage_succeeded(o, 3, &us)); /* the last one that saw it */
+  CHECK(us >= 0);
+  /* Each slot backs off on its own: slot 4's first pause is 50 ms. */
+  int64_t d = -1;
+  tenure_outage_step step = 99;
+  OK(tenure_outage_failed(o, 0, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_BEGAN && d <= 50000);
+  OK(tenure_outage_failed(o, 4, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_RETRY && d <= 50000);
+  tenure_outage_free(o);
+  /* Past the limit every slot is told to stop. */
+  OK(tenure_outage_new(0, 2, &o));
+  OK(tenure_outage_failed(o, 0, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_STOP);
+  OK(tenure_outage_failed(o, 1, TENURE_STORE, AWAY, &d, &step));
+  CHECK(step == TENURE_OUTAGE_STOP);
+  tenure_outage_free(o);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -325,5 +451,7 @@ int main(int argc, char **argv) {
   a_keeper_keeps_a_short_lease_alive_and_stops(argv[1]);
   a_keeper_reports_refusals_and_closed_leases(argv[1]);
   a_keeper_outlives_its_lease_and_authority_handles(argv[1]);
+  the_outage_rule_backs_off_reports_once_and_stops();
+  a_shared_outage_counts_once();
   return finish();
 }

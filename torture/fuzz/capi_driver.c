@@ -1240,6 +1240,31 @@ static void call_one_1_1(int on) {
             if (tenure_gates_rate_limit(g, &gn, chance(10) ? NULL : &gus, &gb)) CHECK(gn >= 1 && gb >= 1);
             tenure_gates_free(g);
           }
+          { /* the outage rule (ABI 1.2) on odd limits, statuses and messages */
+            static const int64_t LIMITS[] = {INT64_MIN, -1, 0, 1000, 86400000000, 86400000001, INT64_MAX};
+            tenure_outage *o = NULL;
+            what = "outage_new";
+            const size_t oslots = chance(10) ? (size_t)rnd() : (size_t)below(4);
+            tenure_status ost = tenure_outage_new(LIMITS[below(7)], oslots, chance(10) ? NULL : &o);
+            note(ost, what);
+            if (ost != TENURE_OK) CHECK(o == NULL);
+            for (int n = (int)below(4); n > 0; n--) {
+              int64_t od = -7;
+              tenure_outage_step step = 99;
+              static const char *MSGS[] = {
+                  NULL, "", "store error: lost the connection to the store server: x",
+                  "busy: the store server asked to try again: y", "\xff\xfe"};
+              what = "outage_failed";
+              ost = tenure_outage_failed(chance(10) ? NULL : o, (size_t)below(5), (uint32_t)(chance(20) ? rnd() : below(30)),
+                                         MSGS[below(5)], chance(10) ? NULL : &od, chance(10) ? NULL : &step);
+              note(ost, what);
+              if (ost == TENURE_OK) CHECK(step <= TENURE_OUTAGE_STOP && od >= 0);
+              else CHECK(od == -7 && step == 99);
+              what = "outage_succeeded";
+              note(tenure_outage_succeeded(chance(10) ? NULL : o, (size_t)below(5), chance(10) ? NULL : &od), what);
+            }
+            tenure_outage_free(o);
+          }
           what = on_edit ? "edit_clear_concurrency_limit" : "clear_concurrency_limit";
           note(on_edit ? tenure_edit_clear_concurrency_limit(e, gen_prod())
                        : tenure_authority_clear_concurrency_limit(gen_auth(), gen_prod()),

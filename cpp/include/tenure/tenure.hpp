@@ -2463,6 +2463,19 @@ struct Report {
   std::optional<Error> error;      ///< why (`Lost`)
 };
 
+/// What a `Worker` reports about a store server that went away
+/// (`WorkerConfig::on_outage`), as the Rust worker's `OutageEvent`.
+struct OutageEvent {
+  enum class Kind : std::uint32_t {
+    Began,   ///< a wait failed because the server is away; the slots back off and keep trying
+    Ended,   ///< a wait succeeded again after an outage of `duration`
+    GaveUp,  ///< the server stayed away `duration`, past `WorkerConfig::outage_limit`: the worker stops
+  };
+  Kind kind = Kind::Began;
+  std::chrono::microseconds duration{0};  ///< how long the server was away (`Ended`, `GaveUp`)
+  std::optional<Error> error;             ///< the failed wait's error (`Began`)
+};
+
 /// How a `Worker` runs: one slot, renewal every `ttl / 3`, waits of 60 s,
 /// grace 30 s. Durations convert exactly (`to_micros`); the whole
 /// configuration is checked by the core (`tenure_worker_config_check`) when
@@ -2529,6 +2542,22 @@ class WorkerConfig {
     grace_ = std::chrono::microseconds(to_micros(d));
     return *this;
   }
+  /// Stop once the store server has been away this long (0 ..= 24 h,
+  /// checked when the `Worker` starts; by default never). While it is away
+  /// the slots back off as the core's outage rule says (`tenure_outage`:
+  /// 50 ms doubling to 2 s, jittered).
+  template <class Rep, class Period>
+  WorkerConfig& outage_limit(std::chrono::duration<Rep, Period> d) {
+    outage_limit_ = std::chrono::microseconds(to_micros(d));
+    return *this;
+  }
+  /// Call `f` when the store server goes away, comes back, or stayed away
+  /// past the `outage_limit` (`OutageEvent`), from the slot thread that
+  /// noticed; an exception it throws is ignored.
+  WorkerConfig& on_outage(std::function<void(const OutageEvent&)> f) {
+    on_outage_ = std::move(f);
+    return *this;
+  }
   /// The first production served.
   const std::string& production() const noexcept { return production_; }
   /// Every production served.
@@ -2540,8 +2569,10 @@ class WorkerConfig {
   std::chrono::microseconds renew_every() const noexcept { return renew_every_; }
   std::chrono::microseconds wait_timeout() const noexcept { return wait_timeout_; }
   std::chrono::microseconds grace() const noexcept { return grace_; }
+  std::optional<std::chrono::microseconds> outage_limit() const noexcept { return outage_limit_; }
 
  private:
+  friend class Worker;
   std::string production_;
   std::vector<std::string> productions_;
   std::string holder_;
@@ -2551,6 +2582,8 @@ class WorkerConfig {
   std::chrono::microseconds wait_timeout_ = std::chrono::seconds(60);
   std::chrono::microseconds grace_ = std::chrono::seconds(30);
   bool schedules_ = false;
+  std::optional<std::chrono::microseconds> outage_limit_;
+  std::function<void(const OutageEvent&)> on_outage_;
 };
 
 namespace detail {
@@ -2605,7 +2638,13 @@ class JobContext {
 /// with its `JobOutcome` (`complete`, `fail`), then reports it. A handler that
 /// throws is a retryable failure. A wait refused for bad input
 /// (`InvalidArgument`, `InvalidDuration`: the configuration) stops the
-/// worker and `join()` throws it; other failed waits pause the slot 1 s.
+/// worker and `join()` throws it. Other failed waits back off as the core's
+/// outage rule says (`tenure_outage`, one tracker shared by the slots, so
+/// an outage counts once however many slots notice it): a store server
+/// that is away (a lost or refused connection, no free connection slot)
+/// gives pauses of 50 ms doubling to 2 s (jittered) and `on_outage` events,
+/// any other failure a 1 s pause; once the server has been away past the
+/// `outage_limit` the worker stops (`gave_up()`; `join()` does not throw).
 /// A keeper that cannot start is reported `Lost` with its error and the
 /// lease is left held until it expires, as the Rust loop does (an
 /// `InvalidDuration` there also stops the worker).
@@ -2639,8 +2678,8 @@ class Worker {
     threads_.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       try {
-        threads_.emplace_back([s = s_] {
-          slot(*s);
+        threads_.emplace_back([s = s_, i] {
+          slot(*s, i);
           {
             const std::lock_guard<std::mutex> lk(s->m);
             --s->active;
@@ -2684,6 +2723,12 @@ class Worker {
   void stop() noexcept { s_->stop(); }
   /// Whether `stop()` was called (or a bad configuration stopped it).
   bool stopping() const noexcept { return s_->cancel.is_cancelled(); }
+  /// How many times the store server went away while this worker ran (an
+  /// outage counts once, however many slots noticed it).
+  std::uint64_t outages() const noexcept { return s_->outages.load(); }
+  /// Whether the worker stopped because the store server stayed away
+  /// longer than its `outage_limit`.
+  bool gave_up() const noexcept { return s_->gave_up.load(); }
   /// Wait until the worker is stopped and its slots finished, or the grace
   /// period after the stop passed; release every lease still held. Throws
   /// the error that stopped a misconfigured worker.
@@ -2702,9 +2747,19 @@ class Worker {
     }
     return c;
   }
+  /// The C outage tracker of one worker (`tenure_outage`), shared by its slots.
+  struct OutageFree {
+    void operator()(tenure_outage* o) const noexcept { tenure_outage_free(o); }
+  };
+  static std::unique_ptr<tenure_outage, OutageFree> new_outage(const WorkerConfig& c) {
+    tenure_outage* o = nullptr;
+    check(tenure_outage_new(c.outage_limit_ ? c.outage_limit_->count() : std::numeric_limits<std::int64_t>::min(),
+                            c.slots(), &o));
+    return std::unique_ptr<tenure_outage, OutageFree>(o);
+  }
   struct Shared {
     Shared(const Authority& a, WorkerConfig c, Handler h, Reporter r)
-        : auth(&a), cfg(std::move(c)), handler(std::move(h)), report(std::move(r)) {}
+        : auth(&a), cfg(std::move(c)), handler(std::move(h)), report(std::move(r)), outage(new_outage(cfg)) {}
     const Authority* auth;
     WorkerConfig cfg;
     Handler handler;
@@ -2720,6 +2775,9 @@ class Worker {
     std::map<std::uint64_t, std::shared_ptr<detail::Held>> held;
     std::uint64_t next = 0;
     std::optional<Error> fatal;
+    std::unique_ptr<tenure_outage, OutageFree> outage;
+    std::atomic<std::uint64_t> outages{0};
+    std::atomic<bool> gave_up{false};
 
     void stop() noexcept {
       {
@@ -2728,6 +2786,13 @@ class Worker {
       }
       (void)tenure_wait_cancel_cancel(cancel.capi());
       cv.notify_all();
+    }
+    void tell(const OutageEvent& e) const noexcept {
+      if (!cfg.on_outage_) return;
+      try {
+        cfg.on_outage_(e);
+      } catch (...) {
+      }
     }
     void tell(const Report& r) const noexcept {
       if (!report) return;
@@ -2795,28 +2860,76 @@ class Worker {
     }
   }
 
-  static void slot(Shared& s) {
+  static void slot(Shared& s, std::size_t i) {
     while (!s.cancel.is_cancelled()) {
       Lease lease(nullptr);
       try {
         lease = claim(s);
       } catch (const NoJobAvailable&) {
+        server_back(s, i);
         continue;
       } catch (const Error& e) {
-        std::unique_lock<std::mutex> lk(s.m);
         if (e.status() == TENURE_INVALID_ARGUMENT || e.status() == TENURE_INVALID_DURATION) {
-          if (!s.fatal) s.fatal = e;
-          lk.unlock();
+          {
+            const std::lock_guard<std::mutex> lk(s.m);
+            if (!s.fatal) s.fatal = e;
+          }
           s.stop();
-        } else {
-          s.cv.wait_for(lk, std::chrono::seconds(1), [&s] { return s.stopped_at.has_value(); });
+        } else if (!s.cancel.is_cancelled()) {
+          ride_out(s, i, e);
         }
         continue;
       } catch (...) {
         continue;  // out of memory converting a message: try again
       }
+      server_back(s, i);
       run_job(s, std::move(lease));
     }
+  }
+
+  /// A wait failed with `e`: back off as the core's outage rule says,
+  /// reporting the outage when it begins, and stop the worker once it
+  /// lasted past the outage limit.
+  static void ride_out(Shared& s, std::size_t i, const Error& e) {
+    std::int64_t delay_us = 1000000;
+    tenure_outage_step step = TENURE_OUTAGE_RETRY;
+    if (tenure_outage_failed(s.outage.get(), i, static_cast<std::uint32_t>(e.status()), e.what(), &delay_us,
+                             &step) != TENURE_OK) {
+      delay_us = 1000000;
+      step = TENURE_OUTAGE_RETRY;
+    }
+    OutageEvent ev;
+    if (step == TENURE_OUTAGE_STOP) {
+      if (!s.gave_up.exchange(true)) {
+        ev.kind = OutageEvent::Kind::GaveUp;
+        ev.duration = std::chrono::microseconds(delay_us);
+        s.tell(ev);
+      }
+      s.stop();
+      return;
+    }
+    if (step == TENURE_OUTAGE_BEGAN) {
+      ++s.outages;
+      ev.kind = OutageEvent::Kind::Began;
+      try {
+        ev.error = e;
+      } catch (...) {
+      }
+      s.tell(ev);
+    }
+    std::unique_lock<std::mutex> lk(s.m);
+    s.cv.wait_for(lk, std::chrono::microseconds(delay_us), [&s] { return s.stopped_at.has_value(); });
+  }
+
+  /// Slot `i`'s wait answered: its outage is over; the worker's ends with
+  /// the last slot that saw it.
+  static void server_back(Shared& s, std::size_t i) noexcept {
+    std::int64_t us = -1;
+    if (tenure_outage_succeeded(s.outage.get(), i, &us) != TENURE_OK || us < 0) return;
+    OutageEvent ev;
+    ev.kind = OutageEvent::Kind::Ended;
+    ev.duration = std::chrono::microseconds(us);
+    s.tell(ev);
   }
 
   static void run_job(Shared& s, Lease lease) {

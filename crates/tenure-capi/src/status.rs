@@ -134,6 +134,11 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+/// This thread's last-error message.
+pub(crate) fn last_error() -> String {
+    LAST_ERROR.with(|l| l.borrow().clone())
+}
+
 pub(crate) fn set_last_error(msg: String) {
     LAST_ERROR.with(|l| *l.borrow_mut() = msg);
 }

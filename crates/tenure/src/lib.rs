@@ -94,7 +94,7 @@ pub use retention::{
     Age, DeletedCounts, ExportRecord, PruneReport, Retention, AUTO_PRUNE_CATCH_UP_EVERY,
     AUTO_PRUNE_EVERY, DELETE_STEP_JOBS, PRUNE_STEP_ROWS,
 };
-pub use retry::{Outage, OutageStep};
+pub use retry::{Outage, OutageStep, SlotsOutage, SlotsStep};
 pub use schedule::{
     slot_job, Cadence, Overlap, ScheduleSpec, ScheduleView, Ticked, MAX_CATCH_UP,
     MAX_INTERVAL_SECS, MAX_SCHEDULE_NAME,

@@ -21,7 +21,7 @@
 //! uniformly from its upper half (jitter), so clients cut off together do
 //! not come back together.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::store::{CONNECTION_LOST, TRY_AGAIN_BUSY};
 use std::time::{Duration, Instant};
 
@@ -171,6 +171,23 @@ impl Outage {
         server_away(e)
     }
 
+    /// The error a failure reported elsewhere as its `code` and its
+    /// message (the error's display text, as the C ABI's last-error
+    /// message carries it), as far as [`Outage::failed`] reads it: the
+    /// same classification ([`Outage::is_server_away`]) for a loop
+    /// composed over the C calls.
+    pub fn reported(code: ErrorCode, message: &str) -> Error {
+        let detail = |shown: Error| {
+            let prefix = shown.to_string();
+            message.strip_prefix(&prefix).unwrap_or(message).to_owned()
+        };
+        match code {
+            ErrorCode::Store => Error::Store(detail(Error::Store(String::new()))),
+            ErrorCode::Busy => Error::Busy(detail(Error::Busy(String::new()))),
+            _ => Error::Internal(message.to_owned()),
+        }
+    }
+
     /// A wait succeeded (or found no job): the server is back.
     pub fn ok(&mut self) -> bool {
         let was = self.since.is_some();
@@ -203,6 +220,114 @@ impl Outage {
     }
 }
 
+/// The outage of a worker's slots together, each slot with its own
+/// [`Outage`], as the Rust worker counts it (`crate::worker`): an outage
+/// begins when the first slot finds the server away and counts once however
+/// many slots notice it; it ends when the last slot that saw it is answered
+/// again; a slot away past the bound gives up, reported once. What the C
+/// ABI's `tenure_outage` exports for loops composed over the C calls.
+#[derive(Debug)]
+pub struct SlotsOutage {
+    slots: Vec<Outage>,
+    away: usize,
+    away_since: Option<Instant>,
+    outages: u64,
+    gave_up: bool,
+}
+
+/// What a [`SlotsOutage`] tells one slot after a failed wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotsStep {
+    /// Pause this long, then wait again; `began` when this failure began
+    /// the worker's outage (report it).
+    Pause {
+        /// How long to pause.
+        pause: Duration,
+        /// This failure began the worker's outage.
+        began: bool,
+    },
+    /// The server has been away longer than the bound: stop the worker.
+    /// `first` for the first slot told so (report it); `away`: since the
+    /// worker's outage began.
+    GiveUp {
+        /// How long the server has been away.
+        away: Duration,
+        /// The first slot told to give up.
+        first: bool,
+    },
+}
+
+impl SlotsOutage {
+    /// `slots` slots (at least one), each stopping after the server has
+    /// been away `bound` (`None`: never).
+    pub fn new(bound: Option<Duration>, slots: usize) -> SlotsOutage {
+        SlotsOutage {
+            slots: (0..slots.max(1)).map(|_| Outage::new(bound)).collect(),
+            away: 0,
+            away_since: None,
+            outages: 0,
+            gave_up: false,
+        }
+    }
+
+    /// How many slots this counts for.
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Slot `slot`'s wait failed with `e`: how it goes on (`None` for a
+    /// slot out of range).
+    pub fn failed(&mut self, slot: usize, e: &Error) -> Option<SlotsStep> {
+        let o = self.slots.get_mut(slot)?;
+        let was_away = o.since().is_some();
+        let step = o.failed(e);
+        let now_away = o.since();
+        if !was_away && now_away.is_some() {
+            self.away += 1;
+        }
+        Some(match step {
+            OutageStep::GiveUp => {
+                let first = !self.gave_up;
+                self.gave_up = true;
+                let since = self.away_since.or(now_away).unwrap_or_else(Instant::now);
+                SlotsStep::GiveUp {
+                    away: since.elapsed(),
+                    first,
+                }
+            }
+            OutageStep::Pause { pause, .. } => {
+                let began = self.away_since.is_none() && now_away.is_some();
+                if began {
+                    self.away_since = now_away;
+                    self.outages += 1;
+                }
+                SlotsStep::Pause { pause, began }
+            }
+        })
+    }
+
+    /// Slot `slot`'s wait succeeded (or found no job): its outage, if any,
+    /// is over; the worker's ends with the last slot that saw it, and this
+    /// is how long it lasted.
+    pub fn ok(&mut self, slot: usize) -> Option<Duration> {
+        let o = self.slots.get_mut(slot)?;
+        if !o.ok() {
+            return None;
+        }
+        self.away = self.away.saturating_sub(1);
+        if self.away == 0 {
+            self.away_since.take().map(|t| t.elapsed())
+        } else {
+            None
+        }
+    }
+
+    /// How many outages began.
+    pub fn outages(&self) -> u64 {
+        self.outages
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +352,20 @@ mod tests {
         assert!(!retryable(&Error::Store("disk full".into())));
         assert!(!retryable(&Error::Busy("the writer lock is held".into())));
         assert!(!server_away(&Error::Busy("the writer lock is held".into())));
+        for e in [&lost, &again] {
+            let back = Outage::reported(e.code(), &e.to_string());
+            assert!(server_away(&back), "{back}");
+        }
+        let full = Error::Store("disk full".into());
+        assert!(!server_away(&Outage::reported(
+            full.code(),
+            &full.to_string()
+        )));
+        let other = Error::invalid(CONNECTION_LOST);
+        assert!(!server_away(&Outage::reported(
+            other.code(),
+            &other.to_string()
+        )));
     }
 
     #[test]
@@ -272,6 +411,34 @@ mod tests {
         assert!(matches!(
             o.failed(&Error::NotFound("p".into())),
             OutageStep::Pause { first: false, .. }
+        ));
+    }
+
+    #[test]
+    fn slots_share_one_outage() {
+        let lost = Error::Store(format!("{CONNECTION_LOST}: down"));
+        let mut w = SlotsOutage::new(None, 3);
+        assert!(matches!(
+            w.failed(0, &lost),
+            Some(SlotsStep::Pause { began: true, .. })
+        ));
+        assert!(matches!(
+            w.failed(1, &lost),
+            Some(SlotsStep::Pause { began: false, .. })
+        ));
+        assert_eq!(w.ok(2), None); // never saw it
+        assert_eq!(w.ok(0), None); // slot 1 still does
+        assert!(w.ok(1).is_some());
+        assert_eq!(w.outages(), 1);
+        assert!(w.failed(3, &lost).is_none());
+        let mut w = SlotsOutage::new(Some(Duration::ZERO), 2);
+        assert!(matches!(
+            w.failed(0, &lost),
+            Some(SlotsStep::GiveUp { first: true, .. })
+        ));
+        assert!(matches!(
+            w.failed(1, &lost),
+            Some(SlotsStep::GiveUp { first: false, .. })
         ));
     }
 }
