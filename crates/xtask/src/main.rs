@@ -14,6 +14,8 @@
 //!   only) only the bulk-submission row on both servers; both flags, both.
 //!   `TENURE_BENCH_PEERS_ONLY=1` with `--backend postgres`: only the Node
 //!   peers' rows (graphile-worker, pg-boss), on both servers.
+//!   `TENURE_BENCH_OPS_ONLY=1`: only the operations rows (statistics, claim
+//!   gates, schedules, `tenure serve`; on PostgreSQL the first two).
 //! - `abi-check [--bless]`, `dist PREFIX`: the C ABI checks and install.
 //!
 //! Every cargo command here that resolves dependencies passes `--locked`
