@@ -653,7 +653,8 @@ typedef struct tenure_production_stats tenure_production_stats;
 
 /**
  * A schedule's definition (ABI 1.2): a name and a cadence, made by
- * `tenure_schedule_def_new_every()` or `tenure_schedule_def_new_cron()`,
+ * `tenure_schedule_def_new_every()`, `tenure_schedule_def_new_cron()` or
+ * `tenure_schedule_def_new_cron_in()`,
  * with the default job options (empty payload, priority 0, 3 attempts),
  * catch-up bound 1 and overlap "enqueue" until a setter changes them;
  * passed to `tenure_authority_create_schedule()` or
@@ -2126,6 +2127,20 @@ tenure_status tenure_schedule_def_new_cron(const char *name,
                                            struct tenure_schedule_def **out_def);
 
 /**
+ * A definition whose slots are the matches of a five-field cron
+ * expression read in the named IANA time zone `tz` (`Europe/Paris`,
+ * case-sensitive; ABI 1.2). A malformed expression or an unknown zone
+ * is `TENURE_INVALID_ARGUMENT`. Slots stay instants (slot job IDs in
+ * UTC); a local time skipped by a daylight-saving gap has its slot at
+ * the gap's end, a repeated one a single slot at its first occurrence
+ * (docs/schedules.md).
+ */
+tenure_status tenure_schedule_def_new_cron_in(const char *name,
+                                              const char *expression,
+                                              const char *tz,
+                                              struct tenure_schedule_def **out_def);
+
+/**
  * Every slot job's payload (ABI 1.2; copied; NULL only with
  * `payload_len` 0, at most 1 MiB).
  */
@@ -2264,10 +2279,18 @@ const char *tenure_schedule_list_production(const struct tenure_schedule_list *l
 const char *tenure_schedule_list_name(const struct tenure_schedule_list *list, size_t index);
 
 /**
- * Cadence of schedule `index` (`every 30s`, `cron 0 2 * * *`; borrowed),
+ * Cadence of schedule `index` (`every 30s`, `cron 0 2 * * *`,
+ * `cron 0 2 * * * Europe/Paris`; borrowed),
  * or NULL if out of range.
  */
 const char *tenure_schedule_list_cadence(const struct tenure_schedule_list *list, size_t index);
+
+/**
+ * Named time zone of schedule `index`'s cron cadence (`Europe/Paris`;
+ * borrowed; ABI 1.2), or NULL for a UTC cron cadence, an interval, or
+ * an index out of range.
+ */
+const char *tenure_schedule_list_tz(const struct tenure_schedule_list *list, size_t index);
 
 /**
  * Whether schedule `index` is paused (false if out of range).

@@ -1,5 +1,5 @@
 // Schedules through the C++ projection (docs/schedules.md): definitions by
-// interval and cron, create (idempotent; Conflict for another definition),
+// interval and cron (UTC or a named time zone), create (idempotent; Conflict for another definition),
 // pause, resume, update, delete, the listing and the scheduler step, and
 // bad definitions thrown as the core's typed errors; the scheduler loop
 // (ended by a cancel from another thread) and a Worker that runs it.
@@ -24,6 +24,9 @@ TEST_CASE("recurring: bad definitions throw typed errors and change nothing") {
   CHECK_THROWS_AS(tenure::ScheduleDef::every("s", 1500ms), tenure::InvalidDuration);
   CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "61 * * * *"), tenure::InvalidArgument);
   CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "* * * * * *"), tenure::InvalidArgument);
+  CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "0 2 * * *", "Europe/Nowhere"), tenure::InvalidArgument);
+  CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "0 2 * * *", "europe/paris"), tenure::InvalidArgument);
+  CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "61 * * * *", "Europe/Paris"), tenure::InvalidArgument);
   auto d = tenure::ScheduleDef::every("s", 1s);
   d.catch_up(0);
   CHECK_THROWS_AS(a.create_schedule("p", d), tenure::InvalidArgument);
@@ -59,6 +62,10 @@ TEST_CASE("recurring: create, list, pause, resume, update, delete") {
   CHECK(a.resume_schedule("p", "tick"));
   a.update_schedule("p", tenure::ScheduleDef::cron("tick", "0 2 * * *"));
   CHECK(a.schedules()[0].cadence == "cron 0 2 * * *");
+  CHECK_FALSE(a.schedules()[0].tz.has_value());
+  a.update_schedule("p", tenure::ScheduleDef::cron("tick", "0 2 * * *", "Europe/Paris"));
+  CHECK(a.schedules()[0].cadence == "cron 0 2 * * * Europe/Paris");
+  CHECK(a.schedules()[0].tz == std::optional<std::string>("Europe/Paris"));
   CHECK(a.delete_schedule("p", "tick"));
   CHECK_FALSE(a.delete_schedule("p", "tick"));
   CHECK_THROWS_AS(a.update_schedule("p", d), tenure::NotFound);

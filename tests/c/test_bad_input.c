@@ -1410,6 +1410,15 @@ static void recurring_entry_points(const char *dir) {
   EXPECT(tenure_schedule_def_new_cron("s", "99 * * * *", &d), INV);
   EXPECT(tenure_schedule_def_new_cron("s", "* * * *", &d), INV);
   EXPECT(tenure_schedule_def_new_cron("s", "* * * * *", NULL), INV);
+  EXPECT(tenure_schedule_def_new_cron_in(NULL, "* * * * *", "Europe/Paris", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron_in("s", NULL, "Europe/Paris", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron_in("s", "* * * * *", NULL, &d), INV);
+  EXPECT(tenure_schedule_def_new_cron_in("s", "* * * * *", BAD_UTF8, &d), INV);
+  EXPECT(tenure_schedule_def_new_cron_in("s", "* * * * *", "", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron_in("s", "* * * * *", "Europe/Nowhere", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron_in("s", "* * * * *", "europe/paris", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron_in("s", "99 * * * *", "Europe/Paris", &d), INV);
+  EXPECT(tenure_schedule_def_new_cron_in("s", "* * * * *", "Europe/Paris", NULL), INV);
   CHECK(d == NULL);
   EXPECT(tenure_schedule_def_set_payload(NULL, NULL, 0), INV);
   EXPECT(tenure_schedule_def_set_job(NULL, 0, 3), INV);
@@ -1490,6 +1499,7 @@ static void recurring_entry_points(const char *dir) {
   CHECK(tenure_schedule_list_production(l, 0) == NULL);
   CHECK(tenure_schedule_list_name(l, 0) == NULL);
   CHECK(tenure_schedule_list_cadence(NULL, 0) == NULL);
+  CHECK(tenure_schedule_list_tz(NULL, 0) == NULL);
   CHECK(!tenure_schedule_list_paused(l, 0));
   CHECK(tenure_schedule_list_catch_up(l, 0) == 0);
   int64_t us = 7;

@@ -68,6 +68,7 @@ static void definitions(const char *dir) {
   CHECK(streq(tenure_schedule_list_production(l, 0), "p"));
   CHECK(streq(tenure_schedule_list_name(l, 0), "tick"));
   CHECK(streq(tenure_schedule_list_cadence(l, 0), "every 30s"));
+  CHECK(tenure_schedule_list_tz(l, 0) == NULL);
   CHECK(tenure_schedule_list_catch_up(l, 0) == 3);
   CHECK(!tenure_schedule_list_paused(l, 0));
   int64_t us = 7;
@@ -89,7 +90,21 @@ static void definitions(const char *dir) {
   OK(tenure_authority_update_schedule(a, "p", c));
   OK(tenure_authority_schedules(a, NULL, &l));
   CHECK(streq(tenure_schedule_list_cadence(l, 0), "cron 0 2 * * *"));
+  CHECK(tenure_schedule_list_tz(l, 0) == NULL);
   tenure_schedule_list_free(l);
+  /* a zoned cron cadence; an unknown zone changes nothing */
+  tenure_schedule_def *z = NULL;
+  EXPECT(tenure_schedule_def_new_cron_in("tick", "0 2 * * *", "Mars/Olympus", &z),
+         TENURE_INVALID_ARGUMENT);
+  CHECK(z == NULL);
+  OK(tenure_schedule_def_new_cron_in("tick", "0 2 * * *", "Europe/Paris", &z));
+  OK(tenure_authority_update_schedule(a, "p", z));
+  OK(tenure_authority_schedules(a, NULL, &l));
+  CHECK(streq(tenure_schedule_list_cadence(l, 0), "cron 0 2 * * * Europe/Paris"));
+  CHECK(streq(tenure_schedule_list_tz(l, 0), "Europe/Paris"));
+  CHECK(tenure_schedule_list_tz(l, 1) == NULL);
+  tenure_schedule_list_free(l);
+  tenure_schedule_def_free(z);
   bool deleted = false;
   OK(tenure_authority_delete_schedule(a, "p", "tick", &deleted));
   CHECK(deleted);

@@ -32,6 +32,15 @@ def test_a_schedule_is_created_listed_paused_and_deleted(auth: tenure.Authority,
     assert auth.resume_schedule(prod, "tick")
     auth.update_schedule(prod, "tick", cron="0 2 * * *")
     assert auth.schedules(prod)[0]["cadence"] == "cron 0 2 * * *"
+    assert auth.schedules(prod)[0]["tz"] is None
+    auth.update_schedule(prod, "tick", cron="0 2 * * *", tz="Europe/Paris")
+    [s] = auth.schedules(prod)
+    assert s["cadence"] == "cron 0 2 * * * Europe/Paris" and s["tz"] == "Europe/Paris"
+    # 02:00 in Paris is 00:00 or 01:00 UTC (summer or winter time).
+    assert s["next_slot"].minute == 0 and s["next_slot"].hour in (0, 1)
+    with pytest.raises(tenure.InvalidArgument):
+        auth.update_schedule(prod, "tick", cron="0 2 * * *", tz="Mars/Olympus")
+    assert auth.schedules(prod)[0]["tz"] == "Europe/Paris"
     assert auth.delete_schedule(prod, "tick")
     assert not auth.delete_schedule(prod, "tick")
     assert auth.schedules() == []
@@ -65,6 +74,12 @@ def test_the_step_enqueues_each_slot_once(auth: tenure.Authority, prod: str) -> 
     ({"every": timedelta(seconds=1), "overlap": "sometimes"}, tenure.InvalidArgument),
     ({}, tenure.InvalidArgument),
     ({"every": timedelta(seconds=1), "cron": "* * * * *"}, tenure.InvalidArgument),
+    ({"cron": "0 2 * * *", "tz": "Europe/Nowhere"}, tenure.InvalidArgument),
+    ({"cron": "0 2 * * *", "tz": "europe/paris"}, tenure.InvalidArgument),
+    ({"cron": "0 2 * * *", "tz": ""}, tenure.InvalidArgument),
+    ({"cron": "61 * * * *", "tz": "Europe/Paris"}, tenure.InvalidArgument),
+    ({"every": timedelta(seconds=1), "tz": "Europe/Paris"}, tenure.InvalidArgument),
+    ({"tz": "Europe/Paris"}, tenure.InvalidArgument),
 ])
 def test_bad_definitions_are_typed_errors_and_change_nothing(
         auth: tenure.Authority, prod: str, kwargs: dict, error: type) -> None:
@@ -95,4 +110,11 @@ def test_aio_schedules(store: Path | str) -> None:
             assert await a.delete_schedule("p", "s")
             with pytest.raises(tenure.InvalidArgument):
                 await a.create_schedule("p", "s", cron="nope")
+            with pytest.raises(tenure.InvalidArgument):
+                await a.create_schedule("p", "s", cron="0 2 * * *", tz="Nowhere/Town")
+            assert await a.create_schedule("p", "z", cron="0 2 * * *", tz="Asia/Tokyo")
+            [z] = await a.schedules("p")
+            assert z["tz"] == "Asia/Tokyo" and z["cadence"] == "cron 0 2 * * * Asia/Tokyo"
+            # 02:00 in Tokyo (UTC+9, no daylight-saving time) is 17:00 UTC.
+            assert z["next_slot"].hour == 17
     asyncio.run(main())

@@ -1320,13 +1320,24 @@ static void call_one_1_1(int on) {
 static void call_schedules(int on) {
   static const char *const NAMES[] = {"s0", "s1", "s2"};
   static const char *const CRONS[] = {"*/5 * * * *", "0 2 * * *", "61 * * * *", "* * * *"};
+  static const char *const ZONES[] = {"Europe/Paris", "America/New_York", "UTC", "Mars/Olympus"};
   const char *what = "schedule_def_new";
   tenure_schedule_def *out = SENT_PTR;
-  tenure_status st = chance(50)
-      ? tenure_schedule_def_new_every(gen_str(NAMES[below(3)]), chance(50) ? gen_delay() : 1000000,
-                                      on ? NULL : &out)
-      : tenure_schedule_def_new_cron(gen_str(NAMES[below(3)]), gen_str(CRONS[below(4)]),
-                                     on ? NULL : &out);
+  tenure_status st;
+  switch (below(3)) {
+    case 0:
+      st = tenure_schedule_def_new_every(gen_str(NAMES[below(3)]),
+                                         chance(50) ? gen_delay() : 1000000, on ? NULL : &out);
+      break;
+    case 1:
+      st = tenure_schedule_def_new_cron(gen_str(NAMES[below(3)]), gen_str(CRONS[below(4)]),
+                                        on ? NULL : &out);
+      break;
+    default:
+      st = tenure_schedule_def_new_cron_in(gen_str(NAMES[below(3)]), gen_str(CRONS[below(4)]),
+                                           gen_str(ZONES[below(4)]), on ? NULL : &out);
+      break;
+  }
   note(st, what);
   tenure_schedule_def *d = take_ptr(st, out, on, what);
   tenure_schedule_def *use = chance(5) ? NULL : d;
@@ -1400,6 +1411,7 @@ static void call_schedules(int on) {
       (void)tenure_schedule_list_production(l, i);
       (void)tenure_schedule_list_name(l, i);
       (void)tenure_schedule_list_cadence(l, i);
+      (void)tenure_schedule_list_tz(l, i);
       (void)tenure_schedule_list_paused(l, i);
       (void)tenure_schedule_list_catch_up(l, i);
       if (!tenure_schedule_list_last_slot_us(l, i, &us)) CHECK(us == (int64_t)SENT_U64);

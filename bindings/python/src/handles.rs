@@ -1131,9 +1131,11 @@ impl Authority {
     /// ``False`` if the same definition exists (another one is
     /// ``Conflict``). Exactly one of ``every`` (a ``datetime.timedelta``,
     /// whole seconds, 1 s ..= 366 days; ``InvalidDuration``) and ``cron``
-    /// (five fields, UTC; ``InvalidArgument`` if malformed). ``catch_up``:
+    /// (five fields; ``InvalidArgument`` if malformed), read in UTC or in
+    /// the IANA time zone ``tz`` (``"Europe/Paris"``; an unknown zone is
+    /// ``InvalidArgument``). ``catch_up``:
     /// 1 ..= 1000; ``overlap``: ``"enqueue"`` or ``"skip"``.
-    #[pyo3(signature = (production, name, *, every = None, cron = None, payload = b"".as_slice(), priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, max_hold = None, backoff = None, catch_up = 1, overlap = "enqueue"))]
+    #[pyo3(signature = (production, name, *, every = None, cron = None, tz = None, payload = b"".as_slice(), priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, max_hold = None, backoff = None, catch_up = 1, overlap = "enqueue"))]
     #[allow(clippy::too_many_arguments)]
     fn create_schedule(
         &self,
@@ -1142,6 +1144,7 @@ impl Authority {
         name: &str,
         every: Option<&Bound<'_, PyAny>>,
         cron: Option<&str>,
+        tz: Option<&str>,
         payload: &[u8],
         #[pyo3(from_py_with = convert::priority)] priority: i32,
         #[pyo3(from_py_with = convert::max_attempts)] max_attempts: u32,
@@ -1151,7 +1154,7 @@ impl Authority {
         overlap: &str,
     ) -> PyResult<bool> {
         let s = crate::schedules::spec(
-            name, every, cron, payload, priority, max_attempts, max_hold, backoff, catch_up, overlap,
+            name, every, cron, tz, payload, priority, max_attempts, max_hold, backoff, catch_up, overlap,
         )?;
         let a = self.get()?;
         unlocked(py, || a.create_schedule(production, &s))
@@ -1160,7 +1163,7 @@ impl Authority {
     /// Replace a schedule's definition (``NotFound`` if there is none);
     /// its slot record and pause state stay. Arguments as
     /// :meth:`create_schedule`.
-    #[pyo3(signature = (production, name, *, every = None, cron = None, payload = b"".as_slice(), priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, max_hold = None, backoff = None, catch_up = 1, overlap = "enqueue"))]
+    #[pyo3(signature = (production, name, *, every = None, cron = None, tz = None, payload = b"".as_slice(), priority = 0, max_attempts = tenure::DEFAULT_MAX_ATTEMPTS, max_hold = None, backoff = None, catch_up = 1, overlap = "enqueue"))]
     #[allow(clippy::too_many_arguments)]
     fn update_schedule(
         &self,
@@ -1169,6 +1172,7 @@ impl Authority {
         name: &str,
         every: Option<&Bound<'_, PyAny>>,
         cron: Option<&str>,
+        tz: Option<&str>,
         payload: &[u8],
         #[pyo3(from_py_with = convert::priority)] priority: i32,
         #[pyo3(from_py_with = convert::max_attempts)] max_attempts: u32,
@@ -1178,7 +1182,7 @@ impl Authority {
         overlap: &str,
     ) -> PyResult<()> {
         let s = crate::schedules::spec(
-            name, every, cron, payload, priority, max_attempts, max_hold, backoff, catch_up, overlap,
+            name, every, cron, tz, payload, priority, max_attempts, max_hold, backoff, catch_up, overlap,
         )?;
         let a = self.get()?;
         unlocked(py, || a.update_schedule(production, &s))

@@ -8,13 +8,14 @@ use pyo3::types::PyDict;
 use tenure::{Cadence, Delay, Error, Overlap, ScheduleSpec, ScheduleView, Ticked};
 
 /// The definition `create_schedule`/`update_schedule` were given: exactly
-/// one of `every` (a `datetime.timedelta`) and `cron` (a five-field UTC
-/// expression).
+/// one of `every` (a `datetime.timedelta`) and `cron` (a five-field
+/// expression, read in UTC or in the IANA time zone `tz`).
 #[allow(clippy::too_many_arguments)]
 pub fn spec(
     name: &str,
     every: Option<&Bound<'_, PyAny>>,
     cron: Option<&str>,
+    tz: Option<&str>,
     payload: &[u8],
     priority: i32,
     max_attempts: u32,
@@ -23,9 +24,13 @@ pub fn spec(
     catch_up: u32,
     overlap: &str,
 ) -> PyResult<ScheduleSpec> {
-    let cadence = match (every, cron) {
-        (Some(d), None) => Cadence::every(convert::delay(d, "every")?),
-        (None, Some(c)) => Cadence::cron(c),
+    let cadence = match (every, cron, tz) {
+        (Some(_), None, Some(_)) => Err(Error::InvalidArgument(
+            "tz= goes with cron=, not with every=".into(),
+        )),
+        (Some(d), None, None) => Cadence::every(convert::delay(d, "every")?),
+        (None, Some(c), None) => Cadence::cron(c),
+        (None, Some(c), Some(z)) => Cadence::cron_in(c, z),
         _ => Err(Error::InvalidArgument(
             "a schedule takes exactly one of every= and cron=".into(),
         )),
@@ -47,6 +52,7 @@ pub fn view<'py>(py: Python<'py>, v: &ScheduleView) -> PyResult<Bound<'py, PyDic
     d.set_item("production", &v.production)?;
     d.set_item("name", &v.spec.name)?;
     d.set_item("cadence", v.spec.cadence.to_string())?;
+    d.set_item("tz", v.spec.cadence.tz())?;
     d.set_item("payload", pyo3::types::PyBytes::new(py, &v.spec.payload))?;
     d.set_item("priority", v.spec.priority)?;
     d.set_item("max_attempts", v.spec.max_attempts)?;

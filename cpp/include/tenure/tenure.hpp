@@ -758,6 +758,18 @@ class ScheduleDef {
     check(tenure_schedule_def_new_cron(n.c_str(), e.c_str(), &raw));
     return ScheduleDef(raw);
   }
+  /// Slots at the matches of a five-field cron expression read in the
+  /// named IANA time zone `tz` (`"Europe/Paris"`, case-sensitive); an
+  /// unknown zone is `InvalidArgument`. Slots stay instants (see
+  /// docs/schedules.md for daylight-saving changes).
+  static ScheduleDef cron(std::string_view name, std::string_view expression, std::string_view tz) {
+    const std::string n = detail::cstr(name, "schedule name");
+    const std::string e = detail::cstr(expression, "cron expression");
+    const std::string z = detail::cstr(tz, "time zone");
+    tenure_schedule_def* raw = nullptr;
+    check(tenure_schedule_def_new_cron_in(n.c_str(), e.c_str(), z.c_str(), &raw));
+    return ScheduleDef(raw);
+  }
   /// Every slot job's payload.
   ScheduleDef& payload(std::string_view bytes) {
     check(tenure_schedule_def_set_payload(h_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()),
@@ -797,7 +809,8 @@ class ScheduleDef {
 struct ScheduleInfo {
   std::string production;
   std::string name;
-  std::string cadence;  ///< `"every 30s"`, `"cron 0 2 * * *"`
+  std::string cadence;  ///< `"every 30s"`, `"cron 0 2 * * *"`, `"cron 0 2 * * * Europe/Paris"`
+  std::optional<std::string> tz;  ///< a cron cadence's named time zone (none: UTC, or an interval)
   bool paused = false;
   std::uint32_t catch_up = 1;
   std::optional<time_point> last_slot;  ///< the newest slot enqueued
@@ -2357,6 +2370,7 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
       s.production = detail::str(tenure_schedule_list_production(raw, i));
       s.name = detail::str(tenure_schedule_list_name(raw, i));
       s.cadence = detail::str(tenure_schedule_list_cadence(raw, i));
+      if (const char* tz = tenure_schedule_list_tz(raw, i)) s.tz = std::string(tz);
       s.paused = tenure_schedule_list_paused(raw, i);
       s.catch_up = tenure_schedule_list_catch_up(raw, i);
       std::int64_t us = 0;

@@ -18,7 +18,8 @@ use crate::status::tenure_status;
 use crate::wait::tenure_wait_cancel;
 
 /// A schedule's definition (ABI 1.2): a name and a cadence, made by
-/// `tenure_schedule_def_new_every()` or `tenure_schedule_def_new_cron()`,
+/// `tenure_schedule_def_new_every()`, `tenure_schedule_def_new_cron()` or
+/// `tenure_schedule_def_new_cron_in()`,
 /// with the default job options (empty payload, priority 0, 3 attempts),
 /// catch-up bound 1 and overlap "enqueue" until a setter changes them;
 /// passed to `tenure_authority_create_schedule()` or
@@ -61,6 +62,20 @@ export! {
     fn tenure_schedule_def_new_cron(name: *const c_char, expression: *const c_char)
         -> out_def: *mut *mut tenure_schedule_def =
         def(name, Cadence::cron(expression)?);
+
+    /// A definition whose slots are the matches of a five-field cron
+    /// expression read in the named IANA time zone `tz` (`Europe/Paris`,
+    /// case-sensitive; ABI 1.2). A malformed expression or an unknown zone
+    /// is `TENURE_INVALID_ARGUMENT`. Slots stay instants (slot job IDs in
+    /// UTC); a local time skipped by a daylight-saving gap has its slot at
+    /// the gap's end, a repeated one a single slot at its first occurrence
+    /// (docs/schedules.md).
+    fn tenure_schedule_def_new_cron_in(
+        name: *const c_char,
+        expression: *const c_char,
+        tz: *const c_char,
+    ) -> out_def: *mut *mut tenure_schedule_def =
+        def(name, Cadence::cron_in(expression, tz)?);
 
     /// Every slot job's payload (ABI 1.2; copied; NULL only with
     /// `payload_len` 0, at most 1 MiB).
@@ -234,6 +249,7 @@ struct CSchedule {
     production: CString,
     name: CString,
     cadence: CString,
+    tz: Option<CString>,
     paused: bool,
     catch_up: u32,
     last_slot_us: Option<i64>,
@@ -246,6 +262,7 @@ impl CSchedule {
             production: cstring(&v.production),
             name: cstring(&v.spec.name),
             cadence: cstring(&v.spec.cadence.to_string()),
+            tz: v.spec.cadence.tz().map(cstring),
             paused: v.paused,
             catch_up: v.spec.catch_up,
             last_slot_us: v.last_slot_us,
@@ -273,10 +290,17 @@ export! {
     /// Name of schedule `index` (borrowed), or NULL if out of range.
     fn tenure_schedule_list_name(list: *const tenure_schedule_list, index: usize)
         -> *const c_char = value list.items.get(index).map(|s| s.name.as_ptr());
-    /// Cadence of schedule `index` (`every 30s`, `cron 0 2 * * *`; borrowed),
+    /// Cadence of schedule `index` (`every 30s`, `cron 0 2 * * *`,
+    /// `cron 0 2 * * * Europe/Paris`; borrowed),
     /// or NULL if out of range.
     fn tenure_schedule_list_cadence(list: *const tenure_schedule_list, index: usize)
         -> *const c_char = value list.items.get(index).map(|s| s.cadence.as_ptr());
+    /// Named time zone of schedule `index`'s cron cadence (`Europe/Paris`;
+    /// borrowed; ABI 1.2), or NULL for a UTC cron cadence, an interval, or
+    /// an index out of range.
+    fn tenure_schedule_list_tz(list: *const tenure_schedule_list, index: usize)
+        -> *const c_char =
+        value list.items.get(index).and_then(|s| s.tz.as_ref()).map(|t| t.as_ptr());
     /// Whether schedule `index` is paused (false if out of range).
     fn tenure_schedule_list_paused(list: *const tenure_schedule_list, index: usize) -> bool =
         value list.items.get(index).map(|s| s.paused);

@@ -74,6 +74,39 @@ fn schedules_are_created_listed_stepped_and_deleted() {
         s.json(&["schedule", "list"])["schedules"][0]["cadence"],
         "cron 0 2 * * *"
     );
+    assert!(s.json(&["schedule", "list"])["schedules"][0]["tz"].is_null());
+    s.json(&[
+        "schedule",
+        "update",
+        "-p",
+        "p",
+        "tick",
+        "--cron",
+        "0 2 * * *",
+        "--tz",
+        "Europe/Paris",
+    ]);
+    let v = s.json(&["schedule", "list"]);
+    assert_eq!(v["schedules"][0]["cadence"], "cron 0 2 * * * Europe/Paris");
+    assert_eq!(v["schedules"][0]["tz"], "Europe/Paris");
+    let text = s.ok(&["schedule", "list"]);
+    assert!(text.contains("cron 0 2 * * * Europe/Paris"), "{text}");
+    s.run(&[
+        "schedule",
+        "update",
+        "-p",
+        "p",
+        "tick",
+        "--cron",
+        "0 2 * * *",
+        "--tz",
+        "Mars/Olympus",
+    ])
+    .fails(code(ErrorCode::InvalidArgument));
+    assert_eq!(
+        s.json(&["schedule", "list"])["schedules"][0]["tz"],
+        "Europe/Paris"
+    );
     assert_eq!(
         s.json(&["schedule", "delete", "-p", "p", "tick"])["deleted"],
         true
@@ -111,6 +144,15 @@ fn bad_schedule_definitions_exit_with_their_codes_and_change_nothing() {
     );
     bad(&[], USAGE);
     bad(&["--every", "1s", "--cron", "* * * * *"], USAGE);
+    bad(
+        &["--cron", "0 2 * * *", "--tz", "Europe/Nowhere"],
+        code(ErrorCode::InvalidArgument),
+    );
+    bad(
+        &["--cron", "0 2 * * *", "--tz", "europe/paris"],
+        code(ErrorCode::InvalidArgument),
+    );
+    bad(&["--every", "1s", "--tz", "Europe/Paris"], USAGE);
     s.run(&["schedule", "pause", "-p", "p", "s"])
         .fails(code(ErrorCode::NotFound));
     assert!(s.json(&["schedule", "list"])["schedules"]

@@ -4,7 +4,8 @@
 //!
 //! A schedule's slots are instants of UTC: the multiples of a fixed
 //! interval since the Unix epoch, or the matches of a five-field cron
-//! expression (parsed by `croner`). The step ([`tick`]) runs in one write
+//! expression (parsed by `croner`), read in UTC or in a named IANA time
+//! zone (`chrono-tz`; see [`Cadence::cron_in`] for daylight-saving time). The step ([`tick`]) runs in one write
 //! transaction holding each schedule row's lock: it takes the time as an
 //! unguarded write does (the authority's clock, never below the store's
 //! high-water mark), enqueues every slot after the schedule's settled
@@ -42,6 +43,9 @@ pub enum Cadence {
     /// A five-field cron expression (minute hour day-of-month month
     /// day-of-week), in UTC.
     Cron(String),
+    /// A five-field cron expression read in a named IANA time zone: the
+    /// expression, then the zone's name (`Europe/Paris`).
+    CronIn(String, String),
 }
 
 impl Cadence {
@@ -60,17 +64,45 @@ impl Cadence {
     /// A five-field cron expression in UTC; a malformed one (or one with a
     /// seconds field) is [`Error::InvalidArgument`].
     pub fn cron(expr: &str) -> Result<Cadence> {
-        let expr = expr.trim();
-        let fields = expr.split_whitespace().count();
-        if fields != 5 {
-            return Err(Error::invalid(format!(
-                "cron expression {expr:?} has {fields} fields; five are expected (minute hour day-of-month month day-of-week, UTC)"
-            )));
+        Ok(Cadence::Cron(checked_expr(expr)?))
+    }
+
+    /// A five-field cron expression read in the named IANA time zone
+    /// (`Europe/Paris`, `America/New_York`, `UTC`; names are
+    /// case-sensitive). A malformed expression or an unknown zone is
+    /// [`Error::InvalidArgument`].
+    ///
+    /// Slots stay instants: each is the instant at which the zone's wall
+    /// clock shows a matching time. Around daylight-saving changes:
+    /// - a local time skipped by a spring-forward gap (02:30 on
+    ///   2026-03-08 in `America/New_York`) has its slot at the first
+    ///   instant after the gap (03:00 local, 07:00 UTC); several skipped
+    ///   matches give that one slot;
+    /// - a local time repeated by a fall-back (01:30 on 2026-11-01 in
+    ///   `America/New_York`) has one slot, at its first occurrence (the
+    ///   daylight-time one, 05:30 UTC); the repeated hour's second pass
+    ///   has no slot.
+    pub fn cron_in(expr: &str, tz: &str) -> Result<Cadence> {
+        let expr = checked_expr(expr)?;
+        let zone = zone(tz)?;
+        Ok(Cadence::CronIn(expr, zone.name().to_owned()))
+    }
+
+    /// The cron expression of a cron cadence.
+    pub fn cron_expr(&self) -> Option<&str> {
+        match self {
+            Cadence::Every(_) => None,
+            Cadence::Cron(e) | Cadence::CronIn(e, _) => Some(e),
         }
-        parsed(expr)?;
-        Ok(Cadence::Cron(
-            expr.split_whitespace().collect::<Vec<_>>().join(" "),
-        ))
+    }
+
+    /// The named time zone of a cron cadence (`None` for UTC and for a
+    /// fixed interval).
+    pub fn tz(&self) -> Option<&str> {
+        match self {
+            Cadence::CronIn(_, tz) => Some(tz),
+            _ => None,
+        }
     }
 
     /// The first slot strictly after `t_us`, if there is one before the
@@ -86,6 +118,26 @@ impl Cadence {
                 let at = chrono::DateTime::from_timestamp_micros(t_us)?;
                 cron.find_next_occurrence(&at, false).ok()?.timestamp() * S
             }
+            Cadence::CronIn(expr, tz) => {
+                let cron = parsed(expr).ok()?;
+                let zone = zone(tz).ok()?;
+                let at = chrono::DateTime::from_timestamp_micros(t_us)?.with_timezone(&zone);
+                let mut next = cron.find_next_occurrence(&at, false).ok()?;
+                // A repeated local time resolves to its first occurrence,
+                // which may be at or before `t_us` while the clock is in
+                // the repeated hour's second pass: that time had its slot,
+                // so search on from it (at most one hour of wall-clock
+                // matches).
+                let mut tries = 0;
+                while next.timestamp() * S <= t_us {
+                    tries += 1;
+                    if tries > 4000 {
+                        return None;
+                    }
+                    next = cron.find_next_occurrence(&next, false).ok()?;
+                }
+                next.timestamp() * S
+            }
         };
         (slot < LAST_SLOT_US).then_some(slot)
     }
@@ -94,11 +146,16 @@ impl Cadence {
     pub(crate) fn stored(&self) -> String {
         match self {
             Cadence::Every(secs) => format!("every {secs}"),
-            Cadence::Cron(e) => format!("cron {e}"),
+            Cadence::Cron(e) | Cadence::CronIn(e, _) => format!("cron {e}"),
         }
     }
 
-    pub(crate) fn from_stored(text: &str) -> Result<Cadence> {
+    /// The stored time zone column: the zone of [`Cadence::CronIn`].
+    pub(crate) fn stored_tz(&self) -> Option<String> {
+        self.tz().map(str::to_owned)
+    }
+
+    pub(crate) fn from_stored(text: &str, tz: Option<&str>) -> Result<Cadence> {
         let bad = || Error::Store(format!("corrupt schedule cadence {text:?}"));
         if let Some(n) = text.strip_prefix("every ") {
             let secs: i64 = n.parse().map_err(|_| bad())?;
@@ -106,7 +163,11 @@ impl Cadence {
             return Cadence::every(d).map_err(|_| bad());
         }
         if let Some(e) = text.strip_prefix("cron ") {
-            return Cadence::cron(e).map_err(|_| bad());
+            return match tz {
+                None => Cadence::cron(e),
+                Some(tz) => Cadence::cron_in(e, tz),
+            }
+            .map_err(|_| Error::Store(format!("corrupt schedule cadence {text:?} in {tz:?}")));
         }
         Err(bad())
     }
@@ -121,12 +182,35 @@ impl fmt::Display for Cadence {
                 Delay::from_micros(secs * S).unwrap_or_default()
             ),
             Cadence::Cron(e) => write!(f, "cron {e}"),
+            Cadence::CronIn(e, tz) => write!(f, "cron {e} {tz}"),
         }
     }
 }
 
 /// 10000-01-01T00:00:00Z: slots end before it (their ID has a 4-digit year).
 const LAST_SLOT_US: i64 = 253_402_300_800 * S;
+
+/// A five-field cron expression, checked, its fields joined by one space.
+fn checked_expr(expr: &str) -> Result<String> {
+    let expr = expr.trim();
+    let fields = expr.split_whitespace().count();
+    if fields != 5 {
+        return Err(Error::invalid(format!(
+            "cron expression {expr:?} has {fields} fields; five are expected (minute hour day-of-month month day-of-week)"
+        )));
+    }
+    parsed(expr)?;
+    Ok(expr.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// A named IANA time zone, or [`Error::InvalidArgument`].
+fn zone(name: &str) -> Result<chrono_tz::Tz> {
+    name.parse::<chrono_tz::Tz>().map_err(|_| {
+        Error::invalid(format!(
+            "unknown time zone {name:?}: expected an IANA time zone name such as \"Europe/Paris\" (case-sensitive)"
+        ))
+    })
+}
 
 fn parsed(expr: &str) -> Result<croner::Cron> {
     croner::Cron::new(expr)
@@ -346,13 +430,16 @@ fn valid(production: &str, spec: &ScheduleSpec) -> Result<()> {
         Cadence::Cron(e) => {
             Cadence::cron(e)?;
         }
+        Cadence::CronIn(e, tz) => {
+            Cadence::cron_in(e, tz)?;
+        }
     }
     // Every slot job must be a valid submission.
     crate::rules::valid_submission(production, &spec.job(0))
 }
 
 fn view(r: ScheduleRow) -> Result<ScheduleView> {
-    let cadence = Cadence::from_stored(&r.cadence)?;
+    let cadence = Cadence::from_stored(&r.cadence, r.tz.as_deref())?;
     let next_slot_us = if r.paused {
         None
     } else {
@@ -386,6 +473,7 @@ fn row_of(production: &str, spec: &ScheduleSpec, now: i64) -> ScheduleRow {
         production: production.to_owned(),
         name: spec.name.clone(),
         cadence: spec.cadence.stored(),
+        tz: spec.cadence.stored_tz(),
         payload: spec.payload.clone(),
         priority: spec.priority,
         max_attempts: spec.max_attempts,
@@ -526,7 +614,7 @@ pub(crate) fn due_slots(cadence: &Cadence, after: i64, up_to: i64, keep: u32) ->
             let from = first.max(last - keep as i64 + 1);
             (n, (from..=last).map(|k| k * i).collect())
         }
-        Cadence::Cron(_) => {
+        Cadence::Cron(_) | Cadence::CronIn(..) => {
             let mut n = 0u64;
             let mut kept = std::collections::VecDeque::with_capacity(keep);
             let mut t = after;

@@ -559,3 +559,169 @@ fn clock_jumps_of_an_hour_enqueue_nothing_twice_or_early() {
     assert_eq!(jobs.len(), 5);
     assert_eq!(drops.len(), 1);
 }
+
+/// An Env whose clock (and so the store's first high-water mark) starts at
+/// `start_us`.
+fn env_at(start_us: i64) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(start_us);
+    let pg = pg::fresh_database();
+    let auth = match &pg {
+        Some(db) => Authority::open(db.url.as_str(), &options().clock(clock.clone())).unwrap(),
+        None => open(&dir, &clock),
+    };
+    auth.create_production("p").unwrap();
+    Env {
+        dir,
+        clock,
+        auth,
+        pg,
+    }
+}
+
+const H: i64 = 3600 * S;
+
+#[test]
+fn an_unknown_time_zone_is_refused_and_changes_nothing() {
+    let env = Env::new();
+    env.auth.create_production("p").unwrap();
+    for bad in ["Europe/Nowhere", "europe/paris", "", "UTC+2", "Paris"] {
+        let e = Cadence::cron_in("0 2 * * *", bad).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad}");
+        assert!(e.to_string().contains("unknown time zone"), "{e}");
+    }
+    // A malformed expression is refused before the zone is looked at.
+    assert_eq!(
+        Cadence::cron_in("0 2 * *", "Europe/Paris")
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidArgument
+    );
+    // A cadence built field by field is checked again.
+    let spec = ScheduleSpec::new(
+        "s",
+        Cadence::CronIn("0 2 * * *".into(), "Mars/Olympus".into()),
+        vec![],
+    );
+    let e = env.auth.create_schedule("p", &spec).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(env.auth.schedules(None).unwrap().is_empty());
+    let ok = ScheduleSpec::new("s", Cadence::cron("0 2 * * *").unwrap(), vec![]);
+    env.auth.create_schedule("p", &ok).unwrap();
+    assert_eq!(
+        env.auth.update_schedule("p", &spec).unwrap_err().code(),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(env.auth.schedules(None).unwrap()[0].spec, ok);
+}
+
+#[test]
+fn a_zoned_cron_cadence_is_stored_listed_and_read_in_its_zone() {
+    let c = Cadence::cron_in(" 0  2 * * * ", "Europe/Paris").unwrap();
+    assert_eq!(c.to_string(), "cron 0 2 * * * Europe/Paris");
+    assert_eq!(c.tz(), Some("Europe/Paris"));
+    assert_eq!(c.cron_expr(), Some("0 2 * * *"));
+    assert_eq!(Cadence::cron("0 2 * * *").unwrap().tz(), None);
+    let spec = ScheduleSpec::new("n", c.clone(), b"x".to_vec());
+    let env = env_with(&spec);
+    // T0 is 2027-01-15T08:00:00Z; 02:00 in Paris in winter (UTC+1) is 01:00Z.
+    let v = &env.auth.schedules(Some("p")).unwrap()[0];
+    assert_eq!(v.spec.cadence, c);
+    assert_eq!(v.next_slot_us, Some(T0 + 17 * H));
+    // Idempotent with the same zone; another zone is another definition.
+    assert!(!env.auth.create_schedule("p", &spec).unwrap());
+    let utc = ScheduleSpec::new("n", Cadence::cron("0 2 * * *").unwrap(), b"x".to_vec());
+    assert_eq!(
+        env.auth.create_schedule("p", &utc).unwrap_err().code(),
+        ErrorCode::Conflict
+    );
+    // Read back through a new handle: the zone was stored.
+    let again = env.reopen();
+    assert_eq!(again.schedules(None).unwrap()[0].spec.cadence, c);
+    env.clock.advance(17 * H);
+    env.auth.run_schedules().unwrap();
+    assert_eq!(jobs_of(&env.auth, "p"), vec!["n@2027-01-16T01:00:00Z"]);
+    // An update to UTC keeps the slot record.
+    env.auth.update_schedule("p", &utc).unwrap();
+    let v = &env.auth.schedules(Some("p")).unwrap()[0];
+    assert_eq!(v.spec.cadence.to_string(), "cron 0 2 * * *");
+    assert_eq!(v.next_slot_us, Some(T0 + 18 * H));
+}
+
+/// 2026-03-08 in America/New_York: 02:00 EST jumps to 03:00 EDT, so 02:30
+/// does not happen; its slot is the first instant after the gap.
+#[test]
+fn a_local_time_skipped_by_spring_forward_has_its_slot_after_the_gap() {
+    let start = 1_772_884_800 * S; // 2026-03-07T12:00:00Z
+    let spec = ScheduleSpec::new(
+        "ny",
+        Cadence::cron_in("30 2 * * *", "America/New_York").unwrap(),
+        vec![],
+    )
+    .catch_up(10);
+    let env = env_at(start);
+    env.auth.create_schedule("p", &spec).unwrap();
+    assert_eq!(
+        env.auth.schedules(None).unwrap()[0].next_slot_us,
+        Some(start + 19 * H), // 2026-03-08T07:00:00Z, 03:00 EDT
+    );
+    env.clock.advance(72 * H);
+    env.auth.run_schedules().unwrap();
+    assert_eq!(
+        jobs_of(&env.auth, "p"),
+        vec![
+            "ny@2026-03-08T07:00:00Z", // 03:00 EDT: the gap's end
+            "ny@2026-03-09T06:30:00Z", // 02:30 EDT
+            "ny@2026-03-10T06:30:00Z",
+        ]
+    );
+}
+
+/// 2026-11-01 in America/New_York: 02:00 EDT falls back to 01:00 EST, so
+/// 01:30 happens twice; it has one slot, at its first (EDT) occurrence.
+/// 02:30 happens once (EST).
+#[test]
+fn a_local_time_repeated_by_fall_back_has_one_slot_at_its_first_occurrence() {
+    let start = 1_793_448_000 * S; // 2026-10-31T12:00:00Z
+    let env = env_at(start);
+    for (name, expr) in [("a", "30 1 * * *"), ("b", "30 2 * * *")] {
+        let c = Cadence::cron_in(expr, "America/New_York").unwrap();
+        env.auth
+            .create_schedule("p", &ScheduleSpec::new(name, c, vec![]).catch_up(10))
+            .unwrap();
+    }
+    // 2026-11-01T06:00:00Z is 01:00 EST, inside the repeated hour's second
+    // pass: the 01:30 slot (05:30Z) was settled and is not due again.
+    env.clock.set(start + 18 * H);
+    env.auth.run_schedules().unwrap();
+    assert_eq!(jobs_of(&env.auth, "p"), vec!["a@2026-11-01T05:30:00Z"]);
+    let next: Vec<_> = env
+        .auth
+        .schedules(None)
+        .unwrap()
+        .iter()
+        .map(|v| v.next_slot_us)
+        .collect();
+    assert_eq!(
+        next,
+        vec![
+            Some(start + 42 * H + 30 * 60 * S), // 2026-11-02T06:30:00Z, 01:30 EST
+            Some(start + 19 * H + 30 * 60 * S), // 2026-11-01T07:30:00Z, 02:30 EST
+        ]
+    );
+    env.clock.set(start + 18 * H + 45 * 60 * S); // 06:45Z, 01:45 EST
+    assert!(env.auth.run_schedules().unwrap().enqueued.is_empty());
+    env.clock.set(start + 72 * H);
+    env.auth.run_schedules().unwrap();
+    assert_eq!(
+        jobs_of(&env.auth, "p"),
+        vec![
+            "a@2026-11-01T05:30:00Z", // 01:30 EDT
+            "a@2026-11-02T06:30:00Z", // 01:30 EST
+            "a@2026-11-03T06:30:00Z",
+            "b@2026-11-01T07:30:00Z", // 02:30 EST
+            "b@2026-11-02T07:30:00Z",
+            "b@2026-11-03T07:30:00Z",
+        ]
+    );
+}

@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use tenure::*;
 
 mod common;
-use common::{downgrade_to_schema_3, skip_on_postgres, Env, SQLITE_UNDO_10, SQLITE_UNDO_11};
+use common::{
+    downgrade_to_schema_3, skip_on_postgres, Env, SQLITE_UNDO_10, SQLITE_UNDO_11, SQLITE_UNDO_12,
+};
 
 /// The tokens of an SQL text, lower-cased outside string literals, joined
 /// by single spaces.
@@ -330,9 +332,10 @@ fn a_v1_store_migrated_has_the_layout_of_a_new_store_and_its_old_events() {
     assert_eq!(legacy, 2);
 }
 
-/// What each schema from 10 down to 5 lacks of the one after it (schema 9
+/// What each schema from 11 down to 5 lacks of the one after it (schema 9
 /// changed only PostgreSQL's layout).
 const UNDO: &[(u32, &str)] = &[
+    (11, SQLITE_UNDO_12),
     (10, SQLITE_UNDO_11),
     (9, SQLITE_UNDO_10),
     (8, "PRAGMA user_version = 8;"),
@@ -347,10 +350,10 @@ const UNDO: &[(u32, &str)] = &[
     (5, "DROP TABLE claim_requests; PRAGMA user_version = 5;"),
 ];
 
-/// A new store taken back to each of the schemas 10 to 5 (the steps after
+/// A new store taken back to each of the schemas 11 to 5 (the steps after
 /// it undone), migrated, has the layout of a new store again.
 #[test]
-fn stores_of_schema_5_to_10_migrated_have_the_layout_of_a_new_store() {
+fn stores_of_schema_5_to_11_migrated_have_the_layout_of_a_new_store() {
     let dir = tempfile::tempdir().unwrap();
     let (_, want) = new_layout(dir.path());
     for (n, &(version, _)) in UNDO.iter().enumerate() {
@@ -485,4 +488,47 @@ fn the_statistics_step_fills_the_counts_from_the_rows() {
     a.claim_next("p", "w", ttl).unwrap().complete(&[]).unwrap();
     let last = a.stats(&tenure::StatsQuery::default()).unwrap();
     assert_eq!(counts(&last), (0, 1, 2, 1, 1));
+}
+
+/// A schema 11 store's schedules (no time zone column) migrate as UTC
+/// cron and interval cadences, their slot records kept; a zoned cadence can
+/// be stored after.
+#[test]
+fn schema_11_schedules_migrate_as_utc_cadences() {
+    if skip_on_postgres("a SQLite file of schema 11") {
+        return;
+    }
+    let env = Env::new();
+    let a = &env.auth;
+    a.create_production("p").unwrap();
+    let cron = tenure::Cadence::cron("*/5 * * * *").unwrap();
+    a.create_schedule(
+        "p",
+        &tenure::ScheduleSpec::new("c", cron.clone(), b"x".to_vec()),
+    )
+    .unwrap();
+    let before = a.schedules(None).unwrap();
+    let path = env.path();
+    let Env {
+        dir: _dir,
+        clock,
+        auth,
+        ..
+    } = env;
+    drop(auth);
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(SQLITE_UNDO_12)
+        .unwrap();
+    let a = tenure::Authority::open(&path, &Options::new().clock(clock)).unwrap();
+    assert_eq!(a.migrated_from(), 11);
+    assert_eq!(a.schedules(None).unwrap(), before);
+    assert_eq!(before[0].spec.cadence, cron);
+    let zoned = tenure::Cadence::cron_in("0 2 * * *", "Europe/Paris").unwrap();
+    a.update_schedule(
+        "p",
+        &tenure::ScheduleSpec::new("c", zoned.clone(), b"x".to_vec()),
+    )
+    .unwrap();
+    assert_eq!(a.schedules(None).unwrap()[0].spec.cadence, zoned);
 }

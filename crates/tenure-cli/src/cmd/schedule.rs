@@ -23,9 +23,12 @@ pub struct Def {
         conflicts_with = "cron"
     )]
     every: Option<String>,
-    /// A five-field cron expression in UTC ("0 2 * * *": every night at 02:00 UTC).
+    /// A five-field cron expression, in UTC unless --tz names a zone ("0 2 * * *": every night at 02:00).
     #[arg(long, value_name = "EXPR")]
     cron: Option<String>,
+    /// The IANA time zone --cron is read in ("Europe/Paris"; case-sensitive). Default UTC.
+    #[arg(long, value_name = "ZONE")]
+    tz: Option<String>,
     /// Every slot job's payload (text).
     #[arg(long, default_value = "")]
     payload: String,
@@ -52,8 +55,14 @@ pub struct Def {
 impl Def {
     fn spec(&self) -> R<ScheduleSpec> {
         let cadence = match (&self.every, &self.cron) {
+            (Some(_), _) if self.tz.is_some() => {
+                return Err(usage("--tz goes with --cron, not with --every"))
+            }
             (Some(d), _) => Cadence::every(delay(d)?)?,
-            (None, Some(c)) => Cadence::cron(c)?,
+            (None, Some(c)) => match &self.tz {
+                Some(z) => Cadence::cron_in(c, z)?,
+                None => Cadence::cron(c)?,
+            },
             (None, None) => return Err(usage("give --every DUR or --cron EXPR")),
         };
         let mut s = ScheduleSpec::new(&self.name, cadence, self.payload.as_bytes().to_vec())
@@ -121,6 +130,7 @@ fn view(v: &ScheduleView) -> Value {
         "production": v.production,
         "name": v.spec.name,
         "cadence": v.spec.cadence.to_string(),
+        "tz": v.spec.cadence.tz(),
         "payload_len": v.spec.payload.len(),
         "priority": v.spec.priority,
         "max_attempts": v.spec.max_attempts,

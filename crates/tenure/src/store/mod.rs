@@ -17,7 +17,7 @@ use crate::ttl::{Backoff, Delay};
 use uuid::Uuid;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 11;
+pub const SCHEMA_VERSION: u32 = 12;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +212,8 @@ pub(crate) struct ScheduleRow {
     pub last_slot_us: Option<i64>,
     pub created_us: i64,
     pub updated_us: i64,
+    /// The IANA time zone of a cron cadence (schema 12); `None` is UTC.
+    pub tz: Option<String>,
 }
 
 /// A claim made under a caller's request ID (schema 5): what a retry of the

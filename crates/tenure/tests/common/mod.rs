@@ -237,6 +237,9 @@ pub fn pg_downgrade_to_schema_4(url: &str) {
         .unwrap();
 }
 
+/// What schema 11 lacks of schema 12: a cron cadence's time zone.
+pub const SQLITE_UNDO_12: &str = "ALTER TABLE schedules DROP COLUMN tz; PRAGMA user_version = 11;";
+
 /// What schema 10 lacks of schema 11: the kept job counts and their
 /// triggers, the indexes and the event columns the statistics read, the
 /// claim gates, the progress checkpoints and the schedules.

@@ -32,6 +32,7 @@ const STEPS: &[(u32, &str)] = &[
     (11, ADD_STATS_FIGURES),
     (11, ADD_PRODUCTION_GATES),
     (11, ADD_SCHEDULES),
+    (12, ADD_SCHEDULE_TZ),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the
@@ -62,6 +63,13 @@ const ADD_SCHEDULES: &str = concat!(
     super::schema::schedules_table!(),
     ";"
 );
+
+/// Schema 12: a cron cadence's IANA time zone (see the SQLite backend's
+/// `add_schedule_tz`). Additive (existing schedules have none, UTC),
+/// idempotent.
+const ADD_SCHEDULE_TZ: &str = r#"
+ALTER TABLE tenure.schedules ADD COLUMN IF NOT EXISTS tz TEXT;
+"#;
 
 /// Schema 3 (retention): tombstones of pruned jobs, the history horizon,
 /// the indexes pruning reads by, and autovacuum settings for the tables

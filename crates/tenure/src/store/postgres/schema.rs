@@ -32,6 +32,7 @@ macro_rules! schedules_table {
     last_slot_us    BIGINT,
     created_us      BIGINT NOT NULL,
     updated_us      BIGINT NOT NULL,
+    tz              TEXT,
     PRIMARY KEY (production, name)
 )"#
     };

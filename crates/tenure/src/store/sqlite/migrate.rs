@@ -242,6 +242,13 @@ const ADD_SCHEDULES: &str = concat!(
     ";"
 );
 
+/// Schema 12: a cron cadence's IANA time zone (`schedules.tz`). Additive:
+/// existing schedules have none (NULL, UTC). A `schedules` table made by
+/// [`ADD_SCHEDULES`] in the same migration has the column already.
+fn add_schedule_tz(conn: &Connection) -> Result<()> {
+    add_column_once(conn, "schedules", "tz", "TEXT")
+}
+
 /// Bring the store to the current schema in one `BEGIN IMMEDIATE`
 /// transaction: an empty file gets the current layout, an older store
 /// runs every step from its version on.
@@ -274,7 +281,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
             // Schema 9 changed only PostgreSQL's layout (its mark log).
-            2..=10 => {
+            2..=11 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -300,6 +307,7 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                 add_production_gates(conn)?;
                 add_job_progress(conn)?;
                 conn.execute_batch(ADD_SCHEDULES)?;
+                add_schedule_tz(conn)?;
             }
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}

@@ -170,6 +170,7 @@ macro_rules! schedules_table {
     last_slot_us    INTEGER,
     created_us      INTEGER NOT NULL,
     updated_us      INTEGER NOT NULL,
+    tz              TEXT,
     PRIMARY KEY (production, name)
 ) WITHOUT ROWID"
     };

@@ -11,7 +11,7 @@ macro_rules! schedule_cols {
     () => {
         "production, name, cadence, payload, priority, max_attempts, max_hold_us, \
          backoff_base_us, backoff_cap_us, catch_up, overlap, paused, settled_us, last_slot_us, \
-         created_us, updated_us"
+         created_us, updated_us, tz"
     };
 }
 
@@ -39,14 +39,14 @@ const SCHEDULES_FOR_UPDATE: &str = concat!(
 const PUT_SCHEDULE: &str = concat!(
     "INSERT INTO tenure.schedules (",
     schedule_cols!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
      ON CONFLICT (production, name) DO UPDATE SET cadence = excluded.cadence, \
      payload = excluded.payload, priority = excluded.priority, \
      max_attempts = excluded.max_attempts, max_hold_us = excluded.max_hold_us, \
      backoff_base_us = excluded.backoff_base_us, backoff_cap_us = excluded.backoff_cap_us, \
      catch_up = excluded.catch_up, overlap = excluded.overlap, paused = excluded.paused, \
      settled_us = excluded.settled_us, last_slot_us = excluded.last_slot_us, \
-     created_us = excluded.created_us, updated_us = excluded.updated_us"
+     created_us = excluded.created_us, updated_us = excluded.updated_us, tz = excluded.tz"
 );
 const DELETE_SCHEDULE: &str = "DELETE FROM tenure.schedules WHERE production = $1 AND name = $2";
 
@@ -67,6 +67,7 @@ fn row(r: &Row) -> Result<ScheduleRow> {
         last_slot_us: r.get(13),
         created_us: r.get(14),
         updated_us: r.get(15),
+        tz: r.get(16),
     })
 }
 
@@ -122,6 +123,7 @@ pub(super) fn put_schedule(tx: &mut PgTxn, s: &ScheduleRow) -> Result<()> {
             &s.last_slot_us,
             &s.created_us,
             &s.updated_us,
+            &s.tz,
         ],
     )?;
     if n != 1 {

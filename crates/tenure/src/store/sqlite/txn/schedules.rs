@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 const COLS: &str = "production, name, cadence, payload, priority, max_attempts, max_hold_us,
     backoff_base_us, backoff_cap_us, catch_up, overlap, paused, settled_us, last_slot_us,
-    created_us, updated_us";
+    created_us, updated_us, tz";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
     Ok(ScheduleRow {
@@ -27,6 +27,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
         last_slot_us: r.get(13)?,
         created_us: r.get(14)?,
         updated_us: r.get(15)?,
+        tz: r.get(16)?,
     })
 }
 
@@ -53,7 +54,7 @@ pub(super) fn schedules(c: &Connection, production: Option<&str>) -> Result<Vec<
 pub(super) fn put_schedule(c: &Connection, s: &ScheduleRow) -> Result<()> {
     let sql = format!(
         "INSERT OR REPLACE INTO schedules ({COLS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
     );
     let (base, cap) = backoff_cols(s.backoff);
     c.prepare_cached(&sql)?.execute(params![
@@ -72,7 +73,8 @@ pub(super) fn put_schedule(c: &Connection, s: &ScheduleRow) -> Result<()> {
         s.settled_us,
         s.last_slot_us,
         s.created_us,
-        s.updated_us
+        s.updated_us,
+        s.tz
     ])?;
     Ok(())
 }
