@@ -2131,6 +2131,8 @@ mod tests {
                 "postgres-soak-full",
                 "postgres-bulk-submit-soak-full",
                 "postgres-peers-full",
+                "ops-full",
+                "postgres-ops-full",
                 "smoke",
                 "postgres-smoke",
                 "postgres-bulk-submit-smoke",
@@ -2138,6 +2140,8 @@ mod tests {
                 "postgres-soak-smoke",
                 "postgres-bulk-submit-soak-smoke",
                 "postgres-peers-smoke",
+                "ops-smoke",
+                "postgres-ops-smoke",
             ]
         );
         // One pair of files per kind, no two kinds sharing one.
