@@ -235,10 +235,15 @@ pub(crate) fn for_claim(
     production: &str,
     known: Option<bool>,
 ) -> Result<Option<GateRow>> {
-    if known == Some(false) {
-        return Ok(None);
+    let gate = if known == Some(false) {
+        None
+    } else {
+        txn.gates(production)?.filter(GateRow::any)
+    };
+    if gate.is_none() {
+        txn.claim_without_gates(production)?;
     }
-    Ok(txn.gates(production)?.filter(GateRow::any))
+    Ok(gate)
 }
 
 /// A waiter's timed wake under the gates, given the wake without them

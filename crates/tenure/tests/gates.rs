@@ -339,6 +339,18 @@ fn max_live(a: &Authority, production: &str) -> usize {
 /// `workers` processes of [`limited_worker_child`] on `env`'s store for
 /// `run`, each wait lasting at most `wait`.
 fn spawn_workers(env: &RealEnv, workers: usize, run: Duration, wait: Duration) -> Vec<Child> {
+    spawn_claimers(env, workers, run, wait, false)
+}
+
+/// As [`spawn_workers`]; `named`: each worker claims jobs by name (at
+/// random among `job-00000` to `job-19999`) instead of waiting for the next.
+fn spawn_claimers(
+    env: &RealEnv,
+    workers: usize,
+    run: Duration,
+    wait: Duration,
+    named: bool,
+) -> Vec<Child> {
     let exe = std::env::current_exe().unwrap();
     (0..workers)
         .map(|w| {
@@ -354,6 +366,7 @@ fn spawn_workers(env: &RealEnv, workers: usize, run: Duration, wait: Duration) -
                 .env("TENURE_GATES_WORKER", w.to_string())
                 .env("TENURE_GATES_RUN_MS", run.as_millis().to_string())
                 .env("TENURE_GATES_WAIT_MS", wait.as_millis().to_string())
+                .env("TENURE_GATES_NAMED", if named { "1" } else { "0" })
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
                 .spawn()
@@ -415,14 +428,45 @@ fn a_pause_during_a_storm_stops_every_claim_and_the_resume_wakes_every_waiter() 
     std::thread::sleep(Duration::from_millis(1500));
     assert!(env.auth.resume_production("p").unwrap());
     wait_all(children);
+    let evs = all_events(&env.auth);
+    let (claims, resumed) = claims_around_the_pause(&evs);
+    let mut first_after: HashMap<String, i64> = HashMap::new();
+    for e in claims.iter().filter(|e| e.seq > resumed.seq) {
+        first_after
+            .entry(e.holder.clone().unwrap())
+            .or_insert(e.at_us);
+    }
+    assert_eq!(
+        first_after.len(),
+        workers,
+        "every worker claimed after the resume"
+    );
+    for (holder, t) in &first_after {
+        assert!(
+            t - resumed.at_us < 1_000_000,
+            "{holder} claimed {} µs after the resume",
+            t - resumed.at_us
+        );
+    }
+    assert!(env.auth.check().unwrap().violations.is_empty());
+}
+
+/// Production `p`'s whole event log.
+fn all_events(a: &Authority) -> Vec<Event> {
     let mut evs = Vec::new();
     let mut after = 0;
     loop {
-        let page = env.auth.production_events("p", after, 10_000).unwrap();
+        let page = a.production_events("p", after, 10_000).unwrap();
         let Some(last) = page.last() else { break };
         after = last.seq;
         evs.extend(page);
     }
+    evs
+}
+
+/// The claims of the log, and its resume, once asserted that some claims
+/// came before its pause and none between the pause and the resume.
+fn claims_around_the_pause(evs: &[Event]) -> (Vec<&Event>, Event) {
     let at = |k: EventKind| evs.iter().find(|e| e.kind == k).unwrap().clone();
     let (paused, resumed) = (
         at(EventKind::ProductionPaused),
@@ -442,24 +486,31 @@ fn a_pause_during_a_storm_stops_every_claim_and_the_resume_wakes_every_waiter() 
         .map(|e| (e.seq, e.job.clone()))
         .collect();
     assert!(during.is_empty(), "claims while paused: {during:?}");
-    let mut first_after: HashMap<String, i64> = HashMap::new();
-    for e in claims.iter().filter(|e| e.seq > resumed.seq) {
-        first_after
-            .entry(e.holder.clone().unwrap())
-            .or_insert(e.at_us);
-    }
-    assert_eq!(
-        first_after.len(),
-        workers,
-        "every worker claimed after the resume"
+    (claims, resumed)
+}
+
+/// Named claims (of jobs picked at random) by 8 processes while the
+/// production is paused for 1 s: from the log, no claim commits between
+/// the pause and the resume, and claims go on after the resume.
+#[test]
+fn a_pause_stops_named_claims_in_flight() {
+    let env = RealEnv::new();
+    let specs: Vec<JobSpec> = (0..20_000)
+        .map(|i| JobSpec::new(format!("job-{i:05}"), vec![]).max_attempts(1000))
+        .collect();
+    env.auth.submit_many("p", &specs).unwrap();
+    let children = spawn_claimers(&env, 8, Duration::from_secs(4), ms(200), true);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(env.auth.pause_production("p").unwrap());
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(env.auth.resume_production("p").unwrap());
+    wait_all(children);
+    let evs = all_events(&env.auth);
+    let (claims, resumed) = claims_around_the_pause(&evs);
+    assert!(
+        claims.iter().any(|e| e.seq > resumed.seq),
+        "claims went on after the resume"
     );
-    for (holder, t) in &first_after {
-        assert!(
-            t - resumed.at_us < 1_000_000,
-            "{holder} claimed {} µs after the resume",
-            t - resumed.at_us
-        );
-    }
     assert!(env.auth.check().unwrap().violations.is_empty());
 }
 
@@ -495,6 +546,7 @@ fn limited_worker_child() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200));
+    let named = std::env::var("TENURE_GATES_NAMED").is_ok_and(|v| v == "1");
     let end = Instant::now() + run;
     let holder = format!("w{w}");
     while Instant::now() < end {
@@ -505,6 +557,24 @@ fn limited_worker_child() {
             break;
         }
         let wait = wait.min(left);
+        if named {
+            let job = format!("job-{:05}", next() % 20_000);
+            match a.claim("p", &job, &holder, ttl) {
+                Ok(lease) => match lease.complete(&[]) {
+                    Ok(()) => {}
+                    Err(e)
+                        if matches!(
+                            e.code(),
+                            ErrorCode::LeaseExpired | ErrorCode::StaleLease | ErrorCode::Busy
+                        ) => {}
+                    Err(e) => panic!("complete: {e}"),
+                },
+                Err(e) if e.code() == ErrorCode::ProductionPaused => std::thread::sleep(ms(5)),
+                // Held by another worker, already done, or raced.
+                Err(_) => {}
+            }
+            continue;
+        }
         let lease = match a.claim_next_wait("p", &holder, ttl, wait, None) {
             Ok(l) => l,
             // On a loaded machine a short lease can expire before its

@@ -541,6 +541,15 @@ pub(crate) trait Txn: Send {
     fn hold_production(&mut self, _production: &str) -> Result<()> {
         Ok(())
     }
+    /// A claim of the production decided that no gate applies: the
+    /// transaction must not commit if a gate committed since the read
+    /// that said so (a coordinator's change that [`Txn::hold_production`]
+    /// had to wait for no longer). Refused with [`Error::Busy`] at the
+    /// commit at the latest; nothing then changes. Default: nothing (the
+    /// store-wide writer lock is held since the read, SQLite).
+    fn claim_without_gates(&mut self, _production: &str) -> Result<()> {
+        Ok(())
+    }
     /// The expiries of the production's leases stored `claimed` with an
     /// expiry after `after`, as committed when the read began.
     fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>>;

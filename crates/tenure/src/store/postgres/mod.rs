@@ -246,6 +246,14 @@ fn map_err(e: postgres::Error) -> Error {
         return retry::lost(format_args!("PostgreSQL: {e}"));
     }
     if let Some(db) = e.as_db_error() {
+        let marker = format!("\"{} ", sql::GATE_GUARD_REFUSED);
+        if let Some(at) = db.message().find(&marker) {
+            let production = db.message()[at + marker.len()..].trim_end_matches('"');
+            return Error::Busy(format!(
+                "a gate of production {production:?} was set while this claim ran; \
+                 nothing was claimed, retry"
+            ));
+        }
         return Error::Store(format!(
             "PostgreSQL error {}: {}",
             db.code().code(),

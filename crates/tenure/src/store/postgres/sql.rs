@@ -695,6 +695,31 @@ pub(super) const SET_GATES: &str = concat!(
 pub(super) const LIVE_EXPIRIES: &str = "SELECT expires_us FROM tenure.jobs
          WHERE production = $1 AND state = 'claimed' AND expires_us > $2";
 
+/// The marker of a claim's gate guard that refused (see
+/// [`GATE_GUARD`]): the failing cast's message quotes it, a space and the
+/// production.
+macro_rules! gate_guard_refused {
+    () => {
+        "TN002"
+    };
+}
+/// [`gate_guard_refused!`].
+pub(super) const GATE_GUARD_REFUSED: &str = gate_guard_refused!();
+/// The name [`GATE_GUARD`] is prepared under.
+pub(super) const GATE_GUARD_NAME: &str = "tenure_gate_guard";
+/// The parameter types of [`GATE_GUARD`].
+pub(super) const GATE_GUARD_TYPES: &str = "text";
+/// A claim's gate guard (see `claim_without_gates`): if production `$1`
+/// has a gate set as this statement begins, the cast of
+/// `'TN002 <production>'` fails the statement and with it the transaction.
+pub(super) const GATE_GUARD: &str = concat!(
+    "SELECT ('",
+    gate_guard_refused!(),
+    " ' || g.name)::bigint FROM tenure.production_gates g
+         WHERE g.name = $1 AND (g.paused_us IS NOT NULL OR g.concurrency IS NOT NULL
+                                OR g.rate_claims IS NOT NULL)"
+);
+
 /// Deletes production `$1`'s gate row.
 pub(super) const DELETE_GATES: &str = "DELETE FROM tenure.production_gates WHERE name = $1";
 

@@ -63,6 +63,12 @@ pub(super) struct PgTxn {
     /// Deferred writes (see [`PgTxn::defer`]): SQL sent at the head of the
     /// transaction's next request.
     pending: String,
+    /// Deferred checks (see [`productions::claim_without_gates`]): SQL
+    /// sent after [`PgTxn::pending`] in the transaction's next simple-query
+    /// request, at the latest with `COMMIT`. Unlike a deferred write, a
+    /// check never makes a read flush: it reads nothing the transaction
+    /// wrote, so it only has to run before the commit.
+    guards: String,
     /// The production whose claim floor this transaction raises after it
     /// commits (every [`super::pool::FLOOR_EVERY`]th claim-next of the pool, see
     /// [`Pool::raise_claim_floor`]).
@@ -71,6 +77,10 @@ pub(super) struct PgTxn {
     /// the same statement as the rows, so a named claim of an ungated
     /// production makes no request for its gates).
     ungated: Vec<String>,
+    /// Productions whose claims decided that no gate applies, each with
+    /// the savepoint depth its guard was deferred at (see
+    /// [`productions::claim_without_gates`]).
+    gate_guards: Vec<(String, u32)>,
     /// The mark log's pruning is due after this transaction commits.
     mark_prune_due: bool,
 }
@@ -143,8 +153,10 @@ impl PgTxn {
             held: Vec::new(),
             notify: Vec::new(),
             pending: String::new(),
+            guards: String::new(),
             floor_due: None,
             ungated: Vec::new(),
+            gate_guards: Vec::new(),
             mark_prune_due: false,
         }))
     }
@@ -174,7 +186,7 @@ impl PgTxn {
 
     /// Send `sql` (simple query) after the deferred writes, in one request.
     fn batch(&mut self, sql: &str) -> Result<()> {
-        let sql = format!("{}{sql}", std::mem::take(&mut self.pending));
+        let sql = format!("{}{sql}", self.take_deferred());
         crate::stats::round_trip();
         let r = self.c().client.batch_execute(&sql).map_err(map_err);
         self.track(r)
@@ -197,14 +209,39 @@ impl PgTxn {
         body: &'static str,
         params: &[literal::Lit],
     ) -> Result<()> {
-        let call = self.prepared_call(name, types, body, params)?;
-        // The arguments' sizes vary from call to call: one generic plan,
-        // not a custom plan per call.
-        self.pending
-            .push_str("SET LOCAL plan_cache_mode = force_generic_plan; ");
+        let call = self.generic_call(name, types, body, params)?;
         self.pending.push_str(&call);
-        self.pending.push_str("; RESET plan_cache_mode; ");
         Ok(())
+    }
+
+    /// Defer a check: as [`PgTxn::defer`], but into [`PgTxn::guards`], so
+    /// no read sends it early (a statement that fails refuses the
+    /// transaction; nothing it checks is written by the transaction).
+    fn defer_check(
+        &mut self,
+        name: &'static str,
+        types: &'static str,
+        body: &'static str,
+        params: &[literal::Lit],
+    ) -> Result<()> {
+        let call = self.generic_call(name, types, body, params)?;
+        self.guards.push_str(&call);
+        Ok(())
+    }
+
+    /// [`PgTxn::prepared_call`] under one generic plan: the arguments'
+    /// sizes vary from call to call, so no custom plan per call.
+    fn generic_call(
+        &mut self,
+        name: &'static str,
+        types: &'static str,
+        body: &'static str,
+        params: &[literal::Lit],
+    ) -> Result<String> {
+        let call = self.prepared_call(name, types, body, params)?;
+        Ok(format!(
+            "SET LOCAL plan_cache_mode = force_generic_plan; {call}; RESET plan_cache_mode; "
+        ))
     }
 
     /// `EXECUTE name(params)`, the statement `body` (parameters of `types`)
@@ -223,6 +260,13 @@ impl PgTxn {
             self.c().prepared.insert(name);
         }
         Ok(call)
+    }
+
+    /// The deferred writes, then the deferred checks, emptied.
+    fn take_deferred(&mut self) -> String {
+        let mut sql = std::mem::take(&mut self.pending);
+        sql.push_str(&std::mem::take(&mut self.guards));
+        sql
     }
 
     /// Send the deferred writes now (before a statement that may read them).
@@ -294,9 +338,10 @@ impl PgTxn {
         };
         let sql = if sql == "ROLLBACK" {
             self.pending.clear();
+            self.guards.clear();
             sql.to_owned()
         } else {
-            format!("{}{sql}", std::mem::take(&mut self.pending))
+            format!("{}{sql}", self.take_deferred())
         };
         let committing = sql.ends_with("COMMIT");
         crate::stats::round_trip();
@@ -431,6 +476,10 @@ impl Txn for PgTxn {
 
     fn hold_production(&mut self, production: &str) -> Result<()> {
         productions::hold_production(self, production)
+    }
+
+    fn claim_without_gates(&mut self, production: &str) -> Result<()> {
+        productions::claim_without_gates(self, production)
     }
 
     fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>> {
@@ -683,8 +732,10 @@ impl Txn for PgTxn {
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<()> {
-        // Writes deferred since the savepoint are dropped with it.
+        // Writes and checks deferred since the savepoint are dropped with
+        // it (the savepoint's request sent every earlier one).
         self.pending.clear();
+        self.guards.clear();
         self.batch("ROLLBACK TO SAVEPOINT op; RELEASE SAVEPOINT op")?;
         self.failed = false;
         // A lock taken after the savepoint was released with it (and the
@@ -694,6 +745,7 @@ impl Txn for PgTxn {
         }
         let depth = self.savepoints;
         self.held.retain(|&(_, _, _, d)| d < depth);
+        self.gate_guards.retain(|(_, d)| *d < depth);
         self.savepoints -= 1;
         Ok(())
     }
@@ -707,6 +759,9 @@ impl Txn for PgTxn {
         let depth = self.savepoints;
         for h in self.held.iter_mut().filter(|h| h.3 >= depth) {
             h.3 = depth - 1;
+        }
+        for g in self.gate_guards.iter_mut().filter(|g| g.1 >= depth) {
+            g.1 = depth - 1;
         }
         self.savepoints -= 1;
         Ok(())
@@ -729,7 +784,7 @@ impl Txn for PgTxn {
             &[literal::int(mark), literal::opt_int(deadline)],
         )?;
         let sql = format!("{call}; {}COMMIT", self.take_notifies());
-        let sql = format!("{}{sql}", std::mem::take(&mut self.pending));
+        let sql = format!("{}{sql}", self.take_deferred());
         self.open = false;
         let Some(mut conn) = self.conn.take() else {
             return Ok(None);

@@ -4,7 +4,7 @@ use super::rows::*;
 use super::PgTxn;
 use crate::error::{Error, Result};
 use crate::store::postgres::sql::*;
-use crate::store::postgres::{key, CLASS_PROD, CLASS_PROD_CREATE};
+use crate::store::postgres::{key, literal, CLASS_PROD, CLASS_PROD_CREATE};
 use crate::store::{backoff_cols, rate_from_cols, GateRow, ProductionRow};
 use crate::ttl::Backoff;
 
@@ -137,6 +137,42 @@ pub(super) fn set_gates(tx: &mut PgTxn, name: &str, g: &GateRow) -> Result<()> {
         SET_GATES,
         &[&name, &g.paused_us, &k, &n, &i, &b, &g.rate_tat_us],
     )?;
+    Ok(())
+}
+
+/// A claim of `name` decided that no gate applies: a read whose snapshot
+/// began before the production's shared lock was granted may have missed
+/// a gate committed meanwhile (a coordinator holds the lock exclusively
+/// while it sets one, [`hold_production`]; a named claim's locked read
+/// takes no production lock at all). So a later request, at the latest
+/// the `COMMIT`'s, takes the shared lock (where not yet held) and then
+/// runs the guard [`GATE_GUARD`], a later
+/// statement and so a later snapshot: a gate committed before the lock was
+/// granted fails the transaction, and any later one waits for it to end.
+/// Costs no round trip of its own. Once per production and transaction.
+pub(super) fn claim_without_gates(tx: &mut PgTxn, name: &str) -> Result<()> {
+    if tx.gate_guards.iter().any(|(p, _)| p == name) {
+        return Ok(());
+    }
+    let k = key(&[name]);
+    if !tx
+        .held
+        .iter()
+        .any(|&(c, key, _, _)| c == CLASS_PROD && key == k)
+    {
+        // Numbers only: nothing to quote. Taken just before the guard
+        // (not recorded as held: no read in between relies on it).
+        tx.guards.push_str(&format!(
+            "SELECT pg_catalog.pg_advisory_xact_lock_shared({CLASS_PROD}, {k}); "
+        ));
+    }
+    tx.defer_check(
+        GATE_GUARD_NAME,
+        GATE_GUARD_TYPES,
+        GATE_GUARD,
+        &[literal::text(name)],
+    )?;
+    tx.gate_guards.push((name.to_owned(), tx.savepoints));
     Ok(())
 }
 
