@@ -327,6 +327,26 @@ inline std::string cstr(std::string_view s, const char* what) {
   return std::string(s);
 }
 
+/// `strings` checked as `cstr` (each named `what`) and viewed as the C
+/// array of their pointers; `data()` is null for an empty list.
+class CStrList {
+ public:
+  CStrList(const std::vector<std::string>& strings, const char* what) {
+    names_.reserve(strings.size());
+    for (const auto& s : strings) names_.push_back(cstr(s, what));
+    ptrs_.reserve(names_.size());
+    for (const auto& n : names_) ptrs_.push_back(n.c_str());
+  }
+  CStrList(const CStrList&) = delete;
+  CStrList& operator=(const CStrList&) = delete;
+  const char* const* data() const { return ptrs_.empty() ? nullptr : ptrs_.data(); }
+  std::size_t size() const { return ptrs_.size(); }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<const char*> ptrs_;
+};
+
 inline std::string str(const char* p) { return p ? std::string(p) : std::string(); }
 
 inline std::optional<std::string> opt_str(const char* p) {
@@ -2249,16 +2269,10 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
   Lease claim_next_across(const std::vector<std::string>& productions, std::string_view holder,
                           std::chrono::duration<Rep, Period> ttl) const {
     const std::int64_t us = to_micros(ttl);
-    std::vector<std::string> names;
-    names.reserve(productions.size());
-    for (const auto& p : productions) names.push_back(detail::cstr(p, "production ID"));
-    std::vector<const char*> ptrs;
-    ptrs.reserve(names.size());
-    for (const auto& n : names) ptrs.push_back(n.c_str());
+    const detail::CStrList names(productions, "production ID");
     const std::string hd = detail::cstr(holder, "holder");
     tenure_lease* out = nullptr;
-    check(tenure_authority_claim_next_across(h_.get(), ptrs.empty() ? nullptr : ptrs.data(), ptrs.size(),
-                                             hd.c_str(), us, &out));
+    check(tenure_authority_claim_next_across(h_.get(), names.data(), names.size(), hd.c_str(), us, &out));
     return Lease(out);
   }
   /// `claim_next_wait` across `productions` (ABI 1.2): each attempt is a
@@ -2271,16 +2285,11 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
                                std::chrono::duration<Rep2, Period2> timeout, const WaitCancel& cancel) const {
     const std::int64_t ttl_us = to_micros(ttl);
     const std::int64_t timeout_us = to_micros(timeout);
-    std::vector<std::string> names;
-    names.reserve(productions.size());
-    for (const auto& p : productions) names.push_back(detail::cstr(p, "production ID"));
-    std::vector<const char*> ptrs;
-    ptrs.reserve(names.size());
-    for (const auto& n : names) ptrs.push_back(n.c_str());
+    const detail::CStrList names(productions, "production ID");
     const std::string hd = detail::cstr(holder, "holder");
     tenure_lease* out = nullptr;
-    check(tenure_authority_claim_next_wait_across(h_.get(), ptrs.empty() ? nullptr : ptrs.data(), ptrs.size(),
-                                                  hd.c_str(), ttl_us, timeout_us, cancel.capi(), &out));
+    check(tenure_authority_claim_next_wait_across(h_.get(), names.data(), names.size(), hd.c_str(), ttl_us,
+                                                  timeout_us, cancel.capi(), &out));
     return Lease(out);
   }
   /// Remove a finished production with its jobs, facts, events and

@@ -326,6 +326,11 @@ impl SlotsOutage {
     pub fn outages(&self) -> u64 {
         self.outages
     }
+
+    /// Whether a slot was told to give up.
+    pub fn gave_up(&self) -> bool {
+        self.gave_up
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //!
 //! A store server that goes away (a restart, a crash, killed backends, no
 //! free connection slot) stops nothing: the slots back off
-//! ([`crate::Outage`]) and report it ([`WorkerConfig::on_outage`],
+//! ([`crate::SlotsOutage`]) and report it ([`WorkerConfig::on_outage`],
 //! [`Worker::outages`]), the keepers retry renewals within each lease's
 //! remaining time, and completions, failures and releases are the
 //! idempotent forms, retried until they land or their lease expires; the
@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::keeper::Keeper;
 use crate::lease::Lease;
 use crate::model::{Execution, Fact, JobState};
-use crate::retry::{Outage, OutageStep};
+use crate::retry::{SlotsOutage, SlotsStep};
 use crate::ttl::{self, Delay, Ttl};
 use crate::wait::WaitCancel;
 use std::collections::HashMap;
@@ -308,14 +308,9 @@ struct CtlState {
     /// Jobs being run, by a local number.
     held: HashMap<u64, Arc<Held>>,
     next: u64,
-    /// Slots whose last wait failed because the store server is away.
-    away: usize,
-    /// Since when (the first of those failures), while any is.
-    away_since: Option<Instant>,
-    /// Outages seen ([`Worker::outages`]).
-    outages: u64,
-    /// Whether the outage limit stopped the worker.
-    gave_up: bool,
+    /// The slots' outage of the store server, counted once for the worker
+    /// ([`Worker::outages`], [`Worker::gave_up`]).
+    outage: SlotsOutage,
 }
 
 struct Ctl {
@@ -388,10 +383,7 @@ impl Worker {
                 active: config.slots,
                 held: HashMap::new(),
                 next: 0,
-                away: 0,
-                away_since: None,
-                outages: 0,
-                gave_up: false,
+                outage: SlotsOutage::new(config.outage_limit, config.slots),
             }),
             cv: Condvar::new(),
             cancel: WaitCancel::new(),
@@ -412,7 +404,8 @@ impl Worker {
                 .name(format!("tenure-slot-{i}"))
                 .spawn(move || {
                     // A panicking report callback ends this slot, never the count.
-                    let _ = catch_unwind(AssertUnwindSafe(|| slot(&a, &cfg, &c, &*h, &*r)));
+                    let _ =
+                        catch_unwind(AssertUnwindSafe(|| slot(i, &a, &cfg, &c, &*h, &*r)));
                     c.lock().active -= 1;
                     c.cv.notify_all();
                 });
@@ -459,13 +452,13 @@ impl Worker {
     /// How many times the store server went away while this worker ran
     /// (an outage counts once, however many slots noticed it).
     pub fn outages(&self) -> u64 {
-        self.ctl.lock().outages
+        self.ctl.lock().outage.outages()
     }
 
     /// Whether the worker stopped because the store server stayed away
     /// longer than its [`WorkerConfig::outage_limit`].
     pub fn gave_up(&self) -> bool {
-        self.ctl.lock().gave_up
+        self.ctl.lock().outage.gave_up()
     }
 
     /// A handle that stops this worker.
@@ -557,8 +550,15 @@ fn pause(ctl: &Ctl, d: Duration) {
         .wait_timeout_while(st, d, |st| st.stopped_at.is_none());
 }
 
-fn slot(a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &Reporter) {
-    let mut outage = Outage::new(cfg.outage_limit);
+/// Slot number `i`'s loop.
+fn slot(
+    i: usize,
+    a: &Authority,
+    cfg: &WorkerConfig,
+    ctl: &Ctl,
+    handler: &Handler,
+    rep: &Reporter,
+) {
     while !ctl.cancel.is_cancelled() {
         let claimed = match cfg.productions.as_slice() {
             [one] => a.claim_next_wait(
@@ -581,16 +581,16 @@ fn slot(a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &R
         };
         let lease = match claimed {
             Ok(l) => {
-                server_back(cfg, ctl, &mut outage);
+                server_back(i, cfg, ctl);
                 l
             }
             Err(Error::NoJobAvailable(_)) => {
-                server_back(cfg, ctl, &mut outage);
+                server_back(i, cfg, ctl);
                 continue;
             }
             Err(e) => {
                 if !ctl.cancel.is_cancelled() {
-                    ride_out(cfg, ctl, &mut outage, e);
+                    ride_out(i, cfg, ctl, e);
                 }
                 continue;
             }
@@ -599,55 +599,30 @@ fn slot(a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &R
     }
 }
 
-/// A wait failed with `e`: back off as [`Outage`] says, reporting the
-/// worker's outage once when it begins, and stop the worker once it
-/// lasted past the outage limit.
-fn ride_out(cfg: &WorkerConfig, ctl: &Ctl, outage: &mut Outage, e: Error) {
-    let was_away = outage.since().is_some();
-    let step = outage.failed(&e);
-    let event = {
-        let mut st = ctl.lock();
-        if !was_away && outage.since().is_some() {
-            st.away += 1;
-        }
-        match step {
-            OutageStep::GiveUp => {
-                st.gave_up = true;
-                let since = st.away_since.unwrap_or_else(Instant::now);
-                Some(OutageEvent::GaveUp(since.elapsed()))
-            }
-            OutageStep::Pause { .. } if st.away_since.is_none() && outage.since().is_some() => {
-                st.away_since = outage.since();
-                st.outages += 1;
-                Some(OutageEvent::Began(e))
-            }
-            OutageStep::Pause { .. } => None,
-        }
+/// Slot `i`'s wait failed with `e`: back off as [`SlotsOutage`] says,
+/// reporting the worker's outage once when it begins, and stop the worker
+/// once it lasted past the outage limit (reported once).
+fn ride_out(i: usize, cfg: &WorkerConfig, ctl: &Ctl, e: Error) {
+    let step = ctl.lock().outage.failed(i, &e);
+    let event = match step {
+        Some(SlotsStep::GiveUp { away, first: true }) => Some(OutageEvent::GaveUp(away)),
+        Some(SlotsStep::Pause { began: true, .. }) => Some(OutageEvent::Began(e)),
+        _ => None,
     };
     if let (Some(ev), Some(hook)) = (event, cfg.on_outage.as_ref()) {
         (hook.0)(ev);
     }
     match step {
-        OutageStep::GiveUp => ctl.stop(),
-        OutageStep::Pause { pause: d, .. } => pause(ctl, d),
+        Some(SlotsStep::GiveUp { .. }) => ctl.stop(),
+        Some(SlotsStep::Pause { pause: d, .. }) => pause(ctl, d),
+        None => {}
     }
 }
 
-/// A wait answered: this slot's outage (if any) is over; the worker's ends
-/// with the last slot that saw it.
-fn server_back(cfg: &WorkerConfig, ctl: &Ctl, outage: &mut Outage) {
-    if !outage.ok() {
-        return;
-    }
-    let ended = {
-        let mut st = ctl.lock();
-        st.away = st.away.saturating_sub(1);
-        if st.away == 0 {
-            st.away_since.take().map(|t| t.elapsed())
-        } else {
-            None
-        }
-    };
+/// Slot `i`'s wait answered: its outage (if any) is over; the worker's
+/// ends with the last slot that saw it.
+fn server_back(i: usize, cfg: &WorkerConfig, ctl: &Ctl) {
+    let ended = ctl.lock().outage.ok(i);
     if let (Some(d), Some(hook)) = (ended, cfg.on_outage.as_ref()) {
         (hook.0)(OutageEvent::Ended(d));
     }

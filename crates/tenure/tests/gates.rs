@@ -411,11 +411,7 @@ fn processes_at_a_concurrency_limit_of_three_never_hold_four_leases() {
 /// of it (their waits last 30 s, so the resume's wake is what ends them).
 #[test]
 fn a_pause_during_a_storm_stops_every_claim_and_the_resume_wakes_every_waiter() {
-    let env = RealEnv::new();
-    let specs: Vec<JobSpec> = (0..20_000)
-        .map(|i| JobSpec::new(format!("job-{i:05}"), vec![]).max_attempts(1000))
-        .collect();
-    env.auth.submit_many("p", &specs).unwrap();
+    let env = storm_queue();
     let workers = 16;
     let children = spawn_workers(
         &env,
@@ -449,6 +445,31 @@ fn a_pause_during_a_storm_stops_every_claim_and_the_resume_wakes_every_waiter() 
         );
     }
     assert!(env.auth.check().unwrap().violations.is_empty());
+}
+
+/// A store whose production `p` holds 20 000 jobs, `job-00000` to
+/// `job-19999`, each allowed 1 000 attempts.
+fn storm_queue() -> RealEnv {
+    let env = RealEnv::new();
+    let specs: Vec<JobSpec> = (0..20_000)
+        .map(|i| JobSpec::new(format!("job-{i:05}"), vec![]).max_attempts(1000))
+        .collect();
+    env.auth.submit_many("p", &specs).unwrap();
+    env
+}
+
+/// Complete `lease`; a lease lost meanwhile (expired, reclaimed, or a busy
+/// store) is let go.
+fn complete_or_let_go(lease: &Lease) {
+    match lease.complete(&[]) {
+        Ok(()) => {}
+        Err(e)
+            if matches!(
+                e.code(),
+                ErrorCode::LeaseExpired | ErrorCode::StaleLease | ErrorCode::Busy
+            ) => {}
+        Err(e) => panic!("complete: {e}"),
+    }
 }
 
 /// Production `p`'s whole event log.
@@ -494,11 +515,7 @@ fn claims_around_the_pause(evs: &[Event]) -> (Vec<&Event>, Event) {
 /// the pause and the resume, and claims go on after the resume.
 #[test]
 fn a_pause_stops_named_claims_in_flight() {
-    let env = RealEnv::new();
-    let specs: Vec<JobSpec> = (0..20_000)
-        .map(|i| JobSpec::new(format!("job-{i:05}"), vec![]).max_attempts(1000))
-        .collect();
-    env.auth.submit_many("p", &specs).unwrap();
+    let env = storm_queue();
     let children = spawn_claimers(&env, 8, Duration::from_secs(4), ms(200), true);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(env.auth.pause_production("p").unwrap());
@@ -560,15 +577,7 @@ fn limited_worker_child() {
         if named {
             let job = format!("job-{:05}", next() % 20_000);
             match a.claim("p", &job, &holder, ttl) {
-                Ok(lease) => match lease.complete(&[]) {
-                    Ok(()) => {}
-                    Err(e)
-                        if matches!(
-                            e.code(),
-                            ErrorCode::LeaseExpired | ErrorCode::StaleLease | ErrorCode::Busy
-                        ) => {}
-                    Err(e) => panic!("complete: {e}"),
-                },
+                Ok(lease) => complete_or_let_go(&lease),
                 Err(e) if e.code() == ErrorCode::ProductionPaused => std::thread::sleep(ms(5)),
                 // Held by another worker, already done, or raced.
                 Err(_) => {}
@@ -595,15 +604,7 @@ fn limited_worker_child() {
             // Let it expire.
             continue;
         }
-        match lease.complete(&[]) {
-            Ok(()) => {}
-            Err(e)
-                if matches!(
-                    e.code(),
-                    ErrorCode::LeaseExpired | ErrorCode::StaleLease | ErrorCode::Busy
-                ) => {}
-            Err(e) => panic!("complete: {e}"),
-        }
+        complete_or_let_go(&lease);
     }
 }
 

@@ -217,16 +217,9 @@ impl PgTxn {
     /// Defer a check: as [`PgTxn::defer`], but into [`PgTxn::guards`], so
     /// no read sends it early (a statement that fails refuses the
     /// transaction; nothing it checks is written by the transaction).
-    fn defer_check(
-        &mut self,
-        name: &'static str,
-        types: &'static str,
-        body: &'static str,
-        params: &[literal::Lit],
-    ) -> Result<()> {
-        let call = self.generic_call(name, types, body, params)?;
+    /// `call` is [`PgTxn::generic_call`]'s.
+    fn defer_check(&mut self, call: String) {
         self.guards.push_str(&call);
-        Ok(())
     }
 
     /// [`PgTxn::prepared_call`] under one generic plan: the arguments'

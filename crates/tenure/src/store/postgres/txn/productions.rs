@@ -166,12 +166,13 @@ pub(super) fn claim_without_gates(tx: &mut PgTxn, name: &str) -> Result<()> {
             "SELECT pg_catalog.pg_advisory_xact_lock_shared({CLASS_PROD}, {k}); "
         ));
     }
-    tx.defer_check(
+    let guard = tx.generic_call(
         GATE_GUARD_NAME,
         GATE_GUARD_TYPES,
         GATE_GUARD,
         &[literal::text(name)],
     )?;
+    tx.defer_check(guard);
     tx.gate_guards.push((name.to_owned(), tx.savepoints));
     Ok(())
 }
