@@ -131,14 +131,17 @@ pub(crate) fn admit(
     if g.paused_us.is_some() {
         return Ok((now, Err(Shut::Paused)));
     }
-    let expiries = match g.concurrency {
-        Some(_) => s.txn.live_expiries(production, now)?,
-        None => Vec::new(),
-    };
-    let now = if s.txn.gate_waits() {
-        s.guarded_sample()?.max(now)
+    let leases = g.concurrency.is_some();
+    let (now, expiries) = if s.txn.gate_waits() {
+        let (at, expiries) = s.sampled(
+            |txn, local| txn.live_expiries_sampled(production, now, leases, local),
+            |v| v.0,
+        )?;
+        (at.max(now), expiries)
+    } else if leases {
+        (now, s.txn.live_expiries(production, now)?)
     } else {
-        now
+        (now, Vec::new())
     };
     Ok((now, admitted(g, now, want, &expiries)))
 }
@@ -251,9 +254,9 @@ pub(crate) fn for_claim(
 /// (the resume) wakes it; over the rate, when the next claim is allowed;
 /// at the concurrency limit, the earliest expiry of a live lease, looked
 /// at again every [`LIMIT_POLL_US`]. With the gates open, `base`, or
-/// sooner the time the rate began to allow a claim while its burst is not
-/// yet refilled (an attempt just before that time was refused, and no
-/// commit tells the waiter that time has passed). `fresh` maps a time the
+/// sooner the time the rate last began to allow a claim, however long ago
+/// (an attempt just before that time was refused, and no commit tells the
+/// waiter that time has passed). `fresh` maps a time the
 /// waiter's latest attempt already saw to a later look.
 pub(crate) fn wake_us(
     txn: &mut dyn Txn,
@@ -280,23 +283,32 @@ pub(crate) fn wake_us(
             return Ok(Some(earliest.map_or(poll, |e| e.min(poll))));
         }
     }
-    let opened = rate_opened_us(&g, now).map(fresh);
+    // While the burst refills, a time the attempt saw is looked at again
+    // later; once it is whole, only a time the attempt could not have seen
+    // wakes the waiter (an attempt that saw the rate open was refused for
+    // want of a job, which a commit announces).
+    let opened = rate_opened_us(&g, now).and_then(|at| {
+        let look = fresh(at);
+        (g.rate_tat_us > now || look == at).then_some(look)
+    });
     Ok(match (base, opened) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     })
 }
 
-/// While a rate limit's burst is not refilled at `now`, the time it began
-/// to allow a claim again (at or before `now`); `None` with a full burst or
-/// no rate limit.
+/// The time a rate limit that allows a claim at `now` began to allow one
+/// again (at or before `now`, however long ago: an attempt refused before
+/// it, whose waiter looks only now, may have seen the burst empty and the
+/// rate since refilled it whole); `None` with no rate limit or while the
+/// rate allows none.
 fn rate_opened_us(g: &GateRow, now: i64) -> Option<i64> {
     let rate = g.rate?;
     let t = emission(rate);
-    (g.rate_tat_us > now).then(|| {
-        g.rate_tat_us
-            .saturating_sub(t.saturating_mul(i64::from(rate.2) - 1))
-    })
+    let at = g
+        .rate_tat_us
+        .saturating_sub(t.saturating_mul(i64::from(rate.2) - 1));
+    (at <= now).then_some(at)
 }
 
 /// Read a production's gates for a change (`NotFound` if it does not exist).
@@ -419,6 +431,24 @@ mod tests {
         // An earlier clock (never seen: the authority's clock is monotonic)
         // would admit nothing more either.
         assert_eq!(rate_room(&g, start - 10 * t), Some(0));
+    }
+
+    #[test]
+    fn a_rate_that_reopened_before_the_look_still_wakes_a_refused_waiter() {
+        // 10 per second, burst 2: T = 100 ms; two claims made at `start`
+        // shut the rate until `start + T`.
+        let (start, t) = (5_000_000, 100_000);
+        let g = rated(10, 1_000_000, 2, start + 2 * t);
+        assert_eq!(next_rate_us(&g, start), Some(start + t));
+        assert_eq!(rate_opened_us(&g, start), None);
+        // Looked at while the burst refills, and after it refilled whole:
+        // the rate opened at `start + T` either way, later than an attempt
+        // refused at `start` saw.
+        for now in [start + t + 1, start + 2 * t, start + 10 * t] {
+            assert_eq!(next_rate_us(&g, now), None);
+            assert_eq!(rate_opened_us(&g, now), Some(start + t));
+        }
+        assert_eq!(rate_opened_us(&GateRow::default(), start), None);
     }
 
     #[test]

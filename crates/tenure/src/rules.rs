@@ -892,9 +892,9 @@ fn claim_next_scan(
 /// already past means now. `None`: only a commit can make work claimable.
 ///
 /// Under the production's claim gates ([`crate::gates::wake_us`]) at `now`:
-/// paused, `None`; over the rate, when the next claim is allowed (also a
-/// time already past, while the rate's burst is not yet refilled: the
-/// attempt may have been refused just before it); at the concurrency
+/// paused, `None`; over the rate, when the next claim is allowed (also the
+/// time already past when the rate last began to allow one: the attempt
+/// may have been refused just before it); at the concurrency
 /// limit, the earliest expiry of a live lease.
 ///
 /// `seen`: a clock reading taken before the caller's latest attempt began.

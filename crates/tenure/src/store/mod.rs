@@ -553,6 +553,25 @@ pub(crate) trait Txn: Send {
     /// The expiries of the production's leases stored `claimed` with an
     /// expiry after `after`, as committed when the read began.
     fn live_expiries(&mut self, production: &str, after: i64) -> Result<Vec<i64>>;
+    /// A clock sample taken after a read began (the store's clock, or
+    /// `local` where it has none) and, with `leases`, that read's
+    /// [`Txn::live_expiries`]: what the gates decide a claim on where they
+    /// wait for their lock ([`Txn::gate_waits`]). PostgreSQL sends both in
+    /// one statement.
+    fn live_expiries_sampled(
+        &mut self,
+        production: &str,
+        after: i64,
+        leases: bool,
+        local: Option<i64>,
+    ) -> Result<(i64, Vec<i64>)> {
+        let expiries = if leases {
+            self.live_expiries(production, after)?
+        } else {
+            Vec::new()
+        };
+        Ok((sample(self, local)?, expiries))
+    }
 
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>>;
     fn payload(&mut self, production: &str, job: &str) -> Result<Option<Vec<u8>>>;

@@ -695,6 +695,16 @@ pub(super) const SET_GATES: &str = concat!(
 pub(super) const LIVE_EXPIRIES: &str = "SELECT expires_us FROM tenure.jobs
          WHERE production = $1 AND state = 'claimed' AND expires_us > $2";
 
+/// [`LIVE_EXPIRIES`] where `$3`, then the server's clock: a sample taken
+/// after the read's snapshot (one round trip for what the gates decide on).
+pub(super) const LIVE_EXPIRIES_SAMPLED: &str = concat!(
+    "WITH e AS MATERIALIZED (SELECT ARRAY(SELECT expires_us FROM tenure.jobs
+         WHERE $3 AND production = $1 AND state = 'claimed' AND expires_us > $2) AS ex)
+     SELECT ",
+    server_sample!(),
+    ", ex FROM e"
+);
+
 /// The marker of a claim's gate guard that refused (see
 /// [`GATE_GUARD`]): the failing cast's message quotes it, a space and the
 /// production.

@@ -479,6 +479,19 @@ impl Txn for PgTxn {
         productions::live_expiries(self, production, after)
     }
 
+    fn live_expiries_sampled(
+        &mut self,
+        production: &str,
+        after: i64,
+        leases: bool,
+        local: Option<i64>,
+    ) -> Result<(i64, Vec<i64>)> {
+        // The server's sample is read either way (one statement); a local
+        // clock's reading, where the authority keeps its own, stands for it.
+        let (now, expiries) = productions::live_expiries_sampled(self, production, after, leases)?;
+        Ok((local.unwrap_or(now), expiries))
+    }
+
     fn job(&mut self, production: &str, job: &str) -> Result<Option<JobRow>> {
         jobs::job(self, production, job)
     }

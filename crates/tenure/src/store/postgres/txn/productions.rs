@@ -187,3 +187,18 @@ pub(super) fn live_expiries(tx: &mut PgTxn, name: &str, after: i64) -> Result<Ve
     let rows = tx.query(LIVE_EXPIRIES, &[&name, &after])?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
+
+/// [`crate::store::Txn::live_expiries_sampled`] on the server's clock: one
+/// statement.
+pub(super) fn live_expiries_sampled(
+    tx: &mut PgTxn,
+    name: &str,
+    after: i64,
+    leases: bool,
+) -> Result<(i64, Vec<i64>)> {
+    let rows = tx.query(LIVE_EXPIRIES_SAMPLED, &[&name, &after, &leases])?;
+    let r = rows
+        .first()
+        .ok_or_else(|| Error::Internal("the sampled lease read gave no row".into()))?;
+    Ok((r.get(0), r.get(1)))
+}
