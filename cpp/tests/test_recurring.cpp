@@ -22,6 +22,11 @@ TEST_CASE("recurring: bad definitions throw typed errors and change nothing") {
   a.create_production("p");
   CHECK_THROWS_AS(tenure::ScheduleDef::every("s", 0s), tenure::InvalidDuration);
   CHECK_THROWS_AS(tenure::ScheduleDef::every("s", 1500ms), tenure::InvalidDuration);
+  // The longest interval is 366 days: one second more is out of range.
+  constexpr auto longest = std::chrono::hours(366 * 24);
+  CHECK_NOTHROW(tenure::ScheduleDef::every("s", longest));
+  CHECK_THROWS_AS(tenure::ScheduleDef::every("s", longest + 1s), tenure::InvalidDuration);
+  CHECK_THROWS_AS(tenure::ScheduleDef::every("s", std::chrono::hours(10 * 366 * 24)), tenure::InvalidDuration);
   CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "61 * * * *"), tenure::InvalidArgument);
   CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "* * * * * *"), tenure::InvalidArgument);
   CHECK_THROWS_AS(tenure::ScheduleDef::cron("s", "0 2 * * *", "Europe/Nowhere"), tenure::InvalidArgument);

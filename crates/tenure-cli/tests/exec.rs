@@ -376,6 +376,16 @@ fn cancelled_job_output_is_discarded() {
     s.ok(&["check"]);
 }
 
+/// The demo report's heartbeat schedule: slot jobs enqueued, slots dropped.
+fn heartbeat(report: &serde_json::Value) -> (u64, u64) {
+    let n = |k: &str| {
+        report[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k}: {report}"))
+    };
+    (n("schedule_enqueued"), n("schedule_dropped"))
+}
+
 #[test]
 fn demo_runs_small_and_passes_its_checks() {
     let s = Store::new();
@@ -415,13 +425,42 @@ fn demo_runs_small_and_passes_its_checks() {
     // Every worker left stopped cleanly on the final SIGTERM (the killed
     // one may not have been replaced when the last job finished).
     assert!(v["workers_stopped"].as_u64().unwrap() >= 2, "{v}");
+    // The heartbeat schedule (every second, catch-up bound 3), stepped once
+    // at the end: the newest slots of the run up to the bound, the older
+    // ones dropped; together every slot since it was created, which was
+    // before the run began.
+    let (enqueued, dropped) = heartbeat(&v);
+    assert!((1..=3).contains(&enqueued), "{v}");
+    assert!(dropped == 0 || enqueued == 3, "{v}");
+    let elapsed = v["elapsed_s"].as_f64().unwrap();
+    assert!((enqueued + dropped) as f64 >= elapsed.floor(), "{v}");
     // Without --db (and --keep) its temporary directory is removed.
     assert_eq!(files_in(s.dir.path()), Vec::<String>::new());
 
-    // With --db the store stays and passes `check` afterwards.
+    // With --db the store stays and passes `check` afterwards; it holds
+    // the heartbeat's slot jobs, as many as the demo reported.
     let r = demo(&["--jobs", "3", "--workers", "2"], true);
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
-    assert_eq!(r.json()["ok"], true);
+    let v = r.json();
+    assert_eq!(v["ok"], true);
     assert_eq!(s.json(&["check"])["ok"], true);
+    let ticks = format!("{}-ticks", v["production"].as_str().unwrap());
+    let list = s.json(&["schedule", "list", "-p", &ticks]);
+    assert_eq!(list["schedules"][0]["name"], "heartbeat", "{list}");
+    let jobs = s.json(&["jobs", "-p", &ticks]);
+    let jobs = jobs["jobs"].as_array().unwrap();
+    let (enqueued, dropped) = heartbeat(&v);
+    assert_eq!(jobs.len() as u64, enqueued, "{jobs:?}");
+    for j in jobs {
+        let id = j["job"].as_str().unwrap();
+        assert!(id.starts_with("heartbeat@") && id.ends_with('Z'), "{id}");
+        assert_eq!(j["state"], "requested");
+    }
+    let events = s.ok(&["--json", "events", "-p", &ticks]);
+    assert_eq!(
+        events.matches("\"kind\":\"slots_dropped\"").count(),
+        usize::from(dropped > 0),
+        "{events}"
+    );
     demo(&["--jobs", "0"], false).fails(USAGE);
 }

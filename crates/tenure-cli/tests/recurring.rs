@@ -191,3 +191,89 @@ fn the_loop_runs_until_sigterm() {
     unique.dedup();
     assert_eq!(unique.len(), jobs.len());
 }
+
+#[test]
+fn work_with_schedules_enqueues_the_slots_and_runs_them() {
+    let s = Store::with_jobs(&[]);
+    s.json(&[
+        "schedule",
+        "create",
+        "-p",
+        "p",
+        "sec",
+        "--every",
+        "1s",
+        "--payload",
+        "tick",
+    ]);
+    let out = s.path("out");
+    // No job exists when it starts: the three it runs are slot jobs its
+    // own scheduler loop enqueues, one a second.
+    let w = s
+        .cmd(&common::work_args(
+            &out,
+            &["--schedules", "--ttl", "30s", "--max-jobs", "3"],
+            &["cat"],
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = w.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let t = std::time::Instant::now();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                if t.elapsed() > std::time::Duration::from_secs(60) {
+                    // SAFETY: signalling a child this test started.
+                    unsafe { libc::kill(id as i32, libc::SIGKILL) };
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        })
+    };
+    let r = common::Out(w.wait_with_output().unwrap());
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watchdog.join().unwrap();
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    let reports: Vec<serde_json::Value> = r
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(reports.len(), 3, "{}", r.stdout());
+    let mut ran = Vec::new();
+    for v in &reports {
+        assert_eq!(v["outcome"], "completed", "{v}");
+        let job = v["job"].as_str().unwrap().to_owned();
+        assert!(job.starts_with("sec@") && job.ends_with('Z'), "{job}");
+        assert_eq!(s.job(&job)["state"], "completed");
+        let body = std::fs::read(&s.facts(&job)["tenure.exec.output"]).unwrap();
+        assert_eq!(body, b"tick");
+        ran.push(job);
+    }
+    ran.sort();
+    ran.dedup();
+    assert_eq!(ran.len(), 3);
+    // Every job of the production is a slot job its loop enqueued once.
+    let events = s.ok(&["--json", "events", "-p", "p"]);
+    let submitted: Vec<serde_json::Value> = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["kind"] == "submitted")
+        .collect();
+    assert!(submitted.len() >= 3, "{events}");
+    let mut ids: Vec<&str> = submitted
+        .iter()
+        .map(|e| e["job"].as_str().unwrap())
+        .collect();
+    assert!(ids.iter().all(|j| j.starts_with("sec@")), "{ids:?}");
+    let n = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "a slot enqueued twice");
+    s.ok(&["check"]);
+}

@@ -86,6 +86,14 @@ fn schedule_bad_input_is_refused_and_changes_nothing() {
             ErrorCode::InvalidDuration,
         ),
         (
+            ScheduleSpec::new("s", Cadence::Every(MAX_INTERVAL_SECS + 1), vec![]),
+            ErrorCode::InvalidDuration,
+        ),
+        (
+            ScheduleSpec::new("s", Cadence::Every(i64::MAX), vec![]),
+            ErrorCode::InvalidDuration,
+        ),
+        (
             ScheduleSpec::new("s", Cadence::Cron("nope".into()), vec![]),
             ErrorCode::InvalidArgument,
         ),
@@ -154,6 +162,53 @@ fn each_slot_is_enqueued_once_by_any_number_of_schedulers() {
         jobs_of(&env.auth, "p"),
         vec![id, slot_job("tick", T0 + 20 * S)]
     );
+}
+
+#[test]
+fn slot_jobs_carry_the_schedules_job_options() {
+    let backoff = Backoff::exponential(
+        Delay::from_micros(2 * S).unwrap(),
+        Delay::from_micros(60 * S).unwrap(),
+    )
+    .unwrap();
+    let hold = Delay::from_micros(300 * S).unwrap();
+    let spec = ScheduleSpec::new("opts", every(10), b"work".to_vec())
+        .priority(-7)
+        .max_attempts(9)
+        .max_hold(hold)
+        .backoff(backoff);
+    let env = env_with(&spec);
+    assert_eq!(env.auth.schedules(Some("p")).unwrap()[0].spec, spec);
+    env.clock.advance(10 * S);
+    let t = env.auth.run_schedules().unwrap();
+    let id = slot_job("opts", T0 + 10 * S);
+    assert_eq!(t.enqueued, vec![("p".to_string(), id.clone())]);
+    let j = env.auth.job("p", &id).unwrap();
+    assert_eq!(j.state, JobState::Requested);
+    assert_eq!(j.priority, -7);
+    assert_eq!(j.max_attempts, 9);
+    assert_eq!(j.max_hold_us, Some(300 * S));
+    assert_eq!(j.backoff, Some(backoff));
+    assert_eq!(j.attempts, 0);
+    assert_eq!(env.auth.payload("p", &id).unwrap(), b"work");
+    // The options are the job's own: a failed attempt waits out the
+    // schedule's back-off (its base, 2 s) before the slot job is claimable.
+    let lease = env.auth.claim_next("p", "w", secs(60)).unwrap();
+    assert_eq!(lease.job(), id);
+    lease.fail("try again", false).unwrap();
+    let j = env.auth.job("p", &id).unwrap();
+    assert_eq!(j.state, JobState::Requested);
+    assert_eq!(j.due_us, Some(T0 + 12 * S));
+    // An update changes the options of the slots enqueued after it.
+    env.auth
+        .update_schedule("p", &spec.clone().priority(4).max_attempts(2))
+        .unwrap();
+    env.clock.advance(10 * S);
+    env.auth.run_schedules().unwrap();
+    let j = env.auth.job("p", &slot_job("opts", T0 + 20 * S)).unwrap();
+    assert_eq!((j.priority, j.max_attempts), (4, 2));
+    assert_eq!(j.max_hold_us, Some(300 * S));
+    assert_eq!(j.backoff, Some(backoff));
 }
 
 #[test]
@@ -304,50 +359,272 @@ fn deleting_a_production_deletes_its_schedules() {
     assert!(env.auth.schedules(None).unwrap().is_empty());
 }
 
-/// The model: the slots a sequence of steps at these clock readings
-/// enqueues (every slot once, after creation, never beyond the highest
-/// reading, the newest `catch_up` of those a step finds due).
-fn model(interval: i64, catch_up: u32, readings: &[i64]) -> (Vec<i64>, u64) {
-    let mut mark = T0;
-    let mut settled = T0;
-    let mut out = Vec::new();
-    let mut dropped = 0;
-    for &r in readings {
-        mark = mark.max(r);
-        let due: Vec<i64> = ((settled / interval + 1)..=(mark / interval))
-            .map(|k| k * interval)
-            .collect();
-        let keep = due.len().saturating_sub(catch_up as usize);
-        dropped += keep as u64;
-        out.extend_from_slice(&due[keep..]);
-        settled = settled.max(mark);
+/// A cadence the property test draws: an interval, or a cron expression
+/// (every `k` minutes, or hourly at minute `m`) in UTC or in a zone with a
+/// fixed offset that is not a whole hour (no daylight-saving time).
+#[derive(Debug, Clone)]
+enum Draw {
+    Every(i64),
+    EveryMinutes(u32, Option<&'static str>),
+    Hourly(u32, Option<&'static str>),
+}
+
+/// The zones drawn and their offsets from UTC in minutes.
+const ZONES: [(&str, i64); 2] = [("Asia/Kolkata", 330), ("Asia/Kathmandu", 345)];
+
+impl Draw {
+    fn cadence(&self) -> Cadence {
+        let cron = |expr: String, tz: &Option<&str>| match tz {
+            None => Cadence::cron(&expr).unwrap(),
+            Some(z) => Cadence::cron_in(&expr, z).unwrap(),
+        };
+        match self {
+            Draw::Every(secs) => every(*secs),
+            Draw::EveryMinutes(k, tz) => cron(format!("*/{k} * * * *"), tz),
+            Draw::Hourly(m, tz) => cron(format!("{m} * * * *"), tz),
+        }
     }
-    (out, dropped)
+
+    /// The model's slots in `(after, up_to]`, found by walking the seconds
+    /// or the minutes (never through the implementation's arithmetic).
+    fn slots(&self, after: i64, up_to: i64) -> Vec<i64> {
+        let offset =
+            |tz: &Option<&str>| tz.map_or(0, |z| ZONES.iter().find(|(n, _)| *n == z).unwrap().1);
+        let minutes = |matches: &dyn Fn(i64) -> bool| -> Vec<i64> {
+            ((after.div_euclid(60 * S) + 1)..=up_to.div_euclid(60 * S))
+                .filter(|&m| matches(m))
+                .map(|m| m * 60 * S)
+                .collect()
+        };
+        match self {
+            Draw::Every(secs) => ((after.div_euclid(S) + 1)..=up_to.div_euclid(S))
+                .filter(|k| k % secs == 0)
+                .map(|k| k * S)
+                .collect(),
+            Draw::EveryMinutes(k, tz) => {
+                let off = offset(tz);
+                minutes(&|m| (m + off).rem_euclid(60) % *k as i64 == 0)
+            }
+            Draw::Hourly(at, tz) => {
+                let off = offset(tz);
+                minutes(&|m| (m + off).rem_euclid(60) == *at as i64)
+            }
+        }
+    }
+}
+
+fn draw() -> impl Strategy<Value = Draw> {
+    let tz = prop_oneof![Just(None), Just(Some(ZONES[0].0)), Just(Some(ZONES[1].0))];
+    prop_oneof![
+        3 => (1i64..20).prop_map(Draw::Every),
+        1 => (prop_oneof![Just(1u32), Just(2), Just(5), Just(15)], tz.clone())
+            .prop_map(|(k, tz)| Draw::EveryMinutes(k, tz)),
+        1 => (prop_oneof![Just(0u32), Just(7), Just(30), Just(45)], tz)
+            .prop_map(|(m, tz)| Draw::Hourly(m, tz)),
+    ]
+}
+
+/// One schedule's definition as the property test draws it.
+#[derive(Debug, Clone)]
+struct Def {
+    draw: Draw,
+    catch_up: u32,
+    skip: bool,
+}
+
+impl Def {
+    fn spec(&self, name: &str) -> ScheduleSpec {
+        let overlap = if self.skip {
+            Overlap::Skip
+        } else {
+            Overlap::Enqueue
+        };
+        ScheduleSpec::new(name, self.draw.cadence(), vec![])
+            .catch_up(self.catch_up)
+            .overlap(overlap)
+    }
+}
+
+fn def() -> impl Strategy<Value = Def> {
+    (draw(), 1u32..5, proptest::bool::weighted(0.3)).prop_map(|(draw, catch_up, skip)| Def {
+        draw,
+        catch_up,
+        skip,
+    })
+}
+
+/// What the property test does, in order, on the schedules `s0`, `s1`, ...
+#[derive(Debug, Clone)]
+enum Op {
+    /// Move the clock by this many seconds (back when negative), then step.
+    Step(i64),
+    Pause(usize),
+    Resume(usize),
+    Update(usize, Def),
+    /// Claim the oldest claimable job and complete it.
+    Work,
+}
+
+fn op(schedules: usize) -> impl Strategy<Value = Op> {
+    let i = 0..schedules;
+    prop_oneof![
+        6 => (-20i64..30).prop_map(Op::Step),
+        1 => (-3600i64..7200).prop_map(Op::Step),
+        1 => i.clone().prop_map(Op::Pause),
+        1 => i.clone().prop_map(Op::Resume),
+        1 => (i, def()).prop_map(|(i, d)| Op::Update(i, d)),
+        2 => Just(Op::Work),
+    ]
+}
+
+/// The model of one schedule: its definition and slot record.
+struct Sched {
+    def: Def,
+    paused: bool,
+    settled: i64,
+    last_slot: Option<i64>,
+}
+
+/// The model: the store's time (the highest clock reading, which a step
+/// never goes below), the schedules and the jobs they enqueued (open or
+/// not). Every write takes the time `max(clock, mark)`.
+struct Model {
+    mark: i64,
+    scheds: Vec<Sched>,
+    open: std::collections::BTreeMap<String, bool>,
+}
+
+impl Model {
+    fn now(&mut self, clock: i64) -> i64 {
+        self.mark = self.mark.max(clock);
+        self.mark
+    }
+
+    /// A step: every slot of an active schedule after its settled time up
+    /// to now, the newest `catch_up` of them enqueued and the rest dropped;
+    /// with overlap `skip`, none while the job of the schedule's newest
+    /// slot is open. A schedule with slots due is settled up to now (one
+    /// without keeps its settled time, so an update's new cadence counts
+    /// from it). Returns the jobs enqueued (sorted) and the dropped count.
+    fn step(&mut self, clock: i64) -> (Vec<String>, u64) {
+        let now = self.now(clock);
+        let mut enqueued = Vec::new();
+        let mut dropped = 0;
+        for (i, s) in self.scheds.iter_mut().enumerate() {
+            if s.paused {
+                continue;
+            }
+            let name = format!("s{i}");
+            let due = s.def.draw.slots(s.settled, now);
+            if due.is_empty() {
+                continue;
+            }
+            s.settled = now;
+            let keep = due.len().saturating_sub(s.def.catch_up as usize);
+            dropped += keep as u64;
+            let mut kept = due[keep..].to_vec();
+            let live = s
+                .last_slot
+                .is_some_and(|l| self.open.get(&slot_job(&name, l)) == Some(&true));
+            if s.def.skip && live {
+                dropped += kept.len() as u64;
+                kept.clear();
+            }
+            for &slot in &kept {
+                enqueued.push(slot_job(&name, slot));
+                self.open.insert(slot_job(&name, slot), true);
+            }
+            s.last_slot = kept.last().copied().or(s.last_slot);
+        }
+        enqueued.sort();
+        (enqueued, dropped)
+    }
+
+    /// Pause or resume: `false` if it already was; a resumed schedule is
+    /// settled up to now.
+    fn set_paused(&mut self, i: usize, paused: bool, clock: i64) -> bool {
+        let now = self.now(clock);
+        let s = &mut self.scheds[i];
+        if s.paused == paused {
+            return false;
+        }
+        s.paused = paused;
+        if !paused {
+            s.settled = s.settled.max(now);
+        }
+        true
+    }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(32))]
     #[test]
     fn steps_match_the_model_under_any_clock(
-        interval in 1i64..20,
-        catch_up in 1u32..5,
-        deltas in proptest::collection::vec(-40i64..60, 1..12),
+        defs in proptest::collection::vec(def(), 1..4),
+        ops in proptest::collection::vec(op(3), 1..16),
     ) {
-        let env = env_with(&ScheduleSpec::new("m", every(interval), vec![]).catch_up(catch_up));
-        let mut readings = Vec::new();
-        let mut t = T0;
-        let mut dropped = 0;
-        for d in deltas {
-            t += d * S / 2;
-            readings.push(t);
-            env.clock.set(t);
-            dropped += env.auth.run_schedules().unwrap().dropped;
+        let env = Env::new();
+        env.auth.create_production("p").unwrap();
+        let mut m = Model { mark: T0, scheds: Vec::new(), open: Default::default() };
+        for (i, d) in defs.iter().enumerate() {
+            env.auth.create_schedule("p", &d.spec(&format!("s{i}"))).unwrap();
+            m.scheds.push(Sched { def: d.clone(), paused: false, settled: T0, last_slot: None });
         }
-        let (slots, want_dropped) = model(interval * S, catch_up, &readings);
-        let mut want: Vec<String> = slots.iter().map(|&s| slot_job("m", s)).collect();
-        want.sort();
-        prop_assert_eq!(jobs_of(&env.auth, "p"), want);
-        prop_assert_eq!(dropped, want_dropped);
+        let n = defs.len();
+        let mut t = T0;
+        for op in ops {
+            match op {
+                Op::Step(d) => {
+                    t += d * S;
+                    env.clock.set(t);
+                    let got = env.auth.run_schedules().unwrap();
+                    let mut jobs: Vec<String> = got.enqueued.into_iter().map(|(_, j)| j).collect();
+                    jobs.sort();
+                    let (want, dropped) = m.step(t);
+                    prop_assert_eq!(jobs, want, "step to {}", t);
+                    prop_assert_eq!(got.dropped, dropped, "step to {}", t);
+                    prop_assert_eq!(got.now_us, m.mark);
+                }
+                Op::Pause(i) | Op::Resume(i) if i >= n => {}
+                Op::Pause(i) => {
+                    let got = env.auth.pause_schedule("p", &format!("s{i}")).unwrap();
+                    prop_assert_eq!(got, m.set_paused(i, true, t));
+                }
+                Op::Resume(i) => {
+                    let got = env.auth.resume_schedule("p", &format!("s{i}")).unwrap();
+                    prop_assert_eq!(got, m.set_paused(i, false, t));
+                }
+                Op::Update(i, _) if i >= n => {}
+                Op::Update(i, d) => {
+                    env.auth.update_schedule("p", &d.spec(&format!("s{i}"))).unwrap();
+                    m.now(t);
+                    m.scheds[i].def = d;
+                }
+                // A claim needs the clock at or past the store's time.
+                Op::Work if t < m.mark => {}
+                Op::Work => match env.auth.claim_next("p", "w", secs(60)) {
+                    Ok(lease) => {
+                        let job = lease.job().to_string();
+                        prop_assert_eq!(m.open.get(&job), Some(&true), "{}", job);
+                        lease.complete(&[]).unwrap();
+                        m.open.insert(job, false);
+                    }
+                    Err(e) => {
+                        prop_assert_eq!(e.code(), ErrorCode::NoJobAvailable);
+                        prop_assert!(!m.open.values().any(|&o| o), "an open job was not claimed");
+                    }
+                },
+            }
+        }
+        let all: Vec<String> = m.open.keys().cloned().collect();
+        prop_assert_eq!(jobs_of(&env.auth, "p"), all);
+        let views = env.auth.schedules(Some("p")).unwrap();
+        prop_assert_eq!(views.len(), n);
+        for (v, s) in views.iter().zip(&m.scheds) {
+            prop_assert_eq!(v.paused, s.paused, "{}", v.spec.name);
+            prop_assert_eq!(v.last_slot_us, s.last_slot, "{}", v.spec.name);
+            prop_assert_eq!(&v.spec.cadence, &s.def.draw.cadence());
+        }
     }
 }
 
@@ -741,4 +1018,201 @@ fn a_local_time_repeated_by_fall_back_has_one_slot_at_its_first_occurrence() {
             "b@2026-11-03T07:30:00Z",
         ]
     );
+}
+
+/// A scheduler loop sleeping toward a slot that is far away is woken by a
+/// schedule change committed through another handle (the store's
+/// doorbell), not by its once-a-second look at the clock: each round
+/// starts right after a step of the loop, so the look is about a second
+/// away, and the change is seen well before it. The clock is manual and
+/// stands still while the loop sleeps, so only the change makes a slot due.
+#[test]
+fn a_sleeping_scheduler_loop_wakes_when_a_schedule_changes() {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let env = env_with(&ScheduleSpec::new("a", every(10), vec![]));
+    // `b` starts with slots a year apart: none due during the test.
+    let far = ScheduleSpec::new("b", every(MAX_INTERVAL_SECS), vec![]);
+    let soon = ScheduleSpec::new("b", every(1), vec![]);
+    env.auth.create_schedule("p", &far).unwrap();
+    let other = env.reopen();
+    let cancel = WaitCancel::new();
+    let (tx, rx) = mpsc::channel::<Vec<String>>();
+    let wait = |what: &str| {
+        rx.recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("the loop did not enqueue {what}"))
+    };
+    /// Ends the loop however the test ends (the scope waits for it).
+    struct CancelOnDrop(WaitCancel);
+    impl Drop for CancelOnDrop {
+        fn drop(&mut self) {
+            self.0.cancel();
+        }
+    }
+    let mut latencies = Vec::new();
+    std::thread::scope(|sc| {
+        let c = cancel.clone();
+        let auth = &env.auth;
+        let looping = sc.spawn(move || {
+            auth.run_schedules_until(&c, |t| {
+                let jobs = t.enqueued.iter().map(|(_, j)| j.clone()).collect();
+                let _ = tx.send(jobs);
+            })
+        });
+        let _stop = CancelOnDrop(cancel.clone());
+        for round in 1..=3i64 {
+            // `a` falls due by the clock alone: the loop sees it at its
+            // next look and steps; it then sleeps toward `a`'s next slot,
+            // ten seconds away by a clock that stands still.
+            env.clock.advance(10 * S);
+            let now = T0 + round * 10 * S;
+            assert_eq!(wait("a's slot"), vec![slot_job("a", now)]);
+            std::thread::sleep(Duration::from_millis(100));
+            // An update keeps `b`'s settled time: its 1 s slots since then
+            // are due at once (the newest enqueued, the others dropped).
+            let t0 = Instant::now();
+            other.update_schedule("p", &soon).unwrap();
+            assert_eq!(wait("b's slot"), vec![slot_job("b", now)]);
+            latencies.push(t0.elapsed());
+            other.update_schedule("p", &far).unwrap();
+        }
+        cancel.cancel();
+        looping.join().unwrap().unwrap();
+    });
+    // Without the doorbell every round would take about a second (the
+    // loop's next look); with it, a change is seen at once. The fastest
+    // round is checked, so one slow round on a loaded machine does not
+    // decide.
+    let fastest = latencies.iter().min().unwrap();
+    assert!(
+        *fastest < Duration::from_millis(500),
+        "the loop was not woken by the changes: {latencies:?}"
+    );
+    assert_eq!(
+        jobs_of(&env.auth, "p"),
+        vec![
+            slot_job("a", T0 + 10 * S),
+            slot_job("a", T0 + 20 * S),
+            slot_job("a", T0 + 30 * S),
+            slot_job("b", T0 + 10 * S),
+            slot_job("b", T0 + 20 * S),
+            slot_job("b", T0 + 30 * S),
+        ]
+    );
+}
+
+/// One scheduler loop process whose wall clock jumps while it runs
+/// (libfaketime reading its offset from a file at every clock reading):
+/// back an hour, back to real time, then forward an hour. Checked from the
+/// event log: each slot enqueued once, in order, never before its time;
+/// nothing while the clock is behind; the forward jump enqueues the newest
+/// slots up to the catch-up bound and records the rest as dropped.
+#[test]
+fn clock_jumps_of_an_hour_during_a_scheduler_loop_run_behave_as_stated() {
+    use std::time::{Duration, Instant};
+    if skip_on_postgres("libfaketime on a SQLite file (PostgreSQL uses the server clock)") {
+        return;
+    }
+    let env = RealEnv::new();
+    env.auth
+        .create_schedule("p", &ScheduleSpec::new("j", every(1), vec![]).catch_up(5))
+        .unwrap();
+    let created = env.auth.schedules(None).unwrap()[0].created_us;
+    let clock = env.dir.path().join("clock");
+    std::fs::write(&clock, "+0\n").unwrap();
+    let mut c = child_with_clock_file("scheduler_child", &clock)
+        .env("TENURE_SCHED_STORE", env.path())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let t = Instant::now();
+        while !done() {
+            assert!(t.elapsed() < Duration::from_secs(30), "never: {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    until("two slots at real time", &|| {
+        jobs_of(&env.auth, "p").len() >= 2
+    });
+    // Back an hour: every slot by that clock is settled; nothing is due.
+    std::fs::write(&clock, "-1h\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let behind = jobs_of(&env.auth, "p");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(jobs_of(&env.auth, "p"), behind, "enqueued while behind");
+    // Real time again: the seconds that passed meanwhile are due (fewer
+    // than the catch-up bound), then one slot a second.
+    std::fs::write(&clock, "+0\n").unwrap();
+    let n = behind.len();
+    until("slots after the return", &|| {
+        jobs_of(&env.auth, "p").len() >= n + 3
+    });
+    // Forward an hour.
+    let at_jump = jobs_of(&env.auth, "p");
+    let before_jump = now_us();
+    std::fs::write(&clock, "+1h\n").unwrap();
+    let jumped = now_us();
+    let dropped = || from_log(&env.auth, "j@").1;
+    until("the forward jump's drop", &|| !dropped().is_empty());
+    std::thread::sleep(Duration::from_secs(2));
+    let end = now_us() + 3600 * S;
+    drop(c.stdin.take());
+    assert!(c.wait().unwrap().success());
+
+    // Up to the jump, nothing was enqueued before its time by the real clock.
+    let real = every_second("j", created, before_jump);
+    for j in &at_jump {
+        assert!(
+            real.contains(j),
+            "{j} enqueued early (before {before_jump})"
+        );
+    }
+    // The log: (slot, the step's time) of every slot job, in log order.
+    let slot_of: std::collections::HashMap<String, i64> = ((created / S + 1)..=(end / S))
+        .map(|k| (slot_job("j", k * S), k * S))
+        .collect();
+    let mut submitted = Vec::new();
+    let mut drops = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = env.auth.production_events("p", after, 1000).unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for e in page {
+            match e.kind {
+                EventKind::Submitted => {
+                    let job = e.job.unwrap();
+                    let slot = *slot_of.get(&job).unwrap_or_else(|| panic!("{job}"));
+                    submitted.push((slot, e.at_us));
+                }
+                EventKind::SlotsDropped => drops.push(e.detail),
+                _ => {}
+            }
+        }
+    }
+    for &(slot, at) in &submitted {
+        assert!(slot <= at, "slot {slot} enqueued early, at {at}");
+    }
+    // Each slot once, oldest first, with one gap: the forward jump's.
+    let slots: Vec<i64> = submitted.iter().map(|&(s, _)| s).collect();
+    assert!(slots.windows(2).all(|w| w[0] < w[1]), "{slots:?}");
+    let gaps: Vec<usize> = (1..slots.len())
+        .filter(|&i| slots[i] - slots[i - 1] > S)
+        .collect();
+    assert_eq!(gaps.len(), 1, "{slots:?}");
+    let g = gaps[0];
+    assert!(slots[g - 1] <= jumped);
+    assert!(slots[g] >= before_jump + 3590 * S, "{slots:?}");
+    // Past the gap, the newest five (the catch-up bound) of the hour's
+    // slots, consecutive; the slots in the gap, recorded as dropped.
+    assert!(slots.len() >= g + 5, "{slots:?}");
+    assert!(slots[g..g + 5].windows(2).all(|w| w[1] - w[0] == S));
+    assert_eq!(drops.len(), 1, "{drops:?}");
+    let in_gap = (slots[g] - slots[g - 1]) / S - 1;
+    assert!(
+        drops[0].contains(&format!("schedule j: {in_gap} slots from ")),
+        "{in_gap}: {drops:?}"
+    );
+    assert!((3590..=3610).contains(&in_gap), "{in_gap}");
 }
