@@ -2876,6 +2876,26 @@ tenure_status tenure_authority_claim_next_across(const struct tenure_authority *
                                                  struct tenure_lease **out_lease);
 
 /**
+ * Claim up to `n` (1 ..= 1000) jobs across `n_productions` distinct
+ * productions (1 ..= 64) in one transaction (ABI 1.2), shared out in
+ * rounds from this authority handle's rotation over the same list
+ * (see `tenure_authority_claim_next_across()`). `out_leases` is the
+ * caller's array of `n` slots: on success the first `*out_count`
+ * receive active leases (each freed with `tenure_lease_free()`), the
+ * rest are untouched. Fewer jobs claimable than `n` gives fewer leases;
+ * none at all is `TENURE_OK` with `*out_count` 0 (not
+ * `TENURE_NO_JOB_AVAILABLE`), as `tenure_authority_claim_next_many()`.
+ */
+tenure_status tenure_authority_claim_next_many_across(const struct tenure_authority *authority,
+                                                      const char *const *productions,
+                                                      size_t n_productions,
+                                                      const char *holder,
+                                                      int64_t ttl_us,
+                                                      size_t n,
+                                                      struct tenure_lease **out_leases,
+                                                      size_t *out_count);
+
+/**
  * `tenure_authority_claim_next_wait()` across productions (ABI 1.2):
  * each attempt is a `tenure_authority_claim_next_across()`; the wait
  * wakes on a commit that may have made work claimable in any of them.

@@ -1083,6 +1083,16 @@ class Job:
     def id(self) -> str:
         return self.lease.job
 
+    async def progress(self) -> Optional[bytes]:
+        """The job's progress checkpoint as stored now: an earlier attempt's
+        until this one writes its own (:meth:`Lease.progress`)."""
+        return await self.lease.progress()
+
+    async def checkpoint(self, progress: bytes) -> None:
+        """Store ``progress`` as the job's checkpoint with its lease
+        (:meth:`Lease.checkpoint`)."""
+        await self.lease.checkpoint(progress)
+
 
 @dataclass
 class WorkerStats:

@@ -1378,6 +1378,24 @@ static void steering_entry_points(const char *dir) {
   EXPECT(tenure_authority_claim_next_wait_across(a, list, 1, "w", 1000000, -1, NULL, &out), DUR);
   EXPECT(tenure_authority_claim_next_wait_across(a, list, 1, "w", 1000000, 0, NULL, NULL), INV);
   CHECK(out == POISON_LEASE);
+  tenure_lease *slots[2] = {POISON_LEASE, POISON_LEASE};
+  size_t count = 9;
+  EXPECT(tenure_authority_claim_next_many_across(NULL, list, 1, "w", 1000000, 2, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, NULL, 1, "w", 1000000, 2, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, list, 0, "w", 1000000, 2, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, list, 65, "w", 1000000, 2, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, list, SIZE_MAX, "w", 1000000, 2, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, dup, 2, "w", 1000000, 2, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, nul, 2, "w", 1000000, 2, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, utf, 1, "w", 1000000, 2, slots, &count), INV);
+  BAD_HOLDER(tenure_authority_claim_next_many_across(a, list, 1, S, 1000000, 2, slots, &count));
+  BAD_TTL(tenure_authority_claim_next_many_across(a, list, 1, "w", T, 2, slots, &count));
+  EXPECT(tenure_authority_claim_next_many_across(a, list, 1, "w", 1000000, 0, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, list, 1, "w", 1000000, 1001, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, list, 1, "w", 1000000, SIZE_MAX, slots, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, list, 1, "w", 1000000, 2, NULL, &count), INV);
+  EXPECT(tenure_authority_claim_next_many_across(a, list, 1, "w", 1000000, 2, slots, NULL), INV);
+  CHECK(slots[0] == POISON_LEASE && slots[1] == POISON_LEASE && count == 9);
 
   CHECK(!tenure_job_view_has_progress(NULL) && tenure_job_view_progress(NULL) == NULL &&
         tenure_job_view_progress_len(NULL) == 0);

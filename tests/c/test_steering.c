@@ -135,6 +135,54 @@ static void claims_across_productions_rotate(const char *dir) {
   tenure_authority_free(a);
 }
 
+/* A batch across productions is shared out in rounds: each production
+ * still in the round asked for its share of the claims still wanted, one
+ * that gives fewer dropping out; nothing left is TENURE_OK with 0 leases. */
+static void batched_claims_across_productions_share_in_rounds(const char *dir) {
+  tenure_authority *a = open_store(dir, "many-across.db");
+  const char *list[] = {"x", "y", "z"};
+  make_production(a, "x");
+  make_production(a, "y");
+  make_production(a, "z");
+  submit_job(a, "x", "x1", 1);
+  submit_job(a, "x", "x2", 1);
+  submit_job(a, "x", "x3", 1);
+  submit_job(a, "y", "y1", 1);
+  submit_job(a, "z", "z1", 1);
+  submit_job(a, "z", "z2", 1);
+  tenure_lease *slots[5];
+  size_t count = 99;
+  for (int i = 0; i < 5; i++) slots[i] = NULL;
+  OK(tenure_authority_claim_next_many_across(a, list, 3, "w", 60 * SEC, 4, slots, &count));
+  REQUIRE(count == 4);
+  const char *first[] = {"x", "x", "y", "z"};
+  for (size_t i = 0; i < count; i++) {
+    REQUIRE(slots[i] != NULL);
+    CHECK(streq(tenure_lease_production(slots[i]), first[i]));
+    tenure_lease_free(slots[i]);
+    slots[i] = NULL;
+  }
+  CHECK(slots[4] == NULL);
+  /* The rotation starts after z: x gives its last job, y none, z its last. */
+  OK(tenure_authority_claim_next_many_across(a, list, 3, "w", 60 * SEC, 5, slots, &count));
+  REQUIRE(count == 2);
+  CHECK(streq(tenure_lease_production(slots[0]), "x") && streq(tenure_lease_job(slots[0]), "x3"));
+  CHECK(streq(tenure_lease_production(slots[1]), "z") && streq(tenure_lease_job(slots[1]), "z2"));
+  tenure_lease_free(slots[0]);
+  tenure_lease_free(slots[1]);
+  slots[0] = slots[1] = NULL;
+  count = 99;
+  OK(tenure_authority_claim_next_many_across(a, list, 3, "w", 60 * SEC, 5, slots, &count));
+  CHECK(count == 0 && slots[0] == NULL);
+  const char *bad[] = {"x", "nope"};
+  count = 99;
+  EXPECT(tenure_authority_claim_next_many_across(a, bad, 2, "w", 60 * SEC, 2, slots, &count), TENURE_NOT_FOUND);
+  EXPECT(tenure_authority_claim_next_many_across(a, list, 3, "w", 60 * SEC, 1001, slots, &count),
+         TENURE_INVALID_ARGUMENT);
+  CHECK(count == 99 && slots[0] == NULL);
+  tenure_authority_free(a);
+}
+
 static void gates_refuse_claims_and_read_back(const char *dir) {
   tenure_authority *a = open_store(dir, "gates.db");
   make_production(a, "p");
@@ -202,6 +250,64 @@ static void gates_refuse_claims_and_read_back(const char *dir) {
   tenure_authority_free(a);
 }
 
+/* The gate calls of an edit that commits are in force after the commit,
+ * and their clearing in a second committed edit lifts them. */
+static void gate_calls_in_a_committed_edit_take_effect(const char *dir) {
+  tenure_authority *a = open_store(dir, "gates-edit.db");
+  make_production(a, "p");
+  make_production(a, "q");
+  submit_job(a, "p", "j1", 1);
+  submit_job(a, "p", "j2", 1);
+  submit_job(a, "q", "q1", 1);
+  tenure_edit *e = NULL;
+  bool changed = false;
+  OK(tenure_edit_begin(a, &e));
+  OK(tenure_edit_pause_production(e, "q", &changed));
+  CHECK(changed);
+  OK(tenure_edit_set_concurrency_limit(e, "p", 1));
+  OK(tenure_edit_set_rate_limit(e, "p", 5, 3600 * SEC, 5));
+  OK(tenure_edit_commit(e));
+  tenure_edit_free(e);
+
+  tenure_gates *g = NULL;
+  uint32_t k = 0, n = 0, b = 0;
+  int64_t us = 0;
+  OK(tenure_authority_production_gates(a, "p", &g));
+  CHECK(!tenure_gates_paused(g));
+  CHECK(tenure_gates_concurrency_limit(g, &k) && k == 1);
+  CHECK(tenure_gates_rate_limit(g, &n, &us, &b) && n == 5 && us == 3600 * SEC && b == 5);
+  tenure_gates_free(g);
+  g = NULL;
+  OK(tenure_authority_production_gates(a, "q", &g));
+  CHECK(tenure_gates_paused(g));
+  tenure_gates_free(g);
+  tenure_lease *l = NULL;
+  EXPECT(tenure_authority_claim(a, "q", "q1", "w", 60 * SEC, &l), TENURE_PRODUCTION_PAUSED);
+  tenure_lease *held = claim(a, "p", "j1", 60 * SEC);
+  EXPECT(tenure_authority_claim(a, "p", "j2", "w", 60 * SEC, &l), TENURE_CONCURRENCY_LIMIT);
+  CHECK(l == NULL);
+
+  e = NULL;
+  OK(tenure_edit_begin(a, &e));
+  OK(tenure_edit_resume_production(e, "q", &changed));
+  CHECK(changed);
+  OK(tenure_edit_clear_concurrency_limit(e, "p"));
+  OK(tenure_edit_clear_rate_limit(e, "p"));
+  OK(tenure_edit_commit(e));
+  tenure_edit_free(e);
+  g = NULL;
+  OK(tenure_authority_production_gates(a, "p", &g));
+  CHECK(!tenure_gates_paused(g) && !tenure_gates_concurrency_limit(g, &k) &&
+        !tenure_gates_rate_limit(g, &n, &us, &b));
+  tenure_gates_free(g);
+  tenure_lease *q1 = claim(a, "q", "q1", 60 * SEC);
+  tenure_lease *j2 = claim(a, "p", "j2", 60 * SEC);
+  tenure_lease_free(q1);
+  tenure_lease_free(j2);
+  tenure_lease_free(held);
+  tenure_authority_free(a);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
@@ -210,6 +316,8 @@ int main(int argc, char **argv) {
   requeue_of_a_failed_job(argv[1]);
   checkpoints_carry_to_the_next_attempt(argv[1]);
   claims_across_productions_rotate(argv[1]);
+  batched_claims_across_productions_share_in_rounds(argv[1]);
   gates_refuse_claims_and_read_back(argv[1]);
+  gate_calls_in_a_committed_edit_take_effect(argv[1]);
   return finish();
 }

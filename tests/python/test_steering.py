@@ -7,12 +7,15 @@ typed error and changes nothing.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+import subprocess
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
 import tenure
-from conftest import LONG
+from conftest import LONG, PY, fresh_store, python_env, wait_until
 from tenure import aio
 
 SHORT = timedelta(milliseconds=300)
@@ -253,3 +256,153 @@ def test_aio_forms(auth: tenure.Authority) -> None:
             assert g.concurrency_limit is None and g.rate_claims is None and not g.paused
 
     asyncio.run(main())
+
+
+# A worker process whose handler checkpoints its attempt, then dies with
+# SIGKILL while it holds the lease: the lease can only expire.
+DOOMED = """
+import os, signal, sys, time
+from datetime import timedelta
+import tenure
+
+def handle(job):
+    assert job.progress() is None
+    job.checkpoint(b"offset=%d" % job.attempt)
+    assert job.progress() == b"offset=1"
+    print("checkpointed", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+w = tenure.Worker(tenure.Authority(sys.argv[1]), "p", "doomed", handle,
+                  ttl=timedelta(seconds=1))
+time.sleep(120)
+"""
+
+
+def test_a_worker_checkpoint_is_read_by_the_next_attempt_after_an_expiry(
+        tmp_path: Path) -> None:
+    store = fresh_store(tmp_path, "progress.db")
+    auth = tenure.Authority(store)
+    auth.create_production("p")
+    auth.submit("p", "j", b"1", max_attempts=3)
+    doomed = subprocess.run([PY, "-c", DOOMED, str(store)], capture_output=True, text=True,
+                            env=python_env(), timeout=120)
+    assert doomed.returncode < 0 and doomed.stdout == "checkpointed\n", doomed.stderr
+    assert auth.job("p", "j").progress == b"offset=1"
+    seen: list[tuple[int, bytes | None]] = []
+    reports: list[tenure.Report] = []
+
+    def handle(job: tenure.Job) -> None:
+        seen.append((job.attempt, job.progress()))
+        job.checkpoint(b"offset=%d" % job.attempt)
+        assert job.progress() == b"offset=2"
+
+    with tenure.Worker(auth, "p", "heir", handle, ttl=LONG, report=reports.append):
+        wait_until(lambda: len(reports) == 1, "the second attempt's report")
+    assert seen == [(2, b"offset=1")]
+    assert reports[0].result == "completed"
+    assert auth.job("p", "j").progress == b"offset=2"
+    assert auth.check().ok
+
+
+def test_a_worker_job_checkpoint_is_refused_once_the_lease_is_lost(
+        auth: tenure.Authority, prod: str) -> None:
+    auth.submit(prod, "j", b"1")
+    after: list[BaseException] = []
+    kept: list[tenure.Job] = []
+    reports: list[tenure.Report] = []
+    gone = threading.Event()
+
+    def handle(job: tenure.Job) -> None:
+        with pytest.raises(tenure.InvalidArgument):
+            job.checkpoint(b"x" * 4097)
+        job.checkpoint(b"")
+        kept.append(job)
+        auth.cancel(prod, job.id)
+        wait_until(lambda: job.lease_lost is not None, "the keeper's refusal")
+        try:
+            job.checkpoint(b"late")
+        except tenure.TenureError as e:
+            after.append(e)
+        gone.set()
+
+    with tenure.Worker(auth, prod, "w", handle, ttl=timedelta(seconds=3),
+                       renew_every=timedelta(milliseconds=50), report=reports.append):
+        wait_until(lambda: len(reports) == 1, "the report")
+    assert gone.is_set() and len(after) == 1
+    assert isinstance(after[0], (tenure.Cancelled, tenure.StaleLease, tenure.LeaseClosed))
+    assert auth.job(prod, "j").progress == b""
+    # After the handler returned the job's context is gone.
+    with pytest.raises(tenure.InvalidArgument):
+        kept[0].checkpoint(b"y")
+    with pytest.raises(tenure.InvalidArgument):
+        kept[0].progress()
+
+
+def test_aio_worker_job_checkpoint_and_progress(auth: tenure.Authority) -> None:
+    async def main() -> None:
+        async with aio.Authority(auth) as a:
+            await a.create_production("p")
+            await a.submit("p", "j", b"1", max_attempts=3)
+            first = await a.claim("p", "j", "w", timedelta(milliseconds=300))
+            await first.checkpoint(b"offset=1")
+            seen: list[bytes | None] = []
+
+            async def handle(job: aio.Job) -> None:
+                seen.append(await job.progress())
+                await job.checkpoint(b"offset=2")
+
+            await asyncio.sleep(0.6)  # the first lease expires
+            stats = await aio.Worker(a, "p", "heir", handle, ttl=LONG, until_idle=True).run()
+            assert (stats.claimed, stats.completed) == (1, 1)
+            assert seen == [b"offset=1"]
+            assert (await a.job("p", "j")).progress == b"offset=2"
+
+    asyncio.run(main())
+
+
+def test_requeue_with_a_delay_is_due_after_it(auth: tenure.Authority, prod: str) -> None:
+    auth.submit(prod, "j", b"1")
+    assert auth.claim(prod, "j", "w", LONG).fail("bad", permanent=True) == "failed"
+    before = datetime.now(timezone.utc)
+    auth.requeue(prod, "j", delay=timedelta(hours=1))
+    after = datetime.now(timezone.utc)
+    v = auth.job(prod, "j")
+    assert v.state == "requested" and v.due_at is not None
+    slack = timedelta(seconds=1)
+    assert before + timedelta(hours=1) - slack <= v.due_at <= after + timedelta(hours=1) + slack
+    with pytest.raises(tenure.NoJobAvailable):
+        auth.claim_next(prod, "w", LONG)
+
+
+def test_bad_steering_arguments_change_nothing(auth: tenure.Authority, prod: str) -> None:
+    auth.submit(prod, "j", b"1")
+    auth.submit(prod, "k", b"1")
+    assert auth.claim(prod, "k", "w", LONG).fail("bad", permanent=True) == "failed"
+    lease = auth.claim(prod, "j", "w", LONG)
+    expires = lease.expires_us
+    before = auth.production_events(prod, 0, 10_000)
+    with pytest.raises(tenure.InvalidArgument):
+        auth.requeue_all(prod, limit=1001)
+    with pytest.raises(tenure.InvalidArgument):
+        lease.renew_checkpoint(LONG + LONG, b"x" * 4097)
+    assert lease.expires_us == expires and auth.job(prod, "j").progress is None
+    many = [f"p{i}" for i in range(65)]
+    with pytest.raises(tenure.InvalidArgument):
+        auth.claim_next_across(many, "w", LONG)
+    with pytest.raises(tenure.InvalidArgument):
+        auth.claim_next_many_across(many, "w", LONG, 2)
+    for bad_list in ([], [prod, prod], many):
+        with pytest.raises(tenure.InvalidArgument):
+            auth.claim_next_wait_across(bad_list, "w", LONG, WAIT)
+    with pytest.raises(tenure.NotFound):
+        auth.claim_next_wait_across([prod, "nope"], "w", LONG, WAIT)
+    with pytest.raises(tenure.InvalidArgument):
+        auth.claim_next_wait_across([prod], "", LONG, WAIT)
+    with pytest.raises(tenure.InvalidDuration):
+        auth.claim_next_wait_across([prod], "w", timedelta(0), WAIT)
+    with pytest.raises(tenure.InvalidDuration):
+        auth.claim_next_wait_across([prod], "w", LONG, timedelta(hours=25))
+    with pytest.raises(tenure.InvalidArgument):  # the binding's wait conversion
+        auth.claim_next_wait_across([prod], "w", LONG, timedelta(seconds=-1))
+    assert auth.production_events(prod, 0, 10_000) == before
+    assert auth.job(prod, "k").state == "failed"

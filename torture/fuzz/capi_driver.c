@@ -756,7 +756,7 @@ static void call_idempotent(int on) {
 static void call_steering(int on) {
   const char *what;
   static const int64_t EXTRA[] = {-1, 0, 1, 2, 1000, 1001, -2, INT64_MAX, INT64_MIN};
-  switch (below(5)) {
+  switch (below(6)) {
     case 0:
       what = "requeue";
       note(tenure_authority_requeue(A, gen_prod(), gen_job(), EXTRA[below(9)], gen_delay()), what);
@@ -799,6 +799,40 @@ static void call_steering(int on) {
       note(st, what);
       tenure_lease *l = take_ptr(st, out, on, what);
       if (l) add_lease(l);
+      break;
+    }
+    case 4: {
+      what = "claim_next_many_across";
+      const char *list[4];
+      size_t np = below(5);
+      for (size_t i = 0; i < np; i++) list[i] = gen_prod();
+      const char *const *lp = chance(5) ? NULL : list;
+      size_t n = gen_batch();
+      size_t k = batch_slots(n);
+      tenure_lease **slots = malloc(k * sizeof *slots);
+      REQUIRE(slots != NULL);
+      for (size_t i = 0; i < k; i++) slots[i] = SENT_PTR;
+      size_t count = (size_t)SENT_U64;
+      tenure_lease **arr = chance(5) ? NULL : slots;
+      tenure_status st = tenure_authority_claim_next_many_across(A, lp, np, gen_holder(), gen_ttl(), n, arr,
+                                                                 on ? NULL : &count);
+      note(st, what);
+      if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
+      if (st != TENURE_OK) {
+        CHECK(count == (size_t)SENT_U64);
+        for (size_t i = 0; i < k; i++) CHECK(slots[i] == SENT_PTR);
+      } else {
+        CHECK(count <= n);
+        for (size_t i = 0; i < k; i++) {
+          if (i < count) {
+            CHECK(slots[i] != SENT_PTR && slots[i] != NULL);
+            if (slots[i] != SENT_PTR && slots[i] != NULL) add_lease(slots[i]);
+          } else {
+            CHECK(slots[i] == SENT_PTR);
+          }
+        }
+      }
+      free(slots);
       break;
     }
     default: {

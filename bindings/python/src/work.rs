@@ -457,9 +457,10 @@ struct ContextPtr(*const JobContext<'static>);
 unsafe impl Send for ContextPtr {}
 
 /// What a ``Worker`` handler receives: the job's attribution and payload,
-/// and, while the handler runs, ``stopping`` and ``lease_lost``. The lease
-/// itself stays with the worker (it settles the job with the handler's
-/// result), so the secret never reaches the handler.
+/// and, while the handler runs, ``stopping``, ``lease_lost``, ``progress()``
+/// and ``checkpoint()``. The lease itself stays with the worker (it settles
+/// the job with the handler's result), so the secret never reaches the
+/// handler.
 #[pyclass(frozen, module = "tenure")]
 pub struct Job {
     /// Production ID.
@@ -537,6 +538,24 @@ impl Job {
     #[getter]
     fn lease_lost(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         Ok(self.with(py, |c| c.lease_lost())?.map(|e| exception(py, e)))
+    }
+
+    /// The job's progress checkpoint as stored now (``bytes``): the one an
+    /// earlier attempt wrote until this one writes its own, ``None`` if
+    /// none was written (see ``Lease.progress``).
+    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let p = self.with(py, |c| c.lease().progress())?.map_err(to_py)?;
+        Ok(p.map(|b| PyBytes::new(py, &b)))
+    }
+
+    /// Store ``progress`` (``bytes``, at most 4096) as the job's progress
+    /// checkpoint with the worker's lease (see ``Lease.checkpoint``): the
+    /// next attempt reads it after an expiry. A lease that is no longer
+    /// current raises as for any transition (``StaleLease``,
+    /// ``LeaseExpired``, ``LeaseClosed``) and writes nothing.
+    fn checkpoint(&self, py: Python<'_>, progress: Vec<u8>) -> PyResult<()> {
+        self.with(py, |c| c.lease().checkpoint(&progress))?
+            .map_err(to_py)
     }
 
     fn __repr__(&self) -> String {

@@ -2275,6 +2275,25 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     check(tenure_authority_claim_next_across(h_.get(), names.data(), names.size(), hd.c_str(), us, &out));
     return Lease(out);
   }
+  /// Claim up to `n` (1 ..= 1000) jobs across `productions` in one
+  /// transaction (ABI 1.2), shared out in rounds from this handle's rotation
+  /// over the same list (see `claim_next_across`); fewer (possibly none)
+  /// when fewer are claimable.
+  template <class Rep, class Period>
+  std::vector<Lease> claim_next_many_across(const std::vector<std::string>& productions, std::string_view holder,
+                                            std::chrono::duration<Rep, Period> ttl, std::size_t n) const {
+    const std::int64_t us = to_micros(ttl);
+    const detail::CStrList names(productions, "production ID");
+    const std::string hd = detail::cstr(holder, "holder");
+    std::vector<tenure_lease*> raw(n, nullptr);
+    std::size_t count = 0;
+    check(tenure_authority_claim_next_many_across(h_.get(), names.data(), names.size(), hd.c_str(), us, n,
+                                                  detail::or_null(raw), &count));
+    std::vector<Lease> out;
+    out.reserve(count);
+    for (std::size_t i = 0; i < count && i < n; ++i) out.emplace_back(raw[i]);
+    return out;
+  }
   /// `claim_next_wait` across `productions` (ABI 1.2): each attempt is a
   /// `claim_next_across`; the wait wakes on a commit that may have made
   /// work claimable in any of them. Timeout and cancellation throw

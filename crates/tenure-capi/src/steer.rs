@@ -5,6 +5,7 @@
 use std::ffi::c_char;
 
 use crate::authority::tenure_authority;
+use crate::batch::out_array;
 use crate::boundary::{invalid, out_arg, str_arg, ttl, Arg, R};
 use crate::lease::tenure_lease;
 use crate::schedule::delay;
@@ -139,6 +140,41 @@ export! {
             ttl(ttl_us)?,
         )?,
     );
+
+    /// Claim up to `n` (1 ..= 1000) jobs across `n_productions` distinct
+    /// productions (1 ..= 64) in one transaction (ABI 1.2), shared out in
+    /// rounds from this authority handle's rotation over the same list
+    /// (see `tenure_authority_claim_next_across()`). `out_leases` is the
+    /// caller's array of `n` slots: on success the first `*out_count`
+    /// receive active leases (each freed with `tenure_lease_free()`), the
+    /// rest are untouched. Fewer jobs claimable than `n` gives fewer leases;
+    /// none at all is `TENURE_OK` with `*out_count` 0 (not
+    /// `TENURE_NO_JOB_AVAILABLE`), as `tenure_authority_claim_next_many()`.
+    fn tenure_authority_claim_next_many_across(
+        authority: *const tenure_authority,
+        productions: *const *const c_char,
+        n_productions: usize,
+        holder: *const c_char,
+        ttl_us: i64,
+        n: usize,
+        out_leases: *mut *mut tenure_lease,
+        out_count: *mut usize,
+    ) -> tenure_status {
+        let a = Arg::read(authority, "authority")?;
+        let list = self::productions(productions, n_productions)?;
+        let holder = Arg::read(holder, "holder")?;
+        let ttl = ttl(ttl_us)?;
+        tenure::validate::batch(n)?;
+        let out_leases = out_array(out_leases, n, "out_leases", false)?.unwrap_or_default();
+        let out_count = out_arg(out_count, "out_count")?;
+        let got = a.inner.claim_next_many_across(&list, holder, ttl, n)?;
+        let count = got.len();
+        for (slot, l) in out_leases.iter_mut().zip(got) {
+            *slot = tenure_lease::boxed(l);
+        }
+        out_count.write(count);
+        Ok(())
+    }
 
     /// `tenure_authority_claim_next_wait()` across productions (ABI 1.2):
     /// each attempt is a `tenure_authority_claim_next_across()`; the wait

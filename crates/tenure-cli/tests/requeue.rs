@@ -1,5 +1,6 @@
-//! `tenure job requeue`, the progress checkpoint in `job show`, and
-//! `tenure work` across several productions.
+//! `tenure job requeue`, the progress checkpoint a renewal stores
+//! (`renew --progress-file`) in `job show`, and `tenure work` across
+//! several productions.
 
 mod common;
 
@@ -71,6 +72,111 @@ fn requeue_one_job_or_all_in_batches() {
         .fails(USAGE);
     let text = s.ok(&["job", "show", "-p", "p", "a"]);
     assert!(text.contains("progress   -"), "{text}");
+    s.ok(&["check"]);
+}
+
+#[test]
+fn a_renewal_stores_a_progress_checkpoint_that_job_show_gives() {
+    let s = Store::with_jobs(&["j"]);
+    let tok = s.claim("j", "5m");
+    let tok = tok.to_str().unwrap();
+    let progress = s.path("progress");
+    std::fs::write(&progress, b"offset=7").unwrap();
+    let progress = progress.to_str().unwrap();
+    let text = s.ok(&[
+        "renew",
+        "--token-file",
+        tok,
+        "--ttl",
+        "10m",
+        "--progress-file",
+        progress,
+    ]);
+    assert!(
+        text.contains("until")
+            && text
+                .trim_end()
+                .ends_with("with a 8-byte progress checkpoint"),
+        "{text}"
+    );
+    let j = s.job("j");
+    assert_eq!(j["progress_hex"], "6f66667365743d37");
+    let shown = s.ok(&["job", "show", "-p", "p", "j"]);
+    assert!(
+        shown.contains("progress   8 bytes 6f66667365743d37"),
+        "{shown}"
+    );
+    let expires = j["expires_us"].as_i64().unwrap();
+
+    // From stdin, in JSON.
+    let v = s
+        .run_in(
+            &[
+                "--json",
+                "renew",
+                "--token-file",
+                tok,
+                "--ttl",
+                "20m",
+                "--progress-file",
+                "-",
+            ],
+            b"offset=9",
+        )
+        .json();
+    assert_eq!(v["progress_bytes"], 8);
+    assert_eq!(s.job("j")["progress_hex"], "6f66667365743d39");
+    let renewed = s.job("j")["expires_us"].as_i64().unwrap();
+    assert!(renewed > expires);
+
+    // Refusals change nothing: an oversized value, a missing file, token
+    // and checkpoint both from stdin.
+    let big = s.path("big");
+    std::fs::write(&big, vec![b'x'; 4097]).unwrap();
+    s.run(&[
+        "renew",
+        "--token-file",
+        tok,
+        "--ttl",
+        "30m",
+        "--progress-file",
+        big.to_str().unwrap(),
+    ])
+    .fails(code(ErrorCode::InvalidArgument));
+    s.run(&[
+        "renew",
+        "--token-file",
+        tok,
+        "--ttl",
+        "30m",
+        "--progress-file",
+        s.path("missing").to_str().unwrap(),
+    ])
+    .fails(1);
+    let token = std::fs::read(tok).unwrap();
+    s.run_in(
+        &[
+            "renew",
+            "--token-file",
+            "-",
+            "--ttl",
+            "30m",
+            "--progress-file",
+            "-",
+        ],
+        &token,
+    )
+    .fails(USAGE);
+    let j = s.job("j");
+    assert_eq!(j["progress_hex"], "6f66667365743d39");
+    assert_eq!(j["expires_us"].as_i64().unwrap(), renewed);
+    // A checkpoint survives the lease: the next attempt's view still has it.
+    s.ok(&["release", "--token-file", tok]);
+    let shown = s.ok(&["job", "show", "-p", "p", "j"]);
+    assert!(
+        shown.contains("progress   8 bytes 6f66667365743d39"),
+        "{shown}"
+    );
     s.ok(&["check"]);
 }
 

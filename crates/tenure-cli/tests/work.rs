@@ -324,3 +324,110 @@ fn no_secret_reaches_the_command_the_worker_argv_env_or_output() {
     let events = events(&s);
     assert!(!events.contains(tenure::TOKEN_PREFIX), "{events}");
 }
+
+/// The most leases of production `p` live at once, from its event log: a
+/// lease counts from its claim until it closes or expires.
+fn max_live(s: &Store) -> usize {
+    let mut edges: Vec<(i64, i32)> = Vec::new();
+    let mut open: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    for l in events(s).lines() {
+        let e: Value = serde_json::from_str(l).unwrap();
+        let job = e["job"].as_str().unwrap_or("").to_owned();
+        let at = e["at_us"].as_i64().unwrap();
+        match e["kind"].as_str().unwrap() {
+            "claimed" => {
+                edges.push((at, 1));
+                open.insert(job, e["expires_us"].as_i64().unwrap());
+            }
+            "renewed" | "checkpointed" => {
+                if let Some(exp) = open.get_mut(&job) {
+                    *exp = e["expires_us"].as_i64().unwrap();
+                }
+            }
+            "completed" | "failed" | "released" => {
+                if let Some(exp) = open.remove(&job) {
+                    edges.push((at.min(exp), -1));
+                }
+            }
+            _ => {}
+        }
+    }
+    edges.extend(open.values().map(|&exp| (exp, -1)));
+    edges.sort();
+    let (mut live, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        live += d;
+        most = most.max(live);
+    }
+    most as usize
+}
+
+/// Four worker processes of two slots each at a concurrency limit of three:
+/// never four leases live at once, and `tenure check` verifies it; a fourth
+/// claim forged into the log is reported as the violation (exit 3).
+#[test]
+fn worker_processes_at_a_concurrency_limit_of_three_pass_check() {
+    let names: Vec<String> = (0..40).map(|i| format!("job{i:02}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let s = Store::with_jobs(&refs);
+    s.ok(&["production", "limit", "p", "--concurrency", "3"]);
+    let out = s.path("out");
+    let marks = s.path("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let args = work_args(
+        &out,
+        &["--slots", "2", "--ttl", "30s", "--until-idle", "5s"],
+        &["sh", "-c", "sleep 0.2; cat"],
+    );
+    let workers: Vec<Child> = (0..4).map(|_| spawn(&s, &args, &marks)).collect();
+    let mut completed = 0;
+    for w in workers {
+        let r = Out(w.wait_with_output().unwrap());
+        assert_eq!(r.code(), 0, "{}", r.stderr());
+        completed += lines(&r)
+            .iter()
+            .filter(|v| v["outcome"] == "completed")
+            .count();
+    }
+    assert_eq!(completed, 40);
+    assert_eq!(max_live(&s), 3);
+    s.ok(&["check"]);
+
+    // Forge four claims, a second apart from the log's end, each live for a
+    // minute: the fourth makes four live leases.
+    let c = rusqlite::Connection::open(&s.db).unwrap();
+    let t0: i64 = c
+        .query_row("SELECT MAX(at_us) FROM events", [], |r| r.get(0))
+        .unwrap();
+    for (i, job) in ["job00", "job01", "job02", "job03"].iter().enumerate() {
+        let at = t0 + 1_000_000 + i as i64;
+        c.execute(
+            "INSERT INTO events (at_us, production, job, kind, state, claim_id, holder, \
+                                 attempt, expires_us, detail) \
+             SELECT ?1, production, job, kind, state, claim_id, holder, attempt, ?2, detail \
+             FROM events WHERE job = ?3 AND kind = 'claimed' LIMIT 1",
+            rusqlite::params![at, at + 60_000_000, job],
+        )
+        .unwrap();
+    }
+    drop(c);
+    let r = s.run(&["--json", "check"]);
+    assert_eq!(r.code(), VIOLATIONS, "{}", r.stdout());
+    let v = r.json();
+    assert_eq!(v["ok"], false);
+    let violations: Vec<&str> = v["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert!(
+        violations
+            .iter()
+            .any(|m| m.starts_with("job p/job03: claim ")
+                && m.contains(
+                    "made 4 live leases in production \"p\", whose concurrency limit is 3"
+                )),
+        "{violations:?}"
+    );
+}

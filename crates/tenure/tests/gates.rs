@@ -218,6 +218,46 @@ fn an_edit_that_pauses_and_is_dropped_leaves_the_production_open() {
 }
 
 #[test]
+fn gate_calls_in_an_edit_that_commits_are_in_force_after_it() {
+    let env = Env::with_jobs(3, 3);
+    let a = &env.auth;
+    a.create_production("q").unwrap();
+    a.submit("q", &JobSpec::new("q1", vec![])).unwrap();
+    let rate = RateLimit {
+        claims: 5,
+        interval: Duration::from_secs(3600),
+        burst: 5,
+    };
+    let mut e = a.edit().unwrap();
+    assert!(e.pause_production("q").unwrap());
+    e.set_concurrency_limit("p", Some(1)).unwrap();
+    e.set_rate_limit("p", Some(rate)).unwrap();
+    e.commit().unwrap();
+    let g = a.production_gates("p").unwrap();
+    assert_eq!((g.concurrency, g.rate), (Some(1), Some(rate)));
+    assert!(a.production_gates("q").unwrap().paused_us.is_some());
+    assert_eq!(
+        code(a.claim("q", "q1", "w", secs(60))),
+        ErrorCode::ProductionPaused
+    );
+    let _held = a.claim("p", "j0", "w", secs(60)).unwrap();
+    assert_eq!(
+        code(a.claim("p", "j1", "w", secs(60))),
+        ErrorCode::ConcurrencyLimit
+    );
+
+    let mut e = a.edit().unwrap();
+    assert!(e.resume_production("q").unwrap());
+    e.set_concurrency_limit("p", None).unwrap();
+    e.set_rate_limit("p", None).unwrap();
+    e.commit().unwrap();
+    assert_eq!(a.production_gates("p").unwrap(), Gates::default());
+    assert_eq!(a.production_gates("q").unwrap(), Gates::default());
+    assert!(a.claim("q", "q1", "w", secs(60)).is_ok());
+    assert!(a.claim("p", "j1", "w", secs(60)).is_ok());
+}
+
+#[test]
 fn a_waiter_on_a_paused_production_sleeps_and_wakes_on_resume() {
     let env = RealEnv::new();
     env.submit("j");
@@ -267,6 +307,38 @@ fn a_waiter_at_the_concurrency_limit_wakes_when_a_lease_closes() {
     let closed = h.join().unwrap();
     assert_eq!(l.job(), "b");
     assert!(woke.saturating_duration_since(closed) < Duration::from_secs(1));
+}
+
+#[test]
+fn a_waiter_at_the_concurrency_limit_wakes_when_a_lease_expires() {
+    let env = RealEnv::new();
+    env.submit("a");
+    env.submit("b");
+    env.auth.set_concurrency_limit("p", Some(1)).unwrap();
+    let held = env
+        .auth
+        .claim_next("p", "w", Ttl::from_micros(800_000).unwrap())
+        .unwrap();
+    let claimed = Instant::now();
+    // No commit wakes this wait: only the lease's expiry frees the slot.
+    let l = env
+        .auth
+        .claim_next_wait("p", "w2", secs(60), Duration::from_secs(30), None)
+        .unwrap();
+    let woke = claimed.elapsed();
+    assert_ne!(l.claim_id(), held.claim_id());
+    assert!(
+        woke >= ms(700),
+        "woke {woke:?} after the claim, before the expiry"
+    );
+    assert!(
+        woke < ms(800) + Duration::from_secs(1),
+        "woke {woke:?} after the claim"
+    );
+    assert!(matches!(
+        code(held.renew(secs(60))),
+        ErrorCode::LeaseExpired | ErrorCode::StaleLease
+    ));
 }
 
 #[test]

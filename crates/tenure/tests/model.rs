@@ -15,6 +15,12 @@
 //! slots the model says, under the same clock moves (docs/design.md,
 //! "Schedules").
 //!
+//! Claims come one at a time, in batches (gated like single claims) and
+//! across two productions, `p` and `q`, rotating per handle (docs/design.md,
+//! "Claim gates", "Claims across productions"); `requeue_all` requeues the
+//! failed and cancelled jobs of `p` in job-ID order, in bounded batches.
+//! Only `p` has gates; `q` holds four jobs submitted at the start.
+//!
 //! At the end the statistics' counts (docs/design.md, "Statistics") agree
 //! with the model's states.
 mod common;
@@ -24,6 +30,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use tenure::*;
 
 const JOB_NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
+/// The jobs of the second production, `q`, submitted at the start.
+const Q_JOBS: [&str; 4] = ["q0", "q1", "q2", "q3"];
+/// The list of a claim across productions.
+const ACROSS: [&str; 2] = ["p", "q"];
 const TTLS: [i64; 3] = [1_000_000, 5_000_000, 10_000_000];
 /// Retention ages (whole seconds) a prune step draws from.
 const AGES: [u64; 3] = [1, 4, 9];
@@ -60,6 +70,17 @@ enum Op {
     ClaimNext {
         ttl: usize,
     },
+    /// `claim_next_many` of up to `n` jobs of `p`.
+    ClaimNextMany {
+        ttl: usize,
+        n: usize,
+    },
+    /// A claim across `ACROSS`: `claim_next_across` (`n` None) or
+    /// `claim_next_many_across` of up to `n` jobs.
+    ClaimAcross {
+        ttl: usize,
+        n: Option<usize>,
+    },
     Renew {
         lease: usize,
         ttl: usize,
@@ -85,6 +106,12 @@ enum Op {
         job: usize,
         extra: Option<u32>,
         delay: usize,
+    },
+    /// `requeue_all` of up to `limit` of `p`'s failed or cancelled jobs.
+    RequeueAll {
+        extra: Option<u32>,
+        delay: usize,
+        limit: usize,
     },
     /// A progress checkpoint (the lease's index as its bytes), with a
     /// renewal to `TTLS[ttl]` if `renew`.
@@ -138,6 +165,8 @@ fn op() -> impl Strategy<Value = Op> {
             |(job, variant, max, prio, delay, hold, backoff)| Op::Submit { job, variant, max, prio, delay, hold, backoff }),
         3 => (0..5usize, 0..3usize).prop_map(|(job, ttl)| Op::Claim { job, ttl }),
         4 => (0..3usize).prop_map(|ttl| Op::ClaimNext { ttl }),
+        2 => (0..3usize, 1..4usize).prop_map(|(ttl, n)| Op::ClaimNextMany { ttl, n }),
+        2 => (0..3usize, proptest::option::of(1..4usize)).prop_map(|(ttl, n)| Op::ClaimAcross { ttl, n }),
         3 => (0..8usize, 0..3usize).prop_map(|(lease, ttl)| Op::Renew { lease, ttl }),
         1 => (0..8usize).prop_map(|lease| Op::Release { lease }),
         2 => (0..8usize, any::<bool>(), proptest::option::of(0..3usize))
@@ -146,6 +175,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..5usize).prop_map(|job| Op::Cancel { job }),
         2 => (0..5usize, proptest::option::of(1..4u32), 0..3usize)
             .prop_map(|(job, extra, delay)| Op::Requeue { job, extra, delay }),
+        2 => (proptest::option::of(1..4u32), 0..3usize, 1..3usize)
+            .prop_map(|(extra, delay, limit)| Op::RequeueAll { extra, delay, limit }),
         2 => (0..8usize, proptest::option::of(0..3usize))
             .prop_map(|(lease, renew)| Op::Checkpoint { lease, renew }),
         1 => (0..8usize).prop_map(|lease| Op::Import { lease }),
@@ -167,6 +198,9 @@ fn group_op() -> impl Strategy<Value = Op> {
         !matches!(
             o,
             Op::Import { .. }
+                | Op::ClaimNextMany { .. }
+                | Op::ClaimAcross { .. }
+                | Op::RequeueAll { .. }
                 | Op::Forward { .. }
                 | Op::Backward { .. }
                 | Op::Reopen
@@ -210,6 +244,8 @@ enum S {
 
 #[derive(Debug, Clone)]
 struct MJob {
+    /// Its production: `p`, or `q` for the jobs of `Q_JOBS`.
+    prod: &'static str,
     seq: usize,
     variant: u8,
     max: u32,
@@ -258,6 +294,17 @@ struct Model {
     gates: MGates,
     /// The schedule's slot record: every slot at or before it is settled.
     settled: i64,
+    /// Where the handle's next claim across `ACROSS` starts.
+    rotation: usize,
+}
+
+/// The production of a job the model names.
+fn prod_of(name: &str) -> &'static str {
+    if name.starts_with('q') {
+        "q"
+    } else {
+        "p"
+    }
 }
 
 /// What the pre-commit check of one group member needs (see
@@ -298,16 +345,101 @@ impl Model {
             }
         }
         if let Some(k) = g.limit {
-            let live = self
-                .jobs
-                .values()
-                .filter(|j| j.state == S::Claimed && j.expires > now)
-                .count();
-            if live >= k as usize {
+            if self.live_in_p(now) >= k as usize {
                 return Err(ErrorCode::ConcurrencyLimit);
             }
         }
         Ok(())
+    }
+
+    /// The live leases of `p` (the gated production) at `now`.
+    fn live_in_p(&self, now: i64) -> usize {
+        self.jobs
+            .values()
+            .filter(|j| j.prod == "p" && j.state == S::Claimed && j.expires > now)
+            .count()
+    }
+
+    /// How many of `want` claims of `prod` the gates admit at `now`: the
+    /// rate's room and the concurrency limit's, none while paused (only `p`
+    /// has gates).
+    fn admitted(&self, prod: &str, now: i64, want: usize) -> usize {
+        let g = &self.gates;
+        if prod != "p" {
+            return want;
+        }
+        if g.paused {
+            return 0;
+        }
+        let mut n = want;
+        if let Some(r) = g.rate {
+            let (c, iv, b) = RATES[r];
+            let t = iv / i64::from(c);
+            let room = t * i64::from(b) - (g.tat.max(now) - now);
+            n = n.min((room.max(0) / t) as usize);
+        }
+        if let Some(k) = g.limit {
+            n = n.min((k as usize).saturating_sub(self.live_in_p(now)));
+        }
+        n
+    }
+
+    /// The claim-next rule on `prod` at `now` for up to `want` claims: as
+    /// many as the gates admit, in queue order (priority, then submission),
+    /// recording as failed the expired claims without attempts met on the
+    /// way (none when the gates admit nothing). The claims' descriptions.
+    fn scan(&mut self, prod: &str, now: i64, want: usize, ttl: usize) -> Vec<String> {
+        let want = self.admitted(prod, now, want);
+        if want == 0 {
+            return Vec::new();
+        }
+        let mut live: Vec<(i32, usize, String)> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.prod == prod && matches!(j.state, S::Requested | S::Claimed))
+            .map(|(n, j)| (-j.prio, j.seq, n.clone()))
+            .collect();
+        live.sort();
+        let mut out = Vec::new();
+        for (_, _, name) in live {
+            let j = &self.jobs[&name];
+            if Model::not_due(j, now) {
+                continue;
+            }
+            match self.classify(j, now) {
+                JobState::Claimed => continue,
+                JobState::Requested | JobState::Expired if j.attempts < j.max => {
+                    if prod == "p" {
+                        self.charge(now);
+                    }
+                    match self.mint(&name, TTLS[ttl], now) {
+                        Out::Ok(s) => out.push(s),
+                        Out::Err(c) => unreachable!("mint: {c:?}"),
+                    }
+                    if out.len() == want {
+                        break;
+                    }
+                }
+                _ => {
+                    let j = self.jobs.get_mut(&name).unwrap();
+                    j.state = S::Failed;
+                    j.exhausted = true;
+                }
+            }
+        }
+        out
+    }
+
+    /// Requeue job `name` (failed or cancelled) at `t`.
+    fn requeue_job(&mut self, name: &str, extra: Option<u32>, delay: usize, t: i64) {
+        let j = self.jobs.get_mut(name).unwrap();
+        let left = extra.map_or(j.max, |n| n.min(j.max));
+        j.attempts = j.max - left;
+        j.state = S::Requested;
+        j.claim = None;
+        j.expires = 0;
+        j.exhausted = false;
+        j.due = (DELAYS[delay] > 0).then(|| t + DELAYS[delay]);
     }
 
     /// One claim made at `now` under the rate limit.
@@ -572,6 +704,7 @@ impl Model {
                         self.jobs.insert(
                             name.to_owned(),
                             MJob {
+                                prod: "p",
                                 seq: self.seq,
                                 variant,
                                 max,
@@ -621,35 +754,59 @@ impl Model {
                     Ok(n) => n,
                     Err(c) => return Out::Err(c),
                 };
-                if self.gate(now).is_err() {
-                    return Out::Err(ErrorCode::NoJobAvailable);
+                match self.scan("p", now, 1, ttl).pop() {
+                    Some(s) => Out::Ok(s),
+                    None => Out::Err(ErrorCode::NoJobAvailable),
                 }
-                let mut live: Vec<(i32, usize, String)> = self
-                    .jobs
-                    .iter()
-                    .filter(|(_, j)| matches!(j.state, S::Requested | S::Claimed))
-                    .map(|(n, j)| (-j.prio, j.seq, n.clone()))
-                    .collect();
-                live.sort();
-                for (_, _, name) in live {
-                    let j = &self.jobs[&name];
-                    if Model::not_due(j, now) {
-                        continue;
-                    }
-                    match self.classify(j, now) {
-                        JobState::Claimed => continue,
-                        JobState::Requested | JobState::Expired if j.attempts < j.max => {
-                            self.charge(now);
-                            return self.mint(&name, TTLS[ttl], now);
+            }
+            Op::ClaimNextMany { ttl, n } => {
+                let now = match self.guarded() {
+                    Ok(n) => n,
+                    Err(c) => return Out::Err(c),
+                };
+                Out::Ok(format!("{:?}", self.scan("p", now, n, ttl)))
+            }
+            Op::ClaimAcross { ttl, n } => {
+                let now = match self.guarded() {
+                    Ok(n) => n,
+                    Err(c) => return Out::Err(c),
+                };
+                // Rounds from the rotation's start: each production still
+                // in the round asked for its share of the claims still
+                // wanted; one that gives fewer drops out.
+                let want = n.unwrap_or(1);
+                let k = ACROSS.len();
+                let start = self.rotation % k;
+                let mut round: Vec<usize> = (0..k).map(|i| (start + i) % k).collect();
+                let mut out: Vec<String> = Vec::new();
+                let mut next = start;
+                while out.len() < want && !round.is_empty() {
+                    let share = (want - out.len()).div_ceil(round.len());
+                    let mut kept = Vec::new();
+                    for &i in &round {
+                        let w = share.min(want - out.len());
+                        if w == 0 {
+                            break;
                         }
-                        _ => {
-                            let j = self.jobs.get_mut(&name).unwrap();
-                            j.state = S::Failed;
-                            j.exhausted = true;
+                        let got = self.scan(ACROSS[i], now, w, ttl);
+                        if !got.is_empty() {
+                            next = (i + 1) % k;
                         }
+                        if got.len() == w {
+                            kept.push(i);
+                        }
+                        out.extend(got);
                     }
+                    round = kept;
                 }
-                Out::Err(ErrorCode::NoJobAvailable)
+                self.rotation = next;
+                match n {
+                    Some(_) => Out::Ok(format!("{out:?}")),
+                    None => match out.pop() {
+                        Some(s) => Out::Ok(s),
+                        None => Out::Err(ErrorCode::NoJobAvailable),
+                    },
+                }
             }
             Op::Renew { lease, ttl } => self.lease_op(lease, |m, now, idx| {
                 m.renewed(idx, now, ttl)?;
@@ -672,19 +829,35 @@ impl Model {
                 };
                 match self.classify(j, t) {
                     JobState::Failed | JobState::Cancelled => {
-                        let j = self.jobs.get_mut(name).unwrap();
-                        let left = extra.map_or(j.max, |n| n.min(j.max));
-                        j.attempts = j.max - left;
-                        j.state = S::Requested;
-                        j.claim = None;
-                        j.expires = 0;
-                        j.exhausted = false;
-                        j.due = (DELAYS[delay] > 0).then(|| t + DELAYS[delay]);
+                        self.requeue_job(name, extra, delay, t);
                         Out::Ok("requeued".into())
                     }
                     JobState::Completed => Out::Err(ErrorCode::JobTerminal),
                     _ => Out::Err(ErrorCode::JobLive),
                 }
+            }
+            Op::RequeueAll {
+                extra,
+                delay,
+                limit,
+            } => {
+                self.mark = self.mark.max(self.now);
+                let t = self.mark;
+                // In job-ID order (the map's order).
+                let eligible: Vec<String> = self
+                    .jobs
+                    .iter()
+                    .filter(|(_, j)| {
+                        j.prod == "p"
+                            && matches!(self.classify(j, t), JobState::Failed | JobState::Cancelled)
+                    })
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                let done = eligible.len().min(limit);
+                for name in &eligible[..done] {
+                    self.requeue_job(name, extra, delay, t);
+                }
+                Out::Ok(format!("requeued {done}, more {}", eligible.len() > limit))
             }
             Op::Release { lease } => self.lease_op(lease, |m, _, idx| {
                 let name = m.leases[idx].job.clone();
@@ -769,7 +942,11 @@ impl Model {
                 self.now -= us;
                 Out::Ok(String::new())
             }
-            Op::Reopen => Out::Ok(String::new()),
+            Op::Reopen => {
+                // A new handle: its rotation starts afresh.
+                self.rotation = 0;
+                Out::Ok(String::new())
+            }
             Op::Prune { .. } => unreachable!("prune steps are checked in `run`"),
             Op::Pause | Op::Resume => {
                 self.mark = self.mark.max(self.now);
@@ -857,13 +1034,17 @@ fn ttl(i: usize) -> Ttl {
     Ttl::from_micros(TTLS[i]).unwrap()
 }
 
+/// A claim's description, as the model gives it.
+fn claimed(l: &Lease) -> String {
+    format!("claimed {} attempt {}", l.job(), l.attempt())
+}
+
 /// A call made by a thread of a commit group: its outcome and minted lease.
 type Call<'a> = Box<dyn FnOnce() -> (Out, Option<Lease>) + Send + 'a>;
 
 /// One call of the API for a group-able operation (not import, not a clock
 /// move, not a reopen): its outcome and the lease it minted.
 fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
-    let claimed = |l: &Lease| format!("claimed {} attempt {}", l.job(), l.attempt());
     let o = match *op {
         Op::Submit {
             job,
@@ -962,6 +1143,19 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
             ),
             |_| "requeued".into(),
         ),
+        Op::RequeueAll {
+            extra,
+            delay,
+            limit,
+        } => out(
+            a.requeue_all(
+                "p",
+                extra,
+                Delay::from_micros(DELAYS[delay]).unwrap(),
+                limit,
+            ),
+            |(done, more)| format!("requeued {done}, more {more}"),
+        ),
         Op::Checkpoint { lease, renew } => match leases.get(lease) {
             None => Out::Ok("no lease".into()),
             Some(l) => {
@@ -997,6 +1191,8 @@ fn call(a: &Authority, leases: &[Lease], op: &Op) -> (Out, Option<Lease>) {
             |_| "limited".into(),
         ),
         Op::Import { .. }
+        | Op::ClaimNextMany { .. }
+        | Op::ClaimAcross { .. }
         | Op::Forward { .. }
         | Op::Backward { .. }
         | Op::Reopen
@@ -1058,7 +1254,35 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         frozen: None,
         gates: MGates::default(),
         settled,
+        rotation: 0,
     };
+    env.auth.create_production("q").unwrap();
+    for name in Q_JOBS {
+        env.auth
+            .submit("q", &JobSpec::new(name, vec![]).max_attempts(2))
+            .unwrap();
+        model.seq += 1;
+        model.jobs.insert(
+            name.to_owned(),
+            MJob {
+                prod: "q",
+                seq: model.seq,
+                variant: 0,
+                max: 2,
+                prio: 0,
+                state: S::Requested,
+                attempts: 0,
+                claim: None,
+                expires: 0,
+                exhausted: false,
+                hold: false,
+                backoff: false,
+                due: None,
+                claimed_at: 0,
+                progress: None,
+            },
+        );
+    }
     model.mark = env.auth.clock().unwrap().mark_us;
     let mut leases: Vec<Lease> = Vec::new();
     for (i, step) in steps.iter().enumerate() {
@@ -1116,10 +1340,9 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
                 tombstone_age: age(tombstones),
             };
             let real = out(a.prune(&policy), |_| "pruned".into());
-            let present: BTreeSet<String> = a
-                .jobs("p", &ListQuery::default())
-                .unwrap()
-                .into_iter()
+            let present: BTreeSet<String> = ACROSS
+                .iter()
+                .flat_map(|p| a.jobs(p, &ListQuery::default()).unwrap())
                 .map(|v| v.job)
                 .collect();
             let gone: Vec<String> = model
@@ -1159,6 +1382,34 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
                 env.auth = env.reopen();
                 Out::Ok(String::new())
             }
+            Op::ClaimNextMany { ttl: t, n } => match a.claim_next_many("p", "w", ttl(t), n) {
+                Ok(got) => {
+                    let s: Vec<String> = got.iter().map(claimed).collect();
+                    leases.extend(got);
+                    Out::Ok(format!("{s:?}"))
+                }
+                Err(e) => Out::Err(e.code()),
+            },
+            Op::ClaimAcross { ttl: t, n: None } => {
+                match a.claim_next_across(&ACROSS, "w", ttl(t)) {
+                    Ok(l) => {
+                        let s = claimed(&l);
+                        leases.push(l);
+                        Out::Ok(s)
+                    }
+                    Err(e) => Out::Err(e.code()),
+                }
+            }
+            Op::ClaimAcross { ttl: t, n: Some(n) } => {
+                match a.claim_next_many_across(&ACROSS, "w", ttl(t), n) {
+                    Ok(got) => {
+                        let s: Vec<String> = got.iter().map(claimed).collect();
+                        leases.extend(got);
+                        Out::Ok(format!("{s:?}"))
+                    }
+                    Err(e) => Out::Err(e.code()),
+                }
+            }
             Op::RunSchedules => out(a.run_schedules(), |t| {
                 let jobs: Vec<String> = t.enqueued.into_iter().map(|(_, j)| j).collect();
                 format!("{jobs:?} dropped {}", t.dropped)
@@ -1175,7 +1426,7 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         if matches!(op, Op::Submit { .. } | Op::Fail { .. }) {
             // Not-before times as recorded (submission delay, retry delay, back-off).
             for (name, j) in &model.jobs {
-                let v = env.auth.job("p", name).unwrap();
+                let v = env.auth.job(j.prod, name).unwrap();
                 prop_assert_eq!(v.due_us, j.due, "job {} due after step {}", name, i);
             }
         }
@@ -1183,7 +1434,7 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
     // Final observed states agree.
     let t = model.now.max(model.mark);
     for (name, j) in &model.jobs {
-        let v = env.auth.job("p", name).unwrap();
+        let v = env.auth.job(j.prod, name).unwrap();
         prop_assert_eq!(v.state, model.classify(j, t), "job {}", name);
         prop_assert_eq!(v.attempts, j.attempts, "job {} attempts", name);
         prop_assert_eq!(v.due_us, j.due, "job {} due", name);
@@ -1193,17 +1444,10 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
     // The statistics' counts (kept as jobs change state, pruning
     // included) agree with the model's states.
     let st = env.auth.stats(&StatsQuery::default()).unwrap();
-    let p = &st.productions[0];
-    let of = |s: JobState| {
-        model
-            .jobs
-            .values()
-            .filter(|j| model.classify(j, t) == s)
-            .count() as u64
-    };
-    let later = model
-        .jobs
-        .values()
+    let p = st.productions.iter().find(|p| p.name == "p").unwrap();
+    let in_p = || model.jobs.values().filter(|j| j.prod == "p");
+    let of = |s: JobState| in_p().filter(|j| model.classify(j, t) == s).count() as u64;
+    let later = in_p()
         .filter(|j| model.classify(j, t) == JobState::Requested && j.due.is_some_and(|d| d > t))
         .count() as u64;
     prop_assert_eq!(
@@ -1229,7 +1473,7 @@ fn run(steps: &[Step]) -> std::result::Result<(), TestCaseError> {
         )
     );
     for name in model.tombstones.keys() {
-        let e = env.auth.job("p", name).unwrap_err();
+        let e = env.auth.job(prod_of(name), name).unwrap_err();
         prop_assert_eq!(e.code(), ErrorCode::NotFound, "pruned job {}", name);
     }
     prop_assert_eq!(env.auth.clock().unwrap().mark_us, model.mark);

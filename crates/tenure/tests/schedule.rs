@@ -604,6 +604,46 @@ fn check_reports_a_lease_past_its_hold_limit_and_a_misparked_job() {
     assert!(v.iter().any(|m| m.contains("job p/d: parked")), "{v:?}");
 }
 
+/// A fourth claim forged into the log of a production whose concurrency
+/// limit is three, while three leases are live, is the gate violation.
+#[test]
+fn check_reports_a_claim_beyond_the_concurrency_limit() {
+    if skip_on_postgres("tampering with a SQLite file") {
+        return;
+    }
+    let env = Env::new();
+    let a = &env.auth;
+    a.create_production("p").unwrap();
+    for j in ["j1", "j2", "j3", "j4"] {
+        a.submit("p", &JobSpec::new(j, vec![])).unwrap();
+    }
+    a.set_concurrency_limit("p", Some(3)).unwrap();
+    for j in ["j1", "j2", "j3"] {
+        a.claim("p", j, "w", secs(60)).unwrap();
+    }
+    assert_eq!(
+        code(a.claim("p", "j4", "w", secs(60))),
+        ErrorCode::ConcurrencyLimit
+    );
+    let r = a.check().unwrap();
+    assert!(r.ok(), "{:?}", r.violations);
+    let c = rusqlite::Connection::open(env.path()).unwrap();
+    c.execute_batch(
+        "INSERT INTO events (at_us, production, job, kind, state, claim_id, holder, attempt, \
+                             expires_us, detail) \
+         SELECT at_us + 1, production, 'j4', kind, state, claim_id, holder, attempt, \
+                expires_us, detail \
+         FROM events WHERE job = 'j3' AND kind = 'claimed';",
+    )
+    .unwrap();
+    let v = a.check().unwrap().violations;
+    assert!(
+        v.iter().any(|m| m.starts_with("job p/j4: claim ")
+            && m.contains("made 4 live leases in production \"p\", whose concurrency limit is 3")),
+        "{v:?}"
+    );
+}
+
 // ---- clock jumps: real processes under libfaketime (SQLite file) ----
 
 /// `jump_child` in `mode` on the store at `path`, under `faketime -f <offset>`.

@@ -380,3 +380,69 @@ fn wait_across_productions_wakes_on_any_of_them() {
         ErrorCode::NoJobAvailable
     );
 }
+
+#[test]
+fn an_oversized_checkpoint_with_a_renewal_changes_neither() {
+    let env = Env::with_jobs(1, 3);
+    let a = &env.auth;
+    let l = a.claim_next("p", "w", secs(10)).unwrap();
+    l.checkpoint(b"offset=1").unwrap();
+    env.clock.advance(1_000_000);
+    let events = a.events(0, 10_000).unwrap().len();
+    let big = vec![7u8; validate::MAX_PROGRESS + 1];
+    assert_eq!(
+        l.renew_checkpoint(secs(60), &big).unwrap_err().code(),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(l.expires_us(), T0 + 10_000_000);
+    let v = a.job("p", "j0").unwrap();
+    assert_eq!(v.expires_us, Some(T0 + 10_000_000));
+    assert_eq!(v.progress.as_deref(), Some(&b"offset=1"[..]));
+    assert_eq!(a.events(0, 10_000).unwrap().len(), events);
+    l.renew_checkpoint(secs(60), &big[..validate::MAX_PROGRESS])
+        .unwrap();
+    assert_eq!(l.expires_us(), T0 + 61_000_000);
+}
+
+#[test]
+fn bad_arguments_to_a_wait_across_productions_are_refused_at_once() {
+    let env = Env::with_jobs(1, 3);
+    let a = &env.auth;
+    a.create_production("x").unwrap();
+    let long = std::time::Duration::from_secs(60);
+    let code = |list: &[&str], holder: &str, ttl: Ttl| {
+        let t = std::time::Instant::now();
+        let e = a
+            .claim_next_wait_across(list, holder, ttl, long, None)
+            .unwrap_err()
+            .code();
+        // A refusal, not a wait that timed out.
+        assert!(t.elapsed() < std::time::Duration::from_secs(20));
+        e
+    };
+    let many: Vec<String> = (0..65).map(|i| format!("p{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert_eq!(code(&[], "w", secs(10)), ErrorCode::InvalidArgument);
+    assert_eq!(code(&["p", "p"], "w", secs(10)), ErrorCode::InvalidArgument);
+    assert_eq!(code(&many, "w", secs(10)), ErrorCode::InvalidArgument);
+    assert_eq!(
+        code(&["p", "bad id"], "w", secs(10)),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(code(&["x", "missing"], "w", secs(10)), ErrorCode::NotFound);
+    assert_eq!(code(&["p", "x"], "", secs(10)), ErrorCode::InvalidArgument);
+    assert_eq!(
+        a.claim_next_wait_across(
+            &["x"],
+            "w",
+            secs(10),
+            std::time::Duration::from_secs(400 * 86_400),
+            None
+        )
+        .unwrap_err()
+        .code(),
+        ErrorCode::InvalidDuration
+    );
+    // Nothing was claimed.
+    assert_eq!(a.job("p", "j0").unwrap().state, JobState::Requested);
+}

@@ -89,6 +89,7 @@ const PY_SUITES: &[&str] = &[
     "test_idempotent.py",
     "test_schedules.py",
     "test_outage.py",
+    "test_steering.py",
 ];
 
 /// The adapter for the independent benchmark's runner, driven through its
