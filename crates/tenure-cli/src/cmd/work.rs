@@ -22,7 +22,7 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 use tenure::executor::Runner;
 use tenure::worker::{self, StopHandle, Worker, WorkerConfig};
@@ -189,14 +189,25 @@ pub fn run(ctx: &Ctx, a: Args) -> R<Done> {
             }
         }
     };
+    // No command runs before the worker's stop handle is in place, so a
+    // command that cannot start stops the worker before its job is failed
+    // and another slot takes the job again.
+    let ready = Arc::new((Mutex::new(false), Condvar::new()));
     let handler = {
-        let runner = runner.clone();
-        move |c: &worker::JobContext<'_>| runner.run(c)
+        let (runner, ready) = (runner.clone(), ready.clone());
+        move |c: &worker::JobContext<'_>| {
+            let (set, cv) = &*ready;
+            let st = set.lock().unwrap_or_else(|p| p.into_inner());
+            drop(cv.wait_while(st, |set| !*set));
+            runner.run(c)
+        }
     };
     let w = Worker::start(&auth, config, handler, report)?;
     let handle = w.stop_handle();
-    let _ = stop.set(handle.clone());
     runner.stop_on_failure(handle.clone());
+    let _ = stop.set(handle.clone());
+    *ready.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    ready.1.notify_all();
     // Reports that came before the handle was set.
     if failed.load(Ordering::SeqCst)
         || a.max_jobs
