@@ -10,6 +10,7 @@
 //! most [`FLOW_EVENT_CAP`] of them. Nothing here reads every job row.
 
 use crate::error::{Error, Result};
+use crate::gates::Gates;
 use crate::model::EventKind;
 use crate::store::{ClaimedFigures, FlowEvent, Stored, Txn, WaitingFigures};
 use std::time::Duration;
@@ -98,6 +99,9 @@ pub struct ProductionStats {
     /// The attempt count of the most-retried job with a live lease (0:
     /// no live lease).
     pub max_live_attempts: u32,
+    /// The production's claim gates (paused since when, concurrency limit,
+    /// rate limit), read from its gate row in the same snapshot.
+    pub gates: Gates,
     /// The flow over the window.
     pub flow: Flow,
 }
@@ -276,6 +280,10 @@ fn production(
         lapsed_in_window,
     } = t.claimed_figures(name, now, now.saturating_add(horizon), from)?;
     let requested = of(Stored::Requested);
+    let gates = t
+        .gates(name)?
+        .map(|g| Gates::from_row(&g))
+        .unwrap_or_default();
     let flow = flow(t, name, from, now, window_d, lapsed_in_window)?;
     Ok(ProductionStats {
         name: name.to_owned(),
@@ -292,6 +300,7 @@ fn production(
         next_due_us,
         expiring_within: expiring,
         max_live_attempts,
+        gates,
         flow,
     })
 }
