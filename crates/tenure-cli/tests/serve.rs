@@ -356,8 +356,9 @@ fn has_in(m: &str, line: &str) {
 
 /// The exposition's conventions: every family has HELP and TYPE; a counter
 /// is named `_total`; no summary or histogram (the flow is over a window,
-/// so its figures are gauges); a gauge has no counter or summary suffix;
-/// every sample belongs to a declared family.
+/// so its figures are gauges); a gauge has no counter or summary suffix
+/// and no `quantile` label (promtool's lint); every sample belongs to a
+/// declared family.
 fn conventions(m: &str) {
     let mut types = std::collections::HashMap::new();
     let mut helps = std::collections::HashSet::new();
@@ -382,6 +383,10 @@ fn conventions(m: &str) {
         } else if !l.is_empty() {
             let name = l.split(['{', ' ']).next().unwrap();
             assert!(types.contains_key(name), "sample of no family: {l}");
+            assert!(
+                !l.contains("quantile=\""),
+                "a gauge with a quantile label: {l}"
+            );
             let v: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
             assert!(v.is_finite(), "{l}");
         }
@@ -414,11 +419,11 @@ fn serve_api_and_metrics_show_what_stats_shows() {
         "tenure_run_samples{{production=\"p\"}} {}",
         flow["run"]["count"]
     ));
-    for (q, k) in [("0.5", "p50_us"), ("0.95", "p95_us"), ("0.99", "p99_us")] {
+    for (q, k) in [("50", "p50_us"), ("95", "p95_us"), ("99", "p99_us")] {
         for f in ["wait", "run"] {
             let v = Duration::from_micros(flow[f][k].as_u64().unwrap()).as_secs_f64();
             has(format!(
-                "tenure_{f}_seconds{{production=\"p\",quantile=\"{q}\"}} {v}"
+                "tenure_{f}_seconds{{production=\"p\",percentile=\"{q}\"}} {v}"
             ));
         }
     }

@@ -821,13 +821,15 @@ fn metrics(st: &State) -> Result<Answer, Answer> {
             &mut o,
             &format!("tenure_{name}_seconds"),
             "gauge",
-            &format!("{what}: nearest-rank quantiles over the flow window (absent: none in it)."),
+            &format!("{what}: nearest-rank percentiles over the flow window (absent: none in it)."),
             &mut s.productions.iter().flat_map(|x| {
                 let pc = pick(&x.flow);
-                [("0.5", pc.p50), ("0.95", pc.p95), ("0.99", pc.p99)]
+                // `quantile` is the label of summaries only: a gauge's
+                // percentile is named by `percentile`.
+                [("50", pc.p50), ("95", pc.p95), ("99", pc.p99)]
                     .into_iter()
                     .filter_map(|(q, v)| {
-                        secs(v).map(|v| (format!("{},quantile=\"{q}\"", p(&x.name)), v))
+                        secs(v).map(|v| (format!("{},percentile=\"{q}\"", p(&x.name)), v))
                     })
                     .collect::<Vec<_>>()
             }),
