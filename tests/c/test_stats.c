@@ -270,8 +270,6 @@ static void run_jumped(const char *lib, const char *db, const char *offset) {
  * hours ahead (every lease expired; the jump back first, so the mark is
  * still the real clock's). */
 static void clock_jumps(const char *dir, unsigned seed) {
-  if (skip_on_postgres("clock jumps", "libfaketime moves the local clock of a SQLite store"))
-    return;
   const char *lib = getenv("TENURE_FAKETIME_LIB");
   REQUIRE(lib != NULL && access(lib, R_OK) == 0);
   char name[64];
@@ -315,8 +313,9 @@ int main(int argc, char **argv) {
   }
   for (unsigned seed = 1; seed <= 6; seed++)
     random_run(argv[1], seed);
-  for (unsigned seed = 1; seed <= 3; seed++)
-    clock_jumps(argv[1], seed);
+  if (!skip_on_postgres("clock jumps", "libfaketime moves the local clock of a SQLite store"))
+    for (unsigned seed = 1; seed <= 3; seed++)
+      clock_jumps(argv[1], seed);
   bad_arguments(argv[1]);
   return finish();
 }

@@ -7,7 +7,8 @@
 //! split of requested jobs into due and not yet due, and of claimed jobs
 //! into live and expired, from index range reads of the smaller sets; the
 //! flow from the window's events (an index on `(production, at_us)`), at
-//! most [`FLOW_EVENT_CAP`] of them. Nothing here reads every job row.
+//! most [`FLOW_EVENT_CAP`] of them; the claim gates from the production's
+//! gate row (one primary-key read). Nothing here reads every job row.
 
 use crate::error::{Error, Result};
 use crate::gates::Gates;
