@@ -301,6 +301,26 @@ static void bad_arguments(const char *dir) {
   CHECK(tenure_production_stats_name(NULL) == NULL);
   uint64_t n = 3;
   CHECK(!tenure_production_stats_count(NULL, TENURE_STATS_CLAIMS, &n) && n == 3);
+  /* The gate accessors: false for a NULL handle or out pointer, nothing written. */
+  int64_t us = 5;
+  uint32_t k = 6, c = 7, b = 8;
+  CHECK(!tenure_production_stats_paused(NULL));
+  CHECK(!tenure_production_stats_paused_us(NULL, &us) && us == 5);
+  CHECK(!tenure_production_stats_concurrency_limit(NULL, &k) && k == 6);
+  CHECK(!tenure_production_stats_rate_limit(NULL, &c, &us, &b) && c == 7 && b == 8);
+  OK(tenure_authority_pause_production(a, "p", &(bool){false}));
+  OK(tenure_authority_set_concurrency_limit(a, "p", 4));
+  OK(tenure_authority_set_rate_limit(a, "p", 10, 1000000, 3));
+  OK(tenure_authority_stats(a, "p", 0, 0, &s));
+  const tenure_production_stats *p = tenure_stats_get(s, 0);
+  CHECK(tenure_production_stats_paused(p));
+  CHECK(!tenure_production_stats_paused_us(p, NULL));
+  CHECK(!tenure_production_stats_concurrency_limit(p, NULL));
+  CHECK(!tenure_production_stats_rate_limit(p, &c, NULL, &b) && c == 7 && b == 8);
+  CHECK(tenure_production_stats_paused_us(p, &us) && us > 0);
+  CHECK(tenure_production_stats_concurrency_limit(p, &k) && k == 4);
+  CHECK(tenure_production_stats_rate_limit(p, &c, &us, &b) && c == 10 && us == 1000000 && b == 3);
+  tenure_stats_free(s);
   tenure_authority_free(a);
 }
 
