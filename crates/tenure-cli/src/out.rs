@@ -90,7 +90,6 @@ pub fn opt_delay(us: Option<i64>) -> String {
         .map_or_else(|| "-".into(), |d| d.to_string())
 }
 
-/// A production.
 /// A production's gates as text: `paused since T, concurrency limit K,
 /// rate limit N/Iµs burst B` (`no`, `none` where not set).
 pub fn gates_text(g: &tenure::Gates) -> String {
@@ -126,6 +125,7 @@ pub fn gates(g: &tenure::Gates) -> Value {
     })
 }
 
+/// A production.
 pub fn production(p: &ProductionView) -> Value {
     json!({
         "name": p.name,
