@@ -2668,6 +2668,36 @@ bool tenure_production_stats_time_us(const struct tenure_production_stats *p,
                                      int64_t *out_us);
 
 /**
+ * Whether the production is paused (its gate row, read in the
+ * statistics' snapshot).
+ */
+bool tenure_production_stats_paused(const struct tenure_production_stats *p);
+
+/**
+ * When the production was paused (µs since the epoch): returns true
+ * and writes `*out_us` if it is paused, false (nothing written) if it
+ * is not, or for a NULL pointer.
+ */
+bool tenure_production_stats_paused_us(const struct tenure_production_stats *p, int64_t *out_us);
+
+/**
+ * The concurrency limit: returns true and writes `*out_limit` if one
+ * is set, false (nothing written) if none is, or for a NULL pointer.
+ */
+bool tenure_production_stats_concurrency_limit(const struct tenure_production_stats *p,
+                                               uint32_t *out_limit);
+
+/**
+ * The rate limit: returns true and writes `*out_claims` claims per
+ * `*out_interval_us` µs with burst `*out_burst` if one is set, false
+ * (nothing written) if none is, or if any pointer is NULL.
+ */
+bool tenure_production_stats_rate_limit(const struct tenure_production_stats *p,
+                                        uint32_t *out_claims,
+                                        int64_t *out_interval_us,
+                                        uint32_t *out_burst);
+
+/**
  * Pause a production (ABI 1.2): until it is resumed no claim of it
  * succeeds (claim-next finds nothing, a named claim is
  * `TENURE_PRODUCTION_PAUSED`); submissions and held leases keep

@@ -89,6 +89,11 @@ inline std::string fresh_db(const std::string& name) {
 /// Path of this test program (for re-executing it as a child).
 std::string self_exe();
 
+/// The child of the statistics' clock-jump test (`test_stats.cpp`): the
+/// statistics of the store at `db` against a full scan, under the clock
+/// libfaketime gives; 0 if every check passed.
+int stats_jump_child(const char* db);
+
 /// The reports of a `tenure::Worker`, collected from its report callback
 /// (which runs on the worker's threads).
 struct Reports {

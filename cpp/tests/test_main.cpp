@@ -6,6 +6,8 @@
 //   tenure_cpp_tests --import-child DB      reads a lease token from stdin
 //                                           (never argv), imports it and
 //                                           completes the job
+//   tenure_cpp_tests --stats-jump-child DB  the statistics against a full
+//                                           scan under a jumped clock
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -82,6 +84,7 @@ int import_child(const char* db) {
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--rollback-child") == 0) return rollback_child(argv[2]);
   if (argc == 3 && std::strcmp(argv[1], "--import-child") == 0) return import_child(argv[2]);
+  if (argc == 3 && std::strcmp(argv[1], "--stats-jump-child") == 0) return testsupport::stats_jump_child(argv[2]);
   doctest::Context ctx(argc, argv);
   return ctx.run();
 }

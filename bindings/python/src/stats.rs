@@ -3,7 +3,7 @@
 //! microseconds (`*_us`); no payload, secret or token.
 
 use crate::convert::{opt_utc, utc};
-use crate::values::q;
+use crate::values::{q, Gates};
 use pyo3::prelude::*;
 use std::time::Duration;
 
@@ -170,6 +170,9 @@ pub struct ProductionStats {
     /// The attempt count of the most-retried job with a live lease (0: none).
     #[pyo3(get)]
     pub max_live_attempts: u32,
+    /// The production's claim gates, read in the same snapshot.
+    #[pyo3(get)]
+    pub gates: Gates,
     /// The flow over the window.
     #[pyo3(get)]
     pub flow: Flow,
@@ -185,12 +188,12 @@ impl ProductionStats {
     fn next_due_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         opt_utc(py, self.next_due_us)
     }
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "ProductionStats(name={}, cancelled={}, waiting_due={}, waiting_later={}, \
              claimed_live={}, claimed_expired={}, completed={}, failed={}, cancelled_jobs={}, \
              oldest_due_age_us={}, next_due_us={}, expiring_within={}, max_live_attempts={}, \
-             flow={})",
+             gates={}, flow={})",
             q(&self.name),
             if self.cancelled { "True" } else { "False" },
             self.waiting_due,
@@ -205,6 +208,7 @@ impl ProductionStats {
                 .map_or_else(|| "None".into(), |v| v.to_string()),
             self.expiring_within,
             self.max_live_attempts,
+            self.gates.__repr__(py),
             self.flow.__repr__()
         )
     }
@@ -256,6 +260,7 @@ impl From<tenure::Stats> for Stats {
                     next_due_us: p.next_due_us,
                     expiring_within: p.expiring_within,
                     max_live_attempts: p.max_live_attempts,
+                    gates: p.gates.into(),
                     total: p.total(),
                     flow: Flow {
                         window_us: us(p.flow.window),
@@ -282,7 +287,7 @@ impl Stats {
     fn now_at<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         utc(py, self.now_us)
     }
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "Stats(now_us={}, high_water_us={}, horizon_us={}, window_us={}, productions=[{}])",
             self.now_us,
@@ -291,7 +296,7 @@ impl Stats {
             self.window_us,
             self.productions
                 .iter()
-                .map(|p| p.__repr__())
+                .map(|p| p.__repr__(py))
                 .collect::<Vec<_>>()
                 .join(", ")
         )

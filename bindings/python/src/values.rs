@@ -356,7 +356,7 @@ impl From<tenure::ProductionView> for ProductionView {
 /// limit (``rate_claims`` claims per ``rate_interval``, at most
 /// ``rate_burst`` at once), each None when not set.
 #[pyclass(frozen, eq, module = "tenure")]
-#[derive(PartialEq, Eq)]
+#[derive(PartialEq, Eq, Clone)]
 pub struct Gates {
     /// When the production was paused (µs since the epoch), if it is.
     #[pyo3(get)]
@@ -394,7 +394,7 @@ impl Gates {
             .map(|us| crate::convert::timedelta(py, std::time::Duration::from_micros(us)))
             .transpose()
     }
-    fn __repr__(&self, py: Python<'_>) -> String {
+    pub(crate) fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "Gates(paused_us={}, paused_at={}, concurrency_limit={}, rate_claims={}, \
              rate_interval_us={}, rate_burst={})",

@@ -903,24 +903,6 @@ struct Flow {
   bool truncated = false;                ///< the window held more events than are read
 };
 
-/// One production's statistics: exact counts by observed state.
-struct ProductionStats {
-  std::string name;
-  bool cancelled = false;
-  std::uint64_t waiting_due = 0;
-  std::uint64_t waiting_later = 0;
-  std::uint64_t claimed_live = 0;
-  std::uint64_t claimed_expired = 0;  ///< expired with attempts left, not yet reclaimed
-  std::uint64_t completed = 0;
-  std::uint64_t failed = 0;
-  std::uint64_t cancelled_jobs = 0;
-  std::optional<std::chrono::microseconds> oldest_due_age;
-  std::optional<time_point> next_due;  ///< earliest due time of a job not yet due
-  std::uint64_t expiring_within = 0;   ///< live leases expiring within the horizon
-  std::uint32_t max_live_attempts = 0;
-  Flow flow;
-};
-
 /// A production's rate limit as set: at most `claims` claims per
 /// `interval`, at most `burst` at once.
 struct RateLimit {
@@ -940,6 +922,25 @@ struct Gates {
   std::optional<RateLimit> rate_limit;
 };
 
+/// One production's statistics: exact counts by observed state.
+struct ProductionStats {
+  std::string name;
+  bool cancelled = false;
+  std::uint64_t waiting_due = 0;
+  std::uint64_t waiting_later = 0;
+  std::uint64_t claimed_live = 0;
+  std::uint64_t claimed_expired = 0;  ///< expired with attempts left, not yet reclaimed
+  std::uint64_t completed = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t cancelled_jobs = 0;
+  std::optional<std::chrono::microseconds> oldest_due_age;
+  std::optional<time_point> next_due;  ///< earliest due time of a job not yet due
+  std::uint64_t expiring_within = 0;   ///< live leases expiring within the horizon
+  std::uint32_t max_live_attempts = 0;
+  Gates gates;  ///< the claim gates, read in the same snapshot
+  Flow flow;
+};
+
 /// Queue statistics read in one snapshot (`Authority::stats`).
 struct Stats {
   time_point now{};  ///< the reading the figures are classified against
@@ -948,6 +949,26 @@ struct Stats {
 };
 
 namespace detail {
+
+/// Gates from a C handle's accessors (`tenure_gates_*` or
+/// `tenure_production_stats_*`).
+template <class H>
+Gates gates_from(const H* h, bool (*paused_us)(const H*, std::int64_t*),
+                 bool (*concurrency)(const H*, std::uint32_t*),
+                 bool (*rate)(const H*, std::uint32_t*, std::int64_t*, std::uint32_t*)) {
+  Gates out;
+  std::int64_t us = 0;
+  if (paused_us(h, &us)) out.paused = tp(us);
+  std::uint32_t k = 0;
+  if (concurrency(h, &k)) out.concurrency_limit = k;
+  RateLimit r;
+  std::int64_t interval = 0;
+  if (rate(h, &r.claims, &interval, &r.burst)) {
+    r.interval = std::chrono::microseconds(interval);
+    out.rate_limit = r;
+  }
+  return out;
+}
 
 inline std::uint64_t stats_count(const tenure_production_stats* p, std::uint32_t which) {
   std::uint64_t n = 0;
@@ -985,6 +1006,8 @@ inline Stats stats_from(tenure_stats* raw) {
     if (auto d = stats_us(p, TENURE_STATS_NEXT_DUE)) ps.next_due = time_point(*d);
     ps.expiring_within = stats_count(p, TENURE_STATS_EXPIRING_WITHIN);
     ps.max_live_attempts = tenure_production_stats_max_live_attempts(p);
+    ps.gates = gates_from(p, &tenure_production_stats_paused_us, &tenure_production_stats_concurrency_limit,
+                          &tenure_production_stats_rate_limit);
     Flow& f = ps.flow;
     f.claims = stats_count(p, TENURE_STATS_CLAIMS);
     f.completions = stats_count(p, TENURE_STATS_COMPLETIONS);
@@ -2094,18 +2117,8 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     tenure_gates* raw = nullptr;
     check(tenure_authority_production_gates(h_.get(), p.c_str(), &raw));
     const std::unique_ptr<tenure_gates, detail::GatesFree> owned(raw);
-    Gates out;
-    std::int64_t us = 0;
-    if (tenure_gates_paused_us(raw, &us)) out.paused = detail::tp(us);
-    std::uint32_t k = 0;
-    if (tenure_gates_concurrency_limit(raw, &k)) out.concurrency_limit = k;
-    RateLimit r;
-    std::int64_t interval = 0;
-    if (tenure_gates_rate_limit(raw, &r.claims, &interval, &r.burst)) {
-      r.interval = std::chrono::microseconds(interval);
-      out.rate_limit = r;
-    }
-    return out;
+    return detail::gates_from(raw, &tenure_gates_paused_us, &tenure_gates_concurrency_limit,
+                              &tenure_gates_rate_limit);
   }
   /// Queue statistics (ABI 1.2): every production, by name (or only
   /// `production`), jobs by observed state, the waiting and lease figures

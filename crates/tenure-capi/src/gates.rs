@@ -166,14 +166,7 @@ export! {
     /// The concurrency limit: returns true and writes `*out_limit` if one
     /// is set, false (nothing written) if none is, or for a NULL pointer.
     fn tenure_gates_concurrency_limit(gates: *const tenure_gates, out_limit: *mut u32) -> bool =
-        value {
-            let k = gates.g.concurrency?;
-            if out_limit.is_null() {
-                return None;
-            }
-            out_limit.write(k);
-            Some(true)
-        };
+        value write_concurrency(&gates.g, out_limit);
     /// The rate limit: returns true and writes `*out_claims` claims per
     /// `*out_interval_us` µs with burst `*out_burst` if one is set, false
     /// (nothing written) if none is, or if any pointer is NULL.
@@ -182,14 +175,40 @@ export! {
         out_claims: *mut u32,
         out_interval_us: *mut i64,
         out_burst: *mut u32,
-    ) -> bool = value {
-        let r = gates.g.rate?;
-        if out_claims.is_null() || out_interval_us.is_null() || out_burst.is_null() {
-            return None;
-        }
-        out_claims.write(r.claims);
-        out_interval_us.write(i64::try_from(r.interval.as_micros()).unwrap_or(i64::MAX));
-        out_burst.write(r.burst);
-        Some(true)
-    };
+    ) -> bool = value write_rate(&gates.g, out_claims, out_interval_us, out_burst);
+}
+
+/// `*out_limit` = the concurrency limit of `g`: `Some(true)` if one is set
+/// and the pointer is not NULL, `None` (nothing written) otherwise.
+///
+/// # Safety
+/// `out_limit` is NULL or valid for a write.
+pub(crate) unsafe fn write_concurrency(g: &Gates, out_limit: *mut u32) -> Option<bool> {
+    let k = g.concurrency?;
+    if out_limit.is_null() {
+        return None;
+    }
+    out_limit.write(k);
+    Some(true)
+}
+
+/// The rate limit of `g` into the three pointers: `Some(true)` if one is
+/// set and no pointer is NULL, `None` (nothing written) otherwise.
+///
+/// # Safety
+/// Each pointer is NULL or valid for a write.
+pub(crate) unsafe fn write_rate(
+    g: &Gates,
+    out_claims: *mut u32,
+    out_interval_us: *mut i64,
+    out_burst: *mut u32,
+) -> Option<bool> {
+    let r = g.rate?;
+    if out_claims.is_null() || out_interval_us.is_null() || out_burst.is_null() {
+        return None;
+    }
+    out_claims.write(r.claims);
+    out_interval_us.write(i64::try_from(r.interval.as_micros()).unwrap_or(i64::MAX));
+    out_burst.write(r.burst);
+    Some(true)
 }

@@ -1,6 +1,6 @@
 //! `tenure_stats`: queue statistics (`tenure_authority_stats`), an
-//! immutable snapshot read through accessors (ABI 1.2). No payload, secret
-//! or token is in it.
+//! immutable snapshot read through accessors (ABI 1.2), the production's
+//! claim gates included. No payload, secret or token is in it.
 
 use std::ffi::{c_char, CString};
 
@@ -8,6 +8,7 @@ use tenure::{Percentiles, ProductionStats, Stats, StatsQuery};
 
 use crate::authority::tenure_authority;
 use crate::boundary::{boxed, cstring, opt_str_arg, out_arg, write_time, Arg, Handle};
+use crate::gates::{write_concurrency, write_rate};
 use crate::status::tenure_status;
 
 /// `tenure_production_stats_count()`: requested jobs whose due time has come.
@@ -219,4 +220,28 @@ export! {
         which: u32,
         out_us: *mut i64,
     ) -> bool = value write_time(out_us, time_us(&p.p, which)?);
+    /// Whether the production is paused (its gate row, read in the
+    /// statistics' snapshot).
+    fn tenure_production_stats_paused(p: *const tenure_production_stats) -> bool =
+        value Some(p.p.gates.paused_us.is_some());
+    /// When the production was paused (µs since the epoch): returns true
+    /// and writes `*out_us` if it is paused, false (nothing written) if it
+    /// is not, or for a NULL pointer.
+    fn tenure_production_stats_paused_us(p: *const tenure_production_stats, out_us: *mut i64) -> bool =
+        value write_time(out_us, p.p.gates.paused_us);
+    /// The concurrency limit: returns true and writes `*out_limit` if one
+    /// is set, false (nothing written) if none is, or for a NULL pointer.
+    fn tenure_production_stats_concurrency_limit(
+        p: *const tenure_production_stats,
+        out_limit: *mut u32,
+    ) -> bool = value write_concurrency(&p.p.gates, out_limit);
+    /// The rate limit: returns true and writes `*out_claims` claims per
+    /// `*out_interval_us` µs with burst `*out_burst` if one is set, false
+    /// (nothing written) if none is, or if any pointer is NULL.
+    fn tenure_production_stats_rate_limit(
+        p: *const tenure_production_stats,
+        out_claims: *mut u32,
+        out_interval_us: *mut i64,
+        out_burst: *mut u32,
+    ) -> bool = value write_rate(&p.p.gates, out_claims, out_interval_us, out_burst);
 }

@@ -90,7 +90,28 @@ pub fn opt_delay(us: Option<i64>) -> String {
         .map_or_else(|| "-".into(), |d| d.to_string())
 }
 
-/// A production.
+/// A production's gates as text: `paused since T, concurrency limit K,
+/// rate limit N/Iµs burst B` (`no`, `none` where not set).
+pub fn gates_text(g: &tenure::Gates) -> String {
+    format!(
+        "paused {}, concurrency limit {}, rate limit {}",
+        g.paused_us
+            .map(|t| format!("since {}", time(t)))
+            .unwrap_or_else(|| "no".into()),
+        g.concurrency
+            .map(|k| k.to_string())
+            .unwrap_or_else(|| "none".into()),
+        g.rate
+            .map(|r| format!(
+                "{}/{}µs burst {}",
+                r.claims,
+                r.interval.as_micros(),
+                r.burst
+            ))
+            .unwrap_or_else(|| "none".into()),
+    )
+}
+
 /// A production's gates as JSON.
 pub fn gates(g: &tenure::Gates) -> Value {
     json!({
@@ -104,6 +125,7 @@ pub fn gates(g: &tenure::Gates) -> Value {
     })
 }
 
+/// A production.
 pub fn production(p: &ProductionView) -> Value {
     json!({
         "name": p.name,
@@ -169,6 +191,7 @@ pub fn stats(s: &Stats) -> Value {
                 "next_due_us": p.next_due_us,
                 "expiring_within": p.expiring_within,
                 "max_live_attempts": p.max_live_attempts,
+                "gates": gates(&p.gates),
                 "flow": {
                     "window_us": f.window.as_micros() as u64,
                     "claims": f.claims,

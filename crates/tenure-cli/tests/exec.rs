@@ -464,3 +464,105 @@ fn demo_runs_small_and_passes_its_checks() {
     );
     demo(&["--jobs", "0"], false).fails(USAGE);
 }
+
+#[test]
+fn demo_says_where_to_watch_its_dashboard() {
+    let s = Store::new();
+    let mut c = std::process::Command::new(BIN);
+    c.env_remove("TENURE_DB")
+        .env("TMPDIR", s.dir.path())
+        .args(["demo", "--ttl", "1s", "--jobs", "3", "--workers", "2"])
+        .arg("--db")
+        .arg(&s.db);
+    let r = run_cmd(c, b"");
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    let hint = format!(
+        "watch it live: tenure serve --db {} (then open http://127.0.0.1:8425/)",
+        s.db.display()
+    );
+    assert!(r.stderr().lines().any(|l| l == hint), "{}", r.stderr());
+}
+
+/// `GET path` on `addr`: the status and the body.
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut t = std::net::TcpStream::connect(addr).unwrap();
+    t.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        t,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = t.read_to_string(&mut out);
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_owned())
+}
+
+#[test]
+fn demo_serve_answers_while_the_demo_runs() {
+    use std::io::BufRead;
+    let s = Store::new();
+    let mut child = std::process::Command::new(BIN)
+        .env_remove("TENURE_DB")
+        .env("TMPDIR", s.dir.path())
+        .args([
+            "--json",
+            "demo",
+            "--ttl",
+            "1s",
+            "--jobs",
+            "12",
+            "--workers",
+            "2",
+        ])
+        .args(["--serve", "127.0.0.1:0", "--db"])
+        .arg(&s.db)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The served dashboard names its address on the demo's standard error;
+    // the rest of it is drained so the demo never blocks on it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    let drain = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("dashboard at http://").nth(1) {
+                let _ = tx.send(rest.split('/').next().unwrap_or("").to_owned());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the demo's dashboard names its address");
+    let (st, page) = http_get(&addr, "/");
+    assert_eq!(st, 200);
+    assert!(page.contains("<script src=\"/app.js\""), "{page}");
+    let (st, stats) = http_get(&addr, "/api/stats");
+    assert_eq!(st, 200, "{stats}");
+    let stats: Value = serde_json::from_str(&stats).unwrap();
+    let names: Vec<&str> = stats["productions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.iter().any(|n| n.starts_with("demo-")), "{names:?}");
+    let out = child.wait_with_output().unwrap();
+    drain.join().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    // The dashboard stops with the demo.
+    assert!(
+        std::net::TcpStream::connect(&addr).is_err(),
+        "still serving"
+    );
+}

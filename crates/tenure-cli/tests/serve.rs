@@ -43,8 +43,25 @@ fn serve(s: &Store, extra: &[&str]) -> Server {
     Server { child, addr }
 }
 
-/// One raw request; the status and the body.
-fn raw(addr: &str, request: &[u8]) -> (u16, Vec<u8>) {
+/// An answer: status, headers (names in lower case), body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
+/// One raw request and its whole answer.
+fn exchange(addr: &str, request: &[u8]) -> Answer {
     let mut t = TcpStream::connect(addr).unwrap();
     t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     t.write_all(request).unwrap();
@@ -56,25 +73,49 @@ fn raw(addr: &str, request: &[u8]) -> (u16, Vec<u8>) {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no status in {text:?}"));
-    let body = match out.windows(4).position(|w| w == b"\r\n\r\n") {
-        Some(i) => out[i + 4..].to_vec(),
-        None => Vec::new(),
-    };
-    (status, body)
+    let end = out.windows(4).position(|w| w == b"\r\n\r\n");
+    let head = String::from_utf8_lossy(&out[..end.unwrap_or(out.len())]).into_owned();
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let body = end.map_or_else(Vec::new, |i| out[i + 4..].to_vec());
+    Answer {
+        status,
+        headers,
+        body,
+    }
 }
 
-fn get(addr: &str, path: &str, auth: Option<&str>) -> (u16, Vec<u8>) {
+/// One raw request; the status and the body.
+fn raw(addr: &str, request: &[u8]) -> (u16, Vec<u8>) {
+    let a = exchange(addr, request);
+    (a.status, a.body)
+}
+
+fn get_answer(addr: &str, path: &str, auth: Option<&str>) -> Answer {
     let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    raw(
+    exchange(
         addr,
         format!("GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n").as_bytes(),
     )
+}
+
+fn get(addr: &str, path: &str, auth: Option<&str>) -> (u16, Vec<u8>) {
+    let a = get_answer(addr, path, auth);
+    (a.status, a.body)
 }
 
 fn get_json(addr: &str, path: &str) -> Value {
     let (st, body) = get(addr, path, None);
     assert_eq!(st, 200, "{path}: {}", String::from_utf8_lossy(&body));
     serde_json::from_slice(&body).unwrap()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -141,11 +182,85 @@ fn serve_requires_the_bearer_token_on_data_endpoints() {
     assert_eq!(get(&srv.addr, "/", None).0, 200);
 }
 
+/// The Content-Security-Policy every answer carries: the page's own
+/// script, style and API only.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+#[test]
+fn serve_answers_carry_the_security_headers() {
+    let s = Store::with_jobs(&["a"]);
+    let tf = s.path("serve.token");
+    std::fs::write(&tf, "hdr-token-1234").unwrap();
+    let srv = serve(&s, &["--token-file", tf.to_str().unwrap()]);
+    for (path, auth, status, kind) in [
+        ("/", None, 200, "text/html; charset=utf-8"),
+        ("/app.js", None, 200, "text/javascript; charset=utf-8"),
+        ("/app.css", None, 200, "text/css; charset=utf-8"),
+        (
+            "/api/stats",
+            Some("hdr-token-1234"),
+            200,
+            "application/json",
+        ),
+        (
+            "/api/jobs?production=p",
+            Some("hdr-token-1234"),
+            200,
+            "application/json",
+        ),
+        (
+            "/api/job?production=p&job=a",
+            Some("hdr-token-1234"),
+            200,
+            "application/json",
+        ),
+        (
+            "/api/clock",
+            Some("hdr-token-1234"),
+            200,
+            "application/json",
+        ),
+        ("/api/stats", None, 401, "application/json"),
+        ("/api/nope", Some("hdr-token-1234"), 404, "application/json"),
+        (
+            "/metrics",
+            Some("hdr-token-1234"),
+            200,
+            "text/plain; version=0.0.4; charset=utf-8",
+        ),
+    ] {
+        let a = get_answer(&srv.addr, path, auth);
+        assert_eq!(a.status, status, "{path}");
+        assert_eq!(a.header("content-security-policy"), [CSP], "{path}");
+        assert_eq!(a.header("x-content-type-options"), ["nosniff"], "{path}");
+        assert_eq!(a.header("referrer-policy"), ["no-referrer"], "{path}");
+        assert_eq!(a.header("cache-control"), ["no-store"], "{path}");
+        assert_eq!(a.header("content-type"), [kind], "{path}");
+    }
+    // The page loads its script from the server, and has no inline script.
+    let page = String::from_utf8(get(&srv.addr, "/", None).1).unwrap();
+    assert!(page.contains(r#"<script src="/app.js" defer></script>"#));
+    assert_eq!(page.matches("<script").count(), 1, "inline script");
+    assert!(!page.contains(" on"), "inline event handler attribute");
+}
+
 #[test]
 fn serve_answers_carry_no_secret_and_write_nothing() {
     let (s, live) = busy_store();
     let tf = s.path("serve.token");
     std::fs::write(&tf, "tokenfile-secret-42").unwrap();
+    let lease = std::fs::read_to_string(&live).unwrap();
+    // The live lease writes a progress checkpoint (through the core: the
+    // CLI has no checkpoint command).
+    let progress = b"progress bytes of c: 0123456789".to_vec();
+    {
+        let a = tenure::Authority::open(&s.db, &tenure::Options::new()).unwrap();
+        a.import_lease(lease.trim())
+            .unwrap()
+            .checkpoint(&progress)
+            .unwrap();
+    }
     let before = (
         s.ok(&["--json", "events"]),
         s.ok(&["--json", "jobs", "-p", "p"]),
@@ -169,6 +284,9 @@ fn serve_answers_carry_no_secret_and_write_nothing() {
         "/api/clock",
         "/api/events",
         "/api/events?after=2&limit=3",
+        "/api/job?production=p&job=c",
+        "/api/job?production=p&job=b",
+        "/api/job?production=p&job=a",
     ] {
         let (st, body) = get(&srv.addr, path, t);
         assert_eq!(st, 200, "{path}: {}", String::from_utf8_lossy(&body));
@@ -182,8 +300,8 @@ fn serve_answers_carry_no_secret_and_write_nothing() {
         );
         assert_eq!(st, 405, "{m}");
     }
-    let lease = std::fs::read(&live).unwrap();
-    let lease = String::from_utf8_lossy(&lease).trim().to_owned();
+    let needles = secret_needles(&lease);
+    assert_eq!(needles.len(), 8);
     for (path, body) in &bodies {
         for n in ["a", "b", "c", "d"] {
             assert!(
@@ -191,12 +309,31 @@ fn serve_answers_carry_no_secret_and_write_nothing() {
                 "{path}: payload"
             );
         }
-        assert!(!contains(body, lease.as_bytes()), "{path}: lease token");
+        assert!(!contains(body, &progress), "{path}: progress bytes");
+        for (i, n) in needles.iter().enumerate() {
+            assert!(!contains(body, n), "{path}: lease secret (encoding {i})");
+        }
         assert!(
             !contains(body, b"tokenfile-secret-42"),
             "{path}: token file"
         );
     }
+    // The job answer shows the progress as size and digest only.
+    let job: Value = serde_json::from_slice(&bodies[15].1).unwrap();
+    assert_eq!(job["job"], "c");
+    assert_eq!(job["state"], "claimed");
+    assert_eq!(job["progress_len"], progress.len());
+    assert_eq!(
+        job["progress_sha256"],
+        hex(&<sha2::Sha256 as sha2::Digest>::digest(&progress))
+    );
+    assert_eq!(
+        job["payload_sha256"],
+        hex(&<sha2::Sha256 as sha2::Digest>::digest(b"payload of c"))
+    );
+    let none: Value = serde_json::from_slice(&bodies[17].1).unwrap();
+    assert_eq!(none["progress_len"], Value::Null);
+    assert_eq!(none["progress_sha256"], Value::Null);
     let failures: Value = serde_json::from_slice(&bodies[10].1).unwrap();
     let f = &failures["jobs"][0];
     assert_eq!(f["job"], "b");
@@ -211,6 +348,52 @@ fn serve_answers_carry_no_secret_and_write_nothing() {
         s.ok(&["--json", "jobs", "-p", "p"]),
     );
     assert_eq!(before, after, "serving changed the store");
+}
+
+fn has_in(m: &str, line: &str) {
+    assert!(m.lines().any(|l| l == line), "missing {line}\n{m}");
+}
+
+/// The exposition's conventions: every family has HELP and TYPE; a counter
+/// is named `_total`; no summary or histogram (the flow is over a window,
+/// so its figures are gauges); a gauge has no counter or summary suffix
+/// and no `quantile` label (promtool's lint); every sample belongs to a
+/// declared family.
+fn conventions(m: &str) {
+    let mut types = std::collections::HashMap::new();
+    let mut helps = std::collections::HashSet::new();
+    for l in m.lines() {
+        if let Some(r) = l.strip_prefix("# TYPE ") {
+            let (name, kind) = r.split_once(' ').unwrap();
+            assert!(
+                types.insert(name.to_owned(), kind.to_owned()).is_none(),
+                "{l}"
+            );
+            match kind {
+                "counter" => assert!(name.ends_with("_total"), "{l}"),
+                "gauge" => {
+                    for bad in ["_total", "_count", "_sum", "_bucket"] {
+                        assert!(!name.ends_with(bad), "{l}");
+                    }
+                }
+                _ => panic!("unexpected metric type: {l}"),
+            }
+        } else if let Some(r) = l.strip_prefix("# HELP ") {
+            helps.insert(r.split_once(' ').unwrap().0.to_owned());
+        } else if !l.is_empty() {
+            let name = l.split(['{', ' ']).next().unwrap();
+            assert!(types.contains_key(name), "sample of no family: {l}");
+            assert!(
+                !l.contains("quantile=\""),
+                "a gauge with a quantile label: {l}"
+            );
+            let v: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+            assert!(v.is_finite(), "{l}");
+        }
+    }
+    for name in types.keys() {
+        assert!(helps.contains(name), "no HELP for {name}");
+    }
 }
 
 #[test]
@@ -228,10 +411,94 @@ fn serve_api_and_metrics_show_what_stats_shows() {
         let line = format!("tenure_jobs{{production=\"p\",state=\"{state}\"}} {v}");
         assert!(m.lines().any(|l| l == line), "missing {line}\n{m}");
     }
-    assert!(
-        m.contains("tenure_wait_seconds_count{production=\"p\"} 3"),
-        "{m}"
+    let flow = &cli["productions"][0]["flow"];
+    assert_eq!(flow["wait"]["count"], 3);
+    let has = |line: String| assert!(m.lines().any(|l| l == line), "missing {line}\n{m}");
+    has("tenure_wait_samples{production=\"p\"} 3".into());
+    has(format!(
+        "tenure_run_samples{{production=\"p\"}} {}",
+        flow["run"]["count"]
+    ));
+    for (q, k) in [("50", "p50_us"), ("95", "p95_us"), ("99", "p99_us")] {
+        for f in ["wait", "run"] {
+            let v = Duration::from_micros(flow[f][k].as_u64().unwrap()).as_secs_f64();
+            has(format!(
+                "tenure_{f}_seconds{{production=\"p\",percentile=\"{q}\"}} {v}"
+            ));
+        }
+    }
+    let covered = Duration::from_micros(flow["covered_us"].as_u64().unwrap()).as_secs_f64();
+    for k in [
+        "claims",
+        "completions",
+        "retryable_failures",
+        "permanent_failures",
+        "expiries",
+    ] {
+        let v = flow[k].as_u64().unwrap() as f64 / covered;
+        has(format!("tenure_{k}_per_second{{production=\"p\"}} {v}"));
+    }
+    conventions(&m);
+    // The production's gates, in the statistics, the API and the metrics.
+    s.ok(&["production", "pause", "p"]);
+    s.ok(&[
+        "production",
+        "limit",
+        "p",
+        "--concurrency",
+        "3",
+        "--rate",
+        "20/2s",
+        "--burst",
+        "4",
+    ]);
+    let cli = s.json(&["stats", "-p", "p"]);
+    let g = &cli["productions"][0]["gates"];
+    let paused_us = g["paused_us"].as_i64().expect("paused");
+    assert_eq!(g["concurrency"], 3);
+    assert_eq!(
+        g["rate"],
+        serde_json::json!({"claims": 20, "interval_us": 2_000_000, "burst": 4})
     );
+    let text = s.ok(&["stats", "-p", "p"]);
+    assert!(
+        text.contains(", concurrency limit 3, rate limit 20/2000000µs burst 4"),
+        "{text}"
+    );
+    assert!(text.contains("  gates     paused since "), "{text}");
+    let api = get_json(&srv.addr, "/api/stats?production=p");
+    assert_eq!(api["productions"][0]["gates"], *g);
+    let m = String::from_utf8(get(&srv.addr, "/metrics", None).1).unwrap();
+    has_in(&m, "tenure_production_paused{production=\"p\"} 1");
+    has_in(
+        &m,
+        &format!(
+            "tenure_production_paused_since_seconds{{production=\"p\"}} {}",
+            paused_us as f64 / 1e6
+        ),
+    );
+    has_in(
+        &m,
+        "tenure_production_concurrency_limit{production=\"p\"} 3",
+    );
+    has_in(
+        &m,
+        "tenure_production_rate_limit_per_second{production=\"p\"} 10",
+    );
+    has_in(&m, "tenure_production_rate_limit_burst{production=\"p\"} 4");
+    conventions(&m);
+    s.ok(&["production", "resume", "p"]);
+    s.ok(&["production", "limit", "p", "--no-concurrency", "--no-rate"]);
+    let m = String::from_utf8(get(&srv.addr, "/metrics", None).1).unwrap();
+    has_in(&m, "tenure_production_paused{production=\"p\"} 0");
+    for gone in [
+        "tenure_production_paused_since_seconds{",
+        "tenure_production_concurrency_limit{",
+        "tenure_production_rate_limit_per_second{",
+        "tenure_production_rate_limit_burst{",
+    ] {
+        assert!(!m.lines().any(|l| l.starts_with(gone)), "{gone}\n{m}");
+    }
     // Pages: a full page names where the next starts; the last does not.
     let p1 = get_json(&srv.addr, "/api/jobs?production=p&limit=3");
     assert_eq!(p1["jobs"].as_array().unwrap().len(), 3);
@@ -275,6 +542,10 @@ fn serve_answers_bad_requests_with_4xx() {
         ("/api/events?after=1&tail=5", 400),
         ("/api/events?tail=5000", 400),
         ("/metrics?x=1", 400),
+        ("/api/job?production=p", 400),
+        ("/api/job?production=p&job=nope", 404),
+        ("/api/job?production=p&job=a&limit=1", 400),
+        ("/api/job?production=p&job=bad%20id", 400),
     ] {
         let (st, body) = get(&srv.addr, path, None);
         assert_eq!(st, want, "{path}: {}", String::from_utf8_lossy(&body));

@@ -42,6 +42,15 @@ fn stats_match_the_listing_and_carry_no_secret() {
     assert_eq!(all["productions"].as_array().unwrap().len(), 2);
     let text = s.ok(&["stats"]);
     assert!(text.contains("waiting   due 1 later 0"), "{text}");
+    // No gate set: the gates line and fields say so.
+    assert!(
+        text.contains("  gates     paused no, concurrency limit none, rate limit none\n"),
+        "{text}"
+    );
+    assert_eq!(
+        p["gates"],
+        serde_json::json!({"paused_us": null, "concurrency": null, "rate": null})
+    );
     let token = std::fs::read_to_string(&held).unwrap();
     for out in [text, all.to_string()] {
         assert!(!out.contains("payload of"), "{out}");

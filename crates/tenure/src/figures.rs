@@ -7,9 +7,11 @@
 //! split of requested jobs into due and not yet due, and of claimed jobs
 //! into live and expired, from index range reads of the smaller sets; the
 //! flow from the window's events (an index on `(production, at_us)`), at
-//! most [`FLOW_EVENT_CAP`] of them. Nothing here reads every job row.
+//! most [`FLOW_EVENT_CAP`] of them; the claim gates from the production's
+//! gate row (one primary-key read). Nothing here reads every job row.
 
 use crate::error::{Error, Result};
+use crate::gates::Gates;
 use crate::model::EventKind;
 use crate::store::{ClaimedFigures, FlowEvent, Stored, Txn, WaitingFigures};
 use std::time::Duration;
@@ -98,6 +100,9 @@ pub struct ProductionStats {
     /// The attempt count of the most-retried job with a live lease (0:
     /// no live lease).
     pub max_live_attempts: u32,
+    /// The production's claim gates (paused since when, concurrency limit,
+    /// rate limit), read from its gate row in the same snapshot.
+    pub gates: Gates,
     /// The flow over the window.
     pub flow: Flow,
 }
@@ -276,6 +281,10 @@ fn production(
         lapsed_in_window,
     } = t.claimed_figures(name, now, now.saturating_add(horizon), from)?;
     let requested = of(Stored::Requested);
+    let gates = t
+        .gates(name)?
+        .map(|g| Gates::from_row(&g))
+        .unwrap_or_default();
     let flow = flow(t, name, from, now, window_d, lapsed_in_window)?;
     Ok(ProductionStats {
         name: name.to_owned(),
@@ -292,6 +301,7 @@ fn production(
         next_due_us,
         expiring_within: expiring,
         max_live_attempts,
+        gates,
         flow,
     })
 }

@@ -2,8 +2,9 @@
 //! sequences (claims, renewals, releases, failures with and without retry
 //! delays, completions, cancels, expiries, clock jumps forwards and back),
 //! `Authority::stats` must equal what a full scan of the same store gives:
-//! every job's view, and every event of the log joined with what the test
-//! saw of each claim.
+//! every job's view, every event of the log joined with what the test saw
+//! of each claim, and the claim gates the test set (pauses, concurrency and
+//! rate limits).
 mod common;
 use common::*;
 use proptest::prelude::*;
@@ -58,6 +59,12 @@ enum Op {
     JumpBack {
         us: i64,
     },
+    /// Production `p`'s gates: pause, resume, set or clear a concurrency
+    /// limit, set or clear a rate limit.
+    Steer {
+        what: u8,
+        n: u32,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -74,6 +81,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..JOBS).prop_map(|job| Op::Cancel { job }),
         3 => (1i64..6_000_000).prop_map(|us| Op::Advance { us }),
         1 => (1i64..3_000_000).prop_map(|us| Op::JumpBack { us }),
+        1 => (0u8..6, 1u32..4).prop_map(|(what, n)| Op::Steer { what, n }),
     ]
 }
 
@@ -87,6 +95,8 @@ struct Run {
     env: Env,
     leases: Vec<Lease>,
     seen: HashMap<Uuid, Seen>,
+    /// The gates of production `p` as the test set them.
+    gates: Gates,
 }
 
 fn due_moment(v: &JobView) -> i64 {
@@ -140,6 +150,7 @@ impl Run {
             env,
             leases: Vec::new(),
             seen: HashMap::new(),
+            gates: Gates::default(),
         }
     }
 
@@ -229,6 +240,35 @@ impl Run {
             }
             Op::Advance { us } => self.env.clock.advance(us),
             Op::JumpBack { us } => self.env.clock.advance(-us),
+            Op::Steer { what, n } => {
+                let c = a.clock().unwrap();
+                let g = &mut self.gates;
+                match what {
+                    0 => {
+                        if a.pause_production("p").unwrap() {
+                            g.paused_us = Some(c.now_us.max(c.mark_us));
+                        }
+                    }
+                    1 => {
+                        a.resume_production("p").unwrap();
+                        g.paused_us = None;
+                    }
+                    2 | 3 => {
+                        let k = (what == 2).then_some(n);
+                        a.set_concurrency_limit("p", k).unwrap();
+                        g.concurrency = k;
+                    }
+                    _ => {
+                        let r = (what == 4).then_some(RateLimit {
+                            claims: n,
+                            interval: Duration::from_secs(u64::from(n)),
+                            burst: n,
+                        });
+                        a.set_rate_limit("p", r).unwrap();
+                        g.rate = r;
+                    }
+                }
+            }
         }
     }
 
@@ -327,6 +367,11 @@ impl Run {
                 .filter(|v| v.expires_us.unwrap() <= horizon)
                 .count() as u64,
             max_live_attempts: live.iter().map(|v| v.attempts).max().unwrap_or(0),
+            gates: if name == "p" {
+                self.gates
+            } else {
+                Gates::default()
+            },
             flow,
         }
     }

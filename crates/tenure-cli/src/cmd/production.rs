@@ -107,25 +107,11 @@ struct GatesShown {
 
 impl Render for GatesShown {
     fn text(&self, o: &mut dyn Write) -> io::Result<()> {
-        let g = &self.gates;
         writeln!(
             o,
-            "production {} paused {}, concurrency limit {}, rate limit {}",
+            "production {} {}",
             self.name,
-            g.paused_us
-                .map(|t| format!("since {}", out::time(t)))
-                .unwrap_or_else(|| "no".into()),
-            g.concurrency
-                .map(|k| k.to_string())
-                .unwrap_or_else(|| "none".into()),
-            g.rate
-                .map(|r| format!(
-                    "{}/{}µs burst {}",
-                    r.claims,
-                    r.interval.as_micros(),
-                    r.burst
-                ))
-                .unwrap_or_else(|| "none".into()),
+            out::gates_text(&self.gates)
         )
     }
 

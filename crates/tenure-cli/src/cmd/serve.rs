@@ -3,7 +3,7 @@
 //! embedded in the binary; see `serve/`).
 //!
 //! Read-only: every answer comes from the core's read calls (`stats`,
-//! `productions`, `jobs`, `payload`, `events`, `clock`); the store is never
+//! `productions`, `jobs`, `job`, `payload`, `events`, `clock`); the store is never
 //! created by `serve` and no endpoint writes. Security: the listener binds
 //! loopback unless `--listen` names another address, which requires
 //! `--token-file`; `/api/` and `/metrics` then need `Authorization: Bearer
@@ -420,6 +420,7 @@ fn route(st: &State, path: &str, q: &Query) -> Answer {
         "/api/stats" => api_stats(st, q),
         "/api/productions" => q.only(&[]).and_then(|()| api_productions(st)),
         "/api/jobs" => api_jobs(st, q),
+        "/api/job" => api_job(st, q),
         "/api/failures" => api_failures(st, q),
         "/api/expiring" => api_expiring(st, q),
         "/api/clock" => q
@@ -474,16 +475,8 @@ fn job(st: &State, v: &JobView) -> Result<Value, Answer> {
             .payload(&v.production, &v.job)
             .map_err(Answer::from_core)?,
     );
-    j["payload_sha256"] = Value::String(hex(&Sha256::digest(&*payload)));
+    j["payload_sha256"] = Value::String(crate::out::hex(&Sha256::digest(&*payload)));
     Ok(j)
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter()
-        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
-            let _ = write!(s, "{x:02x}");
-            s
-        })
 }
 
 /// A page of a production's jobs (in `state`, when given), and where the
@@ -542,6 +535,20 @@ fn api_jobs(st: &State, q: &Query) -> Result<Answer, Answer> {
     };
     let (jobs, next) = page(st, q, state)?;
     jobs_answer(st, &jobs, next, json!({}))
+}
+
+/// One job with its progress checkpoint as size and SHA-256 digest only.
+fn api_job(st: &State, q: &Query) -> Result<Answer, Answer> {
+    q.only(&["production", "job"])?;
+    let v = st
+        .auth
+        .job(q.required("production")?, q.required("job")?)
+        .map_err(Answer::from_core)?;
+    let mut j = job(st, &v)?;
+    let progress = v.progress.as_deref();
+    j["progress_len"] = json!(progress.map(<[u8]>::len));
+    j["progress_sha256"] = json!(progress.map(|b| crate::out::hex(&Sha256::digest(b))));
+    Ok(Answer::json(j))
 }
 
 fn api_failures(st: &State, q: &Query) -> Result<Answer, Answer> {
@@ -704,6 +711,66 @@ fn metrics(st: &State) -> Result<Answer, Answer> {
             .iter()
             .map(|x| (p(&x.name), x.max_live_attempts as f64)),
     );
+    family(
+        &mut o,
+        "tenure_production_paused",
+        "gauge",
+        "Whether the production is paused (1) or not (0).",
+        &mut s.productions.iter().map(|x| {
+            (
+                p(&x.name),
+                if x.gates.paused_us.is_some() {
+                    1.0
+                } else {
+                    0.0
+                },
+            )
+        }),
+    );
+    family(
+        &mut o,
+        "tenure_production_paused_since_seconds",
+        "gauge",
+        "When a paused production was paused (seconds since the epoch; only paused productions).",
+        &mut s
+            .productions
+            .iter()
+            .filter_map(|x| x.gates.paused_us.map(|t| (p(&x.name), t as f64 / 1e6))),
+    );
+    family(
+        &mut o,
+        "tenure_production_concurrency_limit",
+        "gauge",
+        "The production's concurrency limit (only productions with one).",
+        &mut s
+            .productions
+            .iter()
+            .filter_map(|x| x.gates.concurrency.map(|k| (p(&x.name), f64::from(k)))),
+    );
+    family(
+        &mut o,
+        "tenure_production_rate_limit_per_second",
+        "gauge",
+        "The production's rate limit in claims per second (only productions with one).",
+        &mut s.productions.iter().filter_map(|x| {
+            x.gates
+                .rate
+                .map(|r| (p(&x.name), f64::from(r.claims) / r.interval.as_secs_f64()))
+        }),
+    );
+    family(
+        &mut o,
+        "tenure_production_rate_limit_burst",
+        "gauge",
+        "The production's rate limit burst (only productions with a rate limit).",
+        &mut s
+            .productions
+            .iter()
+            .filter_map(|x| x.gates.rate.map(|r| (p(&x.name), f64::from(r.burst)))),
+    );
+    // The core keeps no cumulative flow figures: the flow is over the
+    // window, so every figure of it is a gauge (it goes down as events
+    // leave the window), never a counter or a summary.
     for (name, help, f) in [
         (
             "claims",
@@ -733,7 +800,7 @@ fn metrics(st: &State) -> Result<Answer, Answer> {
     ] {
         family(
             &mut o,
-            &format!("tenure_flow_{name}_per_second"),
+            &format!("tenure_{name}_per_second"),
             "gauge",
             help,
             &mut s
@@ -742,28 +809,41 @@ fn metrics(st: &State) -> Result<Answer, Answer> {
                 .map(|x| (p(&x.name), x.flow.per_second(f(&x.flow)))),
         );
     }
-    for (name, help, pick) in [
+    for (name, what, pick) in [
         (
-            "tenure_wait_seconds",
-            "Queue wait from due to claim over the flow window.",
+            "wait",
+            "Queue wait from due to claim",
             (|f: &tenure::Flow| &f.wait) as fn(&tenure::Flow) -> &tenure::Percentiles,
         ),
-        (
-            "tenure_run_seconds",
-            "Run time from claim to close over the flow window.",
-            |f| &f.run,
-        ),
+        ("run", "Run time from claim to close", |f| &f.run),
     ] {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} summary");
-        for x in &s.productions {
-            let pc = pick(&x.flow);
-            for (q, v) in [("0.5", pc.p50), ("0.95", pc.p95), ("0.99", pc.p99)] {
-                if let Some(v) = secs(v) {
-                    let _ = writeln!(o, "{name}{{{},quantile=\"{q}\"}} {v}", p(&x.name));
-                }
-            }
-            let _ = writeln!(o, "{name}_count{{{}}} {}", p(&x.name), pc.count);
-        }
+        family(
+            &mut o,
+            &format!("tenure_{name}_seconds"),
+            "gauge",
+            &format!("{what}: nearest-rank percentiles over the flow window (absent: none in it)."),
+            &mut s.productions.iter().flat_map(|x| {
+                let pc = pick(&x.flow);
+                // `quantile` is the label of summaries only: a gauge's
+                // percentile is named by `percentile`.
+                [("50", pc.p50), ("95", pc.p95), ("99", pc.p99)]
+                    .into_iter()
+                    .filter_map(|(q, v)| {
+                        secs(v).map(|v| (format!("{},percentile=\"{q}\"", p(&x.name)), v))
+                    })
+                    .collect::<Vec<_>>()
+            }),
+        );
+        family(
+            &mut o,
+            &format!("tenure_{name}_samples"),
+            "gauge",
+            &format!("{what}: how many durations the flow window holds."),
+            &mut s
+                .productions
+                .iter()
+                .map(|x| (p(&x.name), pick(&x.flow).count as f64)),
+        );
     }
     family(
         &mut o,

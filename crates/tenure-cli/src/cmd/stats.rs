@@ -89,6 +89,7 @@ impl Render for Shown {
                 "  ended     completed {} failed {} cancelled {}",
                 p.completed, p.failed, p.cancelled_jobs
             )?;
+            writeln!(o, "  gates     {}", out::gates_text(&p.gates))?;
             writeln!(
                 o,
                 "  flow      claims {:.2}/s completions {:.2}/s failures {:.2}/s retryable {:.2}/s permanent, expiries {:.2}/s{}",

@@ -276,3 +276,33 @@ pub fn work_args<'a>(out: &'a Path, extra: &[&'a str], command: &[&'a str]) -> V
     a.extend_from_slice(command);
     a
 }
+
+/// What must never appear where a lease token's secret could leak: the
+/// token text, and its 32-byte secret raw, in hex (both cases) and in
+/// base64 (standard and URL-safe, with and without padding; a 24-byte run
+/// from inside the secret, so the encoding does not depend on alignment).
+pub fn secret_needles(token: &str) -> Vec<Vec<u8>> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    use base64::Engine;
+    let token = token.trim();
+    let body = token
+        .split_once('.')
+        .expect("a token has a version prefix")
+        .1;
+    let raw = URL_SAFE_NO_PAD
+        .decode(body)
+        .expect("a token body is base64url");
+    assert!(raw.len() >= 32, "a token ends with a 32-byte secret");
+    let secret = &raw[raw.len() - 32..];
+    let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    let mut v = vec![
+        token.as_bytes().to_vec(),
+        secret.to_vec(),
+        hex.clone().into_bytes(),
+        hex.to_uppercase().into_bytes(),
+    ];
+    for e in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+        v.push(e.encode(&secret[3..27]).into_bytes());
+    }
+    v
+}

@@ -56,6 +56,72 @@ function fill(id, rows) {
   for (const r of rows) row(tbody, r);
 }
 
+// Job rows (failures, leases close to expiry): [production, job, ...]; a
+// click shows the job (/api/job) below the tables.
+function fillJobs(id, rows) {
+  const tbody = document.querySelector("#" + id + " tbody");
+  tbody.replaceChildren();
+  for (const r of rows) {
+    const tr = row(tbody, r);
+    tr.className = "job";
+    tr.addEventListener("click", () => showJob(r[0], r[1]).catch(showError));
+  }
+}
+
+function showError(e) {
+  const status = document.getElementById("status");
+  status.textContent = String(e.message || e);
+  status.className = "stale";
+}
+
+async function showJob(production, job) {
+  const q = "production=" + encodeURIComponent(production) + "&job=" + encodeURIComponent(job);
+  const j = await api("/api/job?" + q);
+  const dl = document.getElementById("job-detail");
+  dl.replaceChildren();
+  const fields = [
+    ["production", j.production], ["job", j.job], ["state", j.state],
+    ["attempts", j.attempts + "/" + j.max_attempts], ["priority", j.priority],
+    ["holder", j.holder || "-"], ["expires", time(j.expires_us)], ["due", time(j.due_us)],
+    ["created", time(j.created_us)], ["updated", time(j.updated_us)],
+    ["last error", j.last_error || "-"],
+    ["payload", j.payload_len + " B sha256 " + j.payload_sha256],
+    ["progress", j.progress_len === null ? "-" : j.progress_len + " B sha256 " + j.progress_sha256],
+  ];
+  for (const [k, v] of fields) {
+    const dt = document.createElement("dt");
+    dt.textContent = k;
+    const dd = document.createElement("dd");
+    dd.textContent = String(v);
+    dd.dataset.field = k;
+    dl.append(dt, dd);
+  }
+  document.getElementById("job").hidden = false;
+}
+
+// The claim gates as badges: paused (since when), concurrency limit, rate limit.
+function gateBadges(g) {
+  const out = [];
+  if (g.paused_us !== null) out.push(["paused", "paused since " + time(g.paused_us)]);
+  if (g.concurrency !== null) out.push(["limit", "limit " + g.concurrency]);
+  if (g.rate !== null) {
+    const per = g.rate.claims / (g.rate.interval_us / 1e6);
+    out.push(["rate", "rate " + Number(per.toPrecision(4)) + "/s burst " + g.rate.burst]);
+  }
+  return out;
+}
+
+function gatesCell(td, g) {
+  const badges = gateBadges(g);
+  if (!badges.length) td.textContent = "-";
+  for (const [kind, text] of badges) {
+    const b = document.createElement("span");
+    b.className = "badge " + kind;
+    b.textContent = text;
+    td.appendChild(b);
+  }
+}
+
 function drawDepth() {
   const c = document.getElementById("depth");
   const g = c.getContext("2d");
@@ -109,14 +175,14 @@ async function poll() {
   const expiring = [];
   for (const p of stats.productions) {
     const j = p.jobs;
-    rows.push([
+    rows.push([[
       p.name + (p.cancelled ? " (cancelled)" : ""),
       j.waiting_due, j.waiting_later, j.claimed_live, j.claimed_expired,
       j.completed, j.failed, j.cancelled,
       ms(p.oldest_due_age_us), p.expiring_within,
       pct(p.flow.wait), pct(p.flow.run),
-      (p.flow.claims / (p.flow.window_us / 1e6)).toFixed(2),
-    ]);
+      (p.flow.claims / (p.flow.covered_us / 1e6)).toFixed(2),
+    ], p.gates]);
     const s = depth.get(p.name) || [];
     s.push([stats.now_us, j.waiting_due + j.waiting_later + j.claimed_live + j.claimed_expired]);
     if (s.length > HISTORY) s.shift();
@@ -136,9 +202,17 @@ async function poll() {
       }
     }
   }
-  fill("productions", rows);
-  fill("failures", failures);
-  fill("expiring", expiring);
+  const tbody = document.querySelector("#productions tbody");
+  tbody.replaceChildren();
+  for (const [cells, gates] of rows) {
+    const tr = row(tbody, cells);
+    const td = document.createElement("td");
+    td.className = "gates";
+    gatesCell(td, gates);
+    tr.appendChild(td);
+  }
+  fillJobs("failures", failures);
+  fillJobs("expiring", expiring);
   drawDepth();
   await pollEvents();
 }
