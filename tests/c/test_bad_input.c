@@ -1291,6 +1291,23 @@ static void stats_entry_points(const char *dir) {
   CHECK(!tenure_production_stats_time_us(p, 0, &us) && us == 5);
   CHECK(!tenure_production_stats_time_us(p, TENURE_STATS_OLDEST_DUE_AGE, NULL));
   CHECK(tenure_production_stats_count(p, TENURE_STATS_WAITING_DUE, &n) && n == 1);
+  /* The gates' accessors: NULL handles and pointers, and a production
+     with no gate, write nothing. */
+  uint32_t k = 5, claims = 5, burst = 5;
+  int64_t interval = 5;
+  CHECK(!tenure_production_stats_paused(NULL) && !tenure_production_stats_paused(p));
+  CHECK(!tenure_production_stats_paused_us(NULL, &us) && us == 5);
+  CHECK(!tenure_production_stats_paused_us(p, NULL));
+  CHECK(!tenure_production_stats_paused_us(p, &us) && us == 5);
+  CHECK(!tenure_production_stats_concurrency_limit(NULL, &k) && k == 5);
+  CHECK(!tenure_production_stats_concurrency_limit(p, NULL));
+  CHECK(!tenure_production_stats_concurrency_limit(p, &k) && k == 5);
+  CHECK(!tenure_production_stats_rate_limit(NULL, &claims, &interval, &burst));
+  CHECK(!tenure_production_stats_rate_limit(p, NULL, &interval, &burst));
+  CHECK(!tenure_production_stats_rate_limit(p, &claims, NULL, &burst));
+  CHECK(!tenure_production_stats_rate_limit(p, &claims, &interval, NULL));
+  CHECK(!tenure_production_stats_rate_limit(p, &claims, &interval, &burst));
+  CHECK(claims == 5 && interval == 5 && burst == 5);
   tenure_stats_free(s);
   tenure_authority_free(a);
 }

@@ -1060,6 +1060,16 @@ static void call_one_1_1(int on) {
               (void)tenure_production_stats_flow_truncated(ps);
               (void)tenure_production_stats_count(ps, (uint32_t)below(20), chance(10) ? NULL : &k);
               (void)tenure_production_stats_time_us(ps, (uint32_t)below(12), chance(10) ? NULL : &us);
+              {
+                uint32_t lim = 0, claims = 0, burst = 0;
+                int64_t at = 0, interval = 0;
+                (void)tenure_production_stats_paused(ps);
+                (void)tenure_production_stats_paused_us(ps, chance(10) ? NULL : &at);
+                (void)tenure_production_stats_concurrency_limit(ps, chance(10) ? NULL : &lim);
+                (void)tenure_production_stats_rate_limit(ps, chance(10) ? NULL : &claims,
+                                                         chance(10) ? NULL : &interval,
+                                                         chance(10) ? NULL : &burst);
+              }
             } else {
               CHECK(n < 4);
             }
