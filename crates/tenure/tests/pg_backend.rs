@@ -1304,3 +1304,69 @@ fn pruning_the_mark_log_never_lowers_the_mark() {
     assert!(a.clock().unwrap().mark_us >= newest);
     assert!(live < 5 * 1100, "{live} rows: the log was pruned");
 }
+
+/// The plan of `sql` (one parameter, the production) for `p`, custom and
+/// generic, as one text.
+fn plans(c: &mut postgres::Client, sql: &str) -> String {
+    c.batch_execute(&format!("DEALLOCATE ALL; PREPARE q(text) AS {sql}"))
+        .unwrap();
+    let mut out = String::new();
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        c.batch_execute(&format!("SET plan_cache_mode = {mode}"))
+            .unwrap();
+        for r in c.query("EXPLAIN EXECUTE q('p')", &[]).unwrap() {
+            out.push_str(&r.get::<_, String>(0));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Deltas written while nobody folded (here 30 000 rows that sum to
+/// nothing, beside the real ones, with the table's statistics taken while
+/// they were there and autovacuum off) are moved by the next `stats`, which
+/// leaves the statistics current: a read of a production's deltas goes
+/// through `job_count_deltas_by_production`, not a scan of the table, and
+/// the counts stay exact.
+#[test]
+fn a_fold_of_many_deltas_leaves_the_delta_reads_on_their_index() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    let a = &env.auth;
+    let url = env.pg.as_ref().unwrap().url.clone();
+    a.create_production("p").unwrap();
+    for j in ["j1", "j2", "j3"] {
+        a.submit("p", &JobSpec::new(j, b"x".to_vec())).unwrap();
+    }
+    let _lease = a.claim_next("p", "w", secs(60)).unwrap();
+    let mut c = pg::client(&url);
+    c.batch_execute(
+        "ALTER TABLE tenure.job_count_deltas SET (autovacuum_enabled = false);
+         INSERT INTO tenure.job_count_deltas (production, state, delta)
+             SELECT 'p', 'completed', CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END
+             FROM generate_series(1, 30000) i;
+         ANALYZE tenure.job_count_deltas;",
+    )
+    .unwrap();
+    let read = "SELECT state, delta FROM tenure.job_count_deltas WHERE production = $1";
+    let before = plans(&mut c, read);
+    assert!(before.contains("Seq Scan"), "{before}");
+
+    let s = a.stats(&StatsQuery::default()).unwrap();
+    let p = &s.productions[0];
+    assert_eq!((p.waiting_due, p.claimed_live, p.completed), (2, 1, 0));
+    let left: i64 = c
+        .query_one("SELECT count(*) FROM tenure.job_count_deltas", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    let after = plans(&mut c, read);
+    assert!(
+        !after.contains("Seq Scan") && after.contains("job_count_deltas_by_production"),
+        "{after}"
+    );
+    let again = a.stats(&StatsQuery::default()).unwrap();
+    assert_eq!(again.productions[0].total(), 3);
+}

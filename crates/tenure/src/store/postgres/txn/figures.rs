@@ -1,6 +1,8 @@
 //! The reads of the statistics (see [`crate::figures`]) and the fold of
 //! the kept job counts.
 
+use super::super::map_err;
+use super::super::pool::Pool;
 use super::PgTxn;
 use crate::error::{Error, Result};
 use crate::model::EventKind;
@@ -9,15 +11,29 @@ use crate::store::{ClaimedFigures, FlowEvent, Stored, WaitingFigures};
 /// Advisory-lock key (bigint space) of the counts' fold: one at a time.
 const FOLD_LOCK: i64 = 0x7465_6e75_7265_0002;
 
-/// Moves every committed delta row into the counts, unless another fold
-/// holds the lock (then that fold does it).
+/// Moves the committed delta rows of every production into the counts,
+/// unless another fold holds the lock (then that fold does it); returns
+/// how many rows it moved. The rows are found production by production
+/// through `job_count_deltas_by_production` (a deleted production's rows
+/// stay until its name is created again; its counts and deltas sum to
+/// nothing).
 const FOLD_COUNTS: &str = "WITH lk AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($1) AS got),
-     d AS (DELETE FROM tenure.job_count_deltas WHERE (SELECT got FROM lk)
-           RETURNING production, state, delta)
-     INSERT INTO tenure.job_counts (production, state, n)
-     SELECT production, state, sum(delta) FROM d GROUP BY production, state
-     ORDER BY production, state
-     ON CONFLICT (production, state) DO UPDATE SET n = tenure.job_counts.n + EXCLUDED.n";
+     d AS (DELETE FROM tenure.job_count_deltas
+           WHERE (SELECT got FROM lk)
+             AND production = ANY (ARRAY(SELECT name FROM tenure.productions))
+           RETURNING production, state, delta),
+     f AS (INSERT INTO tenure.job_counts (production, state, n)
+           SELECT production, state, sum(delta) FROM d GROUP BY production, state
+           ORDER BY production, state
+           ON CONFLICT (production, state) DO UPDATE SET n = tenure.job_counts.n + EXCLUDED.n)
+     SELECT count(*) FROM d";
+
+/// After a fold that moved at least this many delta rows, the table's
+/// planner statistics are refreshed ([`after_fold`]). Those rows
+/// accumulated while nobody folded; statistics from then would rate a scan
+/// of the whole table cheaper than the index for the reads and folds that
+/// follow, until autovacuum analyzes the table again.
+const FOLD_ANALYZE_ROWS: i64 = 10_000;
 
 const STATE_COUNTS: &str = "SELECT state, sum(n)::bigint FROM (
          SELECT state, n FROM tenure.job_counts WHERE production = $1
@@ -25,9 +41,14 @@ const STATE_COUNTS: &str = "SELECT state, sum(n)::bigint FROM (
          SELECT state, delta FROM tenure.job_count_deltas WHERE production = $1) c
      GROUP BY state";
 
+/// The requested jobs not yet due, read from `jobs_waiting` alone (an
+/// index-only scan: a heap page is read only if it changed since the
+/// table's last vacuum). A job without a due time waits from its
+/// `updated_us`, never later than the reading (the mark it is read
+/// against covers every committed write), so `waiting_since_us` later
+/// than the reading is `due_us` later than it.
 const WAITING_LATER: &str = "SELECT count(*), min(waiting_since_us) FROM tenure.jobs
-     WHERE production = $1 AND waiting_since_us IS NOT NULL AND waiting_since_us > $2
-       AND due_us > $2";
+     WHERE production = $1 AND waiting_since_us IS NOT NULL AND waiting_since_us > $2";
 
 const WAITING_OLDEST: &str = "SELECT waiting_since_us FROM tenure.jobs
      WHERE production = $1 AND waiting_since_us IS NOT NULL
@@ -48,9 +69,26 @@ const FLOW_EVENTS: &str = "SELECT at_us, kind, state, since_us, lapsed_us FROM t
      WHERE production = $1 AND at_us >= $2 AND at_us <= $3
      ORDER BY at_us DESC LIMIT $4";
 
-pub(in crate::store::postgres) fn fold_counts(tx: &mut PgTxn) -> Result<()> {
-    tx.execute(FOLD_COUNTS, &[&FOLD_LOCK])?;
-    Ok(())
+/// The fold; returns how many delta rows it moved.
+pub(in crate::store::postgres) fn fold_counts(tx: &mut PgTxn) -> Result<i64> {
+    Ok(tx
+        .query(FOLD_COUNTS, &[&FOLD_LOCK])?
+        .first()
+        .map_or(0, |r| r.get(0)))
+}
+
+/// After a committed fold of `moved` rows: `ANALYZE` of the deltas when
+/// there were [`FOLD_ANALYZE_ROWS`] or more, in a short transaction of its
+/// own that waits for no lock long (autovacuum may hold the table; a
+/// failure leaves the statistics to it and changes no figure).
+pub(in crate::store::postgres) fn after_fold(pool: &Pool, moved: i64) {
+    if moved >= FOLD_ANALYZE_ROWS {
+        pool.short_transaction("", |conn| {
+            conn.client
+                .batch_execute("ANALYZE tenure.job_count_deltas")
+                .map_err(map_err)
+        });
+    }
 }
 
 pub(super) fn state_counts(tx: &mut PgTxn, production: &str) -> Result<Vec<(Stored, u64)>> {
