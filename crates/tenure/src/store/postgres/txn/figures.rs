@@ -1,7 +1,6 @@
 //! The reads of the statistics (see [`crate::figures`]) and the fold of
 //! the kept job counts.
 
-use super::super::map_err;
 use super::super::pool::Pool;
 use super::PgTxn;
 use crate::error::{Error, Result};
@@ -28,12 +27,12 @@ const FOLD_COUNTS: &str = "WITH lk AS MATERIALIZED (SELECT pg_try_advisory_xact_
            ON CONFLICT (production, state) DO UPDATE SET n = tenure.job_counts.n + EXCLUDED.n)
      SELECT count(*) FROM d";
 
-/// After a fold that moved at least this many delta rows, the table's
-/// planner statistics are refreshed ([`after_fold`]). Those rows
-/// accumulated while nobody folded; statistics from then would rate a scan
-/// of the whole table cheaper than the index for the reads and folds that
-/// follow, until autovacuum analyzes the table again.
-const FOLD_ANALYZE_ROWS: i64 = 10_000;
+/// After a fold that moved at least this many delta rows, the table is
+/// vacuumed ([`after_fold`]). Those rows accumulated while nobody folded:
+/// until vacuum, their dead entries stay in the index, each costing the
+/// next scan a visit of its row, and the planner statistics from then rate
+/// a scan of the whole table cheaper than the index.
+const FOLD_VACUUM_ROWS: i64 = 10_000;
 
 const STATE_COUNTS: &str = "SELECT state, sum(n)::bigint FROM (
          SELECT state, n FROM tenure.job_counts WHERE production = $1
@@ -77,17 +76,24 @@ pub(in crate::store::postgres) fn fold_counts(tx: &mut PgTxn) -> Result<i64> {
         .map_or(0, |r| r.get(0)))
 }
 
-/// After a committed fold of `moved` rows: `ANALYZE` of the deltas when
-/// there were [`FOLD_ANALYZE_ROWS`] or more, in a short transaction of its
-/// own that waits for no lock long (autovacuum may hold the table; a
-/// failure leaves the statistics to it and changes no figure).
+/// After a committed fold of `moved` rows: `VACUUM (SKIP_LOCKED,
+/// ANALYZE)` of the deltas when there were [`FOLD_VACUUM_ROWS`] or more,
+/// outside any transaction. It skips the table while autovacuum holds it;
+/// a failure (or a role that does not own the table) leaves it to
+/// autovacuum and changes no figure.
 pub(in crate::store::postgres) fn after_fold(pool: &Pool, moved: i64) {
-    if moved >= FOLD_ANALYZE_ROWS {
-        pool.short_transaction("", |conn| {
-            conn.client
-                .batch_execute("ANALYZE tenure.job_count_deltas")
-                .map_err(map_err)
-        });
+    if moved < FOLD_VACUUM_ROWS {
+        return;
+    }
+    let Ok(mut conn) = pool.take() else {
+        return;
+    };
+    crate::stats::round_trip();
+    let _ = conn
+        .client
+        .batch_execute("VACUUM (SKIP_LOCKED, ANALYZE) tenure.job_count_deltas");
+    if !conn.client.is_closed() {
+        pool.give_back(conn);
     }
 }
 
