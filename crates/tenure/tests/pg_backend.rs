@@ -1304,3 +1304,59 @@ fn pruning_the_mark_log_never_lowers_the_mark() {
     assert!(a.clock().unwrap().mark_us >= newest);
     assert!(live < 5 * 1100, "{live} rows: the log was pruned");
 }
+
+/// Deltas written while nobody folded (here 30 000 rows that sum to
+/// nothing, beside the real ones, with the table's statistics taken while
+/// they were there and autovacuum off) are moved by the next `stats`, which
+/// vacuums and analyzes the table after: its pages given back, the
+/// planner's row count current, the counts exact.
+#[test]
+fn a_fold_of_many_deltas_vacuums_the_deltas() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    let a = &env.auth;
+    let url = env.pg.as_ref().unwrap().url.clone();
+    a.create_production("p").unwrap();
+    for j in ["j1", "j2", "j3"] {
+        a.submit("p", &JobSpec::new(j, b"x".to_vec())).unwrap();
+    }
+    let _lease = a.claim_next("p", "w", secs(60)).unwrap();
+    let mut c = pg::client(&url);
+    c.batch_execute(
+        "ALTER TABLE tenure.job_count_deltas SET (autovacuum_enabled = false);
+         INSERT INTO tenure.job_count_deltas (production, state, delta)
+             SELECT 'p', 'completed', CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END
+             FROM generate_series(1, 30000) i;
+         ANALYZE tenure.job_count_deltas;",
+    )
+    .unwrap();
+    // The table's size, and the number of rows the planner reckons with.
+    let seen = |c: &mut postgres::Client| -> (i64, f32) {
+        let r = c
+            .query_one(
+                "SELECT pg_relation_size(oid), reltuples FROM pg_class
+                 WHERE oid = 'tenure.job_count_deltas'::regclass",
+                &[],
+            )
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    let (full, rows) = seen(&mut c);
+    assert!(rows >= 30_000.0, "{rows}");
+
+    let s = a.stats(&StatsQuery::default()).unwrap();
+    let p = &s.productions[0];
+    assert_eq!((p.waiting_due, p.claimed_live, p.completed), (2, 1, 0));
+    let left: i64 = c
+        .query_one("SELECT count(*) FROM tenure.job_count_deltas", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    let (size, rows) = seen(&mut c);
+    assert!(size < full / 10, "{size} of {full} bytes");
+    assert!(rows < 100.0, "{rows}");
+    let again = a.stats(&StatsQuery::default()).unwrap();
+    assert_eq!(again.productions[0].total(), 3);
+}

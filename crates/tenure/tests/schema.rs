@@ -332,9 +332,10 @@ fn a_v1_store_migrated_has_the_layout_of_a_new_store_and_its_old_events() {
     assert_eq!(legacy, 2);
 }
 
-/// What each schema from 11 down to 5 lacks of the one after it (schema 9
-/// changed only PostgreSQL's layout).
+/// What each schema from 12 down to 5 lacks of the one after it (schemas 9
+/// and 13 changed only PostgreSQL's layout).
 const UNDO: &[(u32, &str)] = &[
+    (12, "PRAGMA user_version = 12;"),
     (11, SQLITE_UNDO_12),
     (10, SQLITE_UNDO_11),
     (9, SQLITE_UNDO_10),
@@ -350,10 +351,10 @@ const UNDO: &[(u32, &str)] = &[
     (5, "DROP TABLE claim_requests; PRAGMA user_version = 5;"),
 ];
 
-/// A new store taken back to each of the schemas 11 to 5 (the steps after
+/// A new store taken back to each of the schemas 12 to 5 (the steps after
 /// it undone), migrated, has the layout of a new store again.
 #[test]
-fn stores_of_schema_5_to_11_migrated_have_the_layout_of_a_new_store() {
+fn stores_of_schema_5_to_12_migrated_have_the_layout_of_a_new_store() {
     let dir = tempfile::tempdir().unwrap();
     let (_, want) = new_layout(dir.path());
     for (n, &(version, _)) in UNDO.iter().enumerate() {

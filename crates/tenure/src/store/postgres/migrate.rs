@@ -6,7 +6,9 @@
 //!
 //! PostgreSQL stores start at schema version 2 (version 1, the pre-lease
 //! layout, only ever existed on SQLite). Schema 10 changed only SQLite's
-//! layout: the step from 9 to 10 only records the version.
+//! layout: the step from 9 to 10 only records the version. Schema 13
+//! changed only this layout: the index of the count deltas
+//! ([`super::schema::count_deltas_index`], idempotent).
 
 use super::map_err;
 use crate::error::Result;
@@ -33,6 +35,7 @@ const STEPS: &[(u32, &str)] = &[
     (11, ADD_PRODUCTION_GATES),
     (11, ADD_SCHEDULES),
     (12, ADD_SCHEDULE_TZ),
+    (13, super::schema::count_deltas_index!()),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the

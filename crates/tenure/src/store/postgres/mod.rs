@@ -340,9 +340,17 @@ impl Backend for PgBackend {
         PgTxn::begin(&self.pool, BEGIN_READ, false).map(|t| t as Box<dyn Txn>)
     }
     fn fold_counts(&self) -> Result<()> {
-        let mut t = PgTxn::begin(&self.pool, "BEGIN ISOLATION LEVEL READ COMMITTED", false)?;
-        txn::fold_counts(&mut t)?;
-        t.commit()
+        // No JIT: a fold of many rows is estimated costly enough to compile
+        // its plan, which takes longer than the fold.
+        let mut t = PgTxn::begin(
+            &self.pool,
+            "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL jit = off",
+            false,
+        )?;
+        let moved = txn::fold_counts(&mut t)?;
+        t.commit()?;
+        txn::after_fold(&self.pool, moved);
+        Ok(())
     }
     fn doorbell(&self) -> Result<Arc<dyn crate::doorbell::Doorbell>> {
         let mut b = self.bell.lock().unwrap_or_else(|p| p.into_inner());

@@ -158,6 +158,19 @@ CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON tenure.jobs
     };
 }
 pub(super) use stats_figures;
+/// The index of the count deltas by production, in [`SCHEMA`] and in the
+/// step of [`super::migrate`] that adds it: the fold and the read find a
+/// production's deltas through it, so they cost the deltas written since
+/// the last fold, never the table's size (which a long run without a fold
+/// leaves large, and which vacuum gives back only from its end).
+macro_rules! count_deltas_index {
+    () => {
+        "CREATE INDEX IF NOT EXISTS job_count_deltas_by_production
+    ON tenure.job_count_deltas (production);
+"
+    };
+}
+pub(super) use count_deltas_index;
 
 pub(super) const SCHEMA: &str = concat!(
     r#"
@@ -287,7 +300,8 @@ CREATE INDEX claim_requests_by_job ON tenure.claim_requests (production, job);
 CREATE TABLE tenure.schedules"#,
     schedules_table!(),
     ";\n",
-    stats_figures!()
+    stats_figures!(),
+    count_deltas_index!()
 );
 
 /// The stored schema version, or `None` if there is no tenure schema.

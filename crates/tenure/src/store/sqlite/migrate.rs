@@ -14,6 +14,7 @@
 //! | 7 | `events.mark_us` |
 //! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
 //! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]); `jobs.progress` (progress checkpoints, [`add_job_progress`]); `schedules` (recurring jobs) |
+//! | 12 | records 13 (schema 13 changed only PostgreSQL's layout) |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
@@ -280,7 +281,9 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            // Schema 9 changed only PostgreSQL's layout (its mark log).
+            // Schemas 9 and 13 changed only PostgreSQL's layout (its mark
+            // log, the index of its count deltas): 12 only records 13.
+            12 => {}
             2..=11 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;

@@ -1,6 +1,7 @@
 //! The reads of the statistics (see [`crate::figures`]) and the fold of
 //! the kept job counts.
 
+use super::super::pool::Pool;
 use super::PgTxn;
 use crate::error::{Error, Result};
 use crate::model::EventKind;
@@ -9,15 +10,29 @@ use crate::store::{ClaimedFigures, FlowEvent, Stored, WaitingFigures};
 /// Advisory-lock key (bigint space) of the counts' fold: one at a time.
 const FOLD_LOCK: i64 = 0x7465_6e75_7265_0002;
 
-/// Moves every committed delta row into the counts, unless another fold
-/// holds the lock (then that fold does it).
+/// Moves the committed delta rows of every production into the counts,
+/// unless another fold holds the lock (then that fold does it); returns
+/// how many rows it moved. The rows are found production by production
+/// through `job_count_deltas_by_production` (a deleted production's rows
+/// stay until its name is created again; its counts and deltas sum to
+/// nothing).
 const FOLD_COUNTS: &str = "WITH lk AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($1) AS got),
-     d AS (DELETE FROM tenure.job_count_deltas WHERE (SELECT got FROM lk)
-           RETURNING production, state, delta)
-     INSERT INTO tenure.job_counts (production, state, n)
-     SELECT production, state, sum(delta) FROM d GROUP BY production, state
-     ORDER BY production, state
-     ON CONFLICT (production, state) DO UPDATE SET n = tenure.job_counts.n + EXCLUDED.n";
+     d AS (DELETE FROM tenure.job_count_deltas
+           WHERE (SELECT got FROM lk)
+             AND production = ANY (ARRAY(SELECT name FROM tenure.productions))
+           RETURNING production, state, delta),
+     f AS (INSERT INTO tenure.job_counts (production, state, n)
+           SELECT production, state, sum(delta) FROM d GROUP BY production, state
+           ORDER BY production, state
+           ON CONFLICT (production, state) DO UPDATE SET n = tenure.job_counts.n + EXCLUDED.n)
+     SELECT count(*) FROM d";
+
+/// After a fold that moved at least this many delta rows, the table is
+/// vacuumed ([`after_fold`]). Those rows accumulated while nobody folded:
+/// until vacuum, their dead entries stay in the index, each costing the
+/// next scan a visit of its row, and the planner statistics from then rate
+/// a scan of the whole table cheaper than the index.
+const FOLD_VACUUM_ROWS: i64 = 10_000;
 
 const STATE_COUNTS: &str = "SELECT state, sum(n)::bigint FROM (
          SELECT state, n FROM tenure.job_counts WHERE production = $1
@@ -25,9 +40,14 @@ const STATE_COUNTS: &str = "SELECT state, sum(n)::bigint FROM (
          SELECT state, delta FROM tenure.job_count_deltas WHERE production = $1) c
      GROUP BY state";
 
+/// The requested jobs not yet due, read from `jobs_waiting` alone (an
+/// index-only scan: a heap page is read only if it changed since the
+/// table's last vacuum). A job without a due time waits from its
+/// `updated_us`, never later than the reading (the mark it is read
+/// against covers every committed write), so `waiting_since_us` later
+/// than the reading is `due_us` later than it.
 const WAITING_LATER: &str = "SELECT count(*), min(waiting_since_us) FROM tenure.jobs
-     WHERE production = $1 AND waiting_since_us IS NOT NULL AND waiting_since_us > $2
-       AND due_us > $2";
+     WHERE production = $1 AND waiting_since_us IS NOT NULL AND waiting_since_us > $2";
 
 const WAITING_OLDEST: &str = "SELECT waiting_since_us FROM tenure.jobs
      WHERE production = $1 AND waiting_since_us IS NOT NULL
@@ -48,9 +68,33 @@ const FLOW_EVENTS: &str = "SELECT at_us, kind, state, since_us, lapsed_us FROM t
      WHERE production = $1 AND at_us >= $2 AND at_us <= $3
      ORDER BY at_us DESC LIMIT $4";
 
-pub(in crate::store::postgres) fn fold_counts(tx: &mut PgTxn) -> Result<()> {
-    tx.execute(FOLD_COUNTS, &[&FOLD_LOCK])?;
-    Ok(())
+/// The fold; returns how many delta rows it moved.
+pub(in crate::store::postgres) fn fold_counts(tx: &mut PgTxn) -> Result<i64> {
+    Ok(tx
+        .query(FOLD_COUNTS, &[&FOLD_LOCK])?
+        .first()
+        .map_or(0, |r| r.get(0)))
+}
+
+/// After a committed fold of `moved` rows: `VACUUM (SKIP_LOCKED,
+/// ANALYZE)` of the deltas when there were [`FOLD_VACUUM_ROWS`] or more,
+/// outside any transaction. It skips the table while autovacuum holds it;
+/// a failure (or a role that does not own the table) leaves it to
+/// autovacuum and changes no figure.
+pub(in crate::store::postgres) fn after_fold(pool: &Pool, moved: i64) {
+    if moved < FOLD_VACUUM_ROWS {
+        return;
+    }
+    let Ok(mut conn) = pool.take() else {
+        return;
+    };
+    crate::stats::round_trip();
+    let _ = conn
+        .client
+        .batch_execute("VACUUM (SKIP_LOCKED, ANALYZE) tenure.job_count_deltas");
+    if !conn.client.is_closed() {
+        pool.give_back(conn);
+    }
 }
 
 pub(super) fn state_counts(tx: &mut PgTxn, production: &str) -> Result<Vec<(Stored, u64)>> {

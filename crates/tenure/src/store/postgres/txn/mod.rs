@@ -31,7 +31,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use uuid::Uuid;
 
-pub(super) use figures::fold_counts;
+pub(super) use figures::{after_fold, fold_counts};
 
 pub(super) struct PgTxn {
     conn: Option<Conn>,
