@@ -15,6 +15,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Committed one-step calls of a handle between two folds of the kept job
+/// counts ([`Inner::after_write`]).
+pub(crate) const FOLD_EVERY: u64 = 4096;
+
 pub(crate) struct Inner {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -34,7 +38,7 @@ pub(crate) struct Inner {
     /// The retention policy this handle applies in small steps inside its
     /// write traffic (`Options::retention`); `None`: only explicit prunes.
     pub(crate) retention: Option<Retention>,
-    /// Committed one-step calls, for the automatic prune cadence.
+    /// Committed one-step calls, for the automatic prune and fold cadences.
     pub(crate) writes: AtomicU64,
     /// The last automatic prune step hit its bound: catch up sooner.
     pub(crate) prune_behind: std::sync::atomic::AtomicBool,
@@ -100,16 +104,22 @@ impl Inner {
             .single(|s| crate::rules::prune(s, policy, limit))
     }
 
-    /// The automatic retention cadence: one bounded prune step after every
-    /// [`AUTO_PRUNE_EVERY`] committed one-step calls, or every
-    /// [`AUTO_PRUNE_CATCH_UP_EVERY`] while the last step hit its bound. Its
-    /// failure (busy, a clock rollback) is not the caller's: the next turn
-    /// tries again.
+    /// The cadences of committed one-step calls: a fold of the kept job
+    /// counts ([`crate::store::Backend::fold_counts`]) after every
+    /// [`FOLD_EVERY`], so the changes a store keeps apart from its counts
+    /// stay bounded with no statistics reader; and, with a retention
+    /// policy, one bounded prune step after every [`AUTO_PRUNE_EVERY`], or
+    /// every [`AUTO_PRUNE_CATCH_UP_EVERY`] while the last step hit its
+    /// bound. Their failure (busy, a clock rollback, a server away) is not
+    /// the caller's: the next turn tries again.
     fn after_write(&self) {
+        let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
+        if n % FOLD_EVERY == 0 {
+            let _ = self.backend.fold_counts();
+        }
         let Some(policy) = &self.retention else {
             return;
         };
-        let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         let every = if self.prune_behind.load(Ordering::Relaxed) {
             AUTO_PRUNE_CATCH_UP_EVERY
         } else {
