@@ -404,8 +404,7 @@ impl Worker {
                 .name(format!("tenure-slot-{i}"))
                 .spawn(move || {
                     // A panicking report callback ends this slot, never the count.
-                    let _ =
-                        catch_unwind(AssertUnwindSafe(|| slot(i, &a, &cfg, &c, &*h, &*r)));
+                    let _ = catch_unwind(AssertUnwindSafe(|| slot(i, &a, &cfg, &c, &*h, &*r)));
                     c.lock().active -= 1;
                     c.cv.notify_all();
                 });
@@ -551,14 +550,7 @@ fn pause(ctl: &Ctl, d: Duration) {
 }
 
 /// Slot number `i`'s loop.
-fn slot(
-    i: usize,
-    a: &Authority,
-    cfg: &WorkerConfig,
-    ctl: &Ctl,
-    handler: &Handler,
-    rep: &Reporter,
-) {
+fn slot(i: usize, a: &Authority, cfg: &WorkerConfig, ctl: &Ctl, handler: &Handler, rep: &Reporter) {
     while !ctl.cancel.is_cancelled() {
         let claimed = match cfg.productions.as_slice() {
             [one] => a.claim_next_wait(
