@@ -20,7 +20,7 @@
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
 use super::schema::{
-    claim_requests_table, create_current, flow_events, jobs_table, schedules_table, stats_figures,
+    claim_requests_table, create_current, jobs_table, schedules_table, stats_figures,
     tombstones_table, APPLICATION_ID,
 };
 use crate::error::{Error, Result};

@@ -92,16 +92,6 @@ macro_rules! tombstones_table {
 ) WITHOUT ROWID"
     };
 }
-/// The events the flow of the statistics reads ([`crate::figures`]'s
-/// `tally`): claims, closes, exhaustions, and any event recording a lapsed
-/// lease. `events_by_time` holds only these, and the flow's statement
-/// repeats the condition so that SQLite can use the index.
-macro_rules! flow_events {
-    () => {
-        "(kind = 'claimed' OR kind = 'completed' OR kind = 'failed' OR kind = 'released' \
-         OR kind = 'exhausted' OR lapsed_us IS NOT NULL)"
-    };
-}
 /// The table and indexes the statistics read
 /// ([`crate::store::Txn::state_counts`] and its neighbours), in [`CURRENT`]
 /// and added by the step in [`super::migrate`] that adds them:
@@ -119,8 +109,8 @@ macro_rules! flow_events {
 ///   the claimed jobs by ID (the split of claimed jobs, and a listing of
 ///   claimed, expired or failed jobs, walk only them); `events_by_time`:
 ///   by production and time, the events the flow reads
-///   ([`flow_events`]): a renewal, a submission or any other event enters
-///   no index.
+///   ([`crate::store::flow_events`]): a renewal, a submission or any other
+///   event enters no index.
 macro_rules! stats_figures {
     () => {
         concat!(
@@ -135,7 +125,7 @@ CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (production, coalesce(due_us, up
     WHERE state = 'requested';
 CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (production, job) WHERE state = 'claimed';
 CREATE INDEX IF NOT EXISTS events_by_time ON events (production, at_us) WHERE ",
-            flow_events!(),
+            $crate::store::flow_events!(),
             ";
 "
         )
@@ -183,8 +173,8 @@ macro_rules! schedules_table {
     };
 }
 pub(super) use {
-    claim_requests_table, flow_events, jobs_table, production_gates_table, schedules_table,
-    stats_figures, tombstones_table,
+    claim_requests_table, jobs_table, production_gates_table, schedules_table, stats_figures,
+    tombstones_table,
 };
 
 /// The tables and indexes of a store at [`crate::store::SCHEMA_VERSION`].

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::model::EventKind;
-use crate::store::sqlite::schema::flow_events;
+use crate::store::flow_events;
 use crate::store::{ClaimedFigures, FlowEvent, Stored, WaitingFigures};
 use rusqlite::{params, Connection};
 
