@@ -3,11 +3,13 @@
 //! snapshot (docs/design.md, "Statistics").
 //!
 //! Counts by stored state come from figures the store keeps as jobs change
-//! state (`job_counts`, written in the transaction of each change); the
-//! split of requested jobs into due and not yet due, and of claimed jobs
-//! into live and expired, from index range reads of the smaller sets; the
-//! flow from the window's events (an index on `(production, at_us)`), at
-//! most [`FLOW_EVENT_CAP`] of them. Nothing here reads every job row.
+//! state (`job_counts`, written in the transaction of each change; SQLite
+//! keeps the number of jobs and of each terminal state, and counts the
+//! claimed jobs along their index); the split of requested jobs into due
+//! and not yet due, and of claimed jobs into live and expired, from index
+//! range reads of the smaller sets; the flow from the window's events it
+//! counts (`flow_events!`, an index on `(production, at_us)`), at most
+//! [`FLOW_EVENT_CAP`] of them. Nothing here reads every job row.
 
 use crate::error::{Error, Result};
 use crate::model::EventKind;
