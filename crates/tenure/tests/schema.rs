@@ -16,6 +16,7 @@ use tenure::*;
 mod common;
 use common::{
     downgrade_to_schema_3, skip_on_postgres, Env, SQLITE_UNDO_10, SQLITE_UNDO_11, SQLITE_UNDO_12,
+    SQLITE_UNDO_13,
 };
 
 /// The tokens of an SQL text, lower-cased outside string literals, joined
@@ -332,10 +333,10 @@ fn a_v1_store_migrated_has_the_layout_of_a_new_store_and_its_old_events() {
     assert_eq!(legacy, 2);
 }
 
-/// What each schema from 12 down to 5 lacks of the one after it (schemas 9
-/// and 13 changed only PostgreSQL's layout).
+/// What each schema from 12 down to 5 lacks of the one after it (schema 9
+/// changed only PostgreSQL's layout).
 const UNDO: &[(u32, &str)] = &[
-    (12, "PRAGMA user_version = 12;"),
+    (12, SQLITE_UNDO_13),
     (11, SQLITE_UNDO_12),
     (10, SQLITE_UNDO_11),
     (9, SQLITE_UNDO_10),
@@ -439,7 +440,23 @@ fn the_layout_differs_by_definitions_not_by_spacing() {
 /// stay exact through the transitions after it.
 #[test]
 fn the_statistics_step_fills_the_counts_from_the_rows() {
-    if skip_on_postgres("a SQLite file of schema 10") {
+    counts_migrate(
+        &(SQLITE_UNDO_13.to_owned() + SQLITE_UNDO_12 + SQLITE_UNDO_11),
+        10,
+    );
+}
+
+/// A schema 12 store (counts of every state kept by triggers) migrated:
+/// the counts are filled afresh and the triggers gone, and the counts stay
+/// exact through the transitions after it, a requeue and a prune
+/// included.
+#[test]
+fn a_schema_12_store_counts_by_its_transactions() {
+    counts_migrate(SQLITE_UNDO_13, 12);
+}
+
+fn counts_migrate(undo: &str, from: u32) {
+    if skip_on_postgres("a SQLite file of an older schema") {
         return;
     }
     let env = Env::new();
@@ -461,7 +478,7 @@ fn the_statistics_step_fills_the_counts_from_the_rows() {
     let path = env.path();
     Connection::open(&path)
         .unwrap()
-        .execute_batch(SQLITE_UNDO_11)
+        .execute_batch(undo)
         .unwrap();
     drop(held);
     let Env {
@@ -471,8 +488,17 @@ fn the_statistics_step_fills_the_counts_from_the_rows() {
         ..
     } = env;
     drop(auth);
-    let a = tenure::Authority::open(&path, &Options::new().clock(clock)).unwrap();
-    assert_eq!(a.migrated_from(), 10);
+    let a = tenure::Authority::open(&path, &Options::new().clock(clock.clone())).unwrap();
+    assert_eq!(a.migrated_from(), from);
+    let triggers: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(triggers, 0);
     let after = a.stats(&tenure::StatsQuery::default()).unwrap();
     let counts = |s: &tenure::Stats| {
         let p = &s.productions[0];
@@ -489,6 +515,20 @@ fn the_statistics_step_fills_the_counts_from_the_rows() {
     a.claim_next("p", "w", ttl).unwrap().complete(&[]).unwrap();
     let last = a.stats(&tenure::StatsQuery::default()).unwrap();
     assert_eq!(counts(&last), (0, 1, 2, 1, 1));
+    // Out of a terminal state and back into the queue.
+    a.requeue("p", "c", None, tenure::Delay::ZERO).unwrap();
+    let requeued = a.stats(&tenure::StatsQuery::default()).unwrap();
+    assert_eq!(counts(&requeued), (1, 1, 2, 1, 0));
+    // Pruning removes the ended jobs.
+    clock.advance(7_200_000_000);
+    a.prune(&tenure::Retention {
+        event_age: None,
+        terminal_job_age: Some(tenure::Age::from_secs(3_600).unwrap()),
+        tombstone_age: None,
+    })
+    .unwrap();
+    let pruned = a.stats(&tenure::StatsQuery::default()).unwrap();
+    assert_eq!(counts(&pruned), (1, 0, 0, 0, 0));
 }
 
 /// A schema 11 store's schedules (no time zone column) migrate as UTC
@@ -519,7 +559,7 @@ fn schema_11_schedules_migrate_as_utc_cadences() {
     drop(auth);
     Connection::open(&path)
         .unwrap()
-        .execute_batch(SQLITE_UNDO_12)
+        .execute_batch(&(SQLITE_UNDO_13.to_owned() + SQLITE_UNDO_12))
         .unwrap();
     let a = tenure::Authority::open(&path, &Options::new().clock(clock)).unwrap();
     assert_eq!(a.migrated_from(), 11);

@@ -778,7 +778,9 @@ fn a_schema_9_store_gets_end_times_and_its_indexes_rebuilt() {
     let path = env.path();
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch(&(SQLITE_UNDO_11.to_owned() + SQLITE_UNDO_10))
+        .execute_batch(
+            &(SQLITE_UNDO_13.to_owned() + SQLITE_UNDO_12 + SQLITE_UNDO_11 + SQLITE_UNDO_10),
+        )
         .unwrap();
 
     let a = env.reopen();

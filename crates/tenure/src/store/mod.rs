@@ -16,6 +16,19 @@ use crate::model::{Event, EventKind, JobState, PublishedFact};
 use crate::ttl::{Backoff, Delay};
 use uuid::Uuid;
 
+/// The events the flow of the statistics reads (see [`Txn::flow_events`]),
+/// as an SQL condition on an event row: claims, closes (complete, fail,
+/// release), exhaustions, and any event recording a lapsed lease
+/// (`lapsed_us`). Every other event adds nothing to the flow
+/// ([`crate::figures::tally`]); on SQLite `events_by_time` holds only these.
+macro_rules! flow_events {
+    () => {
+        "(kind = 'claimed' OR kind = 'completed' OR kind = 'failed' OR kind = 'released' \
+         OR kind = 'exhausted' OR lapsed_us IS NOT NULL)"
+    };
+}
+pub(crate) use flow_events;
+
 /// Schema version this library writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: u32 = 13;
 
@@ -802,8 +815,9 @@ pub(crate) trait Txn: Send {
         horizon: i64,
         window_from: i64,
     ) -> Result<ClaimedFigures>;
-    /// The production's events with `from <= at_us <= to`, newest first, at
-    /// most `limit` (an index on `(production, at_us)`).
+    /// The production's events the flow reads ([`flow_events`]) with
+    /// `from <= at_us <= to`, newest first, at most `limit` (an index on
+    /// `(production, at_us)`).
     fn flow_events(
         &mut self,
         production: &str,

@@ -237,6 +237,30 @@ pub fn pg_downgrade_to_schema_4(url: &str) {
         .unwrap();
 }
 
+/// What schema 12 has of schema 13's statistics in another form: the job
+/// counts of every stored state kept by triggers, `events_by_time` over
+/// every event.
+pub const SQLITE_UNDO_13: &str = "
+    CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs BEGIN
+        INSERT INTO job_counts (production, state, n) VALUES (NEW.production, NEW.state, 1)
+            ON CONFLICT (production, state) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs BEGIN
+        UPDATE job_counts SET n = n - 1 WHERE production = OLD.production AND state = OLD.state;
+    END;
+    CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON jobs
+        WHEN OLD.state <> NEW.state BEGIN
+        UPDATE job_counts SET n = n - 1 WHERE production = OLD.production AND state = OLD.state;
+        INSERT INTO job_counts (production, state, n) VALUES (NEW.production, NEW.state, 1)
+            ON CONFLICT (production, state) DO UPDATE SET n = n + 1;
+    END;
+    DELETE FROM job_counts;
+    INSERT INTO job_counts (production, state, n)
+        SELECT production, state, count(*) FROM jobs GROUP BY production, state;
+    DROP INDEX events_by_time;
+    CREATE INDEX events_by_time ON events (production, at_us);
+    PRAGMA user_version = 12;";
+
 /// What schema 11 lacks of schema 12: a cron cadence's time zone.
 pub const SQLITE_UNDO_12: &str = "ALTER TABLE schedules DROP COLUMN tz; PRAGMA user_version = 11;";
 
@@ -290,7 +314,7 @@ pub fn downgrade_to_schema_3(env: &Env) {
         None => rusqlite::Connection::open(env.path())
             .unwrap()
             .execute_batch(
-                &(SQLITE_UNDO_11.to_owned() + SQLITE_UNDO_10 +
+                &(SQLITE_UNDO_13.to_owned() + SQLITE_UNDO_12 + SQLITE_UNDO_11 + SQLITE_UNDO_10 +
                 // Schema 8 keeps the mark on the newest event, schema 7 a
                 // completion's provenance in the job row;
                 // the stores before it hold it as fact rows, placed after

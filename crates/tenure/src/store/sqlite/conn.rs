@@ -35,6 +35,7 @@ pub(super) enum Hot {
     UpdateExpiry,
     AppendEvent,
     LiveJobs,
+    AddCount,
     ParkedProbe,
 }
 
@@ -61,6 +62,7 @@ impl Hot {
             Hot::UpdateExpiry => super::UPDATE_EXPIRY_SQL,
             Hot::AppendEvent => super::APPEND_EVENT_SQL,
             Hot::LiveJobs => super::LIVE_JOBS_SQL,
+            Hot::AddCount => super::ADD_COUNT_SQL,
             Hot::ParkedProbe => super::PARKED_PROBE_SQL,
         }
     }
@@ -197,6 +199,7 @@ mod tests {
             Hot::UpdateExpiry,
             Hot::AppendEvent,
             Hot::LiveJobs,
+            Hot::AddCount,
             Hot::ParkedProbe,
         ] {
             let n = c.with(h, |st| Ok(st.parameter_count())).unwrap();

@@ -13,8 +13,9 @@
 //! | 6 | `jobs.provenance_at` |
 //! | 7 | `events.mark_us` |
 //! | 8, 9 | `jobs.ended_us`, `jobs_ended`; `jobs_by_state` and `events_by_production` dropped |
-//! | 10 | statistics: `job_counts` and its triggers, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]); `jobs.progress` (progress checkpoints, [`add_job_progress`]); `schedules` (recurring jobs) |
-//! | 12 | records 13 (schema 13 changed only PostgreSQL's layout) |
+//! | 10 | statistics: `job_counts`, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]); `jobs.progress` (progress checkpoints, [`add_job_progress`]); `schedules` (recurring jobs) |
+//! | 11 | `schedules.tz` ([`add_schedule_tz`]) |
+//! | 12 | statistics: `job_counts` of every job and the terminal states, written by the transactions (no triggers); `events_by_time` of the flow's events only ([`add_stats_figures`]) |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
@@ -194,21 +195,35 @@ CREATE INDEX IF NOT EXISTS jobs_ended ON jobs (production, state, job)
 
 /// The statistics step: the event columns the flow measures from
 /// (`since_us`, `lapsed_us`; NULL on older events, which the flow then
-/// counts but does not time), the kept job counts with their triggers
-/// (filled from the rows as they are), and the indexes the statistics read
-/// ([`stats_figures`]). Run inside the migration transaction that checked
-/// the version; idempotent (the counts are filled afresh).
+/// counts but does not time), the kept job counts (filled from the rows as
+/// they are, [`FILL_JOB_COUNTS`]), and the indexes the statistics read
+/// ([`stats_figures`]). A schema 11 or 12 store has them in an earlier
+/// form: its count triggers are dropped and `events_by_time`, which held
+/// every event, is made again. Run inside the migration transaction that
+/// checked the version; idempotent (the counts are filled afresh).
 fn add_stats_figures(conn: &Connection) -> Result<()> {
     add_column_once(conn, "events", "since_us", "INTEGER")?;
     add_column_once(conn, "events", "lapsed_us", "INTEGER")?;
     conn.execute_batch(concat!(
+        "DROP TRIGGER IF EXISTS job_counts_insert;
+         DROP TRIGGER IF EXISTS job_counts_delete;
+         DROP TRIGGER IF EXISTS job_counts_update;
+         DROP INDEX IF EXISTS events_by_time;",
         stats_figures!(),
-        "DELETE FROM job_counts;
-         INSERT INTO job_counts (production, state, n)
-         SELECT production, state, count(*) FROM jobs GROUP BY production, state;"
     ))?;
+    conn.execute_batch(FILL_JOB_COUNTS)?;
     Ok(())
 }
+
+/// `job_counts` filled from the job rows (see [`stats_figures`]).
+const FILL_JOB_COUNTS: &str = "
+DELETE FROM job_counts;
+INSERT INTO job_counts (production, state, n)
+    SELECT production, 'all', count(*) FROM jobs GROUP BY production;
+INSERT INTO job_counts (production, state, n)
+    SELECT production, state, count(*) FROM jobs
+    WHERE state <> 'requested' AND state <> 'claimed' GROUP BY production, state;
+";
 
 /// The step that adds the claim gates (`production_gates`, see
 /// [`crate::gates`]): additive; a store that has the table keeps it.
@@ -281,10 +296,8 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
             }
             // Schema 1 is rewritten straight into the current layout.
             1 => migrate_1_to_2(conn, now_us)?,
-            // Schemas 9 and 13 changed only PostgreSQL's layout (its mark
-            // log, the index of its count deltas): 12 only records 13.
-            12 => {}
-            2..=11 => {
+            // Schema 9 changed only PostgreSQL's layout (its mark log).
+            2..=12 => {
                 if from == 2 {
                     conn.execute_batch(MIGRATE_2_TO_3)?;
                 }
@@ -462,6 +475,7 @@ fn migrate_1_to_2(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<()> {
         )?;
     }
     conn.execute_batch("DROP TABLE jobs_v1; DROP TABLE productions_v1;")?;
+    conn.execute_batch(FILL_JOB_COUNTS)?;
     conn.execute(
         "UPDATE meta SET value = max(value, ?1) WHERE key = 'high_water_us'",
         [now],

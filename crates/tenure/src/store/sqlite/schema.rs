@@ -92,46 +92,43 @@ macro_rules! tombstones_table {
 ) WITHOUT ROWID"
     };
 }
-/// The tables, triggers and indexes the statistics read
+/// The table and indexes the statistics read
 /// ([`crate::store::Txn::state_counts`] and its neighbours), in [`CURRENT`]
 /// and added by the step in [`super::migrate`] that adds them:
 ///
-/// - `job_counts`: each production's number of jobs by stored state,
-///   written by triggers on `jobs` in the statement that inserts, deletes
-///   or changes the state of a row (a renewal, which changes no state,
-///   fires none).
+/// - `job_counts`: per production, its number of jobs (`state = 'all'`)
+///   and its number in each terminal state (`completed`, `failed`,
+///   `cancelled`). The transaction that inserts, deletes or ends a job, or
+///   takes one out of a terminal state, adds its changes at its commit
+///   (one row written per production and count it changed, none when they
+///   cancel out; see `SqliteTxn::count`); a claim, a renewal or a release
+///   writes none. The claimed jobs are counted from `jobs_claimed` and the
+///   requested ones are the rest.
 /// - `jobs_waiting`: requested jobs by due moment (`due_us`, or
 ///   `updated_us`, when the job last became requested); `jobs_claimed`:
 ///   the claimed jobs by ID (the split of claimed jobs, and a listing of
 ///   claimed, expired or failed jobs, walk only them); `events_by_time`:
-///   the log by production and time.
+///   by production and time, the events the flow reads
+///   ([`crate::store::flow_events`]): a renewal, a submission or any other
+///   event enters no index.
 macro_rules! stats_figures {
     () => {
-        "
+        concat!(
+            "
 CREATE TABLE IF NOT EXISTS job_counts (
     production TEXT NOT NULL,
     state      TEXT NOT NULL,
     n          INTEGER NOT NULL,
     PRIMARY KEY (production, state)
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS job_counts_insert AFTER INSERT ON jobs BEGIN
-    INSERT INTO job_counts (production, state, n) VALUES (NEW.production, NEW.state, 1)
-        ON CONFLICT (production, state) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS job_counts_delete AFTER DELETE ON jobs BEGIN
-    UPDATE job_counts SET n = n - 1 WHERE production = OLD.production AND state = OLD.state;
-END;
-CREATE TRIGGER IF NOT EXISTS job_counts_update AFTER UPDATE OF state ON jobs
-    WHEN OLD.state <> NEW.state BEGIN
-    UPDATE job_counts SET n = n - 1 WHERE production = OLD.production AND state = OLD.state;
-    INSERT INTO job_counts (production, state, n) VALUES (NEW.production, NEW.state, 1)
-        ON CONFLICT (production, state) DO UPDATE SET n = n + 1;
-END;
 CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (production, coalesce(due_us, updated_us))
     WHERE state = 'requested';
 CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (production, job) WHERE state = 'claimed';
-CREATE INDEX IF NOT EXISTS events_by_time ON events (production, at_us);
+CREATE INDEX IF NOT EXISTS events_by_time ON events (production, at_us) WHERE ",
+            $crate::store::flow_events!(),
+            ";
 "
+        )
     };
 }
 /// What follows `CREATE TABLE production_gates` in [`CURRENT`], which the

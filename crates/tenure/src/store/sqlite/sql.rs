@@ -21,6 +21,15 @@ macro_rules! event_cols {
         "seq, at_us, production, job, kind, state, claim_id, holder, attempt, expires_us, detail"
     };
 }
+/// The `UPDATE` of every column a transition writes, by `seq` (`?1`).
+macro_rules! update_job_sql {
+    () => {
+        "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, \
+         secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, \
+         last_error = ?10, due_us = ?11, provenance_at = ?12, parked = ?13, ended_us = ?14 \
+         WHERE seq = ?1"
+    };
+}
 pub(super) use {event_cols, job_cols};
 
 // The statements every write transaction runs, kept prepared per
@@ -29,6 +38,10 @@ pub(super) use {event_cols, job_cols};
 /// larger (see [`super::schema::CURRENT`]).
 pub(super) const HIGH_WATER_SQL: &str = "SELECT max(value, coalesce((SELECT mark_us FROM events \
      ORDER BY seq DESC LIMIT 1), value)) FROM meta WHERE key = 'high_water_us'";
+/// Add to one of a production's kept job counts (see
+/// [`super::schema::stats_figures`]).
+pub(super) const ADD_COUNT_SQL: &str = "INSERT INTO job_counts (production, state, n) \
+     VALUES (?1, ?2, ?3) ON CONFLICT (production, state) DO UPDATE SET n = n + excluded.n";
 /// The mark on an event this transaction appended.
 pub(super) const SET_EVENT_MARK_SQL: &str = "UPDATE events SET mark_us = ?2 WHERE seq = ?1";
 pub(super) const SET_HIGH_WATER_SQL: &str =
@@ -45,11 +58,13 @@ pub(super) const JOB_BY_SEQ_SQL: &str = concat!(
     job_cols!(),
     " FROM jobs WHERE seq = ?3 AND production = ?1 AND job = ?2"
 );
-pub(super) const UPDATE_JOB_SQL: &str =
-    "UPDATE jobs SET state = ?2, attempts = ?3, claim_id = ?4, \
-     secret_digest = ?5, holder = ?6, claimed_us = ?7, expires_us = ?8, updated_us = ?9, \
-     last_error = ?10, due_us = ?11, provenance_at = ?12, parked = ?13, ended_us = ?14 \
-     WHERE seq = ?1";
+/// Every column a transition writes, of a row that was open (requested or
+/// claimed): a row that had ended is not matched (0 rows) and takes
+/// [`UPDATE_ENDED_JOB_SQL`], so that what the write does to the kept job
+/// counts is known without reading the row first.
+pub(super) const UPDATE_JOB_SQL: &str = concat!(update_job_sql!(), " AND ended_us IS NULL");
+/// [`UPDATE_JOB_SQL`] of a row that had ended (a requeue).
+pub(super) const UPDATE_ENDED_JOB_SQL: &str = update_job_sql!();
 /// [`UPDATE_JOB_SQL`] for a row that was and stays open and unparked (a
 /// claim, a release or retry with no delay): it sets neither column of
 /// `jobs_ready`'s predicate, so SQLite leaves that index alone. A row that

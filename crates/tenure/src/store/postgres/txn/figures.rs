@@ -64,9 +64,12 @@ const CLAIMED_FIGURES: &str = "SELECT
      FROM (SELECT coalesce(expires_us, -9223372036854775808) AS e, attempts, max_attempts
            FROM tenure.jobs WHERE production = $1 AND state = 'claimed') c";
 
-const FLOW_EVENTS: &str = "SELECT at_us, kind, state, since_us, lapsed_us FROM tenure.events
-     WHERE production = $1 AND at_us >= $2 AND at_us <= $3
-     ORDER BY at_us DESC LIMIT $4";
+const FLOW_EVENTS: &str = concat!(
+    "SELECT at_us, kind, state, since_us, lapsed_us FROM tenure.events
+     WHERE production = $1 AND at_us >= $2 AND at_us <= $3 AND ",
+    crate::store::flow_events!(),
+    " ORDER BY at_us DESC LIMIT $4"
+);
 
 /// The fold; returns how many delta rows it moved.
 pub(in crate::store::postgres) fn fold_counts(tx: &mut PgTxn) -> Result<i64> {

@@ -3,24 +3,46 @@
 
 use crate::error::{Error, Result};
 use crate::model::EventKind;
+use crate::store::flow_events;
 use crate::store::{ClaimedFigures, FlowEvent, Stored, WaitingFigures};
 use rusqlite::{params, Connection};
 
+/// The kept counts (every job and each terminal state, see
+/// [`crate::store::sqlite::schema::stats_figures`]), the claimed jobs
+/// counted along `jobs_claimed`, and the requested ones as the rest.
 pub(super) fn state_counts(c: &Connection, production: &str) -> Result<Vec<(Stored, u64)>> {
+    let corrupt = |what: &str| Error::Store(format!("corrupt job count: {what}"));
     let mut st = c.prepare_cached("SELECT state, n FROM job_counts WHERE production = ?1")?;
     let rows = st.query_map([production], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
     })?;
+    let mut all = 0u64;
     let mut out = Vec::new();
     for r in rows {
         let (s, n) = r?;
-        let s = Stored::parse(&s)
-            .ok_or_else(|| Error::Store(format!("corrupt job count: unknown state {s:?}")))?;
-        out.push((
-            s,
-            u64::try_from(n).map_err(|_| Error::Store("corrupt job count: negative".into()))?,
-        ));
+        let n = u64::try_from(n).map_err(|_| corrupt("negative"))?;
+        if s == "all" {
+            all = n;
+            continue;
+        }
+        match Stored::parse(&s) {
+            Some(s) if !s.is_open() => out.push((s, n)),
+            _ => return Err(corrupt(&format!("unknown count {s:?}"))),
+        }
     }
+    let claimed: i64 = c
+        .prepare_cached(
+            "SELECT count(*) FROM jobs INDEXED BY jobs_claimed
+             WHERE production = ?1 AND state = 'claimed'",
+        )?
+        .query_row([production], |r| r.get(0))?;
+    let claimed = claimed as u64;
+    let ended: u64 = out.iter().map(|(_, n)| n).sum();
+    let requested = all
+        .checked_sub(ended + claimed)
+        .ok_or_else(|| corrupt("fewer jobs than claimed and ended ones"))?;
+    out.push((Stored::Requested, requested));
+    out.push((Stored::Claimed, claimed));
     Ok(out)
 }
 
@@ -92,11 +114,12 @@ pub(super) fn flow_events(
     to: i64,
     limit: usize,
 ) -> Result<Vec<FlowEvent>> {
-    let mut st = c.prepare_cached(
+    let mut st = c.prepare_cached(concat!(
         "SELECT at_us, kind, state, since_us, lapsed_us FROM events INDEXED BY events_by_time
-         WHERE production = ?1 AND at_us >= ?2 AND at_us <= ?3
-         ORDER BY at_us DESC LIMIT ?4",
-    )?;
+             WHERE production = ?1 AND at_us >= ?2 AND at_us <= ?3 AND ",
+        flow_events!(),
+        " ORDER BY at_us DESC LIMIT ?4"
+    ))?;
     let mut q = st.query(params![production, from, to, limit as i64])?;
     let mut out = Vec::new();
     while let Some(r) = q.next()? {

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::store::sqlite::conn::{Conn, Hot};
 use crate::store::sqlite::rows::{collect, ended_us, job_row, one_row, production_row, uuid_text};
-use crate::store::sqlite::sql::job_cols;
+use crate::store::sqlite::sql::{job_cols, UPDATE_ENDED_JOB_SQL};
 use crate::store::{
     backoff_cols, rate_from_cols, GateRow, JobRow, LiveScan, ProductionRow, Stored,
 };
@@ -166,7 +166,10 @@ pub(super) fn set_progress(c: &Connection, production: &str, job: &str, v: &[u8]
     }
 }
 
-pub(super) fn update_job(h: &Conn, row: &JobRow) -> Result<()> {
+/// Write every column a transition sets; returns the stored state the row
+/// had when that was a terminal one (what the write takes out of the kept
+/// counts), `None` when the row was open.
+pub(super) fn update_job(h: &Conn, row: &JobRow) -> Result<Option<Stored>> {
     h.remember_seq(&row.production, &row.job, row.seq);
     let mut claim = [0; uuid::fmt::Hyphenated::LENGTH];
     let claim = row.claim_id.map(|u| uuid_text(&u, &mut claim));
@@ -190,15 +193,27 @@ pub(super) fn update_job(h: &Conn, row: &JobRow) -> Result<()> {
     if row.state.is_open() && !row.parked {
         let n = h.with(Hot::UpdateOpenJob, |st| st.execute(&common[..]))?;
         if n == 1 {
-            return Ok(());
+            return Ok(None);
         }
     }
     let ended = ended_us(row);
     let rest: [&dyn rusqlite::ToSql; 2] = [&row.parked, &ended];
-    let n = h.with(Hot::UpdateJob, |st| {
-        st.execute(rusqlite::params_from_iter(common.iter().chain(&rest)))
-    })?;
-    one_row(n, row)
+    let all = || rusqlite::params_from_iter(common.iter().chain(&rest));
+    if h.with(Hot::UpdateJob, |st| st.execute(all()))? == 1 {
+        return Ok(None);
+    }
+    // Not matched: the row had ended (or is not there).
+    let c = h.get();
+    let was: Option<String> = c
+        .prepare_cached("SELECT state FROM jobs WHERE seq = ?1")?
+        .query_row([row.seq], |r| r.get(0))
+        .optional()?;
+    let n = c.prepare_cached(UPDATE_ENDED_JOB_SQL)?.execute(all())?;
+    one_row(n, row)?;
+    let was = was.unwrap_or_default();
+    Ok(Some(Stored::parse(&was).ok_or_else(|| {
+        Error::Store(format!("corrupt job row: unknown state {was:?}"))
+    })?))
 }
 
 pub(super) fn update_expiry(h: &Conn, row: &JobRow) -> Result<()> {

@@ -56,10 +56,27 @@ pub(super) struct SqliteTxn {
     /// The stored mark this transaction's commit leaves, when it is known
     /// ([`Txn::commit_with_mark`]); the connection remembers it.
     mark_after: Option<i64>,
+    /// What this transaction changed of the kept job counts, written by
+    /// its commit ([`SqliteTxn::count`]).
+    counts: Vec<CountChange>,
+    /// Where in `counts` each open savepoint began.
+    count_marks: Vec<usize>,
     /// This writer's place in the [`writer_queue`], held until the transaction ends.
     #[cfg(target_os = "linux")]
     pub(super) turn: Option<writer_queue::WriterTurn>,
 }
+
+/// A change of one of a production's kept job counts (`job_counts`, see
+/// [`crate::store::sqlite::schema::stats_figures`]).
+struct CountChange {
+    production: Box<str>,
+    /// `all`, or a terminal state.
+    count: &'static str,
+    by: i64,
+}
+
+/// The count `job_counts` keeps of every job of a production.
+const ALL_JOBS: &str = "all";
 
 impl SqliteTxn {
     pub(super) fn begin(
@@ -83,6 +100,8 @@ impl SqliteTxn {
                 event_bound: false,
                 write: begin == Hot::BeginImmediate,
                 mark_after: None,
+                counts: Vec::new(),
+                count_marks: Vec::new(),
                 #[cfg(target_os = "linux")]
                 turn: None,
             })),
@@ -118,10 +137,63 @@ impl SqliteTxn {
         Ok(())
     }
 
+    /// Add `by` to the production's `count` at the commit. Changes since
+    /// the innermost open savepoint are summed as they come (a savepoint
+    /// rolled back drops its own).
+    fn count(&mut self, production: &str, count: &'static str, by: i64) {
+        let from = self.count_marks.last().copied().unwrap_or(0);
+        match self.counts[from..]
+            .iter_mut()
+            .find(|c| c.count == count && &*c.production == production)
+        {
+            Some(c) => c.by += by,
+            None => self.counts.push(CountChange {
+                production: production.into(),
+                count,
+                by,
+            }),
+        }
+    }
+
+    /// A job of the production entering (`by` 1) or leaving (-1) `state`:
+    /// only a terminal state has a kept count.
+    fn count_state(&mut self, production: &str, state: Stored, by: i64) {
+        if !state.is_open() {
+            self.count(production, state.as_str(), by);
+        }
+    }
+
+    /// Write the transaction's count changes: one row per production and
+    /// count, none for a change that summed to nothing.
+    fn write_counts(&mut self) -> Result<()> {
+        let mut counts = std::mem::take(&mut self.counts);
+        self.count_marks.clear();
+        while let Some(c) = counts.pop() {
+            let mut by = c.by;
+            counts.retain(|o| {
+                let same = o.count == c.count && o.production == c.production;
+                if same {
+                    by += o.by;
+                }
+                !same
+            });
+            if by != 0 {
+                crate::fault::point();
+                self.h().with(Hot::AddCount, |st| {
+                    st.execute(params![&*c.production, c.count, by])
+                })?;
+            }
+        }
+        Ok(())
+    }
+
     fn finish(&mut self, end: Hot) -> Result<()> {
         if !self.open {
             return Ok(());
         }
+        // Ending without a commit: the count changes are never written.
+        self.counts.clear();
+        self.count_marks.clear();
         // Ending without a commit: the bound event is never inserted.
         self.event_bound = false;
         let deferred = self.pool.deferred().cloned();
@@ -297,12 +369,22 @@ impl Txn for SqliteTxn {
 
     fn insert_job(&mut self, row: &JobRow, payload: &[u8]) -> Result<i64> {
         crate::fault::point();
-        insert_job(self.c(), row, payload)
+        let seq = insert_job(self.c(), row, payload)?;
+        self.count(&row.production, ALL_JOBS, 1);
+        self.count_state(&row.production, row.state, 1);
+        Ok(seq)
     }
 
     fn update_job(&mut self, row: &JobRow) -> Result<()> {
         crate::fault::point();
-        jobs::update_job(self.h(), row)
+        let was = jobs::update_job(self.h(), row)?;
+        if was != Some(row.state) {
+            if let Some(was) = was {
+                self.count_state(&row.production, was, -1);
+            }
+            self.count_state(&row.production, row.state, 1);
+        }
+        Ok(())
     }
 
     fn update_expiry(&mut self, row: &JobRow) -> Result<()> {
@@ -378,7 +460,12 @@ impl Txn for SqliteTxn {
 
     fn delete_jobs(&mut self, rows: &[JobRow]) -> Result<u64> {
         crate::fault::point();
-        retention::delete_jobs(self.c(), rows)
+        let (facts, states) = retention::delete_jobs(self.c(), rows)?;
+        for (row, state) in rows.iter().zip(states) {
+            self.count(&row.production, ALL_JOBS, -1);
+            self.count_state(&row.production, state, -1);
+        }
+        Ok(facts)
     }
 
     fn insert_tombstones(&mut self, stones: &[Tombstone]) -> Result<()> {
@@ -511,6 +598,7 @@ impl Txn for SqliteTxn {
         self.flush_event(self.read_mark)?;
         exec(self.h(), Hot::Savepoint)?;
         self.savepoints += 1;
+        self.count_marks.push(self.counts.len());
         Ok(())
     }
 
@@ -519,6 +607,9 @@ impl Txn for SqliteTxn {
         exec(self.h(), Hot::RollbackTo)?;
         exec(self.h(), Hot::Release)?;
         self.savepoints -= 1;
+        if let Some(from) = self.count_marks.pop() {
+            self.counts.truncate(from);
+        }
         Ok(())
     }
 
@@ -526,6 +617,7 @@ impl Txn for SqliteTxn {
         self.flush_event(self.read_mark)?;
         exec(self.h(), Hot::Release)?;
         self.savepoints -= 1;
+        self.count_marks.pop();
         Ok(())
     }
 
@@ -582,6 +674,7 @@ impl Txn for SqliteTxn {
             return Err(Error::Internal("commit of a finished transaction".into()));
         }
         self.flush_event(self.read_mark)?;
+        self.write_counts()?;
         crate::fault::point();
         self.finish(Hot::Commit)?;
         #[cfg(target_os = "linux")]

@@ -36,13 +36,21 @@ pub(super) fn terminal_jobs_before(
     collect(rows)
 }
 
-pub(super) fn delete_jobs(c: &Connection, rows: &[JobRow]) -> Result<u64> {
+/// Delete the rows and what belongs to their jobs; returns how many facts
+/// went with them and each row's stored state as it was deleted.
+pub(super) fn delete_jobs(c: &Connection, rows: &[JobRow]) -> Result<(u64, Vec<Stored>)> {
     let mut facts = 0;
+    let mut states = Vec::with_capacity(rows.len());
     for row in rows {
-        let n = c
-            .prepare_cached("DELETE FROM jobs WHERE seq = ?1")?
-            .execute([row.seq])?;
-        one_row(n, row)?;
+        let gone: Vec<String> = c
+            .prepare_cached("DELETE FROM jobs WHERE seq = ?1 RETURNING state")?
+            .query_map([row.seq], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        one_row(gone.len(), row)?;
+        states.push(
+            Stored::parse(&gone[0])
+                .ok_or_else(|| bad_col(0, format!("unknown state {:?}", gone[0])))?,
+        );
         facts += c
             .prepare_cached("DELETE FROM facts WHERE production = ?1 AND job = ?2")?
             .execute([&row.production, &row.job])? as u64;
@@ -54,7 +62,7 @@ pub(super) fn delete_jobs(c: &Connection, rows: &[JobRow]) -> Result<u64> {
         c.prepare_cached("DELETE FROM claim_requests WHERE production = ?1 AND job = ?2")?
             .execute([&row.production, &row.job])?;
     }
-    Ok(facts)
+    Ok((facts, states))
 }
 
 pub(super) fn insert_tombstones(c: &Connection, stones: &[Tombstone]) -> Result<()> {
