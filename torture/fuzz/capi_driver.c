@@ -253,6 +253,28 @@ static char SENT_OBJ;
 #define SENT_U64 UINT64_C(0xA5A5A5A5A5A5A5A5)
 #define SENT_BYTE 0xA5
 
+/* A batched claim's outcome: with a NULL out-pointer (`on`) it is
+   INVALID_ARGUMENT; refused, nothing was written; otherwise `count` of the
+   `k` slots hold leases (kept), the rest untouched. */
+static void check_claimed(tenure_status st, int on, tenure_lease **slots, size_t k, size_t count,
+                          size_t n) {
+  if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
+  if (st != TENURE_OK) {
+    CHECK(count == (size_t)SENT_U64);
+    for (size_t i = 0; i < k; i++) CHECK(slots[i] == SENT_PTR);
+    return;
+  }
+  CHECK(count <= n);
+  for (size_t i = 0; i < k; i++) {
+    if (i < count) {
+      CHECK(slots[i] != SENT_PTR && slots[i] != NULL);
+      if (slots[i] != SENT_PTR && slots[i] != NULL) add_lease(slots[i]);
+    } else {
+      CHECK(slots[i] == SENT_PTR);
+    }
+  }
+}
+
 /* The highest status number this header names (ABI 1.1 appended 22..24,
  * ABI 1.2 25..28). */
 #define LAST_STATUS TENURE_JOB_LIVE
@@ -817,21 +839,7 @@ static void call_steering(int on) {
       tenure_status st = tenure_authority_claim_next_many_across(A, lp, np, gen_holder(), gen_ttl(), n, arr,
                                                                  on ? NULL : &count);
       note(st, what);
-      if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
-      if (st != TENURE_OK) {
-        CHECK(count == (size_t)SENT_U64);
-        for (size_t i = 0; i < k; i++) CHECK(slots[i] == SENT_PTR);
-      } else {
-        CHECK(count <= n);
-        for (size_t i = 0; i < k; i++) {
-          if (i < count) {
-            CHECK(slots[i] != SENT_PTR && slots[i] != NULL);
-            if (slots[i] != SENT_PTR && slots[i] != NULL) add_lease(slots[i]);
-          } else {
-            CHECK(slots[i] == SENT_PTR);
-          }
-        }
-      }
+      check_claimed(st, on, slots, k, count, n);
       free(slots);
       break;
     }
@@ -1108,21 +1116,7 @@ static void call_one_1_1(int on) {
                   : tenure_authority_claim_next_many(gen_auth(), gen_prod(), gen_holder(),
                                                      gen_ttl(), n, arr, on ? NULL : &count);
       note(st, what);
-      if (on) CHECK(st == TENURE_INVALID_ARGUMENT);
-      if (st != TENURE_OK) {
-        CHECK(count == (size_t)SENT_U64);
-        for (size_t i = 0; i < k; i++) CHECK(slots[i] == SENT_PTR);
-      } else {
-        CHECK(count <= n);
-        for (size_t i = 0; i < k; i++) {
-          if (i < count) {
-            CHECK(slots[i] != SENT_PTR && slots[i] != NULL);
-            if (slots[i] != SENT_PTR && slots[i] != NULL) add_lease(slots[i]);
-          } else {
-            CHECK(slots[i] == SENT_PTR);
-          }
-        }
-      }
+      check_claimed(st, on, slots, k, count, n);
       free(slots);
       break;
     }
