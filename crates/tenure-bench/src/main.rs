@@ -980,8 +980,10 @@ fn stats_read(a: &Args) -> String {
 
 /// `--threads` workers doing lifecycles for `--millis`, with and without a
 /// poller calling `stats` every 100 ms, the two taking turns `--rounds`
-/// times on one store: each round's ratio (with / without), and the
-/// median of them.
+/// times on one store, in the order without, with, with, without, … so
+/// that a store slowing as it fills weighs on both alike: each round's
+/// ratio (with / without), the median of them, and the poll's median
+/// duration.
 fn stats_poll(a: &Args) -> String {
     let n: usize = arg(a, "threads", 4).max(1);
     let millis: u64 = arg(a, "millis", 1000);
@@ -1000,17 +1002,19 @@ fn stats_poll(a: &Args) -> String {
         auth.submit_many(&production, &specs).unwrap();
         i += k;
     }
-    let phase = |poll: bool| -> (f64, u64) {
+    let phase = |poll: bool| -> (f64, Vec<f64>) {
         let stop = Arc::new(AtomicBool::new(false));
-        let polls = Arc::new(AtomicU64::new(0));
         let poller = poll.then(|| {
-            let (auth, stop, polls) = (auth.clone(), stop.clone(), polls.clone());
+            let (auth, stop) = (auth.clone(), stop.clone());
             std::thread::spawn(move || {
+                let mut took = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
                     auth.stats(&tenure::StatsQuery::default()).unwrap();
-                    polls.fetch_add(1, Ordering::Relaxed);
+                    took.push(t.elapsed().as_secs_f64() * 1e3);
                     std::thread::sleep(Duration::from_millis(100));
                 }
+                took
             })
         });
         let deadline = Instant::now() + Duration::from_millis(millis);
@@ -1041,23 +1045,29 @@ fn stats_poll(a: &Args) -> String {
         let total: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
         let secs = start.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
-        if let Some(p) = poller {
-            p.join().unwrap();
-        }
-        (total as f64 / secs, polls.load(Ordering::Relaxed))
+        let took = poller.map(|p| p.join().unwrap()).unwrap_or_default();
+        (total as f64 / secs, took)
     };
-    let (mut without, mut with, mut ratios, mut polls) = (Vec::new(), Vec::new(), Vec::new(), 0);
-    for _ in 0..rounds {
-        let (b, _) = phase(false);
-        let (w, p) = phase(true);
-        polls += p;
+    let (mut without, mut with, mut ratios, mut took) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let ((b, _), (w, t)) = if r % 2 == 0 {
+            let b = phase(false);
+            (b, phase(true))
+        } else {
+            let w = phase(true);
+            (phase(false), w)
+        };
+        took.extend(t);
         without.push(b);
         with.push(w);
         ratios.push(w / b.max(1e-9));
     }
     format!(
-        r#"{{"workload":"stats-poll","backend":"{}","threads":{n},"millis":{millis},"rounds":{rounds},"polls":{polls},"without_cycles_per_s":{:.1},"with_cycles_per_s":{:.1},"ratio":{:.3}}}"#,
+        r#"{{"workload":"stats-poll","backend":"{}","threads":{n},"millis":{millis},"rounds":{rounds},"polls":{},"poll_p50_ms":{:.2},"without_cycles_per_s":{:.1},"with_cycles_per_s":{:.1},"ratio":{:.3}}}"#,
         store.backend,
+        took.len(),
+        median_f64(&took),
         median_f64(&without),
         median_f64(&with),
         median_f64(&ratios),

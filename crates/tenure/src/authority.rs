@@ -175,6 +175,7 @@ impl Authority {
                 retention: options.retention,
                 writes: Default::default(),
                 prune_behind: Default::default(),
+                last_fold: Default::default(),
             }),
         })
     }
@@ -201,6 +202,7 @@ impl Authority {
                 retention: options.retention,
                 writes: Default::default(),
                 prune_behind: Default::default(),
+                last_fold: Default::default(),
             }),
         })
     }
@@ -826,7 +828,7 @@ impl Authority {
     /// [`crate::MAX_STATS_SPAN`] is [`Error::InvalidDuration`].
     pub fn stats(&self, q: &crate::StatsQuery) -> Result<crate::Stats> {
         crate::figures::validate(q)?;
-        self.inner.backend.fold_counts()?;
+        self.inner.fold_for_read()?;
         self.inner.read(|t, now| crate::figures::read(t, now, q))
     }
 

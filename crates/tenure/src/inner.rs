@@ -19,6 +19,10 @@ use std::sync::Arc;
 /// counts ([`Inner::after_write`]).
 pub(crate) const FOLD_EVERY: u64 = 4096;
 
+/// The least time between two folds a handle's statistics reads ask for
+/// ([`Inner::fold_for_read`]).
+pub(crate) const READ_FOLD_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub(crate) struct Inner {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -42,6 +46,8 @@ pub(crate) struct Inner {
     pub(crate) writes: AtomicU64,
     /// The last automatic prune step hit its bound: catch up sooner.
     pub(crate) prune_behind: std::sync::atomic::AtomicBool,
+    /// When this handle last folded the kept job counts.
+    pub(crate) last_fold: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl Inner {
@@ -97,6 +103,29 @@ impl Inner {
         r
     }
 
+    /// The fold a statistics read asks for before it reads: only when
+    /// this handle has not folded for [`READ_FOLD_EVERY`]. A read adds the
+    /// deltas not yet folded, so it is exact either way; a poller writes
+    /// one short transaction (and its WAL flush) a second, not one a poll,
+    /// and a read sums the deltas of about a second at most.
+    pub(crate) fn fold_for_read(&self) -> Result<()> {
+        self.fold(true)
+    }
+
+    /// A fold of the kept job counts
+    /// ([`crate::store::Backend::fold_counts`]), skipped when `for_read`
+    /// and this handle folded less than [`READ_FOLD_EVERY`] ago.
+    fn fold(&self, for_read: bool) -> Result<()> {
+        {
+            let mut last = self.last_fold.lock().unwrap_or_else(|p| p.into_inner());
+            if for_read && last.is_some_and(|t| t.elapsed() < READ_FOLD_EVERY) {
+                return Ok(());
+            }
+            *last = Some(std::time::Instant::now());
+        }
+        self.backend.fold_counts()
+    }
+
     /// One prune step in its own short transaction (never inside a commit
     /// group, so no worker's commit carries it).
     pub(crate) fn prune_step(&self, policy: &Retention, limit: usize) -> Result<PruneReport> {
@@ -115,7 +144,7 @@ impl Inner {
     fn after_write(&self) {
         let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         if n % FOLD_EVERY == 0 {
-            let _ = self.backend.fold_counts();
+            let _ = self.fold(false);
         }
         let Some(policy) = &self.retention else {
             return;

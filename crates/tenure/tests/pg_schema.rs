@@ -218,6 +218,39 @@ fn a_new_store_and_a_migrated_v2_store_have_the_same_schema() {
     assert_eq!(created, migrated);
 }
 
+/// A schema 13 store, whose `events_by_time` held every event, gets the
+/// index of the flow's events only when it is opened, and its layout is
+/// then the new store's.
+#[test]
+fn a_schema_13_store_gets_the_flow_events_index() {
+    if !on_postgres() {
+        eprintln!("skipped: set TENURE_TEST_BACKEND=postgres and TENURE_TEST_PG_URL");
+        return;
+    }
+    let new = pg::fresh_database().unwrap();
+    drop(Authority::open(new.url.as_str(), &Options::new()).unwrap());
+    let old = pg::fresh_database().unwrap();
+    drop(Authority::open(old.url.as_str(), &Options::new()).unwrap());
+    pg::client(&old.url)
+        .batch_execute(
+            "DROP INDEX tenure.events_by_time;
+             CREATE INDEX events_by_time ON tenure.events (production, at_us);
+             UPDATE tenure.meta SET value = 13 WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let a = Authority::open(old.url.as_str(), &Options::new()).unwrap();
+    assert_eq!(a.migrated_from(), 13);
+    drop(a);
+    let created = layout(&new.url);
+    let index = created
+        .iter()
+        .find(|l| l.starts_with("index: events events_by_time "))
+        .expect("events_by_time in a new store");
+    assert!(index.contains("WHERE"), "{index}");
+    assert!(index.contains("lapsed_us IS NOT NULL"), "{index}");
+    assert_eq!(created, layout(&old.url));
+}
+
 /// The user that owns what the store at `url` creates (the URL's user).
 fn owner(url: &str) -> String {
     pg::client(url)

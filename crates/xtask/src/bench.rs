@@ -1204,8 +1204,9 @@ pub(crate) fn stats_rows(
     let ratio = num(&j, "ratio");
     rows.push(Row {
         name: format!(
-            "4 threads' lifecycles while a poller calls stats every 100 ms ({backend}, NORMAL, {} polls)",
+            "4 threads' lifecycles while a poller calls stats every 100 ms ({backend}, NORMAL, {} polls, {:.1} ms each p50)",
             num(&j, "polls"),
+            num(&j, "poll_p50_ms"),
         ),
         value: format!("{:.0} cycles/s", num(&j, "with_cycles_per_s")),
         ratio: Some(("the same workers without the poller".into(), ratio)),

@@ -20,7 +20,7 @@ use uuid::Uuid;
 /// as an SQL condition on an event row: claims, closes (complete, fail,
 /// release), exhaustions, and any event recording a lapsed lease
 /// (`lapsed_us`). Every other event adds nothing to the flow
-/// ([`crate::figures::tally`]); on SQLite `events_by_time` holds only these.
+/// ([`crate::figures::tally`]); `events_by_time` holds only these.
 macro_rules! flow_events {
     () => {
         "(kind = 'claimed' OR kind = 'completed' OR kind = 'failed' OR kind = 'released' \
@@ -30,7 +30,7 @@ macro_rules! flow_events {
 pub(crate) use flow_events;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

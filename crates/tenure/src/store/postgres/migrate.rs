@@ -8,7 +8,11 @@
 //! layout, only ever existed on SQLite). Schema 10 changed only SQLite's
 //! layout: the step from 9 to 10 only records the version. Schema 13
 //! changed only this layout: the index of the count deltas
-//! ([`super::schema::count_deltas_index`], idempotent).
+//! ([`super::schema::count_deltas_index`], idempotent); so did schema 14:
+//! `events_by_time` of the flow's events only
+//! ([`super::schema::events_by_time_index`]; a store that comes from
+//! before schema 11 gets it from this step, not from the statistics'
+//! step).
 
 use super::map_err;
 use crate::error::Result;
@@ -36,6 +40,7 @@ const STEPS: &[(u32, &str)] = &[
     (11, ADD_SCHEDULES),
     (12, ADD_SCHEDULE_TZ),
     (13, super::schema::count_deltas_index!()),
+    (14, super::schema::events_by_time_index!()),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the
