@@ -1,6 +1,7 @@
 //! `cargo xtask torture [--quick]`: the reliability campaigns of `torture/`
-//! (crash, clock, storm, fuzz), each printing what it tried and found and
-//! failing on any violation. `cargo xtask test` runs the quick form.
+//! (crash, clock, storm, fuzz) and the PostgreSQL server campaign, each
+//! printing what it tried and found and failing on any violation. `cargo
+//! xtask test` runs the quick form.
 
 use crate::util::{apt_install, cargo, root, run, step, Result};
 use std::path::PathBuf;
