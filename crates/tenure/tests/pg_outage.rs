@@ -712,6 +712,24 @@ fn spawn_kinds(dir: &std::path::Path, url: &str, ttl_s: u64) -> Vec<Kind> {
     kinds
 }
 
+/// One cell of the campaign, as measured.
+struct Cell {
+    name: String,
+    /// Completions a second, all kinds, in the 3 s before the cell.
+    before: f64,
+    /// The same during the cell.
+    during: f64,
+    /// From the server accepting connections to 0.9x `before`.
+    recovery: Option<f64>,
+    secs: f64,
+    /// The cell's span in wall-clock µs, its quiet lead-in to the end of
+    /// its recovery (the records' clock).
+    from_us: i64,
+    to_us: i64,
+    /// Worker processes that exited by the cell's end.
+    exited: usize,
+}
+
 /// What one kind's files say it did.
 #[derive(Default)]
 struct Record {
@@ -878,8 +896,9 @@ fn postgres_campaign() {
         })
     };
     let admin = url.replace("?sslmode=disable", "");
-    let mut cells = Vec::new();
+    let mut cells: Vec<Cell> = Vec::new();
     let mut cell = |name: &str, act: &mut dyn FnMut()| {
+        let from_us = now_us();
         std::thread::sleep(Duration::from_secs(4));
         let before = {
             let v = done.lock().unwrap();
@@ -906,14 +925,28 @@ fn postgres_campaign() {
             let v = done.lock().unwrap();
             rate(&v, t0, t1.max(t0 + ms(1)))
         };
-        eprintln!("cell {name}: before {before:.0}/s, during {during:.0}/s, recovery {recovery:?}");
-        cells.push((
-            name.to_owned(),
+        // Worker processes that exited by the end of this cell.
+        let exited: Vec<&'static str> = kinds
+            .iter_mut()
+            .filter_map(|k| {
+                let c = k.child.as_mut()?;
+                c.try_wait().unwrap().map(|_| k.name)
+            })
+            .collect();
+        eprintln!(
+            "cell {name}: before {before:.0}/s, during {during:.0}/s, recovery {recovery:?}, \
+             exited {exited:?}"
+        );
+        cells.push(Cell {
+            name: name.to_owned(),
             before,
             during,
             recovery,
-            (t1 - t0).as_secs_f64(),
-        ));
+            secs: (t1 - t0).as_secs_f64(),
+            from_us,
+            to_us: now_us(),
+            exited: exited.len(),
+        });
     };
     let pin_s = env_u64("TENURE_CAMPAIGN_PIN_S", 60);
     cell("pinned xmin", &mut || {
@@ -1100,24 +1133,43 @@ fn postgres_campaign() {
     }
     let double = completions.values().filter(|&&c| c > 1).count();
     // Run again although a run of it had finished (its lease, 60 s, outlives
-    // every outage here): a run that began after another one returned.
-    let run_again = runs
+    // every outage here): a run that began after another one returned, by
+    // the cell it began in.
+    let again: Vec<i64> = runs
         .values()
-        .filter(|v| {
+        .filter_map(|v| {
             v.iter()
-                .any(|&(_, end)| end.is_some_and(|e| v.iter().any(|&(began, _)| began > e)))
+                .filter_map(|&(_, end)| end)
+                .flat_map(|e| v.iter().map(|&(b, _)| b).filter(move |&b| b > e))
+                .min()
         })
-        .count();
+        .collect();
+    let run_again = again.len();
     let run_twice = runs.values().filter(|v| v.len() > 1).count();
     let jobs_lost = total.saturating_sub(completed_n + ended);
     let exited_n: u32 = exited.values().sum();
-    for (name, before, during, recovery, secs) in &cells {
+    let mut exited_before = 0;
+    for c in &cells {
+        let again_here = again
+            .iter()
+            .filter(|&&t| t >= c.from_us && t < c.to_us)
+            .count();
         println!(
-            "CELL {{\"cell\":{name:?},\"seconds\":{secs:.1},\"before_per_s\":{before:.1},\
-             \"during_ratio\":{:.2},\"recovery_s\":{}}}",
-            if *before > 0.0 { during / before } else { 0.0 },
-            recovery.map_or("null".to_owned(), |r| format!("{r:.1}"))
+            "CELL {{\"cell\":{:?},\"seconds\":{:.1},\"before_per_s\":{:.1},\
+             \"during_ratio\":{:.2},\"recovery_s\":{},\"run_again\":{again_here},\
+             \"exited\":{}}}",
+            c.name,
+            c.secs,
+            c.before,
+            if c.before > 0.0 {
+                c.during / c.before
+            } else {
+                0.0
+            },
+            c.recovery.map_or("null".to_owned(), |r| format!("{r:.1}")),
+            c.exited - exited_before,
         );
+        exited_before = c.exited;
     }
     for l in &kind_lines {
         println!("{l}");

@@ -322,15 +322,15 @@ pub fn postgres(quick: bool) -> Result {
 /// The markdown report of the campaign's `CELL` and `TOTALS` lines.
 fn campaign_table(out: &str) -> Result<String> {
     let mut md = String::from(
-        "| cell | seconds | throughput before (jobs/s) | during / before | recovery to 0.9x (s) |\n\
-         |---|---:|---:|---:|---:|\n",
+        "| cell | seconds | throughput before (jobs/s) | during / before | recovery to 0.9x (s) | jobs run again | workers exited |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut totals = None;
     for line in out.lines() {
         if let Some(j) = line.strip_prefix("CELL ") {
             let v = crate::util::parse_json(j, "campaign CELL line")?;
             md.push_str(&format!(
-                "| {} | {} | {:.0} | {:.2} | {} |\n",
+                "| {} | {} | {:.0} | {:.2} | {} | {} | {} |\n",
                 v["cell"].as_str().unwrap_or("?"),
                 v["seconds"],
                 v["before_per_s"].as_f64().unwrap_or(f64::NAN),
@@ -339,7 +339,9 @@ fn campaign_table(out: &str) -> Result<String> {
                     "not within 30 s".to_owned()
                 } else {
                     v["recovery_s"].to_string()
-                }
+                },
+                v["run_again"],
+                v["exited"]
             ));
         } else if let Some(j) = line.strip_prefix("TOTALS ") {
             totals = Some(crate::util::parse_json(j, "campaign TOTALS line")?);
