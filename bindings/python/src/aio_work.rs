@@ -76,8 +76,8 @@ struct State {
     failed: u64,
     released: u64,
     lost: u64,
-    /// Outages of the store server the slots rode out (each counted by the
-    /// slot whose failed wait began it).
+    /// Outages of the store server the slots rode out (each counted once,
+    /// however many slots noticed it: `outage`).
     outages: u64,
     /// The first wait error (it stopped the worker).
     error: Option<Error>,
@@ -113,8 +113,6 @@ struct Shared {
     every: Duration,
     wait_timeout: Duration,
     until_idle: bool,
-    /// Stop once the store server has been away this long (`None`: never).
-    outage_limit: Option<Duration>,
     /// The stop: the slots' waits use it; a child of the caller's handle
     /// and of the authority's closer.
     node: Arc<CancelNode>,
@@ -124,6 +122,10 @@ struct Shared {
     /// `tenure.aio.JobFailed`.
     job_failed: Py<PyAny>,
     state: Mutex<State>,
+    /// The slots' outage together, as the Rust worker tracks it: an outage
+    /// begins with the first slot that finds the server away and ends with
+    /// the last one answered again.
+    outage: Mutex<tenure::SlotsOutage>,
 }
 
 impl Shared {
@@ -189,8 +191,7 @@ fn released(r: tenure::Result<tenure::JobState>) -> Tally {
     }
 }
 
-fn slot(s: &Shared) {
-    let mut outage = tenure::Outage::new(s.outage_limit);
+fn slot(s: &Shared, i: usize) {
     while !s.stopping() {
         let lease = match guarded(|| match s.productions.as_slice() {
             [one] => {
@@ -209,26 +210,29 @@ fn slot(s: &Shared) {
             }
         }) {
             Ok(l) => {
-                outage.ok();
+                lock(&s.outage).ok(i);
                 l
             }
             Err(Error::NoJobAvailable(_)) if s.until_idle => return,
             Err(Error::NoJobAvailable(_)) => {
-                outage.ok();
+                lock(&s.outage).ok(i);
                 continue; // a timeout, or the stop
             }
             // The store server is away: back off (jittered, bounded) and
             // keep trying, until the optional outage limit.
-            Err(e) if tenure::Outage::is_server_away(&e) => match outage.failed(&e) {
-                tenure::OutageStep::Pause { pause, first } => {
-                    if first {
-                        lock(&s.state).outages += 1;
+            Err(e) if tenure::Outage::is_server_away(&e) => {
+                let step = lock(&s.outage).failed(i, &e);
+                match step {
+                    Some(tenure::SlotsStep::Pause { pause, began }) => {
+                        if began {
+                            lock(&s.state).outages += 1;
+                        }
+                        s.pause(pause);
+                        continue;
                     }
-                    s.pause(pause);
-                    continue;
+                    _ => return s.fail(e),
                 }
-                tenure::OutageStep::GiveUp => return s.fail(e),
-            },
+            }
             Err(Error::Busy(_)) => {
                 s.pause(BUSY_PAUSE);
                 continue;
@@ -599,6 +603,9 @@ impl AioWorker {
         let (writer, reader) = UnixStream::pair().map_err(internal)?;
         writer.set_nonblocking(true).map_err(internal)?;
         reader.set_nonblocking(true).map_err(internal)?;
+        let outage_limit = outage_limit
+            .map(|d| convert::wait(d, "outage_limit"))
+            .transpose()?;
         let shared = Arc::new(Shared {
             auth: auth.get()?,
             productions: production,
@@ -607,9 +614,6 @@ impl AioWorker {
             every: convert::wait(renew_every, "renew_every")?,
             wait_timeout: convert::wait(wait_timeout, "wait_timeout")?,
             until_idle,
-            outage_limit: outage_limit
-                .map(|d| convert::wait(d, "outage_limit"))
-                .transpose()?,
             node: auth.wait_node(Some(cancel.get().node())),
             writer,
             reader,
@@ -618,6 +622,7 @@ impl AioWorker {
                 active: slots as usize,
                 ..State::default()
             }),
+            outage: Mutex::new(tenure::SlotsOutage::new(outage_limit, slots as usize)),
         });
         for i in 0..slots {
             let s = shared.clone();
@@ -625,7 +630,7 @@ impl AioWorker {
                 .name(format!("tenure-aio-slot-{i}"))
                 .spawn(move || {
                     // A panic ends this slot, never the count of slots.
-                    let _ = catch_unwind(AssertUnwindSafe(|| slot(&s)));
+                    let _ = catch_unwind(AssertUnwindSafe(|| slot(&s, i as usize)));
                     let mut st = lock(&s.state);
                     st.active -= 1;
                     if st.active == 0 {

@@ -9,6 +9,10 @@
 //! waiter test cuts the LISTEN connection and checks that a job submitted
 //! while it was gone is found at once.
 //!
+//! `postgres_campaign` (ignored; `cargo xtask torture --postgres`) is the
+//! long form: workers of every kind, the Rust one here and processes of the
+//! others, drain a stream of jobs on a durable server through every cell.
+//!
 //! Runs only with `TENURE_TEST_BACKEND=postgres` (`cargo xtask pg-suites`;
 //! `initdb` and `pg_ctl` on the PATH or under /usr/lib/postgresql).
 mod common;
@@ -196,8 +200,6 @@ struct Drain {
     worker: Worker,
     runs: Runs,
     completed: Arc<AtomicU64>,
-    /// Completed reports by job.
-    completions: Runs,
     lost: Arc<Mutex<Vec<String>>>,
     began: Arc<AtomicU64>,
 }
@@ -209,9 +211,7 @@ fn drain(url: &str, slots: usize, ttl: Ttl) -> Drain {
     let completed = Arc::new(AtomicU64::new(0));
     let lost: Arc<Mutex<Vec<String>>> = Arc::default();
     let began = Arc::new(AtomicU64::new(0));
-    let completions: Runs = Arc::default();
     let (r, c, l, b) = (runs.clone(), completed.clone(), lost.clone(), began.clone());
-    let cj = completions.clone();
     let cfg = WorkerConfig::new("p", "w", ttl)
         .slots(slots)
         .wait_timeout(ms(500))
@@ -230,7 +230,6 @@ fn drain(url: &str, slots: usize, ttl: Ttl) -> Drain {
         },
         move |rep| match rep.result {
             JobResult::Completed => {
-                *cj.lock().unwrap().entry(rep.job.clone()).or_default() += 1;
                 c.fetch_add(1, Ordering::SeqCst);
             }
             other => l.lock().unwrap().push(format!("{}: {other:?}", rep.job)),
@@ -241,7 +240,6 @@ fn drain(url: &str, slots: usize, ttl: Ttl) -> Drain {
         worker,
         runs,
         completed,
-        completions,
         lost,
         began,
     }
@@ -495,25 +493,323 @@ fn rate(done: &[Instant], from: Instant, to: Instant) -> f64 {
     }
 }
 
+/// Where the campaign's worker processes come from: the environment
+/// `cargo xtask torture --postgres` sets. A kind whose variable is unset is
+/// skipped with a note; a variable naming a missing file fails the campaign.
+fn campaign_tool(var: &str) -> Option<PathBuf> {
+    let v = std::env::var_os(var)?;
+    let p = PathBuf::from(v);
+    assert!(p.is_file(), "{var}={} is not a file", p.display());
+    Some(p)
+}
+
+/// One kind of worker of the campaign, recording what it ran in `record`
+/// (see `torture/workers/pg_campaign_worker.py`): `R <job> <claim> <µs>`
+/// when a handler run begins, `E <job> <claim> <µs>` when it returns,
+/// `C <job> <claim>` for a completion the worker was told landed, `O ...`
+/// for any other report, `N <completed>` (the asyncio worker's count) and a
+/// last `S <completed> <failed> <released> <lost> <outages>` line.
+struct Kind {
+    name: &'static str,
+    holder: String,
+    record: PathBuf,
+    /// `tenure work`'s stdout: its reports, one JSON object a line.
+    reports: Option<PathBuf>,
+    /// The process; `None` for the in-process Rust worker.
+    child: Option<std::process::Child>,
+}
+
+/// A file read as it grows, a whole line at a time.
+struct Tail {
+    path: PathBuf,
+    offset: u64,
+    rest: Vec<u8>,
+}
+
+impl Tail {
+    fn new(path: PathBuf) -> Tail {
+        Tail {
+            path,
+            offset: 0,
+            rest: Vec::new(),
+        }
+    }
+
+    fn lines(&mut self) -> Vec<String> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        let _ = f.seek(SeekFrom::Start(self.offset));
+        let mut buf = Vec::new();
+        let _ = f.read_to_end(&mut buf);
+        self.offset += buf.len() as u64;
+        self.rest.extend_from_slice(&buf);
+        let mut out = Vec::new();
+        while let Some(i) = self.rest.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.rest.drain(..=i).collect();
+            out.push(String::from_utf8_lossy(&line[..i]).into_owned());
+        }
+        out
+    }
+}
+
+/// The value of `"key":"..."` in a JSON line (tenure's report lines carry
+/// no escaped quotes in these fields).
+fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("\"{key}\":\"");
+    let at = line.find(&pat)? + pat.len();
+    line[at..].split('"').next()
+}
+
+/// Completions acknowledged to `kind` so far, as its files show them (the
+/// watcher's count; the asyncio worker's latest `N` line).
+struct Acks {
+    tail: Tail,
+    cli: bool,
+    latest: bool,
+    n: u64,
+}
+
+impl Acks {
+    fn poll(&mut self) -> u64 {
+        for l in self.tail.lines() {
+            if self.cli {
+                if json_str(&l, "outcome") == Some("completed") {
+                    self.n += 1;
+                }
+            } else if self.latest {
+                if let Some(v) = l.strip_prefix("N ") {
+                    self.n = v.trim().parse().unwrap_or(self.n);
+                }
+            } else if l.starts_with("C ") {
+                self.n += 1;
+            }
+        }
+        self.n
+    }
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64
+}
+
+/// The in-process Rust worker of the campaign: 4 slots, keepers, writing
+/// its record as the processes do.
+fn rust_worker(url: &str, holder: &str, record: &std::path::Path, ttl: Ttl) -> Worker {
+    use std::io::Write;
+    let a = Authority::open(url, &Options::new().busy_timeout(ms(2000))).unwrap();
+    let f = Arc::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(record)
+            .unwrap(),
+    );
+    let line = move |f: &std::fs::File, s: String| {
+        (&*f).write_all(format!("{s}\n").as_bytes()).unwrap();
+    };
+    let (fh, fr) = (f.clone(), f);
+    let cfg = WorkerConfig::new("p", holder, ttl)
+        .slots(4)
+        .wait_timeout(ms(500));
+    Worker::start(
+        &a,
+        cfg,
+        move |ctx| {
+            let id = format!("{} {}", ctx.job(), ctx.lease().claim_id());
+            line(&fh, format!("R {id} {}", now_us()));
+            std::thread::sleep(ms(20));
+            line(&fh, format!("E {id} {}", now_us()));
+            Outcome::Complete(vec![])
+        },
+        move |rep| {
+            let id = format!("{} {}", rep.job, rep.claim_id);
+            match rep.result {
+                JobResult::Completed => line(&fr, format!("C {id}")),
+                other => line(&fr, format!("O {id} {other:?}")),
+            }
+        },
+    )
+    .unwrap()
+}
+
+/// Start the worker processes of every kind whose program is supplied.
+fn spawn_kinds(dir: &std::path::Path, url: &str, ttl_s: u64) -> Vec<Kind> {
+    use std::process::Stdio;
+    let mut kinds = Vec::new();
+    let mut spawn = |name: &'static str, mut cmd: Command, cli: bool| {
+        let record = dir.join(format!("{name}.record"));
+        let out = dir.join(format!("{name}.out"));
+        cmd.stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(dir.join(format!("{name}.err"))).unwrap());
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start the {name} worker: {e}"));
+        kinds.push(Kind {
+            name,
+            holder: name.to_owned(),
+            record,
+            reports: cli.then_some(out),
+            child: Some(child),
+        });
+    };
+    match campaign_tool("TENURE_CAMPAIGN_PYTHON") {
+        Some(py) => {
+            let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../torture/workers/pg_campaign_worker.py");
+            for (name, mode) in [("python-threads", "thread"), ("python-asyncio", "aio")] {
+                let mut c = Command::new(&py);
+                c.arg(&script)
+                    .args([mode, url, "p", name])
+                    .arg(dir.join(format!("{name}.record")));
+                spawn(name, c, false);
+            }
+        }
+        None => eprintln!(
+            "note: TENURE_CAMPAIGN_PYTHON unset: no Python workers (cargo xtask torture --postgres supplies them)"
+        ),
+    }
+    match campaign_tool("TENURE_CAMPAIGN_CPP_WORKER") {
+        Some(exe) => {
+            let mut c = Command::new(exe);
+            c.args([url, "p", "cpp"]).arg(dir.join("cpp.record"));
+            spawn("cpp", c, false);
+        }
+        None => eprintln!(
+            "note: TENURE_CAMPAIGN_CPP_WORKER unset: no C++ worker (cargo xtask torture --postgres supplies it)"
+        ),
+    }
+    match campaign_tool("TENURE_CAMPAIGN_CLI") {
+        Some(exe) => {
+            let out_dir = dir.join("cli-out");
+            std::fs::create_dir_all(&out_dir).unwrap();
+            let mut c = Command::new(exe);
+            c.env("TENURE_DB", url)
+                .env("CAMPAIGN_RECORD", dir.join("cli.record"))
+                .args(["--json", "work", "-p", "p", "--holder", "cli", "--slots", "4"])
+                .args(["--ttl", &format!("{ttl_s}s"), "--wait-timeout", "500ms"])
+                .args(["--grace", "10s", "--out-dir"])
+                .arg(&out_dir)
+                .args([
+                    "--",
+                    "bash",
+                    "-c",
+                    "echo \"R $TENURE_JOB $TENURE_CLAIM_ID ${EPOCHREALTIME/./}\" >> \"$CAMPAIGN_RECORD\"; \
+                     sleep 0.02; \
+                     echo \"E $TENURE_JOB $TENURE_CLAIM_ID ${EPOCHREALTIME/./}\" >> \"$CAMPAIGN_RECORD\"",
+                ]);
+            spawn("cli", c, true);
+        }
+        None => eprintln!(
+            "note: TENURE_CAMPAIGN_CLI unset: no `tenure work` worker (cargo xtask torture --postgres supplies it)"
+        ),
+    }
+    kinds
+}
+
+/// One cell of the campaign, as measured.
+struct Cell {
+    name: String,
+    /// Completions a second, all kinds, in the 3 s before the cell.
+    before: f64,
+    /// The same during the cell.
+    during: f64,
+    /// From the server accepting connections to 0.9x `before`.
+    recovery: Option<f64>,
+    secs: f64,
+    /// The cell's span in wall-clock µs, its quiet lead-in to the end of
+    /// its recovery (the records' clock).
+    from_us: i64,
+    to_us: i64,
+    /// Worker processes that exited by the cell's end.
+    exited: usize,
+}
+
+/// What one kind's files say it did.
+#[derive(Default)]
+struct Record {
+    /// Handler runs: (job, claim) -> (began, returned) in µs.
+    runs: HashMap<(String, String), (i64, Option<i64>)>,
+    /// Completions acknowledged to the worker, (job, claim).
+    completed: Vec<(String, String)>,
+    /// Any other report.
+    others: Vec<String>,
+    /// The asyncio worker's completion count (it reports counts only).
+    count: Option<u64>,
+    /// The last `S` line's outages.
+    outages: Option<u64>,
+}
+
+fn read_record(k: &Kind) -> Record {
+    let mut r = Record::default();
+    let text = std::fs::read_to_string(&k.record).unwrap_or_default();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        match f.as_slice() {
+            ["R", job, claim, t] => {
+                r.runs.insert(
+                    (job.to_string(), claim.to_string()),
+                    (t.parse().unwrap(), None),
+                );
+            }
+            ["E", job, claim, t] => {
+                r.runs
+                    .get_mut(&(job.to_string(), claim.to_string()))
+                    .unwrap_or_else(|| panic!("{}: an end without a start: {l}", k.name))
+                    .1 = Some(t.parse().unwrap());
+            }
+            ["C", job, claim] => r.completed.push((job.to_string(), claim.to_string())),
+            ["O", ..] => r.others.push(l.to_owned()),
+            ["N", n] => r.count = n.parse().ok(),
+            ["S", _, _, _, _, o] => r.outages = o.parse().ok(),
+            _ => panic!("{}: a record line not understood: {l}", k.name),
+        }
+    }
+    if let Some(out) = &k.reports {
+        for l in std::fs::read_to_string(out).unwrap_or_default().lines() {
+            let (Some(job), Some(claim)) = (json_str(l, "job"), json_str(l, "claim_id")) else {
+                continue;
+            };
+            if json_str(l, "outcome") == Some("completed") {
+                r.completed.push((job.to_owned(), claim.to_owned()));
+            } else {
+                r.others.push(l.to_owned());
+            }
+        }
+    }
+    r
+}
+
 /// The campaign of `cargo xtask torture --postgres`: a durable server of its
 /// own, a producer submitting a steady stream of jobs (each submission
-/// retried under its job ID until it lands) and a Rust worker of 4 slots
-/// draining it with keepers, while the server is taken away cell by cell:
-/// a pinned xmin (`TENURE_CAMPAIGN_PIN_S`, 60), `pg_terminate_backend` of
-/// every tenure connection every 200 ms (`TENURE_CAMPAIGN_STORM_S`, 60),
-/// other clients holding every connection slot (`TENURE_CAMPAIGN_EXHAUST_S`,
-/// 30), `pg_ctl restart -m fast` and `-m immediate`, and `kill -9` of the
+/// retried under its job ID until it lands) and workers of every kind
+/// draining it with keepers, each of 4 slots and 60 s leases: the Rust
+/// worker in this process, and processes of a Python `tenure.Worker`
+/// (threads), a Python `tenure.aio.Worker`, a C++ `tenure::Worker` and
+/// `tenure work` (`TENURE_CAMPAIGN_PYTHON`, `TENURE_CAMPAIGN_CPP_WORKER`,
+/// `TENURE_CAMPAIGN_CLI`; a kind not supplied is skipped with a note). The
+/// server is taken away cell by cell: a pinned xmin
+/// (`TENURE_CAMPAIGN_PIN_S`, 60), `pg_terminate_backend` of every tenure
+/// connection every 200 ms (`TENURE_CAMPAIGN_STORM_S`, 60), other clients
+/// holding every connection slot (`TENURE_CAMPAIGN_EXHAUST_S`, 30),
+/// `pg_ctl restart -m fast` and `-m immediate`, and `kill -9` of the
 /// postmaster at random points, then a start (`TENURE_CAMPAIGN_KILLS`, 20).
-/// Prints one `CELL {json}` line per cell: acknowledged transitions lost,
-/// double completions, jobs run again, jobs lost, worker exited, recovery
-/// time to 0.9x the throughput before, and the throughput during the cell
-/// relative to before.
+/// Prints one `CELL {json}` line per cell (throughput during the cell and
+/// recovery time to 0.9x the throughput before, all kinds together), one
+/// `KIND {json}` line per kind and a `TOTALS {json}` line: acknowledged
+/// transitions lost, double completions, jobs run again after a run that
+/// finished, jobs lost, worker processes exited.
 #[test]
 #[ignore = "the campaign: cargo xtask torture --postgres"]
 fn postgres_campaign() {
     let Some(mut s) = Server::start(
         "campaign",
-        "-c max_connections=40 -c superuser_reserved_connections=0",
+        "-c max_connections=120 -c superuser_reserved_connections=0",
     ) else {
         eprintln!("skipped: needs PostgreSQL (cargo xtask torture --postgres)");
         return;
@@ -527,24 +823,47 @@ fn postgres_campaign() {
     s.pg_ctl(&["start"]);
     let url = s.url();
     submit(&url, 0, 0);
-    let ttl = secs(30);
-    let d = drain(&url, 4, ttl);
+    // Leases longer than any cell's outage.
+    let ttl_s = 60;
+    let dir = std::env::temp_dir().join(format!("tenure-campaign-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut kinds = vec![Kind {
+        name: "rust",
+        holder: "rust".into(),
+        record: dir.join("rust.record"),
+        reports: None,
+        child: None,
+    }];
+    let rust = rust_worker(&url, "rust", &kinds[0].record, secs(ttl_s as i64));
+    kinds.extend(spawn_kinds(&dir, &url, ttl_s));
     let done: Arc<Mutex<Vec<Instant>>> = Arc::default();
-    // The instants of the completions (sampled every 20 ms).
-    let (done2, completed) = (done.clone(), d.completed.clone());
+    let acked = Arc::new(AtomicU64::new(0));
+    // The instants of the completions of every kind (sampled every 20 ms).
+    let mut acks: Vec<Acks> = kinds
+        .iter()
+        .map(|k| Acks {
+            tail: Tail::new(k.reports.clone().unwrap_or_else(|| k.record.clone())),
+            cli: k.reports.is_some(),
+            latest: k.name == "python-asyncio",
+            n: 0,
+        })
+        .collect();
+    let (done2, acked2) = (done.clone(), acked.clone());
     let watcher_stop = Arc::new(AtomicBool::new(false));
     let watcher = {
         let stop = watcher_stop.clone();
         std::thread::spawn(move || {
             let mut last = 0;
             while !stop.load(Ordering::SeqCst) {
-                let now = completed.load(Ordering::SeqCst);
+                let now: u64 = acks.iter_mut().map(Acks::poll).sum();
                 let t = Instant::now();
                 let mut v = done2.lock().unwrap();
                 for _ in last..now {
                     v.push(t);
                 }
                 last = now;
+                acked2.store(now, Ordering::SeqCst);
                 drop(v);
                 std::thread::sleep(ms(20));
             }
@@ -577,8 +896,9 @@ fn postgres_campaign() {
         })
     };
     let admin = url.replace("?sslmode=disable", "");
-    let mut cells = Vec::new();
+    let mut cells: Vec<Cell> = Vec::new();
     let mut cell = |name: &str, act: &mut dyn FnMut()| {
+        let from_us = now_us();
         std::thread::sleep(Duration::from_secs(4));
         let before = {
             let v = done.lock().unwrap();
@@ -586,8 +906,9 @@ fn postgres_campaign() {
         };
         let t0 = Instant::now();
         act();
-        let t1 = Instant::now(); // the server accepts connections again
-                                 // Recovery: the end of the first 1 s window after t1 at >= 0.9x.
+        // The server accepts connections again.
+        let t1 = Instant::now();
+        // Recovery: the end of the first 1 s window after t1 at >= 0.9x.
         let mut recovery = None;
         while t1.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(ms(250));
@@ -604,14 +925,28 @@ fn postgres_campaign() {
             let v = done.lock().unwrap();
             rate(&v, t0, t1.max(t0 + ms(1)))
         };
-        eprintln!("cell {name}: before {before:.0}/s, during {during:.0}/s, recovery {recovery:?}");
-        cells.push((
-            name.to_owned(),
+        // Worker processes that exited by the end of this cell.
+        let exited: Vec<&'static str> = kinds
+            .iter_mut()
+            .filter_map(|k| {
+                let c = k.child.as_mut()?;
+                c.try_wait().unwrap().map(|_| k.name)
+            })
+            .collect();
+        eprintln!(
+            "cell {name}: before {before:.0}/s, during {during:.0}/s, recovery {recovery:?}, \
+             exited {exited:?}"
+        );
+        cells.push(Cell {
+            name: name.to_owned(),
             before,
             during,
             recovery,
-            (t1 - t0).as_secs_f64(),
-        ));
+            secs: (t1 - t0).as_secs_f64(),
+            from_us,
+            to_us: now_us(),
+            exited: exited.len(),
+        });
     };
     let pin_s = env_u64("TENURE_CAMPAIGN_PIN_S", 60);
     cell("pinned xmin", &mut || {
@@ -665,55 +1000,196 @@ fn postgres_campaign() {
     });
     prod_stop.store(true, Ordering::SeqCst);
     producer.join().unwrap();
-    let n = produced.load(Ordering::SeqCst) as usize;
+    let n = produced.load(Ordering::SeqCst);
     let t = Instant::now();
-    while (d.completed.load(Ordering::SeqCst) as usize) < n
-        && t.elapsed() < Duration::from_secs(120)
-    {
+    while acked.load(Ordering::SeqCst) < n && t.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(ms(100));
+    }
+    // Every process still running (else it exited), then stopped by SIGTERM.
+    let mut exited = HashMap::new();
+    exited.insert("rust", rust.gave_up() as u32);
+    let rust_outages = rust.outages();
+    rust.stop();
+    let mut stop_status = Vec::new();
+    for k in kinds.iter_mut() {
+        let Some(child) = k.child.as_mut() else {
+            continue;
+        };
+        let early = child.try_wait().unwrap();
+        exited.insert(k.name, early.is_some() as u32);
+        if let Some(st) = early {
+            let err = std::fs::read_to_string(dir.join(format!("{}.err", k.name)));
+            eprintln!(
+                "the {} worker exited during the campaign ({st}):\n{err:?}",
+                k.name
+            );
+            continue;
+        }
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    }
+    for k in kinds.iter_mut() {
+        let Some(child) = k.child.as_mut() else {
+            continue;
+        };
+        let t = Instant::now();
+        let st = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break Some(st);
+            }
+            if t.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(ms(50));
+        };
+        if exited[k.name] == 0 && st.is_none_or(|s| !s.success()) {
+            let err = std::fs::read_to_string(dir.join(format!("{}.err", k.name)));
+            stop_status.push(format!("{}: {st:?}: {err:?}", k.name));
+        }
     }
     watcher_stop.store(true, Ordering::SeqCst);
     watcher.join().unwrap();
-    let exited = d.worker.gave_up() as u32;
-    let outages = d.worker.outages();
-    d.worker.stop();
-    let runs = d.runs.lock().unwrap().clone();
-    let run_again = runs.values().filter(|&&c| c > 1).count();
+
+    // The store's word on every job.
     let a = Authority::open(url.as_str(), &Options::new()).unwrap();
-    let (mut completed_n, mut ended, mut total) = (0usize, 0usize, 0usize);
-    for j in all_jobs(&a) {
-        total += 1;
+    let jobs = all_jobs(&a);
+    let store: HashMap<String, &JobView> = jobs.iter().map(|j| (j.job.clone(), j)).collect();
+    let (mut completed_n, mut ended) = (0usize, 0usize);
+    let mut by_holder: HashMap<String, u64> = HashMap::new();
+    for j in &jobs {
         match j.state {
-            JobState::Completed => completed_n += 1,
+            JobState::Completed => {
+                completed_n += 1;
+                *by_holder
+                    .entry(j.holder.clone().unwrap_or_default())
+                    .or_default() += 1;
+            }
             JobState::Failed | JobState::Cancelled => ended += 1,
             _ => {}
         }
     }
-    let reported = d.completed.load(Ordering::SeqCst) as usize;
-    let lost_acks = reported.saturating_sub(completed_n);
-    let double = d
-        .completions
-        .lock()
-        .unwrap()
+    let total = jobs.len();
+    let mut lost_acks = 0u64;
+    let mut completions: HashMap<String, u32> = HashMap::new();
+    let mut runs: HashMap<String, Vec<(i64, Option<i64>)>> = HashMap::new();
+    let (mut other, mut outages) = (0usize, rust_outages);
+    let mut kind_lines = Vec::new();
+    for k in &kinds {
+        let r = read_record(k);
+        for ((job, _), t) in &r.runs {
+            runs.entry(job.clone()).or_default().push(*t);
+        }
+        for (job, claim) in &r.completed {
+            *completions.entry(job.clone()).or_default() += 1;
+            let landed = store.get(job).is_some_and(|j| {
+                j.state == JobState::Completed
+                    && j.claim_id.map(|c| c.to_string()).as_deref() == Some(claim.as_str())
+            });
+            if !landed {
+                eprintln!(
+                    "{}: acknowledged completion of {job} ({claim}) not in the store",
+                    k.name
+                );
+                lost_acks += 1;
+            }
+        }
+        let in_store = by_holder.get(&k.holder).copied().unwrap_or(0);
+        // The asyncio worker reports counts: its acknowledged completions
+        // must all be in the store under its holder.
+        let acked_n = match r.count {
+            Some(c) => {
+                lost_acks += c.saturating_sub(in_store);
+                c
+            }
+            None => r.completed.len() as u64,
+        };
+        other += r.others.len();
+        for o in r.others.iter().take(5) {
+            eprintln!("{}: report other than completed: {o}", k.name);
+        }
+        // `tenure work` logs each outage's beginning on stderr.
+        let kind_outages = match (k.child.is_none(), k.reports.is_some()) {
+            (true, _) => rust_outages,
+            (false, true) => std::fs::read_to_string(dir.join(format!("{}.err", k.name)))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("the store server is away"))
+                .count() as u64,
+            (false, false) => r.outages.unwrap_or(0),
+        };
+        if k.child.is_some() {
+            outages += kind_outages;
+        }
+        kind_lines.push(format!(
+            "KIND {{\"kind\":{:?},\"runs\":{},\"completed\":{acked_n},\"completed_in_store\":{in_store},\
+             \"other_reports\":{},\"exited\":{},\"outages\":{}}}",
+            k.name,
+            r.runs.len(),
+            r.others.len(),
+            exited[k.name],
+            kind_outages,
+        ));
+    }
+    let double = completions.values().filter(|&&c| c > 1).count();
+    // Run again although a run of it had finished (its lease, 60 s, outlives
+    // every outage here): a run that began after another one returned, by
+    // the cell it began in.
+    let again: Vec<i64> = runs
         .values()
-        .filter(|&&c| c > 1)
-        .count();
+        .filter_map(|v| {
+            v.iter()
+                .filter_map(|&(_, end)| end)
+                .flat_map(|e| v.iter().map(|&(b, _)| b).filter(move |&b| b > e))
+                .min()
+        })
+        .collect();
+    let run_again = again.len();
+    let run_twice = runs.values().filter(|v| v.len() > 1).count();
     let jobs_lost = total.saturating_sub(completed_n + ended);
-    let other = d.lost.lock().unwrap().len();
-    for (name, before, during, recovery, secs) in &cells {
+    let exited_n: u32 = exited.values().sum();
+    let mut exited_before = 0;
+    for c in &cells {
+        let again_here = again
+            .iter()
+            .filter(|&&t| t >= c.from_us && t < c.to_us)
+            .count();
         println!(
-            "CELL {{\"cell\":{name:?},\"seconds\":{secs:.1},\"before_per_s\":{before:.1},\
-             \"during_ratio\":{:.2},\"recovery_s\":{}}}",
-            if *before > 0.0 { during / before } else { 0.0 },
-            recovery.map_or("null".to_owned(), |r| format!("{r:.1}"))
+            "CELL {{\"cell\":{:?},\"seconds\":{:.1},\"before_per_s\":{:.1},\
+             \"during_ratio\":{:.2},\"recovery_s\":{},\"run_again\":{again_here},\
+             \"exited\":{}}}",
+            c.name,
+            c.secs,
+            c.before,
+            if c.before > 0.0 {
+                c.during / c.before
+            } else {
+                0.0
+            },
+            c.recovery.map_or("null".to_owned(), |r| format!("{r:.1}")),
+            c.exited - exited_before,
         );
+        exited_before = c.exited;
+    }
+    for l in &kind_lines {
+        println!("{l}");
     }
     println!(
         "TOTALS {{\"enqueued\":{n},\"stored\":{total},\"completed\":{completed_n},\
          \"acknowledged_lost\":{lost_acks},\"double_completions\":{double},\
-         \"run_again\":{run_again},\"jobs_lost\":{jobs_lost},\"worker_exited\":{exited},\
-         \"outages\":{outages},\"other_reports\":{other}}}"
+         \"run_again\":{run_again},\"run_twice\":{run_twice},\"jobs_lost\":{jobs_lost},\
+         \"worker_exited\":{exited_n},\"kinds\":{},\"outages\":{outages},\"other_reports\":{other}}}",
+        kinds.len()
     );
     assert!(a.check().unwrap().ok());
-    assert_eq!((lost_acks, jobs_lost, exited), (0, 0, 0));
+    assert!(
+        stop_status.is_empty(),
+        "workers not stopped cleanly: {stop_status:?}"
+    );
+    assert_eq!(
+        (lost_acks, double, run_again, jobs_lost, exited_n),
+        (0, 0, 0, 0, 0),
+        "acknowledged lost, double completions, run again, jobs lost, exited"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

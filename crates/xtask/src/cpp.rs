@@ -250,6 +250,18 @@ pub(crate) fn build_suite(lib: &capi::Lib, std: &str, sources: &[&str], bin: &Pa
     run(link(cmd.arg("-o").arg(bin), lib))
 }
 
+/// One C++ program (`src`, C++17, optimized, warnings as errors) linked
+/// against `lib`, as `bin`.
+pub(crate) fn build_program(lib: &capi::Lib, src: &Path, bin: &Path) -> Result {
+    let mut cmd = Command::new("g++");
+    includes(
+        cmd.arg("-std=c++17")
+            .args(WARN)
+            .args(["-O1", "-g", "-pthread"]),
+    );
+    run(link(cmd.arg(src).arg("-o").arg(bin), lib))
+}
+
 fn suite(lib: &capi::Lib, work: &Path) -> Result {
     let faketime = capi::faketime_lib()?;
     for (std, tag) in [("-std=c++17", "cxx17"), ("-std=c++20", "cxx20")] {

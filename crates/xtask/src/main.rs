@@ -7,7 +7,7 @@
 //! - `python`, `readme`, `pg`, `pg-suites`, `cpp`, `serve`: one part of `test` alone.
 //! - `torture [--quick] [--postgres]`: the reliability campaigns;
 //!   `--postgres` only the PostgreSQL server campaign (the full run ends
-//!   with it).
+//!   with it, the quick one with its short form).
 //! - `bench [--smoke] [--soak] [--backend postgres] [--bulk-submit]`: the
 //!   benchmarks (SQLite, or the PostgreSQL backend on a throwaway server);
 //!   `--soak` runs only the retention soak rows, `--bulk-submit` (PostgreSQL

@@ -1,6 +1,7 @@
 //! `cargo xtask torture [--quick]`: the reliability campaigns of `torture/`
-//! (crash, clock, storm, fuzz), each printing what it tried and found and
-//! failing on any violation. `cargo xtask test` runs the quick form.
+//! (crash, clock, storm, fuzz) and the PostgreSQL server campaign, each
+//! printing what it tried and found and failing on any violation. `cargo
+//! xtask test` runs the quick form.
 
 use crate::util::{apt_install, cargo, root, run, step, Result};
 use std::path::PathBuf;
@@ -181,7 +182,9 @@ pub fn torture(quick: bool) -> Result {
             .env("TENURE_GATES_SOAK_SECS", "60"))?;
     }
     let _ = std::fs::remove_dir_all(&work);
-    if !quick {
+    if quick {
+        postgres(true)?;
+    } else {
         postgres_storms()?;
         postgres(false)?;
     }
@@ -219,16 +222,48 @@ fn postgres_storms() -> Result {
     Ok(())
 }
 
+/// The worker programs of the PostgreSQL server campaign, as the
+/// environment `postgres_campaign` reads: `tenure` (`tenure work`), the C++
+/// worker `torture/workers/pg_campaign_worker.cpp` linked against the
+/// freshly built libtenure, and `.venv`'s Python with the wheel just built
+/// and installed (it runs `torture/workers/pg_campaign_worker.py`).
+fn campaign_workers() -> Result<Vec<(&'static str, PathBuf)>> {
+    run(cargo().args(["build", "--locked", "-p", "tenure-cli"]))?;
+    let target = crate::capi::target_dir()?;
+    let cli = target.join("debug/tenure");
+    apt_install(&["g++"])?;
+    let lib = crate::capi::build_lib()?;
+    let dir = target.join("campaign");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let cpp = dir.join("pg_campaign_worker");
+    step("C++ worker of the PostgreSQL campaign");
+    crate::cpp::build_program(
+        &lib,
+        &root().join("torture/workers/pg_campaign_worker.cpp"),
+        &cpp,
+    )?;
+    let (py, _) = crate::python::install_wheel(false)?;
+    Ok(vec![
+        ("TENURE_CAMPAIGN_CLI", cli),
+        ("TENURE_CAMPAIGN_CPP_WORKER", cpp),
+        ("TENURE_CAMPAIGN_PYTHON", py),
+    ])
+}
+
 /// The PostgreSQL server campaign (`postgres_campaign` in
-/// `crates/tenure/tests/pg_outage.rs`, on a durable server of its own): a
-/// pinned xmin for 60 s, `pg_terminate_backend` of every tenure connection
-/// every 200 ms for 60 s, other clients holding every connection slot for
-/// 30 s, `pg_ctl restart -m fast` and `-m immediate`, and 20 `kill -9` of
-/// the postmaster at random points (the quick form: 5 s cells, 3 kills).
-/// Prints the per-cell report as a markdown table and writes it to
-/// `target/torture-postgres.md`; fails when an acknowledged transition or
-/// a job was lost or the worker exited.
+/// `crates/tenure/tests/pg_outage.rs`, on a durable server of its own):
+/// workers of every kind (Rust, C++, Python threaded and asyncio, `tenure
+/// work`) drain a stream of jobs through a pinned xmin for 60 s,
+/// `pg_terminate_backend` of every tenure connection every 200 ms for 60 s,
+/// other clients holding every connection slot for 30 s, `pg_ctl restart -m
+/// fast` and `-m immediate`, and 20 `kill -9` of the postmaster at random
+/// points (the quick form, in `cargo xtask test`: 5 s cells, 3 kills).
+/// Prints the report (per cell, per worker kind, totals) as markdown and
+/// writes it to `target/torture-postgres.md`; fails when an acknowledged
+/// transition or a job was lost, a job completed twice or ran again after
+/// a finished run, a worker exited, or a kind did not run.
 pub fn postgres(quick: bool) -> Result {
+    let workers = campaign_workers()?;
     step(&format!(
         "campaign: PostgreSQL server ({})",
         if quick { "quick" } else { "full" }
@@ -238,77 +273,125 @@ pub fn postgres(quick: bool) -> Result {
     } else {
         ("60", "60", "30", "20")
     };
-    let out = crate::util::output(
-        cargo()
-            .args([
-                "test",
-                "--locked",
-                "-p",
-                "tenure",
-                "--test",
-                "pg_outage",
-                "--",
-                "--ignored",
-                "--exact",
-                "postgres_campaign",
-                "--nocapture",
-            ])
-            .env("TENURE_TEST_BACKEND", "postgres")
-            .env(
-                "TENURE_TEST_PG_URL",
-                "unused: the campaign starts its own server",
-            )
-            .env("TENURE_CAMPAIGN_PIN_S", pin)
-            .env("TENURE_CAMPAIGN_STORM_S", storm)
-            .env("TENURE_CAMPAIGN_EXHAUST_S", exhaust)
-            .env("TENURE_CAMPAIGN_KILLS", kills),
-    )?;
-    let md = campaign_table(&out)?;
-    print!("{md}");
-    let path = crate::capi::target_dir()?.join("torture-postgres.md");
-    std::fs::write(&path, &md).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("(written to {})", path.display());
-    Ok(())
+    let mut cmd = cargo();
+    cmd.args([
+        "test",
+        "--locked",
+        "-p",
+        "tenure",
+        "--test",
+        "pg_outage",
+        "--",
+        "--ignored",
+        "--exact",
+        "postgres_campaign",
+        "--nocapture",
+    ])
+    .env("TENURE_TEST_BACKEND", "postgres")
+    .env(
+        "TENURE_TEST_PG_URL",
+        "unused: the campaign starts its own server",
+    )
+    .env("TENURE_CAMPAIGN_PIN_S", pin)
+    .env("TENURE_CAMPAIGN_STORM_S", storm)
+    .env("TENURE_CAMPAIGN_EXHAUST_S", exhaust)
+    .env("TENURE_CAMPAIGN_KILLS", kills)
+    .envs(workers.iter().map(|(k, v)| (k, v)));
+    // The campaign's notes go to stderr as they come; its report lines are
+    // on stdout, tabled even when it failed.
+    eprintln!("$ {}", crate::util::show(&cmd));
+    let res = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run the campaign: {e}"))?;
+    let out = String::from_utf8_lossy(&res.stdout);
+    let md = campaign_table(&out);
+    if let Ok(md) = &md {
+        print!("{md}");
+        let path = crate::capi::target_dir()?.join("torture-postgres.md");
+        std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("(written to {})", path.display());
+    }
+    if !res.status.success() {
+        print!("{out}");
+        return Err(format!("the PostgreSQL campaign failed ({})", res.status));
+    }
+    md.map(|_| ())
 }
 
 /// The markdown report of the campaign's `CELL` and `TOTALS` lines.
 fn campaign_table(out: &str) -> Result<String> {
     let mut md = String::from(
-        "| cell | seconds | throughput during / before | recovery to 0.9x (s) |\n|---|---:|---:|---:|\n",
+        "| cell | seconds | throughput before (jobs/s) | during / before | recovery to 0.9x (s) | jobs run again | workers exited |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut totals = None;
     for line in out.lines() {
         if let Some(j) = line.strip_prefix("CELL ") {
             let v = crate::util::parse_json(j, "campaign CELL line")?;
             md.push_str(&format!(
-                "| {} | {} | {:.2} | {} |\n",
+                "| {} | {} | {:.0} | {:.2} | {} | {} | {} |\n",
                 v["cell"].as_str().unwrap_or("?"),
                 v["seconds"],
+                v["before_per_s"].as_f64().unwrap_or(f64::NAN),
                 v["during_ratio"].as_f64().unwrap_or(f64::NAN),
                 if v["recovery_s"].is_null() {
                     "not within 30 s".to_owned()
                 } else {
                     v["recovery_s"].to_string()
-                }
+                },
+                v["run_again"],
+                v["exited"]
             ));
         } else if let Some(j) = line.strip_prefix("TOTALS ") {
             totals = Some(crate::util::parse_json(j, "campaign TOTALS line")?);
         }
     }
     let t = totals.ok_or("the campaign printed no TOTALS line")?;
+    md.push_str(
+        "\n| worker | handler runs | completions acknowledged | completed in the store | other reports | outages ridden out | exited |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut kinds = 0;
+    for line in out.lines() {
+        if let Some(j) = line.strip_prefix("KIND ") {
+            let v = crate::util::parse_json(j, "campaign KIND line")?;
+            kinds += 1;
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                v["kind"].as_str().unwrap_or("?"),
+                v["runs"],
+                v["completed"],
+                v["completed_in_store"],
+                v["other_reports"],
+                v["outages"],
+                v["exited"]
+            ));
+        }
+    }
+    if kinds != 5 {
+        return Err(format!(
+            "the campaign ran {kinds} worker kinds, not 5 (Rust, Python threads, Python asyncio, C++, tenure work)"
+        ));
+    }
     md.push_str("\n| over the whole campaign | count |\n|---|---:|\n");
     for (k, label) in [
         ("enqueued", "jobs enqueued"),
         ("completed", "jobs completed"),
         ("acknowledged_lost", "acknowledged transitions lost"),
         ("double_completions", "double completions"),
-        ("run_again", "jobs run again"),
+        (
+            "run_again",
+            "jobs run again after a run that finished (60 s leases)",
+        ),
+        ("run_twice", "jobs run more than once"),
         (
             "jobs_lost",
             "jobs lost (enqueued - completed - failed - cancelled)",
         ),
         ("worker_exited", "worker processes exited"),
-        ("outages", "outages the worker rode out"),
+        ("outages", "outages the workers rode out (all kinds)"),
+        ("other_reports", "reports other than completed"),
     ] {
         md.push_str(&format!("| {label} | {} |\n", t[k]));
     }
