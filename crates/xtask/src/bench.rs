@@ -1157,14 +1157,17 @@ fn on_store(bin: &std::path::Path, url: Option<&str>, args: &[&str]) -> Command 
 /// mixed states (a smoke run: 20 000) against a clock reading of the same
 /// run, and 4 workers' lifecycles with a poller calling `stats` every
 /// 100 ms against the same workers without it, taking turns; on
-/// PostgreSQL when `url` names a database.
+/// PostgreSQL when `urls` names two databases, the first for the 1 M jobs,
+/// the second for the poll (on SQLite each workload makes a store of its
+/// own, so on both the poll's store holds only the workers' production).
 pub(crate) fn stats_rows(
     bin: &std::path::Path,
     cfg: &Cfg,
-    url: Option<&str>,
+    urls: Option<(&str, &str)>,
     rows: &mut Vec<Row>,
     raw: &mut Vec<Value>,
 ) -> Result {
+    let (url, poll_url) = (urls.map(|u| u.0), urls.map(|u| u.1));
     let (backend, want_ms) = if url.is_some() {
         ("PostgreSQL", 50.0)
     } else {
@@ -1200,7 +1203,7 @@ pub(crate) fn stats_rows(
         "--rounds",
         rounds,
     ];
-    let j = workload(&mut on_store(bin, url, &args))?;
+    let j = workload(&mut on_store(bin, poll_url, &args))?;
     let ratio = num(&j, "ratio");
     rows.push(Row {
         name: format!(

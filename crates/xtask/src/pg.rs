@@ -797,7 +797,10 @@ fn ops_rows(
     crate::bench::stats_rows(
         &bin,
         &cfg,
-        Some(&server.database("bench_stats")?),
+        Some((
+            &server.database("bench_stats")?,
+            &server.database("bench_stats_poll")?,
+        )),
         &mut rows,
         json,
     )?;
