@@ -11,7 +11,9 @@
 //! claimed until the lease expires, and is run again), runs `W`
 //! untimed lifecycles on each thread (each thread's connection prepares
 //! its statements), then times `N` lifecycles taken from a shared count by
-//! the threads together, and prints one JSON object.
+//! the threads together, and prints one JSON object: the rate, and the
+//! PostgreSQL round trips a timed lifecycle's claim, renewal and
+//! completion made (means; `tenure::stats::pg_round_trips`).
 //!
 //! It uses only calls the tree before the claim gates (`5bc9cc0`) has, so
 //! `cargo xtask bench --backend postgres` builds this same file against
@@ -22,6 +24,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
+use tenure::stats::pg_round_trips;
 use tenure::{Authority, ErrorCode, JobSpec, Options, Ttl};
 
 fn main() {
@@ -70,11 +73,16 @@ fn main() {
                 }
                 go.wait();
                 let mut count = 0u64;
+                let mut trips = [0u64; 3];
                 while left.fetch_sub(1, Ordering::Relaxed) > 0 {
                     loop {
-                        match lifecycle(&auth, &production) {
+                        let mut t = [0u64; 3];
+                        match lifecycle_counted(&auth, &production, &mut t) {
                             Some(true) => {
                                 count += 1;
+                                for (sum, x) in trips.iter_mut().zip(t) {
+                                    *sum += x;
+                                }
                                 break;
                             }
                             Some(false) => {}
@@ -82,22 +90,29 @@ fn main() {
                         }
                     }
                 }
-                (count, busy)
+                (count, busy, trips)
             })
         })
         .collect();
     go.wait();
     let start = Instant::now();
-    let (mut count, mut busy) = (0, 0);
+    let (mut count, mut busy, mut trips) = (0, 0, [0u64; 3]);
     for w in workers {
-        let (c, b) = w.join().unwrap();
+        let (c, b, t) = w.join().unwrap();
         count += c;
         busy += b;
+        for (sum, x) in trips.iter_mut().zip(t) {
+            *sum += x;
+        }
     }
     let secs = start.elapsed().as_secs_f64();
+    let per = |x: u64| x as f64 / count.max(1) as f64;
     println!(
-        r#"{{"workload":"pg-lifecycle","threads":{threads},"cycles":{count},"busy":{busy},"seconds":{secs:.6},"cycles_per_s":{:.2}}}"#,
-        count as f64 / secs
+        r#"{{"workload":"pg-lifecycle","threads":{threads},"cycles":{count},"busy":{busy},"seconds":{secs:.6},"cycles_per_s":{:.2},"round_trips_claim":{:.2},"round_trips_renew":{:.2},"round_trips_complete":{:.2}}}"#,
+        count as f64 / secs,
+        per(trips[0]),
+        per(trips[1]),
+        per(trips[2]),
     );
 }
 
@@ -105,12 +120,25 @@ fn main() {
 /// effect, `Some(false)` when the renewal or completion did not, `None`
 /// when the claim answered busy.
 fn lifecycle(auth: &Authority, production: &str) -> Option<bool> {
-    match auth.claim_next(production, "bench-worker", ttl(30_000_000)) {
-        Ok(l) => Some(
-            l.renew(ttl(60_000_000))
-                .and_then(|_| l.complete(&[]))
-                .is_ok(),
-        ),
+    lifecycle_counted(auth, production, &mut [0; 3])
+}
+
+/// [`lifecycle`], adding the round trips of the claim, the renewal and the
+/// completion to `trips`.
+fn lifecycle_counted(auth: &Authority, production: &str, trips: &mut [u64; 3]) -> Option<bool> {
+    let t0 = pg_round_trips();
+    let claimed = auth.claim_next(production, "bench-worker", ttl(30_000_000));
+    let t1 = pg_round_trips();
+    trips[0] += t1 - t0;
+    match claimed {
+        Ok(l) => {
+            let renewed = l.renew(ttl(60_000_000));
+            let t2 = pg_round_trips();
+            trips[1] += t2 - t1;
+            let done = renewed.and_then(|_| l.complete(&[]));
+            trips[2] += pg_round_trips() - t2;
+            Some(done.is_ok())
+        }
         Err(e) if e.code() == ErrorCode::Busy => None,
         Err(e) => panic!("claim_next: {e}"),
     }
