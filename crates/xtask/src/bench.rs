@@ -1836,11 +1836,9 @@ fn budget_row(who: &str, per_group: &str, work_from: &str, target: &str, b: Grou
 /// nothing" rows run its `tenure-bench lifecycle` beside this tree's.
 const BEFORE_GATES: &str = "5bc9cc0";
 
-/// `tenure-bench` of the tree at `commit` (`git archive` into
-/// `target/bench-base/<commit>`, built there with its own lock file and
-/// target directory): the baseline of rows that compare this tree with an
-/// earlier one in the same run.
-fn base_bench_bin(commit: &str) -> Result<PathBuf> {
+/// The tree at `commit`, `git archive`d into `target/bench-base/<commit>`
+/// (once), and the target directory its builds share.
+fn base_tree(commit: &str) -> Result<(PathBuf, PathBuf)> {
     let base = crate::capi::target_dir()?.join("bench-base");
     let tree = base.join(commit);
     if !tree.join("Cargo.toml").exists() {
@@ -1854,12 +1852,61 @@ fn base_bench_bin(commit: &str) -> Result<PathBuf> {
             return Err(format!("git archive of {commit} failed"));
         }
     }
+    Ok((tree, base.join("target")))
+}
+
+/// `tenure-bench` of the tree at `commit` (built in its [`base_tree`] with
+/// its own lock file): the baseline of rows that compare this tree with an
+/// earlier one in the same run.
+fn base_bench_bin(commit: &str) -> Result<PathBuf> {
+    let (tree, target) = base_tree(commit)?;
     run(cargo()
         .current_dir(&tree)
         .args(["build", "--locked", "--release", "-p", "tenure-bench"])
         .arg("--target-dir")
-        .arg(base.join("target")))?;
-    Ok(base.join("target/release/tenure-bench"))
+        .arg(&target))?;
+    Ok(target.join("release/tenure-bench"))
+}
+
+/// The example `name` of this tree's `crates/tenure-bench/examples`, built
+/// against this tree's `tenure` and, copied into the [`base_tree`] of
+/// `commit`, against that tree's: the same source on both sides of a row
+/// that compares the two trees. Returns (this tree's, `commit`'s).
+fn bench_example_bins(name: &str, commit: &str) -> Result<(PathBuf, PathBuf)> {
+    let file = format!("crates/tenure-bench/examples/{name}.rs");
+    run(cargo().args([
+        "build",
+        "--locked",
+        "--release",
+        "-p",
+        "tenure-bench",
+        "--example",
+        name,
+    ]))?;
+    let now = crate::capi::target_dir()?.join(format!("release/examples/{name}"));
+    let (tree, target) = base_tree(commit)?;
+    let copy = tree.join(&file);
+    std::fs::create_dir_all(copy.parent().expect("a folder"))
+        .map_err(|e| format!("{}: {e}", copy.display()))?;
+    let text = std::fs::read(root().join(&file)).map_err(|e| format!("{file}: {e}"))?;
+    // Written only when it differs, so cargo does not rebuild it.
+    if std::fs::read(&copy).ok().as_ref() != Some(&text) {
+        std::fs::write(&copy, &text).map_err(|e| format!("{}: {e}", copy.display()))?;
+    }
+    run(cargo()
+        .current_dir(&tree)
+        .args([
+            "build",
+            "--locked",
+            "--release",
+            "-p",
+            "tenure-bench",
+            "--example",
+            name,
+        ])
+        .arg("--target-dir")
+        .arg(&target))?;
+    Ok((now, target.join(format!("release/examples/{name}"))))
 }
 
 /// The claim gates' rows, on SQLite or (with `url`) PostgreSQL:
@@ -1873,7 +1920,8 @@ fn base_bench_bin(commit: &str) -> Result<PathBuf> {
 ///   the total within 5 % of rate × seconds;
 /// - on SQLite in a full run, lifecycles of a production with no gate
 ///   against the same of the tree before the gates ([`BEFORE_GATES`]),
-///   alternating, target ≥ 0.97 × (FULL and NORMAL).
+///   alternating, target ≥ 0.97 × (FULL and NORMAL); PostgreSQL's are
+///   [`pg_before_gates_rows`].
 pub(crate) fn gates_rows(
     bin: &std::path::Path,
     cfg: &Cfg,
@@ -1984,6 +2032,87 @@ pub(crate) fn gates_rows(
                 now.len(),
             ),
             value: format!("{:.0} cycles/s", median(now.clone())),
+            ratio: Some((format!("{BEFORE_GATES}'s lifecycle"), ratio)),
+            target: Some(("≥ 0.97 ×".into(), ratio >= 0.97)),
+        });
+    }
+    Ok(())
+}
+
+/// On PostgreSQL, lifecycles (claim-next, renew, complete) of a production
+/// with no gate set, by this tree's `tenure` on the database `now_url`
+/// against the tree before the claim gates ([`BEFORE_GATES`]) on
+/// `base_url` (another database of the same server: each tree keeps its
+/// own schema), both running `examples/pg_lifecycle.rs` (see
+/// [`bench_example_bins`]); 1 thread and 4 threads, 1 000 timed cycles a
+/// run, 7 alternating rounds (smoke: 100 cycles, 2 rounds), the median of
+/// the per-round ratios, target ≥ 0.97 ×. `server` names the server in the
+/// raw objects.
+pub(crate) fn pg_before_gates_rows(
+    smoke: bool,
+    now_url: &str,
+    base_url: &str,
+    server: &str,
+    rows: &mut Vec<Row>,
+    raw: &mut Vec<Value>,
+) -> Result {
+    let (now_bin, base_bin) = bench_example_bins("pg_lifecycle", BEFORE_GATES)?;
+    let (cycles, rounds) = if smoke { ("100", 2) } else { ("1000", 7) };
+    for threads in ["1", "4"] {
+        let (mut now, mut before) = (Vec::new(), Vec::new());
+        for r in 0..rounds {
+            let mut pair = |b: &Path, url: &str, tree: &str| -> Result<f64> {
+                let mut j = workload(Command::new(b).args([
+                    "--url",
+                    url,
+                    "--cycles",
+                    cycles,
+                    "--threads",
+                    threads,
+                ]))?;
+                j["tree"] = Value::from(tree);
+                j["server"] = Value::from(server);
+                let x = num(&j, "cycles_per_s");
+                raw.push(j);
+                Ok(x)
+            };
+            if r % 2 == 0 {
+                now.push(pair(&now_bin, now_url, "this")?);
+                before.push(pair(&base_bin, base_url, BEFORE_GATES)?);
+            } else {
+                before.push(pair(&base_bin, base_url, BEFORE_GATES)?);
+                now.push(pair(&now_bin, now_url, "this")?);
+            }
+        }
+        let ratio = paired_ratio(&now, &before);
+        // Round trips of a claim, renewal and completion, this tree's and
+        // the base's, from the last run of each.
+        let trips = |tree: &str| {
+            raw.iter()
+                .rev()
+                .find(|j| j["tree"] == tree && j["server"] == server)
+                .map(|j| {
+                    format!(
+                        "{} + {} + {}",
+                        num(j, "round_trips_claim"),
+                        num(j, "round_trips_renew"),
+                        num(j, "round_trips_complete"),
+                    )
+                })
+                .unwrap_or_default()
+        };
+        rows.push(Row {
+            name: format!(
+                "tenure lifecycle, a production with no gate set (PostgreSQL, {threads} thread{}, {cycles} cycles a run; {BEFORE_GATES}'s median {:.0} cycles/s; round trips of a claim + renewal + completion {} against {}), against the tree before the claim gates ({BEFORE_GATES}) built in the same run, the same driver (examples/pg_lifecycle.rs) on another database of the server, {rounds} alternating rounds",
+                if threads == "1" { "" } else { "s" },
+                median(before.clone()),
+                trips("this"),
+                trips(BEFORE_GATES),
+            ),
+            value: format!(
+                "{:.0} cycles/s, {ratio:.2} × {BEFORE_GATES}'s",
+                median(now.clone())
+            ),
             ratio: Some((format!("{BEFORE_GATES}'s lifecycle"), ratio)),
             target: Some(("≥ 0.97 ×".into(), ratio >= 0.97)),
         });
@@ -2113,6 +2242,7 @@ mod tests {
             kinds.push(crate::pg::peers_report_kind(smoke));
             kinds.push(ops_report_kind(smoke).to_owned());
             kinds.push(crate::pg::ops_report_kind(smoke));
+            kinds.push(crate::pg::before_gates_report_kind(smoke));
         }
         kinds
     }
@@ -2137,6 +2267,7 @@ mod tests {
                 "postgres-peers-full",
                 "ops-full",
                 "postgres-ops-full",
+                "postgres-before-gates-full",
                 "smoke",
                 "postgres-smoke",
                 "postgres-bulk-submit-smoke",
@@ -2146,6 +2277,7 @@ mod tests {
                 "postgres-peers-smoke",
                 "ops-smoke",
                 "postgres-ops-smoke",
+                "postgres-before-gates-smoke",
             ]
         );
         // One pair of files per kind, no two kinds sharing one.

@@ -16,6 +16,9 @@
 //!   peers' rows (graphile-worker, pg-boss), on both servers.
 //!   `TENURE_BENCH_OPS_ONLY=1`: only the operations rows (statistics, claim
 //!   gates, schedules, `tenure serve`; on PostgreSQL the first two).
+//!   `TENURE_BENCH_BEFORE_GATES_ONLY=1` with `--backend postgres`: only the
+//!   lifecycles of a production with no gate against the tree before the
+//!   claim gates, on both servers.
 //! - `abi-check [--bless]`, `dist PREFIX`: the C ABI checks and install.
 //!
 //! Every cargo command here that resolves dependencies passes `--locked`

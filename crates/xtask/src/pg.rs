@@ -362,6 +362,25 @@ pub fn bench(smoke: bool, rows: Rows) -> Result {
         }
         return crate::bench::write_report(&peers_report_kind(smoke), &md, json, &started);
     }
+    if before_gates_only() {
+        // Only the lifecycles against the tree before the claim gates, on
+        // both servers.
+        step("PostgreSQL benchmark: only the lifecycles against the tree before the claim gates (TENURE_BENCH_BEFORE_GATES_ONLY)");
+        for durable in [false, true] {
+            let (server, label) = server_for(durable)?;
+            step(&format!(
+                "PostgreSQL lifecycles against the tree before the claim gates on the {label}"
+            ));
+            let mut rows = Vec::new();
+            before_gates_rows(&server, label, smoke, &mut rows, &mut json)?;
+            table(
+                &mut md,
+                &format!("lifecycles, no gate set ({label})"),
+                &rows,
+            );
+        }
+        return crate::bench::write_report(&before_gates_report_kind(smoke), &md, json, &started);
+    }
     if crate::bench::ops_only() {
         // Only the statistics and claim gates rows, on both servers.
         step("PostgreSQL benchmark: only the operations rows (TENURE_BENCH_OPS_ONLY)");
@@ -413,6 +432,24 @@ fn server_for(durable: bool) -> Result<(Server, &'static str)> {
             "no-fsync server: fsync, full_page_writes, synchronous_commit off",
         )
     })
+}
+
+/// Whether `TENURE_BENCH_BEFORE_GATES_ONLY` (set and not `0` or empty)
+/// asks `cargo xtask bench --backend postgres` for the rows of
+/// [`crate::bench::pg_before_gates_rows`] alone, on both servers (the
+/// other flags then change nothing but `--smoke`, which shortens them).
+fn before_gates_only() -> bool {
+    std::env::var("TENURE_BENCH_BEFORE_GATES_ONLY").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The kind of the report of the rows against the tree before the claim
+/// gates run alone (`TENURE_BENCH_BEFORE_GATES_ONLY`):
+/// `postgres-before-gates-smoke` or `postgres-before-gates-full`.
+pub(crate) fn before_gates_report_kind(smoke: bool) -> String {
+    format!(
+        "postgres-before-gates-{}",
+        if smoke { "smoke" } else { "full" }
+    )
 }
 
 /// Whether `TENURE_BENCH_PEERS_ONLY` (set and not `0` or empty) asks
@@ -779,7 +816,9 @@ fn throughput(
 }
 
 /// The statistics and claim gates rows of `bench::stats_rows` and
-/// `bench::gates_rows` on databases of `server`.
+/// `bench::gates_rows` on databases of `server`, and in a full run the
+/// lifecycles against the tree before the claim gates
+/// ([`before_gates_rows`]).
 fn ops_rows(
     server: &Server,
     label: &str,
@@ -811,14 +850,39 @@ fn ops_rows(
         &mut rows,
         json,
     )?;
-    md.push_str(&format!(
-        "\n| statistics and claim gates ({label}) | value | target |\n|---|---:|---|\n"
-    ));
-    for r in &rows {
+    if !smoke {
+        before_gates_rows(server, label, smoke, &mut rows, json)?;
+    }
+    table(md, &format!("statistics and claim gates ({label})"), &rows);
+    Ok(())
+}
+
+/// `bench::pg_before_gates_rows` on two new databases of `server`, one
+/// for each tree.
+fn before_gates_rows(
+    server: &Server,
+    label: &str,
+    smoke: bool,
+    rows: &mut Vec<crate::bench::Row>,
+    json: &mut Vec<serde_json::Value>,
+) -> Result {
+    crate::bench::pg_before_gates_rows(
+        smoke,
+        &server.database("bench_lifecycle")?,
+        &server.database("bench_lifecycle_base")?,
+        label,
+        rows,
+        json,
+    )
+}
+
+/// A table of `rows` headed `title` after `md`.
+fn table(md: &mut String, title: &str, rows: &[crate::bench::Row]) {
+    md.push_str(&format!("\n| {title} | value | target |\n|---|---:|---|\n"));
+    for r in rows {
         md.push_str(&r.markdown_cells());
         md.push('\n');
     }
-    Ok(())
 }
 
 /// The batched calls' targets on one server: batch 16 at 4 connections
