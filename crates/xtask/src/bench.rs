@@ -1874,7 +1874,7 @@ fn base_bench_bin(commit: &str) -> Result<PathBuf> {
 /// that compares the two trees. Returns (this tree's, `commit`'s).
 fn bench_example_bins(name: &str, commit: &str) -> Result<(PathBuf, PathBuf)> {
     let file = format!("crates/tenure-bench/examples/{name}.rs");
-    run(cargo().args([
+    let build = [
         "build",
         "--locked",
         "--release",
@@ -1882,7 +1882,8 @@ fn bench_example_bins(name: &str, commit: &str) -> Result<(PathBuf, PathBuf)> {
         "tenure-bench",
         "--example",
         name,
-    ]))?;
+    ];
+    run(cargo().args(build))?;
     let now = crate::capi::target_dir()?.join(format!("release/examples/{name}"));
     let (tree, target) = base_tree(commit)?;
     let copy = tree.join(&file);
@@ -1895,15 +1896,7 @@ fn bench_example_bins(name: &str, commit: &str) -> Result<(PathBuf, PathBuf)> {
     }
     run(cargo()
         .current_dir(&tree)
-        .args([
-            "build",
-            "--locked",
-            "--release",
-            "-p",
-            "tenure-bench",
-            "--example",
-            name,
-        ])
+        .args(build)
         .arg("--target-dir")
         .arg(&target))?;
     Ok((now, target.join(format!("release/examples/{name}"))))
