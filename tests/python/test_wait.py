@@ -82,7 +82,7 @@ def test_arguments_are_checked(auth: tenure.Authority, prod: str) -> None:
         auth.claim_next_wait(prod, "w", LONG, 5)  # type: ignore[arg-type]
     with pytest.raises(tenure.InvalidDuration):
         auth.claim_next_wait(prod, "w", LONG, timedelta(days=2))
-    with pytest.raises(tenure.InvalidArgument):
+    with pytest.raises(tenure.InvalidDuration):
         auth.claim_next_wait(prod, "w", LONG, -timedelta(seconds=1))
     with pytest.raises(TypeError):
         auth.claim_next_wait(prod, "w", LONG, LONG, cancel=threading.Event())  # type: ignore[arg-type]

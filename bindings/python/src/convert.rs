@@ -187,12 +187,24 @@ pub fn backoff(obj: &Bound<'_, PyAny>) -> PyResult<Option<tenure::Backoff>> {
     Ok(Some(b.get().inner))
 }
 
-/// A non-negative wait (the busy timeout); the core bounds it.
-pub fn wait(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Duration> {
+/// A non-negative busy timeout (an option, as in the C ABI: a negative
+/// one is `InvalidArgument`); the core bounds it.
+pub fn busy_timeout(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Duration> {
     let us = timedelta_micros(obj, param)?;
     u64::try_from(us).map(Duration::from_micros).map_err(|_| {
         to_py(Error::InvalidArgument(format!(
             "{param} must not be negative"
+        )))
+    })
+}
+
+/// A non-negative wait timeout (as in the C ABI: a negative one is
+/// `InvalidDuration`); the core bounds it.
+pub fn wait(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Duration> {
+    let us = timedelta_micros(obj, param)?;
+    u64::try_from(us).map(Duration::from_micros).map_err(|_| {
+        to_py(Error::InvalidDuration(format!(
+            "{param} must not be negative, got {us} µs"
         )))
     })
 }

@@ -639,7 +639,7 @@ impl Authority {
             .synchronous(sync)
             .group_commit(group_commit);
         if let Some(b) = busy_timeout.filter(|b| !b.is_none()) {
-            opts = opts.busy_timeout(convert::wait(b, "busy_timeout")?);
+            opts = opts.busy_timeout(convert::busy_timeout(b, "busy_timeout")?);
         }
         if let Some(r) = retention {
             opts = opts.retention(r.inner);
