@@ -2079,7 +2079,7 @@ pub(crate) fn pg_before_gates_rows(
         }
         let ratio = paired_ratio(&now, &before);
         // Round trips of a claim, renewal and completion, this tree's and
-        // the base's, from the last run of each.
+        // the base's, from each tree's newest round on this server.
         let trips = |tree: &str| {
             raw.iter()
                 .rev()
