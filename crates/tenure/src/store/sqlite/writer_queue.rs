@@ -26,10 +26,11 @@
 //!   gives up its place: it unlocks its byte and rings its doorbell. Its
 //!   successor, finding the byte free while that ticket's end is not
 //!   recorded, looks further back and waits for the nearest ticket still
-//!   in line (at most 4096 back), so a writer that gives up never lets the
-//!   one behind it past the one ahead of it into SQLite's lock; bytes are
-//!   tested without being taken (`F_OFD_GETLK`), so writers testing the
-//!   same byte never see each other's test;
+//!   in line, however far back (past a run of writers that gave up it
+//!   halves the range with one range test a step), so a writer that
+//!   gives up never lets the one behind it past the one ahead of it into
+//!   SQLite's lock; bytes are tested without being taken (`F_OFD_GETLK`),
+//!   so writers testing the same bytes never see each other's test;
 //! - a writer whose COMMIT syncs the WAL (`synchronous = FULL` when the
 //!   commit is not made durable after the lock, see [`super::durability`])
 //!   rings its doorbell once more when its COMMIT begins: its successor,
@@ -94,14 +95,6 @@ const BYTES_BASE: i64 = MAP_LEN as i64;
 const BYTES_SPAN: u64 = 1 << 40;
 const RECHECK: Duration = Duration::from_millis(20);
 const BELLS: u64 = 64;
-/// How many tickets back a writer looks for the one it waits for, past
-/// writers that gave up (see [`WriterQueue::ahead_of`]). Far more than
-/// can wait at once: writers with short busy timeouts give up and come back
-/// again and again while one holder is descheduled, and each of their tickets
-/// is one more step back; the look stops at the first ticket still held or
-/// recorded done, so only a queue with that many given-up tickets in a row
-/// pays the whole walk (a lock test each, about a microsecond).
-const LOOK_BACK: u64 = 4096;
 /// How long the next writer in line spins before sleeping: about one
 /// commit's fsync on a fast disk (a slower commit ends with a wake-up).
 const SPIN: Duration = Duration::from_micros(500);
@@ -155,13 +148,30 @@ fn byte(t: u64) -> i64 {
     BYTES_BASE + (t % BYTES_SPAN) as i64
 }
 
-/// Whether another open file description holds a lock on byte `offset`
-/// (tested without taking it, so two writers testing one byte never see
-/// each other's test). A test that fails counts as held: the writer waits,
-/// bounded by its busy timeout.
-fn ofd_held(file: &File, offset: i64) -> bool {
-    ofd::lock(file, ofd::Cmd::Get, libc::F_WRLCK, offset, 1)
+/// Whether another open file description holds a lock on any of the
+/// `len` bytes from `offset` (tested without taking them, so two writers
+/// testing the same bytes never see each other's test). A test that fails
+/// counts as held: the writer waits, bounded by its busy timeout.
+fn ofd_held(file: &File, offset: i64, len: i64) -> bool {
+    ofd::lock(file, ofd::Cmd::Get, libc::F_WRLCK, offset, len)
         .is_none_or(|fl| fl.l_type != libc::F_UNLCK as libc::c_short)
+}
+
+/// Whether another open file description holds the byte of a ticket in
+/// `from..to` (one range test, two where the bytes wrap around).
+fn held_between(file: &File, from: u64, to: u64) -> bool {
+    let mut a = from;
+    while a < to {
+        let wrap = (a / BYTES_SPAN)
+            .saturating_add(1)
+            .saturating_mul(BYTES_SPAN);
+        let end = to.min(wrap);
+        if ofd_held(file, byte(a), (end - a) as i64) {
+            return true;
+        }
+        a = end;
+    }
+    false
 }
 
 /// Take (`F_WRLCK`) or release (`F_UNLCK`) byte `offset` without waiting.
@@ -448,26 +458,46 @@ impl WriterQueue {
 
     /// The nearest ticket before `t` still in line (its byte locked and its
     /// end not recorded), with its doorbell as read before its byte was
-    /// tested; `None` when every ticket before `t` has ended. A ticket
-    /// whose byte is free finished, gave up or died: one that gave up
-    /// leaves its place to the ticket before it, so the look goes on there,
-    /// back to the last recorded end or [`LOOK_BACK`] tickets, whichever is
-    /// nearer (past that, the writers that gave up are taken as ended:
-    /// fairness degrades, never correctness).
+    /// tested alone; `None` when every ticket before `t` has ended. A
+    /// ticket whose byte is free finished, gave up or died, and stays
+    /// ended: one that gave up leaves its place to the ticket before it, so
+    /// the look goes on there, back to the last recorded end however far
+    /// that is. The nearest ticket is tested alone first (usually the
+    /// predecessor, still in line: one test); past it the range down to the
+    /// last recorded end is halved with one range test a step, so a run of
+    /// thousands of writers that gave up while one holder was descheduled
+    /// costs a few dozen tests, not one a ticket.
     fn ahead_of(&self, file: &File, t: u64) -> Option<(u64, u32)> {
-        let last = t.saturating_sub(LOOK_BACK);
-        let mut k = t;
-        while k > last {
-            k -= 1;
+        // Every ticket in `hi..t` has ended: its byte was found free.
+        let mut hi = t;
+        loop {
+            let done = self.done().load(Ordering::Acquire);
+            if done >= hi {
+                return None; // and every ticket before `hi` ended too
+            }
+            let k = hi - 1;
             let bell = self.doorbell(k).load(Ordering::SeqCst);
             if self.done().load(Ordering::Acquire) > k {
                 return None; // k's turn, and every one before it, ended
             }
-            if ofd_held(file, byte(k)) {
+            if ofd_held(file, byte(k), 1) {
                 return Some((k, bell));
             }
+            hi = k;
+            // The highest held byte of `done..hi`, if any, is in `lo..hi`:
+            // halve until one ticket is left, which the next round tests
+            // alone (a lock found here and released since only sends the
+            // search below it).
+            let mut lo = done;
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if held_between(file, mid, hi) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
         }
-        None
     }
 }
 
@@ -686,11 +716,69 @@ mod tests {
         drop(q.acquire(far(), false).expect("a turn after all of them"));
     }
 
+    /// A range test sees a held byte on either side of the point where
+    /// the tickets' bytes wrap around, and nothing outside the range.
+    #[test]
+    fn a_range_test_across_the_bytes_wrap_sees_the_held_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = WriterQueue::open(&dir.path().join("s.db")).expect("queue file");
+        let open = || {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&q.path)
+                .unwrap()
+        };
+        let (holder, tester) = (open(), open());
+        for held in [BYTES_SPAN - 2, BYTES_SPAN + 1] {
+            assert!(ofd_lock(&holder, libc::F_WRLCK, byte(held)));
+            assert!(held_between(&tester, BYTES_SPAN - 3, BYTES_SPAN + 3));
+            assert!(held_between(&tester, held, held + 1));
+            assert!(!held_between(&tester, held + 1, BYTES_SPAN + 5));
+            assert!(!held_between(&tester, BYTES_SPAN - 6, held));
+            assert!(ofd_lock(&holder, libc::F_UNLCK, byte(held)));
+            assert!(!held_between(&tester, BYTES_SPAN - 3, BYTES_SPAN + 3));
+        }
+    }
+
+    /// However many writers give up while one holds its turn (here more
+    /// than four thousand in a row, as writers with short busy timeouts
+    /// coming back again and again while the holder is descheduled), the
+    /// next patient writer still waits for the holder: it finds the nearest
+    /// ticket still in line however far back it is.
+    #[test]
+    fn thousands_of_writers_giving_up_in_a_row_let_nobody_past_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = Arc::new(WriterQueue::open(&dir.path().join("s.db")).expect("queue file"));
+        let holder = q
+            .acquire(Instant::now() + Duration::from_secs(60), false)
+            .expect("first turn");
+        for _ in 0..5000 {
+            // A deadline already past: the writer takes a ticket, finds the
+            // holder ahead of it and gives up at once.
+            assert!(matches!(
+                q.acquire(Instant::now(), false),
+                Err(Error::Busy(_))
+            ));
+        }
+        let (last, got_rx) = writer_telling_its_turn(&q);
+        assert!(
+            got_rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the writer behind 5000 that gave up took its turn while the first held it"
+        );
+        let released = Instant::now();
+        drop(holder);
+        let got = got_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the last writer's turn once the holder's ended");
+        assert!(got >= released);
+        last.join().unwrap();
+    }
+
     /// Eight writers, each with a mapping of its own as a process has, six
     /// of them giving up after 0.2 to 3.2 ms: no two turns ever overlap
     /// (nothing here lets the queue degrade: no writer dies, the kernel
-    /// grants every lock, far fewer than `LOOK_BACK` tickets are given up
-    /// during one turn, even with the holder descheduled for a while while
+    /// grants every lock; the holder may be descheduled for a while while
     /// the others come back again and again), the two patient writers get
     /// every turn they ask for, and the queue never wedges.
     #[test]
