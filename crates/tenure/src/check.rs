@@ -1,6 +1,6 @@
 //! The offline invariant checker behind `tenure check`.
 
-use crate::error::Result;
+use crate::error::{ErrorCode, Result};
 use crate::model::{CheckReport, EventKind, JobState};
 use crate::store::{Stored, Txn, SCHEMA_VERSION};
 use std::collections::HashMap;
@@ -170,6 +170,9 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
             }
         }
     }
+    // Every production's jobs by stored state, counted row by row, to
+    // compare with the counts the store keeps for the statistics.
+    let mut tally: HashMap<String, [u64; STATES.len()]> = HashMap::new();
     let mut after_seq = 0;
     loop {
         let rows = t.all_jobs_page(after_seq, 5_000)?;
@@ -179,6 +182,7 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
         for row in rows {
             after_seq = row.seq;
             report.jobs += 1;
+            tally.entry(row.production.clone()).or_default()[state_index(row.state)] += 1;
             let name = format!("{}/{}", row.production, row.job);
             if row.attempts > row.max_attempts {
                 v.push(format!(
@@ -241,7 +245,58 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
             }
         }
     }
+    for p in t.productions()? {
+        let counted = tally.remove(&p.name).unwrap_or_default();
+        let kept = match t.state_counts(&p.name) {
+            Ok(kept) => kept,
+            Err(e) if e.code() == ErrorCode::Store => {
+                v.push(format!(
+                    "production {:?}: its kept job counts cannot be read: {e}",
+                    p.name
+                ));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut kept_by_state = [0u64; STATES.len()];
+        for (s, n) in kept {
+            kept_by_state[state_index(s)] += n;
+        }
+        for (i, s) in STATES.iter().enumerate() {
+            if kept_by_state[i] != counted[i] {
+                v.push(format!(
+                    "production {:?}: {} {} jobs kept in its counts, {} in its job rows",
+                    p.name,
+                    kept_by_state[i],
+                    s.as_str(),
+                    counted[i]
+                ));
+            }
+        }
+    }
+    for p in tally.keys() {
+        v.push(format!("jobs of production {p:?}, which does not exist"));
+    }
     Ok(report)
+}
+
+/// Every stored state, in the order of [`state_index`].
+const STATES: [Stored; 5] = [
+    Stored::Requested,
+    Stored::Claimed,
+    Stored::Completed,
+    Stored::Failed,
+    Stored::Cancelled,
+];
+
+fn state_index(s: Stored) -> usize {
+    match s {
+        Stored::Requested => 0,
+        Stored::Claimed => 1,
+        Stored::Completed => 2,
+        Stored::Failed => 3,
+        Stored::Cancelled => 4,
+    }
 }
 
 fn fmt_claim(c: Option<Uuid>) -> String {

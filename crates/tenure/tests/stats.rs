@@ -384,6 +384,10 @@ impl Run {
             window: WINDOW,
         };
         let st = a.stats(&q).unwrap();
+        // The checker recounts every job row and finds the kept counts
+        // equal to them.
+        let report = a.check().unwrap();
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
         let clock = a.clock().unwrap();
         assert_eq!(st.now_us, clock.now_us.max(clock.mark_us));
         assert_eq!(st.high_water_us, clock.mark_us);
@@ -470,5 +474,78 @@ fn stats_bad_queries_are_typed_errors() {
     assert_eq!(
         a.stats(&long).unwrap_err().code(),
         ErrorCode::InvalidDuration
+    );
+}
+
+/// Change the kept count of `state` in production `p` by `by`, behind the
+/// library's back (as a damaged or hand-edited store would).
+fn tamper_count(env: &Env, state: &str, by: i64) {
+    match &env.pg {
+        Some(db) => {
+            let mut c = pg::client(&db.url);
+            c.execute(
+                "INSERT INTO tenure.job_count_deltas (production, state, delta) VALUES ('p', $1, $2)",
+                &[&state, &by],
+            )
+            .unwrap();
+        }
+        None => {
+            let c = rusqlite::Connection::open(env.path()).unwrap();
+            let n = c
+                .execute(
+                    "UPDATE job_counts SET n = n + ?2 WHERE production = 'p' AND state = ?1",
+                    rusqlite::params![state, by],
+                )
+                .unwrap();
+            assert_eq!(n, 1, "no kept count of {state} to change");
+        }
+    }
+}
+
+/// `tenure check` recounts the job rows of every production and reports a
+/// kept count that differs from them (the figures `stats` reads), naming
+/// the production and state; a count that cannot be read at all is a
+/// violation too, not a failed check.
+#[test]
+fn check_reports_kept_counts_that_differ_from_the_job_rows() {
+    let env = Env::new();
+    let a = &env.auth;
+    a.create_production("p").unwrap();
+    for j in ["a", "b", "c"] {
+        a.submit("p", &JobSpec::new(j, vec![])).unwrap();
+    }
+    a.claim_next("p", "w", secs(30))
+        .unwrap()
+        .complete(&[])
+        .unwrap();
+    a.claim_next("p", "w", secs(30)).unwrap();
+    assert!(a.check().unwrap().violations.is_empty());
+    tamper_count(&env, "completed", 1);
+    let r = a.check().unwrap();
+    let said = r.violations.join("\n");
+    assert!(
+        said.contains("production \"p\": 2 completed jobs kept in its counts, 1 in its job rows"),
+        "{said}"
+    );
+    if env.pg.is_none() {
+        // SQLite keeps the total: the requested jobs, the rest of it, are
+        // now short by one.
+        assert!(
+            said.contains(
+                "production \"p\": 0 requested jobs kept in its counts, 1 in its job rows"
+            ),
+            "{said}"
+        );
+    }
+    tamper_count(&env, "completed", -1);
+    assert!(a.check().unwrap().violations.is_empty());
+    tamper_count(&env, "completed", -5);
+    let r = a.check().unwrap();
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.starts_with("production \"p\": its kept job counts cannot be read")),
+        "{:?}",
+        r.violations
     );
 }
