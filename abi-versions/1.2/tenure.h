@@ -82,6 +82,14 @@
 #define TENURE_VERSION_PATCH 0
 
 /**
+ * The most items a batched call takes (ABI 1.2 names it; every batch
+ * holds 1 ..= this many, else `TENURE_INVALID_ARGUMENT`). A caller may
+ * size an out array of a claim batch by the smaller of its `n` and this:
+ * a larger `n` is refused before any array is touched.
+ */
+#define TENURE_MAX_BATCH 1000
+
+/**
  * `tenure_production_stats_count()`: requested jobs whose due time has come.
  */
 #define TENURE_STATS_WAITING_DUE 1

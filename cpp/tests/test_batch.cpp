@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,8 @@ TEST_CASE("batch: claim_next_many takes up to n in claim-next order; none is not
   CHECK(rest.size() == 2);
   CHECK_THROWS_AS(a.claim_next_many("p", "w", 30s, 0), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.claim_next_many("p", "w", 30s, 1001), tenure::InvalidArgument);
+  // An absurd size is the batch-size error too, not an allocation of it.
+  CHECK_THROWS_AS(a.claim_next_many("p", "w", 30s, SIZE_MAX), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.claim_next_many("p", "w", 0s, 1), tenure::InvalidDuration);
 
   const std::vector<tenure::Outcome> done = a.complete_many(

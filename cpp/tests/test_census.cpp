@@ -2,6 +2,8 @@
 // strings, truncated tokens, bad request IDs and batch sizes of the idempotent
 // calls, a read-only store and a full disk.
 #include <doctest/doctest.h>
+
+#include <cstdint>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -102,6 +104,7 @@ TEST_CASE("census: bad request IDs, batch sizes and durations of the idempotent 
   CHECK_THROWS_AS(a.claim_idempotent("p", "kept", "w\x80", 10s, r), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 10s, 0, r), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 10s, 1001, r), tenure::InvalidArgument);
+  CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", 10s, SIZE_MAX, r), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "", 10s, 1, r), tenure::InvalidArgument);
   CHECK_THROWS_AS(a.claim_next_many_idempotent("p", "w", -1s, 1, r), tenure::InvalidDuration);
   {

@@ -190,6 +190,7 @@ TEST_CASE("steering: a batch across productions is shared out in rounds") {
   CHECK(second[1].job() == "z2");
   CHECK(a.claim_next_many_across(list, "w", 60s, 5).empty());
   CHECK_THROWS_AS(a.claim_next_many_across({"x", "nope"}, "w", 60s, 2), tenure::NotFound);
+  CHECK_THROWS_AS(a.claim_next_many_across(list, "w", 60s, SIZE_MAX), tenure::InvalidArgument);
 }
 
 TEST_CASE("steering: a requeue with a delay is due after it") {

@@ -247,6 +247,14 @@ static void claim_many(tenure_authority *a) {
   OK(tenure_authority_claim_next_many(a, "cm", "w", TTL, 8, rest, &count));
   CHECK(count == 2 && rest[2] == (tenure_lease *)0x1); /* fewer: the rest untouched */
   CHECK(state_of(a, "cm", "j4") == TENURE_JOB_CLAIMED);
+  /* An out array of TENURE_MAX_BATCH is enough for any n: a larger n is
+   * refused before the array is touched. */
+  tenure_lease *room[TENURE_MAX_BATCH];
+  room[0] = (tenure_lease *)0x1;
+  count = 77;
+  CHECK(tenure_authority_claim_next_many(a, "cm", "w", TTL, SIZE_MAX, room, &count) ==
+        TENURE_INVALID_ARGUMENT);
+  CHECK(count == 77 && room[0] == (tenure_lease *)0x1);
 
   tenure_lease *all[5] = {out[0], out[1], out[2], rest[0], rest[1]};
   tenure_status st[5];

@@ -1488,6 +1488,12 @@ const T* or_null(const std::vector<T>& v) noexcept {
   return v.empty() ? nullptr : v.data();
 }
 
+/// The length of a claim batch's out arrays for `n` jobs asked for: `n`,
+/// at most `TENURE_MAX_BATCH` (the C call refuses a larger `n` before it
+/// touches an array, so an absurd `n` is `InvalidArgument`, never an
+/// allocation of that size).
+inline std::size_t claim_room(std::size_t n) noexcept { return n < TENURE_MAX_BATCH ? n : TENURE_MAX_BATCH; }
+
 /// A C `bool` array of `n` falses (NULL when `n` is 0).
 inline std::unique_ptr<bool[]> bools(std::size_t n) {
   return n == 0 ? nullptr : std::make_unique<bool[]>(n);
@@ -1810,12 +1816,12 @@ class SharedOps {
     const std::int64_t us = to_micros(ttl);
     const std::string p = cstr(production, "production ID");
     const std::string hd = cstr(holder, "holder");
-    std::vector<tenure_lease*> raw(n, nullptr);
+    std::vector<tenure_lease*> raw(detail::claim_room(n), nullptr);
     std::size_t count = 0;
     check(C::claim_next_many(h(), p.c_str(), hd.c_str(), us, n, or_null(raw), &count));
     std::vector<Lease> out;
     out.reserve(count);
-    for (std::size_t i = 0; i < count && i < n; ++i) out.emplace_back(raw[i]);
+    for (std::size_t i = 0; i < count && i < raw.size(); ++i) out.emplace_back(raw[i]);
     return out;
   }
   /// `claim_next_many` under `request` (see `ClaimRequest`): a retry with
@@ -1831,13 +1837,13 @@ class SharedOps {
     const std::int64_t us = to_micros(ttl);
     const std::string p = cstr(production, "production ID");
     const std::string hd = cstr(holder, "holder");
-    std::vector<tenure_lease*> raw(n, nullptr);
-    std::vector<tenure_status> st(n, TENURE_OK);
+    std::vector<tenure_lease*> raw(detail::claim_room(n), nullptr);
+    std::vector<tenure_status> st(raw.size(), TENURE_OK);
     std::size_t count = 0;
     bool replayed = false;
     check(C::claim_next_many_idempotent(h(), p.c_str(), hd.c_str(), us, n, request.capi(), or_null(raw), or_null(st),
                                   &count, &replayed));
-    std::vector<Claimed> out(count < n ? count : n);
+    std::vector<Claimed> out(count < raw.size() ? count : raw.size());
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i].lease = Lease(raw[i]);
       out[i].status = st[i];
@@ -2298,13 +2304,13 @@ class Authority : public detail::SharedOps<Authority, tenure_authority> {
     const std::int64_t us = to_micros(ttl);
     const detail::CStrList names(productions, "production ID");
     const std::string hd = detail::cstr(holder, "holder");
-    std::vector<tenure_lease*> raw(n, nullptr);
+    std::vector<tenure_lease*> raw(detail::claim_room(n), nullptr);
     std::size_t count = 0;
     check(tenure_authority_claim_next_many_across(h_.get(), names.data(), names.size(), hd.c_str(), us, n,
                                                   detail::or_null(raw), &count));
     std::vector<Lease> out;
     out.reserve(count);
-    for (std::size_t i = 0; i < count && i < n; ++i) out.emplace_back(raw[i]);
+    for (std::size_t i = 0; i < count && i < raw.size(); ++i) out.emplace_back(raw[i]);
     return out;
   }
   /// `claim_next_wait` across `productions` (ABI 1.2): each attempt is a

@@ -19,6 +19,14 @@ use crate::lease::tenure_lease;
 use crate::options::{convert_facts, tenure_fact, tenure_job_state};
 use crate::status::tenure_status;
 
+/// The most items a batched call takes (ABI 1.2 names it; every batch
+/// holds 1 ..= this many, else `TENURE_INVALID_ARGUMENT`). A caller may
+/// size an out array of a claim batch by the smaller of its `n` and this:
+/// a larger `n` is refused before any array is touched.
+pub const TENURE_MAX_BATCH: usize = 1000;
+// The header's number is the core's rule.
+const _: () = assert!(TENURE_MAX_BATCH == tenure::validate::MAX_BATCH);
+
 writer! {
     /// A handle that runs the batched operations.
     trait BatchWriter {
