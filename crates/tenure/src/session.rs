@@ -93,9 +93,12 @@ pub(crate) struct Session {
     pub(crate) txn: Box<dyn Txn>,
     backend: Arc<dyn Backend>,
     clock: Arc<dyn Clock>,
-    /// The mark read at begin.
-    stored_mark: i64,
-    /// Running maximum of the stored mark and every accepted sample.
+    /// The durable mark, read from the transaction when first needed
+    /// ([`Session::stored_mark`]): a store that begins its transaction
+    /// with its first locked read answers it from that read's request.
+    stored_mark: Option<i64>,
+    /// Running maximum of the stored mark (once read) and every accepted
+    /// sample.
     mark: i64,
     /// Highest time observed by operations that failed (persisted even on abort).
     failed_mark: i64,
@@ -136,15 +139,14 @@ impl Session {
     }
 
     pub(crate) fn begin(backend: &Arc<dyn Backend>, clock: &Arc<dyn Clock>) -> Result<Session> {
-        let mut txn = backend.begin_write()?;
-        let stored_mark = txn.high_water()?;
+        let txn = backend.begin_write()?;
         Ok(Session {
             txn,
             backend: backend.clone(),
             clock: clock.clone(),
-            stored_mark,
-            mark: stored_mark,
-            failed_mark: stored_mark,
+            stored_mark: None,
+            mark: i64::MIN,
+            failed_mark: i64::MIN,
             guarded: false,
             deadlines: Vec::new(),
             work: Vec::new(),
@@ -180,7 +182,20 @@ impl Session {
         Ok(v)
     }
 
+    /// The durable mark, read once; the running marks are raised to it.
+    fn stored_mark(&mut self) -> Result<i64> {
+        if let Some(m) = self.stored_mark {
+            return Ok(m);
+        }
+        let m = self.txn.high_water()?;
+        self.stored_mark = Some(m);
+        self.mark = self.mark.max(m);
+        self.failed_mark = self.failed_mark.max(m);
+        Ok(m)
+    }
+
     fn accept(&mut self, now: i64) -> Result<()> {
+        self.stored_mark()?;
         if now < self.mark {
             return Err(Error::ClockRollback {
                 now_us: now,
@@ -193,15 +208,20 @@ impl Session {
     }
 
     /// Time for an unguarded write (submit, cancel): `max(now, mark)`.
-    /// A server clock that cannot be read reads as the mark (the
-    /// transaction is then unusable and the operation fails anyway).
+    /// A server clock or a mark that cannot be read leaves the session
+    /// poisoned (its commit fails) and reads as the mark known so far.
     pub(crate) fn observe_now(&mut self) -> i64 {
         let now = match self.txn.observed_now_us() {
-            Ok(Some(t)) => t,
-            Ok(None) => self.clock.now_us(),
-            Err(_) => self.mark,
+            Ok(Some(t)) => Ok(t),
+            Ok(None) => Ok(self.clock.now_us()),
+            Err(e) => Err(e),
         };
-        self.mark = self.mark.max(now);
+        match now.and_then(|now| self.stored_mark().map(|_| now)) {
+            Ok(now) => self.mark = self.mark.max(now),
+            Err(e) => {
+                self.poisoned.get_or_insert(e);
+            }
+        }
         self.mark
     }
 
@@ -349,12 +369,20 @@ impl Session {
                 }
             }
         }
-        let mark = (self.mark > self.stored_mark).then_some(self.mark);
-        let r = self.txn.commit_with_mark(mark);
+        let r = self.txn.commit_with_mark(self.raised_mark());
         if r.is_err() {
             let _ = self.txn.rollback();
         }
         r
+    }
+
+    /// The mark to write with the commit: the running mark, if it is above
+    /// the durable one (never, if the session read no mark: it then
+    /// accepted no sample).
+    fn raised_mark(&self) -> Option<i64> {
+        self.stored_mark
+            .filter(|&m| self.mark > m)
+            .map(|_| self.mark)
     }
 
     /// A convenience call: one edit of exactly one operation, without a
@@ -463,8 +491,7 @@ impl Session {
         if let Some(p) = pre {
             self.mark = self.mark.max(p);
         }
-        let mark = (self.mark > self.stored_mark).then_some(self.mark);
-        let r = self.txn.commit_with_mark(mark);
+        let r = self.txn.commit_with_mark(self.raised_mark());
         if r.is_err() {
             let _ = self.txn.rollback();
         }
@@ -486,7 +513,8 @@ impl Session {
     }
 
     fn persist_mark(&self, mark: i64) {
-        if mark <= self.stored_mark {
+        // Every raise of the running marks reads the stored mark first.
+        if self.stored_mark.is_none_or(|m| mark <= m) {
             return;
         }
         if let Ok(mut t) = self.backend.begin_write() {

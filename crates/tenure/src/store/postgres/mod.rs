@@ -84,16 +84,19 @@
 //!
 //! # Round trips
 //!
-//! A write transaction that succeeds takes at most three requests (see
-//! docs/postgres.md, "Round trips"): `BEGIN` with its settings, the mark
-//! and (on the server's clock) a clock sample for unguarded writes; one
+//! A transition or claim-next that succeeds takes two requests (see
+//! docs/postgres.md, "Round trips"): `BEGIN` with its settings, the mark,
+//! (on the server's clock) a clock sample for unguarded writes and one
 //! statement that locks, samples the clock after the locks and reads
-//! ([`Txn::lock_jobs_sampled`], [`Txn::claim_start`],
-//! [`Txn::insert_new_jobs_into`]); and the deferred writes
-//! ([`PgTxn::defer`]: calls of statements prepared once per connection,
-//! with [`literal`] arguments) with the pre-commit check and `COMMIT`. Any
-//! other statement sends the deferred writes first, so a transaction always
-//! reads its own writes.
+//! ([`Txn::lock_jobs_sampled`], [`Txn::claim_start`]: calls of statements
+//! prepared once per connection, their rows decoded from text), a write
+//! transaction's `BEGIN` waiting for its first request
+//! ([`PgTxn::begin`]); and the deferred writes ([`PgTxn::defer`]: calls of
+//! statements prepared once per connection, with [`literal`] arguments)
+//! with the pre-commit check and `COMMIT`. A submission's insert
+//! ([`Txn::insert_new_jobs_into`]) is a statement of its own, after the
+//! `BEGIN`'s request. Any other statement sends the deferred writes first,
+//! so a transaction always reads its own writes.
 //!
 //! # The clock
 //!

@@ -120,14 +120,16 @@ impl Pool {
         };
         // The settings every transaction of the pool runs with, once per
         // connection (a read transaction puts `lock_timeout` back to the
-        // server's default for itself, see `PgBackend::begin_read`).
+        // server's default for itself, see `PgBackend::begin_read`); the
+        // text rows of simple-query reads give bytes in hex (see
+        // `rows::Cols`).
         let (lock, stmt) = self.timeouts();
         crate::stats::round_trip();
         let mut client = client;
         client
             .batch_execute(&format!(
                 "SET lock_timeout = {lock}; SET statement_timeout = {stmt}; \
-                 SET standard_conforming_strings = on"
+                 SET standard_conforming_strings = on; SET bytea_output = hex"
             ))
             .map_err(map_err)?;
         Ok(Conn {

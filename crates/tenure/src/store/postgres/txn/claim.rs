@@ -2,7 +2,7 @@
 //! scan's first pages, the live-job pages of a scan, un-parking due jobs.
 
 use super::rows::*;
-use super::PgTxn;
+use super::{PgTxn, Prepared};
 use crate::error::{Error, Result};
 use crate::store::postgres::pool::FLOOR_EVERY;
 use crate::store::postgres::sql::*;
@@ -11,46 +11,61 @@ use crate::store::{backoff_from_cols, ClaimStart, JobRow, LiveScan, Locked};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
+/// The locked reads, each prepared once per connection (see
+/// [`PgTxn::request`]).
+const LOCK_JOB: Prepared = ("tenure_lock_job", "text, text, bigint", LOCK_JOB_SAMPLED);
+const LOCK_JOBS: Prepared = (
+    "tenure_lock_jobs",
+    "text[], text[], bigint",
+    LOCK_JOBS_SAMPLED,
+);
+const CLAIM_FIRST: Prepared = (
+    "tenure_claim_start",
+    "int, int, text, bigint, bigint",
+    CLAIM_START,
+);
+
 pub(super) fn lock_jobs_sampled(
     tx: &mut PgTxn,
     keys: &[(&str, &str)],
     local_now: Option<i64>,
 ) -> Result<Locked> {
-    let local = local_now.filter(|_| !tx.pool.server_clock);
+    let local = literal::opt_int(local_now.filter(|_| !tx.pool.server_clock));
     // One statement: lock the rows (in seq order, as `jobs_for_update`),
     // then sample the clock in a CTE that consumes every locked row
     // first, so the sample is taken after any wait for a lock; the
-    // rows' productions' default back-off comes with them.
-    // The first use of either form prepares both, so the connection's
-    // later calls take the same round trips whatever their size.
-    for sql in [LOCK_JOB_SAMPLED, LOCK_JOBS_SAMPLED] {
-        let r = tx.c().stmt(sql).map(drop);
-        tx.track(r)?;
-    }
-    let rows = match keys {
-        [(p, j)] => tx.query(LOCK_JOB_SAMPLED, &[p, j, &local])?,
-        _ => {
-            let prods: Vec<&str> = keys.iter().map(|k| k.0).collect();
-            let names: Vec<&str> = keys.iter().map(|k| k.1).collect();
-            tx.query(LOCK_JOBS_SAMPLED, &[&prods, &names, &local])?
-        }
+    // rows' productions' default back-off comes with them. A call of a
+    // prepared statement in a simple-query request, so the transaction's
+    // `BEGIN` and deferred writes ride in the same request.
+    let (stmt, params) = match keys {
+        [(p, j)] => (LOCK_JOB, [literal::text(p), literal::text(j), local]),
+        _ => (
+            LOCK_JOBS,
+            [
+                literal::array(keys.iter().map(|k| literal::text(k.0)), "text"),
+                literal::array(keys.iter().map(|k| literal::text(k.1)), "text"),
+                local,
+            ],
+        ),
     };
-    let now: i64 = rows
+    let call = literal::execute(stmt.0, &params)?;
+    let rows = tx.request(&[stmt], &call)?;
+    let now = rows
         .first()
-        .map(|r| r.get(JOB_COLS))
-        .ok_or_else(|| Error::Internal("the locked read gave no row".into()))?;
+        .ok_or_else(|| Error::Internal("the locked read gave no row".into()))?
+        .i64(JOB_COLS)?;
     let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
     let mut backoffs = HashMap::new();
     tx.ungated.clear();
     for r in &rows {
-        if r.get::<_, Option<i64>>(0).is_none() {
+        if r.opt_i64(0)?.is_none() {
             continue;
         }
         let row = job_row(r)?;
-        if !r.get::<_, bool>(JOB_COLS + 3) && !tx.ungated.contains(&row.production) {
+        if !r.boolean(JOB_COLS + 3)? && !tx.ungated.contains(&row.production) {
             tx.ungated.push(row.production.clone());
         }
-        let b = backoff_from_cols(r.get(JOB_COLS + 1), r.get(JOB_COLS + 2))?;
+        let b = backoff_from_cols(r.opt_i64(JOB_COLS + 1)?, r.opt_i64(JOB_COLS + 2)?)?;
         backoffs.insert(row.production.clone(), b);
         found.insert((row.production.clone(), row.job.clone()), row);
     }
@@ -86,7 +101,19 @@ pub(super) fn claim_start(
     // see `Pool::raise_claim_floor`): a bound the index checks on
     // its own entries, so the entries of jobs that ended below it cost
     // no heap visit even while an open snapshot keeps their versions.
-    let rows = tx.query(CLAIM_START, &[&CLASS_PROD, &k, &production, &limit, &local])?;
+    // A call of a prepared statement in a simple-query request, as
+    // `lock_jobs_sampled`.
+    let call = literal::execute(
+        CLAIM_FIRST.0,
+        &[
+            literal::int(i64::from(CLASS_PROD)),
+            literal::int(i64::from(k)),
+            literal::text(production),
+            literal::int(limit),
+            literal::opt_int(local),
+        ],
+    )?;
+    let rows = tx.request(&[CLAIM_FIRST], &call)?;
     tx.held.push((CLASS_PROD, k, true, tx.savepoints));
     if tx.pool.claim_scans.fetch_add(1, Ordering::Relaxed) % FLOOR_EVERY == FLOOR_EVERY - 1 {
         tx.floor_due = Some(production.to_owned());
@@ -94,14 +121,14 @@ pub(super) fn claim_start(
     let first = rows
         .first()
         .ok_or_else(|| Error::Internal("the claim scan gave no row".into()))?;
-    let exists: bool = first.get(JOB_COLS + 1);
-    let now: i64 = first.get(JOB_COLS + 2);
-    let due_parked: bool = first.get(JOB_COLS + 3);
-    let gated: bool = first.get(JOB_COLS + 4);
+    let exists = first.boolean(JOB_COLS + 1)?;
+    let now = first.i64(JOB_COLS + 2)?;
+    let due_parked = first.boolean(JOB_COLS + 3)?;
+    let gated = first.boolean(JOB_COLS + 4)?;
     let mut out = Vec::with_capacity(rows.len());
     let mut full = [0usize; 2];
     for r in &rows {
-        let Some(src) = r.get::<_, Option<i32>>(JOB_COLS) else {
+        let Some(src) = r.opt_i32(JOB_COLS)? else {
             continue;
         };
         let mut row = job_row(r)?;

@@ -25,7 +25,7 @@ use crate::store::{
 };
 use crate::ttl::Backoff;
 use postgres::types::ToSql;
-use postgres::Row;
+use postgres::{Row, SimpleQueryMessage, SimpleQueryRow};
 use rows::u32_col;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -33,9 +33,25 @@ use uuid::Uuid;
 
 pub(super) use figures::{after_fold, fold_counts};
 
+/// A statement a request prepares on its connection first if it is not
+/// yet: `(name, parameter types, body)` (see [`PgTxn::request`]).
+pub(super) type Prepared = (&'static str, &'static str, &'static str);
+
+/// The pre-commit check, prepared by the request that begins a write
+/// transaction on the server's clock (`PREPARE` is no part of the
+/// transaction).
+const PRECOMMIT_STMT: Prepared = (PRECOMMIT_NAME, PRECOMMIT_TYPES, PRECOMMIT);
+
 pub(super) struct PgTxn {
     conn: Option<Conn>,
     pool: Arc<Pool>,
+    /// The `BEGIN ...` of a transaction not yet begun on the server: it
+    /// heads the transaction's first request (see [`PgTxn::request`]).
+    unbegun: Option<String>,
+    /// A request that prepared statements failed: whether each `PREPARE`
+    /// ran is not known, so the connection is closed, not pooled, when
+    /// the transaction ends.
+    discard: bool,
     open: bool,
     write: bool,
     /// A statement failed and no savepoint rollback has happened since: the
@@ -86,65 +102,24 @@ pub(super) struct PgTxn {
 }
 
 impl PgTxn {
-    /// Begin with `sql` (`BEGIN ...`) followed, in the same
-    /// round trip, by the read of the high-water mark, which the session
-    /// asks for first ([`Txn::high_water`] answers it once from here), and,
-    /// for a write transaction on the server's clock, a clock sample for
-    /// the first unguarded write ([`Txn::observed_now_us`]).
+    /// A transaction begun with `sql` (`BEGIN ...`), followed in the same
+    /// request by the read of the high-water mark, which the session asks
+    /// for before it checks a clock sample ([`Txn::high_water`] answers it
+    /// once from here), and, for a write transaction on the server's
+    /// clock, a clock sample for the first unguarded write
+    /// ([`Txn::observed_now_us`]). A read transaction sends it at once; a
+    /// write transaction keeps it for the head of its first request (see
+    /// [`PgTxn::request`]), so its first locked read
+    /// ([`Txn::lock_jobs_sampled`], [`Txn::claim_start`]) begins it too.
     pub(super) fn begin(pool: &Arc<Pool>, sql: &str, write: bool) -> Result<Box<PgTxn>> {
-        let sample = if write && pool.server_clock {
-            concat!("; SELECT ", server_sample!())
-        } else {
-            ""
-        };
-        let sql = format!("{sql}; {HIGH_WATER}{sample}");
-        // A write transaction on the server's clock ends with the
-        // pre-commit check: a connection's first such transaction prepares
-        // it at its head (`PREPARE` is no part of the transaction).
-        let precommit = write && pool.server_clock;
-        let send = |conn: &mut Conn| {
-            let prepare = precommit && !conn.prepared.contains(PRECOMMIT_NAME);
-            crate::stats::round_trip();
-            let r = if prepare {
-                let sql =
-                    format!("PREPARE {PRECOMMIT_NAME} ({PRECOMMIT_TYPES}) AS {PRECOMMIT}; {sql}");
-                conn.client.simple_query(&sql)
-            } else {
-                conn.client.simple_query(&sql)
-            };
-            if prepare && r.is_ok() {
-                conn.prepared.insert(PRECOMMIT_NAME);
-            }
-            (r, prepare)
-        };
-        let mut conn = pool.take()?;
-        let (mut r, prepared) = send(&mut conn);
-        if let Err(e) = r {
-            // A connection that died while idle (server restart, failover):
-            // try once more on a fresh one.
-            if !conn.client.is_closed() && !super::retry::is_lost(&e) {
-                // Whether the `PREPARE` ran is not known: a connection
-                // that was sent one goes.
-                if !prepared && conn.client.batch_execute("ROLLBACK").is_ok() {
-                    pool.give_back(conn);
-                }
-                return Err(map_err(e));
-            }
-            conn = pool.connect()?;
-            r = send(&mut conn).0;
-        }
-        let msgs = r.map_err(map_err)?;
-        let mut vals = msgs.iter().filter_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<i64>().ok()),
-            _ => None,
-        });
-        let mark = vals.next();
-        let begin_now = vals.next();
-        Ok(Box::new(PgTxn {
-            begin_mark: mark,
-            begin_now,
+        let conn = pool.take()?;
+        let mut tx = Box::new(PgTxn {
+            begin_mark: None,
+            begin_now: None,
             conn: Some(conn),
             pool: pool.clone(),
+            unbegun: Some(sql.to_owned()),
+            discard: false,
             open: true,
             write,
             failed: false,
@@ -158,7 +133,138 @@ impl PgTxn {
             ungated: Vec::new(),
             gate_guards: Vec::new(),
             mark_prune_due: false,
-        }))
+        });
+        if !write {
+            tx.open()?;
+        }
+        Ok(tx)
+    }
+
+    /// Send the `BEGIN` if it is not yet sent (with the deferred writes,
+    /// in one request).
+    fn open(&mut self) -> Result<()> {
+        if self.unbegun.is_some() {
+            self.request(&[], "")?;
+        }
+        Ok(())
+    }
+
+    /// Send one simple-query request and return the rows of its last
+    /// statement: the `PREPARE` of each of `prepare` (and, in the request
+    /// that begins a write transaction on the server's clock, of the
+    /// pre-commit check) the connection lacks; then the `BEGIN` with its
+    /// reads if the transaction has not begun (see [`PgTxn::begin`]); the
+    /// deferred writes and checks; and `sql`. A request that begins the
+    /// transaction on a connection that died while idle (server restart,
+    /// failover) is sent once more on a fresh one, unless deferred calls
+    /// need the statements the old one prepared.
+    fn request(&mut self, prepare: &[Prepared], sql: &str) -> Result<Vec<SimpleQueryRow>> {
+        let deferred = self.take_deferred();
+        let mut again = self.unbegun.is_some() && deferred.is_empty();
+        loop {
+            let (text, prepared) = self.request_text(prepare, &deferred, sql);
+            crate::stats::round_trip();
+            let conn = self.c();
+            match conn.client.simple_query(&text) {
+                Ok(msgs) => {
+                    conn.prepared.extend(prepared);
+                    let sampled = self.write && self.pool.server_clock;
+                    return Ok(self.answers(msgs, sampled));
+                }
+                Err(e) => {
+                    let lost = conn.client.is_closed() || super::retry::is_lost(&e);
+                    if again && lost {
+                        again = false;
+                        match self.pool.connect() {
+                            Ok(fresh) => {
+                                self.conn = Some(fresh);
+                                continue;
+                            }
+                            Err(e) => {
+                                self.unbegun = None;
+                                self.failed = true;
+                                return Err(e);
+                            }
+                        }
+                    }
+                    if !prepared.is_empty() {
+                        // Each `PREPARE` before the failing statement ran
+                        // (a `PREPARE` outlives the rollback): counted as
+                        // prepared for the rest of this transaction, and
+                        // the connection goes with it.
+                        self.c().prepared.extend(prepared);
+                        self.discard = true;
+                    }
+                    self.unbegun = None;
+                    self.failed = true;
+                    return Err(map_err(e));
+                }
+            }
+        }
+    }
+
+    /// The text of [`PgTxn::request`] for the current connection, and the
+    /// names it prepares.
+    fn request_text(
+        &self,
+        prepare: &[Prepared],
+        deferred: &str,
+        sql: &str,
+    ) -> (String, Vec<&'static str>) {
+        let conn = self.conn.as_ref().expect("connection present while open");
+        let precommit = self.unbegun.is_some() && self.write && self.pool.server_clock;
+        let mut text = String::new();
+        let mut names: Vec<&'static str> = Vec::new();
+        for &(name, types, body) in precommit
+            .then_some(&PRECOMMIT_STMT)
+            .into_iter()
+            .chain(prepare)
+        {
+            if !conn.prepared.contains(name) && !names.contains(&name) {
+                text.push_str(&format!("PREPARE {name} ({types}) AS {body}; "));
+                names.push(name);
+            }
+        }
+        if let Some(begin) = &self.unbegun {
+            text.push_str(&format!("{begin}; {HIGH_WATER}; "));
+            if self.write && self.pool.server_clock {
+                text.push_str(concat!("SELECT ", server_sample!(), "; "));
+            }
+        }
+        text.push_str(deferred);
+        text.push_str(sql);
+        (text, names)
+    }
+
+    /// The rows of a request's last statement; the request that began the
+    /// transaction also keeps its mark and, if `sampled`, its clock sample
+    /// (the first rows of the request: no statement before them returns
+    /// one).
+    fn answers(&mut self, msgs: Vec<SimpleQueryMessage>, sampled: bool) -> Vec<SimpleQueryRow> {
+        let began = self.unbegun.take().is_some();
+        let mut firsts = 0;
+        let mut last = Vec::new();
+        let mut rows = Vec::new();
+        for m in msgs {
+            match m {
+                SimpleQueryMessage::Row(r) => {
+                    if began && firsts < 1 + usize::from(sampled) {
+                        let v = r.get(0).and_then(|v| v.parse::<i64>().ok());
+                        if firsts == 0 {
+                            self.begin_mark = v;
+                        } else {
+                            self.begin_now = v;
+                        }
+                        firsts += 1;
+                    } else {
+                        rows.push(r);
+                    }
+                }
+                SimpleQueryMessage::CommandComplete(_) => last = std::mem::take(&mut rows),
+                _ => {}
+            }
+        }
+        last
     }
 
     fn c(&mut self) -> &mut Conn {
@@ -173,23 +279,23 @@ impl PgTxn {
     }
 
     fn query(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.open()?;
         self.flush()?;
         let r = self.c().query(sql, p);
         self.track(r)
     }
 
     fn execute(&mut self, sql: &'static str, p: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        self.open()?;
         self.flush()?;
         let r = self.c().execute(sql, p);
         self.track(r)
     }
 
-    /// Send `sql` (simple query) after the deferred writes, in one request.
+    /// Send `sql` (simple query) after the deferred writes, in one
+    /// request ([`PgTxn::request`]).
     fn batch(&mut self, sql: &str) -> Result<()> {
-        let sql = format!("{}{sql}", self.take_deferred());
-        crate::stats::round_trip();
-        let r = self.c().client.batch_execute(&sql).map_err(map_err);
-        self.track(r)
+        self.request(&[], sql).map(drop)
     }
 
     /// Defer a write whose answer nobody waits for: a call of the
@@ -321,9 +427,32 @@ impl PgTxn {
         }
     }
 
+    /// The connection back to the pool, unless a failed request left its
+    /// prepared statements unknown.
+    fn give_back(&self, conn: Conn) {
+        if !self.discard {
+            self.pool.give_back(conn);
+        }
+    }
+
     fn finish(&mut self, sql: &str) -> Result<()> {
         if !self.open {
             return Ok(());
+        }
+        if self.unbegun.is_some() {
+            if sql == "ROLLBACK" {
+                // Nothing was sent: nothing to roll back.
+                self.open = false;
+                self.pending.clear();
+                self.guards.clear();
+                if let Some(conn) = self.conn.take() {
+                    self.give_back(conn);
+                }
+                return Ok(());
+            }
+            // A request whose answer may be a commit is never sent twice:
+            // the `BEGIN` goes first.
+            self.open()?;
         }
         self.open = false;
         let Some(mut conn) = self.conn.take() else {
@@ -340,7 +469,7 @@ impl PgTxn {
         crate::stats::round_trip();
         match conn.client.batch_execute(&sql) {
             Ok(()) => {
-                self.pool.give_back(conn);
+                self.give_back(conn);
                 if committing {
                     self.after_commit();
                 }
@@ -348,7 +477,7 @@ impl PgTxn {
             }
             Err(e) => {
                 if conn.client.batch_execute("ROLLBACK").is_ok() {
-                    self.pool.give_back(conn);
+                    self.give_back(conn);
                 }
                 Err(map_err(e))
             }
@@ -403,6 +532,7 @@ impl Txn for PgTxn {
     }
 
     fn observed_now_us(&mut self) -> Result<Option<i64>> {
+        self.open()?;
         match self.begin_now.take() {
             Some(t) => Ok(Some(t)),
             None => self.server_now_us(),
@@ -410,6 +540,7 @@ impl Txn for PgTxn {
     }
 
     fn high_water(&mut self) -> Result<i64> {
+        self.open()?;
         if let Some(m) = self.begin_mark.take() {
             return Ok(m);
         }
@@ -781,6 +912,7 @@ impl Txn for PgTxn {
         if !self.pool.server_clock || !self.open || self.failed || self.conn.is_none() {
             return Ok(None);
         }
+        self.open()?;
         // The check fails the statement when the rule refuses (see
         // `PRECOMMIT`); COMMIT then never runs.
         let call = self.prepared_call(
@@ -799,14 +931,14 @@ impl Txn for PgTxn {
         crate::stats::round_trip();
         match conn.client.batch_execute(&sql) {
             Ok(()) => {
-                self.pool.give_back(conn);
+                self.give_back(conn);
                 self.after_commit();
                 Ok(Some(Ok(())))
             }
             Err(e) => {
                 let refused = e.as_db_error().and_then(|d| precommit_refused(d.message()));
                 if conn.client.batch_execute("ROLLBACK").is_ok() {
-                    self.pool.give_back(conn);
+                    self.give_back(conn);
                 }
                 match refused {
                     Some(pre) => Ok(Some(Err(pre))),

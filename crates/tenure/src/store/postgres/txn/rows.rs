@@ -1,18 +1,124 @@
-//! Decoding the rows the statements return.
+//! Decoding the rows the statements return: a prepared statement's rows
+//! in binary form ([`Row`]), a simple-query request's in text form
+//! ([`SimpleQueryRow`]), each column list through one decoder over
+//! [`Cols`].
 
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind};
 use crate::store::{backoff_from_cols, JobRow, ProductionRow, Stored};
-use postgres::Row;
+use postgres::{Row, SimpleQueryRow};
 use uuid::Uuid;
 
 pub(super) fn bad(what: String) -> Error {
     Error::Store(format!("corrupt row: {what}"))
 }
 
-pub(super) fn uuid_col(r: &Row, i: usize) -> Result<Option<Uuid>> {
-    let s: Option<String> = r.get(i);
-    match s {
+/// A row's columns by index, in either form; `NULL` is `None`, a missing
+/// `NULL` or a value of another type is a corrupt row.
+pub(super) trait Cols {
+    fn opt_i64(&self, i: usize) -> Result<Option<i64>>;
+    fn opt_i32(&self, i: usize) -> Result<Option<i32>>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>>;
+    fn opt_bool(&self, i: usize) -> Result<Option<bool>>;
+    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>>;
+
+    fn i64(&self, i: usize) -> Result<i64> {
+        self.opt_i64(i)?.ok_or_else(|| null(i))
+    }
+    fn i32(&self, i: usize) -> Result<i32> {
+        self.opt_i32(i)?.ok_or_else(|| null(i))
+    }
+    fn text(&self, i: usize) -> Result<String> {
+        self.opt_text(i)?.ok_or_else(|| null(i))
+    }
+    fn boolean(&self, i: usize) -> Result<bool> {
+        self.opt_bool(i)?.ok_or_else(|| null(i))
+    }
+    fn bytes(&self, i: usize) -> Result<Vec<u8>> {
+        self.opt_bytes(i)?.ok_or_else(|| null(i))
+    }
+}
+
+fn null(i: usize) -> Error {
+    bad(format!("column {i} is NULL"))
+}
+
+impl Cols for Row {
+    fn opt_i64(&self, i: usize) -> Result<Option<i64>> {
+        binary(self, i)
+    }
+    fn opt_i32(&self, i: usize) -> Result<Option<i32>> {
+        binary(self, i)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>> {
+        binary(self, i)
+    }
+    fn opt_bool(&self, i: usize) -> Result<Option<bool>> {
+        binary(self, i)
+    }
+    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>> {
+        binary(self, i)
+    }
+}
+
+fn binary<'a, T: postgres::types::FromSql<'a>>(r: &'a Row, i: usize) -> Result<Option<T>> {
+    r.try_get(i).map_err(|e| bad(format!("column {i}: {e}")))
+}
+
+/// The text form of the column types the statements return (bytes in
+/// `bytea_output = hex`, set on every pooled connection).
+impl Cols for SimpleQueryRow {
+    fn opt_i64(&self, i: usize) -> Result<Option<i64>> {
+        parsed(self, i)
+    }
+    fn opt_i32(&self, i: usize) -> Result<Option<i32>> {
+        parsed(self, i)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>> {
+        Ok(text_of(self, i)?.map(str::to_owned))
+    }
+    fn opt_bool(&self, i: usize) -> Result<Option<bool>> {
+        match text_of(self, i)? {
+            None => Ok(None),
+            Some("t") => Ok(Some(true)),
+            Some("f") => Ok(Some(false)),
+            Some(v) => Err(bad(format!("column {i}: not a boolean: {v:?}"))),
+        }
+    }
+    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>> {
+        let Some(v) = text_of(self, i)? else {
+            return Ok(None);
+        };
+        let digits = v
+            .strip_prefix("\\x")
+            .filter(|d| d.len() % 2 == 0)
+            .ok_or_else(|| bad(format!("column {i}: not hex bytes")))?;
+        (0..digits.len())
+            .step_by(2)
+            .map(|k| {
+                u8::from_str_radix(&digits[k..k + 2], 16)
+                    .map_err(|_| bad(format!("column {i}: not hex bytes")))
+            })
+            .collect::<Result<Vec<u8>>>()
+            .map(Some)
+    }
+}
+
+fn text_of(r: &SimpleQueryRow, i: usize) -> Result<Option<&str>> {
+    r.try_get(i).map_err(|e| bad(format!("column {i}: {e}")))
+}
+
+fn parsed<T: std::str::FromStr>(r: &SimpleQueryRow, i: usize) -> Result<Option<T>> {
+    text_of(r, i)?
+        .map(|v| {
+            v.parse()
+                .map_err(|_| bad(format!("column {i}: not a number: {v:?}")))
+        })
+        .transpose()
+}
+
+pub(super) fn uuid_col<R: Cols + ?Sized>(r: &R, i: usize) -> Result<Option<Uuid>> {
+    match r.opt_text(i)? {
         None => Ok(None),
         Some(s) => Uuid::parse_str(&s)
             .map(Some)
@@ -20,36 +126,37 @@ pub(super) fn uuid_col(r: &Row, i: usize) -> Result<Option<Uuid>> {
     }
 }
 
-pub(super) fn u32_col(r: &Row, i: usize) -> Result<u32> {
-    let v: i64 = r.get(i);
+pub(super) fn u32_col<R: Cols + ?Sized>(r: &R, i: usize) -> Result<u32> {
+    let v = r.i64(i)?;
     u32::try_from(v).map_err(|_| bad(format!("column {i} out of range: {v}")))
 }
 
-pub(super) fn job_row(r: &Row) -> Result<JobRow> {
-    let state: String = r.get(7);
-    let len: i64 = r.get(4);
+/// A job row (`job_cols!`, columns 0 to `JOB_COLS - 1`).
+pub(super) fn job_row<R: Cols + ?Sized>(r: &R) -> Result<JobRow> {
+    let state = r.text(7)?;
+    let len = r.i64(4)?;
     Ok(JobRow {
-        seq: r.get(0),
-        production: r.get(1),
-        job: r.get(2),
-        payload_digest: r.get(3),
+        seq: r.i64(0)?,
+        production: r.text(1)?,
+        job: r.text(2)?,
+        payload_digest: r.bytes(3)?,
         payload_len: u64::try_from(len).map_err(|_| bad(format!("payload length {len}")))?,
-        priority: r.get(5),
+        priority: r.i32(5)?,
         max_attempts: u32_col(r, 6)?,
         state: Stored::parse(&state).ok_or_else(|| bad(format!("unknown state {state:?}")))?,
         attempts: u32_col(r, 8)?,
         claim_id: uuid_col(r, 9)?,
-        secret_digest: r.get(10),
-        holder: r.get(11),
-        claimed_us: r.get(12),
-        expires_us: r.get(13),
-        created_us: r.get(14),
-        updated_us: r.get(15),
-        last_error: r.get(16),
-        due_us: r.get(17),
-        parked: r.get(18),
-        max_hold_us: r.get(19),
-        backoff: backoff_from_cols(r.get(20), r.get(21))?,
+        secret_digest: r.opt_bytes(10)?,
+        holder: r.opt_text(11)?,
+        claimed_us: r.opt_i64(12)?,
+        expires_us: r.opt_i64(13)?,
+        created_us: r.i64(14)?,
+        updated_us: r.i64(15)?,
+        last_error: r.opt_text(16)?,
+        due_us: r.opt_i64(17)?,
+        parked: r.boolean(18)?,
+        max_hold_us: r.opt_i64(19)?,
+        backoff: backoff_from_cols(r.opt_i64(20)?, r.opt_i64(21)?)?,
         provenance_at: None,
     })
 }
