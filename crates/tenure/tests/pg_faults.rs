@@ -26,7 +26,9 @@ use tenure::*;
 enum Cut {
     /// Forward the client's COMMIT, then cut before the reply comes back.
     AfterCommit,
-    /// Drop the next statement after the transaction's BEGIN and cut.
+    /// Drop the first request that carries a statement after the
+    /// transaction's BEGIN (the BEGIN's own request, where its first
+    /// statement rides with it) and cut.
     MidStatement,
     /// Cut at the next message, then refuse the next connection at once.
     DuringConnect,
@@ -42,7 +44,8 @@ enum Cut {
 #[derive(Default)]
 struct Plan {
     armed: Mutex<Option<Cut>>,
-    /// Messages seen since arming (MidStatement cuts at the second).
+    /// Messages seen since arming (MidStatement cuts at the second, or at
+    /// the first if it carries a statement after its BEGIN).
     seen: AtomicU64,
     refuse_next_connect: AtomicBool,
     /// Connections still to be answered with `57P03`.
@@ -74,6 +77,12 @@ fn is_commit(msg: &[u8]) -> bool {
         let text = &msg[5..];
         !text.starts_with(b"BEGIN") && (text.starts_with(b"COMMIT") || contains(text, b"; COMMIT"))
     }
+}
+
+/// A simple-query request with a call of a prepared statement (a locked
+/// read or a deferred write).
+fn carries_call(msg: &[u8]) -> bool {
+    msg.len() > 5 && msg[0] == b'Q' && contains(&msg[5..], b"EXECUTE ")
 }
 
 /// A server's FATAL ErrorResponse message with `code`.
@@ -163,7 +172,7 @@ fn relay(client: TcpStream, server_addr: &str, plan: Arc<Plan>) {
             Some(Cut::AfterCommit | Cut::TerminatedAfterCommit) if is_commit(msg) => armed,
             Some(Cut::MidStatement) => {
                 let k = plan.seen.fetch_add(1, Ordering::SeqCst);
-                (k >= 1 && !is_commit(msg)).then_some(Cut::MidStatement)
+                ((k >= 1 || carries_call(msg)) && !is_commit(msg)).then_some(Cut::MidStatement)
             }
             Some(Cut::DuringConnect | Cut::StartingUp) => armed,
             _ => None,
