@@ -888,5 +888,34 @@ fn pg_every_transition_takes_two_round_trips() {
         assert_eq!(got.unwrap().job(), j);
     }
     assert!(n <= 2, "claim_next of a due job: {n} round trips");
+    // A production with a concurrency limit and a rate limit: the claim's
+    // first request also locks the gate row and reads the live leases, and
+    // the rate's state is written with the commit, so the same 2 (the
+    // first such claim prepares the gate write).
+    a.create_production("g").unwrap();
+    a.set_concurrency_limit("g", Some(3)).unwrap();
+    let rate = RateLimit {
+        claims: 1000,
+        interval: std::time::Duration::from_secs(1),
+        burst: 1000,
+    };
+    a.set_rate_limit("g", Some(rate)).unwrap();
+    let gs: Vec<JobSpec> = (0..5)
+        .map(|i| JobSpec::new(format!("g{i}"), vec![]))
+        .collect();
+    a.submit_many("g", &gs).unwrap();
+    let mut held = Vec::new();
+    for i in 0..3 {
+        let n = rt(&mut || held.push(a.claim_next("g", "w", secs(60)).unwrap()));
+        assert!(i == 0 || n <= 2, "claim_next under gates: {n} round trips");
+    }
+    let n = rt(&mut || {
+        let e = a.claim_next("g", "w", secs(60)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NoJobAvailable, "{e}");
+    });
+    assert!(
+        n <= 2,
+        "claim_next at the concurrency limit: {n} round trips"
+    );
     assert!(a.check().unwrap().ok());
 }

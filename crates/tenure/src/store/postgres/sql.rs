@@ -213,6 +213,13 @@ macro_rules! claim_page {
     };
 }
 
+/// The gate columns of `tenure.production_gates`.
+macro_rules! gate_cols {
+    () => {
+        "paused_us, concurrency, rate_claims, rate_interval_us, rate_burst, rate_tat_us"
+    };
+}
+
 /// Claim-next's first request (see `claim_start`): the production's shared
 /// lock (`$1`, `$2`), its existence, floor and the clock sample (`$5` if
 /// given), then the first `$4` ready and due parked jobs of production
@@ -220,14 +227,20 @@ macro_rules! claim_page {
 pub(super) const CLAIM_START: &str = concat!(
     "WITH lk AS MATERIALIZED (
                  SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3) AS found,
-                        EXISTS (SELECT 1 FROM tenure.production_gates WHERE name = $3) AS gated,
+                        g.name IS NOT NULL AS gated, g.",
+    "paused_us, g.concurrency, g.rate_claims, g.rate_interval_us, g.rate_burst, g.rate_tat_us",
+    ",
                         coalesce((SELECT claim_floor FROM tenure.productions
                                   WHERE name = $3), 0) AS floor,
                         coalesce($5::bigint, ",
     server_sample!(),
     ") AS now, l.locked::text AS locked
                  FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2) AS locked
-                       OFFSET 0) l),
+                       OFFSET 0) l
+                 LEFT JOIN LATERAL (SELECT name, ",
+    gate_cols!(),
+    " FROM tenure.production_gates
+                                    WHERE name = $3 FOR UPDATE) g ON true),
              ready AS MATERIALIZED (",
     claim_page!(
         "state IN ('requested', 'claimed') AND NOT parked
@@ -248,7 +261,9 @@ pub(super) const CLAIM_START: &str = concat!(
              SELECT r.*, lk.found, lk.now,
                     EXISTS (SELECT 1 FROM tenure.jobs WHERE production = $3 AND parked
                             AND due_us <= lk.now),
-                    lk.gated
+                    lk.gated, lk.",
+    "paused_us, lk.concurrency, lk.rate_claims, lk.rate_interval_us, lk.rate_burst, lk.rate_tat_us",
+    "
              FROM lk LEFT JOIN (SELECT *, 1 AS src FROM ready
                                 UNION ALL SELECT *, 2 AS src FROM due) r ON true
              ORDER BY r.priority DESC, r.seq"
@@ -647,13 +662,6 @@ pub(super) const SET_PRODUCTION_BACKOFF: &str =
     "UPDATE tenure.productions SET backoff_base_us = $2, backoff_cap_us = $3
          WHERE name = $1";
 
-/// The gate columns of `tenure.production_gates`.
-macro_rules! gate_cols {
-    () => {
-        "paused_us, concurrency, rate_claims, rate_interval_us, rate_burst, rate_tat_us"
-    };
-}
-
 /// Production `$1`'s gate row, locked.
 pub(super) const GATES_FOR_UPDATE: &str = concat!(
     "SELECT ",
@@ -700,6 +708,25 @@ pub(super) const LIVE_EXPIRIES: &str = "SELECT expires_us FROM tenure.jobs
 pub(super) const LIVE_EXPIRIES_SAMPLED: &str = concat!(
     "WITH e AS MATERIALIZED (SELECT ARRAY(SELECT expires_us FROM tenure.jobs
          WHERE $3 AND production = $1 AND state = 'claimed' AND expires_us > $2) AS ex)
+     SELECT ",
+    server_sample!(),
+    ", ex FROM e"
+);
+
+/// The statement that follows [`CLAIM_START`] in its request (so it reads
+/// in a snapshot taken after that statement locked production `$1`'s gate
+/// row and waited for it): the expiries of the production's leases stored
+/// claimed that end after the durable mark, if the gate row sets a
+/// concurrency limit (else none, read from no job row), then the server's
+/// clock, sampled after that read ([`LIVE_EXPIRIES_SAMPLED`] for a claim
+/// whose gates are not yet known).
+pub(super) const CLAIM_GATE_LEASES: &str = concat!(
+    "WITH e AS MATERIALIZED (SELECT ARRAY(SELECT expires_us FROM tenure.jobs
+         WHERE production = $1 AND state = 'claimed'
+           AND expires_us > coalesce((SELECT value FROM tenure.mark_log
+                                      ORDER BY value DESC LIMIT 1), 0)
+           AND EXISTS (SELECT 1 FROM tenure.production_gates
+                       WHERE name = $1 AND concurrency IS NOT NULL)) AS ex)
      SELECT ",
     server_sample!(),
     ", ex FROM e"

@@ -1,8 +1,9 @@
 //! Claim-next's reads: the locked read with its clock sample, the claim
 //! scan's first pages, the live-job pages of a scan, un-parking due jobs.
 
+use super::productions::gate_row;
 use super::rows::*;
-use super::{PgTxn, Prepared};
+use super::{ClaimGate, PgTxn, Prepared};
 use crate::error::{Error, Result};
 use crate::store::postgres::pool::FLOOR_EVERY;
 use crate::store::postgres::sql::*;
@@ -24,6 +25,7 @@ const CLAIM_FIRST: Prepared = (
     "int, int, text, bigint, bigint",
     CLAIM_START,
 );
+const GATE_LEASES: Prepared = ("tenure_claim_gate_leases", "text", CLAIM_GATE_LEASES);
 
 pub(super) fn lock_jobs_sampled(
     tx: &mut PgTxn,
@@ -101,8 +103,13 @@ pub(super) fn claim_start(
     // see `Pool::raise_claim_floor`): a bound the index checks on
     // its own entries, so the entries of jobs that ended below it cost
     // no heap visit even while an open snapshot keeps their versions.
-    // A call of a prepared statement in a simple-query request, as
-    // `lock_jobs_sampled`.
+    // The statement also locks the production's gate row, if it has one
+    // (after the production's lock, before the clock sample), and the
+    // next statement of the same request reads what the gates decide on
+    // (`CLAIM_GATE_LEASES`, in a later snapshot: it sees what the gate
+    // row's previous holder committed), so a gated claim-next needs no
+    // request of its own for its gates. Calls of prepared statements in
+    // a simple-query request, as `lock_jobs_sampled`.
     let call = literal::execute(
         CLAIM_FIRST.0,
         &[
@@ -113,7 +120,11 @@ pub(super) fn claim_start(
             literal::opt_int(local),
         ],
     )?;
-    let rows = tx.request(&[CLAIM_FIRST], &call)?;
+    let leases = literal::execute(GATE_LEASES.0, &[literal::text(production)])?;
+    let mut groups = tx.request_all(&[CLAIM_FIRST, GATE_LEASES], &format!("{call}; {leases}"))?;
+    let (Some(sampled), Some(rows)) = (groups.pop(), groups.pop()) else {
+        return Err(Error::Internal("the claim scan gave no answer".into()));
+    };
     tx.held.push((CLASS_PROD, k, true, tx.savepoints));
     if tx.pool.claim_scans.fetch_add(1, Ordering::Relaxed) % FLOOR_EVERY == FLOOR_EVERY - 1 {
         tx.floor_due = Some(production.to_owned());
@@ -125,6 +136,19 @@ pub(super) fn claim_start(
     let now = first.i64(JOB_COLS + 2)?;
     let due_parked = first.boolean(JOB_COLS + 3)?;
     let gated = first.boolean(JOB_COLS + 4)?;
+    let row = if gated {
+        Some(gate_row(first, JOB_COLS + 5)?)
+    } else {
+        None
+    };
+    let sampled = sampled
+        .first()
+        .ok_or_else(|| Error::Internal("the gate leases' read gave no row".into()))?;
+    tx.claim_gate = Some(ClaimGate {
+        production: production.to_owned(),
+        row,
+        leases: Some((sampled.i64(0)?, i64_array(sampled, 1)?)),
+    });
     let mut out = Vec::with_capacity(rows.len());
     let mut full = [0usize; 2];
     for r in &rows {

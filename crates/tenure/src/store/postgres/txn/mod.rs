@@ -93,12 +93,30 @@ pub(super) struct PgTxn {
     /// the same statement as the rows, so a named claim of an ungated
     /// production makes no request for its gates).
     ungated: Vec<String>,
+    /// What the last claim-next's first request read of its production's
+    /// gates (see [`claim::claim_start`]), for the claim's gate decision.
+    claim_gate: Option<ClaimGate>,
     /// Productions whose claims decided that no gate applies, each with
     /// the savepoint depth its guard was deferred at (see
     /// [`productions::claim_without_gates`]).
     gate_guards: Vec<(String, u32)>,
     /// The mark log's pruning is due after this transaction commits.
     mark_prune_due: bool,
+}
+
+/// A claim-next's gates as its first request read them: the gate row,
+/// locked (`None`: the production has none), and, read by a later
+/// statement of that request (a later snapshot, taken once the row lock
+/// was granted), the expiries of the production's leases stored claimed
+/// that end after the mark (none without a concurrency limit) with the
+/// server's clock sampled after that read. The row answers
+/// [`Txn::gates`] until a savepoint rollback or a gate write; the leases
+/// answer the first [`Txn::live_expiries_sampled`] only, before the claim
+/// writes anything.
+pub(super) struct ClaimGate {
+    pub(super) production: String,
+    pub(super) row: Option<crate::store::GateRow>,
+    pub(super) leases: Option<(i64, Vec<i64>)>,
 }
 
 impl PgTxn {
@@ -131,6 +149,7 @@ impl PgTxn {
             guards: String::new(),
             floor_due: None,
             ungated: Vec::new(),
+            claim_gate: None,
             gate_guards: Vec::new(),
             mark_prune_due: false,
         });
@@ -159,6 +178,13 @@ impl PgTxn {
     /// failover) is sent once more on a fresh one, unless deferred calls
     /// need the statements the old one prepared.
     fn request(&mut self, prepare: &[Prepared], sql: &str) -> Result<Vec<SimpleQueryRow>> {
+        Ok(self.request_all(prepare, sql)?.pop().unwrap_or_default())
+    }
+
+    /// [`PgTxn::request`], with the rows of each statement of the request
+    /// in order (a statement that returns none, the `BEGIN` reads included,
+    /// an empty list): the last `n` are those of `sql`'s last `n`.
+    fn request_all(&mut self, prepare: &[Prepared], sql: &str) -> Result<Vec<Vec<SimpleQueryRow>>> {
         let deferred = self.take_deferred();
         let mut again = self.unbegun.is_some() && deferred.is_empty();
         loop {
@@ -236,14 +262,18 @@ impl PgTxn {
         (text, names)
     }
 
-    /// The rows of a request's last statement; the request that began the
-    /// transaction also keeps its mark and, if `sampled`, its clock sample
-    /// (the first rows of the request: no statement before them returns
-    /// one).
-    fn answers(&mut self, msgs: Vec<SimpleQueryMessage>, sampled: bool) -> Vec<SimpleQueryRow> {
+    /// The rows of each statement of a request, in order (see
+    /// [`PgTxn::request_all`], which keeps the last ones); the request that began the transaction
+    /// also keeps its mark and, if `sampled`, its clock sample (the first
+    /// rows of the request: no statement before them returns one).
+    fn answers(
+        &mut self,
+        msgs: Vec<SimpleQueryMessage>,
+        sampled: bool,
+    ) -> Vec<Vec<SimpleQueryRow>> {
         let began = self.unbegun.take().is_some();
         let mut firsts = 0;
-        let mut last = Vec::new();
+        let mut groups = Vec::new();
         let mut rows = Vec::new();
         for m in msgs {
             match m {
@@ -260,11 +290,11 @@ impl PgTxn {
                         rows.push(r);
                     }
                 }
-                SimpleQueryMessage::CommandComplete(_) => last = std::mem::take(&mut rows),
+                SimpleQueryMessage::CommandComplete(_) => groups.push(std::mem::take(&mut rows)),
                 _ => {}
             }
         }
-        last
+        groups
     }
 
     fn c(&mut self) -> &mut Conn {
@@ -619,7 +649,20 @@ impl Txn for PgTxn {
     ) -> Result<(i64, Vec<i64>)> {
         // The server's sample is read either way (one statement); a local
         // clock's reading, where the authority keeps its own, stands for it.
-        let (now, expiries) = productions::live_expiries_sampled(self, production, after, leases)?;
+        let cached = self
+            .claim_gate
+            .as_mut()
+            .filter(|g| g.production == production)
+            .and_then(|g| g.leases.take());
+        let (now, expiries) = match cached {
+            Some((now, all)) => (
+                now,
+                // `leases` is the same row's concurrency limit, so the
+                // statement read the expiries exactly when it is set.
+                all.into_iter().filter(|&e| leases && e > after).collect(),
+            ),
+            None => productions::live_expiries_sampled(self, production, after, leases)?,
+        };
         Ok((local.unwrap_or(now), expiries))
     }
 
@@ -873,6 +916,8 @@ impl Txn for PgTxn {
         // it (the savepoint's request sent every earlier one).
         self.pending.clear();
         self.guards.clear();
+        // A gate row locked after the savepoint is unlocked with it.
+        self.claim_gate = None;
         self.batch("ROLLBACK TO SAVEPOINT op; RELEASE SAVEPOINT op")?;
         self.failed = false;
         // A lock taken after the savepoint was released with it (and the

@@ -86,16 +86,17 @@ pub(super) fn productions(tx: &mut PgTxn) -> Result<Vec<ProductionRow>> {
     rows.iter().map(production_row).collect()
 }
 
-fn gate_row(r: &postgres::Row) -> Result<GateRow> {
-    let k: Option<i64> = r.get(1);
+/// A gate row from `gate_cols!` at columns `at..at + 6`.
+pub(super) fn gate_row<R: Cols + ?Sized>(r: &R, at: usize) -> Result<GateRow> {
     Ok(GateRow {
-        paused_us: r.get(0),
-        concurrency: k
+        paused_us: r.opt_i64(at)?,
+        concurrency: r
+            .opt_i64(at + 1)?
             .map(u32::try_from)
             .transpose()
             .map_err(|_| Error::Store("corrupt concurrency limit".into()))?,
-        rate: rate_from_cols(r.get(2), r.get(3), r.get(4))?,
-        rate_tat_us: r.get(5),
+        rate: rate_from_cols(r.opt_i64(at + 2)?, r.opt_i64(at + 3)?, r.opt_i64(at + 4)?)?,
+        rate_tat_us: r.i64(at + 5)?,
     })
 }
 
@@ -105,10 +106,14 @@ fn gate_row(r: &postgres::Row) -> Result<GateRow> {
 pub(super) fn gates(tx: &mut PgTxn, name: &str) -> Result<Option<GateRow>> {
     if !tx.write {
         let rows = tx.query(GATES, &[&name])?;
-        return rows.first().map(gate_row).transpose();
+        return rows.first().map(|r| gate_row(r, 0)).transpose();
     }
     if tx.ungated.iter().any(|p| p == name) {
         return Ok(None);
+    }
+    if let Some(g) = tx.claim_gate.as_ref().filter(|g| g.production == name) {
+        // Read, and locked, by the claim's first statement.
+        return Ok(g.row);
     }
     let k = key(&[name]);
     if tx
@@ -117,27 +122,38 @@ pub(super) fn gates(tx: &mut PgTxn, name: &str) -> Result<Option<GateRow>> {
         .any(|&(c, key, _, _)| c == CLASS_PROD && key == k)
     {
         let rows = tx.query(GATES_FOR_UPDATE, &[&name])?;
-        return rows.first().map(gate_row).transpose();
+        return rows.first().map(|r| gate_row(r, 0)).transpose();
     }
     let rows = tx.query(LOCK_GATES_FOR_UPDATE, &[&CLASS_PROD, &k, &name])?;
     tx.held.push((CLASS_PROD, k, true, tx.savepoints));
     rows.first()
         .filter(|r| r.get::<_, Option<i64>>(5).is_some())
-        .map(gate_row)
+        .map(|r| gate_row(r, 0))
         .transpose()
 }
 
+/// Write the gate row, deferred as a transition's writes are (see
+/// [`PgTxn::defer`]): a rate-limited claim charges its rate in no request
+/// of its own.
 pub(super) fn set_gates(tx: &mut PgTxn, name: &str, g: &GateRow) -> Result<()> {
+    use literal::{int, opt_int, text};
     tx.ungated.retain(|p| p != name);
-    let k = g.concurrency.map(i64::from);
-    let n = g.rate.map(|r| i64::from(r.0));
-    let i = g.rate.map(|r| r.1);
-    let b = g.rate.map(|r| i64::from(r.2));
-    tx.execute(
+    tx.claim_gate = None;
+    let rate = g.rate;
+    tx.defer(
+        "tenure_set_gates",
+        "text, bigint, bigint, bigint, bigint, bigint, bigint",
         SET_GATES,
-        &[&name, &g.paused_us, &k, &n, &i, &b, &g.rate_tat_us],
-    )?;
-    Ok(())
+        &[
+            text(name),
+            opt_int(g.paused_us),
+            opt_int(g.concurrency.map(i64::from)),
+            opt_int(rate.map(|r| i64::from(r.0))),
+            opt_int(rate.map(|r| r.1)),
+            opt_int(rate.map(|r| i64::from(r.2))),
+            int(g.rate_tat_us),
+        ],
+    )
 }
 
 /// A claim of `name` decided that no gate applies: a read whose snapshot

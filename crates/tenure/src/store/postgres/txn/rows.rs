@@ -104,6 +104,26 @@ impl Cols for SimpleQueryRow {
     }
 }
 
+/// A `bigint[]` column in its text form (`{1,2,3}`; its elements are
+/// never NULL here).
+pub(super) fn i64_array(r: &SimpleQueryRow, i: usize) -> Result<Vec<i64>> {
+    let v = text_of(r, i)?.ok_or_else(|| null(i))?;
+    let inner = v
+        .strip_prefix('{')
+        .and_then(|v| v.strip_suffix('}'))
+        .ok_or_else(|| bad(format!("column {i}: not an array: {v:?}")))?;
+    if inner.is_empty() {
+        return Ok(Vec::new());
+    }
+    inner
+        .split(',')
+        .map(|e| {
+            e.parse()
+                .map_err(|_| bad(format!("column {i}: not a number: {e:?}")))
+        })
+        .collect()
+}
+
 fn text_of(r: &SimpleQueryRow, i: usize) -> Result<Option<&str>> {
     r.try_get(i).map_err(|e| bad(format!("column {i}: {e}")))
 }
