@@ -640,6 +640,24 @@ mod tests {
         (writer, got_rx)
     }
 
+    /// A writer that comes after those that gave up behind `holder`
+    /// (`behind` names them) gets no turn while `holder` holds its own,
+    /// and gets it once `holder`'s ends.
+    fn the_next_writer_waits_for(q: &Arc<WriterQueue>, holder: WriterTurn, behind: &str) {
+        let (last, got_rx) = writer_telling_its_turn(q);
+        assert!(
+            got_rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the writer behind {behind} took its turn while the first held it"
+        );
+        let released = Instant::now();
+        drop(holder);
+        let got = got_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the last writer's turn once the holder's ended");
+        assert!(got >= released);
+        last.join().unwrap();
+    }
+
     /// A writer that has just taken its ticket (paused right after taking
     /// it) is already in line: the writer behind it waits for its turn to
     /// end, instead of finding its lock byte free and going ahead.
@@ -700,18 +718,7 @@ mod tests {
                 "a writer behind the holder gives up when its timeout passes"
             );
         }
-        let (last, got_rx) = writer_telling_its_turn(&q);
-        assert!(
-            got_rx.recv_timeout(Duration::from_millis(300)).is_err(),
-            "the writer behind two that gave up took its turn while the first held it"
-        );
-        let released = Instant::now();
-        drop(holder);
-        let got = got_rx
-            .recv_timeout(Duration::from_secs(5))
-            .expect("the last writer's turn once the holder's ended");
-        assert!(got >= released);
-        last.join().unwrap();
+        the_next_writer_waits_for(&q, holder, "two that gave up");
         // Every turn ended: the next writer takes its turn at once.
         drop(q.acquire(far(), false).expect("a turn after all of them"));
     }
@@ -761,18 +768,7 @@ mod tests {
                 Err(Error::Busy(_))
             ));
         }
-        let (last, got_rx) = writer_telling_its_turn(&q);
-        assert!(
-            got_rx.recv_timeout(Duration::from_millis(300)).is_err(),
-            "the writer behind 5000 that gave up took its turn while the first held it"
-        );
-        let released = Instant::now();
-        drop(holder);
-        let got = got_rx
-            .recv_timeout(Duration::from_secs(5))
-            .expect("the last writer's turn once the holder's ended");
-        assert!(got >= released);
-        last.join().unwrap();
+        the_next_writer_waits_for(&q, holder, "5000 that gave up");
     }
 
     /// Eight writers, each with a mapping of its own as a process has, six
