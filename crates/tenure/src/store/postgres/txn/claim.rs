@@ -59,6 +59,9 @@ pub(super) fn lock_jobs_sampled(
     let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
     let mut backoffs = HashMap::new();
     tx.ungated.clear();
+    // A named claim reads its gates itself (`gates`): nothing a claim-next
+    // of this transaction read stands for them.
+    tx.claim_gate = None;
     for r in &rows {
         if r.opt_i64(0)?.is_none() {
             continue;

@@ -110,8 +110,9 @@ pub(super) struct PgTxn {
 /// was granted), the expiries of the production's leases stored claimed
 /// that end after the mark (none without a concurrency limit) with the
 /// server's clock sampled after that read. The row answers
-/// [`Txn::gates`] until a savepoint rollback or a gate write; the leases
-/// answer the first [`Txn::live_expiries_sampled`] only, before the claim
+/// [`Txn::gates`] until a savepoint rollback, a gate write or a locked
+/// read of named jobs; the leases answer the first
+/// [`Txn::live_expiries_sampled`] only, the claim-next's own, before it
 /// writes anything.
 pub(super) struct ClaimGate {
     pub(super) production: String,
