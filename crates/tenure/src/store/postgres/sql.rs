@@ -213,10 +213,27 @@ macro_rules! claim_page {
     };
 }
 
-/// The gate columns of `tenure.production_gates`.
+/// The gate columns of `tenure.production_gates` (with a table alias:
+/// each qualified by it).
 macro_rules! gate_cols {
     () => {
         "paused_us, concurrency, rate_claims, rate_interval_us, rate_burst, rate_tat_us"
+    };
+    ($t:literal) => {
+        concat!(
+            $t,
+            ".paused_us, ",
+            $t,
+            ".concurrency, ",
+            $t,
+            ".rate_claims, ",
+            $t,
+            ".rate_interval_us, ",
+            $t,
+            ".rate_burst, ",
+            $t,
+            ".rate_tat_us"
+        )
     };
 }
 
@@ -227,8 +244,8 @@ macro_rules! gate_cols {
 pub(super) const CLAIM_START: &str = concat!(
     "WITH lk AS MATERIALIZED (
                  SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3) AS found,
-                        g.name IS NOT NULL AS gated, g.",
-    "paused_us, g.concurrency, g.rate_claims, g.rate_interval_us, g.rate_burst, g.rate_tat_us",
+                        g.name IS NOT NULL AS gated, ",
+    gate_cols!("g"),
     ",
                         coalesce((SELECT claim_floor FROM tenure.productions
                                   WHERE name = $3), 0) AS floor,
@@ -261,8 +278,8 @@ pub(super) const CLAIM_START: &str = concat!(
              SELECT r.*, lk.found, lk.now,
                     EXISTS (SELECT 1 FROM tenure.jobs WHERE production = $3 AND parked
                             AND due_us <= lk.now),
-                    lk.gated, lk.",
-    "paused_us, lk.concurrency, lk.rate_claims, lk.rate_interval_us, lk.rate_burst, lk.rate_tat_us",
+                    lk.gated, ",
+    gate_cols!("lk"),
     "
              FROM lk LEFT JOIN (SELECT *, 1 AS src FROM ready
                                 UNION ALL SELECT *, 2 AS src FROM due) r ON true
@@ -672,8 +689,8 @@ pub(super) const GATES_FOR_UPDATE: &str = concat!(
 /// The production's shared lock (`$1`, `$2`), then production `$3`'s gate
 /// row, locked (no gate columns: no row).
 pub(super) const LOCK_GATES_FOR_UPDATE: &str = concat!(
-    "SELECT g.",
-    "paused_us, g.concurrency, g.rate_claims, g.rate_interval_us, g.rate_burst, g.rate_tat_us",
+    "SELECT ",
+    gate_cols!("g"),
     ", l.locked
          FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared($1, $2)::text AS locked OFFSET 0) l
          LEFT JOIN LATERAL (SELECT ",
