@@ -163,7 +163,11 @@ def timeless(p: tenure.ProductionStats) -> dict[str, object]:
 
 
 def due_moment(v: tenure.JobView) -> int:
-    if v.state == "expired":
+    """The moment the job of view `v`, read just before a claim that took
+    it, became due. A job seen live was taken only once its lease lapsed
+    (a 2 ms lease can lapse between the read and the claim), so it waited
+    from its expiry, as a job seen expired did."""
+    if v.state in ("expired", "claimed"):
         assert v.expires_us is not None
         return v.expires_us
     return v.due_us if v.due_us is not None else v.updated_us

@@ -99,9 +99,13 @@ struct Run {
     gates: Gates,
 }
 
+/// The moment the job of view `v`, read just before a claim that took it,
+/// became due. A job seen live was taken only once its lease lapsed
+/// between the read and the claim, so it waited from its expiry, as a job
+/// seen expired did.
 fn due_moment(v: &JobView) -> i64 {
     match v.state {
-        JobState::Expired => v.expires_us.unwrap(),
+        JobState::Expired | JobState::Claimed => v.expires_us.unwrap(),
         _ => v.due_us.unwrap_or(v.updated_us),
     }
 }
