@@ -182,6 +182,28 @@ impl PgTxn {
         Ok(self.request_all(prepare, sql)?.pop().unwrap_or_default())
     }
 
+    /// The rows of each of `calls` (`EXECUTE`s of the statements of
+    /// `prepare`), sent in one request ([`PgTxn::request_all`]) under one
+    /// generic plan each: a custom plan would be planned anew on every
+    /// call, which costs several times what running these reads does.
+    fn generic_reads(
+        &mut self,
+        prepare: &[Prepared],
+        calls: &[&str],
+    ) -> Result<Vec<Vec<SimpleQueryRow>>> {
+        let sql = format!(
+            "SET LOCAL plan_cache_mode = force_generic_plan; {}; RESET plan_cache_mode",
+            calls.join("; ")
+        );
+        let mut groups = self.request_all(prepare, &sql)?;
+        // The `RESET`'s (empty) answer, then those of the calls.
+        groups.pop();
+        let first = groups.len().checked_sub(calls.len()).ok_or_else(|| {
+            Error::Internal("a read request gave fewer answers than it has statements".into())
+        })?;
+        Ok(groups.split_off(first))
+    }
+
     /// [`PgTxn::request`], with the rows of each statement of the request
     /// in order (a statement that returns none, the `BEGIN` reads included,
     /// an empty list): the last `n` are those of `sql`'s last `n`.
