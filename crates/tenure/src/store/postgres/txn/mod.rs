@@ -120,6 +120,21 @@ pub(super) struct ClaimGate {
     pub(super) leases: Option<(i64, Vec<i64>)>,
 }
 
+/// What a call of a prepared statement runs under, set for it alone
+/// ([`GENERIC_OFF`] after it): one generic plan per connection (planned at
+/// its first call, kept until the server invalidates it), and no
+/// sequential scan where an index serves. A plan is made once for every
+/// later call, so it must not depend on the table's size when it was made:
+/// planned while `tenure.jobs` was nearly empty (a connection's first
+/// submission), a row update by `seq` would otherwise scan the whole
+/// table at every call until the next `ANALYZE` of it.
+const GENERIC_ON: &str =
+    "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; ";
+/// The settings of [`GENERIC_ON`] back to the connection's, in
+/// [`GENERIC_OFF_STATEMENTS`] statements.
+const GENERIC_OFF: &str = "RESET plan_cache_mode; RESET enable_seqscan";
+const GENERIC_OFF_STATEMENTS: usize = 2;
+
 impl PgTxn {
     /// A transaction begun with `sql` (`BEGIN ...`), followed in the same
     /// request by the read of the high-water mark, which the session asks
@@ -184,20 +199,18 @@ impl PgTxn {
 
     /// The rows of each of `calls` (`EXECUTE`s of the statements of
     /// `prepare`), sent in one request ([`PgTxn::request_all`]) under one
-    /// generic plan each: a custom plan would be planned anew on every
-    /// call, which costs several times what running these reads does.
+    /// generic plan each ([`GENERIC_ON`]): a custom plan would be planned
+    /// anew on every call, which costs several times what running these
+    /// reads does.
     fn generic_reads(
         &mut self,
         prepare: &[Prepared],
         calls: &[&str],
     ) -> Result<Vec<Vec<SimpleQueryRow>>> {
-        let sql = format!(
-            "SET LOCAL plan_cache_mode = force_generic_plan; {}; RESET plan_cache_mode",
-            calls.join("; ")
-        );
+        let sql = format!("{GENERIC_ON}{}; {GENERIC_OFF}", calls.join("; "));
         let mut groups = self.request_all(prepare, &sql)?;
-        // The `RESET`'s (empty) answer, then those of the calls.
-        groups.pop();
+        // The `RESET`s' (empty) answers, then those of the calls.
+        groups.truncate(groups.len().saturating_sub(GENERIC_OFF_STATEMENTS));
         let first = groups.len().checked_sub(calls.len()).ok_or_else(|| {
             Error::Internal("a read request gave fewer answers than it has statements".into())
         })?;
@@ -391,9 +404,7 @@ impl PgTxn {
         params: &[literal::Lit],
     ) -> Result<String> {
         let call = self.prepared_call(name, types, body, params)?;
-        Ok(format!(
-            "SET LOCAL plan_cache_mode = force_generic_plan; {call}; RESET plan_cache_mode; "
-        ))
+        Ok(format!("{GENERIC_ON}{call}; {GENERIC_OFF}; "))
     }
 
     /// `EXECUTE name(params)`, the statement `body` (parameters of `types`)
