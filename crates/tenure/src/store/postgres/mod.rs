@@ -343,13 +343,10 @@ impl Backend for PgBackend {
         PgTxn::begin(&self.pool, BEGIN_READ, false).map(|t| t as Box<dyn Txn>)
     }
     fn fold_counts(&self) -> Result<()> {
-        // No JIT: a fold of many rows is estimated costly enough to compile
-        // its plan, which takes longer than the fold.
-        let mut t = PgTxn::begin(
-            &self.pool,
-            "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL jit = off",
-            false,
-        )?;
+        // The connection runs without JIT (see `Pool::connect`): a fold of
+        // many rows is priced high enough to compile its plan, which would
+        // take longer than the fold.
+        let mut t = PgTxn::begin(&self.pool, "BEGIN ISOLATION LEVEL READ COMMITTED", false)?;
         let moved = txn::fold_counts(&mut t)?;
         t.commit()?;
         txn::after_fold(&self.pool, moved);
@@ -479,6 +476,107 @@ mod tests {
                 .collect();
             assert_eq!(kept, vec![2], "only the released savepoint's event");
             r.rollback().unwrap();
+        });
+        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        if let Err(e) = r {
+            std::panic::resume_unwind(e);
+        }
+    }
+
+    /// The locked reads' plans, against a live server (as
+    /// [`event_registration_follows_savepoints`]): a pooled connection runs
+    /// without JIT, so claim-next's and a named lock's generic plans (see
+    /// `txn::GENERIC_ON`) are never compiled at a call, even priced above
+    /// the server's JIT threshold (a generic plan with a `LIMIT` parameter
+    /// is priced for a tenth of the production's queue: a 550 000-job
+    /// backlog passes the default threshold); and both read by index, the
+    /// claim through `jobs_ready` and `jobs_parked`. A plain session of the
+    /// same server, on the same plan, would compile it (when the server
+    /// has JIT at all).
+    #[test]
+    fn locked_reads_plan_once_on_indexes_and_never_compile() {
+        use super::txn::claim::{CLAIM_FIRST, LOCK_JOB};
+        use super::txn::GENERIC_ON;
+        if std::env::var("TENURE_TEST_BACKEND").map_or(true, |b| b != "postgres") {
+            eprintln!("skipped: set TENURE_TEST_BACKEND=postgres and TENURE_TEST_PG_URL");
+            return;
+        }
+        let admin = std::env::var("TENURE_TEST_PG_URL").expect("TENURE_TEST_PG_URL");
+        let name = format!("u_plans_{}", std::process::id());
+        let (head, query) = admin.split_at(admin.find('?').unwrap_or(admin.len()));
+        let url = format!("{}/{name}{query}", &head[..head.rfind('/').unwrap()]);
+        let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .unwrap();
+        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let r = std::panic::catch_unwind(|| {
+            let auth = crate::Authority::open(url.as_str(), &crate::Options::new()).unwrap();
+            auth.create_production("p").unwrap();
+            for k in 0..5 {
+                let specs: Vec<crate::JobSpec> = (0..1000)
+                    .map(|j| crate::JobSpec::new(format!("j{k}-{j}"), b"x".to_vec()))
+                    .collect();
+                auth.submit_many("p", &specs).unwrap();
+            }
+            let (b, _) = PgBackend::open(&url, Duration::from_secs(5), true).unwrap();
+            let mut conn = b.pool.take().unwrap();
+            let jit = conn.client.simple_query("SHOW jit").unwrap();
+            let shown = jit.iter().find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            });
+            assert_eq!(
+                shown.as_deref(),
+                Some("off"),
+                "a pooled connection runs without JIT"
+            );
+            let mut plain = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            plain.batch_execute("ANALYZE tenure.jobs").unwrap();
+            let jit_here = plain
+                .query_one("SELECT pg_catalog.pg_jit_available()", &[])
+                .unwrap()
+                .get::<_, bool>(0);
+            let calls = [
+                (CLAIM_FIRST, "1, 2, 'p', 1, NULL"),
+                (LOCK_JOB, "'p', 'j0-0', NULL"),
+            ];
+            for ((stmt, types, body), args) in calls {
+                let explain = |client: &mut postgres::Client| -> String {
+                    client
+                        .batch_execute(&format!("PREPARE {stmt} ({types}) AS {body}"))
+                        .unwrap();
+                    let sql = format!(
+                        "BEGIN; {GENERIC_ON} SET LOCAL jit_above_cost = 0; \
+                         EXPLAIN (FORMAT JSON) EXECUTE {stmt}({args})"
+                    );
+                    let msgs = client.simple_query(&sql).unwrap();
+                    client
+                        .batch_execute(&format!("ROLLBACK; DEALLOCATE {stmt}"))
+                        .unwrap();
+                    msgs.iter()
+                        .filter_map(|m| match m {
+                            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                            _ => None,
+                        })
+                        .collect()
+                };
+                let pooled = explain(&mut conn.client);
+                assert!(!pooled.contains("\"JIT\""), "{stmt} compiled: {pooled}");
+                assert!(
+                    !pooled.contains("Seq Scan"),
+                    "{stmt} scans a table: {pooled}"
+                );
+                if stmt == CLAIM_FIRST.0 {
+                    for index in ["jobs_ready", "jobs_parked"] {
+                        assert!(pooled.contains(index), "{stmt} without {index}: {pooled}");
+                    }
+                }
+                if jit_here {
+                    let compiled = explain(&mut plain);
+                    assert!(compiled.contains("\"JIT\""), "the control: {compiled}");
+                }
+            }
+            b.pool.give_back(conn);
         });
         let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
         if let Err(e) = r {

@@ -14,13 +14,14 @@ use std::sync::atomic::Ordering;
 
 /// The locked reads, each prepared once per connection (see
 /// [`PgTxn::request`]).
-const LOCK_JOB: Prepared = ("tenure_lock_job", "text, text, bigint", LOCK_JOB_SAMPLED);
+pub(in crate::store::postgres) const LOCK_JOB: Prepared =
+    ("tenure_lock_job", "text, text, bigint", LOCK_JOB_SAMPLED);
 const LOCK_JOBS: Prepared = (
     "tenure_lock_jobs",
     "text[], text[], bigint",
     LOCK_JOBS_SAMPLED,
 );
-const CLAIM_FIRST: Prepared = (
+pub(in crate::store::postgres) const CLAIM_FIRST: Prepared = (
     "tenure_claim_start",
     "int, int, text, bigint, bigint",
     CLAIM_START,
@@ -38,8 +39,8 @@ pub(super) fn lock_jobs_sampled(
     // first, so the sample is taken after any wait for a lock; the
     // rows' productions' default back-off comes with them. A call of a
     // prepared statement in a simple-query request, so the transaction's
-    // `BEGIN` and deferred writes ride in the same request. Planned at
-    // each call (see `GENERIC_ON` for why not once).
+    // `BEGIN` and deferred writes ride in the same request, under a
+    // generic plan (`PgTxn::generic_reads`).
     let (stmt, params) = match keys {
         [(p, j)] => (LOCK_JOB, [literal::text(p), literal::text(j), local]),
         _ => (
@@ -52,7 +53,10 @@ pub(super) fn lock_jobs_sampled(
         ),
     };
     let call = literal::execute(stmt.0, &params)?;
-    let rows = tx.request(&[stmt], &call)?;
+    let rows = tx
+        .generic_reads(&[stmt], &[&call])?
+        .pop()
+        .unwrap_or_default();
     let now = rows
         .first()
         .ok_or_else(|| Error::Internal("the locked read gave no row".into()))?
@@ -125,7 +129,7 @@ pub(super) fn claim_start(
         ],
     )?;
     let leases = literal::execute(GATE_LEASES.0, &[literal::text(production)])?;
-    let mut groups = tx.request_all(&[CLAIM_FIRST, GATE_LEASES], &format!("{call}; {leases}"))?;
+    let mut groups = tx.generic_reads(&[CLAIM_FIRST, GATE_LEASES], &[&call, &leases])?;
     let (Some(sampled), Some(rows)) = (groups.pop(), groups.pop()) else {
         return Err(Error::Internal("the claim scan gave no answer".into()));
     };

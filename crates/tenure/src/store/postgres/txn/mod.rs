@@ -4,7 +4,7 @@
 //! writes of each area of the store are in the files named in the trait
 //! impl below.
 
-mod claim;
+pub(super) mod claim;
 mod events;
 mod figures;
 mod jobs;
@@ -120,21 +120,23 @@ pub(super) struct ClaimGate {
     pub(super) leases: Option<(i64, Vec<i64>)>,
 }
 
-/// What a deferred write or check runs under, set for it alone
+/// What a call of a prepared statement runs under, set for it alone
 /// ([`GENERIC_OFF`] after it): one generic plan per connection (planned at
-/// its first call, kept until the server invalidates it; its arguments'
-/// sizes vary from call to call), and no sequential scan where an index
-/// serves. A plan is made once for every later call, so it must not depend
-/// on the table's size when it was made: planned while `tenure.jobs` was
-/// nearly empty (a connection's first submission), a row update by `seq`
-/// would otherwise scan the whole table at every call until the next
-/// `ANALYZE` of it. The locked reads keep the server's choice (a plan per
-/// call): claim-next's generic plan took 35–75 ms a call against 0.7 ms
-/// for its custom plan on a production with a backlog of 600 000 jobs.
-const GENERIC_ON: &str =
+/// its first call, kept until the server invalidates it), and no
+/// sequential scan where an index serves. A plan is made once for every
+/// later call, so it must not depend on the table's size when it was made:
+/// planned while `tenure.jobs` was nearly empty (a connection's first
+/// submission), a row update by `seq` would otherwise scan the whole
+/// table at every call until the next `ANALYZE` of it. The connection runs
+/// with JIT off (see `Pool::connect`): a generic plan with a `LIMIT`
+/// parameter is priced for a tenth of the rows it may read, which would
+/// have its plan compiled at every call.
+pub(super) const GENERIC_ON: &str =
     "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; ";
-/// The settings of [`GENERIC_ON`] back to the connection's.
+/// The settings of [`GENERIC_ON`] back to the connection's, in
+/// [`GENERIC_OFF_STATEMENTS`] statements.
 const GENERIC_OFF: &str = "RESET plan_cache_mode; RESET enable_seqscan";
+const GENERIC_OFF_STATEMENTS: usize = 2;
 
 impl PgTxn {
     /// A transaction begun with `sql` (`BEGIN ...`), followed in the same
@@ -196,6 +198,26 @@ impl PgTxn {
     /// need the statements the old one prepared.
     fn request(&mut self, prepare: &[Prepared], sql: &str) -> Result<Vec<SimpleQueryRow>> {
         Ok(self.request_all(prepare, sql)?.pop().unwrap_or_default())
+    }
+
+    /// The rows of each of `calls` (`EXECUTE`s of the statements of
+    /// `prepare`), sent in one request ([`PgTxn::request_all`]) under one
+    /// generic plan each ([`GENERIC_ON`]): a custom plan would be planned
+    /// anew on every call, which costs several times what running these
+    /// reads does.
+    fn generic_reads(
+        &mut self,
+        prepare: &[Prepared],
+        calls: &[&str],
+    ) -> Result<Vec<Vec<SimpleQueryRow>>> {
+        let sql = format!("{GENERIC_ON}{}; {GENERIC_OFF}", calls.join("; "));
+        let mut groups = self.request_all(prepare, &sql)?;
+        // The `RESET`s' (empty) answers, then those of the calls.
+        groups.truncate(groups.len().saturating_sub(GENERIC_OFF_STATEMENTS));
+        let first = groups.len().checked_sub(calls.len()).ok_or_else(|| {
+            Error::Internal("a read request gave fewer answers than it has statements".into())
+        })?;
+        Ok(groups.split_off(first))
     }
 
     /// [`PgTxn::request`], with the rows of each statement of the request
