@@ -428,19 +428,50 @@ pub(super) const INSERT_NEW_JOBS_INTO: &str = "WITH pl AS MATERIALIZED (
                 open.n > 0, i.job, i.seq
          FROM open LEFT JOIN prod p ON true LEFT JOIN ins i ON true";
 
-/// The parameter types of [`WRITE_BATCH`].
+/// The parameter types of [`WRITE_BATCHES`].
 pub(super) const WRITE_BATCH_TYPES: &str =
     "bigint[], text[], bigint[], text[], bytea[], text[], bigint[], bigint[], \
          bigint[], text[], bigint[], bigint[], bigint[], text[], text[], bigint[], text[], \
          text[], bigint[], text[], text[], text[], text[], text[], text[], bigint[], \
          bigint[], text[], bigint, bigint, bigint[], bool[], bigint[], bigint[], bigint[]";
+
+/// A part of [`write_batch!`] (`on`) or nothing (`off`).
+macro_rules! write_part {
+    (on, $sql:literal) => {
+        $sql
+    };
+    (off, $sql:literal) => {
+        ""
+    };
+}
+
+/// The rows a part of [`write_batch!`] touched: its count (`on`), or 0 for
+/// a part left out (`off`).
+macro_rules! write_count {
+    (on, $cte:literal) => {
+        concat!("(SELECT count(*) FROM ", $cte, ")")
+    };
+    (off, $cte:literal) => {
+        "0::bigint"
+    };
+}
+
 /// A group of transitions' writes in one statement (see `write_batch`):
-/// full row updates (`$1`..`$10`, `$31`, `$32`), renewals (`$11`..`$13`),
-/// facts (`$14`..`$18`), events (`$19`..`$28`, `$34`, `$35`, registered
-/// with `$29`, `$30`); fails unless each part touched the count `$33` expects.
-pub(super) const WRITE_BATCH: &str = concat!(
-    event_registration!("$29", "$30"),
-    ",
+/// full row updates (`$1`..`$10`, `$31`, `$32`; part `upd`), renewals
+/// (`$11`..`$13`; `exp`), facts (`$14`..`$18`; `fct`), events (`$19`..`$28`,
+/// `$34`, `$35`, registered with `$29`, `$30`); fails unless each part
+/// touched the count `$33` expects. The first three parts are each in the
+/// statement (`on`) or left out (`off`, its parameters unused and its
+/// count 0): the server starts every data-modifying part of a statement
+/// at each call, rows or none.
+macro_rules! write_batch {
+    ($upd:ident, $exp:ident, $fct:ident) => {
+        concat!(
+            event_registration!("$29", "$30"),
+            ",",
+            write_part!(
+                $upd,
+                "
              upd AS (
                  UPDATE tenure.jobs j SET state = u.state, attempts = u.attempts,
                      claim_id = u.claim_id, secret_digest = u.secret_digest,
@@ -452,17 +483,27 @@ pub(super) const WRITE_BATCH: &str = concat!(
                            claimed_us, expires_us, updated_us, last_error, due_us,
                            parked)
                  WHERE j.seq = u.seq
-                 RETURNING 1),
+                 RETURNING 1),"
+            ),
+            write_part!(
+                $exp,
+                "
              exp AS (
                  UPDATE tenure.jobs j SET expires_us = u.expires_us,
                      updated_us = u.updated_us
                  FROM unnest($11, $12, $13) AS u(seq, expires_us, updated_us)
                  WHERE j.seq = u.seq
-                 RETURNING 1),
+                 RETURNING 1),"
+            ),
+            write_part!(
+                $fct,
+                "
              fct AS (
                  INSERT INTO tenure.facts (production, job, ord, key, value)
                  SELECT * FROM unnest($14, $15, $16, $17, $18)
-                 RETURNING 1),
+                 RETURNING 1),"
+            ),
+            "
              ev AS (
                  INSERT INTO tenure.events (at_us, production, job, kind, state,
                      claim_id, holder, attempt, expires_us, detail, since_us, lapsed_us)
@@ -480,10 +521,29 @@ pub(super) const WRITE_BATCH: &str = concat!(
                  ('tenure: a batched write touched (updates, renewals, facts, events) '
                   || c.n::text || ', not ' || $33::text
                   || '; an event sequence past 2^48 writes no event')::int END
-             FROM (SELECT ARRAY[(SELECT count(*) FROM upd), (SELECT count(*) FROM exp),
-                                (SELECT count(*) FROM fct), (SELECT count(*) FROM ev)]
-                          AS n) c"
-);
+             FROM (SELECT ARRAY[",
+            write_count!($upd, "upd"),
+            ", ",
+            write_count!($exp, "exp"),
+            ", ",
+            write_count!($fct, "fct"),
+            ", (SELECT count(*) FROM ev)] AS n) c"
+        )
+    };
+}
+
+/// [`write_batch!`] in each shape, with its prepared name, at index
+/// `upd | exp << 1 | fct << 2` (each 1 when that part has rows).
+pub(super) const WRITE_BATCHES: [(&str, &str); 8] = [
+    ("tenure_write_batch_0", write_batch!(off, off, off)),
+    ("tenure_write_batch_1", write_batch!(on, off, off)),
+    ("tenure_write_batch_2", write_batch!(off, on, off)),
+    ("tenure_write_batch_3", write_batch!(on, on, off)),
+    ("tenure_write_batch_4", write_batch!(off, off, on)),
+    ("tenure_write_batch_5", write_batch!(on, off, on)),
+    ("tenure_write_batch_6", write_batch!(off, on, on)),
+    ("tenure_write_batch_7", write_batch!(on, on, on)),
+];
 
 /// A page of production `$1`'s jobs after ID `$2`, by ID.
 pub(super) const JOBS_PAGE: &str = concat!(
@@ -847,3 +907,34 @@ pub(super) const SCHEMA_VERSION_ROW: &str =
 
 /// Notifies the work channel about production `$1`.
 pub(super) const NOTIFY_WORK: &str = "SELECT pg_catalog.pg_notify('tenure_work', $1)";
+
+#[cfg(test)]
+mod tests {
+    use super::WRITE_BATCHES;
+
+    /// Each shape of the write statement holds the parts its index names,
+    /// counts those it leaves out as 0, and has a name of its own.
+    #[test]
+    fn write_batch_shapes_hold_the_parts_their_index_names() {
+        let parts = ["upd", "exp", "fct"];
+        for (i, (name, body)) in WRITE_BATCHES.iter().enumerate() {
+            assert_eq!(*name, format!("tenure_write_batch_{i}"));
+            let mut zeros = 0;
+            for (bit, part) in parts.iter().enumerate() {
+                let on = i >> bit & 1 == 1;
+                assert_eq!(body.contains(&format!("{part} AS (")), on, "{name}: {part}");
+                assert_eq!(
+                    body.contains(&format!("(SELECT count(*) FROM {part})")),
+                    on,
+                    "{name}: the count of {part}"
+                );
+                zeros += usize::from(!on);
+            }
+            let zeroed = body.matches("[0::bigint").count() + body.matches(", 0::bigint").count();
+            assert_eq!(zeroed, zeros, "{name}");
+            assert!(body.contains("ev AS (") && body.contains("(SELECT count(*) FROM ev)"));
+            // The parameters of a part left out stay declared and unused.
+            assert_eq!(body.contains("$11"), i & 2 != 0, "{name}");
+        }
+    }
+}

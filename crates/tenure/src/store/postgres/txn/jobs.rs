@@ -309,13 +309,13 @@ pub(super) fn write_batch(
     // lock is taken before any identity value is drawn (see the module
     // docs). If any part touched other than the expected number of
     // rows (an event sequence at its limit writes no event), the final
-    // cast fails the statement, and with it the transaction.
-    tx.defer(
-        "tenure_write_batch",
-        WRITE_BATCH_TYPES,
-        WRITE_BATCH,
-        &params,
-    )?;
+    // cast fails the statement, and with it the transaction. A part with
+    // no rows is left out of the statement.
+    let shape = usize::from(!rows.is_empty())
+        | usize::from(!expiries.is_empty()) << 1
+        | usize::from(n_facts > 0) << 2;
+    let (name, body) = WRITE_BATCHES[shape];
+    tx.defer(name, WRITE_BATCH_TYPES, body, &params)?;
     if !events.is_empty() && tx.event_reg.is_none() {
         tx.event_reg = Some(tx.savepoints);
     }
