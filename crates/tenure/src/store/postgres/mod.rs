@@ -483,18 +483,20 @@ mod tests {
         }
     }
 
-    /// The locked reads' plans, against a live server (as
-    /// [`event_registration_follows_savepoints`]): a pooled connection runs
-    /// without JIT, so claim-next's and a named lock's generic plans (see
+    /// The plans of the locked reads and of the write statement's shapes,
+    /// against a live server (as [`event_registration_follows_savepoints`]):
+    /// a pooled connection runs without JIT, so their generic plans (see
     /// `txn::GENERIC_ON`) are never compiled at a call, even priced above
     /// the server's JIT threshold (a generic plan with a `LIMIT` parameter
     /// is priced for a tenth of the production's queue: a 550 000-job
-    /// backlog passes the default threshold); and both read by index, the
-    /// claim through `jobs_ready` and `jobs_parked`. A plain session of the
+    /// backlog passes the default threshold); and each reads by index,
+    /// planned on an empty jobs table as on one of 5 000 jobs (the claim
+    /// through `jobs_ready` and `jobs_parked`). A plain session of the
     /// same server, on the same plan, would compile it (when the server
     /// has JIT at all).
     #[test]
-    fn locked_reads_plan_once_on_indexes_and_never_compile() {
+    fn locked_reads_and_writes_plan_once_on_indexes_and_never_compile() {
+        use super::sql::{WRITE_BATCHES, WRITE_BATCH_TYPES};
         use super::txn::claim::{CLAIM_FIRST, LOCK_JOB};
         use super::txn::GENERIC_ON;
         if std::env::var("TENURE_TEST_BACKEND").map_or(true, |b| b != "postgres") {
@@ -512,12 +514,6 @@ mod tests {
         let r = std::panic::catch_unwind(|| {
             let auth = crate::Authority::open(url.as_str(), &crate::Options::new()).unwrap();
             auth.create_production("p").unwrap();
-            for k in 0..5 {
-                let specs: Vec<crate::JobSpec> = (0..1000)
-                    .map(|j| crate::JobSpec::new(format!("j{k}-{j}"), b"x".to_vec()))
-                    .collect();
-                auth.submit_many("p", &specs).unwrap();
-            }
             let (b, _) = PgBackend::open(&url, Duration::from_secs(5), true).unwrap();
             let mut conn = b.pool.take().unwrap();
             let jit = conn.client.simple_query("SHOW jit").unwrap();
@@ -531,49 +527,73 @@ mod tests {
                 "a pooled connection runs without JIT"
             );
             let mut plain = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-            plain.batch_execute("ANALYZE tenure.jobs").unwrap();
             let jit_here = plain
                 .query_one("SELECT pg_catalog.pg_jit_available()", &[])
                 .unwrap()
                 .get::<_, bool>(0);
-            let calls = [
-                (CLAIM_FIRST, "1, 2, 'p', 1, NULL"),
-                (LOCK_JOB, "'p', 'j0-0', NULL"),
+            let mut calls = vec![
+                (CLAIM_FIRST, "1, 2, 'p', 1, NULL".to_owned()),
+                (LOCK_JOB, "'p', 'j0-0', NULL".to_owned()),
             ];
-            for ((stmt, types, body), args) in calls {
-                let explain = |client: &mut postgres::Client| -> String {
-                    client
-                        .batch_execute(&format!("PREPARE {stmt} ({types}) AS {body}"))
-                        .unwrap();
-                    let sql = format!(
-                        "BEGIN; {GENERIC_ON} SET LOCAL jit_above_cost = 0; \
-                         EXPLAIN (FORMAT JSON) EXECUTE {stmt}({args})"
-                    );
-                    let msgs = client.simple_query(&sql).unwrap();
-                    client
-                        .batch_execute(&format!("ROLLBACK; DEALLOCATE {stmt}"))
-                        .unwrap();
-                    msgs.iter()
-                        .filter_map(|m| match m {
-                            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
-                            _ => None,
-                        })
-                        .collect()
-                };
-                let pooled = explain(&mut conn.client);
-                assert!(!pooled.contains("\"JIT\""), "{stmt} compiled: {pooled}");
-                assert!(
-                    !pooled.contains("Seq Scan"),
-                    "{stmt} scans a table: {pooled}"
-                );
-                if stmt == CLAIM_FIRST.0 {
-                    for index in ["jobs_ready", "jobs_parked"] {
-                        assert!(pooled.contains(index), "{stmt} without {index}: {pooled}");
+            // Each shape of the write statement, with no rows: an empty
+            // array for each array parameter, 0 for each number.
+            let empty: Vec<String> = WRITE_BATCH_TYPES
+                .split(',')
+                .map(|t| match t.trim() {
+                    "bigint" => "0".to_owned(),
+                    array => format!("'{{}}'::{array}"),
+                })
+                .collect();
+            for (name, body) in WRITE_BATCHES {
+                calls.push(((name, WRITE_BATCH_TYPES, body), empty.join(", ")));
+            }
+            // Planned on an empty jobs table (where a scan of the table
+            // is the cheaper plan for the server), then on 5 000 jobs.
+            for seeded in [false, true] {
+                if seeded {
+                    for k in 0..5 {
+                        let specs: Vec<crate::JobSpec> = (0..1000)
+                            .map(|j| crate::JobSpec::new(format!("j{k}-{j}"), b"x".to_vec()))
+                            .collect();
+                        auth.submit_many("p", &specs).unwrap();
                     }
                 }
-                if jit_here {
-                    let compiled = explain(&mut plain);
-                    assert!(compiled.contains("\"JIT\""), "the control: {compiled}");
+                plain.batch_execute("ANALYZE tenure.jobs").unwrap();
+                for ((stmt, types, body), args) in &calls {
+                    let explain = |client: &mut postgres::Client| -> String {
+                        client
+                            .batch_execute(&format!("PREPARE {stmt} ({types}) AS {body}"))
+                            .unwrap();
+                        let sql = format!(
+                            "BEGIN; {GENERIC_ON} SET LOCAL jit_above_cost = 0; \
+                             EXPLAIN (FORMAT JSON) EXECUTE {stmt}({args})"
+                        );
+                        let msgs = client.simple_query(&sql).unwrap();
+                        client
+                            .batch_execute(&format!("ROLLBACK; DEALLOCATE {stmt}"))
+                            .unwrap();
+                        msgs.iter()
+                            .filter_map(|m| match m {
+                                postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                                _ => None,
+                            })
+                            .collect()
+                    };
+                    let pooled = explain(&mut conn.client);
+                    assert!(!pooled.contains("\"JIT\""), "{stmt} compiled: {pooled}");
+                    assert!(
+                        !pooled.contains("Seq Scan"),
+                        "{stmt} scans a table ({seeded}): {pooled}"
+                    );
+                    if seeded && *stmt == CLAIM_FIRST.0 {
+                        for index in ["jobs_ready", "jobs_parked"] {
+                            assert!(pooled.contains(index), "{stmt} without {index}: {pooled}");
+                        }
+                    }
+                    if jit_here {
+                        let compiled = explain(&mut plain);
+                        assert!(compiled.contains("\"JIT\""), "the control: {compiled}");
+                    }
                 }
             }
             b.pool.give_back(conn);
