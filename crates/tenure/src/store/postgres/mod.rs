@@ -399,29 +399,40 @@ mod tests {
         assert!(!(lo..=hi).contains(&((SCHEMA_LOCK >> 32) as u32)));
     }
 
-    /// The savepoint bookkeeping of the event registration against a live
-    /// server (`TENURE_TEST_BACKEND=postgres`, `TENURE_TEST_PG_URL` a
-    /// maintenance URL; skipped otherwise): rolling back to a savepoint
-    /// taken before the registration releases the lock and the next event
-    /// registers again; releasing the savepoint keeps it; the horizon seen
-    /// by another session stops at the registered bound.
-    #[test]
-    fn event_registration_follows_savepoints() {
+    /// Runs `test` with the URL of a database of its own on a live server
+    /// (`TENURE_TEST_BACKEND=postgres`, `TENURE_TEST_PG_URL` a maintenance
+    /// URL; skipped otherwise), named `prefix` and this process's ID,
+    /// created empty and dropped afterwards, whatever the test did.
+    fn with_database(prefix: &str, test: impl FnOnce(&str) + std::panic::UnwindSafe) {
         if std::env::var("TENURE_TEST_BACKEND").map_or(true, |b| b != "postgres") {
             eprintln!("skipped: set TENURE_TEST_BACKEND=postgres and TENURE_TEST_PG_URL");
             return;
         }
         let admin = std::env::var("TENURE_TEST_PG_URL").expect("TENURE_TEST_PG_URL");
-        let name = format!("u_evreg_{}", std::process::id());
+        let name = format!("{prefix}_{}", std::process::id());
         let (head, query) = admin.split_at(admin.find('?').unwrap_or(admin.len()));
         let url = format!("{}/{name}{query}", &head[..head.rfind('/').unwrap()]);
         let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
         c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             .unwrap();
         c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let r = std::panic::catch_unwind(|| {
-            let (b, _) = PgBackend::open(&url, Duration::from_secs(5), true).unwrap();
-            let mut other = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let r = std::panic::catch_unwind(|| test(&url));
+        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        if let Err(e) = r {
+            std::panic::resume_unwind(e);
+        }
+    }
+
+    /// The savepoint bookkeeping of the event registration against a live
+    /// server (see [`with_database`]): rolling back to a savepoint
+    /// taken before the registration releases the lock and the next event
+    /// registers again; releasing the savepoint keeps it; the horizon seen
+    /// by another session stops at the registered bound.
+    #[test]
+    fn event_registration_follows_savepoints() {
+        with_database("u_evreg", |url| {
+            let (b, _) = PgBackend::open(url, Duration::from_secs(5), true).unwrap();
+            let mut other = postgres::Client::connect(url, postgres::NoTls).unwrap();
             let mut held = || -> i64 {
                 other
                     .query_one(
@@ -477,14 +488,10 @@ mod tests {
             assert_eq!(kept, vec![2], "only the released savepoint's event");
             r.rollback().unwrap();
         });
-        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-        if let Err(e) = r {
-            std::panic::resume_unwind(e);
-        }
     }
 
     /// The plans of the locked reads and of the write statement's shapes,
-    /// against a live server (as [`event_registration_follows_savepoints`]):
+    /// against a live server (see [`with_database`]):
     /// a pooled connection runs without JIT, so their generic plans (see
     /// `txn::GENERIC_ON`) are never compiled at a call, even priced above
     /// the server's JIT threshold (a generic plan with a `LIMIT` parameter
@@ -499,22 +506,10 @@ mod tests {
         use super::sql::{WRITE_BATCHES, WRITE_BATCH_TYPES};
         use super::txn::claim::{CLAIM_FIRST, LOCK_JOB};
         use super::txn::GENERIC_ON;
-        if std::env::var("TENURE_TEST_BACKEND").map_or(true, |b| b != "postgres") {
-            eprintln!("skipped: set TENURE_TEST_BACKEND=postgres and TENURE_TEST_PG_URL");
-            return;
-        }
-        let admin = std::env::var("TENURE_TEST_PG_URL").expect("TENURE_TEST_PG_URL");
-        let name = format!("u_plans_{}", std::process::id());
-        let (head, query) = admin.split_at(admin.find('?').unwrap_or(admin.len()));
-        let url = format!("{}/{name}{query}", &head[..head.rfind('/').unwrap()]);
-        let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .unwrap();
-        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let r = std::panic::catch_unwind(|| {
-            let auth = crate::Authority::open(url.as_str(), &crate::Options::new()).unwrap();
+        with_database("u_plans", |url| {
+            let auth = crate::Authority::open(url, &crate::Options::new()).unwrap();
             auth.create_production("p").unwrap();
-            let (b, _) = PgBackend::open(&url, Duration::from_secs(5), true).unwrap();
+            let (b, _) = PgBackend::open(url, Duration::from_secs(5), true).unwrap();
             let mut conn = b.pool.take().unwrap();
             let jit = conn.client.simple_query("SHOW jit").unwrap();
             let shown = jit.iter().find_map(|m| match m {
@@ -526,7 +521,7 @@ mod tests {
                 Some("off"),
                 "a pooled connection runs without JIT"
             );
-            let mut plain = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let mut plain = postgres::Client::connect(url, postgres::NoTls).unwrap();
             let jit_here = plain
                 .query_one("SELECT pg_catalog.pg_jit_available()", &[])
                 .unwrap()
@@ -598,9 +593,5 @@ mod tests {
             }
             b.pool.give_back(conn);
         });
-        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-        if let Err(e) = r {
-            std::panic::resume_unwind(e);
-        }
     }
 }
