@@ -128,9 +128,8 @@ pub(super) struct ClaimGate {
 /// planned while `tenure.jobs` was nearly empty (a connection's first
 /// submission), a row update by `seq` would otherwise scan the whole
 /// table at every call until the next `ANALYZE` of it. The connection runs
-/// with JIT off (see `Pool::connect`): a generic plan with a `LIMIT`
-/// parameter is priced for a tenth of the rows it may read, which would
-/// have its plan compiled at every call.
+/// with JIT off, or such a plan could be compiled at every call (see
+/// `Pool::connect`).
 pub(super) const GENERIC_ON: &str =
     "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; ";
 /// The settings of [`GENERIC_ON`] back to the connection's, in
