@@ -176,6 +176,7 @@ impl Authority {
                 writes: Default::default(),
                 prune_behind: Default::default(),
                 last_fold: Default::default(),
+                flow_seen: Default::default(),
             }),
         })
     }
@@ -203,6 +204,7 @@ impl Authority {
                 writes: Default::default(),
                 prune_behind: Default::default(),
                 last_fold: Default::default(),
+                flow_seen: Default::default(),
             }),
         })
     }
@@ -829,7 +831,8 @@ impl Authority {
     pub fn stats(&self, q: &crate::StatsQuery) -> Result<crate::Stats> {
         crate::figures::validate(q)?;
         self.inner.fold_for_read()?;
-        self.inner.read(|t, now| crate::figures::read(t, now, q))
+        self.inner
+            .read_at_horizon(|t, now| crate::figures::read(t, now, q, &self.inner.flow_seen))
     }
 
     /// The clock reading, the durable high-water mark, and whether guarded

@@ -9,18 +9,69 @@
 //! and not yet due, and of claimed jobs into live and expired, from index
 //! range reads of the smaller sets; the flow from the window's events it
 //! counts (`flow_events!`, an index on `(production, at_us)`), at most
-//! [`FLOW_EVENT_CAP`] of them; the claim gates from the production's gate
+//! [`FLOW_EVENT_CAP`] of them, or, on a handle that read the production
+//! before, from what that read found plus the events committed since
+//! ([`FlowSeen`]); the claim gates from the production's gate
 //! row (one primary-key read). Nothing here reads every job row.
 
 use crate::error::{Error, Result};
 use crate::gates::Gates;
 use crate::model::EventKind;
 use crate::store::{ClaimedFigures, FlowEvent, Stored, Txn, WaitingFigures};
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The most events of one production the flow reads per call (the newest
 /// of the window; [`Flow::truncated`] says when the window held more).
 pub const FLOW_EVENT_CAP: usize = 10_000;
+
+/// The most productions whose flow events a handle keeps ([`FlowSeen`]);
+/// a read of one more drops them all (they are read again, whole).
+const FLOW_SEEN_PRODUCTIONS: usize = 64;
+/// A read fetches only the events committed since the handle's last read
+/// of the production when at most this many sequence numbers (of every
+/// production) were handed out since; past it, reading the window costs
+/// less.
+const FLOW_SEEN_GAP: i64 = 4 * FLOW_EVENT_CAP as i64;
+
+/// The flow events a handle's statistics reads found, per production, so
+/// that its next read of the production fetches only the events that
+/// committed since (docs/design.md, "Statistics"). What it answers is what
+/// a read of the whole window in the same snapshot would answer.
+#[derive(Default)]
+pub(crate) struct FlowSeen {
+    productions: Mutex<HashMap<String, Seen>>,
+}
+
+/// One production's events as a statistics read found them.
+struct Seen {
+    /// That read's event horizon ([`Txn::flow_horizon`]): it found every
+    /// event below it that will ever commit.
+    below: i64,
+    /// That read's window start.
+    from: i64,
+    /// The events it counted with `seq < below`, newest first.
+    events: Vec<FlowEvent>,
+}
+
+impl FlowSeen {
+    fn take(&self, production: &str) -> Option<Seen> {
+        self.lock().remove(production)
+    }
+
+    fn keep(&self, production: &str, seen: Seen) {
+        let mut all = self.lock();
+        if all.len() >= FLOW_SEEN_PRODUCTIONS && !all.contains_key(production) {
+            all.clear();
+        }
+        all.insert(production.to_owned(), seen);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
+        self.productions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// The default horizon of [`ProductionStats::expiring_within`]: 30 s.
 pub const DEFAULT_STATS_HORIZON: Duration = Duration::from_secs(30);
@@ -220,11 +271,18 @@ pub(crate) fn validate(q: &StatsQuery) -> Result<()> {
 
 /// The statistics of `q` in the transaction's snapshot, classified at
 /// `now` (`max(clock, mark)`).
-pub(crate) fn read(t: &mut dyn Txn, now: i64, q: &StatsQuery) -> Result<Stats> {
+/// `seen`: what this handle's earlier reads found of each production's
+/// flow, brought up to date here.
+pub(crate) fn read(t: &mut dyn Txn, now: i64, q: &StatsQuery, seen: &FlowSeen) -> Result<Stats> {
     validate(q)?;
     let horizon = span_us("horizon", q.horizon)?;
     let window = span_us("window", q.window)?;
     let high_water_us = t.high_water()?;
+    let log = Log {
+        seen,
+        horizon: t.flow_horizon()?,
+        window: q.window,
+    };
     let prods = t.productions()?;
     let prods: Vec<_> = match &q.production {
         Some(p) => {
@@ -245,7 +303,7 @@ pub(crate) fn read(t: &mut dyn Txn, now: i64, q: &StatsQuery) -> Result<Stats> {
             now,
             horizon,
             window,
-            q.window,
+            &log,
         )?);
     }
     Ok(Stats {
@@ -264,7 +322,7 @@ fn production(
     now: i64,
     horizon: i64,
     window: i64,
-    window_d: Duration,
+    log: &Log<'_>,
 ) -> Result<ProductionStats> {
     let counts = t.state_counts(name)?;
     let of = |s: Stored| counts.iter().find(|(k, _)| *k == s).map_or(0, |(_, n)| *n);
@@ -287,7 +345,7 @@ fn production(
         .gates(name)?
         .map(|g| Gates::from_row(&g))
         .unwrap_or_default();
-    let flow = flow(t, name, from, now, window_d, lapsed_in_window)?;
+    let flow = flow(t, name, from, now, lapsed_in_window, log)?;
     Ok(ProductionStats {
         name: name.to_owned(),
         cancelled,
@@ -308,16 +366,26 @@ fn production(
     })
 }
 
+/// Where a statistics read finds the flow's events: the handle's
+/// [`FlowSeen`] and the snapshot's event horizon.
+struct Log<'a> {
+    seen: &'a FlowSeen,
+    horizon: Option<i64>,
+    /// The window asked for.
+    window: Duration,
+}
+
 /// The flow over `[from, now]` from the window's events.
 fn flow(
     t: &mut dyn Txn,
     name: &str,
     from: i64,
     now: i64,
-    window: Duration,
     lapsed_claimed: u64,
+    log: &Log<'_>,
 ) -> Result<Flow> {
-    let evs = t.flow_events(name, from, now, FLOW_EVENT_CAP + 1)?;
+    let window = log.window;
+    let evs = window_events(t, name, from, now, log)?;
     let truncated = evs.len() > FLOW_EVENT_CAP;
     // Newest first: the last one read is the oldest the figures cover.
     let covered = match evs.get(FLOW_EVENT_CAP.saturating_sub(1)) {
@@ -340,6 +408,69 @@ fn flow(
     f.wait = Percentiles::of(wait);
     f.run = Percentiles::of(run);
     Ok(f)
+}
+
+/// The newest `FLOW_EVENT_CAP + 1` flow events of `[from, now]`, newest
+/// first: what the handle found before plus what committed since, when
+/// that is the same set, else read along the window (and kept for the next
+/// read when the snapshot's horizon is known).
+///
+/// Why the two agree. The earlier read found every event below its horizon
+/// `below` that will ever commit, and kept those it counted; an event
+/// leaves the log only as a prefix of its production's log by `seq`
+/// (retention, a production's deletion), so when the oldest kept event is
+/// still stored, every kept one is. The events of this snapshot from
+/// `below` on are read along the log. An event of the earlier window that
+/// was not kept was older than the `FLOW_EVENT_CAP + 1` kept or re-read
+/// ones, which are all in this window whenever it is. Ties in `at_us` at
+/// the edge of a truncated window may count other events of that
+/// microsecond, as any read of a truncated window may.
+fn window_events(
+    t: &mut dyn Txn,
+    name: &str,
+    from: i64,
+    now: i64,
+    log: &Log<'_>,
+) -> Result<Vec<FlowEvent>> {
+    const N: usize = FLOW_EVENT_CAP + 1;
+    let Some(h) = log.horizon else {
+        return t.flow_events(name, from, now, N);
+    };
+    let kept = log
+        .seen
+        .take(name)
+        .filter(|k| k.from <= from && k.below <= h && h.saturating_sub(k.below) <= FLOW_SEEN_GAP);
+    let kept = match kept {
+        Some(k) => match k.events.iter().map(|e| e.seq).min() {
+            Some(oldest) if !t.event_stored(oldest)? => None,
+            _ => Some(k),
+        },
+        None => None,
+    };
+    let evs = match kept {
+        Some(k) => {
+            let mut evs = t.flow_events_after(name, k.below, from, now, N)?;
+            evs.extend(
+                k.events
+                    .into_iter()
+                    .filter(|e| e.at_us >= from && e.at_us <= now),
+            );
+            evs.sort_by_key(|e| std::cmp::Reverse(e.at_us));
+            evs.truncate(N);
+            evs
+        }
+        None => t.flow_events(name, from, now, N)?,
+    };
+    let events = evs.iter().filter(|e| e.seq < h).cloned().collect();
+    log.seen.keep(
+        name,
+        Seen {
+            below: h,
+            from,
+            events,
+        },
+    );
+    Ok(evs)
 }
 
 /// What one event of the window adds to the flow.
@@ -423,6 +554,7 @@ mod tests {
                     .unwrap();
                 for state in [None, Some(Stored::Requested), Some(Stored::Failed)] {
                     let e = FlowEvent {
+                        seq: 1,
                         at_us: 10,
                         kind,
                         state,

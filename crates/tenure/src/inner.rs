@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     pub(crate) prune_behind: std::sync::atomic::AtomicBool,
     /// When this handle last folded the kept job counts.
     pub(crate) last_fold: std::sync::Mutex<Option<std::time::Instant>>,
+    /// What this handle's statistics reads found of the flow's events.
+    pub(crate) flow_seen: crate::figures::FlowSeen,
 }
 
 impl Inner {
@@ -164,7 +166,23 @@ impl Inner {
     /// A read-only snapshot; `now` is `max(clock, mark)` so an expired lease
     /// never looks alive again.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&mut dyn Txn, i64) -> Result<T>) -> Result<T> {
-        let mut t = self.backend.begin_read()?;
+        self.read_from(self.backend.begin_read()?, f)
+    }
+
+    /// [`Inner::read`] in a snapshot that knows its event horizon
+    /// ([`crate::store::Backend::begin_read_at_horizon`]).
+    pub(crate) fn read_at_horizon<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Txn, i64) -> Result<T>,
+    ) -> Result<T> {
+        self.read_from(self.backend.begin_read_at_horizon()?, f)
+    }
+
+    fn read_from<T>(
+        &self,
+        mut t: Box<dyn Txn>,
+        f: impl FnOnce(&mut dyn Txn, i64) -> Result<T>,
+    ) -> Result<T> {
         let mark = t.high_water()?;
         let now = self.now_in(t.as_mut())?.max(mark);
         let r = f(t.as_mut(), now);

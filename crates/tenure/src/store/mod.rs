@@ -290,6 +290,8 @@ pub(crate) struct ClaimedFigures {
 /// An event as the flow reads it ([`Txn::flow_events`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FlowEvent {
+    /// The event's sequence number.
+    pub seq: i64,
     pub at_us: i64,
     pub kind: EventKind,
     pub state: Option<Stored>,
@@ -390,6 +392,12 @@ pub(crate) trait Backend: Send + Sync {
     fn begin_write(&self) -> Result<Box<dyn Txn>>;
     /// Begin a read-only snapshot.
     fn begin_read(&self) -> Result<Box<dyn Txn>>;
+    /// Begin a read-only snapshot whose [`Txn::flow_horizon`] is known
+    /// (PostgreSQL reads the event horizon before the snapshot is taken,
+    /// in the same request). Default: [`Backend::begin_read`].
+    fn begin_read_at_horizon(&self) -> Result<Box<dyn Txn>> {
+        self.begin_read()
+    }
     /// The store's work doorbell (see [`crate::doorbell`]), which every
     /// commit that called [`Txn::notify_work`] rings.
     fn doorbell(&self) -> Result<std::sync::Arc<dyn crate::doorbell::Doorbell>>;
@@ -825,6 +833,26 @@ pub(crate) trait Txn: Send {
         to: i64,
         limit: usize,
     ) -> Result<Vec<FlowEvent>>;
+    /// Like [`Txn::flow_events`], only the events with `seq >= after`,
+    /// read along the production's log from `after` on (not along the
+    /// window): for a read of what committed since an earlier one.
+    fn flow_events_after(
+        &mut self,
+        production: &str,
+        after: i64,
+        from: i64,
+        to: i64,
+        limit: usize,
+    ) -> Result<Vec<FlowEvent>>;
+    /// A sequence number H such that every event below H that will ever
+    /// commit is visible in this transaction's snapshot; `None` when the
+    /// transaction cannot tell without a new snapshot (a PostgreSQL read
+    /// not begun by [`Backend::begin_read_at_horizon`]).
+    fn flow_horizon(&mut self) -> Result<Option<i64>> {
+        Ok(None)
+    }
+    /// Whether the event `seq` is stored (in this snapshot).
+    fn event_stored(&mut self, seq: i64) -> Result<bool>;
 
     /// The earliest expiry of a lease stored `claimed` in the production
     /// (held or already expired), if any.

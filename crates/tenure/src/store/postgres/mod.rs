@@ -342,6 +342,9 @@ impl Backend for PgBackend {
         // (the server's `lock_timeout`, not the pool's).
         PgTxn::begin(&self.pool, BEGIN_READ, false).map(|t| t as Box<dyn Txn>)
     }
+    fn begin_read_at_horizon(&self) -> Result<Box<dyn Txn>> {
+        PgTxn::begin_read_at_horizon(&self.pool).map(|t| t as Box<dyn Txn>)
+    }
     fn fold_counts(&self) -> Result<()> {
         // Without JIT, as every pooled connection (see `Pool::connect`): a
         // fold of many rows would otherwise be compiled, which takes longer

@@ -65,11 +65,26 @@ const CLAIMED_FIGURES: &str = "SELECT
            FROM tenure.jobs WHERE production = $1 AND state = 'claimed') c";
 
 const FLOW_EVENTS: &str = concat!(
-    "SELECT at_us, kind, state, since_us, lapsed_us FROM tenure.events
+    "SELECT seq, at_us, kind, state, since_us, lapsed_us FROM tenure.events
      WHERE production = $1 AND at_us >= $2 AND at_us <= $3 AND ",
     crate::store::flow_events!(),
     " ORDER BY at_us DESC LIMIT $4"
 );
+
+/// [`FLOW_EVENTS`] of the events with `seq >= $2`, read along the
+/// production's log (`events_by_production` from `$2` on), never along the
+/// window's index.
+const FLOW_EVENTS_AFTER: &str = concat!(
+    "WITH e AS MATERIALIZED (
+         SELECT seq, at_us, kind, state, since_us, lapsed_us FROM tenure.events
+         WHERE production = $1 AND seq >= $2)
+     SELECT seq, at_us, kind, state, since_us, lapsed_us FROM e
+     WHERE at_us >= $3 AND at_us <= $4 AND ",
+    crate::store::flow_events!(),
+    " ORDER BY at_us DESC LIMIT $5"
+);
+
+const EVENT_STORED: &str = "SELECT EXISTS (SELECT 1 FROM tenure.events WHERE seq = $1)";
 
 /// The fold; returns how many delta rows it moved.
 pub(in crate::store::postgres) fn fold_counts(tx: &mut PgTxn) -> Result<i64> {
@@ -165,18 +180,45 @@ pub(super) fn flow_events(
     limit: usize,
 ) -> Result<Vec<FlowEvent>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = tx.query(FLOW_EVENTS, &[&production, &from, &to, &limit])?;
+    flow_rows(&tx.query(FLOW_EVENTS, &[&production, &from, &to, &limit])?)
+}
+
+pub(super) fn flow_events_after(
+    tx: &mut PgTxn,
+    production: &str,
+    after: i64,
+    from: i64,
+    to: i64,
+    limit: usize,
+) -> Result<Vec<FlowEvent>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = tx.query(
+        FLOW_EVENTS_AFTER,
+        &[&production, &after, &from, &to, &limit],
+    )?;
+    flow_rows(&rows)
+}
+
+pub(super) fn event_stored(tx: &mut PgTxn, seq: i64) -> Result<bool> {
+    Ok(tx
+        .query(EVENT_STORED, &[&seq])?
+        .first()
+        .is_some_and(|r| r.get(0)))
+}
+
+fn flow_rows(rows: &[postgres::Row]) -> Result<Vec<FlowEvent>> {
     rows.iter()
         .map(|r| {
-            let kind: String = r.get(1);
-            let state: Option<String> = r.get(2);
+            let kind: String = r.get(2);
+            let state: Option<String> = r.get(3);
             Ok(FlowEvent {
-                at_us: r.get(0),
+                seq: r.get(0),
+                at_us: r.get(1),
                 kind: EventKind::parse(&kind)
                     .ok_or_else(|| Error::Store(format!("corrupt event: unknown kind {kind:?}")))?,
                 state: state.as_deref().and_then(Stored::parse),
-                since_us: r.get(3),
-                lapsed_us: r.get(4),
+                since_us: r.get(4),
+                lapsed_us: r.get(5),
             })
         })
         .collect()

@@ -102,6 +102,12 @@ pub(super) struct PgTxn {
     gate_guards: Vec<(String, u32)>,
     /// The mark log's pruning is due after this transaction commits.
     mark_prune_due: bool,
+    /// The request that begins this read transaction reads the event
+    /// horizon first, in a transaction of its own (see
+    /// [`PgTxn::begin_read_at_horizon`]).
+    reads_horizon: bool,
+    /// The event horizon read before this transaction's snapshot.
+    flow_horizon: Option<i64>,
 }
 
 /// A claim-next's gates as its first request read them: the gate row,
@@ -148,6 +154,29 @@ impl PgTxn {
     /// [`PgTxn::request`]), so its first locked read
     /// ([`Txn::lock_jobs_sampled`], [`Txn::claim_start`]) begins it too.
     pub(super) fn begin(pool: &Arc<Pool>, sql: &str, write: bool) -> Result<Box<PgTxn>> {
+        PgTxn::begin_with(pool, sql, write, false)
+    }
+
+    /// A read transaction ([`BEGIN_READ`]) whose first request reads the
+    /// event horizon (as [`PgTxn::event_horizon`] does: the sequence's next
+    /// value, then the registered lower bounds) in a `READ COMMITTED`
+    /// transaction of its own, committed before the `BEGIN` of this one:
+    /// its snapshot, taken at the mark's read after them, sees every event
+    /// below that horizon that will ever commit ([`Txn::flow_horizon`]).
+    pub(super) fn begin_read_at_horizon(pool: &Arc<Pool>) -> Result<Box<PgTxn>> {
+        let sql = format!(
+            "BEGIN ISOLATION LEVEL READ COMMITTED; {EVENT_HORIZON_NEXT}; \
+             {EVENT_HORIZON_REGISTERED}; COMMIT; {BEGIN_READ}"
+        );
+        PgTxn::begin_with(pool, &sql, false, true)
+    }
+
+    fn begin_with(
+        pool: &Arc<Pool>,
+        sql: &str,
+        write: bool,
+        reads_horizon: bool,
+    ) -> Result<Box<PgTxn>> {
         let conn = pool.take()?;
         let mut tx = Box::new(PgTxn {
             begin_mark: None,
@@ -170,6 +199,8 @@ impl PgTxn {
             claim_gate: None,
             gate_guards: Vec::new(),
             mark_prune_due: false,
+            reads_horizon,
+            flow_horizon: None,
         });
         if !write {
             tx.open()?;
@@ -310,27 +341,37 @@ impl PgTxn {
         sampled: bool,
     ) -> Vec<Vec<SimpleQueryRow>> {
         let began = self.unbegun.take().is_some();
+        // The horizon's two rows, if read, come before the mark's.
+        let horizon_rows = if began && self.reads_horizon { 2 } else { 0 };
+        let heads = if began {
+            horizon_rows + 1 + usize::from(sampled)
+        } else {
+            0
+        };
         let mut firsts = 0;
+        let mut horizon = [None, None];
         let mut groups = Vec::new();
         let mut rows = Vec::new();
         for m in msgs {
             match m {
-                SimpleQueryMessage::Row(r) => {
-                    if began && firsts < 1 + usize::from(sampled) {
-                        let v = r.get(0).and_then(|v| v.parse::<i64>().ok());
-                        if firsts == 0 {
-                            self.begin_mark = v;
-                        } else {
-                            self.begin_now = v;
-                        }
-                        firsts += 1;
-                    } else {
-                        rows.push(r);
+                SimpleQueryMessage::Row(r) if firsts < heads => {
+                    let v = r.get(0).and_then(|v| v.parse::<i64>().ok());
+                    match firsts.checked_sub(horizon_rows) {
+                        None => horizon[firsts] = v,
+                        Some(0) => self.begin_mark = v,
+                        Some(_) => self.begin_now = v,
                     }
+                    firsts += 1;
                 }
+                SimpleQueryMessage::Row(r) => rows.push(r),
                 SimpleQueryMessage::CommandComplete(_) => groups.push(std::mem::take(&mut rows)),
                 _ => {}
             }
+        }
+        if horizon_rows > 0 {
+            // (2) is NULL when no writer is registered.
+            let [next, registered] = horizon;
+            self.flow_horizon = next.map(|n| registered.map_or(n, |r| r.min(n)));
         }
         groups
     }
@@ -927,6 +968,25 @@ impl Txn for PgTxn {
         limit: usize,
     ) -> Result<Vec<FlowEvent>> {
         figures::flow_events(self, production, from, to, limit)
+    }
+
+    fn flow_events_after(
+        &mut self,
+        production: &str,
+        after: i64,
+        from: i64,
+        to: i64,
+        limit: usize,
+    ) -> Result<Vec<FlowEvent>> {
+        figures::flow_events_after(self, production, after, from, to, limit)
+    }
+
+    fn flow_horizon(&mut self) -> Result<Option<i64>> {
+        Ok(self.flow_horizon)
+    }
+
+    fn event_stored(&mut self, seq: i64) -> Result<bool> {
+        figures::event_stored(self, seq)
     }
 
     fn notify_work(&mut self, production: &str) -> Result<()> {

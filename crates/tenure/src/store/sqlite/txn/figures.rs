@@ -115,24 +115,66 @@ pub(super) fn flow_events(
     limit: usize,
 ) -> Result<Vec<FlowEvent>> {
     let mut st = c.prepare_cached(concat!(
-        "SELECT at_us, kind, state, since_us, lapsed_us FROM events INDEXED BY events_by_time
+        "SELECT seq, at_us, kind, state, since_us, lapsed_us FROM events INDEXED BY events_by_time
              WHERE production = ?1 AND at_us >= ?2 AND at_us <= ?3 AND ",
         flow_events!(),
         " ORDER BY at_us DESC LIMIT ?4"
     ))?;
-    let mut q = st.query(params![production, from, to, limit as i64])?;
+    let out = flow_rows(st.query(params![production, from, to, limit as i64])?);
+    out
+}
+
+/// [`flow_events`] from `seq >= after` on, along the log (`NOT INDEXED`:
+/// the rowid range, never the window's index).
+pub(super) fn flow_events_after(
+    c: &Connection,
+    production: &str,
+    after: i64,
+    from: i64,
+    to: i64,
+    limit: usize,
+) -> Result<Vec<FlowEvent>> {
+    let mut st = c.prepare_cached(concat!(
+        "SELECT seq, at_us, kind, state, since_us, lapsed_us FROM events NOT INDEXED
+             WHERE seq >= ?2 AND production = ?1 AND at_us >= ?3 AND at_us <= ?4 AND ",
+        flow_events!(),
+        " ORDER BY at_us DESC LIMIT ?5"
+    ))?;
+    let out = flow_rows(st.query(params![production, after, from, to, limit as i64])?);
+    out
+}
+
+fn flow_rows(mut q: rusqlite::Rows<'_>) -> Result<Vec<FlowEvent>> {
     let mut out = Vec::new();
     while let Some(r) = q.next()? {
-        let kind: String = r.get(1)?;
-        let state: Option<String> = r.get(2)?;
+        let kind: String = r.get(2)?;
+        let state: Option<String> = r.get(3)?;
         out.push(FlowEvent {
-            at_us: r.get(0)?,
+            seq: r.get(0)?,
+            at_us: r.get(1)?,
             kind: EventKind::parse(&kind)
                 .ok_or_else(|| Error::Store(format!("corrupt event: unknown kind {kind:?}")))?,
             state: state.as_deref().and_then(Stored::parse),
-            since_us: r.get(3)?,
-            lapsed_us: r.get(4)?,
+            since_us: r.get(4)?,
+            lapsed_us: r.get(5)?,
         });
     }
     Ok(out)
+}
+
+/// One more than the largest event sequence number in the snapshot: the
+/// one writer commits events in sequence order, so every event below it
+/// that ever commits is visible.
+pub(super) fn flow_horizon(c: &Connection) -> Result<i64> {
+    Ok(
+        c.prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM events")?
+            .query_row([], |r| r.get(0))?,
+    )
+}
+
+pub(super) fn event_stored(c: &Connection, seq: i64) -> Result<bool> {
+    Ok(
+        c.prepare_cached("SELECT EXISTS (SELECT 1 FROM events WHERE seq = ?1)")?
+            .query_row([seq], |r| r.get(0))?,
+    )
 }

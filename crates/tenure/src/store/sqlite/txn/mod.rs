@@ -589,6 +589,28 @@ impl Txn for SqliteTxn {
         figures::flow_events(self.c(), production, from, to, limit)
     }
 
+    fn flow_events_after(
+        &mut self,
+        production: &str,
+        after: i64,
+        from: i64,
+        to: i64,
+        limit: usize,
+    ) -> Result<Vec<FlowEvent>> {
+        self.flush_event(self.read_mark)?;
+        figures::flow_events_after(self.c(), production, after, from, to, limit)
+    }
+
+    fn flow_horizon(&mut self) -> Result<Option<i64>> {
+        self.flush_event(self.read_mark)?;
+        figures::flow_horizon(self.c()).map(Some)
+    }
+
+    fn event_stored(&mut self, seq: i64) -> Result<bool> {
+        self.flush_event(self.read_mark)?;
+        figures::event_stored(self.c(), seq)
+    }
+
     fn notify_work(&mut self, _production: &str) -> Result<()> {
         self.ring = true;
         Ok(())
