@@ -234,6 +234,110 @@ fn concurrent_creators_and_submitters_agree() {
     assert_eq!(env.auth.events(0, 100).unwrap().len(), 2);
 }
 
+/// A submission of 1 000 jobs takes a bounded number of advisory locks
+/// (each holds a slot of the server's shared lock table until the commit),
+/// and still waits for a concurrent submission of one of its IDs, then
+/// answers `Existing` for it: seen while it waits on an open edit that
+/// submitted that ID.
+#[test]
+fn a_large_submission_takes_few_locks_and_waits_for_a_shared_id() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    let url = env.pg.as_ref().unwrap().url.clone();
+    env.auth.create_production("p").unwrap();
+    let spec = |i: usize| JobSpec::new(format!("j{i:04}"), format!("{i}").into_bytes());
+    let mut edit = env.auth.edit().unwrap();
+    assert_eq!(edit.submit("p", &spec(500)).unwrap(), Submitted::Created);
+    let specs: Vec<JobSpec> = (0..1000).map(spec).collect();
+    let mut watch = pg::client(&url);
+    let out = std::thread::scope(|s| {
+        let a = env.reopen();
+        let h = s.spawn(move || a.submit_many("p", &specs).unwrap());
+        // The submission waits on the edit's row j0500, its locks taken.
+        let held = loop {
+            let r = watch
+                .query_one(
+                    "WITH w AS (SELECT l.pid FROM pg_catalog.pg_locks l
+                                JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+                                WHERE a.datname = current_database() AND NOT l.granted
+                                LIMIT 1)
+                     SELECT (SELECT count(*) FROM pg_catalog.pg_locks l, w
+                             WHERE l.pid = w.pid AND l.locktype = 'advisory' AND l.granted),
+                            EXISTS (SELECT 1 FROM w)",
+                    &[],
+                )
+                .unwrap();
+            if r.get::<_, bool>(1) {
+                break r.get::<_, i64>(0);
+            }
+            assert!(!h.is_finished(), "the submission did not wait for the edit");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(
+            held <= 4,
+            "{held} advisory locks held by a 1 000-job submission"
+        );
+        edit.commit().unwrap();
+        h.join().unwrap()
+    });
+    assert_eq!(out.len(), 1000);
+    for (i, o) in out.iter().enumerate() {
+        let want = if i == 500 {
+            Submitted::Existing
+        } else {
+            Submitted::Created
+        };
+        assert_eq!(*o, want, "j{i:04}");
+    }
+    assert!(env.auth.check().unwrap().ok());
+}
+
+/// Submissions of the same 100 IDs, as batches (past the size that takes
+/// job locks) and one by one, all at once: every call succeeds and each
+/// ID is created once, with one submission event.
+#[test]
+fn concurrent_batches_and_singles_of_the_same_ids_create_each_once() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    env.auth.create_production("p").unwrap();
+    let specs: Vec<JobSpec> = (0..100)
+        .map(|i| JobSpec::new(format!("j{i:03}"), b"x".to_vec()))
+        .collect();
+    let outcomes: Vec<Submitted> = std::thread::scope(|s| {
+        let mut hs = Vec::new();
+        for t in 0..6 {
+            let (a, specs) = (env.reopen(), &specs);
+            hs.push(s.spawn(move || {
+                if t % 2 == 0 {
+                    a.submit_many("p", specs).unwrap()
+                } else {
+                    specs.iter().map(|j| a.submit("p", j).unwrap()).collect()
+                }
+            }));
+        }
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(outcomes.len(), 600);
+    let created = outcomes
+        .iter()
+        .filter(|o| **o == Submitted::Created)
+        .count();
+    assert_eq!(created, 100);
+    let submitted = env
+        .auth
+        .events(0, 1000)
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == EventKind::Submitted)
+        .count();
+    assert_eq!(submitted, 100);
+    assert!(env.auth.check().unwrap().ok());
+}
+
 #[test]
 fn cancel_production_racing_workers_leaves_nothing_live() {
     if skip() {

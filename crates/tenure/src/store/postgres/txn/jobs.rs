@@ -150,6 +150,9 @@ pub(super) fn jobs_for_update(
         .collect())
 }
 
+/// The most job locks a submission takes (see [`insert_new_jobs_into`]).
+pub(in crate::store::postgres) const SUBMIT_JOB_LOCKS: usize = 32;
+
 pub(super) fn insert_new_jobs_into(
     tx: &mut PgTxn,
     production: &str,
@@ -174,20 +177,27 @@ pub(super) fn insert_new_jobs_into(
     let hold: Vec<Option<i64>> = rows.iter().map(|r| r.max_hold_us).collect();
     let (base, cap): (Vec<Option<i64>>, Vec<Option<i64>>) =
         rows.iter().map(|r| backoff_cols(r.backoff)).unzip();
-    // The advisory keys a single submission of each ID takes before it
-    // looks for the row (see `Txn::job`), in key order so that batches
-    // never deadlock on each other: a single submission of one of these
-    // IDs waits for this transaction and then finds the row.
+    // The job locks (the keys `Txn::job` takes before it looks again for
+    // a row it did not find), in key order: two submissions that share
+    // IDs then wait for each other instead of deadlocking on each other's
+    // rows. A larger submission takes none, so that its locks never
+    // crowd the server's lock table (each holds a slot until the commit;
+    // the table has `max_locks_per_transaction` × `max_connections`):
+    // its `ON CONFLICT` alone makes a concurrent submission of one of its
+    // IDs wait for this transaction and then leave the row alone.
     let mut keys: Vec<i32> = rows.iter().map(|r| key(&[&r.production, &r.job])).collect();
     keys.sort_unstable();
     keys.dedup();
+    if keys.len() > SUBMIT_JOB_LOCKS {
+        keys.clear();
+    }
     // One statement: the production's shared lock (as `production`),
     // then its row `FOR SHARE` (the latest committed version, so a
     // cancel that held the lock is seen); only if it takes new jobs,
-    // the job locks (the aggregate consumes the CTE before any row is
-    // inserted), then the new IDs in order; an ID that exists (or that
-    // a concurrent transaction inserts first: the insert waits for it)
-    // is left alone and read back by the rules.
+    // the job locks, if any (the aggregate consumes the CTE before any
+    // row is inserted), then the new IDs in order; an ID that exists (or
+    // that a concurrent transaction inserts first: the insert waits for
+    // it) is left alone and read back by the rules.
     let out = tx.query(
         INSERT_NEW_JOBS_INTO,
         &[
