@@ -338,6 +338,70 @@ fn concurrent_batches_and_singles_of_the_same_ids_create_each_once() {
     assert!(env.auth.check().unwrap().ok());
 }
 
+/// A resubmission of a completed job racing the prune of that job: the
+/// prune deletes the row and writes the tombstone as retention does, and
+/// commits while the submission waits on the row it deletes. The
+/// submission is refused as `busy` (its insert's snapshot missed the
+/// tombstone), nothing is created beside the tombstone, and the retry
+/// answers `Existing` from the tombstone.
+#[test]
+fn a_resubmission_racing_the_prune_of_its_job_never_recreates_it() {
+    if skip() {
+        return;
+    }
+    let env = Env::new();
+    let url = env.pg.as_ref().unwrap().url.clone();
+    let a = &env.auth;
+    a.create_production("p").unwrap();
+    let spec = JobSpec::new("done", b"once".to_vec());
+    a.submit("p", &spec).unwrap();
+    a.claim("p", "done", "w", secs(30))
+        .unwrap()
+        .complete(&[])
+        .unwrap();
+    let mut prune = pg::client(&url);
+    let mut tx = prune.transaction().unwrap();
+    tx.batch_execute(
+        "INSERT INTO tenure.tombstones (production, job, payload_digest, priority,
+             max_attempts, state, pruned_us, max_hold_us, backoff_base_us, backoff_cap_us)
+         SELECT production, job, payload_digest, priority, max_attempts, state,
+                updated_us, max_hold_us, backoff_base_us, backoff_cap_us
+         FROM tenure.jobs WHERE production = 'p' AND job = 'done';
+         DELETE FROM tenure.payloads WHERE production = 'p' AND job = 'done';
+         DELETE FROM tenure.jobs WHERE production = 'p' AND job = 'done'",
+    )
+    .unwrap();
+    let mut watch = pg::client(&url);
+    let raced = std::thread::scope(|s| {
+        let other = env.reopen();
+        let h = s.spawn(move || other.submit("p", &JobSpec::new("done", b"once".to_vec())));
+        // The submission waits for the prune's transaction.
+        while !watch
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+                     JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+                     WHERE a.datname = current_database() AND NOT l.granted)",
+                &[],
+            )
+            .unwrap()
+            .get::<_, bool>(0)
+        {
+            assert!(
+                !h.is_finished(),
+                "the submission did not wait for the prune"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        tx.commit().unwrap();
+        h.join().unwrap()
+    });
+    assert_eq!(raced.unwrap_err().code(), ErrorCode::Busy);
+    let err = a.job("p", "done").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotFound, "{err}");
+    assert_eq!(a.submit("p", &spec).unwrap(), Submitted::Existing);
+    assert_eq!(code(a.job("p", "done")), ErrorCode::NotFound);
+}
+
 #[test]
 fn cancel_production_racing_workers_leaves_nothing_live() {
     if skip() {

@@ -257,6 +257,13 @@ fn map_err(e: postgres::Error) -> Error {
                  nothing was claimed, retry"
             ));
         }
+        let marker = format!("\"{} ", sql::SUBMIT_GUARD_REFUSED);
+        if let Some(at) = db.message().find(&marker) {
+            let job = db.message()[at + marker.len()..].trim_end_matches('"');
+            return Error::Busy(format!(
+                "job {job} was pruned while this submission ran; nothing was submitted, retry"
+            ));
+        }
         return Error::Store(format!(
             "PostgreSQL error {}: {}",
             db.code().code(),
@@ -508,7 +515,9 @@ mod tests {
     /// has JIT at all).
     #[test]
     fn locked_reads_and_writes_plan_once_on_indexes_and_never_compile() {
-        use super::sql::{WRITE_BATCHES, WRITE_BATCH_TYPES};
+        use super::sql::{
+            SUBMIT_GUARD, SUBMIT_GUARD_NAME, SUBMIT_GUARD_TYPES, WRITE_BATCHES, WRITE_BATCH_TYPES,
+        };
         use super::txn::claim::{CLAIM_FIRST, LOCK_JOB};
         use super::txn::GENERIC_ON;
         with_database("u_plans", |url| {
@@ -539,6 +548,10 @@ mod tests {
             for (name, body) in WRITE_BATCHES {
                 calls.push(((name, WRITE_BATCH_TYPES, body), empty.join(", ")));
             }
+            calls.push((
+                (SUBMIT_GUARD_NAME, SUBMIT_GUARD_TYPES, SUBMIT_GUARD),
+                "'{1, 2, 3}'".to_owned(),
+            ));
             // Planned on an empty jobs table (where a scan of the table
             // is the cheaper plan for the server), then on 5 000 jobs.
             for seeded in [false, true] {

@@ -834,6 +834,38 @@ pub(super) const GATE_GUARD: &str = concat!(
                                 OR g.rate_claims IS NOT NULL)"
 );
 
+/// The marker of a submission's guard that refused (see
+/// [`SUBMIT_GUARD`]): the failing cast's message quotes it, a space and
+/// the job's production and ID.
+macro_rules! submit_guard_refused {
+    () => {
+        "TN003"
+    };
+}
+/// [`submit_guard_refused!`].
+pub(super) const SUBMIT_GUARD_REFUSED: &str = submit_guard_refused!();
+/// The name [`SUBMIT_GUARD`] is prepared under.
+pub(super) const SUBMIT_GUARD_NAME: &str = "tenure_submit_guard";
+/// The parameter types of [`SUBMIT_GUARD`].
+pub(super) const SUBMIT_GUARD_TYPES: &str = "bigint[]";
+/// A submission's guard, run with its `COMMIT` (a later statement, so a
+/// later snapshot than the insert's): if a job it inserted (`seq = ANY
+/// ($1)`) has a tombstone, the cast of `'TN003 <production>/<job>'` fails
+/// the statement and with it the transaction. A prune deletes the job's
+/// row and writes its tombstone in one transaction; when it commits after
+/// the insert's snapshot was taken, the insert's tombstone probe did not
+/// see it and the row it deleted no longer conflicts (the insert waited
+/// for it to commit, then inserted): without the guard, the pruned ID
+/// would be created anew beside its tombstone.
+pub(super) const SUBMIT_GUARD: &str = concat!(
+    "SELECT ('",
+    submit_guard_refused!(),
+    " ' || t.production || '/' || t.job)::bigint
+         FROM tenure.jobs j JOIN tenure.tombstones t
+           ON t.production = j.production AND t.job = j.job
+         WHERE j.seq = ANY ($1)"
+);
+
 /// Deletes production `$1`'s gate row.
 pub(super) const DELETE_GATES: &str = "DELETE FROM tenure.production_gates WHERE name = $1";
 

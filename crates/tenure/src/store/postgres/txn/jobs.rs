@@ -238,6 +238,22 @@ pub(super) fn insert_new_jobs_into(
         .iter()
         .filter_map(|r| Some((r.get::<_, Option<String>>(6)?, r.get::<_, Option<i64>>(7)?)))
         .collect();
+    if !seqs.is_empty() {
+        // A prune of one of these IDs that committed after the insert's
+        // snapshot was not seen by its tombstone probe, and its deleted
+        // row no longer conflicts: checked again at the commit, in a later
+        // snapshot (see `SUBMIT_GUARD`).
+        let guard = tx.generic_call(
+            SUBMIT_GUARD_NAME,
+            SUBMIT_GUARD_TYPES,
+            SUBMIT_GUARD,
+            &[literal::array(
+                seqs.values().map(|&s| literal::int(s)),
+                "bigint",
+            )],
+        )?;
+        tx.defer_check(guard);
+    }
     Ok((
         found,
         Some(rows.iter().map(|r| seqs.remove(&r.job)).collect()),
