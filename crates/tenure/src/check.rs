@@ -277,8 +277,16 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
     for p in tally.keys() {
         v.push(format!("jobs of production {p:?}, which does not exist"));
     }
+    for (p, j) in t.jobs_with_tombstones(CHECK_TOMBSTONED_JOBS)? {
+        v.push(format!(
+            "job {p}/{j}: stored beside a tombstone of its ID (pruned, then created anew)"
+        ));
+    }
     Ok(report)
 }
+
+/// The most jobs beside a tombstone of their ID a check names.
+const CHECK_TOMBSTONED_JOBS: usize = 100;
 
 /// Every stored state, in the order of [`state_index`].
 const STATES: [Stored; 5] = [

@@ -400,6 +400,7 @@ fn a_resubmission_racing_the_prune_of_its_job_never_recreates_it() {
     assert_eq!(err.code(), ErrorCode::NotFound, "{err}");
     assert_eq!(a.submit("p", &spec).unwrap(), Submitted::Existing);
     assert_eq!(code(a.job("p", "done")), ErrorCode::NotFound);
+    assert!(a.check().unwrap().ok());
 }
 
 #[test]

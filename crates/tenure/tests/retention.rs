@@ -468,6 +468,40 @@ fn check_works_on_a_pruned_store_and_names_its_horizon() {
     assert_eq!(Env::new().auth.check().unwrap().history_horizon, 0);
 }
 
+/// `tenure check` names a job stored beside a tombstone of its own ID (a
+/// pruned ID created anew while its tombstone stands), written here behind
+/// the library's back.
+#[test]
+fn check_names_a_job_stored_beside_its_tombstone() {
+    let env = Env::new();
+    let a = &env.auth;
+    complete_n(&env, "p", 2);
+    env.clock.advance(2 * MIN);
+    prune_all(a, &policy(3600, 60, 3600));
+    a.submit("p", &spec("live", "x")).unwrap();
+    assert!(a.check().unwrap().ok());
+    let copy = "INSERT INTO tombstones (production, job, payload_digest, priority,
+                    max_attempts, state, pruned_us, max_hold_us, backoff_base_us, backoff_cap_us)
+                SELECT production, 'live', payload_digest, priority, max_attempts, state,
+                       pruned_us, max_hold_us, backoff_base_us, backoff_cap_us
+                FROM tombstones LIMIT 1";
+    match &env.pg {
+        Some(db) => {
+            let sql = copy.replace("tombstones", "tenure.tombstones");
+            assert_eq!(common::pg::client(&db.url).execute(&sql, &[]).unwrap(), 1);
+        }
+        None => {
+            let c = rusqlite::Connection::open(env.path()).unwrap();
+            assert_eq!(c.execute(copy, []).unwrap(), 1);
+        }
+    }
+    let said = a.check().unwrap().violations.join("\n");
+    assert!(
+        said.contains("job p/live: stored beside a tombstone of its ID"),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_schema_2_store_migrates_to_the_retention_schema() {
     let env = Env::new();

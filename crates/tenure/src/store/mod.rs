@@ -740,6 +740,10 @@ pub(crate) trait Txn: Send {
     fn delete_jobs(&mut self, rows: &[JobRow]) -> Result<u64>;
     fn insert_tombstones(&mut self, stones: &[Tombstone]) -> Result<()>;
     fn tombstone(&mut self, production: &str, job: &str) -> Result<Option<Tombstone>>;
+    /// Jobs stored beside a tombstone of their own ID (`(production,
+    /// job)`, at most `limit`): none in a sound store, where a pruned ID
+    /// is new again only once its tombstone is gone.
+    fn jobs_with_tombstones(&mut self, limit: usize) -> Result<Vec<(String, String)>>;
     /// Delete at most `limit` tombstones pruned before `before_us`.
     fn prune_tombstones(&mut self, before_us: i64, limit: usize) -> Result<u64>;
     /// Delete at most `limit` events of one production, never the store's

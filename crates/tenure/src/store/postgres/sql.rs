@@ -690,6 +690,11 @@ pub(super) const TOMBSTONE: &str =
              max_hold_us, backoff_base_us, backoff_cap_us
          FROM tenure.tombstones WHERE production = $1 AND job = $2";
 
+/// Jobs stored beside a tombstone of their ID, at most `$1`.
+pub(super) const JOBS_WITH_TOMBSTONES: &str = "SELECT t.production, t.job FROM tenure.tombstones t
+         JOIN tenure.jobs j ON j.production = t.production AND j.job = t.job
+         ORDER BY t.production, t.job LIMIT $1";
+
 /// Deletes the first `$2` tombstones older than `$1`, skipping rows another
 /// transaction holds.
 pub(super) const PRUNE_TOMBSTONES: &str =

@@ -866,6 +866,10 @@ impl Txn for PgTxn {
         retention::tombstone(self, production, job)
     }
 
+    fn jobs_with_tombstones(&mut self, limit: usize) -> Result<Vec<(String, String)>> {
+        retention::jobs_with_tombstones(self, limit)
+    }
+
     fn prune_tombstones(&mut self, before_us: i64, limit: usize) -> Result<u64> {
         retention::prune_tombstones(self, before_us, limit)
     }

@@ -82,6 +82,12 @@ pub(super) fn tombstone(tx: &mut PgTxn, production: &str, job: &str) -> Result<O
         .transpose()
 }
 
+pub(super) fn jobs_with_tombstones(tx: &mut PgTxn, limit: usize) -> Result<Vec<(String, String)>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = tx.query(JOBS_WITH_TOMBSTONES, &[&limit])?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 pub(super) fn prune_tombstones(tx: &mut PgTxn, before_us: i64, limit: usize) -> Result<u64> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     tx.execute(PRUNE_TOMBSTONES, &[&before_us, &limit])

@@ -476,6 +476,10 @@ impl Txn for SqliteTxn {
         retention::tombstone(self.c(), production, job)
     }
 
+    fn jobs_with_tombstones(&mut self, limit: usize) -> Result<Vec<(String, String)>> {
+        retention::jobs_with_tombstones(self.c(), limit)
+    }
+
     fn prune_tombstones(&mut self, before_us: i64, limit: usize) -> Result<u64> {
         retention::prune_tombstones(self.c(), before_us, limit)
     }

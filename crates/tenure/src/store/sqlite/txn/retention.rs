@@ -122,6 +122,16 @@ pub(super) fn tombstone(c: &Connection, production: &str, job: &str) -> Result<O
     Ok(row)
 }
 
+pub(super) fn jobs_with_tombstones(c: &Connection, limit: usize) -> Result<Vec<(String, String)>> {
+    let mut st = c.prepare_cached(
+        "SELECT t.production, t.job FROM tombstones t
+         JOIN jobs j ON j.production = t.production AND j.job = t.job
+         ORDER BY t.production, t.job LIMIT ?1",
+    )?;
+    let rows = st.query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    collect(rows)
+}
+
 pub(super) fn prune_tombstones(c: &Connection, before_us: i64, limit: usize) -> Result<u64> {
     let n = c
         .prepare_cached(
