@@ -27,8 +27,10 @@ use std::time::Duration;
 pub const FLOW_EVENT_CAP: usize = 10_000;
 
 /// The most productions whose flow events a handle keeps ([`FlowSeen`]);
-/// a read of one more drops them all (they are read again, whole).
-const FLOW_SEEN_PRODUCTIONS: usize = 64;
+/// a read of one more drops them all (they are read again, whole). Each
+/// keeps at most `FLOW_EVENT_CAP + 1` events of 56 bytes: about 9 MB at
+/// most.
+const FLOW_SEEN_PRODUCTIONS: usize = 16;
 /// A read fetches only the events committed since the handle's last read
 /// of the production when at most this many sequence numbers (of every
 /// production) were handed out since; past it, reading the window costs
@@ -512,6 +514,12 @@ pub(crate) fn tally(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What [`FLOW_SEEN_PRODUCTIONS`] states of a handle's memory.
+    #[test]
+    fn a_kept_flow_event_takes_56_bytes_at_most() {
+        assert!(std::mem::size_of::<FlowEvent>() <= 56);
+    }
 
     #[test]
     fn percentiles_nearest_rank() {
