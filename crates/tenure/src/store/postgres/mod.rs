@@ -182,7 +182,11 @@
 //!   meant for thousands of polls a second). Writers pay no extra round
 //!   trip. In a write transaction (`READ COMMITTED`, a snapshot per
 //!   statement) (1) and (2) are two statements before the listing, and the
-//!   transaction's own registration is ignored.
+//!   transaction's own registration is ignored. A statistics read needs the
+//!   horizon of its own snapshot ([`Txn::flow_horizon`]): its first request
+//!   reads (1) and (2) in a `READ COMMITTED` transaction of its own and
+//!   commits it before the read transaction's `BEGIN` and first statement
+//!   (no extra round trip; [`Backend::begin_read_at_horizon`]).
 //! - *Consequences.* A transaction that has written an event and stays open
 //!   (an [`crate::Edit`] that submitted something) holds tailers back at
 //!   its first seq until it commits or aborts, exactly as an open edit holds
