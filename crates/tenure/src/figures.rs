@@ -17,7 +17,7 @@
 use crate::error::{Error, Result};
 use crate::gates::Gates;
 use crate::model::EventKind;
-use crate::store::{ClaimedFigures, FlowEvent, Stored, Txn, WaitingFigures};
+use crate::store::{ClaimedFigures, FlowEvent, FlowRange, Stored, Txn, WaitingFigures};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -434,9 +434,15 @@ fn window_events(
     now: i64,
     log: &Log<'_>,
 ) -> Result<Vec<FlowEvent>> {
-    const N: usize = FLOW_EVENT_CAP + 1;
+    let whole = FlowRange {
+        production: name,
+        after: None,
+        from,
+        to: now,
+        limit: FLOW_EVENT_CAP + 1,
+    };
     let Some(h) = log.horizon else {
-        return t.flow_events(name, from, now, N);
+        return t.flow_events(&whole);
     };
     let kept = log
         .seen
@@ -451,17 +457,20 @@ fn window_events(
     };
     let evs = match kept {
         Some(k) => {
-            let mut evs = t.flow_events_after(name, k.below, from, now, N)?;
+            let mut evs = t.flow_events(&FlowRange {
+                after: Some(k.below),
+                ..whole
+            })?;
             evs.extend(
                 k.events
                     .into_iter()
                     .filter(|e| e.at_us >= from && e.at_us <= now),
             );
             evs.sort_by_key(|e| std::cmp::Reverse(e.at_us));
-            evs.truncate(N);
+            evs.truncate(whole.limit);
             evs
         }
-        None => t.flow_events(name, from, now, N)?,
+        None => t.flow_events(&whole)?,
     };
     let events = evs.iter().filter(|e| e.seq < h).cloned().collect();
     log.seen.keep(

@@ -287,6 +287,20 @@ pub(crate) struct ClaimedFigures {
     pub lapsed_in_window: u64,
 }
 
+/// Which events [`Txn::flow_events`] reads: the production's events the
+/// flow reads ([`flow_events`]) with `from <= at_us <= to`, newest first,
+/// at most `limit`; all those of the window (an index on `(production,
+/// at_us)`), or, with `after`, only those with `seq >= after`, read along
+/// the production's log from there (what committed since an earlier read).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FlowRange<'a> {
+    pub production: &'a str,
+    pub after: Option<i64>,
+    pub from: i64,
+    pub to: i64,
+    pub limit: usize,
+}
+
 /// An event as the flow reads it ([`Txn::flow_events`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FlowEvent {
@@ -827,27 +841,8 @@ pub(crate) trait Txn: Send {
         horizon: i64,
         window_from: i64,
     ) -> Result<ClaimedFigures>;
-    /// The production's events the flow reads ([`flow_events`]) with
-    /// `from <= at_us <= to`, newest first, at most `limit` (an index on
-    /// `(production, at_us)`).
-    fn flow_events(
-        &mut self,
-        production: &str,
-        from: i64,
-        to: i64,
-        limit: usize,
-    ) -> Result<Vec<FlowEvent>>;
-    /// Like [`Txn::flow_events`], only the events with `seq >= after`,
-    /// read along the production's log from `after` on (not along the
-    /// window): for a read of what committed since an earlier one.
-    fn flow_events_after(
-        &mut self,
-        production: &str,
-        after: i64,
-        from: i64,
-        to: i64,
-        limit: usize,
-    ) -> Result<Vec<FlowEvent>>;
+    /// The events of [`FlowRange`], newest first.
+    fn flow_events(&mut self, r: &FlowRange<'_>) -> Result<Vec<FlowEvent>>;
     /// A sequence number H such that every event below H that will ever
     /// commit is visible in this transaction's snapshot; `None` when the
     /// transaction cannot tell without a new snapshot (a PostgreSQL read

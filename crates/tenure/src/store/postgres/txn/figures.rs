@@ -5,7 +5,7 @@ use super::super::pool::Pool;
 use super::PgTxn;
 use crate::error::{Error, Result};
 use crate::model::EventKind;
-use crate::store::{ClaimedFigures, FlowEvent, Stored, WaitingFigures};
+use crate::store::{ClaimedFigures, FlowEvent, FlowRange, Stored, WaitingFigures};
 
 /// Advisory-lock key (bigint space) of the counts' fold: one at a time.
 const FOLD_LOCK: i64 = 0x7465_6e75_7265_0002;
@@ -71,17 +71,17 @@ const FLOW_EVENTS: &str = concat!(
     " ORDER BY at_us DESC LIMIT $4"
 );
 
-/// [`FLOW_EVENTS`] of the events with `seq >= $2`, read along the
-/// production's log (`events_by_production` from `$2` on), never along the
+/// [`FLOW_EVENTS`] of the events with `seq >= $5`, read along the
+/// production's log (`events_by_production` from `$5` on), never along the
 /// window's index.
 const FLOW_EVENTS_AFTER: &str = concat!(
     "WITH e AS MATERIALIZED (
          SELECT seq, at_us, kind, state, since_us, lapsed_us FROM tenure.events
-         WHERE production = $1 AND seq >= $2)
+         WHERE production = $1 AND seq >= $5)
      SELECT seq, at_us, kind, state, since_us, lapsed_us FROM e
-     WHERE at_us >= $3 AND at_us <= $4 AND ",
+     WHERE at_us >= $2 AND at_us <= $3 AND ",
     crate::store::flow_events!(),
-    " ORDER BY at_us DESC LIMIT $5"
+    " ORDER BY at_us DESC LIMIT $4"
 );
 
 const EVENT_STORED: &str = "SELECT EXISTS (SELECT 1 FROM tenure.events WHERE seq = $1)";
@@ -172,30 +172,15 @@ pub(super) fn claimed_figures(
     })
 }
 
-pub(super) fn flow_events(
-    tx: &mut PgTxn,
-    production: &str,
-    from: i64,
-    to: i64,
-    limit: usize,
-) -> Result<Vec<FlowEvent>> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    flow_rows(&tx.query(FLOW_EVENTS, &[&production, &from, &to, &limit])?)
-}
-
-pub(super) fn flow_events_after(
-    tx: &mut PgTxn,
-    production: &str,
-    after: i64,
-    from: i64,
-    to: i64,
-    limit: usize,
-) -> Result<Vec<FlowEvent>> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = tx.query(
-        FLOW_EVENTS_AFTER,
-        &[&production, &after, &from, &to, &limit],
-    )?;
+pub(super) fn flow_events(tx: &mut PgTxn, r: &FlowRange<'_>) -> Result<Vec<FlowEvent>> {
+    let limit = i64::try_from(r.limit).unwrap_or(i64::MAX);
+    let rows = match r.after {
+        None => tx.query(FLOW_EVENTS, &[&r.production, &r.from, &r.to, &limit])?,
+        Some(after) => tx.query(
+            FLOW_EVENTS_AFTER,
+            &[&r.production, &r.from, &r.to, &limit, &after],
+        )?,
+    };
     flow_rows(&rows)
 }
 

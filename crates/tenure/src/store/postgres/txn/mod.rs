@@ -20,8 +20,9 @@ use super::{listen, literal, map_err};
 use crate::error::{Error, Result};
 use crate::model::{Event, PublishedFact};
 use crate::store::{
-    ClaimStart, ClaimedFigures, FlowEvent, GateRow, Inserted, JobFacts, JobRow, LiveScan, Locked,
-    NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
+    ClaimStart, ClaimedFigures, FlowEvent, FlowRange, GateRow, Inserted, JobFacts, JobRow,
+    LiveScan, Locked, NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored, Tombstone, Txn,
+    WaitingFigures,
 };
 use crate::ttl::Backoff;
 use postgres::types::ToSql;
@@ -964,25 +965,8 @@ impl Txn for PgTxn {
         figures::claimed_figures(self, production, now, horizon, window_from)
     }
 
-    fn flow_events(
-        &mut self,
-        production: &str,
-        from: i64,
-        to: i64,
-        limit: usize,
-    ) -> Result<Vec<FlowEvent>> {
-        figures::flow_events(self, production, from, to, limit)
-    }
-
-    fn flow_events_after(
-        &mut self,
-        production: &str,
-        after: i64,
-        from: i64,
-        to: i64,
-        limit: usize,
-    ) -> Result<Vec<FlowEvent>> {
-        figures::flow_events_after(self, production, after, from, to, limit)
+    fn flow_events(&mut self, r: &FlowRange<'_>) -> Result<Vec<FlowEvent>> {
+        figures::flow_events(self, r)
     }
 
     fn flow_horizon(&mut self) -> Result<Option<i64>> {

@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::model::EventKind;
 use crate::store::flow_events;
-use crate::store::{ClaimedFigures, FlowEvent, Stored, WaitingFigures};
+use crate::store::{ClaimedFigures, FlowEvent, FlowRange, Stored, WaitingFigures};
 use rusqlite::{params, Connection};
 
 /// The kept counts (every job and each terminal state, see
@@ -107,41 +107,33 @@ pub(super) fn claimed_figures(
     )
 }
 
-pub(super) fn flow_events(
-    c: &Connection,
-    production: &str,
-    from: i64,
-    to: i64,
-    limit: usize,
-) -> Result<Vec<FlowEvent>> {
-    let mut st = c.prepare_cached(concat!(
-        "SELECT seq, at_us, kind, state, since_us, lapsed_us FROM events INDEXED BY events_by_time
-             WHERE production = ?1 AND at_us >= ?2 AND at_us <= ?3 AND ",
-        flow_events!(),
-        " ORDER BY at_us DESC LIMIT ?4"
-    ))?;
-    let out = flow_rows(st.query(params![production, from, to, limit as i64])?);
-    out
-}
-
-/// [`flow_events`] from `seq >= after` on, along the log (`NOT INDEXED`:
-/// the rowid range, never the window's index).
-pub(super) fn flow_events_after(
-    c: &Connection,
-    production: &str,
-    after: i64,
-    from: i64,
-    to: i64,
-    limit: usize,
-) -> Result<Vec<FlowEvent>> {
-    let mut st = c.prepare_cached(concat!(
-        "SELECT seq, at_us, kind, state, since_us, lapsed_us FROM events NOT INDEXED
-             WHERE seq >= ?2 AND production = ?1 AND at_us >= ?3 AND at_us <= ?4 AND ",
-        flow_events!(),
-        " ORDER BY at_us DESC LIMIT ?5"
-    ))?;
-    let out = flow_rows(st.query(params![production, after, from, to, limit as i64])?);
-    out
+/// Along the window (`events_by_time`), or from `after` on along the log
+/// (`NOT INDEXED`: the rowid range, never the window's index).
+pub(super) fn flow_events(c: &Connection, r: &FlowRange<'_>) -> Result<Vec<FlowEvent>> {
+    let limit = r.limit as i64;
+    let mut st;
+    let rows = match r.after {
+        None => {
+            st = c.prepare_cached(concat!(
+                "SELECT seq, at_us, kind, state, since_us, lapsed_us FROM events
+                     INDEXED BY events_by_time
+                 WHERE production = ?1 AND at_us >= ?2 AND at_us <= ?3 AND ",
+                flow_events!(),
+                " ORDER BY at_us DESC LIMIT ?4"
+            ))?;
+            st.query(params![r.production, r.from, r.to, limit])?
+        }
+        Some(after) => {
+            st = c.prepare_cached(concat!(
+                "SELECT seq, at_us, kind, state, since_us, lapsed_us FROM events NOT INDEXED
+                 WHERE seq >= ?5 AND production = ?1 AND at_us >= ?2 AND at_us <= ?3 AND ",
+                flow_events!(),
+                " ORDER BY at_us DESC LIMIT ?4"
+            ))?;
+            st.query(params![r.production, r.from, r.to, limit, after])?
+        }
+    };
+    flow_rows(rows)
 }
 
 fn flow_rows(mut q: rusqlite::Rows<'_>) -> Result<Vec<FlowEvent>> {

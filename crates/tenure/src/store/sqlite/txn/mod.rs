@@ -22,8 +22,8 @@ use crate::store::sqlite::wal_writes;
 #[cfg(target_os = "linux")]
 use crate::store::sqlite::writer_queue;
 use crate::store::{
-    ClaimedFigures, FlowEvent, GateRow, JobRow, LiveScan, NewEvent, ProductionRow, RequestRow,
-    ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
+    ClaimedFigures, FlowEvent, FlowRange, GateRow, JobRow, LiveScan, NewEvent, ProductionRow,
+    RequestRow, ScheduleRow, Stored, Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use rusqlite::{params, Connection};
@@ -582,27 +582,9 @@ impl Txn for SqliteTxn {
         figures::claimed_figures(self.c(), production, now, horizon, window_from)
     }
 
-    fn flow_events(
-        &mut self,
-        production: &str,
-        from: i64,
-        to: i64,
-        limit: usize,
-    ) -> Result<Vec<FlowEvent>> {
+    fn flow_events(&mut self, r: &FlowRange<'_>) -> Result<Vec<FlowEvent>> {
         self.flush_event(self.read_mark)?;
-        figures::flow_events(self.c(), production, from, to, limit)
-    }
-
-    fn flow_events_after(
-        &mut self,
-        production: &str,
-        after: i64,
-        from: i64,
-        to: i64,
-        limit: usize,
-    ) -> Result<Vec<FlowEvent>> {
-        self.flush_event(self.read_mark)?;
-        figures::flow_events_after(self.c(), production, after, from, to, limit)
+        figures::flow_events(self.c(), r)
     }
 
     fn flow_horizon(&mut self) -> Result<Option<i64>> {
