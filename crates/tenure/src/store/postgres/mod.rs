@@ -253,17 +253,13 @@ fn map_err(e: postgres::Error) -> Error {
         return retry::lost(format_args!("PostgreSQL: {e}"));
     }
     if let Some(db) = e.as_db_error() {
-        let marker = format!("\"{} ", sql::GATE_GUARD_REFUSED);
-        if let Some(at) = db.message().find(&marker) {
-            let production = db.message()[at + marker.len()..].trim_end_matches('"');
+        if let Some(production) = guard_refusal(db.message(), sql::GATE_GUARD_REFUSED) {
             return Error::Busy(format!(
                 "a gate of production {production:?} was set while this claim ran; \
                  nothing was claimed, retry"
             ));
         }
-        let marker = format!("\"{} ", sql::SUBMIT_GUARD_REFUSED);
-        if let Some(at) = db.message().find(&marker) {
-            let job = db.message()[at + marker.len()..].trim_end_matches('"');
+        if let Some(job) = guard_refusal(db.message(), sql::SUBMIT_GUARD_REFUSED) {
             return Error::Busy(format!(
                 "job {job} was pruned while this submission ran; nothing was submitted, retry"
             ));
@@ -275,6 +271,14 @@ fn map_err(e: postgres::Error) -> Error {
         ));
     }
     Error::Store(format!("PostgreSQL: {e}"))
+}
+
+/// What a guard that refused by the failing cast of `'<marker> <what>'`
+/// names (`what`), if `message` is that cast's error.
+fn guard_refusal<'m>(message: &'m str, marker: &str) -> Option<&'m str> {
+    let quoted = format!("\"{marker} ");
+    let at = message.find(&quoted)?;
+    Some(message[at + quoted.len()..].trim_end_matches('"'))
 }
 
 /// An advisory-lock key for one name in one class.

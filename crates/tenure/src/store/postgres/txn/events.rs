@@ -11,6 +11,13 @@ use crate::store::NewEvent;
 use postgres::types::ToSql;
 use uuid::Uuid;
 
+/// The event horizon M from (1), the sequence's next value, and (2), the
+/// smallest registered lower bound still held (`None`: no writer in
+/// flight): the smaller.
+pub(super) fn horizon(next: i64, registered: Option<i64>) -> i64 {
+    registered.map_or(next, |r| r.min(next))
+}
+
 impl PgTxn {
     /// The event horizon M: every event with a sequence number below M that
     /// will ever commit has committed, and is visible to the next statement
@@ -54,7 +61,7 @@ impl PgTxn {
         };
         let next =
             next.ok_or_else(|| Error::Internal("the event horizon query gave no row".into()))?;
-        Ok(registered.map_or(next, |r| r.min(next)))
+        Ok(horizon(next, registered))
     }
 
     /// Events with `after < seq < below` in the current snapshot.

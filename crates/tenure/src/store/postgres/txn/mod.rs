@@ -372,7 +372,7 @@ impl PgTxn {
         if horizon_rows > 0 {
             // (2) is NULL when no writer is registered.
             let [next, registered] = horizon;
-            self.flow_horizon = next.map(|n| registered.map_or(n, |r| r.min(n)));
+            self.flow_horizon = next.map(|n| events::horizon(n, registered));
         }
         groups
     }
