@@ -5,7 +5,7 @@ server, each run in its own fresh database.
 
     pg_peer.py bench --url MAINTENANCE_URL --jobs N --workers 1,4 --runs R
     pg_peer.py enqueue --url MAINTENANCE_URL --jobs N --pairs P
-    pg_peer.py js-peers --url MAINTENANCE_URL --node-dir DIR ... (below)
+    pg_peer.py js-peers --url MAINTENANCE_URL --node-dir DIR --pg-bin DIR ... (below)
 
 ``bench``, the drain, per run and per system:
 
@@ -65,13 +65,14 @@ system's median rate.
 ``js-peers``, tenure beside graphile-worker and pg-boss (Node, ``bench/js-peers``;
 ``peers.mjs`` documents exactly what each of them does):
 
-    pg_peer.py js-peers --url MAINTENANCE_URL --node-dir DIR --jobs N
-        --enqueue-jobs E --wake-samples S --rounds R
+    pg_peer.py js-peers --url MAINTENANCE_URL --node-dir DIR --pg-bin DIR
+        --jobs N --enqueue-jobs E --wake-samples S --rounds R
 
 R rounds; a round runs every workload below once per system, each run in
 a fresh database of its own (dropped after it), the systems in the order
-tenure, graphile-worker, pg-boss in even rounds and the other way round in
-odd ones, so a drifting machine affects them all. tenure runs through this
+tenure, graphile-worker, pg-boss (then the floor rows' two, below) in even
+rounds and the other way round in odd ones, so a drifting machine affects
+them all. tenure runs through this
 Python (the release wheel), its workers C threads of one process sharing
 one ``Authority``:
 
@@ -87,6 +88,25 @@ one ``Authority``:
   gets); S times, after a 20 ms pause, the main thread submits one job; the
   latency runs from just before ``submit`` until ``claim_next_wait``
   returns the lease. pg-boss polls and has no wake-up, so it has no wake row.
+
+The **floor** rows, in the same rounds (``drain`` with C = 1 and C = 4,
+each in a fresh database): the same drain as statements run by ``pgbench``
+(C clients, one job a transaction pair, no client library between them),
+so the server's own cost per job shows beside the systems' rates:
+
+- ``sql-tenure``: ``bench/pg_floor/tenure.sql`` over a store tenure created
+  and seeded (``submit_many``): claim-next and complete as one function
+  call each, writing exactly the rows tenure writes for a job (the job row,
+  its two events, the four provenance facts, a mark log row per
+  transaction, the count deltas of the schema's trigger) after the same
+  locks, clock samples and lease checks, so ``tenure check`` passes on the
+  store it leaves;
+- ``sql-graphile``: graphile-worker's own two statements for one job
+  (``bench/pg_floor/graphile.pgbench``) over jobs ``peers.mjs graphile
+  seed`` enqueued.
+
+Each seeds ``FLOOR_EXTRA`` jobs more than it drains (none is ever claimed
+short), and checks the drained count afterwards.
 
 Every run checks its end state and prints a ``"workload":"js-peer"`` line
 (system, workload, workers, round; ``jobs_per_s``, or ``p50_ms`` and
@@ -465,10 +485,18 @@ def enqueue_pairs(maintenance_url: str, jobs: int, pairs: int) -> None:
 
 WAKE_PAUSE_S = 0.020
 JS_SYSTEMS = ("tenure", "graphile", "pgboss")
+#: The floor rows' systems (see the module docs): statements run by pgbench.
+FLOOR_SYSTEMS = ("sql-tenure", "sql-graphile")
+#: Every system of a round, in its order in even rounds.
+ALL_SYSTEMS = JS_SYSTEMS + FLOOR_SYSTEMS
+#: Jobs a floor run seeds beyond the ones it drains, so that no claim of
+#: the last transactions finds the queue empty (pgbench ends a client whose
+#: ``\gset`` gets no row).
+FLOOR_EXTRA = 100
 #: workload name, worker count, and the systems that run it.
 JS_WORKLOADS = (
-    ("drain", 1, JS_SYSTEMS),
-    ("drain", 4, JS_SYSTEMS),
+    ("drain", 1, ALL_SYSTEMS),
+    ("drain", 4, ALL_SYSTEMS),
     ("batch", 4, JS_SYSTEMS),
     ("enqueue", 1, JS_SYSTEMS),
     ("wake", 1, ("tenure", "graphile")),
@@ -603,6 +631,55 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[i]
 
 
+def _floor_run(args: argparse.Namespace, system: str, url: str, jobs: int, workers: int) -> dict:
+    """One floor run (see the module docs): seed, then pgbench drains
+    ``jobs`` with ``workers`` clients; returns the rate and the version."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pg_floor")
+    per = -(-jobs // workers)
+    drained = per * workers
+    if system == "sql-tenure":
+        from importlib.metadata import version
+
+        tenure_seed(url, drained + FLOOR_EXTRA)
+        subprocess.run(
+            [os.path.join(args.pg_bin, "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-X"]
+            + ["-f", os.path.join(here, "tenure.sql"), url],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        script, define, ver = "tenure.pgbench", f"production={PRODUCTION}", version("tenure")
+    else:
+        seeded = _node_run(args.node_dir, "graphile", "seed", url, drained + FLOOR_EXTRA, 1)
+        script, define = "graphile.pgbench", f"tasks={{{seeded['task_id']}}}"
+        ver = str(seeded["version"])
+    out = subprocess.run(
+        [os.path.join(args.pg_bin, "pgbench"), "-n", "-M", "prepared"]
+        + ["-c", str(workers), "-j", str(workers), "-t", str(per)]
+        + ["-D", define, "-f", os.path.join(here, script), url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    tps = next(
+        (float(x.split()[2]) for x in out.stdout.splitlines() if x.startswith("tps = ")), None
+    )
+    if out.returncode != 0 or tps is None or "number of failed transactions: 0 " not in out.stdout:
+        raise SystemExit(f"pgbench {script} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if system == "sql-tenure":
+            q = "SELECT count(*) FROM tenure.jobs WHERE state = 'completed'"
+            want = drained
+        else:
+            q = "SELECT count(*) FROM graphile_worker._private_jobs"
+            want = FLOOR_EXTRA
+        row = conn.execute(q).fetchone()
+        if row is None or row[0] != want:
+            raise SystemExit(f"{system}: {row} after the floor drain, expected {want}")
+    return {"jobs_per_s": tps, "version": ver}
+
+
 def _node_run(
     node_dir: str, system: str, workload: str, url: str, n: int, workers: int
 ) -> dict[str, object]:
@@ -627,7 +704,9 @@ def js_run(
     name = f"js_{system}_{workload}_w{workers}_r{rnd}"
     url = _fresh_database(args.url, name)
     try:
-        if system == "tenure":
+        if system in FLOOR_SYSTEMS:
+            r = _floor_run(args, system, url, n, workers)
+        elif system == "tenure":
             if workload == "enqueue":
                 r = _tenure_enqueue(url, n)
             elif workload == "wake":
@@ -657,7 +736,7 @@ def js_run(
 
 def js_peers(args: argparse.Namespace) -> None:
     for rnd in range(args.rounds):
-        order = JS_SYSTEMS if rnd % 2 == 0 else JS_SYSTEMS[::-1]
+        order = ALL_SYSTEMS if rnd % 2 == 0 else ALL_SYSTEMS[::-1]
         for workload, workers, systems in JS_WORKLOADS:
             for system in order:
                 if system in systems:
@@ -691,10 +770,11 @@ def main() -> None:
     p.add_argument("--enqueue-jobs", type=int, default=20000, help="js-peers: bulk enqueue size")
     p.add_argument("--wake-samples", type=int, default=200, help="js-peers: wake-ups measured")
     p.add_argument("--rounds", type=int, default=3, help="js-peers: rounds")
+    p.add_argument("--pg-bin", help="js-peers: the folder of the server's pgbench and psql")
     args = p.parse_args()
     if args.mode == "js-peers":
-        if not args.node_dir:
-            p.error("js-peers needs --node-dir")
+        if not args.node_dir or not args.pg_bin:
+            p.error("js-peers needs --node-dir and --pg-bin")
         js_peers(args)
         return
     if args.mode == "enqueue":

@@ -23,6 +23,10 @@
 //   (graphile-worker `WorkerUtils.addJobs`, pg-boss `insert`), timed from
 //   the first chunk to the last; building a chunk's arguments is inside the
 //   time.
+// - `seed` (graphile-worker only): its schema and JOBS no-op jobs (chunks of
+//   1000), nothing else: the jobs the `sql-graphile` floor row of
+//   `bench/pg_peer.py` drains with graphile-worker's own statements. Prints
+//   the `noop` task's ID (`task_id`) beside the version.
 // - `wake` (graphile-worker only; pg-boss polls and has no wake-up): one
 //   idle worker (`concurrency` 1, LISTEN/NOTIFY); JOBS times, `addJob` of one
 //   job after a 20 ms pause; the latency is from just before `addJob` to the
@@ -51,7 +55,7 @@ const [system, workload, url, jobsArg, workersArg] = process.argv.slice(2);
 const jobs = Number(jobsArg);
 const workers = Number(workersArg);
 if (!["graphile", "pgboss"].includes(system) || !url || !(jobs > 0) || !(workers > 0)) {
-  console.error("usage: node peers.mjs graphile|pgboss drain|batch|enqueue|wake URL JOBS WORKERS");
+  console.error("usage: node peers.mjs graphile|pgboss drain|batch|enqueue|wake|seed URL JOBS WORKERS");
   process.exit(2);
 }
 
@@ -118,6 +122,15 @@ async function graphile() {
       const left = await graphileLeft();
       if (left !== jobs) throw new Error(`graphile-worker: ${left} of ${jobs} jobs enqueued`);
       return { jobs_per_s: jobs / s, seconds: s, version };
+    }
+    if (workload === "seed") {
+      await graphileSeed(utils, jobs);
+      const left = await graphileLeft();
+      if (left !== jobs) throw new Error(`graphile-worker: ${left} of ${jobs} jobs seeded`);
+      const task_id = await count(
+        "SELECT id AS n FROM graphile_worker._private_tasks WHERE identifier = 'noop'",
+      );
+      return { seeded: jobs, task_id, version };
     }
     if (workload === "wake") {
       const started = [];
@@ -204,6 +217,7 @@ async function pgbossStates() {
 
 async function pgboss() {
   if (workload === "wake") throw new Error("pg-boss has no wake-up (it polls)");
+  if (workload === "seed") throw new Error("only graphile-worker has a seed workload");
   const boss = new PgBoss({
     connectionString: url,
     max: workers + 2,

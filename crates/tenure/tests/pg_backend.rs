@@ -1571,3 +1571,107 @@ fn writes_alone_keep_the_count_deltas_bounded() {
     assert_eq!(s.productions[0].waiting_due, 4096);
     assert_eq!(deltas(&mut c), 0);
 }
+
+/// The floor row of `cargo xtask bench --backend postgres` drains jobs with
+/// `bench/pg_floor/tenure.sql` instead of tenure: it must write the rows
+/// tenure writes for a job (job row, events, provenance facts, mark log,
+/// counts), or the floor measures something else. One job by each: the
+/// same row, events and facts up to the claim's own values, and `check`
+/// passes on the store the floor left.
+#[test]
+fn the_floor_benchmark_writes_the_rows_tenure_writes() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    for j in ["by-tenure", "by-floor"] {
+        a.submit("p", &JobSpec::new(j, vec![])).unwrap();
+    }
+    let lease = a.claim_next("p", "h", secs(60)).unwrap();
+    assert_eq!(lease.job(), "by-tenure");
+    lease.complete(&[]).unwrap();
+    let mut c = pg::client(&db.url);
+    let sql = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/pg_floor/tenure.sql"),
+    )
+    .unwrap();
+    c.batch_execute(&sql).unwrap();
+    let digest = vec![7u8; 32];
+    let row = c
+        .query_one(
+            "SELECT o_job, o_claim_id FROM bench_floor.claim_next('p', 'h', 60000000, $1)",
+            &[&digest],
+        )
+        .unwrap();
+    let (job, claim): (String, String) = (row.get(0), row.get(1));
+    assert_eq!(job, "by-floor");
+    c.query_one(
+        "SELECT bench_floor.complete('p', $1, $2, $3)",
+        &[&job, &claim, &digest],
+    )
+    .unwrap();
+    // A lease that is not current is refused and changes nothing.
+    assert!(c
+        .query_one(
+            "SELECT bench_floor.complete('p', $1, $2, $3)",
+            &[&job, &claim, &digest],
+        )
+        .is_err());
+    let shape = |c: &mut postgres::Client, q: &str, j: &str| -> Vec<String> {
+        c.query(q, &[&j])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect()
+    };
+    for (what, q) in [
+        (
+            "job row",
+            "SELECT row(state, attempts, claim_id IS NOT NULL, secret_digest IS NOT NULL, holder,
+                        claimed_us IS NOT NULL, expires_us > claimed_us, updated_us >= claimed_us,
+                        last_error, due_us, parked, ended_us = updated_us,
+                        waiting_since_us)::text
+             FROM tenure.jobs WHERE production = 'p' AND job = $1",
+        ),
+        (
+            "events",
+            "SELECT row(e.kind, e.state, e.claim_id = j.claim_id, e.holder, e.attempt,
+                        e.expires_us = j.expires_us, e.detail, e.lapsed_us,
+                        CASE e.kind WHEN 'claimed' THEN (e.at_us = j.claimed_us,
+                                                         e.since_us = j.created_us)::text
+                                    WHEN 'completed' THEN (e.at_us = j.updated_us,
+                                                           e.since_us = j.claimed_us)::text
+                        END)::text
+             FROM tenure.events e JOIN tenure.jobs j USING (production, job)
+             WHERE e.production = 'p' AND e.job = $1 ORDER BY e.seq",
+        ),
+        (
+            "facts",
+            "SELECT row(ord, key, CASE WHEN key IN ('tenure.holder', 'tenure.attempt')
+                                      THEN value END)::text
+             FROM tenure.facts WHERE production = 'p' AND job = $1 ORDER BY ord",
+        ),
+    ] {
+        let mine = shape(&mut c, q, "by-tenure");
+        assert!(!mine.is_empty(), "{what}");
+        assert_eq!(shape(&mut c, q, "by-floor"), mine, "{what}");
+    }
+    // Each of the floor's transitions appended its sample to the mark log,
+    // as each of tenure's commits does.
+    let marks: i64 = c
+        .query_one(
+            "SELECT count(*) FROM tenure.mark_log
+             WHERE value >= (SELECT min(at_us) FROM tenure.events
+                             WHERE job = 'by-floor' AND kind = 'claimed')",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(marks >= 2, "{marks}");
+    let s = a.stats(&StatsQuery::default()).unwrap();
+    assert_eq!(s.productions[0].completed, 2);
+    assert_eq!(s.productions[0].flow.completions, 2);
+    assert!(a.check().unwrap().violations.is_empty());
+}

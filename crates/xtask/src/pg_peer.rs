@@ -117,6 +117,9 @@ pub fn js_peers(
     npm_ci()?;
     let [jobs, enqueue, wake, rounds] = js_sizes(smoke);
     let dir = js_dir();
+    let pg_bin = crate::pg::find_bin("pgbench")
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .ok_or("pgbench not found (the floor rows run it)")?;
     let rows = peer_rows(
         "PostgreSQL peers: tenure vs graphile-worker and pg-boss, alternating rounds",
         &[
@@ -125,6 +128,8 @@ pub fn js_peers(
             &server.url,
             "--node-dir",
             &dir.to_string_lossy(),
+            "--pg-bin",
+            &pg_bin.to_string_lossy(),
             "--jobs",
             jobs,
             "--enqueue-jobs",
@@ -137,8 +142,11 @@ pub fn js_peers(
     )?;
     let summaries = js_summaries(&rows);
     md.push_str(&js_table(&summaries)?);
+    let floors = floor_summaries(&rows);
+    md.push_str(&floor_table(&floors)?);
     json.extend(rows);
     json.extend(summaries);
+    json.extend(floors);
     Ok(())
 }
 
@@ -231,27 +239,149 @@ pub(crate) fn js_summaries(rows: &[Value]) -> Vec<Value> {
             }
         }
         for peer in &JS_SYSTEMS[1..] {
-            let ratios: Vec<f64> = rounds
-                .iter()
-                .filter_map(|&r| match (figure("tenure", r), figure(peer, r)) {
-                    (Some(t), Some(p)) if p > 0.0 => Some(t / p),
-                    _ => None,
-                })
-                .collect();
-            let (lo, hi) = ratios
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-                    (lo.min(x), hi.max(x))
-                });
-            if let Some(m) = median(ratios) {
-                s[format!("ratio_{peer}")] = round(m, 3).into();
-                s[format!("ratio_{peer}_min")] = round(lo, 3).into();
-                s[format!("ratio_{peer}_max")] = round(hi, 3).into();
-            }
+            put_ratio(&mut s, &format!("ratio_{peer}"), &rounds, |r| {
+                Some((figure("tenure", r)?, figure(peer, r)?))
+            });
         }
         out.push(s);
     }
     out
+}
+
+/// Sets `key` of `s` to the median over `rounds` of the ratio `a / b` of
+/// each round's pair `pair(round)` (a round missing either figure, or with
+/// `b` 0, gives none), and `<key>_min` and `<key>_max` to their spread;
+/// nothing when no round gives a ratio.
+fn put_ratio(s: &mut Value, key: &str, rounds: &[u64], pair: impl Fn(u64) -> Option<(f64, f64)>) {
+    let ratios: Vec<f64> = rounds
+        .iter()
+        .filter_map(|&r| pair(r).filter(|&(_, b)| b > 0.0).map(|(a, b)| a / b))
+        .collect();
+    let (lo, hi) = ratios
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+    if let Some(m) = median(ratios) {
+        s[key] = round(m, 3).into();
+        s[format!("{key}_min")] = round(lo, 3).into();
+        s[format!("{key}_max")] = round(hi, 3).into();
+    }
+}
+
+/// The floor rows' systems (`bench/pg_peer.py`): tenure's per-job record
+/// and graphile-worker's own statements, run by pgbench.
+const FLOOR_SYSTEMS: &[&str] = &["sql-tenure", "sql-graphile"];
+
+/// The summary of the floor rows among `pg_peer.py js-peers`'s run rows,
+/// one `js-floor-summary` object per drain worker count that ran: each
+/// system's median rate (`<system>_jobs_per_s`, the two floor systems and
+/// tenure and graphile-worker of the same rounds) and, as medians of the
+/// per-round ratios with their spread, `ratio_record` (tenure's record /
+/// graphile-worker's statements), `ratio_tenure_record` (tenure through
+/// its Python binding / its record) and `ratio_graphile_sql`
+/// (graphile-worker through Node / its statements).
+pub(crate) fn floor_summaries(rows: &[Value]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for workers in [1u64, 4] {
+        let runs: Vec<&Value> = rows
+            .iter()
+            .filter(|r| {
+                r["workload"] == "js-peer" && r["kind"] == "drain" && r["workers"] == workers
+            })
+            .collect();
+        if !runs.iter().any(|r| r["system"] == FLOOR_SYSTEMS[0]) {
+            continue;
+        }
+        let mut rounds: Vec<u64> = runs.iter().filter_map(|r| r["round"].as_u64()).collect();
+        rounds.sort_unstable();
+        rounds.dedup();
+        let figure = |system: &str, round: u64| {
+            runs.iter()
+                .find(|r| r["system"] == system && r["round"] == round)
+                .and_then(|r| r["jobs_per_s"].as_f64())
+        };
+        let mut s = serde_json::json!({
+            "workload": "js-floor-summary",
+            "kind": "drain",
+            "workers": workers,
+            "jobs": runs[0]["jobs"],
+            "rounds": rounds.len(),
+        });
+        for system in FLOOR_SYSTEMS.iter().chain(&JS_SYSTEMS[..2]) {
+            let mine = runs.iter().filter(|r| r["system"] == *system);
+            if let Some(m) = median(mine.filter_map(|r| r["jobs_per_s"].as_f64()).collect()) {
+                s[format!("{system}_jobs_per_s")] = round(m, 1).into();
+            }
+        }
+        for (key, a, b) in [
+            ("ratio_record", "sql-tenure", "sql-graphile"),
+            ("ratio_tenure_record", "tenure", "sql-tenure"),
+            ("ratio_graphile_sql", "graphile", "sql-graphile"),
+        ] {
+            put_ratio(&mut s, key, &rounds, |r| {
+                Some((figure(a, r)?, figure(b, r)?))
+            });
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// The table of the summaries of [`floor_summaries`]: per drain worker
+/// count, the two floor rates, tenure's record / graphile-worker's
+/// statements, and how much of each floor the system reaches through its
+/// client.
+pub(crate) fn floor_table(rows: &[Value]) -> Result<String> {
+    let first = rows
+        .iter()
+        .find(|r| r["workload"] == "js-floor-summary")
+        .ok_or("no js-floor-summary rows in the output")?;
+    let mut md = format!(
+        "\n| the floor: the same drain as statements run by pgbench ({} jobs, median of {} \
+         rounds) | graphile-worker's statements | tenure's record, one call per transition | \
+         tenure's record / graphile-worker's statements (spread) | tenure (Python) / its \
+         record | graphile-worker (Node) / its statements |\n|---|---:|---:|---:|---:|---:|\n",
+        field(first, "jobs"),
+        field(first, "rounds"),
+    );
+    for workers in [1u64, 4] {
+        let Some(s) = rows
+            .iter()
+            .find(|r| r["workload"] == "js-floor-summary" && r["workers"] == workers)
+        else {
+            return Err(format!("no js-floor-summary row for {workers} clients"));
+        };
+        let rate = |system: &str| match s[format!("{system}_jobs_per_s")].as_f64() {
+            Some(x) => format!("{x:.0} jobs/s"),
+            None => "—".to_owned(),
+        };
+        let ratio = |key: &str| match s[key].as_f64() {
+            Some(r) => format!(
+                "{r:.2} ({} – {})",
+                field(s, &format!("{key}_min")),
+                field(s, &format!("{key}_max"))
+            ),
+            None => "—".to_owned(),
+        };
+        md.push_str(&format!(
+            "| drain one job at a time, {workers} client{} | {} | {} | **{}** | {} | {} |\n",
+            if workers == 1 { "" } else { "s" },
+            rate("sql-graphile"),
+            rate("sql-tenure"),
+            ratio("ratio_record"),
+            ratio("ratio_tenure_record"),
+            ratio("ratio_graphile_sql"),
+        ));
+    }
+    md.push_str(
+        "\nThe floor: `bench/pg_floor/tenure.sql` writes for each job exactly the rows tenure \
+         writes (job row, events, provenance facts, mark log, count deltas) after the same \
+         locks, clock samples and lease checks, one function call per transition; \
+         `bench/pg_floor/graphile.pgbench` is graphile-worker's own claim and completion. \
+         pgbench runs both (C clients, prepared statements), with no client library.\n",
+    );
+    Ok(md)
 }
 
 /// The summary rows of `pg_peer.py js-peers`, in its order: (kind, workers).
@@ -686,6 +816,70 @@ mod tests {
         assert!(js_table(&js_summaries(&partial)).is_err());
         assert!(js_table(&[]).is_err());
         assert!(!js_met("wake", 1.01) && js_met("wake", 1.0) && js_met("drain", 1.0));
+    }
+
+    #[test]
+    fn floor_summaries_pair_each_round_and_the_table_shows_both_worker_counts() {
+        let mut rows = Vec::new();
+        // Round 0: record 100 vs graphile-worker's statements 400 (0.25), tenure 50
+        // (0.5 of its record), graphile-worker 200 (0.5 of its statements);
+        // round 1: 300 vs 300 (1.0), tenure 30 (0.1), graphile-worker 600 (2.0);
+        // round 2 lacks graphile-worker's statements: no ratio from it.
+        for (round, record, sql, tenure, node) in [
+            (0, 100.0, Some(400.0), 50.0, 200.0),
+            (1, 300.0, Some(300.0), 30.0, 600.0),
+            (2, 200.0, None, 20.0, 100.0),
+        ] {
+            rows.push(run_row("sql-tenure", "drain", 1, round, record));
+            if let Some(x) = sql {
+                rows.push(run_row("sql-graphile", "drain", 1, round, x));
+            }
+            rows.push(run_row("tenure", "drain", 1, round, tenure));
+            rows.push(run_row("graphile", "drain", 1, round, node));
+        }
+        // A worker count with no floor run gives no summary.
+        rows.push(run_row("tenure", "drain", 4, 0, 250.0));
+        rows.push(run_row("graphile", "batch", 4, 0, 1.0));
+        let s = floor_summaries(&rows);
+        assert_eq!(s.len(), 1, "{s:?}");
+        let d = &s[0];
+        assert_eq!(
+            (d["workers"].as_u64(), d["rounds"].as_u64()),
+            (Some(1), Some(3))
+        );
+        assert_eq!(d["sql-tenure_jobs_per_s"], 200.0);
+        assert_eq!(d["sql-graphile_jobs_per_s"], 350.0);
+        assert_eq!(d["tenure_jobs_per_s"], 30.0);
+        assert_eq!(d["ratio_record"], 0.625);
+        assert_eq!(d["ratio_record_min"], 0.25);
+        assert_eq!(d["ratio_record_max"], 1.0);
+        // tenure / its record per round: 0.5, 0.1, 0.1.
+        assert_eq!(d["ratio_tenure_record"], 0.1);
+        assert_eq!(d["ratio_graphile_sql"], 1.25);
+        // The table needs both worker counts.
+        assert!(floor_table(&s).is_err());
+        for round in 0..2 {
+            rows.push(run_row("sql-tenure", "drain", 4, round, 500.0));
+            rows.push(run_row("sql-graphile", "drain", 4, round, 1000.0));
+        }
+        let md = floor_table(&floor_summaries(&rows)).unwrap();
+        let line = |what: &str| {
+            md.lines()
+                .find(|l| l.starts_with(&format!("| {what} |")))
+                .unwrap_or_else(|| panic!("no {what} line in {md}"))
+                .to_owned()
+        };
+        assert_eq!(
+            line("drain one job at a time, 1 client"),
+            "| drain one job at a time, 1 client | 350 jobs/s | 200 jobs/s | \
+             **0.62 (0.25 – 1.0)** | 0.10 (0.1 – 0.5) | 1.25 (0.5 – 2.0) |"
+        );
+        assert_eq!(
+            line("drain one job at a time, 4 clients"),
+            "| drain one job at a time, 4 clients | 1000 jobs/s | 500 jobs/s | \
+             **0.50 (0.5 – 0.5)** | 0.50 (0.5 – 0.5) | — |"
+        );
+        assert!(floor_table(&[]).is_err());
     }
 
     #[test]
