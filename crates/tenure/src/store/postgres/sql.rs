@@ -119,6 +119,12 @@ pub(super) const PRECOMMIT: &str = concat!(
 /// from the right end of its index (see the backend's module docs).
 pub(super) const HIGH_WATER: &str =
     "SELECT coalesce((SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1), 0)";
+/// The name of [`HIGH_WATER`] prepared once per connection, which the
+/// request that begins a transaction runs (no parameters: planned once).
+pub(super) const MARK_NAME: &str = "tenure_mark";
+/// The name of [`SERVER_NOW`] prepared once per connection, which the
+/// request that begins a write transaction on the server's clock runs.
+pub(super) const NOW_NAME: &str = "tenure_now";
 /// Appends a commit's mark (`$1`) to the mark log.
 pub(super) const RAISE_MARK: &str = "INSERT INTO tenure.mark_log (value) VALUES ($1)";
 

@@ -43,6 +43,13 @@ pub(super) type Prepared = (&'static str, &'static str, &'static str);
 /// transaction).
 const PRECOMMIT_STMT: Prepared = (PRECOMMIT_NAME, PRECOMMIT_TYPES, PRECOMMIT);
 
+/// The mark's read and the clock sample of the request that begins a
+/// transaction, prepared once per connection like the pre-commit check
+/// (an `EXECUTE` of a statement planned once, where the statement's text
+/// was parsed and planned at every transaction).
+const MARK_STMT: Prepared = (MARK_NAME, "", HIGH_WATER);
+const NOW_STMT: Prepared = (NOW_NAME, "", SERVER_NOW);
+
 pub(super) struct PgTxn {
     conn: Option<Conn>,
     pool: Arc<Pool>,
@@ -308,23 +315,38 @@ impl PgTxn {
         sql: &str,
     ) -> (String, Vec<&'static str>) {
         let conn = self.conn.as_ref().expect("connection present while open");
-        let precommit = self.unbegun.is_some() && self.write && self.pool.server_clock;
+        let begins = self.unbegun.is_some();
+        let sampled = begins && self.write && self.pool.server_clock;
+        let heads: &[Prepared] = match (begins, sampled) {
+            (true, true) => &[PRECOMMIT_STMT, MARK_STMT, NOW_STMT],
+            (true, false) => &[MARK_STMT],
+            (false, _) => &[],
+        };
         let mut text = String::new();
         let mut names: Vec<&'static str> = Vec::new();
-        for &(name, types, body) in precommit
-            .then_some(&PRECOMMIT_STMT)
-            .into_iter()
-            .chain(prepare)
-        {
+        let mut add = |text: &mut String, &(name, types, body): &Prepared| {
             if !conn.prepared.contains(name) && !names.contains(&name) {
-                text.push_str(&format!("PREPARE {name} ({types}) AS {body}; "));
+                match types {
+                    "" => text.push_str(&format!("PREPARE {name} AS {body}; ")),
+                    _ => text.push_str(&format!("PREPARE {name} ({types}) AS {body}; ")),
+                }
                 names.push(name);
             }
+        };
+        for p in prepare {
+            add(&mut text, p);
         }
         if let Some(begin) = &self.unbegun {
-            text.push_str(&format!("{begin}; {HIGH_WATER}; "));
-            if self.write && self.pool.server_clock {
-                text.push_str(concat!("SELECT ", server_sample!(), "; "));
+            // Prepared inside the transaction: a `PREPARE` before a `BEGIN`
+            // of the same request runs in the block the `BEGIN` takes
+            // over, which then can no longer set its isolation level.
+            text.push_str(&format!("{begin}; "));
+            for p in heads {
+                add(&mut text, p);
+            }
+            text.push_str(&format!("EXECUTE {MARK_NAME}; "));
+            if sampled {
+                text.push_str(&format!("EXECUTE {NOW_NAME}; "));
             }
         }
         text.push_str(deferred);
