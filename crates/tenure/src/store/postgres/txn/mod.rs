@@ -44,9 +44,9 @@ pub(super) type Prepared = (&'static str, &'static str, &'static str);
 const PRECOMMIT_STMT: Prepared = (PRECOMMIT_NAME, PRECOMMIT_TYPES, PRECOMMIT);
 
 /// The mark's read and the clock sample of the request that begins a
-/// transaction, prepared once per connection like the pre-commit check
-/// (an `EXECUTE` of a statement planned once, where the statement's text
-/// was parsed and planned at every transaction).
+/// transaction, prepared once per connection like the pre-commit check:
+/// an `EXECUTE` of a statement planned once, not text parsed and planned
+/// at every transaction.
 const MARK_STMT: Prepared = (MARK_NAME, "", HIGH_WATER);
 const NOW_STMT: Prepared = (NOW_NAME, "", SERVER_NOW);
 
@@ -324,7 +324,14 @@ impl PgTxn {
         };
         let mut text = String::new();
         let mut names: Vec<&'static str> = Vec::new();
-        let mut add = |text: &mut String, &(name, types, body): &Prepared| {
+        // A request that begins the transaction prepares inside it: a
+        // `PREPARE` before a `BEGIN` of the same request runs in the block
+        // the `BEGIN` takes over, which then can no longer set its
+        // isolation level.
+        if let Some(begin) = &self.unbegun {
+            text.push_str(&format!("{begin}; "));
+        }
+        for &(name, types, body) in heads.iter().chain(prepare) {
             if !conn.prepared.contains(name) && !names.contains(&name) {
                 match types {
                     "" => text.push_str(&format!("PREPARE {name} AS {body}; ")),
@@ -332,18 +339,8 @@ impl PgTxn {
                 }
                 names.push(name);
             }
-        };
-        for p in prepare {
-            add(&mut text, p);
         }
-        if let Some(begin) = &self.unbegun {
-            // Prepared inside the transaction: a `PREPARE` before a `BEGIN`
-            // of the same request runs in the block the `BEGIN` takes
-            // over, which then can no longer set its isolation level.
-            text.push_str(&format!("{begin}; "));
-            for p in heads {
-                add(&mut text, p);
-            }
+        if begins {
             text.push_str(&format!("EXECUTE {MARK_NAME}; "));
             if sampled {
                 text.push_str(&format!("EXECUTE {NOW_NAME}; "));
