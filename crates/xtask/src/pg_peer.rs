@@ -189,12 +189,7 @@ pub(crate) fn js_summaries(rows: &[Value]) -> Vec<Value> {
         .unwrap_or(Value::Null);
     let mut out = Vec::new();
     for (kind, workers, _) in JS_ROWS {
-        let runs: Vec<&Value> = rows
-            .iter()
-            .filter(|r| {
-                r["workload"] == "js-peer" && r["kind"] == *kind && r["workers"] == *workers
-            })
-            .collect();
+        let runs = runs_of(rows, kind, *workers);
         let Some(first) = runs.first() else {
             continue;
         };
@@ -204,14 +199,8 @@ pub(crate) fn js_summaries(rows: &[Value]) -> Vec<Value> {
             "jobs_per_s"
         };
         let places = if *kind == "wake" { 3 } else { 1 };
-        let mut rounds: Vec<u64> = runs.iter().filter_map(|r| r["round"].as_u64()).collect();
-        rounds.sort_unstable();
-        rounds.dedup();
-        let figure = |system: &str, round: u64| {
-            runs.iter()
-                .find(|r| r["system"] == system && r["round"] == round)
-                .and_then(|r| r[metric].as_f64())
-        };
+        let rounds = rounds_of(&runs);
+        let figure = |system: &str, round: u64| figure_of(&runs, system, round, metric);
         let mut s = serde_json::json!({
             "workload": "js-peer-summary",
             "kind": kind,
@@ -246,6 +235,28 @@ pub(crate) fn js_summaries(rows: &[Value]) -> Vec<Value> {
         out.push(s);
     }
     out
+}
+
+/// The `js-peer` run rows of workload `kind` with `workers` workers.
+fn runs_of<'a>(rows: &'a [Value], kind: &str, workers: u64) -> Vec<&'a Value> {
+    rows.iter()
+        .filter(|r| r["workload"] == "js-peer" && r["kind"] == kind && r["workers"] == workers)
+        .collect()
+}
+
+/// The distinct rounds of `runs`, in order.
+fn rounds_of(runs: &[&Value]) -> Vec<u64> {
+    let mut rounds: Vec<u64> = runs.iter().filter_map(|r| r["round"].as_u64()).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    rounds
+}
+
+/// The `metric` of `system`'s run of `round` among `runs`.
+fn figure_of(runs: &[&Value], system: &str, round: u64, metric: &str) -> Option<f64> {
+    runs.iter()
+        .find(|r| r["system"] == system && r["round"] == round)
+        .and_then(|r| r[metric].as_f64())
 }
 
 /// Sets `key` of `s` to the median over `rounds` of the ratio `a / b` of
@@ -284,23 +295,12 @@ const FLOOR_SYSTEMS: &[&str] = &["sql-tenure", "sql-graphile"];
 pub(crate) fn floor_summaries(rows: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for workers in [1u64, 4] {
-        let runs: Vec<&Value> = rows
-            .iter()
-            .filter(|r| {
-                r["workload"] == "js-peer" && r["kind"] == "drain" && r["workers"] == workers
-            })
-            .collect();
+        let runs = runs_of(rows, "drain", workers);
         if !runs.iter().any(|r| r["system"] == FLOOR_SYSTEMS[0]) {
             continue;
         }
-        let mut rounds: Vec<u64> = runs.iter().filter_map(|r| r["round"].as_u64()).collect();
-        rounds.sort_unstable();
-        rounds.dedup();
-        let figure = |system: &str, round: u64| {
-            runs.iter()
-                .find(|r| r["system"] == system && r["round"] == round)
-                .and_then(|r| r["jobs_per_s"].as_f64())
-        };
+        let rounds = rounds_of(&runs);
+        let figure = |system: &str, round: u64| figure_of(&runs, system, round, "jobs_per_s");
         let mut s = serde_json::json!({
             "workload": "js-floor-summary",
             "kind": "drain",
