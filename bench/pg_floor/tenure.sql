@@ -7,8 +7,9 @@
 -- them, checks the sample against the high-water mark, checks the lease
 -- as `rules::check` does, and writes what tenure writes for that
 -- transition on this schema: the job row (every column a transition
--- sets), its event (registered as tenure's writers register theirs), the
--- completion's four provenance facts, and the mark log's row. The count
+-- sets, with the completion's provenance kept in it), its event
+-- (registered as tenure's writers register theirs), and the mark log's
+-- row. The count
 -- deltas come from the schema's own trigger. A function that finds no
 -- job returns no row; one that refuses raises an error.
 CREATE SCHEMA IF NOT EXISTS bench_floor;
@@ -98,13 +99,8 @@ BEGIN
     END IF;
     UPDATE tenure.jobs SET state = 'completed', attempts = r.attempts, claim_id = cid,
         secret_digest = sdig, holder = r.holder, claimed_us = r.claimed_us,
-        expires_us = r.expires_us, updated_us = t, last_error = NULL
+        expires_us = r.expires_us, updated_us = t, last_error = NULL, provenance_at = 0
     WHERE seq = r.seq;
-    INSERT INTO tenure.facts (production, job, ord, key, value) VALUES
-        (p, j, 0, 'tenure.claim_id', cid),
-        (p, j, 1, 'tenure.holder', r.holder),
-        (p, j, 2, 'tenure.attempt', r.attempts::text),
-        (p, j, 3, 'tenure.completed_us', t::text);
     PERFORM pg_catalog.pg_advisory_xact_lock_shared(
         6072259672578981888 | coalesce(pg_catalog.pg_sequence_last_value(
             'tenure.events_seq_seq'::regclass) + 1, 0));

@@ -230,8 +230,13 @@ pub(crate) fn run(t: &mut dyn Txn) -> Result<CheckReport> {
                 )),
                 Some(_) => {}
             }
-            // Jobs completed before the lease migration carry no provenance.
-            if row.state == Stored::Completed && replayed.is_some_and(|r| r.completions > 0) {
+            // Jobs completed before the lease migration carry no provenance;
+            // a row that keeps its provenance (`provenance_at`) gives it
+            // from its own claim, so only stored provenance rows are read.
+            if row.state == Stored::Completed
+                && row.provenance_at.is_none()
+                && replayed.is_some_and(|r| r.completions > 0)
+            {
                 let facts = t.facts(&row.production, Some(&row.job))?;
                 let claim = row.claim_id.map(|c| c.to_string()).unwrap_or_default();
                 if !facts

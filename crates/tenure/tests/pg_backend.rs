@@ -106,6 +106,96 @@ fn a_store_recorded_at_schema_4_migrates_keeping_every_row() {
     assert_eq!(env.reopen().migrated_from(), SCHEMA_VERSION);
 }
 
+/// Schema 15 keeps a completion's provenance in the job row: a store at
+/// 14, whose completed job keeps it as four fact rows, migrates with those
+/// rows untouched and publishes the same facts; a completion after the
+/// migration writes no fact row and publishes its provenance from the row,
+/// and deleting the production counts both provenances among the deleted
+/// facts.
+#[test]
+fn a_schema_14_store_keeps_its_provenance_rows_and_new_completions_keep_it_in_the_row() {
+    if skip() {
+        return;
+    }
+    let env = Env::with_jobs(2, 3);
+    let url = env.pg.as_ref().unwrap().url.clone();
+    let a = &env.auth;
+    a.claim("p", "j0", "w", secs(60))
+        .unwrap()
+        .complete(&[Fact::new("mine", "1")])
+        .unwrap();
+    let published = a.facts("p", "j0").unwrap();
+    assert_eq!(published.len(), 5, "{published:?}");
+    let mut c = pg::client(&url);
+    let fact_rows = |c: &mut postgres::Client| -> i64 {
+        c.query_one("SELECT count(*) FROM tenure.facts", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(fact_rows(&mut c), 1);
+    // The layout of schema 14: the provenance as fact rows, no column.
+    c.batch_execute(
+        "INSERT INTO tenure.facts (production, job, ord, key, value)
+             SELECT 'p', 'j0', o, k, v FROM tenure.jobs j,
+                 LATERAL (VALUES (1, 'tenure.claim_id', j.claim_id),
+                                 (2, 'tenure.holder', j.holder),
+                                 (3, 'tenure.attempt', j.attempts::text),
+                                 (4, 'tenure.completed_us', j.updated_us::text)) AS f(o, k, v)
+             WHERE j.production = 'p' AND j.job = 'j0';
+         ALTER TABLE tenure.jobs DROP COLUMN provenance_at;
+         UPDATE tenure.meta SET value = 14 WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    let a = env.reopen();
+    assert_eq!(a.migrated_from(), 14);
+    assert_eq!(a.facts("p", "j0").unwrap(), published);
+    assert_eq!(fact_rows(&mut c), 5);
+    a.claim("p", "j1", "w", secs(60))
+        .unwrap()
+        .complete(&[])
+        .unwrap();
+    assert_eq!(fact_rows(&mut c), 5);
+    let at: Option<i64> = c
+        .query_one(
+            "SELECT provenance_at FROM tenure.jobs WHERE job = 'j1'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(at, Some(0));
+    let keys = |j: &str| -> Vec<String> {
+        a.facts("p", j)
+            .unwrap()
+            .into_iter()
+            .map(|f| f.key)
+            .collect()
+    };
+    assert_eq!(
+        keys("j1"),
+        [
+            "tenure.claim_id",
+            "tenure.holder",
+            "tenure.attempt",
+            "tenure.completed_us"
+        ]
+    );
+    assert_eq!(a.production_facts("p").unwrap().len(), 9);
+    assert!(a.check().unwrap().ok());
+    // `check` reads stored provenance rows: without its claim ID, j0's
+    // completion is reported.
+    c.execute(
+        "DELETE FROM tenure.facts WHERE job = 'j0' AND key = 'tenure.claim_id'",
+        &[],
+    )
+    .unwrap();
+    let violations = a.check().unwrap().violations;
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].contains("p/j0: completed without provenance"));
+    let deleted = a.delete_production("p").unwrap();
+    assert_eq!((deleted.jobs, deleted.facts), (2, 8));
+    assert_eq!(fact_rows(&mut c), 0);
+}
+
 #[test]
 fn new_database_is_created_once_by_concurrent_openers() {
     if skip() {
@@ -1574,10 +1664,10 @@ fn writes_alone_keep_the_count_deltas_bounded() {
 
 /// The floor row of `cargo xtask bench --backend postgres` drains jobs with
 /// `bench/pg_floor/tenure.sql` instead of tenure: it must write the rows
-/// tenure writes for a job (job row, events, provenance facts, mark log,
-/// counts), or the floor measures something else. One job by each: the
-/// same row, events and facts up to the claim's own values, and `check`
-/// passes on the store the floor left.
+/// tenure writes for a job (job row with its provenance, events, mark
+/// log, counts), or the floor measures something else. One job by each:
+/// the same row, events and facts up to the claim's own values, and
+/// `check` passes on the store the floor left.
 #[test]
 fn the_floor_benchmark_writes_the_rows_tenure_writes() {
     if skip() {
@@ -1648,16 +1738,38 @@ fn the_floor_benchmark_writes_the_rows_tenure_writes() {
              WHERE e.production = 'p' AND e.job = $1 ORDER BY e.seq",
         ),
         (
-            "facts",
-            "SELECT row(ord, key, CASE WHEN key IN ('tenure.holder', 'tenure.attempt')
-                                      THEN value END)::text
+            "fact rows",
+            "SELECT row(ord, key, value)::text
              FROM tenure.facts WHERE production = 'p' AND job = $1 ORDER BY ord",
         ),
     ] {
         let mine = shape(&mut c, q, "by-tenure");
-        assert!(!mine.is_empty(), "{what}");
         assert_eq!(shape(&mut c, q, "by-floor"), mine, "{what}");
     }
+    // Both keep the completion's provenance in the job row, and publish
+    // the same facts from it.
+    for j in ["by-tenure", "by-floor"] {
+        let at: Option<i64> = c
+            .query_one(
+                "SELECT provenance_at FROM tenure.jobs WHERE production = 'p' AND job = $1",
+                &[&j],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(at, Some(0), "{j}");
+    }
+    let published = |j: &str| -> Vec<(String, Option<String>)> {
+        a.facts("p", j)
+            .unwrap()
+            .into_iter()
+            .map(|f| {
+                let same = ["tenure.holder", "tenure.attempt"].contains(&f.key.as_str());
+                (f.key, same.then_some(f.value))
+            })
+            .collect()
+    };
+    assert_eq!(published("by-tenure").len(), 4);
+    assert_eq!(published("by-floor"), published("by-tenure"));
     // Each of the floor's transitions appended its sample to the mark log,
     // as each of tenure's commits does.
     let marks: i64 = c

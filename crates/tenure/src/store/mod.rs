@@ -30,7 +30,7 @@ macro_rules! flow_events {
 pub(crate) use flow_events;
 
 /// Schema version this library writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 14;
+pub const SCHEMA_VERSION: u32 = 15;
 
 /// A job's stored state (`expired` is never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +115,61 @@ pub(crate) struct JobRow {
     /// ([`crate::model::provenance`]) stands, i.e. how many caller facts
     /// precede it. `None`: the facts are all stored rows (or there are none).
     pub provenance_at: Option<u32>,
+}
+
+/// A completed job's provenance kept in its row (`jobs.provenance_at`,
+/// [`Txn::derives_provenance`]), as a backend reads it back.
+pub(crate) struct DerivedProvenance {
+    pub job: String,
+    /// Its position among the job's facts (`provenance_at`).
+    pub at: u32,
+    pub claim_id: Option<Uuid>,
+    pub holder: Option<String>,
+    pub attempts: u32,
+    pub completed_us: i64,
+}
+
+/// Merge stored facts (`(ord, fact)`, ordered by job, then ord) with the
+/// provenance of jobs that keep it in their row (ordered by job): each
+/// job's provenance goes before its stored fact of ord `at` (after all of
+/// them if none is), which is where a store of fact rows keeps it.
+pub(crate) fn with_provenance(
+    production: &str,
+    stored: Vec<(i64, PublishedFact)>,
+    derived: Vec<DerivedProvenance>,
+) -> Vec<PublishedFact> {
+    let mut out = Vec::with_capacity(stored.len() + crate::model::PROVENANCE_FACTS * derived.len());
+    let mut derived = derived.into_iter().peekable();
+    let put = |out: &mut Vec<PublishedFact>, d: DerivedProvenance| {
+        let facts =
+            crate::model::provenance(d.claim_id, d.holder.as_deref(), d.attempts, d.completed_us);
+        out.extend(facts.into_iter().map(|(key, value)| PublishedFact {
+            production: production.to_owned(),
+            job: d.job.clone(),
+            key: key.to_owned(),
+            value,
+        }));
+    };
+    for (ord, f) in stored {
+        while let Some(d) =
+            derived.next_if(|d| d.job < f.job || (d.job == f.job && i64::from(d.at) <= ord))
+        {
+            put(&mut out, d);
+        }
+        out.push(f);
+    }
+    for d in derived {
+        put(&mut out, d);
+    }
+    out
+}
+
+/// How many provenance facts the rows keep in themselves (see
+/// [`Txn::derives_provenance`]): what deleting them deletes beside their
+/// stored fact rows.
+pub(crate) fn provenance_facts_in(rows: &[JobRow]) -> u64 {
+    let kept = rows.iter().filter(|r| r.provenance_at.is_some()).count();
+    (kept * crate::model::PROVENANCE_FACTS) as u64
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

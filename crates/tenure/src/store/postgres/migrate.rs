@@ -12,7 +12,9 @@
 //! `events_by_time` of the flow's events only
 //! ([`super::schema::events_by_time_index`]; a store that comes from
 //! before schema 11 gets it from this step, not from the statistics'
-//! step).
+//! step). Schema 15 adds `jobs.provenance_at`
+//! ([`super::schema::job_provenance_column`]), the column SQLite has had
+//! since schema 7: a completion's provenance is kept in the job row.
 
 use super::map_err;
 use crate::error::Result;
@@ -41,6 +43,7 @@ const STEPS: &[(u32, &str)] = &[
     (12, ADD_SCHEDULE_TZ),
     (13, super::schema::count_deltas_index!()),
     (14, super::schema::events_by_time_index!()),
+    (15, super::schema::job_provenance_column!()),
 ];
 
 /// Runs every step after schema `from` ([`OLDEST`] or later), inside the

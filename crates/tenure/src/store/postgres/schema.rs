@@ -188,6 +188,21 @@ CREATE INDEX events_by_time ON tenure.events (production, at_us) WHERE ",
 }
 pub(super) use events_by_time_index;
 
+/// The job column that keeps a completion's provenance in the row instead
+/// of as four fact rows ([`crate::store::Txn::derives_provenance`]), in
+/// [`SCHEMA`] and in the step of [`super::migrate`] that adds it: the
+/// position among the job's facts where the provenance stands; NULL for a
+/// job that is not completed or whose provenance is stored as fact rows
+/// (every job a store completed before schema 15). Additive, idempotent.
+macro_rules! job_provenance_column {
+    () => {
+        "ALTER TABLE tenure.jobs ADD COLUMN IF NOT EXISTS provenance_at BIGINT
+    CHECK (provenance_at IS NULL OR provenance_at >= 0);
+"
+    };
+}
+pub(super) use job_provenance_column;
+
 pub(super) const SCHEMA: &str = concat!(
     r#"
 CREATE SCHEMA IF NOT EXISTS tenure;
@@ -318,7 +333,8 @@ CREATE TABLE tenure.schedules"#,
     ";\n",
     stats_figures!(),
     count_deltas_index!(),
-    events_by_time_index!()
+    events_by_time_index!(),
+    job_provenance_column!()
 );
 
 /// The stored schema version, or `None` if there is no tenure schema.

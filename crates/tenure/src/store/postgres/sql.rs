@@ -11,11 +11,12 @@ macro_rules! job_cols {
     () => {
         "seq, production, job, payload_digest, payload_len, priority, max_attempts, \
          state, attempts, claim_id, secret_digest, holder, claimed_us, expires_us, created_us, \
-         updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us"
+         updated_us, last_error, due_us, parked, max_hold_us, backoff_base_us, backoff_cap_us, \
+         provenance_at"
     };
 }
 /// How many columns `job_cols!` lists.
-pub(super) const JOB_COLS: usize = 22;
+pub(super) const JOB_COLS: usize = 23;
 /// The columns `rows::event_row` decodes, in its order.
 macro_rules! event_cols {
     () => {
@@ -374,7 +375,7 @@ pub(super) const INSERT_JOB: &str = "WITH j AS (
 pub(super) const UPDATE_JOB: &str =
     "UPDATE tenure.jobs SET state = $2, attempts = $3, claim_id = $4, secret_digest = $5,
              holder = $6, claimed_us = $7, expires_us = $8, updated_us = $9, last_error = $10,
-             due_us = $11, parked = $12
+             due_us = $11, parked = $12, provenance_at = $13
          WHERE seq = $1";
 
 /// A renewal: the expiry and `updated_us` of job `seq = $1`.
@@ -439,7 +440,8 @@ pub(super) const WRITE_BATCH_TYPES: &str =
     "bigint[], text[], bigint[], text[], bytea[], text[], bigint[], bigint[], \
          bigint[], text[], bigint[], bigint[], bigint[], text[], text[], bigint[], text[], \
          text[], bigint[], text[], text[], text[], text[], text[], text[], bigint[], \
-         bigint[], text[], bigint, bigint, bigint[], bool[], bigint[], bigint[], bigint[]";
+         bigint[], text[], bigint, bigint, bigint[], bool[], bigint[], bigint[], bigint[], \
+         bigint[]";
 
 /// A part of [`write_batch!`] (`on`) or nothing (`off`).
 macro_rules! write_part {
@@ -463,7 +465,7 @@ macro_rules! write_count {
 }
 
 /// A group of transitions' writes in one statement (see `write_batch`):
-/// full row updates (`$1`..`$10`, `$31`, `$32`; part `upd`), renewals
+/// full row updates (`$1`..`$10`, `$31`, `$32`, `$36`; part `upd`), renewals
 /// (`$11`..`$13`; `exp`), facts (`$14`..`$18`; `fct`), events (`$19`..`$28`,
 /// `$34`, `$35`, registered with `$29`, `$30`); fails unless each part
 /// touched the count `$33` expects. The first three parts are each in the
@@ -483,11 +485,12 @@ macro_rules! write_batch {
                      claim_id = u.claim_id, secret_digest = u.secret_digest,
                      holder = u.holder, claimed_us = u.claimed_us,
                      expires_us = u.expires_us, updated_us = u.updated_us,
-                     last_error = u.last_error, due_us = u.due_us, parked = u.parked
-                 FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $31, $32)
+                     last_error = u.last_error, due_us = u.due_us, parked = u.parked,
+                     provenance_at = u.provenance_at
+                 FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $31, $32, $36)
                       AS u(seq, state, attempts, claim_id, secret_digest, holder,
                            claimed_us, expires_us, updated_us, last_error, due_us,
-                           parked)
+                           parked, provenance_at)
                  WHERE j.seq = u.seq
                  RETURNING 1),"
             ),
@@ -901,13 +904,26 @@ pub(super) const PRODUCTIONS: &str = concat!(
 pub(super) const INSERT_FACT: &str = "INSERT INTO tenure.facts (production, job, ord, key, value)
              VALUES ($1, $2, $3, $4, $5)";
 
-/// The facts of job `$2` of production `$1`, in order.
-pub(super) const JOB_FACTS: &str = "SELECT production, job, key, value FROM tenure.facts
+/// The stored facts of job `$2` of production `$1`, in order, with their
+/// `ord`.
+pub(super) const JOB_FACTS: &str = "SELECT production, job, key, value, ord FROM tenure.facts
              WHERE production = $1 AND job = $2 ORDER BY ord";
 
-/// The facts of production `$1`'s jobs, by job, in order.
-pub(super) const PRODUCTION_FACTS: &str = "SELECT production, job, key, value FROM tenure.facts
-             WHERE production = $1 ORDER BY job, ord";
+/// The stored facts of production `$1`'s jobs, by job, in order, with
+/// their `ord`.
+pub(super) const PRODUCTION_FACTS: &str = "SELECT production, job, key, value, ord
+             FROM tenure.facts WHERE production = $1 ORDER BY job, ord";
+
+/// The provenance job `$2` of production `$1` keeps in its row, if it does
+/// (`DerivedProvenance`'s columns).
+pub(super) const JOB_PROVENANCE: &str =
+    "SELECT job, provenance_at, claim_id, holder, attempts, updated_us FROM tenure.jobs
+             WHERE production = $1 AND job = $2 AND provenance_at IS NOT NULL";
+
+/// The provenance production `$1`'s jobs keep in their rows, by job.
+pub(super) const PRODUCTION_PROVENANCE: &str =
+    "SELECT job, provenance_at, claim_id, holder, attempts, updated_us FROM tenure.jobs
+             WHERE production = $1 AND provenance_at IS NOT NULL ORDER BY job";
 
 /// Production `$1`'s claim requests with the IDs `$2`.
 pub(super) const CLAIM_REQUESTS: &str =

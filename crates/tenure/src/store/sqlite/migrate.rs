@@ -16,7 +16,7 @@
 //! | 10 | statistics: `job_counts`, `jobs_waiting`, `jobs_claimed`, `events_by_time`, `events.since_us`, `events.lapsed_us` ([`add_stats_figures`]); claim gates: `production_gates` ([`add_production_gates`]); `jobs.progress` (progress checkpoints, [`add_job_progress`]); `schedules` (recurring jobs) |
 //! | 11 | `schedules.tz` ([`add_schedule_tz`]) |
 //! | 12 | statistics: `job_counts` of every job and the terminal states, written by the transactions (no triggers); `events_by_time` of the flow's events only ([`add_stats_figures`]) |
-//! | 13 | nothing: schema 14 changed only PostgreSQL's layout |
+//! | 13, 14 | nothing: schemas 14 and 15 changed only PostgreSQL's layout |
 
 use super::backend::{header, Opened};
 use super::rows::{append_event, insert_job};
@@ -326,9 +326,10 @@ pub(super) fn migrate(conn: &Connection, now_us: &dyn Fn() -> i64) -> Result<Ope
                 conn.execute_batch(ADD_SCHEDULES)?;
                 add_schedule_tz(conn)?;
             }
-            // Schema 14 changed only PostgreSQL's layout (its index of the
-            // flow's events).
-            13 => {}
+            // Schemas 14 and 15 changed only PostgreSQL's layout (its index
+            // of the flow's events, the provenance column SQLite has had
+            // since schema 7).
+            13 | 14 => {}
             // Another process migrated first.
             v if v == SCHEMA_VERSION => {}
             v => {

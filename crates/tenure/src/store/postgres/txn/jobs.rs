@@ -119,6 +119,7 @@ pub(super) fn update_job(tx: &mut PgTxn, row: &JobRow) -> Result<()> {
             &row.last_error,
             &row.due_us,
             &row.parked,
+            &row.provenance_at.map(i64::from),
         ],
     )?;
     touched_one(n, "update", row)
@@ -325,6 +326,7 @@ pub(super) fn write_batch(
         array(expected, "bigint"),
         ev_col(&|e| opt_int(e.since_us), "bigint"),
         ev_col(&|e| opt_int(e.lapsed_us), "bigint"),
+        col(&|r| opt_int(r.provenance_at.map(i64::from)), "bigint"),
     ];
     // One statement, sent with the transaction's next request (at the
     // latest its COMMIT). Its data-modifying parts touch disjoint rows

@@ -633,6 +633,10 @@ impl Txn for PgTxn {
         self.pool.server_clock
     }
 
+    fn derives_provenance(&self) -> bool {
+        true
+    }
+
     fn lock_jobs_sampled(
         &mut self,
         keys: &[(&str, &str)],

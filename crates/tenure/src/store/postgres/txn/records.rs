@@ -5,7 +5,7 @@ use super::PgTxn;
 use crate::error::Result;
 use crate::model::*;
 use crate::store::postgres::sql::*;
-use crate::store::RequestRow;
+use crate::store::{with_provenance, DerivedProvenance, RequestRow};
 use uuid::Uuid;
 
 pub(super) fn insert_facts(
@@ -26,19 +26,45 @@ pub(super) fn facts(
     production: &str,
     job: Option<&str>,
 ) -> Result<Vec<PublishedFact>> {
-    let rows = match job {
-        Some(j) => tx.query(JOB_FACTS, &[&production, &j])?,
-        None => tx.query(PRODUCTION_FACTS, &[&production])?,
+    let (stored, derived) = match job {
+        Some(j) => (
+            tx.query(JOB_FACTS, &[&production, &j])?,
+            tx.query(JOB_PROVENANCE, &[&production, &j])?,
+        ),
+        None => (
+            tx.query(PRODUCTION_FACTS, &[&production])?,
+            tx.query(PRODUCTION_PROVENANCE, &[&production])?,
+        ),
     };
-    Ok(rows
+    let stored = stored
         .iter()
-        .map(|r| PublishedFact {
-            production: r.get(0),
-            job: r.get(1),
-            key: r.get(2),
-            value: r.get(3),
+        .map(|r| {
+            (
+                r.get::<_, i64>(4),
+                PublishedFact {
+                    production: r.get(0),
+                    job: r.get(1),
+                    key: r.get(2),
+                    value: r.get(3),
+                },
+            )
         })
-        .collect())
+        .collect();
+    let derived = derived
+        .iter()
+        .map(|r| {
+            let at: i64 = r.get(1);
+            Ok(DerivedProvenance {
+                job: r.get(0),
+                at: u32::try_from(at).map_err(|_| bad(format!("provenance_at {at}")))?,
+                claim_id: uuid_col(r, 2)?,
+                holder: r.get(3),
+                attempts: u32_col(r, 4)?,
+                completed_us: r.get(5),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(with_provenance(production, stored, derived))
 }
 
 pub(super) fn claim_requests(

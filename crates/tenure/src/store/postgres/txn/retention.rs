@@ -32,7 +32,8 @@ pub(super) fn delete_jobs(tx: &mut PgTxn, rows: &[JobRow]) -> Result<u64> {
             rows.len()
         )));
     }
-    let facts = tx.execute(DELETE_PAYLOADS_AND_FACTS, &[&prods, &names])?;
+    let facts = tx.execute(DELETE_PAYLOADS_AND_FACTS, &[&prods, &names])?
+        + crate::store::provenance_facts_in(rows);
     tx.execute(DELETE_NONCES, &[&prods, &names])?;
     tx.execute(DELETE_CLAIM_REQUESTS, &[&prods, &names])?;
     Ok(facts)

@@ -177,7 +177,10 @@ pub(super) fn job_row<R: Cols + ?Sized>(r: &R) -> Result<JobRow> {
         parked: r.boolean(18)?,
         max_hold_us: r.opt_i64(19)?,
         backoff: backoff_from_cols(r.opt_i64(20)?, r.opt_i64(21)?)?,
-        provenance_at: None,
+        provenance_at: r
+            .opt_i64(22)?
+            .map(|v| u32::try_from(v).map_err(|_| bad(format!("provenance_at {v}"))))
+            .transpose()?,
     })
 }
 

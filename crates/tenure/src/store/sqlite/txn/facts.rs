@@ -4,54 +4,8 @@ use crate::error::Result;
 use crate::model::PublishedFact;
 use crate::store::sqlite::rows::{collect, uuid_col};
 use crate::store::sqlite::sql::{insert_facts_sql, FACTS_PER_INSERT};
+use crate::store::{with_provenance, DerivedProvenance};
 use rusqlite::{Connection, Row};
-use uuid::Uuid;
-
-/// A completed job's provenance kept in its row (`jobs.provenance_at`).
-struct Derived {
-    job: String,
-    /// Its position among the job's facts (`provenance_at`).
-    at: u32,
-    claim_id: Option<Uuid>,
-    holder: Option<String>,
-    attempts: u32,
-    completed_us: i64,
-}
-
-/// Merge stored facts (`(ord, fact)`, ordered by job, then ord) with the
-/// provenance of jobs that keep it in their row (ordered by job): each
-/// job's provenance goes before its stored fact of ord `at` (after all of
-/// them if none is), which is where a store of fact rows keeps it.
-fn with_provenance(
-    production: &str,
-    stored: Vec<(i64, PublishedFact)>,
-    derived: Vec<Derived>,
-) -> Vec<PublishedFact> {
-    let mut out = Vec::with_capacity(stored.len() + crate::model::PROVENANCE_FACTS * derived.len());
-    let mut derived = derived.into_iter().peekable();
-    let put = |out: &mut Vec<PublishedFact>, d: Derived| {
-        let facts =
-            crate::model::provenance(d.claim_id, d.holder.as_deref(), d.attempts, d.completed_us);
-        out.extend(facts.into_iter().map(|(key, value)| PublishedFact {
-            production: production.to_owned(),
-            job: d.job.clone(),
-            key: key.to_owned(),
-            value,
-        }));
-    };
-    for (ord, f) in stored {
-        while let Some(d) =
-            derived.next_if(|d| d.job < f.job || (d.job == f.job && i64::from(d.at) <= ord))
-        {
-            put(&mut out, d);
-        }
-        out.push(f);
-    }
-    for d in derived {
-        put(&mut out, d);
-    }
-    out
-}
 
 pub(super) fn insert_facts(
     c: &Connection,
@@ -91,7 +45,7 @@ pub(super) fn facts(
         ))
     };
     let derived = |r: &Row<'_>| {
-        Ok(Derived {
+        Ok(DerivedProvenance {
             job: r.get(0)?,
             at: r.get(1)?,
             claim_id: uuid_col(r, 2)?,

@@ -54,15 +54,12 @@ pub(super) fn delete_jobs(c: &Connection, rows: &[JobRow]) -> Result<(u64, Vec<S
         facts += c
             .prepare_cached("DELETE FROM facts WHERE production = ?1 AND job = ?2")?
             .execute([&row.production, &row.job])? as u64;
-        if row.provenance_at.is_some() {
-            facts += crate::model::PROVENANCE_FACTS as u64;
-        }
         c.prepare_cached("DELETE FROM nonces WHERE production = ?1 AND job = ?2")?
             .execute([&row.production, &row.job])?;
         c.prepare_cached("DELETE FROM claim_requests WHERE production = ?1 AND job = ?2")?
             .execute([&row.production, &row.job])?;
     }
-    Ok((facts, states))
+    Ok((facts + crate::store::provenance_facts_in(rows), states))
 }
 
 pub(super) fn insert_tombstones(c: &Connection, stones: &[Tombstone]) -> Result<()> {
