@@ -181,6 +181,19 @@ fn a_schema_14_store_keeps_its_provenance_rows_and_new_completions_keep_it_in_th
     );
     assert_eq!(a.production_facts("p").unwrap().len(), 9);
     assert!(a.check().unwrap().ok());
+    // A position that is no `u32` is a corrupt row, refused as one.
+    let corrupt = |c: &mut postgres::Client, v: i64| {
+        c.execute(
+            "UPDATE tenure.jobs SET provenance_at = $1 WHERE job = 'j1'",
+            &[&v],
+        )
+        .unwrap();
+    };
+    corrupt(&mut c, -1);
+    let e = a.facts("p", "j1").unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Store, "{e}");
+    assert!(e.to_string().contains("provenance_at -1"), "{e}");
+    corrupt(&mut c, 0);
     // `check` reads stored provenance rows: without its claim ID, j0's
     // completion is reported.
     c.execute(
