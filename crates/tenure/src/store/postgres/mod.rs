@@ -525,6 +525,7 @@ mod tests {
     fn locked_reads_and_writes_plan_once_on_indexes_and_never_compile() {
         use super::sql::{
             SUBMIT_GUARD, SUBMIT_GUARD_NAME, SUBMIT_GUARD_TYPES, WRITE_BATCHES, WRITE_BATCH_TYPES,
+            WRITE_ONES, WRITE_ONE_TYPES,
         };
         use super::txn::claim::{CLAIM_FIRST, LOCK_JOB};
         use super::txn::GENERIC_ON;
@@ -544,17 +545,27 @@ mod tests {
                 (CLAIM_FIRST, "1, 2, 'p', 1, NULL".to_owned()),
                 (LOCK_JOB, "'p', 'j0-0', NULL".to_owned()),
             ];
-            // Each shape of the write statement, with no rows: an empty
-            // array for each array parameter, 0 for each number.
-            let empty: Vec<String> = WRITE_BATCH_TYPES
-                .split(',')
-                .map(|t| match t.trim() {
-                    "bigint" => "0".to_owned(),
-                    array => format!("'{{}}'::{array}"),
-                })
-                .collect();
-            for (name, body) in WRITE_BATCHES {
-                calls.push(((name, WRITE_BATCH_TYPES, body), empty.join(", ")));
+            // Each shape of the write statement, in both forms, with no
+            // rows: an empty array for each array parameter, 0 for each
+            // number, NULL for any other scalar.
+            let empty = |types: &str| -> String {
+                let args: Vec<String> = types
+                    .split(',')
+                    .map(|t| match t.trim() {
+                        "bigint" => "0".to_owned(),
+                        array if array.ends_with("[]") => format!("'{{}}'::{array}"),
+                        _ => "NULL".to_owned(),
+                    })
+                    .collect();
+                args.join(", ")
+            };
+            for (shapes, types) in [
+                (WRITE_BATCHES, WRITE_BATCH_TYPES),
+                (WRITE_ONES, WRITE_ONE_TYPES),
+            ] {
+                for (name, body) in shapes {
+                    calls.push(((name, types, body), empty(types)));
+                }
             }
             calls.push((
                 (SUBMIT_GUARD_NAME, SUBMIT_GUARD_TYPES, SUBMIT_GUARD),

@@ -268,13 +268,25 @@ pub(super) fn write_batch(
     facts: &[JobFacts<'_>],
     events: &[NewEvent<'_>],
 ) -> Result<()> {
-    use literal::{array, boolean, int, opt_bytea, opt_int, opt_text, text};
+    use literal::{array, boolean, int, opt_bytea, opt_int, opt_text, text, Lit};
     let uuid = |u: Option<Uuid>| opt_text(u.map(|u| u.to_string()).as_deref());
-    let col = |f: &dyn Fn(&JobRow) -> literal::Lit, ty: &str| array(rows.iter().map(|r| f(r)), ty);
     let n_facts: usize = facts.iter().map(|f| f.facts.len()).sum();
-    let fact_col = |f: &dyn Fn(&JobFacts<'_>, usize, &str, &str) -> literal::Lit, ty: &str| {
-        array(
-            facts.iter().flat_map(|jf| {
+    // A single transition (one event, at most one row in every other part)
+    // takes the statement of scalar parameters ([`WRITE_ONES`]).
+    let one = events.len() == 1 && rows.len() <= 1 && expiries.len() <= 1 && n_facts <= 1;
+    let pack = |items: &mut dyn Iterator<Item = Lit>, ty: &str| {
+        if one {
+            items.next().unwrap_or(Lit::Null)
+        } else {
+            array(items, ty)
+        }
+    };
+    let col = |f: &dyn Fn(&JobRow) -> Lit, ty: &str| pack(&mut rows.iter().map(|r| f(r)), ty);
+    let exp_col =
+        |f: &dyn Fn(&JobRow) -> Lit, ty: &str| pack(&mut expiries.iter().map(|r| f(r)), ty);
+    let fact_col = |f: &dyn Fn(&JobFacts<'_>, usize, &str, &str) -> Lit, ty: &str| {
+        pack(
+            &mut facts.iter().flat_map(|jf| {
                 jf.facts
                     .iter()
                     .enumerate()
@@ -283,8 +295,7 @@ pub(super) fn write_batch(
             ty,
         )
     };
-    let ev_col =
-        |f: &dyn Fn(&NewEvent<'_>) -> literal::Lit, ty: &str| array(events.iter().map(f), ty);
+    let ev_col = |f: &dyn Fn(&NewEvent<'_>) -> Lit, ty: &str| pack(&mut events.iter().map(f), ty);
     let expected = [rows.len(), expiries.len(), n_facts, events.len()].map(|n| int(n as i64));
     let params = [
         // Full row updates.
@@ -299,9 +310,9 @@ pub(super) fn write_batch(
         col(&|r| int(r.updated_us), "bigint"),
         col(&|r| opt_text(r.last_error.as_deref()), "text"),
         // Expiry-only updates (renewals).
-        array(expiries.iter().map(|r| int(r.seq)), "bigint"),
-        array(expiries.iter().map(|r| opt_int(r.expires_us)), "bigint"),
-        array(expiries.iter().map(|r| int(r.updated_us)), "bigint"),
+        exp_col(&|r| int(r.seq), "bigint"),
+        exp_col(&|r| opt_int(r.expires_us), "bigint"),
+        exp_col(&|r| int(r.updated_us), "bigint"),
         // Facts.
         fact_col(&|jf, _, _, _| text(jf.production), "text"),
         fact_col(&|jf, _, _, _| text(jf.job), "text"),
@@ -342,8 +353,15 @@ pub(super) fn write_batch(
     let shape = usize::from(!rows.is_empty())
         | usize::from(!expiries.is_empty()) << 1
         | usize::from(n_facts > 0) << 2;
-    let (name, body) = WRITE_BATCHES[shape];
-    tx.defer(name, WRITE_BATCH_TYPES, body, &params)?;
+    let ones = (WRITE_ONES[shape], WRITE_ONE_TYPES);
+    let batches = (WRITE_BATCHES[shape], WRITE_BATCH_TYPES);
+    let ((name, body), types) = if one { ones } else { batches };
+    // Both forms of the shape are prepared at the connection's first call
+    // of either, so a batch's size never changes its round trips.
+    let stmt =
+        |((name, body), types): ((&'static str, &'static str), &'static str)| (name, types, body);
+    tx.prepare_together(&[stmt(ones), stmt(batches)])?;
+    tx.defer(name, types, body, &params)?;
     if !events.is_empty() && tx.event_reg.is_none() {
         tx.event_reg = Some(tx.savepoints);
     }

@@ -457,6 +457,29 @@ impl PgTxn {
         self.guards.push_str(&call);
     }
 
+    /// Prepares on this connection, in one request, those of `stmts`
+    /// (`(name, types, body)`) it lacks: statements whose first calls
+    /// should together cost one round trip, not one each.
+    fn prepare_together(
+        &mut self,
+        stmts: &[(&'static str, &'static str, &'static str)],
+    ) -> Result<()> {
+        let mut sql = String::new();
+        for &(name, types, body) in stmts {
+            if !self.c().prepared.contains(name) {
+                sql.push_str(&format!("PREPARE {name} ({types}) AS {body}; "));
+            }
+        }
+        if sql.is_empty() {
+            return Ok(());
+        }
+        self.batch(&sql)?;
+        for &(name, _, _) in stmts {
+            self.c().prepared.insert(name);
+        }
+        Ok(())
+    }
+
     /// [`PgTxn::prepared_call`] under one generic plan: the arguments'
     /// sizes vary from call to call, so no custom plan per call.
     fn generic_call(
