@@ -435,80 +435,35 @@ pub(super) const INSERT_NEW_JOBS_INTO: &str = "WITH pl AS MATERIALIZED (
                 open.n > 0, i.job, i.seq
          FROM open LEFT JOIN prod p ON true LEFT JOIN ins i ON true";
 
+/// `$first, $t...` as a list of SQL types, each a scalar with the suffix
+/// `$a` (`"[]"` makes it an array): a type written `($t)` stays a scalar,
+/// `[$t]` is an array whatever `$a` is.
+macro_rules! sql_types {
+    ($a:literal; $first:tt $(, $t:tt)*) => {
+        concat!(sql_type!($a, $first) $(, ", ", sql_type!($a, $t))*)
+    };
+}
+macro_rules! sql_type {
+    ($a:literal, [$t:ident]) => {
+        concat!(stringify!($t), "[]")
+    };
+    ($a:literal, ($t:ident)) => {
+        stringify!($t)
+    };
+    ($a:literal, $t:ident) => {
+        concat!(stringify!($t), $a)
+    };
+}
 /// The parameter types of [`write_batch!`]: each part's columns as arrays
 /// (`"[]"`, [`WRITE_BATCHES`]) or as scalars (`""`, [`WRITE_ONES`]); the
 /// registration's `$29`, `$30` are scalars and the expected counts `$33`
 /// an array in both.
 macro_rules! write_types {
     ($a:literal) => {
-        concat!(
-            "bigint",
-            $a,
-            ", text",
-            $a,
-            ", bigint",
-            $a,
-            ", text",
-            $a,
-            ", bytea",
-            $a,
-            ", text",
-            $a,
-            ", bigint",
-            $a,
-            ", bigint",
-            $a,
-            ", bigint",
-            $a,
-            ", text",
-            $a,
-            ", bigint",
-            $a,
-            ", bigint",
-            $a,
-            ", bigint",
-            $a,
-            ", text",
-            $a,
-            ", text",
-            $a,
-            ", bigint",
-            $a,
-            ", text",
-            $a,
-            ", text",
-            $a,
-            ", bigint",
-            $a,
-            ", text",
-            $a,
-            ", text",
-            $a,
-            ", text",
-            $a,
-            ", text",
-            $a,
-            ", text",
-            $a,
-            ", text",
-            $a,
-            ", bigint",
-            $a,
-            ", bigint",
-            $a,
-            ", text",
-            $a,
-            ", bigint, bigint, bigint",
-            $a,
-            ", bool",
-            $a,
-            ", bigint[], bigint",
-            $a,
-            ", bigint",
-            $a,
-            ", bigint",
-            $a
-        )
+        sql_types!($a; bigint, text, bigint, text, bytea, text, bigint, bigint, bigint, text,
+            bigint, bigint, bigint, text, text, bigint, text, text, bigint, text, text, text,
+            text, text, text, bigint, bigint, text, (bigint), (bigint), bigint, bool,
+            [bigint], bigint, bigint, bigint)
     };
 }
 /// The parameter types of [`WRITE_BATCHES`].
@@ -1094,15 +1049,38 @@ pub(super) const NOTIFY_WORK: &str = "SELECT pg_catalog.pg_notify('tenure_work',
 
 #[cfg(test)]
 mod tests {
-    use super::WRITE_BATCHES;
+    use super::{WRITE_BATCHES, WRITE_BATCH_TYPES, WRITE_ONES, WRITE_ONE_TYPES};
 
-    /// Each shape of the write statement holds the parts its index names,
-    /// counts those it leaves out as 0, and has a name of its own.
+    /// Each shape of the write statement, in both forms, holds the parts its
+    /// index names, counts those it leaves out as 0, and has a name of its
+    /// own; the batch form's columns are arrays, the scalar form's not.
     #[test]
     fn write_batch_shapes_hold_the_parts_their_index_names() {
         let parts = ["upd", "exp", "fct"];
-        for (i, (name, body)) in WRITE_BATCHES.iter().enumerate() {
-            assert_eq!(*name, format!("tenure_write_batch_{i}"));
+        let forms = [
+            ("batch", WRITE_BATCHES, WRITE_BATCH_TYPES),
+            ("one", WRITE_ONES, WRITE_ONE_TYPES),
+        ];
+        for (form, shapes, types) in forms {
+            let types: Vec<&str> = types.split(", ").collect();
+            assert_eq!(types.len(), 36, "{form}");
+            for (n, ty) in types.iter().enumerate() {
+                // `$29`, `$30` (the registration) are scalars, `$33` (the
+                // expected counts) an array, in both forms.
+                let array = match n + 1 {
+                    29 | 30 => false,
+                    33 => true,
+                    _ => form == "batch",
+                };
+                assert_eq!(ty.ends_with("[]"), array, "{form} ${}: {ty}", n + 1);
+            }
+            for (_, body) in shapes {
+                assert_eq!(body.contains("unnest("), form == "batch", "{form}");
+            }
+        }
+        for (i, (name, body)) in WRITE_BATCHES.iter().chain(WRITE_ONES.iter()).enumerate() {
+            let (i, form) = (i % 8, ["batch", "one"][i / 8]);
+            assert_eq!(*name, format!("tenure_write_{form}_{i}"));
             let mut zeros = 0;
             for (bit, part) in parts.iter().enumerate() {
                 let on = i >> bit & 1 == 1;
