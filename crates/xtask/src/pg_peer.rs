@@ -376,7 +376,7 @@ pub(crate) fn floor_table(rows: &[Value]) -> Result<String> {
     }
     md.push_str(
         "\nThe floor: `bench/pg_floor/tenure.sql` writes for each job exactly the rows tenure \
-         writes (job row, events, provenance facts, mark log, count deltas) after the same \
+         writes (job row with its provenance, events, mark log, count deltas) after the same \
          locks, clock samples and lease checks, one function call per transition; \
          `bench/pg_floor/graphile.pgbench` is graphile-worker's own claim and completion. \
          pgbench runs both (C clients, prepared statements), with no client library.\n",
