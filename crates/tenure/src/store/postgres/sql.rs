@@ -608,31 +608,29 @@ macro_rules! write_batch {
     };
 }
 
-/// [`write_batch!`] in each shape, with its prepared name, at index
+/// The eight shapes of [`write_batch!`] in form `$n`, each with its
+/// prepared name (`$prefix` and its index), at index
 /// `upd | exp << 1 | fct << 2` (each 1 when that part has rows).
-pub(super) const WRITE_BATCHES: [(&str, &str); 8] = [
-    ("tenure_write_batch_0", write_batch!(many, off, off, off)),
-    ("tenure_write_batch_1", write_batch!(many, on, off, off)),
-    ("tenure_write_batch_2", write_batch!(many, off, on, off)),
-    ("tenure_write_batch_3", write_batch!(many, on, on, off)),
-    ("tenure_write_batch_4", write_batch!(many, off, off, on)),
-    ("tenure_write_batch_5", write_batch!(many, on, off, on)),
-    ("tenure_write_batch_6", write_batch!(many, off, on, on)),
-    ("tenure_write_batch_7", write_batch!(many, on, on, on)),
-];
+macro_rules! write_shapes {
+    ($n:ident, $prefix:literal) => {
+        [
+            (concat!($prefix, "0"), write_batch!($n, off, off, off)),
+            (concat!($prefix, "1"), write_batch!($n, on, off, off)),
+            (concat!($prefix, "2"), write_batch!($n, off, on, off)),
+            (concat!($prefix, "3"), write_batch!($n, on, on, off)),
+            (concat!($prefix, "4"), write_batch!($n, off, off, on)),
+            (concat!($prefix, "5"), write_batch!($n, on, off, on)),
+            (concat!($prefix, "6"), write_batch!($n, off, on, on)),
+            (concat!($prefix, "7"), write_batch!($n, on, on, on)),
+        ]
+    };
+}
+/// [`write_batch!`] in each shape, its parts' rows from arrays.
+pub(super) const WRITE_BATCHES: [(&str, &str); 8] = write_shapes!(many, "tenure_write_batch_");
 /// The shapes of [`write_batch!`] whose parts each write exactly one row
 /// (one event), by the same index as [`WRITE_BATCHES`]: a single
 /// transition's writes.
-pub(super) const WRITE_ONES: [(&str, &str); 8] = [
-    ("tenure_write_one_0", write_batch!(one, off, off, off)),
-    ("tenure_write_one_1", write_batch!(one, on, off, off)),
-    ("tenure_write_one_2", write_batch!(one, off, on, off)),
-    ("tenure_write_one_3", write_batch!(one, on, on, off)),
-    ("tenure_write_one_4", write_batch!(one, off, off, on)),
-    ("tenure_write_one_5", write_batch!(one, on, off, on)),
-    ("tenure_write_one_6", write_batch!(one, off, on, on)),
-    ("tenure_write_one_7", write_batch!(one, on, on, on)),
-];
+pub(super) const WRITE_ONES: [(&str, &str); 8] = write_shapes!(one, "tenure_write_one_");
 
 /// A page of production `$1`'s jobs after ID `$2`, by ID.
 pub(super) const JOBS_PAGE: &str = concat!(
