@@ -53,10 +53,10 @@ pub(super) fn facts(
     let derived = derived
         .iter()
         .map(|r| {
-            let at: i64 = r.get(1);
             Ok(DerivedProvenance {
                 job: r.get(0),
-                at: u32::try_from(at).map_err(|_| bad(format!("provenance_at {at}")))?,
+                at: provenance_col(r, 1)?
+                    .ok_or_else(|| bad("provenance_at NULL where it is set".into()))?,
                 claim_id: uuid_col(r, 2)?,
                 holder: r.get(3),
                 attempts: u32_col(r, 4)?,

@@ -151,6 +151,14 @@ pub(super) fn u32_col<R: Cols + ?Sized>(r: &R, i: usize) -> Result<u32> {
     u32::try_from(v).map_err(|_| bad(format!("column {i} out of range: {v}")))
 }
 
+/// A job's `provenance_at` (column `i`): a position among its facts, so a
+/// `u32`; any other value is a corrupt row.
+pub(super) fn provenance_col<R: Cols + ?Sized>(r: &R, i: usize) -> Result<Option<u32>> {
+    r.opt_i64(i)?
+        .map(|v| u32::try_from(v).map_err(|_| bad(format!("provenance_at {v}"))))
+        .transpose()
+}
+
 /// A job row (`job_cols!`, columns 0 to `JOB_COLS - 1`).
 pub(super) fn job_row<R: Cols + ?Sized>(r: &R) -> Result<JobRow> {
     let state = r.text(7)?;
@@ -177,10 +185,7 @@ pub(super) fn job_row<R: Cols + ?Sized>(r: &R) -> Result<JobRow> {
         parked: r.boolean(18)?,
         max_hold_us: r.opt_i64(19)?,
         backoff: backoff_from_cols(r.opt_i64(20)?, r.opt_i64(21)?)?,
-        provenance_at: r
-            .opt_i64(22)?
-            .map(|v| u32::try_from(v).map_err(|_| bad(format!("provenance_at {v}"))))
-            .transpose()?,
+        provenance_at: provenance_col(r, 22)?,
     })
 }
 
