@@ -2,7 +2,7 @@
 //! batch of a group of transitions, listings.
 
 use super::rows::*;
-use super::PgTxn;
+use super::{PgTxn, Prepared};
 use crate::error::{Error, Result};
 use crate::store::postgres::sql::*;
 use crate::store::postgres::{key, literal, CLASS_JOB, CLASS_PROD};
@@ -358,8 +358,9 @@ pub(super) fn write_batch(
     let ((name, body), types) = if one { ones } else { batches };
     // Both forms of the shape are prepared at the connection's first call
     // of either, so a batch's size never changes its round trips.
-    let stmt =
-        |((name, body), types): ((&'static str, &'static str), &'static str)| (name, types, body);
+    let stmt = |((name, body), types): ((&'static str, &'static str), &'static str)| -> Prepared {
+        (name, types, body)
+    };
     tx.prepare_together(&[stmt(ones), stmt(batches)])?;
     tx.defer(name, types, body, &params)?;
     if !events.is_empty() && tx.event_reg.is_none() {

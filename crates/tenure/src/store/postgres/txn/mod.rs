@@ -460,10 +460,7 @@ impl PgTxn {
     /// Prepares on this connection, in one request, those of `stmts`
     /// (`(name, types, body)`) it lacks: statements whose first calls
     /// should together cost one round trip, not one each.
-    fn prepare_together(
-        &mut self,
-        stmts: &[(&'static str, &'static str, &'static str)],
-    ) -> Result<()> {
+    fn prepare_together(&mut self, stmts: &[Prepared]) -> Result<()> {
         let mut sql = String::new();
         for &(name, types, body) in stmts {
             if !self.c().prepared.contains(name) {
@@ -504,10 +501,7 @@ impl PgTxn {
         params: &[literal::Lit],
     ) -> Result<String> {
         let call = literal::execute(name, params)?;
-        if !self.c().prepared.contains(name) {
-            self.batch(&format!("PREPARE {name} ({types}) AS {body}"))?;
-            self.c().prepared.insert(name);
-        }
+        self.prepare_together(&[(name, types, body)])?;
         Ok(call)
     }
 
