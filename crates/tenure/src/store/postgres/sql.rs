@@ -45,11 +45,14 @@ pub(super) const EVENT_REG: i64 = 0x5445 << 48;
 pub(super) const EVENT_REG_LIMIT: i64 = 1 << 48;
 
 /// The next value of the events' identity sequence (0 before the first
-/// allocation, a conservative bound), read outside any snapshot.
+/// allocation, a conservative bound), read outside any snapshot. The
+/// sequence is named as a constant (`events_seq_seq`, the name the server
+/// gives the identity of `events.seq`, in a new store and a migrated one
+/// alike): the server resolves it once, when it plans the statement, where
+/// `pg_get_serial_sequence` searched the catalog at every call.
 macro_rules! event_seq_next {
     () => {
-        "coalesce(pg_catalog.pg_sequence_last_value(
-             pg_catalog.pg_get_serial_sequence('tenure.events', 'seq')::regclass) + 1, 0)"
+        "coalesce(pg_catalog.pg_sequence_last_value('tenure.events_seq_seq'::regclass) + 1, 0)"
     };
 }
 /// `WITH reg AS MATERIALIZED (...)`: a writer's event registration (the
