@@ -84,6 +84,11 @@ pub(super) struct PgTxn {
     /// The server clock read with a write transaction's `BEGIN`, until an
     /// unguarded write asks for it ([`Txn::observed_now_us`]).
     begin_now: Option<i64>,
+    /// The request being sent is a locked read that samples the clock
+    /// itself ([`PgTxn::generic_reads`]): a write transaction it begins
+    /// reads no clock sample at its `BEGIN` (an unguarded write later in
+    /// the transaction asks the server for one).
+    sampling_read: bool,
     /// Deferred writes (see [`PgTxn::defer`]): SQL sent at the head of the
     /// transaction's next request.
     pending: String,
@@ -134,29 +139,31 @@ pub(super) struct ClaimGate {
     pub(super) leases: Option<(i64, Vec<i64>)>,
 }
 
-/// What a call of a prepared statement runs under, set for it alone
-/// ([`GENERIC_OFF`] after it): one generic plan per connection (planned at
-/// its first call, kept until the server invalidates it), and no
-/// sequential scan where an index serves. A plan is made once for every
-/// later call, so it must not depend on the table's size when it was made:
-/// planned while `tenure.jobs` was nearly empty (a connection's first
-/// submission), a row update by `seq` would otherwise scan the whole
-/// table at every call until the next `ANALYZE` of it. The connection runs
-/// with JIT off, or such a plan could be compiled at every call (see
-/// `Pool::connect`).
+/// What every statement of a write transaction runs under, set at its
+/// `BEGIN` (`SET LOCAL`: until its end): one generic plan per connection
+/// for each prepared statement (planned at its first call, kept until the
+/// server invalidates it), and no sequential scan where an index serves.
+/// A plan is made once for every later call, so it must not depend on the
+/// table's size when it was made: planned while `tenure.jobs` was nearly
+/// empty (a connection's first submission), a row update by `seq` would
+/// otherwise scan the whole table at every call until the next `ANALYZE`
+/// of it. A write transaction's statements each read or write the rows
+/// an index finds; set once for the transaction, the settings cost two
+/// statements a transaction, where setting and resetting them around each
+/// request's calls cost eight a transition. The connection runs with JIT
+/// off, or such a plan could be compiled at every call (see
+/// `Pool::connect`). Read transactions keep the connection's settings.
 pub(super) const GENERIC_ON: &str =
     "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; ";
-/// The settings of [`GENERIC_ON`] back to the connection's, in
-/// [`GENERIC_OFF_STATEMENTS`] statements.
-const GENERIC_OFF: &str = "RESET plan_cache_mode; RESET enable_seqscan";
-const GENERIC_OFF_STATEMENTS: usize = 2;
 
 impl PgTxn {
-    /// A transaction begun with `sql` (`BEGIN ...`), followed in the same
-    /// request by the read of the high-water mark, which the session asks
-    /// for before it checks a clock sample ([`Txn::high_water`] answers it
-    /// once from here), and, for a write transaction on the server's
-    /// clock, a clock sample for the first unguarded write
+    /// A transaction begun with `sql` (`BEGIN ...`; a write transaction's
+    /// followed by [`GENERIC_ON`]), followed in the same request by the
+    /// read of the high-water mark, which the session asks for before it
+    /// checks a clock sample ([`Txn::high_water`] answers it once from
+    /// here), and, for a write transaction on the server's clock whose
+    /// first request is not a locked read (which samples the clock
+    /// itself), a clock sample for the first unguarded write
     /// ([`Txn::observed_now_us`]). A read transaction sends it at once; a
     /// write transaction keeps it for the head of its first request (see
     /// [`PgTxn::request`]), so its first locked read
@@ -189,6 +196,7 @@ impl PgTxn {
         let mut tx = Box::new(PgTxn {
             begin_mark: None,
             begin_now: None,
+            sampling_read: false,
             conn: Some(conn),
             pool: pool.clone(),
             unbegun: Some(sql.to_owned()),
@@ -239,19 +247,20 @@ impl PgTxn {
     }
 
     /// The rows of each of `calls` (`EXECUTE`s of the statements of
-    /// `prepare`), sent in one request ([`PgTxn::request_all`]) under one
-    /// generic plan each ([`GENERIC_ON`]): a custom plan would be planned
-    /// anew on every call, which costs several times what running these
-    /// reads does.
+    /// `prepare`), sent in one request ([`PgTxn::request_all`]) of a write
+    /// transaction, so under one generic plan each ([`GENERIC_ON`]): a
+    /// custom plan would be planned anew on every call, which costs several
+    /// times what running these reads does.
     fn generic_reads(
         &mut self,
         prepare: &[Prepared],
         calls: &[&str],
     ) -> Result<Vec<Vec<SimpleQueryRow>>> {
-        let sql = format!("{GENERIC_ON}{}; {GENERIC_OFF}", calls.join("; "));
-        let mut groups = self.request_all(prepare, &sql)?;
-        // The `RESET`s' (empty) answers, then those of the calls.
-        groups.truncate(groups.len().saturating_sub(GENERIC_OFF_STATEMENTS));
+        self.generic()?;
+        self.sampling_read = true;
+        let groups = self.request_all(prepare, &calls.join("; "));
+        self.sampling_read = false;
+        let mut groups = groups?;
         let first = groups.len().checked_sub(calls.len()).ok_or_else(|| {
             Error::Internal("a read request gave fewer answers than it has statements".into())
         })?;
@@ -271,7 +280,7 @@ impl PgTxn {
             match conn.client.simple_query(&text) {
                 Ok(msgs) => {
                     conn.prepared.extend(prepared);
-                    let sampled = self.write && self.pool.server_clock;
+                    let sampled = self.samples_at_begin();
                     return Ok(self.answers(msgs, sampled));
                 }
                 Err(e) => {
@@ -316,11 +325,13 @@ impl PgTxn {
     ) -> (String, Vec<&'static str>) {
         let conn = self.conn.as_ref().expect("connection present while open");
         let begins = self.unbegun.is_some();
-        let sampled = begins && self.write && self.pool.server_clock;
-        let heads: &[Prepared] = match (begins, sampled) {
-            (true, true) => &[PRECOMMIT_STMT, MARK_STMT, NOW_STMT],
-            (true, false) => &[MARK_STMT],
-            (false, _) => &[],
+        let checked = begins && self.write && self.pool.server_clock;
+        let sampled = begins && self.samples_at_begin();
+        let heads: &[Prepared] = match (begins, checked, sampled) {
+            (true, true, true) => &[PRECOMMIT_STMT, MARK_STMT, NOW_STMT],
+            (true, true, false) => &[PRECOMMIT_STMT, MARK_STMT],
+            (true, false, _) => &[MARK_STMT],
+            (false, _, _) => &[],
         };
         let mut text = String::new();
         let mut names: Vec<&'static str> = Vec::new();
@@ -330,6 +341,9 @@ impl PgTxn {
         // isolation level.
         if let Some(begin) = &self.unbegun {
             text.push_str(&format!("{begin}; "));
+            if self.write {
+                text.push_str(GENERIC_ON);
+            }
         }
         for &(name, types, body) in heads.iter().chain(prepare) {
             if !conn.prepared.contains(name) && !names.contains(&name) {
@@ -394,6 +408,13 @@ impl PgTxn {
             self.flow_horizon = next.map(|n| events::horizon(n, registered));
         }
         groups
+    }
+
+    /// Whether the request that begins this transaction reads a clock
+    /// sample after the mark: a write transaction on the server's clock
+    /// whose first request is not a locked read sampling the clock itself.
+    fn samples_at_begin(&self) -> bool {
+        self.write && self.pool.server_clock && !self.sampling_read
     }
 
     fn c(&mut self) -> &mut Conn {
@@ -477,8 +498,9 @@ impl PgTxn {
         Ok(())
     }
 
-    /// [`PgTxn::prepared_call`] under one generic plan: the arguments'
-    /// sizes vary from call to call, so no custom plan per call.
+    /// [`PgTxn::prepared_call`] of a write transaction, so under one
+    /// generic plan ([`GENERIC_ON`]): the arguments' sizes vary from call to
+    /// call, so no custom plan per call.
     fn generic_call(
         &mut self,
         name: &'static str,
@@ -486,8 +508,21 @@ impl PgTxn {
         body: &'static str,
         params: &[literal::Lit],
     ) -> Result<String> {
+        self.generic()?;
         let call = self.prepared_call(name, types, body, params)?;
-        Ok(format!("{GENERIC_ON}{call}; {GENERIC_OFF}; "))
+        Ok(format!("{call}; "))
+    }
+
+    /// Refuses a call meant to run under [`GENERIC_ON`] in a read
+    /// transaction, which keeps the connection's settings.
+    fn generic(&self) -> Result<()> {
+        if self.write {
+            Ok(())
+        } else {
+            Err(Error::Internal(
+                "a generic-plan call in a read transaction".into(),
+            ))
+        }
     }
 
     /// `EXECUTE name(params)`, the statement `body` (parameters of `types`)
