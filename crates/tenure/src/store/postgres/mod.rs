@@ -421,7 +421,7 @@ mod tests {
     /// (`TENURE_TEST_BACKEND=postgres`, `TENURE_TEST_PG_URL` a maintenance
     /// URL; skipped otherwise), named `prefix` and this process's ID,
     /// created empty and dropped afterwards, whatever the test did.
-    fn with_database(prefix: &str, test: impl FnOnce(&str) + std::panic::UnwindSafe) {
+    pub(super) fn with_database(prefix: &str, test: impl FnOnce(&str) + std::panic::UnwindSafe) {
         if std::env::var("TENURE_TEST_BACKEND").map_or(true, |b| b != "postgres") {
             eprintln!("skipped: set TENURE_TEST_BACKEND=postgres and TENURE_TEST_PG_URL");
             return;

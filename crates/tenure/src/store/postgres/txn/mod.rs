@@ -1188,7 +1188,59 @@ impl Txn for PgTxn {
 
 #[cfg(test)]
 mod tests {
-    use super::precommit_refused;
+    use super::{precommit_refused, PgTxn, BEGIN_READ};
+    use crate::error::Error;
+    use crate::store::postgres::tests::with_database;
+    use crate::store::postgres::PgBackend;
+    use crate::store::Txn;
+    use std::time::Duration;
+
+    /// `plan_cache_mode` and `enable_seqscan` as `tx`'s next request sees
+    /// them.
+    fn settings(tx: &mut PgTxn) -> (String, String) {
+        let mut groups = tx
+            .request_all(&[], "SHOW plan_cache_mode; SHOW enable_seqscan")
+            .unwrap();
+        let mut last = || {
+            let rows = groups.pop().unwrap();
+            rows[0].get(0).unwrap().to_owned()
+        };
+        let seqscan = last();
+        (last(), seqscan)
+    }
+
+    /// Against a live server (see `with_database`): every statement of a
+    /// write transaction, its first request's and its later ones', runs
+    /// on generic plans without sequential scans; a read transaction on the
+    /// same connection afterwards runs under the connection's settings, and
+    /// refuses a call meant for generic plans.
+    #[test]
+    fn a_write_transaction_runs_on_generic_plans_and_a_read_keeps_the_connections_settings() {
+        with_database("u_generic", |url| {
+            let (b, _) = PgBackend::open(url, Duration::from_secs(5), true).unwrap();
+            let generic = ("force_generic_plan".to_owned(), "off".to_owned());
+            let connection = ("auto".to_owned(), "on".to_owned());
+            for end in ["commit", "rollback"] {
+                let mut w =
+                    PgTxn::begin(&b.pool, "BEGIN ISOLATION LEVEL READ COMMITTED", true).unwrap();
+                assert_eq!(settings(&mut w), generic, "the first request");
+                assert_eq!(settings(&mut w), generic, "a later request");
+                match end {
+                    "commit" => w.commit().unwrap(),
+                    _ => w.rollback().unwrap(),
+                }
+                let mut r = PgTxn::begin(&b.pool, BEGIN_READ, false).unwrap();
+                assert_eq!(settings(&mut r), connection, "a read after a {end}");
+                let refused = r.generic_reads(&[], &["SELECT 1"]);
+                assert!(
+                    matches!(refused, Err(Error::Internal(_))),
+                    "{:?}",
+                    refused.map(|g| g.len())
+                );
+                r.rollback().unwrap();
+            }
+        });
+    }
 
     #[test]
     fn a_refused_precommit_check_names_its_sample() {
