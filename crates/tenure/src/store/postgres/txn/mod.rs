@@ -1219,7 +1219,16 @@ mod tests {
         with_database("u_generic", |url| {
             let (b, _) = PgBackend::open(url, Duration::from_secs(5), true).unwrap();
             let generic = ("force_generic_plan".to_owned(), "off".to_owned());
-            let connection = ("auto".to_owned(), "on".to_owned());
+            // The server's own settings, as a plain session has them.
+            let mut plain = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            let mut show = |name: &str| -> String {
+                plain
+                    .query_one(&format!("SHOW {name}"), &[])
+                    .unwrap()
+                    .get(0)
+            };
+            let connection = (show("plan_cache_mode"), show("enable_seqscan"));
+            assert_ne!(connection.0, generic.0, "the server's default plan mode");
             for end in ["commit", "rollback"] {
                 let mut w =
                     PgTxn::begin(&b.pool, "BEGIN ISOLATION LEVEL READ COMMITTED", true).unwrap();
