@@ -568,6 +568,113 @@ fn the_server_clock_is_the_authority_clock() {
     assert_eq!(max, a.clock().unwrap().mark_us);
 }
 
+/// Clock rule on the server's clock: a stored mark ahead of the server's
+/// clock refuses every call whose locked read begins its transaction (the
+/// read brings the mark), and the refusals change nothing.
+#[test]
+fn a_mark_ahead_of_the_server_clock_refuses_every_locked_call() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    for j in ["a", "b", "c", "d"] {
+        a.submit("p", &JobSpec::new(j, vec![])).unwrap();
+    }
+    let la = a.claim("p", "a", "w", secs(600)).unwrap();
+    let lb = a.claim("p", "b", "w", secs(600)).unwrap();
+    let ahead = server_now_us(&db.url) + 3_600_000_000;
+    pg::client(&db.url)
+        .execute("INSERT INTO tenure.mark_log (value) VALUES ($1)", &[&ahead])
+        .unwrap();
+    let events = a.events(0, 1000).unwrap().len();
+    assert_eq!(
+        code(a.claim_next("p", "w", secs(1))),
+        ErrorCode::ClockRollback
+    );
+    assert_eq!(
+        code(a.claim("p", "c", "w", secs(1))),
+        ErrorCode::ClockRollback
+    );
+    assert_eq!(code(la.renew(secs(60))), ErrorCode::ClockRollback);
+    assert_eq!(code(lb.complete(&[])), ErrorCode::ClockRollback);
+    assert_eq!(
+        code(a.renew_many(&[&la, &lb], secs(60))),
+        ErrorCode::ClockRollback
+    );
+    assert_eq!(
+        a.events(0, 1000).unwrap().len(),
+        events,
+        "nothing was written"
+    );
+    // As stored (a view at the held clock shows the leases expired).
+    let rows: Vec<(String, String, Option<i64>)> = pg::client(&db.url)
+        .query(
+            "SELECT job, state, expires_us FROM tenure.jobs ORDER BY job",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let stored = |j: &str, st: &str, e: Option<i64>| (j.to_owned(), st.to_owned(), e);
+    assert_eq!(
+        rows,
+        [
+            stored("a", "claimed", Some(la.expires_us())),
+            stored("b", "claimed", Some(lb.expires_us())),
+            stored("c", "requested", None),
+            stored("d", "requested", None),
+        ]
+    );
+    let st = a.clock().unwrap();
+    assert_eq!(st.mark_us, ahead);
+    assert!(st.blocked);
+}
+
+/// A claim-next of a production its pool last found ungated leaves out
+/// the read of the gate's leases; a gate another pool set since is still
+/// decided on the live leases (read in a request of its own), and so is a
+/// pause set after the limit was cleared.
+#[test]
+fn a_gate_set_by_another_pool_binds_a_pool_that_last_found_none() {
+    if skip() {
+        return;
+    }
+    let db = pg::fresh_database().unwrap();
+    let a = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    let b = Authority::open(db.url.as_str(), &Options::new()).unwrap();
+    a.create_production("p").unwrap();
+    for i in 0..4 {
+        a.submit("p", &JobSpec::new(format!("j{i}"), vec![]))
+            .unwrap();
+    }
+    let first = a.claim_next("p", "w", secs(600)).unwrap();
+    b.set_concurrency_limit("p", Some(1)).unwrap();
+    assert_eq!(
+        code(a.claim_next("p", "w", secs(600))),
+        ErrorCode::NoJobAvailable
+    );
+    first.complete(&[]).unwrap();
+    let second = a.claim_next("p", "w", secs(600)).unwrap();
+    assert_eq!(
+        code(a.claim_next("p", "w", secs(600))),
+        ErrorCode::NoJobAvailable
+    );
+    second.complete(&[]).unwrap();
+    b.set_concurrency_limit("p", None).unwrap();
+    a.claim_next("p", "w", secs(600))
+        .unwrap()
+        .release()
+        .unwrap();
+    b.pause_production("p").unwrap();
+    assert_eq!(
+        code(a.claim_next("p", "w", secs(600))),
+        ErrorCode::NoJobAvailable
+    );
+}
+
 /// Clock rule: a transition samples the server's clock after it holds the
 /// rows it locks, in the same statement. While another connection holds a
 /// job's row, a renewal, a completion, a named claim and a batched renewal

@@ -85,9 +85,9 @@
 //! # Round trips
 //!
 //! A transition or claim-next that succeeds takes two requests (see
-//! docs/postgres.md, "Round trips"): `BEGIN` with its settings, the mark,
-//! (on the server's clock) a clock sample for unguarded writes and one
-//! statement that locks, samples the clock after the locks and reads
+//! docs/postgres.md, "Round trips"): `BEGIN` with its settings and one
+//! statement that locks, samples the clock after the locks, reads the
+//! mark and reads
 //! ([`Txn::lock_jobs_sampled`], [`Txn::claim_start`]: calls of statements
 //! prepared once per connection, their rows decoded from text), a write
 //! transaction's `BEGIN` waiting for its first request

@@ -7,7 +7,7 @@ use super::{key, map_err, tls, CLASS_PROD};
 use crate::error::Result;
 use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -76,7 +76,14 @@ pub(super) struct Pool {
     /// The mark log's rows below this value were deleted by this pool's
     /// last pruning (0: none yet); see [`Pool::prune_mark_log`].
     pub(super) marks_pruned_below: AtomicI64,
+    /// Productions whose last claim-next through this pool found no gate
+    /// row (see [`Pool::seems_ungated`]).
+    ungated: Mutex<HashSet<String>>,
 }
+
+/// The most productions [`Pool::seems_ungated`] remembers; past it the
+/// set starts empty again.
+const UNGATED_HINTS: usize = 4096;
 
 impl Pool {
     /// A pool of no connections yet, connecting with `config` and `tls`.
@@ -95,6 +102,34 @@ impl Pool {
             claim_scans: AtomicU64::new(0),
             marks_written: AtomicU64::new(0),
             marks_pruned_below: AtomicI64::new(0),
+            ungated: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether the last claim-next of `production` through this pool found
+    /// it without a gate row: a hint only (another process may set a gate
+    /// at any time), which lets a claim-next leave out the read of the
+    /// gate's leases, read again when the locked read finds a gate row
+    /// after all (see `claim::claim_start`).
+    pub(super) fn seems_ungated(&self, production: &str) -> bool {
+        self.ungated
+            .lock()
+            .map(|s| s.contains(production))
+            .unwrap_or(false)
+    }
+
+    /// What a claim-next's locked read found of `production`'s gate row.
+    pub(super) fn found_gated(&self, production: &str, gated: bool) {
+        let Ok(mut s) = self.ungated.lock() else {
+            return;
+        };
+        if gated {
+            s.remove(production);
+        } else if !s.contains(production) {
+            if s.len() >= UNGATED_HINTS {
+                s.clear();
+            }
+            s.insert(production.to_owned());
         }
     }
 

@@ -121,8 +121,13 @@ pub(super) const PRECOMMIT: &str = concat!(
 
 /// The durable high-water mark: the largest value in the mark log, read
 /// from the right end of its index (see the backend's module docs).
-pub(super) const HIGH_WATER: &str =
-    "SELECT coalesce((SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1), 0)";
+macro_rules! stored_mark {
+    () => {
+        "coalesce((SELECT value FROM tenure.mark_log ORDER BY value DESC LIMIT 1), 0)"
+    };
+}
+/// [`stored_mark!`] as a statement.
+pub(super) const HIGH_WATER: &str = concat!("SELECT ", stored_mark!());
 /// The name of [`HIGH_WATER`] prepared once per connection, which the
 /// request that begins a transaction runs (no parameters: planned once).
 pub(super) const MARK_NAME: &str = "tenure_mark";
@@ -172,7 +177,8 @@ pub(super) const RAISE_CLAIM_FLOOR: &str = "
 
 /// The jobs matching `$keys` locked `FOR UPDATE` in `seq` order, then the
 /// clock sample (`$3` if given) taken after the locks, with each job's
-/// production back-off (see `lock_jobs_sampled`).
+/// production back-off, whether it has a gate row, and the stored mark
+/// (see `lock_jobs_sampled`).
 macro_rules! lock_jobs_sampled {
     ($keys:literal) => {
         concat!(
@@ -189,7 +195,9 @@ macro_rules! lock_jobs_sampled {
             ") AS now FROM (SELECT count(*) AS n FROM l) c)
              SELECT l.*, t.now, p.backoff_base_us, p.backoff_cap_us,
                     EXISTS (SELECT 1 FROM tenure.production_gates g
-                            WHERE g.name = l.production) AS gated
+                            WHERE g.name = l.production) AS gated, ",
+            stored_mark!(),
+            " AS mark
              FROM t LEFT JOIN l ON true LEFT JOIN tenure.productions p ON p.name = l.production"
         )
     };
@@ -250,7 +258,7 @@ macro_rules! gate_cols {
 /// Claim-next's first request (see `claim_start`): the production's shared
 /// lock (`$1`, `$2`), its existence, floor and the clock sample (`$5` if
 /// given), then the first `$4` ready and due parked jobs of production
-/// `$3`, `FOR UPDATE SKIP LOCKED`, in queue order.
+/// `$3`, `FOR UPDATE SKIP LOCKED`, in queue order, and the stored mark.
 pub(super) const CLAIM_START: &str = concat!(
     "WITH lk AS MATERIALIZED (
                  SELECT EXISTS (SELECT 1 FROM tenure.productions WHERE name = $3) AS found,
@@ -290,7 +298,9 @@ pub(super) const CLAIM_START: &str = concat!(
                             AND due_us <= lk.now),
                     lk.gated, ",
     gate_cols!("lk"),
-    "
+    ", ",
+    stored_mark!(),
+    " AS mark
              FROM lk LEFT JOIN (SELECT *, 1 AS src FROM ready
                                 UNION ALL SELECT *, 2 AS src FROM due) r ON true
              ORDER BY r.priority DESC, r.seq"
@@ -891,12 +901,14 @@ pub(super) const LIVE_EXPIRIES_SAMPLED: &str = concat!(
 /// claimed that end after the durable mark, if the gate row sets a
 /// concurrency limit (else none, read from no job row), then the server's
 /// clock, sampled after that read ([`LIVE_EXPIRIES_SAMPLED`] for a claim
-/// whose gates are not yet known).
+/// whose gates are not yet known, or that left this statement out for a
+/// production its pool last found without a gate row).
 pub(super) const CLAIM_GATE_LEASES: &str = concat!(
     "WITH e AS MATERIALIZED (SELECT ARRAY(SELECT expires_us FROM tenure.jobs
          WHERE production = $1 AND state = 'claimed'
-           AND expires_us > coalesce((SELECT value FROM tenure.mark_log
-                                      ORDER BY value DESC LIMIT 1), 0)
+           AND expires_us > ",
+    stored_mark!(),
+    "
            AND EXISTS (SELECT 1 FROM tenure.production_gates
                        WHERE name = $1 AND concurrency IS NOT NULL)) AS ex)
      SELECT ",

@@ -61,6 +61,9 @@ pub(super) fn lock_jobs_sampled(
         .first()
         .ok_or_else(|| Error::Internal("the locked read gave no row".into()))?
         .i64(JOB_COLS)?;
+    if let Some(first) = rows.first() {
+        tx.mark_from_read(first, JOB_COLS + 4)?;
+    }
     let mut found: HashMap<(String, String), JobRow> = HashMap::with_capacity(rows.len());
     let mut backoffs = HashMap::new();
     tx.ungated.clear();
@@ -128,9 +131,19 @@ pub(super) fn claim_start(
             literal::opt_int(local),
         ],
     )?;
-    let leases = literal::execute(GATE_LEASES.0, &[literal::text(production)])?;
-    let mut groups = tx.generic_reads(&[CLAIM_FIRST, GATE_LEASES], &[&call, &leases])?;
-    let (Some(sampled), Some(rows)) = (groups.pop(), groups.pop()) else {
+    // A production this pool last found without a gate row is claimed
+    // without the leases' read: if the locked read finds a gate row after
+    // all, the gate decision reads them in a request of its own (still
+    // after the gate row's lock).
+    let hinted = tx.pool.seems_ungated(production);
+    let mut groups = if hinted {
+        tx.generic_reads(&[CLAIM_FIRST], &[&call])?
+    } else {
+        let leases = literal::execute(GATE_LEASES.0, &[literal::text(production)])?;
+        tx.generic_reads(&[CLAIM_FIRST, GATE_LEASES], &[&call, &leases])?
+    };
+    let sampled = if hinted { None } else { groups.pop() };
+    let Some(rows) = groups.pop() else {
         return Err(Error::Internal("the claim scan gave no answer".into()));
     };
     tx.held.push((CLASS_PROD, k, true, tx.savepoints));
@@ -149,13 +162,21 @@ pub(super) fn claim_start(
     } else {
         None
     };
-    let sampled = sampled
-        .first()
-        .ok_or_else(|| Error::Internal("the gate leases' read gave no row".into()))?;
+    tx.mark_from_read(first, JOB_COLS + 11)?;
+    tx.pool.found_gated(production, gated);
+    let leases = match sampled {
+        Some(s) => {
+            let s = s
+                .first()
+                .ok_or_else(|| Error::Internal("the gate leases' read gave no row".into()))?;
+            Some((s.i64(0)?, i64_array(s, 1)?))
+        }
+        None => None,
+    };
     tx.claim_gate = Some(ClaimGate {
         production: production.to_owned(),
         row,
-        leases: Some((sampled.i64(0)?, i64_array(sampled, 1)?)),
+        leases,
     });
     let mut out = Vec::with_capacity(rows.len());
     let mut full = [0usize; 2];

@@ -27,7 +27,7 @@ use crate::store::{
 use crate::ttl::Backoff;
 use postgres::types::ToSql;
 use postgres::{Row, SimpleQueryMessage, SimpleQueryRow};
-use rows::u32_col;
+use rows::{u32_col, Cols};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -85,10 +85,14 @@ pub(super) struct PgTxn {
     /// unguarded write asks for it ([`Txn::observed_now_us`]).
     begin_now: Option<i64>,
     /// The request being sent is a locked read that samples the clock
-    /// itself ([`PgTxn::generic_reads`]): a write transaction it begins
-    /// reads no clock sample at its `BEGIN` (an unguarded write later in
-    /// the transaction asks the server for one).
+    /// and reads the stored mark itself ([`PgTxn::generic_reads`]): a
+    /// write transaction it begins reads neither at its `BEGIN` (an
+    /// unguarded write later in the transaction asks the server for a
+    /// sample).
     sampling_read: bool,
+    /// The request that began this transaction left its mark to the
+    /// locked read's rows, which hand it over ([`PgTxn::mark_from_read`]).
+    mark_in_read: bool,
     /// Deferred writes (see [`PgTxn::defer`]): SQL sent at the head of the
     /// transaction's next request.
     pending: String,
@@ -128,7 +132,9 @@ pub(super) struct PgTxn {
 /// statement of that request (a later snapshot, taken once the row lock
 /// was granted), the expiries of the production's leases stored claimed
 /// that end after the mark (none without a concurrency limit) with the
-/// server's clock sampled after that read. The row answers
+/// server's clock sampled after that read (`None`: not read, the pool
+/// having last found the production without a gate row, see
+/// [`Pool::seems_ungated`]). The row answers
 /// [`Txn::gates`] until a savepoint rollback, a gate write or a locked
 /// read of named jobs; the leases answer the first
 /// [`Txn::live_expiries_sampled`] only, the claim-next's own, before it
@@ -161,10 +167,11 @@ impl PgTxn {
     /// followed by [`GENERIC_ON`]), followed in the same request by the
     /// read of the high-water mark, which the session asks for before it
     /// checks a clock sample ([`Txn::high_water`] answers it once from
-    /// here), and, for a write transaction on the server's clock whose
-    /// first request is not a locked read (which samples the clock
-    /// itself), a clock sample for the first unguarded write
-    /// ([`Txn::observed_now_us`]). A read transaction sends it at once; a
+    /// here), and, for a write transaction on the server's clock, a clock
+    /// sample for the first unguarded write ([`Txn::observed_now_us`]);
+    /// a write transaction whose first request is a locked read reads
+    /// neither there (the locked read reads the mark and samples the clock
+    /// itself). A read transaction sends it at once; a
     /// write transaction keeps it for the head of its first request (see
     /// [`PgTxn::request`]), so its first locked read
     /// ([`Txn::lock_jobs_sampled`], [`Txn::claim_start`]) begins it too.
@@ -197,6 +204,7 @@ impl PgTxn {
             begin_mark: None,
             begin_now: None,
             sampling_read: false,
+            mark_in_read: false,
             conn: Some(conn),
             pool: pool.clone(),
             unbegun: Some(sql.to_owned()),
@@ -327,11 +335,13 @@ impl PgTxn {
         let begins = self.unbegun.is_some();
         let checked = begins && self.write && self.pool.server_clock;
         let sampled = begins && self.samples_at_begin();
-        let heads: &[Prepared] = match (begins, checked, sampled) {
-            (true, true, true) => &[PRECOMMIT_STMT, MARK_STMT, NOW_STMT],
-            (true, true, false) => &[PRECOMMIT_STMT, MARK_STMT],
-            (true, false, _) => &[MARK_STMT],
-            (false, _, _) => &[],
+        let marked = begins && !self.sampling_read;
+        let heads: &[Prepared] = match (begins, checked, sampled, marked) {
+            (true, true, true, _) => &[PRECOMMIT_STMT, MARK_STMT, NOW_STMT],
+            (true, true, false, true) => &[PRECOMMIT_STMT, MARK_STMT],
+            (true, true, false, false) => &[PRECOMMIT_STMT],
+            (true, false, _, true) => &[MARK_STMT],
+            (true, false, _, false) | (false, ..) => &[],
         };
         let mut text = String::new();
         let mut names: Vec<&'static str> = Vec::new();
@@ -354,11 +364,11 @@ impl PgTxn {
                 names.push(name);
             }
         }
-        if begins {
+        if marked {
             text.push_str(&format!("EXECUTE {MARK_NAME}; "));
-            if sampled {
-                text.push_str(&format!("EXECUTE {NOW_NAME}; "));
-            }
+        }
+        if sampled {
+            text.push_str(&format!("EXECUTE {NOW_NAME}; "));
         }
         text.push_str(deferred);
         text.push_str(sql);
@@ -375,10 +385,14 @@ impl PgTxn {
         sampled: bool,
     ) -> Vec<Vec<SimpleQueryRow>> {
         let began = self.unbegun.take().is_some();
+        // A locked read that begins the transaction brings the mark in
+        // its own rows.
+        self.mark_in_read = began && self.sampling_read;
+        let marked = usize::from(!self.mark_in_read);
         // The horizon's two rows, if read, come before the mark's.
         let horizon_rows = if began && self.reads_horizon { 2 } else { 0 };
         let heads = if began {
-            horizon_rows + 1 + usize::from(sampled)
+            horizon_rows + marked + usize::from(sampled)
         } else {
             0
         };
@@ -392,7 +406,7 @@ impl PgTxn {
                     let v = r.get(0).and_then(|v| v.parse::<i64>().ok());
                     match firsts.checked_sub(horizon_rows) {
                         None => horizon[firsts] = v,
-                        Some(0) => self.begin_mark = v,
+                        Some(0) if marked == 1 => self.begin_mark = v,
                         Some(_) => self.begin_now = v,
                     }
                     firsts += 1;
@@ -408,6 +422,16 @@ impl PgTxn {
             self.flow_horizon = next.map(|n| events::horizon(n, registered));
         }
         groups
+    }
+
+    /// The stored mark a locked read's row `r` carries in column `col`,
+    /// kept as the mark read with `BEGIN` when that read began the
+    /// transaction (see [`PgTxn::sampling_read`]).
+    fn mark_from_read(&mut self, r: &SimpleQueryRow, col: usize) -> Result<()> {
+        if std::mem::take(&mut self.mark_in_read) {
+            self.begin_mark = Some(r.i64(col)?);
+        }
+        Ok(())
     }
 
     /// Whether the request that begins this transaction reads a clock
