@@ -589,20 +589,16 @@ fn a_mark_ahead_of_the_server_clock_refuses_every_locked_call() {
         .execute("INSERT INTO tenure.mark_log (value) VALUES ($1)", &[&ahead])
         .unwrap();
     let events = a.events(0, 1000).unwrap().len();
-    assert_eq!(
-        code(a.claim_next("p", "w", secs(1))),
-        ErrorCode::ClockRollback
-    );
-    assert_eq!(
-        code(a.claim("p", "c", "w", secs(1))),
-        ErrorCode::ClockRollback
-    );
-    assert_eq!(code(la.renew(secs(60))), ErrorCode::ClockRollback);
-    assert_eq!(code(lb.complete(&[])), ErrorCode::ClockRollback);
-    assert_eq!(
-        code(a.renew_many(&[&la, &lb], secs(60))),
-        ErrorCode::ClockRollback
-    );
+    let refused = [
+        ("claim-next", code(a.claim_next("p", "w", secs(1)))),
+        ("named claim", code(a.claim("p", "c", "w", secs(1)))),
+        ("renewal", code(la.renew(secs(60)))),
+        ("completion", code(lb.complete(&[]))),
+        ("batched renewal", code(a.renew_many(&[&la, &lb], secs(60)))),
+    ];
+    for (call, c) in refused {
+        assert_eq!(c, ErrorCode::ClockRollback, "{call}");
+    }
     assert_eq!(
         a.events(0, 1000).unwrap().len(),
         events,
