@@ -14,7 +14,9 @@ use crate::request::{Applied, ClaimRequest};
 use crate::retention::{DeletedCounts, PruneReport, Retention, DELETE_STEP_JOBS};
 use crate::secret::Secret;
 use crate::session::{Guarded, Session};
-use crate::store::{JobRow, LiveScan, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn};
+use crate::store::{
+    JobRow, LiveScan, LockedFor, NewEvent, ProductionRow, RequestRow, Stored, Tombstone, Txn,
+};
 use crate::ttl::{Backoff, Delay, Ttl};
 use crate::validate;
 use sha2::{Digest, Sha256};
@@ -708,7 +710,7 @@ fn claim_minting(
     validate::id("production", production)?;
     validate::id("job", job)?;
     validate::holder(holder)?;
-    let (now, row) = locked(s, production, job)?;
+    let (now, row) = locked(s, production, job, LockedFor::Claim)?;
     claim_locked(s, production, job, (now, row), holder, ttl, asked)
 }
 
@@ -995,14 +997,26 @@ fn check(row: &JobRow, key: &LeaseKey<'_>, now: i64) -> Result<()> {
 
 /// A single transition's first step: lock the job, then sample the clock
 /// ([`Txn::lock_jobs_sampled`]), the sample checked against the mark.
-fn locked(s: &mut Session, production: &str, job: &str) -> Result<(i64, Option<JobRow>)> {
-    let l = locked_many(s, &[(production, job)])?;
+fn locked(
+    s: &mut Session,
+    production: &str,
+    job: &str,
+    what: LockedFor,
+) -> Result<(i64, Option<JobRow>)> {
+    let l = locked_many(s, &[(production, job)], what)?;
     Ok((l.now, l.rows.into_iter().next().flatten()))
 }
 
 /// [`locked`] for many distinct jobs.
-fn locked_many(s: &mut Session, keys: &[(&str, &str)]) -> Result<crate::store::Locked> {
-    let l = s.sampled(|txn, local| txn.lock_jobs_sampled(keys, local), |l| l.now)?;
+fn locked_many(
+    s: &mut Session,
+    keys: &[(&str, &str)],
+    what: LockedFor,
+) -> Result<crate::store::Locked> {
+    let l = s.sampled(
+        |txn, local| txn.lock_jobs_sampled(keys, local, what),
+        |l| l.now,
+    )?;
     if l.rows.len() != keys.len() {
         return Err(Error::Internal("a batched read lost rows".into()));
     }
@@ -1034,7 +1048,7 @@ fn transition_or_replay<T>(
     decide: impl FnOnce(JobRow, i64) -> Result<(Change, T)>,
     replay: Option<impl FnOnce(&mut dyn Txn, &JobRow, i64) -> Result<Option<T>>>,
 ) -> Result<Applied<T>> {
-    let (now, row) = locked(s, key.production, key.job)?;
+    let (now, row) = locked(s, key.production, key.job, LockedFor::Transition)?;
     let kept = replay.as_ref().and(row.clone());
     match checked(row, key, now).and_then(|row| decide(row, now)) {
         Ok((c, out)) => {
@@ -1091,7 +1105,14 @@ pub(crate) fn transition_many_applied<T>(
             now,
             rows,
             backoffs: mut read,
-        } = locked_many(s, &lookup)?;
+        } = locked_many(
+            s,
+            &lookup,
+            match backoffs {
+                true => LockedFor::Failure,
+                false => LockedFor::Transition,
+            },
+        )?;
         let mut changes = Vec::with_capacity(todo.len());
         for (&i, row) in todo.iter().zip(rows) {
             let kept = replay.as_ref().and(row.clone());
@@ -1286,7 +1307,7 @@ pub(crate) fn fail_applied(
     replay: bool,
 ) -> Result<Applied<JobState>> {
     validate::reason(reason)?;
-    let l = locked_many(s, &[(key.production, key.job)])?;
+    let l = locked_many(s, &[(key.production, key.job)], LockedFor::Failure)?;
     let (now, mut read) = (l.now, l.backoffs);
     let r = replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| {
         failure_replay(t, row, reason, permanent, retry_after)
@@ -1390,7 +1411,7 @@ pub(crate) fn complete_applied(
     replay: bool,
 ) -> Result<Applied<()>> {
     valid_completion(facts, exec)?;
-    let (now, row) = locked(s, key.production, key.job)?;
+    let (now, row) = locked(s, key.production, key.job, LockedFor::Transition)?;
     let r =
         replay.then_some(|t: &mut dyn Txn, row: &JobRow, _| completion_replay(t, row, facts, exec));
     let row = match checked_or_replayed(s, key, now, row, r)? {
@@ -1819,7 +1840,7 @@ pub(crate) fn claim_idempotent(
     // The job's lock first: a claim under this request that is still
     // committing elsewhere (its answer lost) has then committed, and its
     // record is visible to the lookup.
-    let (now, row) = locked(s, production, job)?;
+    let (now, row) = locked(s, production, job, LockedFor::Claim)?;
     let args = request_args("claim", job, holder, ttl);
     let asked = Asked {
         req,

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::model::EventKind;
 use crate::request::Applied;
 use crate::session::Session;
-use crate::store::{JobRow, Txn};
+use crate::store::{JobRow, LockedFor, Txn};
 use crate::ttl::Ttl;
 use crate::validate;
 
@@ -38,7 +38,7 @@ pub(crate) fn checkpoint_applied(
     replay: bool,
 ) -> Result<Applied<Option<i64>>> {
     validate::progress(progress)?;
-    let (now, row) = locked(s, key.production, key.job)?;
+    let (now, row) = locked(s, key.production, key.job, LockedFor::Transition)?;
     let kept = row.clone();
     let decided = checked(row, key, now).and_then(|row| match renew {
         Some(ttl) => renewed(row, now, ttl).map(|(mut c, exp)| {

@@ -422,6 +422,20 @@ pub(crate) enum LiveScan {
 /// taken).
 pub(crate) type Inserted = (Option<ProductionRow>, Option<Vec<Option<i64>>>);
 
+/// What a caller of [`Txn::lock_jobs_sampled`] goes on to decide, so what
+/// a backend may read with the rows to spare it a request later (a backend
+/// may read more or less: the rules read what is missing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockedFor {
+    /// A transition that needs neither the productions' back-off nor their
+    /// gates (renewal, release, completion, progress).
+    Transition,
+    /// A failure: the rows' productions' default back-off.
+    Failure,
+    /// A claim of named jobs: the rows' productions' gates.
+    Claim,
+}
+
 /// What [`Txn::lock_jobs_sampled`] read.
 pub(crate) struct Locked {
     /// The clock sample, taken after the row locks were held.
@@ -526,11 +540,13 @@ pub(crate) trait Txn: Send {
     /// rows in the order asked, and the default back-off of the rows'
     /// productions where the backend read it with them (a production
     /// missing from the map was not read: the rules read it if they need
-    /// it). Default: sample, then [`Txn::jobs_for_update`], no back-offs.
+    /// it). `what` says what the caller decides next ([`LockedFor`]).
+    /// Default: sample, then [`Txn::jobs_for_update`], no back-offs.
     fn lock_jobs_sampled(
         &mut self,
         keys: &[(&str, &str)],
         local_now: Option<i64>,
+        _what: LockedFor,
     ) -> Result<Locked> {
         let now = sample(self, local_now)?;
         Ok(Locked {

@@ -527,7 +527,7 @@ mod tests {
             SUBMIT_GUARD, SUBMIT_GUARD_NAME, SUBMIT_GUARD_TYPES, WRITE_BATCHES, WRITE_BATCH_TYPES,
             WRITE_ONES, WRITE_ONE_TYPES,
         };
-        use super::txn::claim::{CLAIM_FIRST, LOCK_JOB};
+        use super::txn::claim::{CLAIM_FIRST, LOCK_JOB, LOCK_JOB_BARE_STMT};
         use super::txn::GENERIC_ON;
         with_database("u_plans", |url| {
             let auth = crate::Authority::open(url, &crate::Options::new()).unwrap();
@@ -544,6 +544,7 @@ mod tests {
             let mut calls = vec![
                 (CLAIM_FIRST, "1, 2, 'p', 1, NULL".to_owned()),
                 (LOCK_JOB, "'p', 'j0-0', NULL".to_owned()),
+                (LOCK_JOB_BARE_STMT, "'p', 'j0-0', NULL".to_owned()),
             ];
             // Each shape of the write statement, in both forms, with no
             // rows: an empty array for each array parameter, 0 for each

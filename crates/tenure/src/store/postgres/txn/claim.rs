@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::store::postgres::pool::FLOOR_EVERY;
 use crate::store::postgres::sql::*;
 use crate::store::postgres::{key, literal, CLASS_PROD};
-use crate::store::{backoff_from_cols, ClaimStart, JobRow, LiveScan, Locked};
+use crate::store::{backoff_from_cols, ClaimStart, JobRow, LiveScan, Locked, LockedFor};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
@@ -21,6 +21,14 @@ const LOCK_JOBS: Prepared = (
     "text[], text[], bigint",
     LOCK_JOBS_SAMPLED,
 );
+/// [`LOCK_JOB`] of a transition that reads none of the productions' columns.
+pub(in crate::store::postgres) const LOCK_JOB_BARE_STMT: Prepared =
+    ("tenure_lock_job_bare", "text, text, bigint", LOCK_JOB_BARE);
+const LOCK_JOBS_BARE_STMT: Prepared = (
+    "tenure_lock_jobs_bare",
+    "text[], text[], bigint",
+    LOCK_JOBS_BARE,
+);
 pub(in crate::store::postgres) const CLAIM_FIRST: Prepared = (
     "tenure_claim_start",
     "int, int, text, bigint, bigint",
@@ -32,6 +40,7 @@ pub(super) fn lock_jobs_sampled(
     tx: &mut PgTxn,
     keys: &[(&str, &str)],
     local_now: Option<i64>,
+    what: LockedFor,
 ) -> Result<Locked> {
     let local = literal::opt_int(local_now.filter(|_| !tx.pool.server_clock));
     // One statement: lock the rows (in seq order, as `jobs_for_update`),
@@ -41,10 +50,16 @@ pub(super) fn lock_jobs_sampled(
     // prepared statement in a simple-query request, so the transaction's
     // `BEGIN` and deferred writes ride in the same request, under a
     // generic plan (`PgTxn::generic_reads`).
+    // A renewal, release, completion or progress write reads none of the
+    // productions' columns (`LOCK_JOB_BARE`).
+    let bare = what == LockedFor::Transition;
     let (stmt, params) = match keys {
-        [(p, j)] => (LOCK_JOB, [literal::text(p), literal::text(j), local]),
+        [(p, j)] => (
+            if bare { LOCK_JOB_BARE_STMT } else { LOCK_JOB },
+            [literal::text(p), literal::text(j), local],
+        ),
         _ => (
-            LOCK_JOBS,
+            if bare { LOCK_JOBS_BARE_STMT } else { LOCK_JOBS },
             [
                 literal::array(keys.iter().map(|k| literal::text(k.0)), "text"),
                 literal::array(keys.iter().map(|k| literal::text(k.1)), "text"),
@@ -75,11 +90,13 @@ pub(super) fn lock_jobs_sampled(
             continue;
         }
         let row = job_row(r)?;
-        if !r.boolean(JOB_COLS + 3)? && !tx.ungated.contains(&row.production) {
-            tx.ungated.push(row.production.clone());
+        if !bare {
+            if !r.boolean(JOB_COLS + 3)? && !tx.ungated.contains(&row.production) {
+                tx.ungated.push(row.production.clone());
+            }
+            let b = backoff_from_cols(r.opt_i64(JOB_COLS + 1)?, r.opt_i64(JOB_COLS + 2)?)?;
+            backoffs.insert(row.production.clone(), b);
         }
-        let b = backoff_from_cols(r.opt_i64(JOB_COLS + 1)?, r.opt_i64(JOB_COLS + 2)?)?;
-        backoffs.insert(row.production.clone(), b);
         found.insert((row.production.clone(), row.job.clone()), row);
     }
     let rows = keys

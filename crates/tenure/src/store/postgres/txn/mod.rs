@@ -21,8 +21,8 @@ use crate::error::{Error, Result};
 use crate::model::{Event, PublishedFact};
 use crate::store::{
     ClaimStart, ClaimedFigures, FlowEvent, FlowRange, GateRow, Inserted, JobFacts, JobRow,
-    LiveScan, Locked, NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored, Tombstone, Txn,
-    WaitingFigures,
+    LiveScan, Locked, LockedFor, NewEvent, ProductionRow, RequestRow, ScheduleRow, Stored,
+    Tombstone, Txn, WaitingFigures,
 };
 use crate::ttl::Backoff;
 use postgres::types::ToSql;
@@ -717,8 +717,9 @@ impl Txn for PgTxn {
         &mut self,
         keys: &[(&str, &str)],
         local_now: Option<i64>,
+        what: LockedFor,
     ) -> Result<Locked> {
-        claim::lock_jobs_sampled(self, keys, local_now)
+        claim::lock_jobs_sampled(self, keys, local_now, what)
     }
 
     fn claim_start(
