@@ -86,8 +86,8 @@
 //!
 //! A transition or claim-next that succeeds takes two requests (see
 //! docs/postgres.md, "Round trips"): `BEGIN` with its settings and one
-//! statement that locks, samples the clock after the locks, reads the
-//! mark and reads
+//! statement that locks, samples the clock after the locks, and reads the
+//! mark and what the rules decide on
 //! ([`Txn::lock_jobs_sampled`], [`Txn::claim_start`]: calls of statements
 //! prepared once per connection, their rows decoded from text), a write
 //! transaction's `BEGIN` waiting for its first request

@@ -45,13 +45,14 @@ pub(super) fn lock_jobs_sampled(
     let local = literal::opt_int(local_now.filter(|_| !tx.pool.server_clock));
     // One statement: lock the rows (in seq order, as `jobs_for_update`),
     // then sample the clock in a CTE that consumes every locked row
-    // first, so the sample is taken after any wait for a lock; the
-    // rows' productions' default back-off comes with them. A call of a
-    // prepared statement in a simple-query request, so the transaction's
-    // `BEGIN` and deferred writes ride in the same request, under a
-    // generic plan (`PgTxn::generic_reads`).
-    // A renewal, release, completion or progress write reads none of the
-    // productions' columns (`LOCK_JOB_BARE`).
+    // first, so the sample is taken after any wait for a lock; the stored
+    // mark and, for a failure or a claim, the rows' productions' default
+    // back-off and gate rows come with them (a renewal, release,
+    // completion or progress write reads none of the productions'
+    // columns: `LOCK_JOB_BARE`). A call of a prepared statement in a
+    // simple-query request, so the transaction's `BEGIN` and deferred
+    // writes ride in the same request, under a generic plan
+    // (`PgTxn::generic_reads`).
     let bare = what == LockedFor::Transition;
     let (stmt, params) = match keys {
         [(p, j)] => (
