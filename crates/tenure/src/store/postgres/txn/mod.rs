@@ -336,13 +336,12 @@ impl PgTxn {
         let checked = begins && self.write && self.pool.server_clock;
         let sampled = begins && self.samples_at_begin();
         let marked = begins && !self.sampling_read;
-        let heads: &[Prepared] = match (begins, checked, sampled, marked) {
-            (true, true, true, _) => &[PRECOMMIT_STMT, MARK_STMT, NOW_STMT],
-            (true, true, false, true) => &[PRECOMMIT_STMT, MARK_STMT],
-            (true, true, false, false) => &[PRECOMMIT_STMT],
-            (true, false, _, true) => &[MARK_STMT],
-            (true, false, _, false) | (false, ..) => &[],
-        };
+        let heads = [
+            (checked, PRECOMMIT_STMT),
+            (marked, MARK_STMT),
+            (sampled, NOW_STMT),
+        ];
+        let heads = heads.iter().filter(|h| h.0).map(|h| &h.1);
         let mut text = String::new();
         let mut names: Vec<&'static str> = Vec::new();
         // A request that begins the transaction prepares inside it: a
@@ -355,7 +354,7 @@ impl PgTxn {
                 text.push_str(GENERIC_ON);
             }
         }
-        for &(name, types, body) in heads.iter().chain(prepare) {
+        for &(name, types, body) in heads.chain(prepare) {
             if !conn.prepared.contains(name) && !names.contains(&name) {
                 match types {
                     "" => text.push_str(&format!("PREPARE {name} AS {body}; ")),
