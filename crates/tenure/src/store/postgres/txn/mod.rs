@@ -38,6 +38,16 @@ pub(super) use figures::{after_fold, fold_counts};
 /// yet: `(name, parameter types, body)` (see [`PgTxn::request`]).
 pub(super) type Prepared = (&'static str, &'static str, &'static str);
 
+/// The `PREPARE` of `stmt`, a statement of a simple-query request (a
+/// parameterless one without the parenthesised list, which the server
+/// would refuse empty).
+fn prepare_text((name, types, body): Prepared) -> String {
+    match types {
+        "" => format!("PREPARE {name} AS {body}; "),
+        _ => format!("PREPARE {name} ({types}) AS {body}; "),
+    }
+}
+
 /// The pre-commit check, prepared by the request that begins a write
 /// transaction on the server's clock (`PREPARE` is no part of the
 /// transaction).
@@ -354,12 +364,10 @@ impl PgTxn {
                 text.push_str(GENERIC_ON);
             }
         }
-        for &(name, types, body) in heads.chain(prepare) {
+        for &stmt in heads.chain(prepare) {
+            let name = stmt.0;
             if !conn.prepared.contains(name) && !names.contains(&name) {
-                match types {
-                    "" => text.push_str(&format!("PREPARE {name} AS {body}; ")),
-                    _ => text.push_str(&format!("PREPARE {name} ({types}) AS {body}; ")),
-                }
+                text.push_str(&prepare_text(stmt));
                 names.push(name);
             }
         }
@@ -506,9 +514,9 @@ impl PgTxn {
     /// should together cost one round trip, not one each.
     fn prepare_together(&mut self, stmts: &[Prepared]) -> Result<()> {
         let mut sql = String::new();
-        for &(name, types, body) in stmts {
-            if !self.c().prepared.contains(name) {
-                sql.push_str(&format!("PREPARE {name} ({types}) AS {body}; "));
+        for &stmt in stmts {
+            if !self.c().prepared.contains(stmt.0) {
+                sql.push_str(&prepare_text(stmt));
             }
         }
         if sql.is_empty() {
