@@ -110,8 +110,12 @@ short), and checks the drained count afterwards.
 
 Every run checks its end state and prints a ``"workload":"js-peer"`` line
 (system, workload, workers, round; ``jobs_per_s``, or ``p50_ms`` and
-``p95_ms`` for ``wake``); a last ``"workload":"js-peer-versions"`` line
-names tenure's version. ``crates/xtask/src/pg_peer.rs`` sums them up: each
+``p95_ms`` for ``wake``; and for every run but ``wake``
+``server_us_per_job``: the CPU time every process of the server used over
+the timed window, connections and background processes alike, divided by
+the jobs, read from ``/proc`` when the server runs on this machine, by
+``_server_cpu_s`` here and the same reading in ``peers.mjs``); a last
+``"workload":"js-peer-versions"`` line names tenure's version. ``crates/xtask/src/pg_peer.rs`` sums them up: each
 system's median figure and the median of the per-round ratios tenure /
 peer.
 
@@ -157,6 +161,68 @@ def _drop_database(maintenance_url: str, name: str) -> None:
 
     with psycopg.connect(maintenance_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _postmaster(url: str) -> int | None:
+    """The PID of the server process of ``url`` (the parent of a backend),
+    when that server runs on this machine; else None."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    if row is None:
+        return None
+    try:
+        with open(f"/proc/{row[0]}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _server_cpu_s(postmaster: int | None) -> float | None:
+    """The CPU time (user and system, seconds) the server ``postmaster``
+    and all its processes have used so far: its own, that of its children
+    it has reaped (ended connections), and that of those alive (or ended,
+    not yet reaped). The difference over a timed window is the server's
+    CPU for the window's work (background processes included, as they work
+    for it too). A child reaped while its siblings are read would be
+    counted twice or not at all: the read is taken again until the reaped
+    time stayed the same across it."""
+    if postmaster is None:
+        return None
+
+    def fields(pid: int | str) -> list[str]:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()
+
+    tick = os.sysconf("SC_CLK_TCK")
+    for _ in range(100):
+        try:
+            own = fields(postmaster)
+        except OSError:
+            return None
+        children = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == postmaster:
+                continue
+            try:
+                f = fields(entry)
+            except OSError:
+                continue  # not a child, or reaped: then the check below fails
+            if int(f[1]) == postmaster:
+                children += int(f[11]) + int(f[12])  # utime stime
+        again = fields(postmaster)
+        if again[13:15] == own[13:15]:  # cutime cstime
+            return (sum(int(x) for x in again[11:15]) + children) / tick
+    return None
+
+
+def _per_job_us(before: float | None, after: float | None, jobs: int) -> dict[str, float]:
+    """``server_us_per_job`` of a window whose server CPU went from
+    ``before`` to ``after`` seconds (nothing when it was not read)."""
+    if before is None or after is None or jobs <= 0:
+        return {}
+    return {"server_us_per_job": (after - before) * 1e6 / jobs}
 
 
 # ---------------------------------------------------------------- tenure
@@ -553,17 +619,20 @@ def _threads_drain(url: str, jobs: int, workers: int, batch: bool) -> dict[str, 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(workers)]
     for t in threads:
         t.start()
+    server = _postmaster(url)
+    cpu0 = _server_cpu_s(server)
     go.wait()
     start = time.monotonic()
     for t in threads:
         t.join()
+    cpu1 = _server_cpu_s(server)
     if errors:
         raise SystemExit(f"tenure worker failed: {errors[0]!r}")
     if sum(done) != jobs:
         raise SystemExit(f"tenure: threads handled {sum(done)} of {jobs} jobs")
     tenure_verify(url, jobs)
     s = max(ends) - start
-    return {"jobs_per_s": jobs / s, "seconds": s}
+    return {"jobs_per_s": jobs / s, "seconds": s, **_per_job_us(cpu0, cpu1, jobs)}
 
 
 def _tenure_enqueue(url: str, jobs: int) -> dict[str, object]:
@@ -571,13 +640,16 @@ def _tenure_enqueue(url: str, jobs: int) -> dict[str, object]:
 
     a = tenure.Authority(url)
     a.create_production(PRODUCTION)
+    server = _postmaster(url)
+    cpu0 = _server_cpu_s(server)
     t0 = time.perf_counter()
     for i in range(0, jobs, CHUNK):
         tenure_chunk(a, i, min(i + CHUNK, jobs))
     s = time.perf_counter() - t0
+    cpu1 = _server_cpu_s(server)
     if len(a.jobs(PRODUCTION, state="requested", limit=1)) != 1:
         raise SystemExit("tenure: no job requested after the enqueue")
-    return {"jobs_per_s": jobs / s, "seconds": s}
+    return {"jobs_per_s": jobs / s, "seconds": s, **_per_job_us(cpu0, cpu1, jobs)}
 
 
 def _tenure_wake(url: str, samples: int) -> dict[str, object]:
@@ -652,6 +724,8 @@ def _floor_run(args: argparse.Namespace, system: str, url: str, jobs: int, worke
         seeded = _node_run(args.node_dir, "graphile", "seed", url, drained + FLOOR_EXTRA, 1)
         script, define = "graphile.pgbench", f"tasks={{{seeded['task_id']}}}"
         ver = str(seeded["version"])
+    server = _postmaster(url)
+    cpu0 = _server_cpu_s(server)
     out = subprocess.run(
         [os.path.join(args.pg_bin, "pgbench"), "-n", "-M", "prepared"]
         + ["-c", str(workers), "-j", str(workers), "-t", str(per)]
@@ -660,6 +734,7 @@ def _floor_run(args: argparse.Namespace, system: str, url: str, jobs: int, worke
         text=True,
         check=False,
     )
+    cpu1 = _server_cpu_s(server)
     tps = next(
         (float(x.split()[2]) for x in out.stdout.splitlines() if x.startswith("tps = ")), None
     )
@@ -677,22 +752,30 @@ def _floor_run(args: argparse.Namespace, system: str, url: str, jobs: int, worke
         row = conn.execute(q).fetchone()
         if row is None or row[0] != want:
             raise SystemExit(f"{system}: {row} after the floor drain, expected {want}")
-    return {"jobs_per_s": tps, "version": ver}
+    return {"jobs_per_s": tps, "version": ver, **_per_job_us(cpu0, cpu1, drained)}
 
 
 def _node_run(
     node_dir: str, system: str, workload: str, url: str, n: int, workers: int
 ) -> dict[str, object]:
+    server = _postmaster(url)
+    env = dict(os.environ)
+    if server is not None:
+        env["BENCH_PG_POSTMASTER"] = str(server)
     out = subprocess.run(
         ["node", os.path.join(node_dir, "peers.mjs"), system, workload, url, str(n), str(workers)],
         stdout=subprocess.PIPE,
         text=True,
         check=False,
+        env=env,
     )
     line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
     if out.returncode != 0 or line is None:
         raise SystemExit(f"peers.mjs {system} {workload} failed ({out.returncode}):\n{out.stdout}")
     result: dict[str, object] = json.loads(line[len("RESULT ") :])
+    window = result.pop("server_cpu_s", None)
+    if isinstance(window, (int, float)) and n > 0:
+        result["server_us_per_job"] = window * 1e6 / n
     return result
 
 
@@ -725,7 +808,7 @@ def js_run(
         "round": rnd,
         "jobs": n,
     }
-    for k in ("jobs_per_s", "p50_ms", "p95_ms"):
+    for k in ("jobs_per_s", "p50_ms", "p95_ms", "server_us_per_job"):
         if k in r:
             row[k] = round(float(str(r[k])), 3 if k.endswith("_ms") else 1)
     if "version" in r:

@@ -35,8 +35,12 @@
 // Afterwards the end state is checked (no job left; graphile-worker keeps
 // no row of a completed job, pg-boss marks it `completed`). Prints one line
 // `RESULT {json}`: `jobs_per_s` (drain, batch, enqueue) or `p50_ms`,
-// `p95_ms` (wake), and the system's version.
+// `p95_ms` (wake), and the system's version; with `BENCH_PG_POSTMASTER`
+// set (the PID of the server's postmaster, on this machine), also
+// `server_cpu_s` for drain, batch and enqueue: the CPU time the server's
+// processes used over the timed window (as `bench/pg_peer.py` reads it).
 
+import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { Logger, makeWorkerUtils, run } from "graphile-worker";
@@ -62,6 +66,49 @@ if (!["graphile", "pgboss"].includes(system) || !url || !(jobs > 0) || !(workers
 const logger = new Logger(() => (level, message) => {
   if (level === "error") console.error(message);
 });
+
+const POSTMASTER = Number(process.env.BENCH_PG_POSTMASTER) || null;
+
+// The CPU seconds the server's postmaster and all its processes have used
+// so far (its own, its reaped children's, its live or unreaped children's:
+// the fields of /proc/PID/stat after the command), or null without a
+// postmaster; read again until no child was reaped during the read
+// (`_server_cpu_s` of `bench/pg_peer.py` reads the same).
+function statFields(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return f.slice(f.lastIndexOf(")") + 1).trim().split(/\s+/);
+}
+
+function serverCpuS() {
+  if (POSTMASTER === null) return null;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const own = statFields(POSTMASTER);
+    let children = 0;
+    for (const entry of readdirSync("/proc")) {
+      if (!/^[0-9]+$/.test(entry) || Number(entry) === POSTMASTER) continue;
+      let f;
+      try {
+        f = statFields(entry);
+      } catch {
+        continue; // not a child, or reaped: then the check below fails
+      }
+      if (Number(f[1]) === POSTMASTER) children += Number(f[11]) + Number(f[12]);
+    }
+    const again = statFields(POSTMASTER);
+    if (again[13] === own[13] && again[14] === own[14]) {
+      const mine = [11, 12, 13, 14].reduce((t, i) => t + Number(again[i]), 0);
+      return (mine + children) / 100; // USER_HZ, 100 on Linux
+    }
+  }
+  return null;
+}
+
+// `{ server_cpu_s }` of a window that began at `cpu0` (nothing without a
+// postmaster).
+function serverWindow(cpu0) {
+  const cpu1 = serverCpuS();
+  return cpu0 === null || cpu1 === null ? {} : { server_cpu_s: cpu1 - cpu0 };
+}
 
 function quantile(sorted, q) {
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
@@ -116,12 +163,14 @@ async function graphile() {
   const version = require("graphile-worker/package.json").version;
   try {
     if (workload === "enqueue") {
+      const cpu0 = serverCpuS();
       const t0 = performance.now();
       await graphileSeed(utils, jobs);
       const s = (performance.now() - t0) / 1000;
+      const cpu = serverWindow(cpu0);
       const left = await graphileLeft();
       if (left !== jobs) throw new Error(`graphile-worker: ${left} of ${jobs} jobs enqueued`);
-      return { jobs_per_s: jobs / s, seconds: s, version };
+      return { jobs_per_s: jobs / s, seconds: s, version, ...cpu };
     }
     if (workload === "seed") {
       await graphileSeed(utils, jobs);
@@ -168,6 +217,7 @@ async function graphile() {
       workload === "batch"
         ? { worker: { localQueue: { size: LOCAL_QUEUE }, completeJobBatchDelay: 0 } }
         : { worker: {} };
+    const cpu0 = serverCpuS();
     const t0 = performance.now();
     const runner = await run({
       connectionString: url,
@@ -186,9 +236,10 @@ async function graphile() {
     // them. The drain ends when every job's completion has committed.
     const left = await graphileDrained();
     const s = (performance.now() - t0) / 1000;
+    const cpu = serverWindow(cpu0);
     await runner.stop();
     if (left !== 0) throw new Error(`graphile-worker: ${left} jobs left after the drain`);
-    return { jobs_per_s: jobs / s, seconds: s, version };
+    return { jobs_per_s: jobs / s, seconds: s, version, ...cpu };
   } finally {
     await utils.release();
   }
@@ -230,18 +281,21 @@ async function pgboss() {
   const version = require("pg-boss/package.json").version;
   try {
     if (workload === "enqueue") {
+      const cpu0 = serverCpuS();
       const t0 = performance.now();
       await pgbossSeed(boss, jobs);
       const s = (performance.now() - t0) / 1000;
+      const cpu = serverWindow(cpu0);
       const st = await pgbossStates();
       if (st.created !== jobs) throw new Error(`pg-boss: states ${JSON.stringify(st)} after enqueue`);
-      return { jobs_per_s: jobs / s, seconds: s, version };
+      return { jobs_per_s: jobs / s, seconds: s, version, ...cpu };
     }
     await pgbossSeed(boss, jobs);
     const size = workload === "batch" ? BATCH : 1;
     // Open the pool's connections before the clock starts, as the others do.
     await Promise.all(Array.from({ length: workers }, () => boss.getQueue(QUEUE)));
     let done = 0;
+    const cpu0 = serverCpuS();
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: workers }, async () => {
@@ -257,11 +311,12 @@ async function pgboss() {
       }),
     );
     const s = (performance.now() - t0) / 1000;
+    const cpu = serverWindow(cpu0);
     const st = await pgbossStates();
     if (done !== jobs || st.completed !== jobs) {
       throw new Error(`pg-boss: ${done} handled, states ${JSON.stringify(st)}`);
     }
-    return { jobs_per_s: jobs / s, seconds: s, version };
+    return { jobs_per_s: jobs / s, seconds: s, version, ...cpu };
   } finally {
     await boss.stop({ graceful: false, wait: true });
   }

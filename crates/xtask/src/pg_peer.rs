@@ -216,6 +216,7 @@ pub(crate) fn js_summaries(rows: &[Value]) -> Vec<Value> {
                 continue;
             };
             s[format!("{system}_{metric}")] = round(m, places).into();
+            put_server_cpu(&mut s, system, &mine);
             if *kind == "wake" {
                 if let Some(p95) =
                     median(mine.iter().filter_map(|r| r["p95_ms"].as_f64()).collect())
@@ -235,6 +236,34 @@ pub(crate) fn js_summaries(rows: &[Value]) -> Vec<Value> {
         out.push(s);
     }
     out
+}
+
+/// Sets `<system>_server_us` of `s` to the median over `runs` of the
+/// server's CPU a job (`server_us_per_job`: every server process's CPU
+/// time over the timed window, by `pg_peer.py` or `peers.mjs`, divided by
+/// the jobs), if any run measured it.
+fn put_server_cpu(s: &mut Value, system: &str, runs: &[&&Value]) {
+    let cpu = runs.iter().filter_map(|r| r["server_us_per_job"].as_f64());
+    if let Some(m) = median(cpu.collect()) {
+        s[format!("{system}_server_us")] = round(m, 1).into();
+    }
+}
+
+/// The servers' CPU a job of `systems` in summary `s`, as a table cell
+/// (`a / b / … µs`, `—` for one not measured), or `—` when none was.
+fn server_cpu_cell(s: &Value, systems: &[&str]) -> String {
+    let cells: Vec<Option<f64>> = systems
+        .iter()
+        .map(|system| s[format!("{system}_server_us")].as_f64())
+        .collect();
+    if cells.iter().all(Option::is_none) {
+        return "—".to_owned();
+    }
+    let cells: Vec<String> = cells
+        .into_iter()
+        .map(|c| c.map_or_else(|| "—".to_owned(), |x| format!("{x:.0}")))
+        .collect();
+    format!("{} µs", cells.join(" / "))
 }
 
 /// The `js-peer` run rows of workload `kind` with `workers` workers.
@@ -309,10 +338,15 @@ pub(crate) fn floor_summaries(rows: &[Value]) -> Vec<Value> {
             "rounds": rounds.len(),
         });
         for system in FLOOR_SYSTEMS.iter().chain(&JS_SYSTEMS[..2]) {
-            let mine = runs.iter().filter(|r| r["system"] == *system);
-            if let Some(m) = median(mine.filter_map(|r| r["jobs_per_s"].as_f64()).collect()) {
+            let mine: Vec<&&Value> = runs.iter().filter(|r| r["system"] == *system).collect();
+            if let Some(m) = median(
+                mine.iter()
+                    .filter_map(|r| r["jobs_per_s"].as_f64())
+                    .collect(),
+            ) {
                 s[format!("{system}_jobs_per_s")] = round(m, 1).into();
             }
+            put_server_cpu(&mut s, system, &mine);
         }
         for (key, a, b) in [
             ("ratio_record", "sql-tenure", "sql-graphile"),
@@ -341,7 +375,9 @@ pub(crate) fn floor_table(rows: &[Value]) -> Result<String> {
         "\n| the floor: the same drain as statements run by pgbench ({} jobs, median of {} \
          rounds) | graphile-worker's statements | tenure's record, one call per transition | \
          tenure's record / graphile-worker's statements (spread) | tenure (Python) / its \
-         record | graphile-worker (Node) / its statements |\n|---|---:|---:|---:|---:|---:|\n",
+         record | graphile-worker (Node) / its statements | server CPU a job: \
+         graphile-worker's statements / tenure's record / graphile-worker / tenure \
+         |\n|---|---:|---:|---:|---:|---:|---:|\n",
         field(first, "jobs"),
         field(first, "rounds"),
     );
@@ -365,13 +401,14 @@ pub(crate) fn floor_table(rows: &[Value]) -> Result<String> {
             None => "—".to_owned(),
         };
         md.push_str(&format!(
-            "| drain one job at a time, {workers} client{} | {} | {} | **{}** | {} | {} |\n",
+            "| drain one job at a time, {workers} client{} | {} | {} | **{}** | {} | {} | {} |\n",
             if workers == 1 { "" } else { "s" },
             rate("sql-graphile"),
             rate("sql-tenure"),
             ratio("ratio_record"),
             ratio("ratio_tenure_record"),
             ratio("ratio_graphile_sql"),
+            server_cpu_cell(s, &["sql-graphile", "sql-tenure", "graphile", "tenure"]),
         ));
     }
     md.push_str(
@@ -379,7 +416,10 @@ pub(crate) fn floor_table(rows: &[Value]) -> Result<String> {
          writes (job row with its provenance, events, mark log, count deltas) after the same \
          locks, clock samples and lease checks, one function call per transition; \
          `bench/pg_floor/graphile.pgbench` is graphile-worker's own claim and completion. \
-         pgbench runs both (C clients, prepared statements), with no client library.\n",
+         pgbench runs both (C clients, prepared statements), with no client library. Server \
+         CPU a job: the CPU time of every server process (connections and background \
+         processes, from /proc) over the timed window, divided by the jobs (median of the \
+         rounds).\n",
     );
     Ok(md)
 }
@@ -444,7 +484,8 @@ pub(crate) fn js_table(rows: &[Value]) -> Result<String> {
         "\n| tenure beside the Node peers: {} jobs per drain, median of {} alternating rounds \
          (fresh database per run) | tenure {} | graphile-worker {} | pg-boss {} | \
          tenure / graphile-worker (median of the rounds' ratios, spread) | target | met? | \
-         tenure / pg-boss |\n|---|---:|---:|---:|---:|---|---|---:|\n",
+         tenure / pg-boss | server CPU a job: tenure / graphile-worker / pg-boss \
+         |\n|---|---:|---:|---:|---:|---|---|---:|---:|\n",
         field(first, "jobs"),
         field(first, "rounds"),
         version("tenure"),
@@ -495,17 +536,19 @@ pub(crate) fn js_table(rows: &[Value]) -> Result<String> {
             .map(|r| format!("{r:.2}"))
             .unwrap_or_else(|| "—".to_owned());
         md.push_str(&format!(
-            "| {what} | {} | {} | {} | {ratio_cell} | {target} | {met} | {boss} |\n",
+            "| {what} | {} | {} | {} | {ratio_cell} | {target} | {met} | {boss} | {} |\n",
             figure("tenure"),
             figure("graphile"),
             figure("pgboss"),
+            server_cpu_cell(s, JS_SYSTEMS),
         ));
     }
     md.push_str(
         "\ntenure: the release Python wheel, C threads of one process sharing one `Authority`; \
          graphile-worker: one Node process, `concurrency` C, a no-op task; pg-boss: one Node \
-         process, C async `fetch` + `complete` loops (it polls: no wake row). Details: \
-         `bench/pg_peer.py` and `bench/js-peers/peers.mjs`.\n",
+         process, C async `fetch` + `complete` loops (it polls: no wake row); server CPU a \
+         job: as below the floor table. Details: `bench/pg_peer.py` and \
+         `bench/js-peers/peers.mjs`.\n",
     );
     Ok(md)
 }
@@ -786,8 +829,16 @@ mod tests {
             ("enqueue", 1, 10.0, 20.0),
             ("wake", 1, 3.0, 6.0),
         ] {
-            rows.push(run_row("tenure", kind, w, 0, t));
-            rows.push(run_row("graphile", kind, w, 0, g));
+            let (mut mine, mut peer) = (
+                run_row("tenure", kind, w, 0, t),
+                run_row("graphile", kind, w, 0, g),
+            );
+            if (kind, w) == ("drain", 1) {
+                mine["server_us_per_job"] = 1100.0.into();
+                peer["server_us_per_job"] = 400.0.into();
+            }
+            rows.push(mine);
+            rows.push(peer);
             if kind != "wake" {
                 rows.push(run_row("pgboss", kind, w, 0, g / 2.0));
             }
@@ -800,13 +851,14 @@ mod tests {
                 .to_owned()
         };
         let d1 = line("drain one job at a time, 1 worker");
-        assert!(d1.contains("| 100 jobs/s | 200 jobs/s | 100 jobs/s | **0.50** (0.5 – 0.5) | ≥ 1.0 | no | 1.00 |"), "{d1}");
+        assert!(d1.contains("| 100 jobs/s | 200 jobs/s | 100 jobs/s | **0.50** (0.5 – 0.5) | ≥ 1.0 | no | 1.00 | 1100 / 400 / — µs |"), "{d1}");
+        assert!(line("drain one job at a time, 4 workers").ends_with("| — |"));
         assert!(line("drain one job at a time, 4 workers")
             .contains("**1.50** (1.5 – 1.5) | ≥ 1.0 | yes |"));
         assert!(line("drain batched").contains("**1.00** (1.0 – 1.0) | ≥ 1.0 | yes |"));
         assert!(line("bulk enqueue").contains("| ≥ 1.0 | no |"));
         let wake = line("wake latency");
-        assert!(wake.contains("| 3.00 ms (6.00 ms) | 6.00 ms (12.00 ms) | — | **0.50** (0.5 – 0.5) | ≤ 1.0 | yes | — |"), "{wake}");
+        assert!(wake.contains("| 3.00 ms (6.00 ms) | 6.00 ms (12.00 ms) | — | **0.50** (0.5 – 0.5) | ≤ 1.0 | yes | — | — |"), "{wake}");
         assert!(
             md.contains("graphile-worker 0.17.3 | pg-boss 10.4.2"),
             "{md}"
@@ -825,16 +877,27 @@ mod tests {
         // (0.5 of its record), graphile-worker 200 (0.5 of its statements);
         // round 1: 300 vs 300 (1.0), tenure 30 (0.1), graphile-worker 600 (2.0);
         // round 2 lacks graphile-worker's statements: no ratio from it.
-        for (round, record, sql, tenure, node) in [
-            (0, 100.0, Some(400.0), 50.0, 200.0),
-            (1, 300.0, Some(300.0), 30.0, 600.0),
-            (2, 200.0, None, 20.0, 100.0),
+        // The server's CPU a job: the record 700, 600, 640 µs (median 640),
+        // graphile-worker's statements 400 and 380 (390), tenure 1 200 in one
+        // round, graphile-worker through Node never measured.
+        for (round, record, sql, tenure, node, cpu) in [
+            (0, 100.0, Some(400.0), 50.0, 200.0, (700.0, 400.0)),
+            (1, 300.0, Some(300.0), 30.0, 600.0, (600.0, 380.0)),
+            (2, 200.0, None, 20.0, 100.0, (640.0, 0.0)),
         ] {
-            rows.push(run_row("sql-tenure", "drain", 1, round, record));
+            let mut r = run_row("sql-tenure", "drain", 1, round, record);
+            r["server_us_per_job"] = cpu.0.into();
+            rows.push(r);
             if let Some(x) = sql {
-                rows.push(run_row("sql-graphile", "drain", 1, round, x));
+                let mut r = run_row("sql-graphile", "drain", 1, round, x);
+                r["server_us_per_job"] = cpu.1.into();
+                rows.push(r);
             }
-            rows.push(run_row("tenure", "drain", 1, round, tenure));
+            let mut r = run_row("tenure", "drain", 1, round, tenure);
+            if round == 1 {
+                r["server_us_per_job"] = 1200.0.into();
+            }
+            rows.push(r);
             rows.push(run_row("graphile", "drain", 1, round, node));
         }
         // A worker count with no floor run gives no summary.
@@ -856,6 +919,10 @@ mod tests {
         // tenure / its record per round: 0.5, 0.1, 0.1.
         assert_eq!(d["ratio_tenure_record"], 0.1);
         assert_eq!(d["ratio_graphile_sql"], 1.25);
+        assert_eq!(d["sql-tenure_server_us"], 640.0);
+        assert_eq!(d["sql-graphile_server_us"], 390.0);
+        assert_eq!(d["tenure_server_us"], 1200.0);
+        assert!(d.get("graphile_server_us").is_none(), "{d}");
         // The table needs both worker counts.
         assert!(floor_table(&s).is_err());
         for round in 0..2 {
@@ -872,12 +939,13 @@ mod tests {
         assert_eq!(
             line("drain one job at a time, 1 client"),
             "| drain one job at a time, 1 client | 350 jobs/s | 200 jobs/s | \
-             **0.62 (0.25 – 1.0)** | 0.10 (0.1 – 0.5) | 1.25 (0.5 – 2.0) |"
+             **0.62 (0.25 – 1.0)** | 0.10 (0.1 – 0.5) | 1.25 (0.5 – 2.0) | \
+             390 / 640 / — / 1200 µs |"
         );
         assert_eq!(
             line("drain one job at a time, 4 clients"),
             "| drain one job at a time, 4 clients | 1000 jobs/s | 500 jobs/s | \
-             **0.50 (0.5 – 0.5)** | 0.50 (0.5 – 0.5) | — |"
+             **0.50 (0.5 – 0.5)** | 0.50 (0.5 – 0.5) | — | — |"
         );
         assert!(floor_table(&[]).is_err());
     }
