@@ -115,9 +115,9 @@ Every run checks its end state and prints a ``"workload":"js-peer"`` line
 the timed window, connections and background processes alike, divided by
 the jobs, read from ``/proc`` when the server runs on this machine, by
 ``_server_cpu_s`` here and the same reading in ``peers.mjs``); a last
-``"workload":"js-peer-versions"`` line names tenure's version. ``crates/xtask/src/pg_peer.rs`` sums them up: each
-system's median figure and the median of the per-round ratios tenure /
-peer.
+``"workload":"js-peer-versions"`` line names tenure's version.
+``crates/xtask/src/pg_peer.rs`` sums them up: each system's median figure
+and the median of the per-round ratios tenure / peer.
 
 Figures are printed, never asserted.
 """
