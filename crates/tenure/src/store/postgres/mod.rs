@@ -570,7 +570,7 @@ mod tests {
             }
             calls.push((
                 (SUBMIT_GUARD_NAME, SUBMIT_GUARD_TYPES, SUBMIT_GUARD),
-                "'{1, 2, 3}'".to_owned(),
+                "'{1, 2, 3}', 'p'".to_owned(),
             ));
             // Planned on an empty jobs table (where a scan of the table
             // is the cheaper plan for the server), then on 5 000 jobs.

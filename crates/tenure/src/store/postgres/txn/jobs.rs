@@ -248,10 +248,10 @@ pub(super) fn insert_new_jobs_into(
             SUBMIT_GUARD_NAME,
             SUBMIT_GUARD_TYPES,
             SUBMIT_GUARD,
-            &[literal::array(
-                seqs.values().map(|&s| literal::int(s)),
-                "bigint",
-            )],
+            &[
+                literal::array(seqs.values().map(|&s| literal::int(s)), "bigint"),
+                literal::text(production),
+            ],
         )?;
         tx.defer_check(guard);
     }
